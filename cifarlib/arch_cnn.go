@@ -1,0 +1,36 @@
+package cifarlib
+
+import (
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/layers"
+	"github.com/gomlx/gomlx/ml/layers/activation"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// linear builds ArchLinear: flatten the pixels, one dense layer to the head.
+func (nb *netBuilder) linear(scope *model.Scope, x *graph.Node) *graph.Node {
+	batch := x.Shape().Dimensions[0]
+	x = nb.mark("flatten", nil, graph.Reshape(x, batch, ImageBytes))
+	return nb.head(scope, x)
+}
+
+// cnn builds ArchCNN: three 3x3 convolutions (16, 32, 64 channels, ReLU), each followed by a
+// 2x2 max-pool, then flatten ([batch, 4*4*64]) and the dense head.
+func (nb *netBuilder) cnn(scope *model.Scope, x *graph.Node) *graph.Node {
+	for i, channels := range []int{16, 32, 64} {
+		name := []string{"conv1", "conv2", "conv3"}[i]
+		s := scope.In("%s", name)
+		x = layers.Convolution(s, x).Channels(channels).KernelSize(3).PadSame().Done()
+		x = nb.mark(name, s, activation.Relu(x))
+		x = nb.mark([]string{"pool1", "pool2", "pool3"}[i], nil, graph.MaxPool(x).Window(2).Done())
+	}
+	dims := x.Shape().Dimensions
+	x = nb.mark("flatten", nil, graph.Reshape(x, dims[0], dims[1]*dims[2]*dims[3]))
+	return nb.head(scope, x)
+}
+
+// head is the classifier: a dense layer with bias to NumClasses outputs, in scope "head".
+func (nb *netBuilder) head(scope *model.Scope, x *graph.Node) *graph.Node {
+	s := scope.In("head")
+	return nb.mark("head", s, layers.DenseWithBias(s, x, nb.m.NumClasses))
+}

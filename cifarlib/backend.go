@@ -1,0 +1,304 @@
+package cifarlib
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/gobackend"
+	"github.com/gomlx/go-xla/compute/xla"
+	"github.com/gomlx/go-xla/pjrt"
+)
+
+// Backend short names accepted by NewBackend.
+const (
+	// BackendAuto picks $GOMLX_BACKEND when set, else XLA CUDA when a GPU and its plugin are
+	// present, else CPU.
+	BackendAuto = "auto"
+	// BackendCPU is XLA's CPU plugin when installed, else the pure-Go backend.
+	BackendCPU = "cpu"
+	// BackendGo is the pure-Go backend (github.com/gomlx/compute/gobackend): always available, slow
+	// for convolutions.
+	BackendGo = "go"
+	// BackendCUDA is XLA with the CUDA PJRT plugin. It fails fast when there is no GPU or no plugin.
+	BackendCUDA = "cuda"
+)
+
+// CUDAInstallHint says how to get the CUDA PJRT plugin; it is part of BackendError messages.
+const CUDAInstallHint = "install the CUDA PJRT plugin with `go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest " +
+	"-plugin=cuda13` (it downloads from PyPI) or copy pjrt_c_api_cuda_plugin.so with its nvidia/ libraries into " +
+	"~/.local/lib/go-xla (or a folder named in PJRT_PLUGIN_LIBRARY_PATH); or use -backend cpu"
+
+// BackendError is returned by NewBackend when the requested backend cannot be created: it says
+// what is missing and how to get it. NewBackend never falls back silently from an explicit request.
+type BackendError struct {
+	// Requested is the name given to NewBackend.
+	Requested string
+	// Missing says what is missing, e.g. "an NVIDIA GPU" or "the CUDA PJRT plugin".
+	Missing string
+	// Fix says how to install or configure it.
+	Fix string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *BackendError) Error() string {
+	msg := fmt.Sprintf("backend %q unavailable: %s", e.Requested, e.Missing)
+	if e.Err != nil {
+		msg += fmt.Sprintf(" (%s)", firstLine(e.Err.Error()))
+	}
+	if e.Fix != "" {
+		msg += ": " + e.Fix
+	}
+	return msg
+}
+
+// Unwrap returns the underlying error.
+func (e *BackendError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrBackend) true.
+func (e *BackendError) Is(target error) bool { return target == ErrBackend }
+
+// BackendCreateTimeout bounds how long NewBackend waits for an XLA plugin to create its client
+// (loading CUDA can take a while, but it must never hang).
+var BackendCreateTimeout = 2 * time.Minute
+
+// xlaSetup disables go-xla's plugin auto-installer once: cifarlib never downloads plugins.
+var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
+
+// NewBackend returns a GoMLX compute backend from a short name:
+//
+//   - "go": the pure-Go backend; always available.
+//   - "cpu": XLA's CPU PJRT plugin when installed, else the pure-Go backend.
+//   - "cuda": XLA with the CUDA PJRT plugin. Without an NVIDIA GPU or without the plugin it
+//     returns a *BackendError saying what is missing and how to install it; it never falls back.
+//     Options for the XLA plugin can follow after a comma, e.g. "cuda,memory_fraction=0.5".
+//   - "auto" or "": $GOMLX_BACKEND when set (any of these names, or a raw GoMLX configuration
+//     such as "xla:cpu" or "go"), else "cuda" when a GPU and its plugin are present, else "cpu".
+//
+// Raw GoMLX configurations ("xla:cuda", "go:ops_sequential", ...) are accepted too.
+// The XLA plugin auto-installer is always disabled: nothing is downloaded. Note: on a 2-core
+// machine "go:parallelism=2" was reported to hang on the first training step; leave parallelism
+// at its default.
+func NewBackend(name string) (compute.Backend, error) {
+	xlaSetup()
+	requested := strings.TrimSpace(name)
+	lower := strings.ToLower(requested)
+	switch {
+	case lower == "" || lower == BackendAuto:
+		if env := strings.TrimSpace(os.Getenv(compute.ConfigEnvVar)); env != "" && strings.ToLower(env) != BackendAuto {
+			b, err := NewBackend(env)
+			if err != nil {
+				return nil, fmt.Errorf("cifarlib: $%s=%q: %w", compute.ConfigEnvVar, env, err)
+			}
+			return b, nil
+		}
+		if HasNvidiaGPU() && xlaPlugin("cuda") != "" {
+			return NewBackend(BackendCUDA)
+		}
+		return NewBackend(BackendCPU)
+	case lower == BackendGo || strings.HasPrefix(lower, BackendGo+":"):
+		_, config, _ := strings.Cut(requested, ":")
+		b, err := gobackend.New(config)
+		if err != nil {
+			return nil, &BackendError{Requested: requested, Missing: "the Go backend rejected its configuration",
+				Fix: "use \"go\" without options", Err: err}
+		}
+		return b, nil
+	case lower == BackendCPU:
+		if plugin := xlaPlugin("cpu"); plugin != "" {
+			if b, err := newXLA(requested, plugin); err == nil {
+				return b, nil
+			}
+		}
+		return gobackend.New("")
+	case lower == BackendCUDA || strings.HasPrefix(lower, BackendCUDA+","):
+		options := strings.TrimPrefix(requested[len(BackendCUDA):], ",")
+		return newCUDA(requested, options)
+	case strings.HasPrefix(lower, "xla:") || lower == "xla":
+		_, config, _ := strings.Cut(requested, ":")
+		plugin, options, _ := strings.Cut(config, ",")
+		if pjrt.IsCUDAName(plugin) {
+			return newCUDA(requested, options)
+		}
+		if plugin == "" {
+			plugin = "cpu"
+		}
+		found := xlaPlugin(plugin)
+		if found == "" && !filepath.IsAbs(plugin) {
+			return nil, &BackendError{Requested: requested,
+				Missing: fmt.Sprintf("the XLA PJRT plugin %q is not installed (found: %s)", plugin, describePlugins()),
+				Fix: "install it with `go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest`, set " +
+					"PJRT_PLUGIN_LIBRARY_PATH to its folder, or use -backend go"}
+		}
+		if found == "" {
+			found = plugin
+		}
+		if options != "" {
+			found += "," + options
+		}
+		return newXLA(requested, found)
+	}
+	return nil, &BackendError{Requested: requested, Missing: "unknown backend name",
+		Fix: "use one of \"auto\", \"cpu\", \"go\", \"cuda\" (or a GoMLX configuration such as \"xla:cpu\")"}
+}
+
+// newCUDA checks for a GPU and for the plugin before asking XLA for a CUDA client.
+func newCUDA(requested, options string) (compute.Backend, error) {
+	if !HasNvidiaGPU() {
+		return nil, &BackendError{Requested: requested,
+			Missing: "no NVIDIA GPU on this machine (no /dev/nvidia* device and nvidia-smi finds none)",
+			Fix:     "run on a machine with an NVIDIA GPU and its driver, or use -backend cpu"}
+	}
+	plugin := xlaPlugin("cuda")
+	if plugin == "" {
+		return nil, &BackendError{Requested: requested,
+			Missing: fmt.Sprintf("the CUDA PJRT plugin is not installed (plugins found: %s; searched %s)",
+				describePlugins(), pluginSearchDescription()),
+			Fix: CUDAInstallHint}
+	}
+	config := plugin
+	if options != "" {
+		config += "," + options
+	}
+	return newXLA(requested, config)
+}
+
+// newXLA creates an XLA backend with a timeout, translating failures into *BackendError.
+func newXLA(requested, config string) (compute.Backend, error) {
+	type result struct {
+		b   compute.Backend
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				r.err = fmt.Errorf("panic: %v", p)
+			}
+			done <- r
+		}()
+		r.b, r.err = xla.New(config)
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			be := &BackendError{Requested: requested, Missing: "XLA could not start plugin " + config, Err: r.err}
+			if pjrt.IsCUDAName(config) {
+				be.Fix = "check the NVIDIA driver (nvidia-smi) and that the plugin's CUDA libraries match it; " + CUDAInstallHint
+			} else {
+				be.Fix = "reinstall the plugin or use -backend go"
+			}
+			return nil, be
+		}
+		return r.b, nil
+	case <-time.After(BackendCreateTimeout):
+		return nil, &BackendError{Requested: requested,
+			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", config, BackendCreateTimeout),
+			Fix:     "check that no other process holds the GPU (nvidia-smi), or use -backend cpu"}
+	}
+}
+
+// xlaPlugins lists the installed PJRT plugins by name (e.g. "cpu", "cuda") with their paths.
+// It never downloads anything.
+var xlaPlugins = sync.OnceValue(func() map[string]string {
+	xlaSetup()
+	plugins := map[string]string{}
+	func() {
+		defer func() { _ = recover() }()
+		plugins = pjrt.AvailablePlugins()
+	}()
+	return plugins
+})
+
+// xlaPlugin returns the installed plugin name matching base ("cpu" also matches "cpu_v0.83.1"),
+// or "".
+func xlaPlugin(base string) string {
+	plugins := xlaPlugins()
+	if _, ok := plugins[base]; ok {
+		return base
+	}
+	names := make([]string, 0, len(plugins))
+	for n := range plugins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if strings.HasPrefix(n, base+"_") || (base == "cuda" && pjrt.IsCUDAName(n)) {
+			return n
+		}
+	}
+	return ""
+}
+
+func describePlugins() string {
+	plugins := xlaPlugins()
+	if len(plugins) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(plugins))
+	for n := range plugins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func pluginSearchDescription() string {
+	if p := os.Getenv(pjrt.PJRTPluginPathsEnv); p != "" {
+		return "$" + pjrt.PJRTPluginPathsEnv + "=" + p
+	}
+	return "~/.local/lib/go-xla, /usr/local/lib/go-xla and the system library paths (set " +
+		pjrt.PJRTPluginPathsEnv + " to add folders)"
+}
+
+// HasNvidiaGPU reports whether an NVIDIA GPU seems present: a /dev/nvidia[0-9]* device file, or
+// nvidia-smi listing a GPU. It is computed once.
+var HasNvidiaGPU = sync.OnceValue(func() bool {
+	if m, _ := filepath.Glob("/dev/nvidia[0-9]*"); len(m) > 0 {
+		return true
+	}
+	path, err := exec.LookPath("nvidia-smi")
+	if err != nil {
+		return false
+	}
+	out, err := exec.Command(path, "-L").CombinedOutput()
+	return err == nil && strings.Contains(string(out), "GPU ")
+})
+
+// BackendName describes a backend for display, e.g. "go (pure Go, CPU)",
+// "xla:cpu (XLA CPU plugin)" or "xla:cuda (XLA CUDA: NVIDIA H100 ...)".
+func BackendName(b compute.Backend) string {
+	if b == nil {
+		return "<no backend>"
+	}
+	if b.String() == gobackend.BackendName {
+		return "go (pure Go, CPU)"
+	}
+	if xb, ok := b.(*xla.Backend); ok {
+		if xb.IsCUDA() {
+			desc := ""
+			func() {
+				defer func() { _ = recover() }()
+				if b.NumDevices() > 0 {
+					desc = b.DeviceDescription(0)
+				}
+			}()
+			if desc != "" {
+				return fmt.Sprintf("xla:cuda (XLA CUDA: %s)", desc)
+			}
+			return "xla:cuda (XLA CUDA)"
+		}
+		if xb.IsCPU() {
+			return "xla:cpu (XLA CPU plugin)"
+		}
+	}
+	return fmt.Sprintf("%s (%s)", b.String(), b.Name())
+}

@@ -1,0 +1,302 @@
+package cifarlib
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/model/checkpoint"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// HistoryFileName is the file, inside a checkpoint directory, holding the run's History.
+const HistoryFileName = "history.json"
+
+// Store parameters under which a checkpoint records the run that wrote it (GoMLX's checkpoint
+// package saves the Store's parameters in its JSON file).
+const (
+	ckptParamDataset   = "cifarlab_dataset"
+	ckptParamLabels    = "cifarlab_labels"
+	ckptParamModel     = "cifarlab_model"
+	ckptParamHead      = "cifarlab_head"
+	ckptParamBatch     = "cifarlab_batch_size"
+	ckptParamSeed      = "cifarlab_seed"
+	ckptParamAugment   = "cifarlab_augment"
+	ckptParamSchedule  = "cifarlab_schedule"
+	ckptParamSteps     = "cifarlab_steps"
+	ckptParamWarmup    = "cifarlab_warmup_steps"
+	ckptParamMinLR     = "cifarlab_min_learning_rate"
+	ckptParamDecay     = "cifarlab_weight_decay"
+	ckptParamUnguarded = "cifarlab_unguarded"
+)
+
+// ErrNoCheckpoint is returned (wrapped) when a directory holds no checkpoint to load.
+var ErrNoCheckpoint = errors.New("cifarlib: no checkpoint")
+
+// CheckpointInfo is what a checkpoint records about the training run that saved it.
+type CheckpointInfo struct {
+	// Dir is the checkpoint directory.
+	Dir string `json:"dir"`
+	// Step is the global step of the latest checkpoint.
+	Step int `json:"step"`
+	// Dataset is "cifar10" or "cifar100" and Labels "fine" or "coarse".
+	Dataset string `json:"dataset"`
+	Labels  string `json:"labels"`
+	// Model is the architecture and Head the classifier width.
+	Model string `json:"model"`
+	Head  int    `json:"head"`
+	// The settings that fix the data order and the optimisation: a resumed run must match them.
+	BatchSize       int     `json:"batch_size"`
+	Seed            int64   `json:"seed"`
+	Augment         bool    `json:"augment"`
+	Optimizer       string  `json:"optimizer"`
+	LearningRate    float64 `json:"learning_rate"`
+	WeightDecay     float64 `json:"weight_decay"`
+	Schedule        string  `json:"schedule"`
+	WarmupSteps     int     `json:"warmup_steps"`
+	MinLearningRate float64 `json:"min_learning_rate"`
+	// Steps is the target step of the run that saved it (it matters to the cosine schedule).
+	Steps int `json:"steps"`
+	// Unguarded is true when that run trained with the guards off.
+	Unguarded bool `json:"unguarded"`
+}
+
+// Spec returns the dataset Spec the checkpoint was trained on.
+func (ci *CheckpointInfo) Spec() (Spec, error) { return SpecByName(ci.Dataset, ci.Labels) }
+
+// checkpointInfoFromConfig is the info a run with config c records.
+func checkpointInfoFromConfig(c *TrainConfig) CheckpointInfo {
+	return CheckpointInfo{Dir: c.CheckpointDir, Dataset: c.Spec.Name, Labels: c.Spec.Labels.String(), Model: c.Model,
+		Head: c.headWidth(), BatchSize: c.BatchSize, Seed: c.Seed, Augment: c.Augment, Optimizer: c.Optimizer,
+		LearningRate: c.LearningRate, WeightDecay: c.WeightDecay, Schedule: c.Schedule, WarmupSteps: c.WarmupSteps,
+		MinLearningRate: c.MinLearningRate, Steps: c.Steps, Unguarded: c.Unguarded}
+}
+
+// setStoreParams records info in the Store's parameters, which the checkpoint saves.
+func (ci *CheckpointInfo) setStoreParams(store *model.Store) {
+	root := store.RootScope()
+	root.SetParams(map[string]any{
+		ckptParamDataset: ci.Dataset, ckptParamLabels: ci.Labels, ckptParamModel: ci.Model, ckptParamHead: ci.Head,
+		ckptParamBatch: ci.BatchSize, ckptParamSeed: ci.Seed, ckptParamAugment: ci.Augment,
+		optimizer.ParamOptimizer: ci.Optimizer, optimizer.ParamLearningRate: ci.LearningRate,
+		ckptParamDecay: ci.WeightDecay, ckptParamSchedule: ci.Schedule, ckptParamWarmup: ci.WarmupSteps,
+		ckptParamMinLR: ci.MinLearningRate, ckptParamSteps: ci.Steps, ckptParamUnguarded: ci.Unguarded,
+	})
+}
+
+// checkpointInfoFromStore reads the parameters a checkpoint restored into store. ok is false
+// when the store holds no cifarlib run parameters (an empty directory, or a foreign checkpoint).
+func checkpointInfoFromStore(store *model.Store, dir string) (info CheckpointInfo, ok bool) {
+	root := store.RootScope()
+	if _, found := root.GetParam(ckptParamModel); !found {
+		return info, false
+	}
+	info = CheckpointInfo{Dir: dir,
+		Dataset:         model.GetParamOr(root, ckptParamDataset, ""),
+		Labels:          model.GetParamOr(root, ckptParamLabels, ""),
+		Model:           model.GetParamOr(root, ckptParamModel, ""),
+		Head:            model.GetParamOr(root, ckptParamHead, 0),
+		BatchSize:       model.GetParamOr(root, ckptParamBatch, 0),
+		Seed:            model.GetParamOr(root, ckptParamSeed, int64(0)),
+		Augment:         model.GetParamOr(root, ckptParamAugment, false),
+		Optimizer:       model.GetParamOr(root, optimizer.ParamOptimizer, ""),
+		LearningRate:    model.GetParamOr(root, optimizer.ParamLearningRate, 0.0),
+		WeightDecay:     model.GetParamOr(root, ckptParamDecay, 0.0),
+		Schedule:        model.GetParamOr(root, ckptParamSchedule, ""),
+		WarmupSteps:     model.GetParamOr(root, ckptParamWarmup, 0),
+		MinLearningRate: model.GetParamOr(root, ckptParamMinLR, 0.0),
+		Steps:           model.GetParamOr(root, ckptParamSteps, 0),
+		Unguarded:       model.GetParamOr(root, ckptParamUnguarded, false),
+	}
+	info.Step = int(optimizer.GetGlobalStep(store))
+	return info, true
+}
+
+// CheckpointMismatchError reports a resume whose settings differ from those of the run that
+// saved the checkpoint: continuing would not be the same training (or would not even load).
+type CheckpointMismatchError struct {
+	// Dir is the checkpoint directory.
+	Dir string
+	// Diffs lists each differing setting as "name: saved X, requested Y".
+	Diffs []string
+}
+
+func (e *CheckpointMismatchError) Error() string {
+	return fmt.Sprintf("cifarlib: checkpoint %s was saved by a run with different settings (%s): resume with the "+
+		"same settings, or use a new checkpoint directory", e.Dir, strings.Join(e.Diffs, "; "))
+}
+
+// compareForResume lists the settings of want that differ from the saved ones. Steps only
+// matters to the cosine schedule (its period spans the run); the guard may change freely.
+func (ci *CheckpointInfo) compareForResume(want CheckpointInfo) []string {
+	var diffs []string
+	add := func(name string, saved, requested any) {
+		if fmt.Sprint(saved) != fmt.Sprint(requested) {
+			diffs = append(diffs, fmt.Sprintf("%s: saved %v, requested %v", name, saved, requested))
+		}
+	}
+	add("dataset", ci.Dataset, want.Dataset)
+	add("labels", ci.Labels, want.Labels)
+	add("model", ci.Model, want.Model)
+	add("head", ci.Head, want.Head)
+	add("batch size", ci.BatchSize, want.BatchSize)
+	add("seed", ci.Seed, want.Seed)
+	add("augment", ci.Augment, want.Augment)
+	add("optimizer", ci.Optimizer, want.Optimizer)
+	add("learning rate", ci.LearningRate, want.LearningRate)
+	add("weight decay", ci.WeightDecay, want.WeightDecay)
+	add("schedule", ci.Schedule, want.Schedule)
+	if ci.Schedule == ScheduleCosine {
+		add("warmup steps", ci.WarmupSteps, want.WarmupSteps)
+		add("min learning rate", ci.MinLearningRate, want.MinLearningRate)
+		add("steps (the cosine schedule spans them)", ci.Steps, want.Steps)
+	}
+	return diffs
+}
+
+// trainCheckpoint is the checkpoint side of a Trainer: GoMLX's checkpoint.Handler plus the
+// History file next to it.
+type trainCheckpoint struct {
+	handler *checkpoint.Handler
+	dir     string
+	// resumed is set when the directory held a checkpoint, with what it recorded.
+	resumed *CheckpointInfo
+}
+
+// openTrainCheckpoint creates (or loads) the checkpoint directory for a run of config c into
+// store, before any of the run's parameters are set. A loaded checkpoint must match c.
+func openTrainCheckpoint(store *model.Store, c *TrainConfig) (*trainCheckpoint, error) {
+	h, err := checkpoint.Build(store).Dir(c.CheckpointDir).Keep(c.CheckpointKeep).Done()
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: checkpoint directory %s: %w", c.CheckpointDir, err)
+	}
+	tc := &trainCheckpoint{handler: h, dir: c.CheckpointDir}
+	has, err := h.HasCheckpoints()
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: checkpoint directory %s: %w", c.CheckpointDir, err)
+	}
+	if !has {
+		return tc, nil
+	}
+	info, ok := checkpointInfoFromStore(store, c.CheckpointDir)
+	if !ok {
+		return nil, fmt.Errorf("cifarlib: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter): "+
+			"use another checkpoint directory", c.CheckpointDir, ckptParamModel)
+	}
+	if diffs := info.compareForResume(checkpointInfoFromConfig(c)); len(diffs) > 0 {
+		return nil, &CheckpointMismatchError{Dir: c.CheckpointDir, Diffs: diffs}
+	}
+	tc.resumed = &info
+	return tc, nil
+}
+
+// save writes a new checkpoint (keeping the newest CheckpointKeep) and the history.
+// Metric accumulators are not saved: GoMLX names them with a fresh id per run.
+func (tc *trainCheckpoint) save(store *model.Store, history *History) error {
+	for v := range store.IterVariables() {
+		if strings.HasPrefix(v.Path(), "/metrics/") {
+			tc.handler.ExcludeVarsFromSaving(v)
+		}
+	}
+	if err := tc.handler.Save(); err != nil {
+		return fmt.Errorf("cifarlib: saving checkpoint in %s: %w", tc.dir, err)
+	}
+	return saveHistory(tc.dir, history)
+}
+
+// saveHistory writes history to dir/history.json atomically (temporary file, then rename).
+func saveHistory(dir string, history *History) error {
+	data, err := json.Marshal(history)
+	if err != nil {
+		return fmt.Errorf("cifarlib: encoding history: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, HistoryFileName+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("cifarlib: saving history: %w", err)
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("cifarlib: writing %s: %w", tmp.Name(), errors.Join(werr, cerr))
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, HistoryFileName)); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("cifarlib: saving history: %w", err)
+	}
+	return nil
+}
+
+// LoadHistory reads the History saved in a checkpoint directory. A directory without one
+// gives an empty History and no error.
+func LoadHistory(dir string) (*History, error) {
+	data, err := os.ReadFile(filepath.Join(dir, HistoryFileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return &History{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: reading history: %w", err)
+	}
+	h := &History{}
+	if err := json.Unmarshal(data, h); err != nil {
+		return nil, fmt.Errorf("cifarlib: %s: %w: delete the file to start a new history", filepath.Join(dir, HistoryFileName), err)
+	}
+	return h, nil
+}
+
+// LoadedCheckpoint is a trained model loaded from a checkpoint directory, ready to evaluate.
+type LoadedCheckpoint struct {
+	// Info describes the run that saved it.
+	Info CheckpointInfo
+	// Model is rebuilt from Info with the model factory (same architecture and head).
+	Model *Model
+	// Store holds the checkpoint's variables (loaded lazily as the model graph asks for them).
+	Store *model.Store
+	// History is the run's History (empty if none was saved).
+	History *History
+}
+
+// LoadCheckpoint loads the latest checkpoint in dir, rebuilding its model for backend.
+func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w in %s: %w", ErrNoCheckpoint, dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%w: %s is a file, not a checkpoint directory", ErrNoCheckpoint, dir)
+	}
+	store := model.NewStore()
+	h, err := checkpoint.Build(store).Dir(dir).Done()
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: loading checkpoint %s: %w", dir, err)
+	}
+	if has, err := h.HasCheckpoints(); err != nil || !has {
+		return nil, fmt.Errorf("%w in %s: train with a checkpoint directory first (cifarlab train --checkpoint %s)", ErrNoCheckpoint, dir, dir)
+	}
+	info, ok := checkpointInfoFromStore(store, dir)
+	if !ok {
+		return nil, fmt.Errorf("cifarlib: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter)", dir, ckptParamModel)
+	}
+	spec, err := info.Spec()
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: checkpoint %s: %w", dir, err)
+	}
+	b := NewModel(spec, info.Model).Backend(backend)
+	if info.Head != spec.NumClasses {
+		b = b.Head(info.Head)
+	}
+	m, err := b.Done()
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: checkpoint %s: rebuilding model %s: %w", dir, info.Model, err)
+	}
+	hist, err := LoadHistory(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &LoadedCheckpoint{Info: info, Model: m, Store: store, History: hist}, nil
+}

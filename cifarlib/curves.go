@@ -1,0 +1,165 @@
+package cifarlib
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/gomlx/gomlx/ml/train"
+	"github.com/gomlx/gomlx/ml/train/metric"
+	"github.com/gomlx/gomlx/ui/commandline"
+	"github.com/gomlx/gomlx/ui/gonb/plotly"
+	"github.com/gomlx/gomlx/ui/notebooks"
+	"github.com/gomlx/gomlx/ui/plot"
+)
+
+// HistoryPoint is one sample of a training run's curves, taken after global step Step.
+type HistoryPoint struct {
+	// Step is the global step just completed (1 after the first step).
+	Step int `json:"step"`
+	// Loss is the loss of the batch of this step.
+	Loss float64 `json:"loss"`
+	// MovingLoss is GoMLX's exponential moving average of the batch loss.
+	MovingLoss float64 `json:"moving_loss"`
+	// Accuracy is the moving average of the training batches' accuracy.
+	Accuracy float64 `json:"accuracy"`
+	// TopK is the moving average of the training batches' top-5 accuracy (CIFAR-100 only, else 0).
+	TopK float64 `json:"top_k,omitempty"`
+	// LearningRate is the learning rate used by this step.
+	LearningRate float64 `json:"learning_rate"`
+	// Eval holds an evaluation on the test split made at this step, if any (TrainConfig.EvalEvery).
+	Eval *EvalPoint `json:"eval,omitempty"`
+}
+
+// EvalPoint is an evaluation recorded in a History.
+type EvalPoint struct {
+	// Examples is the number of test examples evaluated.
+	Examples int `json:"examples"`
+	// Loss, Accuracy and TopK (top-5, CIFAR-100 only) are means over those examples.
+	Loss     float64 `json:"loss"`
+	Accuracy float64 `json:"accuracy"`
+	TopK     float64 `json:"top_k,omitempty"`
+}
+
+// History holds the loss and accuracy curves of a training run, across resumes: it is saved
+// next to the checkpoints (history.json) and reloaded when a run resumes.
+type History struct {
+	// TopK is 5 when the points carry top-5 accuracies (CIFAR-100), else 0.
+	TopK int `json:"top_k,omitempty"`
+	// Points are in increasing Step order.
+	Points []HistoryPoint `json:"points"`
+}
+
+// add appends a point, dropping any later points left by a run that was resumed from an
+// earlier checkpoint.
+func (h *History) add(p HistoryPoint) {
+	for len(h.Points) > 0 && h.Points[len(h.Points)-1].Step >= p.Step {
+		h.Points = h.Points[:len(h.Points)-1]
+	}
+	h.Points = append(h.Points, p)
+}
+
+// Last returns the last point, or false when the history is empty.
+func (h *History) Last() (HistoryPoint, bool) {
+	if h == nil || len(h.Points) == 0 {
+		return HistoryPoint{}, false
+	}
+	return h.Points[len(h.Points)-1], true
+}
+
+// PlotPoints converts the history into GoMLX plot points, the input of GoMLX's plotly and
+// margaid plots: training moving-average loss and accuracy (and top-5), the learning rate, and
+// the test-split evaluations. Points of the same MetricType ("loss", "accuracy",
+// "learning rate") share a figure.
+func (h *History) PlotPoints() []plot.Point {
+	var pts []plot.Point
+	topName := fmt.Sprintf("Top-%d", h.TopK)
+	for _, p := range h.Points {
+		step := float64(p.Step)
+		pts = append(pts,
+			plot.Point{MetricName: "Train: Moving Average Loss", Short: "T/~loss", MetricType: metric.LossMetricType, Step: step, Value: p.MovingLoss},
+			plot.Point{MetricName: "Train: Moving Average Accuracy", Short: "T/~acc", MetricType: metric.AccuracyMetricType, Step: step, Value: p.Accuracy})
+		if h.TopK > 0 {
+			pts = append(pts, plot.Point{MetricName: "Train: Moving Average " + topName + " Accuracy", Short: fmt.Sprintf("T/~top%d", h.TopK),
+				MetricType: metric.AccuracyMetricType, Step: step, Value: p.TopK})
+		}
+		pts = append(pts, plot.Point{MetricName: "Learning Rate", Short: "lr", MetricType: "learning rate", Step: step, Value: p.LearningRate})
+		if e := p.Eval; e != nil {
+			pts = append(pts,
+				plot.Point{MetricName: "Test: Mean Loss", Short: "loss(test)", MetricType: metric.LossMetricType, Step: step, Value: e.Loss},
+				plot.Point{MetricName: "Test: Accuracy", Short: "acc(test)", MetricType: metric.AccuracyMetricType, Step: step, Value: e.Accuracy})
+			if h.TopK > 0 {
+				pts = append(pts, plot.Point{MetricName: "Test: " + topName + " Accuracy", Short: fmt.Sprintf("top%d(test)", h.TopK),
+					MetricType: metric.AccuracyMetricType, Step: step, Value: e.TopK})
+			}
+		}
+	}
+	return pts
+}
+
+// Plot draws the curves in a GoNB notebook cell with GoMLX's plotly support (one interactive
+// figure per metric type, log-scaled axes as GoMLX draws them). Outside a notebook it draws
+// nothing and returns nil.
+func (h *History) Plot() error {
+	pc := plotly.New()
+	for _, p := range h.PlotPoints() {
+		pc.AddPoint(p)
+	}
+	return pc.Plot()
+}
+
+// liveCurves feeds History points to a GoMLX plotly figure that redraws in the notebook as
+// training goes (PlotConfig.Dynamic), and draws the final version when training ends.
+type liveCurves struct {
+	pc      *plotly.PlotConfig
+	history *History
+}
+
+// newLiveCurves starts a dynamic plot, pre-filled with the points of a resumed history.
+func newLiveCurves(history *History) *liveCurves {
+	lc := &liveCurves{pc: plotly.New(), history: history}
+	for _, p := range history.PlotPoints() {
+		lc.pc.AddPoint(p)
+	}
+	for range history.Points {
+		lc.pc.DynamicSampleDone(false)
+	}
+	lc.pc.Dynamic()
+	return lc
+}
+
+// add plots one new point.
+func (lc *liveCurves) add(p HistoryPoint) {
+	one := History{TopK: lc.history.TopK, Points: []HistoryPoint{p}}
+	for _, pt := range one.PlotPoints() {
+		lc.pc.AddPoint(pt)
+	}
+	lc.pc.DynamicSampleDone(false)
+}
+
+// finish replaces the transient plot by the final one.
+func (lc *liveCurves) finish() { lc.pc.DynamicPlot(true) }
+
+// progressEnabled resolves ProgressAuto: on in a notebook (GoNB, bash_kernel) or when stdout
+// is a terminal.
+func progressEnabled(mode ProgressMode) bool {
+	switch mode {
+	case ProgressOn:
+		return true
+	case ProgressOff:
+		return false
+	}
+	if notebooks.IsNotebook() {
+		return true
+	}
+	fi, err := os.Stdout.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// attachProgress attaches GoMLX's progress bar (terminal table, or a one-line bar in GoNB) to loop.
+func attachProgress(loop *train.Loop, mode ProgressMode, extra ...commandline.ExtraMetricFn) bool {
+	if !progressEnabled(mode) {
+		return false
+	}
+	commandline.AttachProgressBar(loop, extra...)
+	return true
+}

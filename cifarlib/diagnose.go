@@ -1,0 +1,259 @@
+package cifarlib
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/gomlx/compute"
+)
+
+// SplitLabels describes the labels of one split, as Diagnose found them.
+type SplitLabels struct {
+	// Split is "train" or "test"; Source the folder the records were read from.
+	Split  string `json:"split"`
+	Source string `json:"source"`
+	// Count is the number of examples; Min and Max the smallest and largest label.
+	Count int `json:"count"`
+	Min   int `json:"min"`
+	Max   int `json:"max"`
+	// Histogram counts the examples of each label, indexed by label (length NumClasses).
+	Histogram []int `json:"histogram"`
+	// BeyondHead counts the labels >= the model's head width (they would be silently ignored by
+	// an unguarded loss); FirstBeyondHead lists the first few such example indices.
+	BeyondHead      int   `json:"beyond_head"`
+	FirstBeyondHead []int `json:"first_beyond_head,omitempty"`
+}
+
+// Diagnosis is Diagnose's report on a model and a dataset.
+type Diagnosis struct {
+	// Model describes the model (Model.String()).
+	Model string `json:"model"`
+	// Arch, Dataset (Spec.ID()), NumClasses (the dataset's), HeadWidth (the model's) and
+	// HeadOverridden (forced with ModelBuilder.Head).
+	Arch           string `json:"arch"`
+	Dataset        string `json:"dataset"`
+	NumClasses     int    `json:"num_classes"`
+	HeadWidth      int    `json:"head_width"`
+	HeadOverridden bool   `json:"head_overridden"`
+	// Summary is the model's per-layer summary (nil if it could not be built).
+	Summary *Summary `json:"summary,omitempty"`
+	// Splits has the label statistics of the train and test splits.
+	Splits []SplitLabels `json:"splits"`
+	// LabelDType and LabelShape describe the label tensor of a training batch as the Dataset
+	// yields it (e.g. "int32", [128, 1]); ImageShape the image tensor.
+	LabelDType string `json:"label_dtype"`
+	LabelShape []int  `json:"label_shape"`
+	ImageShape []int  `json:"image_shape"`
+	// OK is true when nothing is wrong; Problems lists what is; Verdict is a one-line
+	// conclusion and Fix says what to change.
+	OK       bool     `json:"ok"`
+	Problems []string `json:"problems,omitempty"`
+	Verdict  string   `json:"verdict"`
+	Fix      string   `json:"fix,omitempty"`
+}
+
+// DiagnoseOptions configures DiagnoseWith.
+type DiagnoseOptions struct {
+	// Backend builds the summary graph (nothing is executed); nil uses the pure-Go backend.
+	Backend compute.Backend
+	// BatchSize is the batch used to inspect the tensors a Dataset yields (default 128).
+	BatchSize int
+}
+
+// Diagnose inspects a model against the dataset under root (the folder holding
+// spec.Dir, or its "synthetic" sub-folder made by Prepare): head width vs classes, label
+// min/max/histogram per split, the dtype and shape of the label tensor, and a verdict with the
+// fix. A mismatch is reported in the Diagnosis (OK false), not as an error; errors are for data
+// that cannot be read.
+func Diagnose(m *Model, root string) (*Diagnosis, error) {
+	return DiagnoseWith(m, root, DiagnoseOptions{})
+}
+
+// DiagnoseWith is Diagnose with options.
+func DiagnoseWith(m *Model, root string, opts DiagnoseOptions) (*Diagnosis, error) {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 128
+	}
+	if opts.Backend == nil {
+		b, err := NewBackend(BackendGo)
+		if err != nil {
+			return nil, err
+		}
+		opts.Backend = b
+	}
+	d := &Diagnosis{Model: m.String(), Arch: m.Arch, Dataset: m.Spec.ID(), NumClasses: m.Spec.NumClasses,
+		HeadWidth: m.NumClasses, HeadOverridden: m.HeadOverridden}
+	sum, err := Summarize(m, opts.Backend, opts.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	d.Summary = sum
+	if sum.HeadWidth != m.NumClasses {
+		return nil, fmt.Errorf("cifarlib: %s produced logits of width %d, not %d: this is a cifarlib bug", m, sum.HeadWidth, m.NumClasses)
+	}
+
+	dataRoot := root
+	var train *Records
+	for _, split := range []Split{SplitTrain, SplitTest} {
+		recs, err := LoadSplit(dataRoot, m.Spec, split)
+		if err != nil && split == SplitTrain && errors.Is(err, fs.ErrNotExist) {
+			if r2, err2 := LoadSplit(SyntheticDir(root), m.Spec, split); err2 == nil {
+				dataRoot, recs, err = SyntheticDir(root), r2, nil
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if split == SplitTrain {
+			train = recs
+		}
+		d.Splits = append(d.Splits, splitLabels(split.String(), dataRoot, recs, m.NumClasses))
+	}
+
+	// The tensors a training Dataset yields, and the input contract on them.
+	ds, err := NewDataset("diagnose", train, DatasetOptions{BatchSize: min(opts.BatchSize, train.Len()), Epochs: 1})
+	if err != nil {
+		return nil, err
+	}
+	for b, err := range ds.Iter() {
+		if err != nil {
+			return nil, err
+		}
+		d.ImageShape = append([]int(nil), b.Inputs[0].Shape().Dimensions...)
+		d.LabelShape = append([]int(nil), b.Labels[0].Shape().Dimensions...)
+		d.LabelDType = strings.ToLower(b.Labels[0].DType().String())
+		if err := m.CheckBatch(b); err != nil {
+			d.Problems = append(d.Problems, "batch tensors: "+err.Error())
+		}
+		_ = b.Finalize()
+		break
+	}
+
+	d.verdict(m)
+	return d, nil
+}
+
+func splitLabels(name, source string, recs *Records, headWidth int) SplitLabels {
+	s := SplitLabels{Split: name, Source: source, Count: recs.Len(), Min: -1, Max: -1,
+		Histogram: make([]int, recs.Spec.NumClasses)}
+	for i := range recs.Len() {
+		l := recs.Label(i)
+		if s.Min < 0 || l < s.Min {
+			s.Min = l
+		}
+		if l > s.Max {
+			s.Max = l
+		}
+		if l >= 0 && l < len(s.Histogram) {
+			s.Histogram[l]++
+		}
+		if l >= headWidth {
+			s.BeyondHead++
+			if len(s.FirstBeyondHead) < 5 {
+				s.FirstBeyondHead = append(s.FirstBeyondHead, i)
+			}
+		}
+	}
+	return s
+}
+
+// verdict fills OK, Problems, Verdict and Fix.
+func (d *Diagnosis) verdict(m *Model) {
+	if d.HeadWidth != d.NumClasses {
+		he := &HeadMismatchError{Dataset: d.Dataset, HeadWidth: d.HeadWidth, NumClasses: d.NumClasses, Overridden: d.HeadOverridden}
+		d.Problems = append([]string{he.Error()}, d.Problems...)
+		for _, s := range d.Splits {
+			if s.BeyondHead > 0 {
+				d.Problems = append(d.Problems, fmt.Sprintf("%s split: %d of %d labels are >= %d (labels %d..%d, "+
+					"first at examples %v): an unguarded loss gives them a loss of exactly 0, so they are silently ignored",
+					s.Split, s.BeyondHead, s.Count, d.HeadWidth, s.Min, s.Max, s.FirstBeyondHead))
+			}
+		}
+	}
+	for _, s := range d.Splits {
+		if s.Count > 0 && s.Max >= d.NumClasses {
+			d.Problems = append(d.Problems, fmt.Sprintf("%s split: label %d outside the dataset's %d classes", s.Split, s.Max, d.NumClasses))
+		}
+	}
+	d.OK = len(d.Problems) == 0
+	if d.OK {
+		d.Verdict = fmt.Sprintf("OK: the head has %d outputs for the %d classes of %s, and every label of %s is in [0, %d)",
+			d.HeadWidth, d.NumClasses, d.Dataset, d.splitNames(), d.NumClasses)
+		return
+	}
+	if d.HeadWidth != d.NumClasses {
+		d.Verdict = fmt.Sprintf("MISMATCH: the head has %d outputs but %s has %d classes", d.HeadWidth, d.Dataset, d.NumClasses)
+		labels := "fine"
+		if m.Spec.Labels == LabelsCoarse {
+			labels = "coarse"
+		}
+		d.Fix = fmt.Sprintf("build the model for the dataset: cifarlib.NewModel(cifarlib.CIFAR%s, %q) without Head(%d) "+
+			"(CLI: drop --head %d), so the head has %d outputs",
+			specConstructor(m.Spec, labels), d.Arch, d.HeadWidth, d.HeadWidth, d.NumClasses)
+		return
+	}
+	d.Verdict = "PROBLEM: " + d.Problems[0]
+	d.Fix = "feed the model batches from cifarlib's Dataset for the same Spec"
+}
+
+func specConstructor(s Spec, labels string) string {
+	if s.Name == "cifar10" {
+		return "10()"
+	}
+	if labels == "coarse" {
+		return "100(cifarlib.LabelsCoarse)"
+	}
+	return "100(cifarlib.LabelsFine)"
+}
+
+func (d *Diagnosis) splitNames() string {
+	names := make([]string, len(d.Splits))
+	for i, s := range d.Splits {
+		names[i] = s.Split
+	}
+	return strings.Join(names, " and ")
+}
+
+// String renders the diagnosis as text: the summary, the label statistics, the tensors and
+// the verdict.
+func (d *Diagnosis) String() string {
+	var b strings.Builder
+	if d.Summary != nil {
+		b.WriteString(d.Summary.String())
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "Dataset %s: %d classes; model head: %d outputs", d.Dataset, d.NumClasses, d.HeadWidth)
+	if d.HeadOverridden {
+		fmt.Fprintf(&b, " (overridden)")
+	}
+	b.WriteString("\n")
+	for _, s := range d.Splits {
+		fmt.Fprintf(&b, "  %-5s %6d labels, min %d, max %d, classes present %d/%d", s.Split, s.Count, s.Min, s.Max,
+			present(s.Histogram), len(s.Histogram))
+		if s.BeyondHead > 0 {
+			fmt.Fprintf(&b, ", %d labels >= head width %d", s.BeyondHead, d.HeadWidth)
+		}
+		fmt.Fprintf(&b, "\n        histogram %v\n", s.Histogram)
+	}
+	fmt.Fprintf(&b, "Batch tensors: images float32 %v, labels %s %v\n", d.ImageShape, d.LabelDType, d.LabelShape)
+	for _, p := range d.Problems {
+		fmt.Fprintf(&b, "Problem: %s\n", p)
+	}
+	fmt.Fprintf(&b, "Verdict: %s\n", d.Verdict)
+	if d.Fix != "" {
+		fmt.Fprintf(&b, "Fix: %s\n", d.Fix)
+	}
+	return b.String()
+}
+
+func present(h []int) int {
+	n := 0
+	for _, c := range h {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}

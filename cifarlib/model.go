@@ -1,0 +1,242 @@
+package cifarlib
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// Architecture names accepted by NewModel.
+const (
+	// ArchLinear is a single dense layer on the flattened pixels.
+	ArchLinear = "linear"
+	// ArchCNN is a small CNN (3 convolutions of 16/32/64 channels with max-pooling, then the
+	// dense head), fast enough for the pure-Go backend in tests and notebooks.
+	ArchCNN = "cnn"
+	// ArchResNet18 is the CIFAR variant of ResNet-18: 3x3 stem with stride 1, no max-pool, four
+	// stages of two BasicBlocks at 64/128/256/512 channels, batch norm, global average pooling
+	// and a dense head (11.2M parameters for 10 classes).
+	ArchResNet18 = "resnet18"
+	// ArchResNet20 is He et al.'s CIFAR ResNet-20: 3x3 stem with 16 channels, three stages of
+	// three BasicBlocks at 16/32/64 channels with zero-padding identity shortcuts (option A),
+	// global average pooling and a dense head (0.27M parameters).
+	ArchResNet20 = "resnet20"
+)
+
+// Architectures lists the architecture names NewModel accepts.
+func Architectures() []string {
+	return []string{ArchLinear, ArchCNN, ArchResNet18, ArchResNet20}
+}
+
+// BatchNormKind selects how batch normalization is computed.
+type BatchNormKind int
+
+const (
+	// BatchNormGraph computes batch norm from elementary graph ops (norm.BatchNorm with
+	// UseBackendInference(false)). It works on every backend, including the pure-Go one, whose
+	// lack of a BatchNormForTraining op makes GoMLX's default batch norm fail.
+	BatchNormGraph BatchNormKind = iota
+	// BatchNormBackendOps uses the backend's fused batch-norm ops (GoMLX's default); chosen
+	// when the backend supports them (XLA).
+	BatchNormBackendOps
+)
+
+// String returns "graph" or "backend-ops".
+func (k BatchNormKind) String() string {
+	if k == BatchNormBackendOps {
+		return "backend-ops"
+	}
+	return "graph"
+}
+
+// BatchNormFor returns the batch-norm variant that works on the backend: BatchNormBackendOps
+// when it implements BatchNormForTraining/Inference/Gradient, else BatchNormGraph.
+func BatchNormFor(backend compute.Backend) BatchNormKind {
+	if backend == nil {
+		return BatchNormGraph
+	}
+	ops := backend.Capabilities().Operations
+	if ops[compute.OpTypeBatchNormForTraining] && ops[compute.OpTypeBatchNormForInference] &&
+		ops[compute.OpTypeBatchNormGradient] {
+		return BatchNormBackendOps
+	}
+	return BatchNormGraph
+}
+
+// ModelBuilder configures a model; create it with NewModel and finish with Done.
+type ModelBuilder struct {
+	spec      Spec
+	arch      string
+	head      int
+	headSet   bool
+	batchNorm BatchNormKind
+}
+
+// NewModel starts building a classifier of architecture arch ("linear", "cnn", "resnet18" or
+// "resnet20") for the dataset spec. The classifier head width is taken from spec.NumClasses,
+// like timm's num_classes, so a model built for CIFAR-100 has 100 outputs.
+func NewModel(spec Spec, arch string) *ModelBuilder {
+	return &ModelBuilder{spec: spec, arch: strings.ToLower(strings.TrimSpace(arch)), head: spec.NumClasses}
+}
+
+// Head overrides the head width. It exists only to reproduce the head/label mismatch bug in
+// notebooks; the override is recorded (Model.HeadOverridden) and shown by String, Summary and
+// Diagnose, and the guarded loss refuses it.
+func (b *ModelBuilder) Head(n int) *ModelBuilder {
+	b.head, b.headSet = n, true
+	return b
+}
+
+// Backend picks the batch-norm variant that works on the backend (see BatchNormFor).
+// Without it the model uses BatchNormGraph, which works everywhere.
+func (b *ModelBuilder) Backend(backend compute.Backend) *ModelBuilder {
+	b.batchNorm = BatchNormFor(backend)
+	return b
+}
+
+// BatchNorm sets the batch-norm variant explicitly.
+func (b *ModelBuilder) BatchNorm(kind BatchNormKind) *ModelBuilder {
+	b.batchNorm = kind
+	return b
+}
+
+// Done validates the configuration and returns the Model.
+func (b *ModelBuilder) Done() (*Model, error) {
+	if b.spec.NumClasses <= 0 || b.spec.Name == "" {
+		return nil, errors.New("cifarlib: NewModel needs a dataset Spec (use CIFAR10(), CIFAR100(...) or SpecByName)")
+	}
+	known := false
+	for _, a := range Architectures() {
+		known = known || a == b.arch
+	}
+	if !known {
+		return nil, fmt.Errorf("cifarlib: unknown architecture %q: use one of %s", b.arch, strings.Join(Architectures(), ", "))
+	}
+	if b.head <= 0 {
+		return nil, fmt.Errorf("cifarlib: head width must be positive, got %d", b.head)
+	}
+	return &Model{
+		Arch:           b.arch,
+		Spec:           b.spec,
+		NumClasses:     b.head,
+		HeadOverridden: b.headSet && b.head != b.spec.NumClasses,
+		BatchNorm:      b.batchNorm,
+	}, nil
+}
+
+// Model is a CIFAR classifier: an architecture, the dataset Spec it was built for, and its head
+// width. Its ModelFn builds the GoMLX graph; its LossFn is the guarded loss.
+type Model struct {
+	// Arch is the architecture name.
+	Arch string
+	// Spec is the dataset the model was built for.
+	Spec Spec
+	// NumClasses is the width of the classifier head (the logits' last dimension).
+	NumClasses int
+	// HeadOverridden is true when the head width was forced with ModelBuilder.Head to a value
+	// other than Spec.NumClasses.
+	HeadOverridden bool
+	// BatchNorm is the batch-norm variant used by the ResNets.
+	BatchNorm BatchNormKind
+}
+
+// String describes the model, e.g. "cnn for cifar100 (100 classes)" or
+// "cnn for cifar100 (100 classes), head overridden to 10".
+func (m *Model) String() string {
+	s := fmt.Sprintf("%s for %s (%d classes)", m.Arch, m.Spec.ID(), m.Spec.NumClasses)
+	if m.HeadOverridden {
+		s += fmt.Sprintf(", head overridden to %d", m.NumClasses)
+	}
+	return s
+}
+
+// ModelFn is the GoMLX model function (train.ModelFn): it takes one input, images shaped
+// [batch, 32, 32, 3] float32, and returns the logits [batch, NumClasses].
+//
+// Bad inputs panic with a typed error (*InputShapeError, *InputDTypeError), which GoMLX's
+// executors and train.Trainer return as errors (errors.As works through them).
+// spec is passed through by train.Trainer from the Dataset and is otherwise ignored.
+func (m *Model) ModelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*graph.Node {
+	if len(inputs) != 1 {
+		panic(fmt.Errorf("cifarlib: %s takes exactly one input (the images), got %d", m, len(inputs)))
+	}
+	x := inputs[0]
+	if err := CheckImages(x.Shape()); err != nil {
+		panic(err)
+	}
+	rec, _ := spec.(*layerRecorder)
+	nb := &netBuilder{m: m, rec: rec}
+	scope = scope.In("%s", m.Arch)
+	var logits *graph.Node
+	switch m.Arch {
+	case ArchLinear:
+		logits = nb.linear(scope, x)
+	case ArchCNN:
+		logits = nb.cnn(scope, x)
+	case ArchResNet18:
+		logits = nb.resnet(scope, x, 64, []int{64, 128, 256, 512}, 2, false)
+	case ArchResNet20:
+		logits = nb.resnet(scope, x, 16, []int{16, 32, 64}, 3, true)
+	default:
+		panic(fmt.Errorf("cifarlib: unknown architecture %q", m.Arch))
+	}
+	return []*graph.Node{logits}
+}
+
+// CheckImages verifies the image side of the input contract: float32 images shaped
+// [batch, 32, 32, 3]. It returns *InputShapeError (naming a channels-first [batch, 3, 32, 32]
+// input as such) or *InputDTypeError.
+func CheckImages(s shapes.Shape) error {
+	dims := append([]int(nil), s.Dimensions...)
+	if len(dims) != 4 || dims[1] != ImageHeight || dims[2] != ImageWidth || dims[3] != ImageChannels {
+		return &InputShapeError{Dimensions: dims,
+			ChannelsFirst: len(dims) == 4 && dims[1] == ImageChannels && dims[2] == ImageHeight && dims[3] == ImageWidth}
+	}
+	if s.DType != dtypes.Float32 {
+		return &InputDTypeError{DType: strings.ToLower(s.DType.String())}
+	}
+	return nil
+}
+
+// layerRecorder collects one LayerInfo per layer while a graph is built; Summary passes it as
+// ModelFn's spec.
+type layerRecorder struct {
+	layers []LayerInfo
+}
+
+// netBuilder carries the model configuration and the optional recorder through the
+// architecture builders.
+type netBuilder struct {
+	m   *Model
+	rec *layerRecorder
+}
+
+// mark records a layer: its name, the scope holding its variables (or "" for none), and x's shape.
+func (nb *netBuilder) mark(name string, scope *model.Scope, x *graph.Node) *graph.Node {
+	if nb.rec != nil {
+		path := ""
+		if scope != nil {
+			path = scope.Scope()
+		}
+		nb.rec.layers = append(nb.rec.layers, LayerInfo{Name: name, Scope: path,
+			OutputShape: append([]int(nil), x.Shape().Dimensions...)})
+	}
+	return x
+}
+
+// sortedVariablePaths is used by tests and Summary to list variables deterministically.
+func sortedVariablePaths(store *model.Store) []string {
+	var paths []string
+	for v := range store.IterVariables() {
+		paths = append(paths, v.Path())
+	}
+	sort.Strings(paths)
+	return paths
+}

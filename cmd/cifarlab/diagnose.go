@@ -1,0 +1,64 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+)
+
+func init() {
+	register(command{
+		name:    "diagnose",
+		summary: "check a model's head against a dataset's labels; exits 1 on a mismatch",
+		run:     runDiagnose,
+	})
+}
+
+func runDiagnose(args []string, stdout io.Writer) error {
+	fs := newFlagSet("diagnose", "--dataset cifar10|cifar100 [--data DIR] [--model ARCH] [--head N] [--labels fine|coarse] [--json]", stdout)
+	dataset := fs.String("dataset", "cifar10", "dataset: cifar10 or cifar100")
+	dataDir := fs.String("data", cifarlib.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+cifarlib.DataDirEnv+")")
+	arch := fs.String("model", cifarlib.ArchCNN, "architecture: linear, cnn, resnet18 or resnet20")
+	head := fs.Int("head", 0, "override the head width (reproduces the head/label mismatch bug); 0 = the dataset's classes")
+	labels := fs.String("labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
+	batch := fs.Int("batch", 128, "batch size of the inspected tensors")
+	asJSON := fs.Bool("json", false, "print the diagnosis as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &exitError{code: 2, err: fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	spec, err := cifarlib.SpecByName(*dataset, *labels)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	builder := cifarlib.NewModel(spec, *arch)
+	if *head != 0 {
+		builder = builder.Head(*head)
+	}
+	m, err := builder.Done()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	d, err := cifarlib.DiagnoseWith(m, *dataDir, cifarlib.DiagnoseOptions{BatchSize: *batch})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(d); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(stdout, d.String())
+	}
+	if !d.OK {
+		return &exitError{code: 1, err: errors.New(d.Verdict)}
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+)
+
+func init() {
+	register(command{
+		name:    "eval",
+		summary: "evaluate a trained checkpoint: accuracy, top-5 (CIFAR-100) and per-class accuracy",
+		run:     runEval,
+	})
+}
+
+func runEval(args []string, stdout io.Writer) error {
+	fs := newFlagSet("eval", "--checkpoint DIR [--data DIR] [--split test|train] [--batch B] [--max N] [--backend cpu|cuda|auto] [--json]", stdout)
+	ckptDir := fs.String("checkpoint", "", "checkpoint `DIR` written by cifarlab train (required); it records the dataset and the model")
+	dataDir := fs.String("data", cifarlib.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+cifarlib.DataDirEnv+")")
+	splitName := fs.String("split", "test", "split to evaluate: test or train")
+	batch := fs.Int("batch", 100, "evaluation batch size")
+	maxExamples := fs.Int("max", 0, "evaluate only the first N examples (0: all)")
+	backendName := fs.String("backend", cifarlib.BackendAuto, "compute backend: auto, cpu, go or cuda")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &exitError{code: 2, err: fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if *ckptDir == "" {
+		return &exitError{code: 2, err: fmt.Errorf("--checkpoint is required: the directory given to cifarlab train --checkpoint")}
+	}
+	split, err := cifarlib.ParseSplit(*splitName)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if *batch <= 0 || *maxExamples < 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--batch must be positive and --max not negative (got %d, %d)", *batch, *maxExamples)}
+	}
+	backend, err := cifarlib.NewBackend(*backendName)
+	if err != nil {
+		return err
+	}
+	ck, err := cifarlib.LoadCheckpoint(*ckptDir, backend)
+	if err != nil {
+		return err
+	}
+	recs, err := cifarlib.LoadSplitOrSynthetic(*dataDir, ck.Model.Spec, split)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := cifarlib.Evaluate(ctx, backend, ck.Model, ck.Store, recs,
+		cifarlib.EvalOptions{BatchSize: *batch, MaxExamples: *maxExamples, Split: split.String()})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Checkpoint cifarlib.CheckpointInfo `json:"checkpoint"`
+			*cifarlib.EvalResult
+		}{ck.Info, res})
+	}
+	fmt.Fprintf(stdout, "checkpoint %s: %s for %s, step %d\n", *ckptDir, ck.Model, ck.Info.Dataset, ck.Info.Step)
+	return res.WriteReport(stdout)
+}

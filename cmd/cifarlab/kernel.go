@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cifarlab/cifarlab/kernel"
+)
+
+func init() {
+	register(command{
+		name:    "kernel",
+		summary: "install or uninstall the GoNB kernelspecs \"Go (cifarlab, CPU)\" and \"Go (cifarlab, CUDA)\"",
+		run:     runKernel,
+	})
+}
+
+const kernelUsage = `usage: cifarlab kernel install [--user | --prefix DIR] [--jupyter-data-dir DIR] [flags]
+       cifarlab kernel uninstall [--user | --prefix DIR] [--jupyter-data-dir DIR]
+
+install builds the pinned gonb, goimports and gopls (tools/go.mod) into REPO/.bin when they
+are missing or stale, then writes the kernelspecs cifarlab-cpu and cifarlab-cuda into the
+Jupyter data directory: --jupyter-data-dir, else PREFIX/share/jupyter with --prefix, else
+$JUPYTER_DATA_DIR, else the user's (~/.local/share/jupyter). Installing twice is harmless.
+uninstall removes exactly what install wrote there (it keeps a manifest).
+`
+
+func runKernel(args []string, stdout io.Writer) error {
+	if len(args) == 0 || (args[0] != "install" && args[0] != "uninstall") {
+		fmt.Fprint(stdout, kernelUsage)
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			return nil
+		}
+		return &exitError{code: 2, err: fmt.Errorf("expected a sub-command: install or uninstall")}
+	}
+	sub := args[0]
+	fs := newFlagSet("kernel "+sub, "[flags]", stdout)
+	user := fs.Bool("user", false, "install into the user's Jupyter data directory ($JUPYTER_DATA_DIR or ~/.local/share/jupyter; the default)")
+	prefix := fs.String("prefix", "", "install into `DIR`/share/jupyter (e.g. a venv or /usr/local)")
+	dataDir := fs.String("jupyter-data-dir", "", "install into this Jupyter data `DIR` (kernelspecs go to DIR/kernels)")
+	repoDir := fs.String("repo", "", "the cifarlab checkout the kernels compile against (default: found from the working directory or the binary)")
+	var opts kernel.BackendOptions
+	var skipTools, asJSON bool
+	if sub == "install" {
+		fs.StringVar(&opts.CPU, "cpu-backend", "", "GOMLX_BACKEND of the CPU kernel (default: the XLA CPU plugin when found, else \"go\")")
+		fs.StringVar(&opts.CUDA, "cuda-backend", "", "GOMLX_BACKEND of the CUDA kernel (default: detected plugin, else \"xla:cuda\")")
+		fs.StringVar(&opts.CPUPlugin, "cpu-plugin", "", "XLA CPU PJRT plugin `FILE` for the CPU kernel (default $"+kernel.CPUPluginEnv+")")
+		fs.StringVar(&opts.CUDAPlugin, "cuda-plugin", "", "CUDA PJRT plugin `FILE`, e.g. site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so (default $"+kernel.CUDAPluginEnv+", else searched)")
+		fs.BoolVar(&skipTools, "no-build-tools", false, "do not build the pinned tools (they must exist in REPO/.bin)")
+		fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &exitError{code: 2, err: fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if *user && (*prefix != "" || *dataDir != "") {
+		return &exitError{code: 2, err: fmt.Errorf("--user cannot be combined with --prefix or --jupyter-data-dir")}
+	}
+	dir, err := kernel.DataDirFor(*dataDir, *prefix)
+	if err != nil {
+		return err
+	}
+	if sub == "uninstall" {
+		res, err := kernel.Uninstall(dir)
+		if err != nil {
+			return err
+		}
+		for _, p := range res.Removed {
+			fmt.Fprintln(stdout, "removed", p)
+		}
+		for _, p := range res.Kept {
+			fmt.Fprintln(stdout, "kept", p, "(holds files cifarlab did not write)")
+		}
+		return nil
+	}
+	repo, err := kernel.FindRepo(*repoDir)
+	if err != nil {
+		return err
+	}
+	log := stdout
+	if asJSON {
+		log = os.Stderr
+	}
+	res, err := kernel.Install(context.Background(), kernel.InstallOptions{
+		Repo: repo, DataDir: dir, Backends: opts, SkipTools: skipTools, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	fmt.Fprintf(stdout, "installed %d kernelspecs in %s (manifest %s)\n", len(res.Kernels), dir+"/kernels", res.Manifest)
+	return nil
+}

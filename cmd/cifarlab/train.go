@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+)
+
+// exitInterrupted is the exit status of a training run stopped by SIGINT/SIGTERM after saving
+// its checkpoint (128 + SIGINT, the shell convention), so scripts do not mistake it for a
+// finished run.
+const exitInterrupted = 130
+
+func init() {
+	register(command{
+		name:    "train",
+		summary: "train a model (guarded loss, checkpoints, resume; SIGINT saves and exits)",
+		run:     runTrain,
+	})
+}
+
+// trainFlags are the flags of "cifarlab train".
+type trainFlags struct {
+	dataset, labels, dataDir, arch, backend, checkpoint string
+	optimizer, schedule, progress                       string
+	head, steps, batch, warmup, checkpointEvery         int
+	evalEvery, evalExamples, logEvery                   int
+	seed                                                int64
+	lr, minLR, weightDecay                              float64
+	guard, asJSON, augment, noEval                      bool
+}
+
+func runTrain(args []string, stdout io.Writer) error {
+	fs := newFlagSet("train", "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--model cnn|resnet18|resnet20|linear] "+
+		"[--head N] [--guard=true|false] --steps N [--batch B] [--backend cpu|cuda|auto] [--checkpoint DIR] [--json]", stdout)
+	var f trainFlags
+	fs.StringVar(&f.dataset, "dataset", "cifar10", "dataset: cifar10 or cifar100")
+	fs.StringVar(&f.labels, "labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
+	fs.StringVar(&f.dataDir, "data", cifarlib.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+cifarlib.DataDirEnv+")")
+	fs.StringVar(&f.arch, "model", cifarlib.ArchCNN, "architecture: linear, cnn, resnet18 or resnet20")
+	fs.IntVar(&f.head, "head", 0, "override the head width (reproduces the head/label mismatch bug); 0 = the dataset's classes")
+	fs.BoolVar(&f.guard, "guard", true, "guard the loss: refuse a head/dataset mismatch and out-of-range labels; with false, GoMLX's plain loss "+
+		"silently gives such labels zero loss, and the summary says how many")
+	fs.IntVar(&f.steps, "steps", 0, "train up to this global `step` (required); a resumed run continues to it")
+	fs.IntVar(&f.batch, "batch", 32, "batch size")
+	fs.StringVar(&f.backend, "backend", cifarlib.BackendAuto, "compute backend: auto, cpu, go or cuda")
+	fs.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint `DIR`: saved at the end, on SIGINT and every --checkpoint-every steps; "+
+		"if it holds a checkpoint, training resumes from it")
+	fs.IntVar(&f.checkpointEvery, "checkpoint-every", 0, "also save a checkpoint every N steps (0: only at the end or on interrupt)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON (no progress bar)")
+	fs.StringVar(&f.optimizer, "optimizer", "adam", "optimizer: adam, adamw, adamax, rmsprop or sgd")
+	fs.Float64Var(&f.lr, "lr", 0, "learning rate (0: 0.001 for the Adam family, 0.1 for sgd)")
+	fs.Float64Var(&f.weightDecay, "weight-decay", 0, "AdamW weight decay (0: 0.004 with adamw)")
+	fs.StringVar(&f.schedule, "schedule", cifarlib.ScheduleConstant, "learning-rate schedule: constant or cosine")
+	fs.IntVar(&f.warmup, "warmup", 0, "linear warm-up steps (cosine schedule)")
+	fs.Float64Var(&f.minLR, "min-lr", 0, "final learning rate of the cosine schedule")
+	fs.Int64Var(&f.seed, "seed", 0, "seed of the weight initialisation and of the data order")
+	fs.BoolVar(&f.augment, "augment", false, "random crops and horizontal flips")
+	fs.IntVar(&f.evalEvery, "eval-every", 0, "evaluate on the test split every N steps (0: only at the end)")
+	fs.IntVar(&f.evalExamples, "eval-examples", 0, "examples of the periodic evaluations (0: the whole test split)")
+	fs.BoolVar(&f.noEval, "no-eval", false, "skip the final evaluation on the test split")
+	fs.IntVar(&f.logEvery, "log-every", 0, "write a progress line to stderr every N steps (0: about 200 lines per run)")
+	fs.StringVar(&f.progress, "progress", "auto", "GoMLX progress bar on stdout: auto (when stdout is a terminal), on or off")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &exitError{code: 2, err: fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	cfg, err := f.config()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+
+	// The first SIGINT (Ctrl-C) or SIGTERM stops training after the current step and saves the
+	// checkpoint; a second one kills the process as usual.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+
+	res, err := cifarlib.Train(ctx, cfg)
+	if err != nil {
+		var ce *cifarlib.ConfigError
+		if errors.As(err, &ce) {
+			return &exitError{code: 2, err: err}
+		}
+		return err
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else if err := res.WriteSummary(stdout); err != nil {
+		return err
+	}
+	if res.Interrupted {
+		msg := fmt.Sprintf("interrupted at step %d of %d", res.EndStep, res.TargetStep)
+		if res.CheckpointDir != "" {
+			msg += fmt.Sprintf("; checkpoint saved in %s: run the same command to resume", res.CheckpointDir)
+		} else {
+			msg += " (no --checkpoint: progress not saved)"
+		}
+		return &exitError{code: exitInterrupted, err: errors.New(msg)}
+	}
+	return nil
+}
+
+// config turns the flags into a TrainConfig.
+func (f *trainFlags) config() (cifarlib.TrainConfig, error) {
+	spec, err := cifarlib.SpecByName(f.dataset, f.labels)
+	if err != nil {
+		return cifarlib.TrainConfig{}, err
+	}
+	if f.steps <= 0 {
+		return cifarlib.TrainConfig{}, fmt.Errorf("--steps is required: the global step to train to (e.g. --steps 1000)")
+	}
+	progress := cifarlib.ProgressAuto
+	switch f.progress {
+	case "auto":
+	case "on":
+		progress = cifarlib.ProgressOn
+	case "off":
+		progress = cifarlib.ProgressOff
+	default:
+		return cifarlib.TrainConfig{}, fmt.Errorf("--progress %q: use auto, on or off", f.progress)
+	}
+	if f.asJSON {
+		progress = cifarlib.ProgressOff // The progress bar writes to stdout.
+	}
+	return cifarlib.TrainConfig{
+		Spec: spec, DataDir: f.dataDir, Model: f.arch, Head: f.head, Unguarded: !f.guard,
+		BackendName: f.backend, Steps: f.steps, BatchSize: f.batch, Seed: f.seed, Augment: f.augment,
+		Optimizer: f.optimizer, LearningRate: f.lr, WeightDecay: f.weightDecay, Schedule: f.schedule,
+		WarmupSteps: f.warmup, MinLearningRate: f.minLR,
+		CheckpointDir: f.checkpoint, CheckpointEvery: f.checkpointEvery,
+		EvalEvery: f.evalEvery, EvalExamples: f.evalExamples, SkipFinalEval: f.noEval,
+		Progress: progress, Log: os.Stderr, LogEvery: f.logEvery,
+	}, nil
+}

@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# Builds the workshop image without a Docker engine and smoke-tests it, the way CI can:
+#
+#   1. lint      docker/lint.sh (Dockerfile linters, shell scripts)
+#   2. tools     buildah, podman, runc and debootstrap from Debian (installed when missing, as root)
+#   3. base      a Debian bookworm base image made with debootstrap from the Debian mirror of
+#                /etc/apt/sources.list*, imported with podman (no registry pulls are possible)
+#   4. build     buildah bud --isolation chroot --storage-driver vfs of docker/Dockerfile with
+#                BASE_IMAGE=that base, SKIP_PLUGINS=1 (the CPU plugin is only on GitHub) and
+#                SKIP_CIFAR=1 (the archives are not reachable): each a build argument that the
+#                real build leaves at 0
+#   5. run       podman run (runc) of the image as its non-root user; waits for the HEALTHCHECK
+#                and checks token authentication and the two kernelspecs over JupyterLab's API
+#   6. notebook  executes a notebook inside the running container through JupyterLab's own
+#                venv and the "Go (cifarlab, CPU)" kernel (kernel/run_notebook.py, nbclient)
+#
+# Each phase's wall time is printed at the end and written to $CACHE/times.tsv.
+#
+# Environment:
+#   CIFARLAB_DOCKER_CACHE     container storage and the base rootfs tarball (default REPO/.cache/docker);
+#                             the base is made once and reused while the tarball is there
+#   CIFARLAB_DOCKER_NOTEBOOK  notebook to execute, relative to the repository (default:
+#                             notebooks/01-*.ipynb when it exists, else kernel/testdata/smoke.ipynb)
+#   CIFARLAB_DOCKER_JOBS      compile jobs inside the build (default 1: the machine is shared)
+#   CIFARLAB_DOCKER_KEEP      1 keeps the container running and the image for inspection
+#   CIFARLAB_DOCKER_BUILD_ARGS extra "--build-arg K=V ..." for buildah
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+cache="${CIFARLAB_DOCKER_CACHE:-$repo/.cache/docker}"
+jobs="${CIFARLAB_DOCKER_JOBS:-1}"
+base_tag="localhost/cifarlab-base:bookworm"
+image_tag="localhost/cifarlab:test"
+ctr="cifarlab-test-$$"
+mkdir -p "$cache"
+storage=(--root "$cache/storage" --runroot "$cache/run" --storage-driver vfs)
+run_opts=(--runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+
+times=()
+phase_start=0
+phase() { # phase NAME: closes the previous phase and starts NAME
+  local now; now="$(date +%s.%N)"
+  if [ -n "${phase_name:-}" ]; then
+    times+=("$phase_name	$(awk -v a="$phase_start" -v b="$now" 'BEGIN{printf "%.1f", b-a}')")
+  fi
+  phase_name="${1:-}"; phase_start="$now"
+  [ -n "$phase_name" ] && echo "=== [$(date +%T)] $phase_name"
+  return 0
+}
+report() {
+  phase ""
+  {
+    printf 'phase\tseconds\n'
+    printf '%s\n' "${times[@]}"
+  } > "$cache/times.tsv"
+  echo "=== phase times (s)"
+  column -t -s $'\t' "$cache/times.tsv" 2>/dev/null || cat "$cache/times.tsv"
+}
+fail() { echo "docker/test.sh: FAIL: $*" >&2; exit 1; }
+
+cleanup() {
+  local rc=$?
+  failed_phase="${phase_name:-}"
+  if [ "${CIFARLAB_DOCKER_KEEP:-0}" != 1 ]; then
+    podman "${storage[@]}" rm -f -t 5 "$ctr" >/dev/null 2>&1 || true
+  else
+    echo "kept container $ctr: podman ${storage[*]} exec -it $ctr bash"
+  fi
+  report
+  [ "$rc" = 0 ] || echo "docker/test.sh: failed (exit $rc) in phase ${failed_phase:-?}" >&2
+  exit "$rc"
+}
+trap cleanup EXIT
+
+t0="$(date +%s)"
+
+# ---------------------------------------------------------------------------------------------
+phase lint
+bash docker/lint.sh
+
+# ---------------------------------------------------------------------------------------------
+phase tools
+missing=()
+for cmd in buildah podman runc debootstrap; do
+  command -v "$cmd" >/dev/null || missing+=("$cmd")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || fail "missing ${missing[*]}: apt-get install buildah podman runc debootstrap (as root)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah podman runc debootstrap >/dev/null
+fi
+[ "$(id -u)" = 0 ] || fail "run as root: debootstrap and chroot-isolated buildah need it"
+buildah --version
+podman --version
+
+# ---------------------------------------------------------------------------------------------
+phase base
+# The Debian mirror apt uses here (deb822 or one-line sources), bookworm by default.
+mirror="$(sed -n 's/^URIs:[[:space:]]*\(http[^[:space:]]*debian\)[[:space:]]*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)"
+[ -n "$mirror" ] || mirror="$(sed -n 's/^deb[[:space:]]\+\(http[^[:space:]]*debian\)[[:space:]]\+bookworm[[:space:]].*/\1/p' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | head -n1)"
+mirror="${mirror:-http://deb.debian.org/debian}"
+base_tar="$cache/bookworm-minbase.tar"
+if [ ! -s "$base_tar" ]; then
+  rootfs="$cache/rootfs.tmp"
+  rm -rf "$rootfs"
+  echo "debootstrap bookworm from $mirror"
+  debootstrap --variant=minbase --include=ca-certificates bookworm "$rootfs" "$mirror" > "$cache/debootstrap.log" 2>&1 \
+    || { tail -n 20 "$cache/debootstrap.log"; fail "debootstrap failed (log: $cache/debootstrap.log)"; }
+  # Trust what the host trusts: CAs added locally (e.g. a TLS-inspecting egress proxy) must
+  # be trusted inside the build too, or curl, go and pip fail there. The real build's base
+  # (ubuntu:24.04) needs none of this.
+  cas=(/usr/local/share/ca-certificates/*.crt)
+  if [ -f "${cas[0]}" ]; then
+    cp "${cas[@]}" "$rootfs/usr/local/share/ca-certificates/"
+    chroot "$rootfs" update-ca-certificates >/dev/null
+    echo "base trusts the host's local CAs: ${cas[*]##*/}"
+  fi
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  tar -C "$rootfs" --numeric-owner -cf "$base_tar.tmp" .
+  mv "$base_tar.tmp" "$base_tar"
+  rm -rf "$rootfs"
+fi
+if ! podman "${storage[@]}" image exists "$base_tag"; then
+  # pip in a venv uses its own certifi bundle unless told to use the system one.
+  podman "${storage[@]}" import --change 'CMD ["/bin/bash"]' \
+    --change 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
+    "$base_tar" "$base_tag" >/dev/null
+fi
+podman "${storage[@]}" run --rm "${run_opts[@]}" "$base_tag" cat /etc/debian_version
+
+# ---------------------------------------------------------------------------------------------
+phase build
+# shellcheck disable=SC2086 # CIFARLAB_DOCKER_BUILD_ARGS is a list of words on purpose
+nice -n 10 buildah "${storage[@]}" bud --isolation chroot --format docker \
+  --build-arg BASE_IMAGE="$base_tag" \
+  --build-arg SKIP_PLUGINS=1 \
+  --build-arg SKIP_CIFAR=1 \
+  --build-arg BUILD_JOBS="$jobs" \
+  ${CIFARLAB_DOCKER_BUILD_ARGS:-} \
+  -f docker/Dockerfile -t "$image_tag" . 2>&1 | tee "$cache/build.log" | grep -E '^(STEP|COMMIT|Successfully|Error|error)|FAIL|WARN' || true
+[ "${PIPESTATUS[0]}" = 0 ] || { tail -n 40 "$cache/build.log"; fail "buildah bud failed (log: $cache/build.log)"; }
+podman "${storage[@]}" image inspect "$image_tag" --format 'image {{.Id}} size {{.Size}} user {{.Config.User}} healthcheck {{.HealthCheck.Test}}' 2>/dev/null \
+  || podman "${storage[@]}" image inspect "$image_tag" --format 'image {{.Id}} size {{.Size}} user {{.Config.User}}'
+
+# ---------------------------------------------------------------------------------------------
+phase run
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+token="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+podman "${storage[@]}" run -d --name "$ctr" "${run_opts[@]}" \
+  -p "127.0.0.1:$port:8888" -e JUPYTER_TOKEN="$token" -e CIFARLAB_MODE=cpu "$image_tag" >/dev/null
+user="$(podman "${storage[@]}" exec "$ctr" id -un)"
+[ "$user" != root ] || fail "the container runs as root"
+echo "container $ctr runs as $user, JupyterLab on 127.0.0.1:$port"
+healthy=0
+for _ in $(seq 1 90); do
+  if podman "${storage[@]}" healthcheck run "$ctr" >/dev/null 2>&1; then healthy=1; break; fi
+  if [ "$(podman "${storage[@]}" inspect -f '{{.State.Running}}' "$ctr")" != true ]; then
+    podman "${storage[@]}" logs "$ctr" | tail -n 30; fail "the container exited"
+  fi
+  sleep 2
+done
+[ "$healthy" = 1 ] || { podman "${storage[@]}" logs "$ctr" | tail -n 30; fail "HEALTHCHECK did not pass within 180 s"; }
+echo "HEALTHCHECK passed"
+api="http://127.0.0.1:$port/api/kernelspecs"
+code="$(curl -s -o /dev/null -w '%{http_code}' "$api")"
+[ "$code" = 403 ] || [ "$code" = 401 ] || fail "GET /api/kernelspecs without the token answered $code, want 401 or 403"
+code="$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: token wrong$token" "$api")"
+[ "$code" = 403 ] || [ "$code" = 401 ] || fail "GET /api/kernelspecs with a wrong token answered $code, want 401 or 403"
+specs="$(curl -fsS -H "Authorization: token $token" "$api")"
+python3 - "$specs" <<'EOF' || fail "kernelspecs served by the container are not as expected"
+import json, sys
+d = json.loads(sys.argv[1])
+names = sorted(d["kernelspecs"])
+want = {"cifarlab-cpu": "Go (cifarlab, CPU)", "cifarlab-cuda": "Go (cifarlab, CUDA)"}
+for name, display in want.items():
+    if name not in d["kernelspecs"]:
+        sys.exit(f"kernelspec {name} missing; served: {names}")
+    got = d["kernelspecs"][name]["spec"]["display_name"]
+    if got != display:
+        sys.exit(f"kernelspec {name}: display name {got!r}, want {display!r}")
+if d["default"] != "cifarlab-cpu":
+    sys.exit(f"default kernel {d['default']!r}, want 'cifarlab-cpu' (CIFARLAB_MODE=cpu)")
+print("token required; kernelspecs", names, "default", d["default"])
+EOF
+
+# ---------------------------------------------------------------------------------------------
+phase notebook
+nb="${CIFARLAB_DOCKER_NOTEBOOK:-}"
+if [ -z "$nb" ]; then
+  first=(notebooks/01-*.ipynb)
+  if [ -f "${first[0]}" ]; then nb="${first[0]}"; else nb=kernel/testdata/smoke.ipynb; fi
+fi
+[ -f "$nb" ] || fail "notebook $nb does not exist"
+in_image="/opt/cifarlab/$nb"
+if ! podman "${storage[@]}" exec "$ctr" test -f "$in_image"; then
+  # kernel/testdata is in the image (kernel/ is copied); anything else is copied in now.
+  podman "${storage[@]}" cp "$nb" "$ctr:/tmp/$(basename "$nb")"
+  in_image="/tmp/$(basename "$nb")"
+fi
+echo "executing $in_image with the cifarlab-cpu kernel inside the container"
+set +e
+podman "${storage[@]}" exec -w /tmp "$ctr" python3 /opt/cifarlab/kernel/run_notebook.py "$in_image" \
+  --kernel cifarlab-cpu --first-timeout 900 --timeout 300 --out /tmp/executed.ipynb --summary /tmp/summary.json
+nb_rc=$?
+set -e
+podman "${storage[@]}" cp "$ctr:/tmp/summary.json" "$cache/notebook-summary.json" 2>/dev/null || true
+podman "${storage[@]}" cp "$ctr:/tmp/executed.ipynb" "$cache/notebook-executed.ipynb" 2>/dev/null || true
+python3 - "$cache/notebook-summary.json" <<'EOF' || true
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(f"notebook: ok={s['ok']} kernel={s['kernel']} wall={s['wall_s']:.1f}s failed_cells={s['failed_cells']}")
+for c in s["cells"]:
+    print(f"  cell {c['index']}: {c['status']}{' (expected error)' if c.get('expected_error') else ''} {c['seconds']:.1f}s")
+    if c["status"] != "ok" and not c.get("expected_error"):
+        print("    " + (c.get("error") or {}).get("evalue", c.get("stderr", ""))[:800])
+EOF
+[ "$nb_rc" = 0 ] || fail "the notebook failed inside the container (summary: $cache/notebook-summary.json)"
+
+if [ "${CIFARLAB_DOCKER_KEEP:-0}" != 1 ]; then
+  podman "${storage[@]}" rm -f -t 5 "$ctr" >/dev/null
+fi
+echo "docker/test.sh: ok in $(( $(date +%s) - t0 )) s"

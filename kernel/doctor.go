@@ -1,0 +1,307 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"go/version"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Status is the outcome of one doctor check.
+type Status string
+
+const (
+	// StatusOK: the item is present and works.
+	StatusOK Status = "ok"
+	// StatusAbsent: an optional item is missing (e.g. no GPU); the lab works without it.
+	StatusAbsent Status = "absent"
+	// StatusWarn: the item works but something is off (e.g. a kernel points at another checkout).
+	StatusWarn Status = "warn"
+	// StatusFail: the item is missing or broken.
+	StatusFail Status = "fail"
+)
+
+// Check is one line of the doctor's checklist.
+type Check struct {
+	// Name names the item, e.g. "go", "gonb", "kernelspec cifarlab-cpu".
+	Name string `json:"name"`
+	// Status is the outcome and Detail what was found.
+	Status Status `json:"status"`
+	Detail string `json:"detail"`
+	// Fix says how to repair a failing, absent or suspicious item.
+	Fix string `json:"fix,omitempty"`
+	// Required items make the doctor fail when their status is StatusFail.
+	Required bool `json:"required"`
+}
+
+// Report is the doctor's checklist.
+type Report struct {
+	Checks []Check `json:"checks"`
+	// OK is false when a required check failed.
+	OK bool `json:"ok"`
+}
+
+// Probe adds checks that need more than this package knows (backends, CIFAR data).
+type Probe func(ctx context.Context) []Check
+
+// DoctorOptions configure Doctor.
+type DoctorOptions struct {
+	// Repo is the checkout; a zero Repo (not found) makes the repository checks fail.
+	Repo Repo
+	// RepoErr is why the repository was not found, if it was not.
+	RepoErr error
+	// DataDir, when set, is the Jupyter data directory to look for the kernelspecs in
+	// (passed to jupyter as JUPYTER_DATA_DIR); otherwise Jupyter's own search path is used.
+	DataDir string
+	// Probes run after the built-in checks, in order.
+	Probes []Probe
+}
+
+// Doctor checks everything the lab needs and returns the checklist: Go, the pinned
+// tools, Jupyter and JupyterLab, both kernelspecs, the XLA plugins, the GPUs, and whatever
+// the probes add.
+func Doctor(ctx context.Context, opts DoctorOptions) Report {
+	var r Report
+	add := func(c Check) { r.Checks = append(r.Checks, c) }
+	repo := opts.Repo
+
+	if repo.Dir == "" {
+		add(Check{Name: "repository", Status: StatusFail, Detail: fmt.Sprint(opts.RepoErr),
+			Fix: "run inside the cifarlab checkout or set " + RepoEnv, Required: true})
+	} else {
+		add(Check{Name: "repository", Status: StatusOK, Detail: repo.Dir, Required: true})
+	}
+	add(checkGo(ctx, repo))
+	if repo.Dir != "" {
+		sts, err := CheckTools(repo)
+		if err != nil {
+			add(Check{Name: "notebook tools", Status: StatusFail, Detail: err.Error(), Fix: "restore tools/go.mod from git", Required: true})
+		}
+		for _, st := range sts {
+			c := Check{Name: st.Name, Required: true, Detail: st.String()}
+			if st.OK() {
+				c.Status = StatusOK
+			} else {
+				c.Status = StatusFail
+				c.Fix = fmt.Sprintf("cifarlab kernel install (or: cd %s && GOBIN=%s go install tool)", repo.ToolsModDir(), repo.BinDir())
+			}
+			add(c)
+		}
+	}
+
+	jup, err := FindJupyter(repo)
+	var specs map[string]ListedSpec
+	if err != nil {
+		add(Check{Name: "jupyter", Status: StatusFail, Detail: "not found", Fix: InstallHint, Required: true})
+		add(Check{Name: "jupyterlab", Status: StatusFail, Detail: "not found", Fix: InstallHint, Required: true})
+	} else {
+		vs, verr := jup.Versions(ctx)
+		switch {
+		case verr != nil:
+			add(Check{Name: "jupyter", Status: StatusFail, Detail: verr.Error(), Fix: InstallHint, Required: true})
+		default:
+			add(Check{Name: "jupyter", Status: StatusOK, Detail: fmt.Sprintf("jupyter_core %s, jupyter_client %s, jupyter_server %s (%s)",
+				or(vs["jupyter_core"], "?"), or(vs["jupyter_client"], "?"), or(vs["jupyter_server"], "not installed"), jup.Bin), Required: true})
+			if v := vs["jupyterlab"]; v != "" {
+				add(Check{Name: "jupyterlab", Status: StatusOK, Detail: "JupyterLab " + v, Required: true})
+			} else {
+				add(Check{Name: "jupyterlab", Status: StatusFail, Detail: "not installed next to " + jup.Bin, Fix: InstallHint, Required: true})
+			}
+			if v := vs["nbclient"]; v != "" {
+				add(Check{Name: "nbclient", Status: StatusOK, Detail: "nbclient " + v + " (executes notebooks in tests and CI)"})
+			} else {
+				add(Check{Name: "nbclient", Status: StatusAbsent, Detail: "not installed (only tests and CI need it)", Fix: InstallHint})
+			}
+		}
+		var env []string
+		if opts.DataDir != "" {
+			env = append(env, JupyterDataDirEnv+"="+opts.DataDir)
+		}
+		specs, err = jup.KernelSpecs(ctx, env...)
+		if err != nil {
+			add(Check{Name: "kernelspecs", Status: StatusFail, Detail: err.Error(), Fix: InstallHint, Required: true})
+		}
+	}
+	if specs != nil {
+		for _, name := range []string{CPUKernel, CUDAKernel} {
+			add(checkKernelSpec(repo, name, specs))
+		}
+	}
+
+	plugins := FindXLAPlugins()
+	if p, ok := plugins["cpu"]; ok {
+		add(Check{Name: "XLA CPU plugin", Status: StatusOK, Detail: p})
+	} else {
+		add(Check{Name: "XLA CPU plugin", Status: StatusAbsent,
+			Detail: fmt.Sprintf("not found in go-xla's %d plugin folders (~/.local/lib/go-xla, /usr/local/lib/go-xla, $%s, system library folders); the CPU kernel uses the pure-Go backend", len(XLAPluginDirs()), PJRTPluginPathEnv),
+			Fix:    "optional: put pjrt_c_api_cpu_plugin.so in ~/.local/lib/go-xla (or set " + PJRTPluginPathEnv + "), then re-run cifarlab kernel install"})
+	}
+	cudaPlugins := []string{}
+	if p, ok := plugins["cuda"]; ok {
+		cudaPlugins = append(cudaPlugins, p)
+	}
+	cudaPlugins = append(cudaPlugins, FindJaxCUDAPlugins(SitePackages(ctx, PythonCandidates(repo)))...)
+	if len(cudaPlugins) > 0 {
+		add(Check{Name: "CUDA plugin", Status: StatusOK, Detail: strings.Join(cudaPlugins, ", ")})
+	} else {
+		add(Check{Name: "CUDA plugin", Status: StatusAbsent, Detail: "no CUDA PJRT plugin found (go-xla folders, pip's jax-cuda13-pjrt)",
+			Fix: "on a GPU machine: pip install jax-cuda13-pjrt jax-cuda13-plugin (or go-xla's installer), then re-run cifarlab kernel install"})
+	}
+	if gpus, err := GPUs(ctx); err != nil {
+		add(Check{Name: "GPUs", Status: StatusAbsent, Detail: "none visible: " + err.Error(), Fix: "optional: the CUDA kernel needs an NVIDIA GPU and its driver (nvidia-smi)"})
+	} else if len(gpus) == 0 {
+		add(Check{Name: "GPUs", Status: StatusAbsent, Detail: "nvidia-smi lists no GPU", Fix: "optional: check the NVIDIA driver"})
+	} else {
+		add(Check{Name: "GPUs", Status: StatusOK, Detail: strings.Join(gpus, "; ")})
+	}
+
+	for _, p := range opts.Probes {
+		for _, c := range p(ctx) {
+			add(c)
+		}
+	}
+	r.OK = true
+	for _, c := range r.Checks {
+		if c.Required && c.Status == StatusFail {
+			r.OK = false
+		}
+	}
+	return r
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func checkGo(ctx context.Context, repo Repo) Check {
+	c := Check{Name: "go", Required: true}
+	v, err := GoVersion(ctx)
+	if err != nil {
+		c.Status, c.Detail = StatusFail, err.Error()
+		c.Fix = "install Go 1.26 or newer and put it on PATH"
+		return c
+	}
+	want := ""
+	if repo.Dir != "" {
+		if mod, err := ReadGoMod(filepath.Join(repo.Dir, "go.mod")); err == nil {
+			want = mod.Go
+		}
+	}
+	c.Detail = v
+	if want != "" && version.Compare(v, "go"+want) < 0 {
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("%s, but go.mod needs go %s", v, want)
+		c.Fix = fmt.Sprintf("install Go %s or newer (GOTOOLCHAIN=go%s fetches it through the module proxy)", want, want)
+		return c
+	}
+	if want != "" {
+		c.Detail += fmt.Sprintf(" (go.mod needs %s)", want)
+	}
+	c.Status = StatusOK
+	return c
+}
+
+// checkKernelSpec verifies one cifarlab kernelspec as Jupyter lists it: its gonb exists,
+// the PATH it sets finds go, goimports and gopls, and --go_work names a checkout.
+func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec) Check {
+	c := Check{Name: "kernelspec " + name, Required: true}
+	fix := "cifarlab kernel install"
+	ls, ok := specs[name]
+	if !ok {
+		names := make([]string, 0, len(specs))
+		for n := range specs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		c.Status, c.Detail, c.Fix = StatusFail, "not installed (Jupyter lists: "+strings.Join(names, ", ")+")", fix
+		return c
+	}
+	var problems []string
+	s := ls.Spec
+	if len(s.Argv) == 0 || !isExecutable(s.Argv[0]) {
+		problems = append(problems, fmt.Sprintf("kernel binary %q missing", first(s.Argv)))
+	}
+	path := strings.ReplaceAll(s.Env["PATH"], "${PATH}", os.Getenv("PATH"))
+	for _, tool := range []string{"go", "goimports", "gopls"} {
+		if !onPath(tool, path) {
+			problems = append(problems, tool+" not on the kernel's PATH")
+		}
+	}
+	goWork := ""
+	for _, a := range s.Argv {
+		if v, ok := strings.CutPrefix(a, "--go_work="); ok {
+			goWork = v
+		}
+	}
+	if goWork == "" {
+		problems = append(problems, "no --go_work: cells would not import this repository's cifarlib")
+	} else if !IsRepo(goWork) {
+		problems = append(problems, "--go_work="+goWork+" is not a cifarlab checkout")
+	}
+	if b := s.Env[GoMLXBackendEnv]; strings.HasPrefix(b, "xla:/") && !fileExists(strings.SplitN(strings.TrimPrefix(b, "xla:"), ",", 2)[0]) {
+		problems = append(problems, "GOMLX_BACKEND names a missing plugin: "+b)
+	}
+	detail := fmt.Sprintf("%q in %s, GOMLX_BACKEND=%s", s.DisplayName, ls.ResourceDir, s.Env[GoMLXBackendEnv])
+	if len(problems) > 0 {
+		c.Status, c.Detail, c.Fix = StatusFail, detail+": "+strings.Join(problems, "; "), fix
+		return c
+	}
+	c.Status, c.Detail = StatusOK, detail
+	if repo.Dir != "" && goWork != repo.Dir {
+		c.Status = StatusWarn
+		c.Detail += "; compiles against " + goWork + ", not " + repo.Dir
+		c.Fix = fix + " (from this checkout)"
+	}
+	return c
+}
+
+func first(ss []string) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	return ss[0]
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+func onPath(tool, path string) bool {
+	for _, d := range filepath.SplitList(path) {
+		if d != "" && isExecutable(filepath.Join(d, tool)) {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteText prints the report, one line per check, with the fix of each check that is not ok.
+func (r Report) WriteText(w io.Writer) {
+	marks := map[Status]string{StatusOK: " ok ", StatusAbsent: " -- ", StatusWarn: "warn", StatusFail: "FAIL"}
+	for _, c := range r.Checks {
+		line := fmt.Sprintf("[%s] %-26s %s", marks[c.Status], c.Name, c.Detail)
+		if c.Status != StatusOK && c.Fix != "" {
+			line += "  → fix: " + c.Fix
+		}
+		fmt.Fprintln(w, line)
+	}
+	if r.OK {
+		fmt.Fprintln(w, "doctor: everything required is in place")
+	} else {
+		var failed []string
+		for _, c := range r.Checks {
+			if c.Required && c.Status == StatusFail {
+				failed = append(failed, c.Name)
+			}
+		}
+		fmt.Fprintf(w, "doctor: required items missing or broken: %s\n", strings.Join(failed, ", "))
+	}
+}

@@ -1,0 +1,94 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCheckKernelSpec(t *testing.T) {
+	repo := fakeRepo(t)
+	goBin, err := GoBinDir()
+	require.NoError(t, err)
+	good := NewKernelSpec(repo, "cpu", goBin, Backend{GoMLX: "go"})
+	listed := func(s KernelSpec) map[string]ListedSpec {
+		return map[string]ListedSpec{CPUKernel: {ResourceDir: "/d/kernels/cifarlab-cpu", Spec: s}, "python3": {}}
+	}
+
+	c := checkKernelSpec(repo, CPUKernel, listed(good))
+	require.Equal(t, Check{Name: "kernelspec cifarlab-cpu", Status: StatusOK, Required: true,
+		Detail: `"Go (cifarlab, CPU)" in /d/kernels/cifarlab-cpu, GOMLX_BACKEND=go`}, c)
+
+	c = checkKernelSpec(repo, CUDAKernel, listed(good))
+	require.Equal(t, Check{Name: "kernelspec cifarlab-cuda", Status: StatusFail, Required: true,
+		Detail: "not installed (Jupyter lists: cifarlab-cpu, python3)", Fix: "cifarlab kernel install"}, c)
+
+	broken := NewKernelSpec(repo, "cpu", goBin, Backend{GoMLX: "xla:/gone/xla_cuda_plugin.so"})
+	broken.Argv[0] = "/gone/gonb"
+	broken.Argv = broken.Argv[:3]
+	broken.Env["PATH"] = "/nowhere"
+	t.Setenv("PATH", "/also-nowhere")
+	c = checkKernelSpec(repo, CPUKernel, listed(broken))
+	require.Equal(t, StatusFail, c.Status)
+	require.Equal(t, `"Go (cifarlab, CPU)" in /d/kernels/cifarlab-cpu, GOMLX_BACKEND=xla:/gone/xla_cuda_plugin.so: `+
+		`kernel binary "/gone/gonb" missing; go not on the kernel's PATH; goimports not on the kernel's PATH; gopls not on the kernel's PATH; `+
+		`no --go_work: cells would not import this repository's cifarlib; GOMLX_BACKEND names a missing plugin: xla:/gone/xla_cuda_plugin.so`, c.Detail)
+
+	other := fakeRepo(t)
+	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(other, "cpu", goBin, Backend{GoMLX: "go"})))
+	require.Equal(t, StatusWarn, c.Status)
+	require.Contains(t, c.Detail, "; compiles against "+other.Dir+", not "+repo.Dir)
+}
+
+func TestReportText(t *testing.T) {
+	r := Report{Checks: []Check{
+		{Name: "go", Status: StatusOK, Detail: "go1.26.8", Required: true},
+		{Name: "GPUs", Status: StatusAbsent, Detail: "none", Fix: "optional"},
+		{Name: "jupyterlab", Status: StatusFail, Detail: "not found", Fix: "bash kernel/setup.sh", Required: true},
+	}}
+	var buf bytes.Buffer
+	r.WriteText(&buf)
+	require.Equal(t, "[ ok ] go                         go1.26.8\n"+
+		"[ -- ] GPUs                       none  → fix: optional\n"+
+		"[FAIL] jupyterlab                 not found  → fix: bash kernel/setup.sh\n"+
+		"doctor: required items missing or broken: jupyterlab\n", buf.String())
+}
+
+// Doctor on a checkout without Jupyter reports the missing pieces with fixes and fails.
+func TestDoctorWithoutJupyter(t *testing.T) {
+	repo := fakeRepo(t)
+	t.Setenv("PATH", filepath.Dir(mustGoBin(t))) // go only: no jupyter, no nvidia-smi
+	t.Setenv(PJRTPluginPathEnv, t.TempDir())
+	probed := false
+	r := Doctor(context.Background(), DoctorOptions{Repo: repo, Probes: []Probe{func(context.Context) []Check {
+		probed = true
+		return []Check{{Name: "probe", Status: StatusOK, Detail: "ran"}}
+	}}})
+	require.False(t, r.OK)
+	require.True(t, probed)
+	byName := map[string]Check{}
+	for _, c := range r.Checks {
+		byName[c.Name] = c
+	}
+	require.Equal(t, StatusOK, byName["repository"].Status)
+	require.Equal(t, StatusOK, byName["go"].Status)
+	require.Equal(t, StatusFail, byName["gonb"].Status, "the fake gonb has no Go build info")
+	require.Contains(t, byName["gonb"].Detail, "cannot read the build information of "+repo.Tool("gonb"))
+	require.Equal(t, "cifarlab kernel install (or: cd "+repo.ToolsModDir()+" && GOBIN="+repo.BinDir()+" go install tool)", byName["gonb"].Fix)
+	require.Equal(t, Check{Name: "jupyter", Status: StatusFail, Detail: "not found", Fix: InstallHint, Required: true}, byName["jupyter"])
+	require.Equal(t, StatusFail, byName["jupyterlab"].Status)
+	require.Equal(t, StatusAbsent, byName["XLA CPU plugin"].Status)
+	require.Equal(t, StatusAbsent, byName["GPUs"].Status)
+	require.False(t, byName["GPUs"].Required)
+	require.Equal(t, "ran", byName["probe"].Detail)
+}
+
+func mustGoBin(t *testing.T) string {
+	t.Helper()
+	d, err := GoBinDir()
+	require.NoError(t, err)
+	return filepath.Join(d, "go")
+}

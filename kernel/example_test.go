@@ -1,0 +1,32 @@
+package kernel_test
+
+import (
+	"fmt"
+
+	"github.com/cifarlab/cifarlab/kernel"
+)
+
+// NewKernelSpec is what `cifarlab kernel install` writes for each kernel: the pinned gonb
+// started with --go_work=REPO (cells import the working tree's cifarlib with the repo's
+// go.mod versions), and a PATH that finds go, goimports and gopls.
+func ExampleNewKernelSpec() {
+	repo := kernel.Repo{Dir: "/src/cifarlab"}
+	spec := kernel.NewKernelSpec(repo, "cuda", "/usr/local/go/bin", kernel.Backend{GoMLX: "xla:cuda"})
+	fmt.Println(spec.DisplayName)
+	fmt.Println(spec.Argv)
+	fmt.Println(spec.Env["PATH"])
+	fmt.Println(spec.Env["GOMLX_BACKEND"], spec.Env["GOMLX_NO_AUTO_INSTALL"])
+	// Output:
+	// Go (cifarlab, CUDA)
+	// [/src/cifarlab/.bin/gonb --kernel {connection_file} --go_work=/src/cifarlab]
+	// /src/cifarlab/.bin:/usr/local/go/bin:${PATH}
+	// xla:cuda 1
+}
+
+// DataDirFor picks where kernelspecs go: --jupyter-data-dir, else --prefix, else
+// $JUPYTER_DATA_DIR, else the user's Jupyter data directory.
+func ExampleDataDirFor() {
+	dir, _ := kernel.DataDirFor("", "/opt/venv")
+	fmt.Println(kernel.KernelDir(dir, kernel.CPUKernel))
+	// Output: /opt/venv/share/jupyter/kernels/cifarlab-cpu
+}

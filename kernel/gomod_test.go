@@ -1,0 +1,105 @@
+package kernel
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseGoMod(t *testing.T) {
+	src := `// header comment
+module github.com/cifarlab/cifarlab/tools
+
+go 1.26.0
+
+tool (
+	github.com/janpfeifer/gonb
+	golang.org/x/tools/cmd/goimports // comment
+)
+
+tool golang.org/x/tools/gopls
+
+require github.com/janpfeifer/gonb v0.11.4
+
+require (
+	golang.org/x/tools v0.47.1-0.20260707181000-a299dadba899 // indirect
+	"golang.org/x/tools/gopls" v0.23.0
+)
+
+replace example.com/a => ../a
+`
+	mod, err := ParseGoMod("go.mod", []byte(src))
+	require.NoError(t, err)
+	require.Equal(t, &GoMod{
+		Module: "github.com/cifarlab/cifarlab/tools",
+		Go:     "1.26.0",
+		Require: map[string]string{
+			"github.com/janpfeifer/gonb": "v0.11.4",
+			"golang.org/x/tools":         "v0.47.1-0.20260707181000-a299dadba899",
+			"golang.org/x/tools/gopls":   "v0.23.0",
+		},
+		Tools: []string{"github.com/janpfeifer/gonb", "golang.org/x/tools/cmd/goimports", "golang.org/x/tools/gopls"},
+	}, mod)
+}
+
+func TestParseGoModErrors(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"no module", "go 1.26\n", "x/go.mod: no module directive"},
+		{"bad require", "module m\nrequire a\n", "x/go.mod:2: require needs a module path and a version, got [\"a\"]"},
+		{"bad require in block", "module m\nrequire (\n\ta v1 extra\n)\n", "x/go.mod:3: require needs a module path and a version, got [\"a\" \"v1\" \"extra\"]"},
+		{"bad go", "module m\ngo\n", "x/go.mod:2: go directive needs one version, got []"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseGoMod("x/go.mod", []byte(tc.src))
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+// The repository's own pins are what the kernels rely on: read them for real.
+func TestRepositoryPins(t *testing.T) {
+	repo := testRepo(t)
+	tools, err := ReadGoMod(filepath.Join(repo.ToolsModDir(), "go.mod"))
+	require.NoError(t, err)
+	require.Equal(t, "v0.11.4", tools.Require["github.com/janpfeifer/gonb"])
+	require.Equal(t, "v0.23.0", tools.Require["golang.org/x/tools/gopls"])
+	require.ElementsMatch(t, []string{"github.com/janpfeifer/gonb", "golang.org/x/tools/cmd/goimports", "golang.org/x/tools/gopls"}, tools.Tools)
+	main, err := ReadGoMod(filepath.Join(repo.Dir, "go.mod"))
+	require.NoError(t, err)
+	require.Equal(t, ModulePath, main.Module)
+	require.Equal(t, "v0.28.3", main.Require["github.com/gomlx/gomlx"])
+}
+
+func TestFindRepo(t *testing.T) {
+	repo := testRepo(t)
+	got, err := FindRepo(filepath.Join(repo.Dir, "cifarlib"))
+	require.Error(t, err, "an explicit folder must itself be the root")
+	require.ErrorIs(t, err, ErrNoRepo)
+	require.Equal(t, Repo{}, got)
+
+	got, err = FindRepo(repo.Dir)
+	require.NoError(t, err)
+	require.Equal(t, repo, got)
+
+	t.Setenv(RepoEnv, repo.Dir)
+	got, err = FindRepo("")
+	require.NoError(t, err)
+	require.Equal(t, repo, got)
+
+	t.Setenv(RepoEnv, t.TempDir())
+	_, err = FindRepo("")
+	require.ErrorIs(t, err, ErrNoRepo)
+	require.ErrorContains(t, err, "$CIFARLAB_REPO=")
+}
+
+// testRepo is the checkout the tests run in (the parent of kernel/).
+func testRepo(t *testing.T) Repo {
+	t.Helper()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	dir := filepath.Dir(wd)
+	require.True(t, IsRepo(dir), "%s is not the cifarlab checkout", dir)
+	return Repo{Dir: dir}
+}

@@ -1,0 +1,118 @@
+package kernel
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// InstallHint says how to get JupyterLab when it is missing.
+const InstallHint = "install it with `bash kernel/setup.sh` (creates .venv with the pinned JupyterLab and nbclient, builds the tools and installs the kernels), " +
+	"or by hand: /usr/bin/python3 -m venv .venv && .venv/bin/pip install -r kernel/requirements.txt -c kernel/constraints.txt"
+
+// ErrNoJupyter is returned by FindJupyter when no jupyter command is found.
+var ErrNoJupyter = errors.New("jupyter not found")
+
+// Jupyter is a Jupyter installation, found through its jupyter command.
+type Jupyter struct {
+	// Bin is the absolute path of the jupyter command.
+	Bin string
+}
+
+// FindJupyter returns the jupyter of the repository's venv (REPO/.venv/bin/jupyter) when
+// it exists, else the first jupyter on PATH.
+func FindJupyter(repo Repo) (Jupyter, error) {
+	if repo.Dir != "" {
+		if p := filepath.Join(repo.VenvDir(), "bin", "jupyter"); fileExists(p) {
+			return Jupyter{Bin: p}, nil
+		}
+	}
+	if p, err := exec.LookPath("jupyter"); err == nil {
+		abs, _ := filepath.Abs(p)
+		return Jupyter{Bin: abs}, nil
+	}
+	venv := "REPO/.venv"
+	if repo.Dir != "" {
+		venv = repo.VenvDir()
+	}
+	return Jupyter{}, fmt.Errorf("%w (not in %s, not on PATH): %s", ErrNoJupyter, venv, InstallHint)
+}
+
+// Command returns an exec.Cmd running `jupyter args...` with the jupyter's folder first
+// on PATH (so its python and jupyter-lab are the ones used) and extra environment added.
+func (j Jupyter) Command(ctx context.Context, extraEnv []string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, j.Bin, args...)
+	env := os.Environ()
+	env = setEnv(env, "PATH", filepath.Dir(j.Bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, kv := range extraEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		env = setEnv(env, k, v)
+	}
+	cmd.Env = env
+	return cmd
+}
+
+// setEnv returns env with key set to value (replacing any previous value).
+func setEnv(env []string, key, value string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
+
+// Versions returns the versions `jupyter --version` reports, by package name (e.g.
+// "jupyterlab": "4.6.6"); packages reported as "not installed" are left out.
+func (j Jupyter) Versions(ctx context.Context) (map[string]string, error) {
+	out, err := j.Command(ctx, nil, "--version").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s --version: %w", j.Bin, err)
+	}
+	vs := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		name, ver, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		name, ver = strings.TrimSpace(name), strings.TrimSpace(ver)
+		if name != "" && ver != "" && ver != "not installed" {
+			vs[name] = ver
+		}
+	}
+	return vs, nil
+}
+
+// ListedSpec is one entry of `jupyter kernelspec list --json`.
+type ListedSpec struct {
+	ResourceDir string     `json:"resource_dir"`
+	Spec        KernelSpec `json:"spec"`
+}
+
+// KernelSpecs runs `jupyter kernelspec list --json` with extra environment (e.g.
+// JUPYTER_DATA_DIR=...) and returns the kernelspecs Jupyter sees, by name.
+func (j Jupyter) KernelSpecs(ctx context.Context, extraEnv ...string) (map[string]ListedSpec, error) {
+	cmd := j.Command(ctx, extraEnv, "kernelspec", "list", "--json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("jupyter kernelspec list: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var list struct {
+		Kernelspecs map[string]ListedSpec `json:"kernelspecs"`
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		return nil, fmt.Errorf("jupyter kernelspec list --json printed something that is not JSON: %w", err)
+	}
+	return list.Kernelspecs, nil
+}

@@ -1,0 +1,294 @@
+package kernel
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultLabPort is JupyterLab's usual port.
+const DefaultLabPort = 8888
+
+// LabOptions configure StartLab.
+type LabOptions struct {
+	// Repo is the checkout whose notebooks/ is served and whose kernels are installed.
+	Repo Repo
+	// Jupyter is the installation to run (FindJupyter when zero).
+	Jupyter Jupyter
+	// Notebooks is the folder JupyterLab opens (default Repo.NotebooksDir()).
+	Notebooks string
+	// IP is the address to bind (default 127.0.0.1).
+	IP string
+	// Port is the port to listen on; 0 picks a free one.
+	Port int
+	// NoToken turns token authentication off. Token sets the token (default: random).
+	NoToken bool
+	Token   string
+	// DataDir, when set, is passed to the server as JUPYTER_DATA_DIR (and the kernels are
+	// installed there when missing).
+	DataDir string
+	// Log receives the server's output (nil: discarded) and Progress the steps (nil: discarded).
+	Log, Progress io.Writer
+	// StartTimeout bounds the wait for the server to answer (default 2 minutes).
+	StartTimeout time.Duration
+}
+
+// Lab is a running JupyterLab server.
+type Lab struct {
+	// URL opens JupyterLab, with the token when there is one.
+	URL string
+	// BaseURL is http://HOST:PORT/ and Token the token ("" with NoToken).
+	BaseURL, Token string
+	// Port is the port it listens on.
+	Port int
+	// Pid is the server's process id; the server leads its own process group.
+	Pid int
+	// Notebooks is the folder served.
+	Notebooks string
+	// KernelsInstalled is true when StartLab had to install the kernels.
+	KernelsInstalled bool
+
+	cmd      *exec.Cmd
+	done     chan struct{}
+	waitErr  error
+	stopOnce sync.Once
+}
+
+// KernelsReady reports whether Jupyter lists both cifarlab kernels, each running an
+// existing gonb and compiling against repo.
+func KernelsReady(ctx context.Context, jup Jupyter, repo Repo, dataDir string) (bool, error) {
+	var env []string
+	if dataDir != "" {
+		env = append(env, JupyterDataDirEnv+"="+dataDir)
+	}
+	specs, err := jup.KernelSpecs(ctx, env...)
+	if err != nil {
+		return false, err
+	}
+	for _, name := range []string{CPUKernel, CUDAKernel} {
+		if c := checkKernelSpec(repo, name, specs); c.Status != StatusOK {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// StartLab installs the kernels if Jupyter does not list them, starts `jupyter lab` in its
+// own process group bound to opts.IP with token authentication (unless NoToken), and
+// waits until the server answers. Stop it with Lab.Stop.
+func StartLab(ctx context.Context, opts LabOptions) (*Lab, error) {
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	if opts.Jupyter.Bin == "" {
+		j, err := FindJupyter(opts.Repo)
+		if err != nil {
+			return nil, err
+		}
+		opts.Jupyter = j
+	}
+	if vs, err := opts.Jupyter.Versions(ctx); err != nil || vs["jupyterlab"] == "" {
+		return nil, fmt.Errorf("JupyterLab is not installed next to %s: %s", opts.Jupyter.Bin, InstallHint)
+	}
+	if opts.Notebooks == "" {
+		opts.Notebooks = opts.Repo.NotebooksDir()
+	}
+	nbDir, err := filepath.Abs(opts.Notebooks)
+	if err != nil {
+		return nil, err
+	}
+	if !dirExists(nbDir) {
+		return nil, fmt.Errorf("notebook folder %s does not exist: pass --notebooks DIR", nbDir)
+	}
+	if opts.IP == "" {
+		opts.IP = "127.0.0.1"
+	}
+	if opts.Port == 0 {
+		p, err := FreePort(opts.IP)
+		if err != nil {
+			return nil, err
+		}
+		opts.Port = p
+	} else if l, err := net.Listen("tcp", net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port))); err != nil {
+		return nil, fmt.Errorf("port %d on %s is not free (%v): pick another with --port N, or --port 0 for any free port", opts.Port, opts.IP, err)
+	} else {
+		l.Close()
+	}
+	token := ""
+	if !opts.NoToken {
+		token = opts.Token
+		if token == "" {
+			var b [24]byte
+			if _, err := rand.Read(b[:]); err != nil {
+				return nil, err
+			}
+			token = hex.EncodeToString(b[:])
+		}
+	}
+
+	lab := &Lab{Token: token, Port: opts.Port, Notebooks: nbDir, done: make(chan struct{})}
+	ready, err := KernelsReady(ctx, opts.Jupyter, opts.Repo, opts.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if !ready {
+		dataDir := opts.DataDir
+		if dataDir == "" {
+			if dataDir, err = UserDataDir(); err != nil {
+				return nil, err
+			}
+		}
+		fmt.Fprintf(progress, "installing the cifarlab kernels into %s\n", dataDir)
+		if _, err := Install(ctx, InstallOptions{Repo: opts.Repo, DataDir: dataDir, Log: progress}); err != nil {
+			return nil, fmt.Errorf("installing the kernels: %w", err)
+		}
+		lab.KernelsInstalled = true
+	}
+
+	var env []string
+	if opts.DataDir != "" {
+		env = append(env, JupyterDataDirEnv+"="+opts.DataDir)
+	}
+	args := []string{"lab", "--no-browser",
+		"--ip=" + opts.IP, "--port=" + strconv.Itoa(opts.Port), "--ServerApp.port_retries=0",
+		"--ServerApp.root_dir=" + nbDir,
+	}
+	// The token travels in the environment, not on the command line where ps shows it.
+	env = append(env, "JUPYTER_TOKEN="+token)
+	if token == "" {
+		args = append(args, "--IdentityProvider.token=")
+	}
+	if os.Geteuid() == 0 {
+		args = append(args, "--allow-root") // containers and CI run as root
+	}
+	// The server outlives no one: it gets its own process group (so a terminal's Ctrl-C
+	// reaches only cifarlab, which stops it) and SIGTERM if cifarlab dies.
+	cmd := opts.Jupyter.Command(context.Background(), env, args...)
+	cmd.Dir = nbDir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	logw := opts.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	tail := &tailBuffer{max: 4096}
+	cmd.Stdout = io.MultiWriter(logw, tail)
+	cmd.Stderr = io.MultiWriter(logw, tail)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", opts.Jupyter.Bin, err)
+	}
+	lab.cmd, lab.Pid = cmd, cmd.Process.Pid
+	go func() {
+		lab.waitErr = cmd.Wait()
+		close(lab.done)
+	}()
+
+	host := opts.IP
+	if host == "0.0.0.0" || host == "::" || host == "" {
+		host = "127.0.0.1"
+	}
+	lab.BaseURL = "http://" + net.JoinHostPort(host, strconv.Itoa(opts.Port)) + "/"
+	lab.URL = lab.BaseURL + "lab"
+	if token != "" {
+		lab.URL += "?token=" + token
+	}
+
+	timeout := opts.StartTimeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	deadline := time.Now().Add(timeout)
+	status := lab.BaseURL + "api/status"
+	if token != "" {
+		status += "?token=" + token
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		select {
+		case <-lab.done:
+			return nil, fmt.Errorf("jupyter lab exited before answering (%v); its last output:\n%s", lab.waitErr, tail.String())
+		case <-ctx.Done():
+			lab.Stop(10 * time.Second)
+			return nil, ctx.Err()
+		default:
+		}
+		if resp, err := client.Get(status); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return lab, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			lab.Stop(10 * time.Second)
+			return nil, fmt.Errorf("jupyter lab did not answer on %s within %s; its last output:\n%s", lab.BaseURL, timeout, tail.String())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// Done is closed when the server has exited.
+func (l *Lab) Done() <-chan struct{} { return l.done }
+
+// Err is the server's exit error, valid after Done is closed.
+func (l *Lab) Err() error { return l.waitErr }
+
+// Stop sends SIGTERM to the server's process group, waits up to grace for it to exit, then
+// kills the group. It returns when the server is gone.
+func (l *Lab) Stop(grace time.Duration) {
+	l.stopOnce.Do(func() {
+		_ = syscall.Kill(-l.Pid, syscall.SIGTERM)
+		select {
+		case <-l.done:
+		case <-time.After(grace):
+			_ = syscall.Kill(-l.Pid, syscall.SIGKILL)
+			<-l.done
+		}
+		// Whatever is left in the group (none expected) goes too.
+		_ = syscall.Kill(-l.Pid, syscall.SIGKILL)
+	})
+	<-l.done
+}
+
+// FreePort returns a TCP port that is free on ip right now.
+func FreePort(ip string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port on %s: %w", ip, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

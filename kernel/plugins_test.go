@@ -1,0 +1,145 @@
+package kernel
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestPluginNameOf(t *testing.T) {
+	for path, want := range map[string]string{
+		"/x/pjrt_c_api_cpu_plugin.so":                   "cpu",
+		"/x/pjrt_c_api_cuda_plugin.so":                  "cuda",
+		"/x/pjrt-plugin-cpu_v0.83.1.so":                 "cpu_v0.83.1",
+		"/x/pjrt_plugin_tpu.so":                         "tpu",
+		"/sp/jax_plugins/xla_cuda13/xla_cuda_plugin.so": "",
+		"/x/libcublas.so.13":                            "",
+	} {
+		require.Equal(t, want, PluginNameOf(path), path)
+	}
+}
+
+// touch creates an empty file (and its folders).
+func touch(t *testing.T, path string) string {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, nil, 0o755))
+	return path
+}
+
+func TestFindXLAPluginsFollowsGoXLAOrder(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	cpuA := touch(t, filepath.Join(a, "pjrt_c_api_cpu_plugin.so"))
+	touch(t, filepath.Join(b, "pjrt_c_api_cpu_plugin.so"))
+	cudaB := touch(t, filepath.Join(b, "pjrt_c_api_cuda_plugin.so"))
+	touch(t, filepath.Join(b, "libsomething.so"))
+	t.Setenv(PJRTPluginPathEnv, a+"::"+b)
+	require.Equal(t, []string{a, b}, XLAPluginDirs())
+	require.Equal(t, map[string]string{"cpu": cpuA, "cuda": cudaB}, FindXLAPlugins())
+
+	t.Setenv(PJRTPluginPathEnv, "")
+	require.Empty(t, XLAPluginDirs(), "an empty PJRT_PLUGIN_LIBRARY_PATH searches nothing, as in go-xla")
+	require.Empty(t, FindXLAPlugins())
+}
+
+func TestXLAPluginDirsDefault(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("LD_LIBRARY_PATH", "relative/skipped:/opt/cuda/lib64")
+	os.Unsetenv(PJRTPluginPathEnv)
+	dirs := XLAPluginDirs()
+	require.GreaterOrEqual(t, len(dirs), 7)
+	require.Equal(t, []string{
+		filepath.Join(home, ".local/lib/go-xla"), filepath.Join(home, ".local/lib/go-xla/nvidia"),
+		filepath.Join(home, ".local/lib/gomlx/pjrt"),
+		"/usr/local/lib/go-xla", "/usr/local/lib/go-xla/nvidia", "/usr/local/lib/gomlx/pjrt",
+		"/opt/cuda/lib64",
+	}, dirs[:7])
+}
+
+func TestFindJaxCUDAPlugins(t *testing.T) {
+	site := t.TempDir()
+	cu13 := touch(t, filepath.Join(site, "jax_plugins/xla_cuda13/xla_cuda_plugin.so"))
+	cu12 := touch(t, filepath.Join(site, "jax_plugins/xla_cuda12/xla_cuda_plugin.so"))
+	touch(t, filepath.Join(site, "jax_plugins/xla_cuda13/__init__.py"))
+	require.Equal(t, []string{cu13, cu12}, FindJaxCUDAPlugins([]string{site, t.TempDir()}))
+}
+
+func TestSitePackagesOfRealPython(t *testing.T) {
+	if !fileExists("/usr/bin/python3") {
+		t.Skip("no /usr/bin/python3")
+	}
+	dirs := SitePackages(context.Background(), []string{"/usr/bin/python3", "/nonexistent/python"})
+	require.NotEmpty(t, dirs)
+	for _, d := range dirs {
+		require.True(t, dirExists(d), d)
+	}
+}
+
+func TestChooseCPUBackend(t *testing.T) {
+	empty := t.TempDir()
+	t.Setenv(PJRTPluginPathEnv, empty)
+	t.Setenv(CPUPluginEnv, "")
+
+	b, err := ChooseCPUBackend(BackendOptions{})
+	require.NoError(t, err)
+	require.Equal(t, Backend{GoMLX: "go", Reason: "pure-Go backend (no XLA CPU plugin found)"}, b)
+
+	b, err = ChooseCPUBackend(BackendOptions{CPU: "xla:cpu"})
+	require.NoError(t, err)
+	require.Equal(t, Backend{GoMLX: "xla:cpu", Reason: "set with --cpu-backend"}, b)
+
+	found := t.TempDir()
+	p := touch(t, filepath.Join(found, "pjrt_c_api_cpu_plugin.so"))
+	t.Setenv(PJRTPluginPathEnv, found)
+	b, err = ChooseCPUBackend(BackendOptions{})
+	require.NoError(t, err)
+	require.Equal(t, Backend{GoMLX: "xla:cpu", Env: map[string]string{PJRTPluginPathEnv: found}, Reason: "XLA CPU plugin found: " + p}, b)
+
+	odd := touch(t, filepath.Join(t.TempDir(), "libxla_cpu.so"))
+	t.Setenv(CPUPluginEnv, odd)
+	b, err = ChooseCPUBackend(BackendOptions{})
+	require.NoError(t, err)
+	require.Equal(t, Backend{GoMLX: "xla:" + odd, Reason: "XLA CPU plugin given: " + odd}, b)
+
+	_, err = ChooseCPUBackend(BackendOptions{CPUPlugin: "/nonexistent/pjrt_c_api_cpu_plugin.so"})
+	require.EqualError(t, err, "PJRT plugin /nonexistent/pjrt_c_api_cpu_plugin.so does not exist")
+}
+
+func TestChooseCUDABackend(t *testing.T) {
+	t.Setenv(PJRTPluginPathEnv, t.TempDir())
+	site := t.TempDir()
+	jax := touch(t, filepath.Join(site, "jax_plugins/xla_cuda13/xla_cuda_plugin.so"))
+	touch(t, filepath.Join(site, "nvidia/cu13/bin/ptxas"))
+	t.Setenv(CUDAPluginEnv, jax)
+	b, err := ChooseCUDABackend(context.Background(), Repo{}, "/links", BackendOptions{})
+	require.NoError(t, err)
+	require.Equal(t, Backend{
+		GoMLX: "xla:cuda",
+		Env: map[string]string{
+			PJRTPluginPathEnv: "/links/jax_plugins/xla_cuda13",
+			"XLA_FLAGS":       "--xla_gpu_cuda_data_dir=" + filepath.Join(site, "nvidia/cu13"),
+		},
+		Reason: "CUDA plugin given: " + jax,
+		Links: []Link{
+			{Path: "/links/jax_plugins/xla_cuda13/pjrt_c_api_cuda_plugin.so", Target: jax},
+			{Path: "/links/nvidia", Target: filepath.Join(site, "nvidia")},
+		},
+	}, b, "go-xla finds plugins only by the pjrt_c_api_NAME_plugin.so name: the jax file gets a link next to a link to pip's nvidia/")
+
+	b, err = ChooseCUDABackend(context.Background(), Repo{}, "/links", BackendOptions{CUDA: "xla:cuda,memory_fraction=0.5"})
+	require.NoError(t, err)
+	require.Equal(t, "xla:cuda,memory_fraction=0.5", b.GoMLX)
+
+	goxla := t.TempDir()
+	p := touch(t, filepath.Join(goxla, "nvidia", "pjrt_c_api_cuda_plugin.so"))
+	t.Setenv(CUDAPluginEnv, "")
+	t.Setenv(PJRTPluginPathEnv, filepath.Join(goxla, "nvidia"))
+	b, err = ChooseCUDABackend(context.Background(), Repo{}, "/links", BackendOptions{})
+	require.NoError(t, err)
+	require.Equal(t, Backend{GoMLX: "xla:cuda", Env: map[string]string{PJRTPluginPathEnv: filepath.Join(goxla, "nvidia")},
+		Reason: "go-xla CUDA plugin found: " + p}, b)
+}

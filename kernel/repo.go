@@ -1,0 +1,91 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ModulePath is the module path of the cifarlab repository.
+const ModulePath = "github.com/cifarlab/cifarlab"
+
+// RepoEnv names the environment variable that points at the repository when the
+// cifarlab binary runs outside of it.
+const RepoEnv = "CIFARLAB_REPO"
+
+// Repo is a checkout of the cifarlab repository.
+type Repo struct {
+	// Dir is the absolute path of the repository root (the folder holding go.mod).
+	Dir string
+}
+
+// BinDir is where kernel/setup.sh and "cifarlab kernel install" put the pinned gonb,
+// goimports and gopls, and the cifarlab binary: Dir/.bin.
+func (r Repo) BinDir() string { return filepath.Join(r.Dir, ".bin") }
+
+// VenvDir is the Python virtual environment holding JupyterLab and nbclient: Dir/.venv.
+func (r Repo) VenvDir() string { return filepath.Join(r.Dir, ".venv") }
+
+// NotebooksDir is the folder JupyterLab opens: Dir/notebooks.
+func (r Repo) NotebooksDir() string { return filepath.Join(r.Dir, "notebooks") }
+
+// ToolsModDir is the separate module whose tool directives pin gonb, goimports and gopls.
+func (r Repo) ToolsModDir() string { return filepath.Join(r.Dir, "tools") }
+
+// Tool returns the path of a pinned tool binary ("gonb", "goimports", "gopls") in BinDir.
+func (r Repo) Tool(name string) string { return filepath.Join(r.BinDir(), name) }
+
+// ErrNoRepo is returned by FindRepo when no cifarlab checkout is found.
+var ErrNoRepo = errors.New("cifarlab repository not found")
+
+// IsRepo reports whether dir holds the go.mod of module ModulePath.
+func IsRepo(dir string) bool {
+	mod, err := ReadGoMod(filepath.Join(dir, "go.mod"))
+	return err == nil && mod.Module == ModulePath
+}
+
+// FindRepo locates the repository: the first of explicit (a --repo flag), $CIFARLAB_REPO,
+// the working directory and its parents, and the folder of the running executable and its
+// parents (the binary normally lives in REPO/.bin) that holds the go.mod of ModulePath.
+func FindRepo(explicit string) (Repo, error) {
+	if explicit != "" {
+		return repoAt(explicit, "--repo")
+	}
+	if env := os.Getenv(RepoEnv); env != "" {
+		return repoAt(env, "$"+RepoEnv)
+	}
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, start := range starts {
+		for dir := start; ; dir = filepath.Dir(dir) {
+			if IsRepo(dir) {
+				return Repo{Dir: dir}, nil
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	return Repo{}, fmt.Errorf("%w: looked in %v and their parents for a go.mod of module %s: run inside the checkout, or set %s=/path/to/cifarlab",
+		ErrNoRepo, starts, ModulePath, RepoEnv)
+}
+
+func repoAt(dir, source string) (Repo, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Repo{}, fmt.Errorf("%s %q: %w", source, dir, err)
+	}
+	if !IsRepo(abs) {
+		return Repo{}, fmt.Errorf("%w: %s=%q has no go.mod of module %s", ErrNoRepo, source, dir, ModulePath)
+	}
+	return Repo{Dir: abs}, nil
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what the tests need (kernel/setup.sh,
+# idempotent) and runs every test with the pure-Go backend. This is the README's test command
+# and what CI (.ci/run) calls.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+bash kernel/setup.sh
+
+export PATH="$repo/.bin:$(go env GOROOT)/bin:$PATH"
+export GOMLX_BACKEND="${GOMLX_BACKEND:-go}"
+export GOMLX_NO_AUTO_INSTALL=1
+
+echo "== go vet"
+go vet ./...
+echo "== gofmt"
+unformatted="$(gofmt -l cifarlib cmd kernel bench 2>/dev/null || true)"
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change: $unformatted" >&2
+  exit 1
+fi
+echo "== go test (backend: $GOMLX_BACKEND)"
+go test -count=1 -timeout 75m ./...

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# kernel/setup.sh: every install step of the cifarlab lab, in one place.
+#
+# Used by .ci/run, by the README's main-job command and by docker/Dockerfile. On a fresh
+# Debian/Ubuntu machine (as root, or with sudo) it:
+#   1. apt-installs what is missing from $APT_PACKAGES (python3-venv, a C compiler for
+#      go-xla's cgo, git, and chromium for the browser test),
+#   2. creates the venv $VENV (default REPO/.venv) with /usr/bin/python3 and pip-installs
+#      kernel/requirements.txt under kernel/constraints.txt (JupyterLab, nbclient, ...),
+#   3. builds the pinned gonb, goimports and gopls from tools/go.mod into REPO/.bin,
+#   4. builds the cifarlab command into REPO/.bin,
+#   5. installs the kernelspecs "Go (cifarlab, CPU)" and "Go (cifarlab, CUDA)"
+#      (`cifarlab kernel install $KERNEL_INSTALL_ARGS`),
+#   6. runs `npm ci` in notebooks/browser-test when it has a package-lock.json
+#      (playwright-core for the JupyterLab browser test).
+# It is idempotent: a second run skips what is already in place and takes seconds.
+#
+# Skip parts with environment variables set to 1:
+#   SKIP_APT, SKIP_VENV, SKIP_TOOLS, SKIP_CLI, SKIP_KERNELS, SKIP_NPM,
+#   SKIP_BROWSER (leaves chromium out of the apt list and skips npm).
+# Other settings:
+#   VENV=DIR                 venv location (default REPO/.venv)
+#   PYTHON=/usr/bin/python3  interpreter for the venv
+#   APT_PACKAGES="..."       replaces the apt list
+#   KERNEL_INSTALL_ARGS="..." extra flags for `cifarlab kernel install`
+#                            (e.g. "--prefix /usr/local" for a system-wide install)
+#   PIP_ARGS="..."           extra pip flags (e.g. --no-cache-dir in images)
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${VENV:-$REPO/.venv}"
+PYTHON="${PYTHON:-/usr/bin/python3}"
+BIN="$REPO/.bin"
+SKIP_APT="${SKIP_APT:-0}" SKIP_VENV="${SKIP_VENV:-0}" SKIP_TOOLS="${SKIP_TOOLS:-0}"
+SKIP_CLI="${SKIP_CLI:-0}" SKIP_KERNELS="${SKIP_KERNELS:-0}" SKIP_NPM="${SKIP_NPM:-0}"
+SKIP_BROWSER="${SKIP_BROWSER:-0}"
+PIP_ARGS="${PIP_ARGS:-}"
+KERNEL_INSTALL_ARGS="${KERNEL_INSTALL_ARGS:-}"
+
+# What the lab needs from the distribution. python3-venv: the venv; gcc/libc6-dev: cgo for
+# go-xla's PJRT loader; git and ca-certificates: go and pip downloads; chromium: the
+# JupyterLab browser test (issue 6), left out with SKIP_BROWSER=1.
+DEFAULT_APT_PACKAGES="python3 python3-venv python3-pip gcc libc6-dev git ca-certificates"
+if [ "$SKIP_BROWSER" != 1 ]; then
+  DEFAULT_APT_PACKAGES="$DEFAULT_APT_PACKAGES chromium nodejs npm"
+fi
+APT_PACKAGES="${APT_PACKAGES:-$DEFAULT_APT_PACKAGES}"
+
+step() { printf '\n== setup: %s\n' "$*"; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# 1. Debian packages: install only the missing ones; apt-get update only then.
+if [ "$SKIP_APT" != 1 ]; then
+  step "Debian packages"
+  missing=()
+  for p in $APT_PACKAGES; do
+    # Node may come from elsewhere (e.g. NodeSource's nodejs ships npm): a working command counts.
+    case "$p" in
+      nodejs) command -v node >/dev/null && continue ;;
+      npm) command -v npm >/dev/null && continue ;;
+    esac
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "installing: ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  else
+    echo "all present: $APT_PACKAGES"
+  fi
+fi
+
+if ! command -v go >/dev/null; then
+  echo "setup: the go command is not on PATH. Install Go $(sed -n 's/^go //p' "$REPO/go.mod") or newer" \
+       "(https://go.dev/dl, or the golang.org/toolchain module through the Go proxy) and re-run." >&2
+  exit 1
+fi
+
+# 2. The Python venv with JupyterLab, nbclient, nbformat, ipykernel (pinned).
+if [ "$SKIP_VENV" != 1 ]; then
+  step "Python venv $VENV"
+  if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV"
+  fi
+  stamp="$VENV/.cifarlab-requirements.sha256"
+  want="$(cat "$REPO/kernel/requirements.txt" "$REPO/kernel/constraints.txt" | sha256sum | cut -d' ' -f1)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VENV/bin/python" -c "import jupyterlab, nbclient, nbformat, ipykernel" 2>/dev/null; then
+    echo "requirements already installed"
+  else
+    # shellcheck disable=SC2086
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS \
+      -r "$REPO/kernel/requirements.txt" -c "$REPO/kernel/constraints.txt"
+    echo "$want" > "$stamp"
+  fi
+  "$VENV/bin/jupyter" --version | grep -E "^(jupyterlab|nbclient|nbformat|ipykernel) "
+fi
+
+# 3. The pinned notebook tools (tool directives of tools/go.mod, never @latest).
+if [ "$SKIP_TOOLS" != 1 ]; then
+  step "gonb, goimports, gopls -> $BIN"
+  mkdir -p "$BIN"
+  (cd "$REPO/tools" && GOWORK=off GOBIN="$BIN" go install tool)
+fi
+
+# 4. The cifarlab command.
+if [ "$SKIP_CLI" != 1 ]; then
+  step "cifarlab -> $BIN/cifarlab"
+  mkdir -p "$BIN"
+  (cd "$REPO" && GOWORK=off go build -o "$BIN/cifarlab" ./cmd/cifarlab)
+fi
+
+# 5. The kernelspecs (JUPYTER_DATA_DIR and KERNEL_INSTALL_ARGS are honoured).
+if [ "$SKIP_KERNELS" != 1 ]; then
+  step "kernelspecs"
+  # shellcheck disable=SC2086
+  "$BIN/cifarlab" kernel install --repo "$REPO" $KERNEL_INSTALL_ARGS
+  if [ -x "$VENV/bin/jupyter" ]; then
+    "$VENV/bin/jupyter" kernelspec list
+  fi
+fi
+
+# 6. playwright-core for the browser test, from notebooks/browser-test's lock file.
+if [ "$SKIP_NPM" != 1 ] && [ "$SKIP_BROWSER" != 1 ] && [ -f "$REPO/notebooks/browser-test/package.json" ]; then
+  step "npm packages in notebooks/browser-test"
+  cd "$REPO/notebooks/browser-test"
+  if [ -f package-lock.json ]; then
+    want="$(sha256sum package-lock.json | cut -d' ' -f1)"
+    if [ -f node_modules/.cifarlab-lock.sha256 ] && [ "$(cat node_modules/.cifarlab-lock.sha256)" = "$want" ]; then
+      echo "node_modules up to date"
+    else
+      npm ci --no-audit --no-fund
+      echo "$want" > node_modules/.cifarlab-lock.sha256
+    fi
+  else
+    npm install --no-audit --no-fund
+  fi
+  cd "$REPO"
+fi
+
+step "done"

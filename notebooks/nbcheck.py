@@ -1,0 +1,418 @@
+#!/usr/bin/env python3
+"""Execute cifarlab notebooks with a real Jupyter kernel and check what they print.
+
+Usage:
+    nbcheck.py [--kernel NAME] [--timeout SECONDS] [--max-seconds SECONDS]
+               [--write | --output-dir DIR] [--report FILE] [--check-only]
+               NOTEBOOK.ipynb [...]
+
+Each notebook is executed top to bottom through nbclient (the library behind
+`jupyter nbconvert --execute`) with a per-cell timeout, in the notebook's own
+folder (so GoNB's GONB_DIR is notebooks/). Then every cell is checked:
+
+* A cell without the `raises-exception` tag must not produce an error output.
+  nbclient stops at the first such cell (it honours the tag itself); the check
+  below repeats it so that the report names the cell and quotes the error.
+* A cell tagged `raises-exception` MUST produce an error output: a cell that is
+  meant to show a failure and no longer fails is a broken story.
+* The expectations in the cell's metadata under "cifarlab" must hold:
+
+      "cifarlab": {
+        "expect": [
+          "a substring that must appear in the cell's outputs",
+          {"regex": "accuracy ([0-9.]+)%", "min": 40.0},
+          {"regex": "zero-loss examples: (\\d+) of (\\d+)", "equal_groups": [1, 2]},
+          {"mime": "image/png", "count_min": 1}
+        ],
+        "forbid": ["text that must not appear"]
+      }
+
+  Text is matched against everything the cell printed: stdout and stderr
+  streams, text/plain and text/html (tags stripped, entities decoded) of
+  display data, and the error's name, value and traceback (ANSI colours
+  stripped). A regex entry may bound the number in its first group (`group`
+  picks another) with `min`/`max`, require two groups to be equal
+  (`equal_groups`), or require at least `count_min` matches. A `mime` entry
+  counts outputs carrying that MIME type.
+* Notebook metadata "cifarlab": {"max_seconds": N} (or --max-seconds) bounds the
+  whole run; it is only enforced when --max-seconds is given or
+  NBCHECK_ENFORCE_TIME=1, because wall time on a shared machine is noisy.
+
+With --write the executed notebook replaces the input file (only when every
+check passed), which is how notebooks/regenerate.sh refreshes the committed
+outputs. With --output-dir the executed notebook is written there instead
+(always, so a failing run can be inspected).
+
+Exit status: 0 when every check passed, 1 when a check failed, 2 on usage or
+set-up errors (missing kernel, unreadable notebook).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+try:
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+except ImportError as exc:  # pragma: no cover - set-up problem, reported clearly
+    sys.stderr.write(
+        f"nbcheck: {exc}. Run it with the project's venv: .venv/bin/python notebooks/nbcheck.py "
+        "(kernel/setup.sh creates .venv with jupyterlab and nbclient).\n"
+    )
+    sys.exit(2)
+
+RAISES_TAG = "raises-exception"
+META_KEY = "cifarlab"
+DEFAULT_KERNEL = "cifarlab-cpu"
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+TAG_RE = re.compile(r"<[^>]+>")
+
+
+def strip_ansi(text: str) -> str:
+    return ANSI_RE.sub("", text)
+
+
+def html_to_text(markup: str) -> str:
+    markup = re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", markup)
+    markup = re.sub(r"(?i)<br\s*/?>|</(p|div|tr|li|h[1-6]|pre|table)>", "\n", markup)
+    markup = re.sub(r"(?i)</t[dh]>", "\t", markup)
+    return html.unescape(TAG_RE.sub("", markup))
+
+
+def as_text(value: Any) -> str:
+    if isinstance(value, list):
+        return "".join(value)
+    return value if isinstance(value, str) else ""
+
+
+def cell_text(cell: Any) -> str:
+    """Everything a cell printed, as plain text, in output order."""
+    parts: list[str] = []
+    for out in cell.get("outputs", []):
+        kind = out.get("output_type")
+        if kind == "stream":
+            parts.append(strip_ansi(as_text(out.get("text"))))
+        elif kind in ("display_data", "execute_result"):
+            data = out.get("data", {})
+            if "text/plain" in data:
+                parts.append(strip_ansi(as_text(data["text/plain"])))
+            if "text/html" in data:
+                parts.append(html_to_text(as_text(data["text/html"])))
+            if "text/markdown" in data:
+                parts.append(as_text(data["text/markdown"]))
+        elif kind == "error":
+            parts.append(strip_ansi(f"{out.get('ename', '')}: {out.get('evalue', '')}"))
+            parts.append(strip_ansi("\n".join(out.get("traceback", []))))
+    return "\n".join(parts)
+
+
+def error_outputs(cell: Any) -> list[Any]:
+    return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def mime_count(cell: Any, mime: str) -> int:
+    return sum(
+        1
+        for o in cell.get("outputs", [])
+        if o.get("output_type") in ("display_data", "execute_result") and mime in o.get("data", {})
+    )
+
+
+def short(text: str, limit: int = 600) -> str:
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return text[: limit // 2] + "\n   [...]\n" + text[-limit // 2 :]
+
+
+def check_expectation(exp: Any, cell: Any, text: str) -> str | None:
+    """Returns None when the expectation holds, else a message saying what is wrong."""
+    if isinstance(exp, str):
+        return None if exp in text else f"expected text not found: {exp!r}"
+    if not isinstance(exp, dict):
+        return f"bad expectation (want a string or an object): {exp!r}"
+    if "mime" in exp:
+        n = mime_count(cell, exp["mime"])
+        want = int(exp.get("count_min", 1))
+        return None if n >= want else f"expected at least {want} output(s) of type {exp['mime']}, found {n}"
+    if "regex" in exp:
+        try:
+            rx = re.compile(exp["regex"], re.MULTILINE)
+        except re.error as err:
+            return f"bad regex {exp['regex']!r}: {err}"
+        matches = list(rx.finditer(text))
+        want = int(exp.get("count_min", 1))
+        if len(matches) < want:
+            return f"expected at least {want} match(es) of /{exp['regex']}/, found {len(matches)}"
+        if not matches:
+            return None
+        m = matches[0]
+        if "equal_groups" in exp:
+            a, b = exp["equal_groups"]
+            if m.group(a) != m.group(b):
+                return f"/{exp['regex']}/ matched {m.group(0)!r} but group {a} ({m.group(a)}) != group {b} ({m.group(b)})"
+        if "min" in exp or "max" in exp:
+            g = int(exp.get("group", 1))
+            try:
+                value = float(m.group(g))
+            except (IndexError, ValueError):
+                return f"/{exp['regex']}/ matched {m.group(0)!r} but group {g} is not a number"
+            if "min" in exp and value < float(exp["min"]):
+                return f"{m.group(0)!r}: {value} is below the floor {exp['min']}"
+            if "max" in exp and value > float(exp["max"]):
+                return f"{m.group(0)!r}: {value} is above the ceiling {exp['max']}"
+        return None
+    return f"bad expectation (no text, regex or mime): {exp!r}"
+
+
+@dataclass
+class CellReport:
+    index: int
+    kind: str
+    tags: list[str]
+    seconds: float | None
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NotebookReport:
+    path: str
+    kernel: str
+    seconds: float
+    cells: list[CellReport]
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and all(not c.problems for c in self.cells)
+
+
+def check_cells(nb: Any, executed_upto: int | None, seconds: dict[int, float]) -> list[CellReport]:
+    """Checks every executed code cell; cells after a stopping failure are reported as not run."""
+    reports: list[CellReport] = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        tags = list(cell.get("metadata", {}).get("tags", []))
+        rep = CellReport(i, "code", tags, seconds.get(i))
+        reports.append(rep)
+        if executed_upto is not None and i > executed_upto:
+            rep.problems.append("not executed (an earlier cell stopped the run)")
+            continue
+        if cell.source.strip() and cell.get("execution_count") is None and not cell.get("outputs"):
+            rep.problems.append("not executed (no execution count and no outputs)")
+            continue
+        errors = error_outputs(cell)
+        text = cell_text(cell)
+        if RAISES_TAG in tags:
+            if not errors:
+                rep.problems.append(
+                    f"tagged {RAISES_TAG!r} but produced no error output; it printed:\n{short(text)}"
+                )
+        elif errors:
+            e = errors[0]
+            rep.problems.append(
+                "unexpected error output: "
+                + short(strip_ansi(f"{e.get('ename')}: {e.get('evalue')}\n" + "\n".join(e.get("traceback", []))))
+                + ("\n   cell printed:\n" + short(text) if text.strip() else "")
+            )
+        meta = cell.get("metadata", {}).get(META_KEY, {})
+        for exp in meta.get("expect", []):
+            msg = check_expectation(exp, cell, text)
+            if msg:
+                rep.problems.append(msg)
+        for bad in meta.get("forbid", []):
+            if bad in text:
+                rep.problems.append(f"forbidden text present: {bad!r}")
+        if rep.problems and not any(p.startswith("unexpected error") for p in rep.problems):
+            rep.problems.append("cell output was:\n" + short(text, 1500))
+    return reports
+
+
+def run_notebook(
+    path: str, kernel: str, timeout: int, startup_timeout: int, kernel_log: str
+) -> tuple[Any, float, list[str], int | None, dict[int, float]]:
+    nb = nbformat.read(path, as_version=4)
+    workdir = os.path.dirname(os.path.abspath(path))
+    started: dict[int, float] = {}
+    seconds: dict[int, float] = {}
+
+    def on_start(cell: Any, cell_index: int, **_: Any) -> None:
+        started[cell_index] = time.monotonic()
+
+    def on_done(cell: Any, cell_index: int, **_: Any) -> None:
+        if cell_index in started:
+            seconds[cell_index] = time.monotonic() - started[cell_index]
+    client = NotebookClient(
+        nb,
+        kernel_name=kernel,
+        timeout=timeout,
+        startup_timeout=startup_timeout,
+        allow_errors=False,  # nbclient itself honours the raises-exception tag
+        record_timing=False,
+        resources={"metadata": {"path": workdir}},
+        on_cell_start=on_start,
+        on_cell_executed=on_done,
+    )
+    problems: list[str] = []
+    stopped_at: int | None = None
+    start = time.monotonic()
+    log = open(kernel_log, "wb")  # the kernel's own log (GoNB is chatty on stderr)
+    try:
+        client.execute(stdout=log, stderr=log)
+    except CellTimeoutError as err:
+        problems.append(f"a cell ran past the per-cell timeout of {timeout}s: {short(str(err), 400)}")
+        stopped_at = current_cell_index(nb)
+    except CellExecutionError:
+        stopped_at = current_cell_index(nb)  # the cell's own check quotes the error
+    except DeadKernelError as err:
+        problems.append(f"the kernel died: {err}")
+        stopped_at = current_cell_index(nb)
+    except Exception as err:  # noqa: BLE001 - kernel start-up problems land here
+        name = type(err).__name__
+        if "NoSuchKernel" in name:
+            raise SystemExit(
+                f"nbcheck: no kernelspec named {kernel!r}. Install the kernels with `.bin/cifarlab kernel install` "
+                f"(kernel/setup.sh does it) or pass --kernel; `jupyter kernelspec list` shows what exists."
+            )
+        problems.append(f"execution failed: {name}: {err}")
+        stopped_at = current_cell_index(nb)
+    finally:
+        log.close()
+    return nb, time.monotonic() - start, problems, stopped_at, seconds
+
+
+def current_cell_index(nb: Any) -> int | None:
+    """The last code cell that has outputs or an execution count: where the run stopped."""
+    last = None
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and (cell.get("execution_count") or cell.get("outputs")):
+            last = i
+    return last
+
+
+def strip_timing(nb: Any) -> None:
+    """Removes per-run timestamps so regenerated notebooks only differ where outputs differ."""
+    for cell in nb.cells:
+        md = cell.get("metadata", {})
+        md.pop("execution", None)
+
+
+def write_atomic(nb: Any, path: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".nbcheck-", suffix=".ipynb", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            nbformat.write(nb, f)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def print_report(rep: NotebookReport, out: Any) -> None:
+    status = "PASS" if rep.ok else "FAIL"
+    how = "outputs checked, not executed" if rep.kernel == "" else f"kernel {rep.kernel}, {rep.seconds:.1f}s"
+    print(f"{status} {rep.path} ({how})", file=out)
+    for p in rep.problems:
+        print(f"  notebook: {p}", file=out)
+    for c in rep.cells:
+        secs = f"{c.seconds:6.1f}s" if c.seconds is not None else "     - "
+        tag = " [raises-exception]" if RAISES_TAG in c.tags else ""
+        mark = "ok " if not c.problems else "BAD"
+        print(f"  {mark} cell {c.index:2d} {secs}{tag}", file=out)
+        for p in c.problems:
+            print("      " + p.replace("\n", "\n      "), file=out)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("notebooks", nargs="+")
+    ap.add_argument("--kernel", default=os.environ.get("NBCHECK_KERNEL", DEFAULT_KERNEL),
+                    help="kernelspec name (default: $NBCHECK_KERNEL or %(default)s)")
+    ap.add_argument("--timeout", type=int, default=int(os.environ.get("NBCHECK_CELL_TIMEOUT", "600")),
+                    help="per-cell timeout in seconds (default %(default)s)")
+    ap.add_argument("--startup-timeout", type=int, default=120, help="kernel start-up timeout in seconds")
+    ap.add_argument("--max-seconds", type=float, default=None,
+                    help="fail when a whole notebook takes longer (default: notebook metadata, enforced only "
+                         "with NBCHECK_ENFORCE_TIME=1)")
+    grp = ap.add_mutually_exclusive_group()  # --write and --output-dir
+    grp.add_argument("--write", action="store_true", help="write the executed notebook in place when it passes")
+    grp.add_argument("--output-dir", help="write each executed notebook into this folder")
+    ap.add_argument("--report", help="write a JSON report here")
+    ap.add_argument("--check-only", action="store_true",
+                    help="do not execute: check the outputs already in the notebook (e.g. one saved by the "
+                         "browser test)")
+    args = ap.parse_args(argv)
+
+    reports: list[NotebookReport] = []
+    for path in args.notebooks:
+        if not os.path.isfile(path):
+            print(f"nbcheck: {path}: no such notebook", file=sys.stderr)
+            return 2
+        if args.check_only:
+            nb, seconds, problems, stopped_at, cell_secs = nbformat.read(path, as_version=4), 0.0, [], None, {}
+            if not any(c.get("execution_count") for c in nb.cells if c.cell_type == "code"):
+                problems.append("no code cell was executed (no execution counts in the notebook)")
+        else:
+            log_dir = args.output_dir or tempfile.gettempdir()
+            os.makedirs(log_dir, exist_ok=True)
+            kernel_log = os.path.join(log_dir, os.path.basename(path).replace(".ipynb", ".kernel.log"))
+            nb, seconds, problems, stopped_at, cell_secs = run_notebook(
+                path, args.kernel, args.timeout, args.startup_timeout, kernel_log)
+            print(f"kernel log: {kernel_log}")
+        cells = check_cells(nb, stopped_at, cell_secs)
+        budget = args.max_seconds
+        enforce = budget is not None or os.environ.get("NBCHECK_ENFORCE_TIME") == "1"
+        if budget is None:
+            budget = nb.metadata.get(META_KEY, {}).get("max_seconds")
+        if enforce and budget is not None and seconds > float(budget):
+            problems.append(f"took {seconds:.1f}s, over the budget of {budget}s")
+        rep = NotebookReport(path, "" if args.check_only else args.kernel, seconds, cells, problems)
+        reports.append(rep)
+        print_report(rep, sys.stdout)
+        sys.stdout.flush()
+        if args.output_dir:
+            os.makedirs(args.output_dir, exist_ok=True)
+            write_atomic(nb, os.path.join(args.output_dir, os.path.basename(path)))
+        if args.write and rep.ok:
+            strip_timing(nb)
+            write_atomic(nb, path)
+            print(f"  wrote outputs to {path}")
+
+    if args.report:
+        with open(args.report, "w", encoding="utf-8") as f:
+            json.dump(
+                [
+                    {
+                        "notebook": r.path,
+                        "kernel": r.kernel,
+                        "ok": r.ok,
+                        "seconds": round(r.seconds, 2),
+                        "problems": r.problems,
+                        "cells": [
+                            {"index": c.index, "tags": c.tags, "seconds": c.seconds, "problems": c.problems}
+                            for c in r.cells
+                        ],
+                    }
+                    for r in reports
+                ],
+                f,
+                indent=2,
+            )
+    return 0 if all(r.ok for r in reports) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
