@@ -6,6 +6,7 @@ require (
 	github.com/gomlx/compute v0.1.3
 	github.com/gomlx/go-xla v0.4.1
 	github.com/gomlx/gomlx v0.28.3
+	github.com/janpfeifer/gonb v0.11.3
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/stretchr/testify v1.12.1
 )
@@ -24,7 +25,6 @@ require (
 	github.com/gofrs/flock v0.13.0 // indirect
 	github.com/gofrs/uuid v4.4.0+incompatible // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/janpfeifer/gonb v0.11.3 // indirect
 	github.com/lucasb-eyer/go-colorful v1.3.0 // indirect
 	github.com/mattn/go-isatty v0.0.22 // indirect
 	github.com/mattn/go-runewidth v0.0.21 // indirect

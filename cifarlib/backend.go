@@ -1,6 +1,7 @@
 package cifarlib
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,7 +22,8 @@ const (
 	// BackendAuto picks $GOMLX_BACKEND when set, else XLA CUDA when a GPU and its plugin are
 	// present, else CPU.
 	BackendAuto = "auto"
-	// BackendCPU is XLA's CPU plugin when installed, else the pure-Go backend.
+	// BackendCPU is XLA's CPU plugin when installed (see FindXLACPUPlugin), else the pure-Go
+	// backend.
 	BackendCPU = "cpu"
 	// BackendGo is the pure-Go backend (github.com/gomlx/compute/gobackend): always available, slow
 	// for convolutions.
@@ -34,6 +36,11 @@ const (
 const CUDAInstallHint = "install the CUDA PJRT plugin with `go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest " +
 	"-plugin=cuda13` (it downloads from PyPI) or copy pjrt_c_api_cuda_plugin.so with its nvidia/ libraries into " +
 	"~/.local/lib/go-xla (or a folder named in PJRT_PLUGIN_LIBRARY_PATH); or use -backend cpu"
+
+// XLACPUInstallHint says how to get XLA's CPU PJRT plugin; it is part of BackendError messages.
+const XLACPUInstallHint = "install it into the repository's venv with `.venv/bin/pip install --no-deps --require-hashes " +
+	"-r kernel/requirements-xla-cpu.txt` (PyPI's lammps-jax-pjrt-cpu), or set " + XLACPUPluginEnv +
+	" to a pjrt_c_api_cpu_plugin.so; or use -backend go"
 
 // BackendError is returned by NewBackend when the requested backend cannot be created: it says
 // what is missing and how to get it. NewBackend never falls back silently from an explicit request.
@@ -75,14 +82,19 @@ var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
 // NewBackend returns a GoMLX compute backend from a short name:
 //
 //   - "go": the pure-Go backend; always available.
-//   - "cpu": XLA's CPU PJRT plugin when installed, else the pure-Go backend.
-//   - "cuda": XLA with the CUDA PJRT plugin. Without an NVIDIA GPU or without the plugin it
+//   - "cpu": XLA's CPU PJRT plugin when installed (see FindXLACPUPlugin: $CIFARLAB_XLA_CPU_PLUGIN,
+//     go-xla's plugin folders, or pip's lammps-jax-pjrt-cpu in the repository's .venv), else the
+//     pure-Go backend. Options for the XLA plugin can follow after a comma. BackendName says
+//     which one was picked.
+//   - "cuda": XLA with the CUDA PJRT plugin ($CIFARLAB_CUDA_PLUGIN, e.g. jax-cuda13-pjrt's
+//     xla_cuda_plugin.so, else a "cuda" plugin in go-xla's folders). Without an NVIDIA GPU or without the plugin it
 //     returns a *BackendError saying what is missing and how to install it; it never falls back.
 //     Options for the XLA plugin can follow after a comma, e.g. "cuda,memory_fraction=0.5".
 //   - "auto" or "": $GOMLX_BACKEND when set (any of these names, or a raw GoMLX configuration
 //     such as "xla:cpu" or "go"), else "cuda" when a GPU and its plugin are present, else "cpu".
 //
-// Raw GoMLX configurations ("xla:cuda", "go:ops_sequential", ...) are accepted too.
+// Raw GoMLX configurations ("xla:cuda", "xla:/abs/path/plugin.so", "go:ops_sequential", ...) are
+// accepted too; "xla:cpu" finds the CPU plugin as "cpu" does, but never falls back to Go.
 // The XLA plugin auto-installer is always disabled: nothing is downloaded. Note: on a 2-core
 // machine "go:parallelism=2" was reported to hang on the first training step; leave parallelism
 // at its default.
@@ -99,8 +111,10 @@ func NewBackend(name string) (compute.Backend, error) {
 			}
 			return b, nil
 		}
-		if HasNvidiaGPU() && xlaPlugin("cuda") != "" {
-			return NewBackend(BackendCUDA)
+		if HasNvidiaGPU() {
+			if plugin, err := findCUDAPlugin(BackendCUDA); err != nil || plugin != "" {
+				return NewBackend(BackendCUDA)
+			}
 		}
 		return NewBackend(BackendCPU)
 	case lower == BackendGo || strings.HasPrefix(lower, BackendGo+":"):
@@ -111,24 +125,45 @@ func NewBackend(name string) (compute.Backend, error) {
 				Fix: "use \"go\" without options", Err: err}
 		}
 		return b, nil
-	case lower == BackendCPU:
-		if plugin := xlaPlugin("cpu"); plugin != "" {
-			if b, err := newXLA(requested, plugin); err == nil {
-				return b, nil
+	case lower == BackendCPU || strings.HasPrefix(lower, BackendCPU+","):
+		options := strings.TrimPrefix(requested[len(BackendCPU):], ",")
+		loc, err := findXLACPUPluginFor(requested)
+		if err != nil {
+			return nil, err
+		}
+		if loc.Path != "" {
+			b, err := newXLA(requested, withOptions(loc.Path, options))
+			if err == nil || loc.Explicit {
+				return b, err
 			}
+			// A plugin found by searching that does not start: the pure-Go backend still works.
 		}
 		return gobackend.New("")
 	case lower == BackendCUDA || strings.HasPrefix(lower, BackendCUDA+","):
 		options := strings.TrimPrefix(requested[len(BackendCUDA):], ",")
-		return newCUDA(requested, options)
+		return newCUDA(requested, "", options)
 	case strings.HasPrefix(lower, "xla:") || lower == "xla":
 		_, config, _ := strings.Cut(requested, ":")
 		plugin, options, _ := strings.Cut(config, ",")
 		if pjrt.IsCUDAName(plugin) {
-			return newCUDA(requested, options)
+			if !filepath.IsAbs(plugin) {
+				plugin = "" // "xla:cuda": search as "cuda" does
+			}
+			return newCUDA(requested, plugin, options)
 		}
 		if plugin == "" {
 			plugin = "cpu"
+		}
+		if plugin == "cpu" {
+			loc, err := findXLACPUPluginFor(requested)
+			if err != nil {
+				return nil, err
+			}
+			if loc.Path == "" {
+				return nil, &BackendError{Requested: requested, Missing: "the XLA CPU PJRT plugin is not installed",
+					Fix: XLACPUInstallHint}
+			}
+			return newXLA(requested, withOptions(loc.Path, options))
 		}
 		found := xlaPlugin(plugin)
 		if found == "" && !filepath.IsAbs(plugin) {
@@ -149,25 +184,51 @@ func NewBackend(name string) (compute.Backend, error) {
 		Fix: "use one of \"auto\", \"cpu\", \"go\", \"cuda\" (or a GoMLX configuration such as \"xla:cpu\")"}
 }
 
-// newCUDA checks for a GPU and for the plugin before asking XLA for a CUDA client.
-func newCUDA(requested, options string) (compute.Backend, error) {
+// findXLACPUPluginFor is FindXLACPUPlugin with errors naming the requested backend.
+func findXLACPUPluginFor(requested string) (PluginLocation, error) {
+	loc, err := FindXLACPUPlugin()
+	var be *BackendError
+	if errors.As(err, &be) {
+		be.Requested = requested
+	}
+	return loc, err
+}
+
+// newCUDA checks for a GPU and for the plugin before asking XLA for a CUDA client. plugin is an
+// absolute plugin path given in the request, or "" to search (see findCUDAPlugin).
+func newCUDA(requested, plugin, options string) (compute.Backend, error) {
 	if !HasNvidiaGPU() {
 		return nil, &BackendError{Requested: requested,
 			Missing: "no NVIDIA GPU on this machine (no /dev/nvidia* device and nvidia-smi finds none)",
 			Fix:     "run on a machine with an NVIDIA GPU and its driver, or use -backend cpu"}
 	}
-	plugin := xlaPlugin("cuda")
+	if plugin != "" {
+		if !isFile(plugin) {
+			return nil, &BackendError{Requested: requested, Missing: "the CUDA PJRT plugin " + plugin + " does not exist",
+				Fix: CUDAInstallHint}
+		}
+		setJaxCUDADataDir(plugin)
+		return newXLA(requested, withOptions(plugin, options))
+	}
+	plugin, err := findCUDAPlugin(requested)
+	if err != nil {
+		return nil, err
+	}
 	if plugin == "" {
 		return nil, &BackendError{Requested: requested,
 			Missing: fmt.Sprintf("the CUDA PJRT plugin is not installed (plugins found: %s; searched %s)",
 				describePlugins(), pluginSearchDescription()),
 			Fix: CUDAInstallHint}
 	}
-	config := plugin
-	if options != "" {
-		config += "," + options
+	return newXLA(requested, withOptions(plugin, options))
+}
+
+// withOptions appends XLA plugin options ("memory_fraction=0.5,...") to a plugin name or path.
+func withOptions(plugin, options string) string {
+	if options == "" {
+		return plugin
 	}
-	return newXLA(requested, config)
+	return plugin + "," + options
 }
 
 // newXLA creates an XLA backend with a timeout, translating failures into *BackendError.
@@ -301,4 +362,13 @@ func BackendName(b compute.Backend) string {
 		}
 	}
 	return fmt.Sprintf("%s (%s)", b.String(), b.Name())
+}
+
+// BackendPlugin returns the PJRT plugin an XLA backend runs on (a name such as "cuda", or the
+// absolute path of the plugin file), or "" for other backends.
+func BackendPlugin(b compute.Backend) string {
+	if xb, ok := b.(*xla.Backend); ok {
+		return xb.PluginName()
+	}
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"sync/atomic"
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/train"
@@ -17,7 +18,8 @@ const AugmentPadding = 4
 type HostBatch struct {
 	// Number counts the batches yielded since the iteration started (0-based, across epochs).
 	Number int
-	// Epoch is the 0-based epoch the batch belongs to.
+	// Epoch is the 0-based index of the batch's epoch among all epochs started on the
+	// Dataset (it keeps counting across Iter calls, until Reset).
 	Epoch int
 	// Examples holds the index, in the Records, of each example of the batch.
 	Examples []int
@@ -34,7 +36,9 @@ func (b *HostBatch) Size() int { return len(b.Labels) }
 type DatasetOptions struct {
 	// BatchSize is the number of examples per batch (required, >= 1).
 	BatchSize int
-	// Shuffle shuffles the examples each epoch, deterministically from Seed and the epoch number.
+	// Shuffle shuffles the examples each epoch, deterministically from Seed and the epoch's
+	// index (HostBatch.Epoch), so successive epochs, also those of successive Iter calls as
+	// in train.Loop.RunEpochs, see different orders.
 	Shuffle bool
 	// Seed seeds shuffling and augmentation.
 	Seed int64
@@ -58,12 +62,16 @@ type DatasetOptions struct {
 // Dataset feeds Records to GoMLX: it implements the train.Dataset interface of GoMLX v0.28,
 // yielding batches with Inputs = [images float32 [B, 32, 32, 3]] and Labels = [int32 [B, 1]].
 // Records stay compact in memory; each batch is decoded (and augmented) when it is yielded.
-// A Dataset can be iterated many times; each Iter starts again from epoch 0.
+// A Dataset can be iterated many times: each Iter call runs opts.Epochs epochs (or forever),
+// and the epochs are numbered on from those of earlier calls, so shuffling and augmentation
+// differ between calls yet are reproducible from the Seed (call Reset to start again at epoch 0).
 type Dataset struct {
 	name string
 	recs *Records
 	opts DatasetOptions
 	norm *Normalizer
+	// epochs counts the epochs started, across Iter calls.
+	epochs atomic.Int64
 }
 
 var _ train.Dataset = (*Dataset)(nil)
@@ -99,6 +107,9 @@ func NewDataset(name string, recs *Records, opts DatasetOptions) (*Dataset, erro
 	}
 	return &Dataset{name: name, recs: recs, opts: opts, norm: norm}, nil
 }
+
+// Reset makes the next epoch epoch 0 again, so that an iteration repeats the first one exactly.
+func (d *Dataset) Reset() { d.epochs.Store(0) }
 
 // Name implements train.Dataset.
 func (d *Dataset) Name() string { return d.name }
@@ -165,7 +176,8 @@ func (d *Dataset) batches(reuse bool) iter.Seq2[*HostBatch, error] {
 		order := make([]int, n)
 		var buf []float32
 		number := 0
-		for epoch := 0; d.opts.Epochs == 0 || epoch < d.opts.Epochs; epoch++ {
+		for pass := 0; d.opts.Epochs == 0 || pass < d.opts.Epochs; pass++ {
+			epoch := int(d.epochs.Add(1) - 1)
 			for i := range order {
 				order[i] = i
 			}

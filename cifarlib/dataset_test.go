@@ -109,6 +109,23 @@ func TestDatasetShuffleAndEpochs(t *testing.T) {
 	require.NotEqual(t, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, a[0])
 	require.Equal(t, a, order(1, 3), "same seed, same order")
 	require.NotEqual(t, a[0], order(2, 1)[0], "another seed, another order")
+
+	// Successive Iter calls (train.Loop.RunEpochs calls Iter once per epoch) continue the
+	// epoch count: a one-epoch dataset is reshuffled on every call, until Reset.
+	ds, err := NewDataset("train", recs, DatasetOptions{BatchSize: 10, Shuffle: true, Seed: 1, Epochs: 1})
+	require.NoError(t, err)
+	var calls [][]int
+	var epochs []int
+	for range 3 {
+		for _, hb := range collect(t, ds) {
+			calls = append(calls, hb.Examples)
+			epochs = append(epochs, hb.Epoch)
+		}
+	}
+	require.Equal(t, []int{0, 1, 2}, epochs)
+	require.Equal(t, a, calls, "three calls of one epoch = one call of three epochs")
+	ds.Reset()
+	require.Equal(t, a[0], collect(t, ds)[0].Examples)
 }
 
 func TestDatasetInfinite(t *testing.T) {
@@ -136,6 +153,7 @@ func TestDatasetIterTensors(t *testing.T) {
 	ds, err := NewDataset("train", recs, opts)
 	require.NoError(t, err)
 	host := collect(t, ds)
+	ds.Reset() // the same shuffle and augmentation again
 	k := 0
 	for batch, err := range ds.Iter() {
 		require.NoError(t, err)
@@ -290,17 +308,17 @@ func TestNewDatasetErrors(t *testing.T) {
 
 func TestDecodeFile(t *testing.T) {
 	spec := CIFAR100(LabelsCoarse)
-	recs, err := SynthesizeRecords(spec, SplitTrain, SynthOptions{Seed: 1, TrainSize: 4100, TestSize: 1})
+	recs, err := SynthesizeRecords(spec, SplitTrain, SynthOptions{Seed: 1, TrainSize: 2100, TestSize: 1})
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "train.bin")
 	require.NoError(t, WriteFile(path, recs))
 	images, labels, err := DecodeFile(path, spec)
 	require.NoError(t, err)
-	require.Equal(t, []int{4100, 32, 32, 3}, images.Shape().Dimensions)
-	require.Equal(t, []int{4100, 1}, labels.Shape().Dimensions)
+	require.Equal(t, []int{2100, 32, 32, 3}, images.Shape().Dimensions)
+	require.Equal(t, []int{2100, 1}, labels.Shape().Dimensions)
 	gotImages := tensors.MustCopyFlatData[float32](images)
 	gotLabels := tensors.MustCopyFlatData[int32](labels)
-	for _, i := range []int{0, 1, 2047, 2048, 4099} { // across chunk boundaries
+	for _, i := range []int{0, 1, 2047, 2048, 2099} { // across the chunk boundary
 		requireDecoded(t, spec, recs.Image(i), gotImages[i*ImageBytes:(i+1)*ImageBytes])
 	}
 	norm, err := NewNormalizer(spec.Mean, spec.Std)
@@ -314,13 +332,13 @@ func TestDecodeFile(t *testing.T) {
 
 	// Bad label deep in the file (in the second chunk).
 	data := encodeByHand(recs)
-	data[3000*3074+1] = 100
+	data[2050*3074+1] = 100
 	bad := writeRaw(t, "bad.bin", data)
 	_, _, err = DecodeFile(bad, spec)
 	var fe *FormatError
 	require.ErrorAs(t, err, &fe)
-	require.Equal(t, 3000, fe.Record)
-	require.Equal(t, int64(3000*3074+1), fe.Offset)
+	require.Equal(t, 2050, fe.Record)
+	require.Equal(t, int64(2050*3074+1), fe.Offset)
 	require.ErrorIs(t, err, ErrLabelRange)
 	_, _, err = DecodeFile(writeRaw(t, "partial.bin", data[:5000]), spec)
 	require.ErrorIs(t, err, ErrPartialRecord)

@@ -152,7 +152,7 @@ func decodeStream(r io.Reader, source string, spec Spec, norm *Normalizer, n int
 	chunks := make(chan *decodeChunk, 1)
 	free := make(chan *decodeChunk, 2)
 	for range 2 {
-		free <- &decodeChunk{buf: make([]byte, decodeChunkRecords*rb)}
+		free <- &decodeChunk{buf: make([]byte, min(n, decodeChunkRecords)*rb)}
 	}
 	done := make(chan struct{})
 	defer close(done)

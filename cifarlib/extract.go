@@ -124,6 +124,11 @@ func extractTarThen(r io.Reader, root string, spec Spec, check func() error) (fi
 		return nil, fmt.Errorf("cifarlib: %w", err)
 	}
 	for base := range seen {
+		if err := syncFile(filepath.Join(staging, base)); err != nil {
+			return nil, err
+		}
+	}
+	for base := range seen {
 		if err := os.Rename(filepath.Join(staging, base), filepath.Join(dir, base)); err != nil {
 			return nil, fmt.Errorf("cifarlib: installing %s: %w", base, err)
 		}
@@ -188,7 +193,8 @@ func checkEntry(hdr *tar.Header, spec Spec, expected map[string]int64) (base str
 }
 
 // extractEntry copies the current entry (exactly hdr.Size bytes) to a new file at dst. Data
-// files have their label bytes checked as they stream through.
+// files have their label bytes checked as they stream through. Files are synced to disk only
+// once the whole archive was accepted.
 func extractEntry(tr io.Reader, hdr *tar.Header, dst string, spec Spec, isData bool) (err error) {
 	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -212,10 +218,18 @@ func extractEntry(tr io.Reader, hdr *tar.Header, dst string, spec Spec, isData b
 		return fmt.Errorf("cifarlib: %s: %w: entry %q ends after %d of %d bytes: %v",
 			spec.ArchiveName, ErrIncompleteArchive, hdr.Name, n, hdr.Size, err)
 	}
-	if isData {
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("cifarlib: %w", err)
-		}
+	return nil
+}
+
+// syncFile flushes a file to disk before it is renamed into place.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("cifarlib: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("cifarlib: syncing %s: %w", path, err)
 	}
 	return nil
 }

@@ -83,7 +83,7 @@ func TestHostGuardStopsTrainingBeforeTheDevice(t *testing.T) {
 		DatasetOptions{BatchSize: 3, Epochs: 1, Check: m.HostGuard()})
 	require.NoError(t, err)
 	store := model.NewStore()
-	trainer := train.NewTrainer(goBackend(), store, m.ModelFn, m.LossFn(GuardOff),
+	trainer := train.NewTrainer(testBackend(t), store, m.ModelFn, m.LossFn(GuardOff),
 		optimizer.StochasticGradientDescent(), nil, nil)
 	loop := train.NewLoop(trainer)
 	_, err = loop.RunEpochs(ds, 1)
@@ -103,7 +103,7 @@ func trainOneStep(t testing.TB, m *Model, labels []int32) (float64, *model.Store
 		images[i] = float32(math.Sin(float64(i) * 0.37))
 	}
 	store := model.NewStore()
-	trainer := train.NewTrainer(goBackend(), store, m.ModelFn, m.LossFn(GuardAll),
+	trainer := train.NewTrainer(testBackend(t), store, m.ModelFn, m.LossFn(GuardAll),
 		optimizer.Adam().Done(), nil, nil)
 	metrics, err := trainer.TrainStep(train.Batch{
 		Inputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(images, batch, 32, 32, 3)},
@@ -115,15 +115,16 @@ func trainOneStep(t testing.TB, m *Model, labels []int32) (float64, *model.Store
 	return float64(tensors.ToScalar[float32](metrics[0])), store
 }
 
-// TestTrainStepOnGoBackend trains each architecture for one step on the pure-Go backend at a
-// tiny batch: batch norm must work there (BatchNormGraph).
-func TestTrainStepOnGoBackend(t *testing.T) {
+// TestTrainStepEachArchitecture trains each architecture for one step on the test backend
+// (testBackend: pure Go by default, XLA CPU in CI's second pass) at a tiny batch: batch norm
+// must work on both (BatchNormGraph on Go, the backend's fused ops on XLA).
+func TestTrainStepEachArchitecture(t *testing.T) {
 	for _, arch := range Architectures() {
 		t.Run(arch, func(t *testing.T) {
 			if arch == ArchResNet18 && testing.Short() {
-				t.Skip("ResNet-18 train step on the go backend takes a while")
+				t.Skip("ResNet-18 train step takes a while on the go backend")
 			}
-			m, err := NewModel(CIFAR10(), arch).Backend(goBackend()).Done()
+			m, err := NewModel(CIFAR10(), arch).Backend(testBackend(t)).Done()
 			require.NoError(t, err)
 			start := time.Now()
 			lossValue, store := trainOneStep(t, m, []int32{3, 8})
@@ -151,7 +152,7 @@ func TestTrainStepOnGoBackend(t *testing.T) {
 func TestTrainerSurfacesGuardErrors(t *testing.T) {
 	m, err := NewModel(CIFAR100(LabelsFine), ArchLinear).Head(10).Done()
 	require.NoError(t, err)
-	trainer := train.NewTrainer(goBackend(), model.NewStore(), m.ModelFn, m.LossFn(GuardAll),
+	trainer := train.NewTrainer(testBackend(t), model.NewStore(), m.ModelFn, m.LossFn(GuardAll),
 		optimizer.StochasticGradientDescent(), nil, nil)
 	_, err = trainer.TrainStep(train.Batch{
 		Inputs: []*tensors.Tensor{tensors.FromShape(shapes.Make(dtypes.Float32, 2, 32, 32, 3))},
@@ -164,7 +165,7 @@ func TestTrainerSurfacesGuardErrors(t *testing.T) {
 	// Channels-first images through the trainer.
 	m, err = NewModel(CIFAR10(), ArchLinear).Done()
 	require.NoError(t, err)
-	trainer = train.NewTrainer(goBackend(), model.NewStore(), m.ModelFn, m.LossFn(GuardAll),
+	trainer = train.NewTrainer(testBackend(t), model.NewStore(), m.ModelFn, m.LossFn(GuardAll),
 		optimizer.StochasticGradientDescent(), nil, nil)
 	_, err = trainer.TrainStep(train.Batch{
 		Inputs: []*tensors.Tensor{tensors.FromShape(shapes.Make(dtypes.Float32, 2, 3, 32, 32))},
@@ -190,7 +191,7 @@ func TestDeviceGuardInLoop(t *testing.T) {
 	ds, err := NewDataset("train", recs, DatasetOptions{BatchSize: 4, Epochs: 1})
 	require.NoError(t, err)
 	store := model.NewStore()
-	loop := train.NewLoop(train.NewTrainer(goBackend(), store, m.ModelFn, shifted,
+	loop := train.NewLoop(train.NewTrainer(testBackend(t), store, m.ModelFn, shifted,
 		optimizer.StochasticGradientDescent(), nil, nil))
 	AttachDeviceGuard(loop)
 	_, err = loop.RunEpochs(ds, 1)

@@ -16,7 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// goBackend returns the shared pure-Go backend used by the model/guard tests.
+// goBackend returns the shared pure-Go backend, for tests about the Go backend itself; the
+// model, loss and guard tests use testBackend, which follows $GOMLX_BACKEND.
 var goBackend = sync.OnceValue(func() compute.Backend {
 	os.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
 	b, err := NewBackend(BackendGo)
@@ -30,7 +31,7 @@ var goBackend = sync.OnceValue(func() compute.Backend {
 func forward(t testing.TB, m *Model, batch int) []int {
 	t.Helper()
 	store := model.NewStore()
-	exec, err := model.NewExec(goBackend(), store, func(scope *model.Scope, x *graph.Node) *graph.Node {
+	exec, err := model.NewExec(testBackend(t), store, func(scope *model.Scope, x *graph.Node) *graph.Node {
 		return m.ModelFn(scope, nil, []*graph.Node{x})[0]
 	})
 	require.NoError(t, err)
@@ -51,7 +52,7 @@ func TestModelOutputDimensions(t *testing.T) {
 				if arch == ArchResNet18 && s.spec.ID() != "cifar10" && testing.Short() {
 					t.Skip("resnet18 forward is slow on the go backend")
 				}
-				m, err := NewModel(s.spec, arch).Backend(goBackend()).Done()
+				m, err := NewModel(s.spec, arch).Backend(testBackend(t)).Done()
 				require.NoError(t, err)
 				require.Equal(t, s.want, m.NumClasses)
 				require.False(t, m.HeadOverridden)
@@ -98,7 +99,7 @@ func TestModelFnRejectsBadImages(t *testing.T) {
 	require.NoError(t, err)
 	run := func(shape shapes.Shape) error {
 		store := model.NewStore()
-		_, err := model.CallOnceN(goBackend(), store, func(scope *model.Scope, x *graph.Node) *graph.Node {
+		_, err := model.CallOnceN(testBackend(t), store, func(scope *model.Scope, x *graph.Node) *graph.Node {
 			return m.ModelFn(scope, nil, []*graph.Node{x})[0]
 		}, tensors.FromShape(shape))
 		return err

@@ -115,3 +115,39 @@ func TestNiceCeilAndFormatTick(t *testing.T) {
 	require.Equal(t, "0.125", formatTick(0.125))
 	require.Equal(t, "1.23", formatTick(1.2345))
 }
+
+func TestNotebookArch(t *testing.T) {
+	goBackend, err := NewBackend(BackendGo)
+	require.NoError(t, err)
+	require.Equal(t, ArchLinear, NotebookArch(goBackend))
+	require.Equal(t, ArchLinear, NotebookArch(nil))
+	// "cpu" is XLA's CPU plugin where one is installed: convolutions are fast there.
+	if cpu, err := NewBackend(BackendCPU); err == nil && strings.HasPrefix(BackendName(cpu), "xla:") {
+		require.Equal(t, ArchCNN, NotebookArch(cpu))
+	}
+}
+
+func TestHistorySVGs(t *testing.T) {
+	h := &History{Points: []HistoryPoint{
+		{Step: 10, MovingLoss: 4, Accuracy: 0.1},
+		{Step: 20, MovingLoss: 2, Accuracy: 0.4, Eval: &EvalPoint{Examples: 500, Loss: 3, Accuracy: 0.5}},
+		{Step: 30, MovingLoss: 1, Accuracy: 0.8},
+	}}
+	loss := HistoryLossSVG("loss", h)
+	// x spans steps 10..30 over 60..700; y spans 0..5 over 250..40.
+	require.Contains(t, loss, `points="60.0,82.0 380.0,166.0 700.0,208.0"`, "train loss (moving average)")
+	require.Contains(t, loss, `<circle cx="380.0" cy="124.0" r="2.5" fill="#f58518"/>`, "the one test-loss point")
+	require.Contains(t, loss, ">train loss (moving average)</text>")
+	require.Contains(t, loss, ">test loss</text>")
+
+	acc := HistoryAccuracySVG("accuracy", h)
+	// Percentages 10, 40, 80 (train) and 50 (test) on a 0..100 axis.
+	require.Contains(t, acc, `points="60.0,229.0 380.0,166.0 700.0,82.0"`)
+	require.Contains(t, acc, `<circle cx="380.0" cy="145.0" r="2.5" fill="#f58518"/>`)
+	require.Contains(t, acc, ">accuracy %</text>")
+
+	noEval := HistoryLossSVG("loss", &History{Points: []HistoryPoint{{Step: 1, MovingLoss: 2}}})
+	require.NotContains(t, noEval, "test loss")
+	require.Equal(t, 1, strings.Count(noEval, "<circle "))
+	require.NotContains(t, HistoryAccuracySVG("empty", nil), "<circle ")
+}

@@ -193,8 +193,8 @@ func (r *Records) ChannelStats() (mean, std [ImageChannels]float64) {
 	return mean, std
 }
 
-// readBufferSize is the buffer used to read record files.
-const readBufferSize = 1 << 20
+// readBufferSize is the buffer used to read and write record files.
+const readBufferSize = 256 << 10
 
 // ReadRecords reads CIFAR records from r until EOF. source names the data in errors. Every
 // read uses io.ReadFull, so a short read is never mistaken for a record. It returns a

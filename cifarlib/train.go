@@ -393,7 +393,9 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 	}
 	last := step == cfg.Steps
 	evalNow := cfg.EvalEvery > 0 && (step%cfg.EvalEvery == 0 || last)
-	if step%cfg.HistoryEvery != 0 && !last && !evalNow {
+	record := step%cfg.HistoryEvery == 0 || last || evalNow
+	logNow := step%cfg.LogEvery == 0 || last || evalNow
+	if !record && !logNow {
 		return nil
 	}
 	p := HistoryPoint{Step: step, Loss: t.lastMetrics[trainMetricLoss], MovingLoss: t.lastMetrics[trainMetricMovingLoss],
@@ -408,16 +410,19 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 		}
 		p.Eval = &EvalPoint{Examples: ev.Examples, Loss: ev.Loss, Accuracy: ev.Accuracy, TopK: ev.TopKAccuracy}
 	}
-	t.history.add(p)
-	if t.live != nil {
-		t.live.add(p)
-	}
-	if step%cfg.LogEvery == 0 || last || evalNow {
+	if logNow {
 		msg := fmt.Sprintf("step %d/%d: loss %.4f (avg %.4f), train accuracy %.2f%%", step, cfg.Steps, p.Loss, p.MovingLoss, 100*p.Accuracy)
 		if p.Eval != nil {
 			msg += fmt.Sprintf(", test accuracy %.2f%% on %d examples", 100*p.Eval.Accuracy, p.Eval.Examples)
 		}
 		t.logf("%s", msg)
+	}
+	if !record {
+		return nil
+	}
+	t.history.add(p)
+	if t.live != nil {
+		t.live.add(p)
 	}
 	if cfg.OnPoint != nil {
 		return cfg.OnPoint(p)

@@ -124,7 +124,9 @@ fi
 if ! podman "${storage[@]}" image exists "$base_tag"; then
   # pip in a venv uses its own certifi bundle unless told to use the system one.
   podman "${storage[@]}" import --change 'CMD ["/bin/bash"]' \
-    --change 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
+    --change 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt' \
+    --change 'ENV REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt' \
+    --change 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
     "$base_tar" "$base_tag" >/dev/null
 fi
 podman "${storage[@]}" run --rm "${run_opts[@]}" "$base_tag" cat /etc/debian_version
@@ -216,6 +218,32 @@ for c in s["cells"]:
         print("    " + (c.get("error") or {}).get("evalue", c.get("stderr", ""))[:800])
 EOF
 [ "$nb_rc" = 0 ] || fail "the notebook failed inside the container (summary: $cache/notebook-summary.json)"
+if [ "$nb" = kernel/testdata/smoke.ipynb ]; then
+  # The smoke notebook prints what it ran with: check it ran against the image's repository,
+  # with go.mod's versions, on the CPU kernel's backend, and computed [8 10] finite logits.
+  python3 - "$cache/notebook-summary.json" go.mod <<'EOF' || fail "the smoke notebook's output is not as expected"
+import json, re, sys
+s = json.load(open(sys.argv[1]))
+out = "".join(c.get("stdout", "") for c in s["cells"])
+mod = open(sys.argv[2]).read()
+def pinned(path):
+    return re.search(r"^\s*" + re.escape(path) + r" (v\S+)", mod, re.M).group(1)
+want = [
+    "kernel: cpu",
+    "GOMLX_BACKEND: go",
+    "cifarlib source: /opt/cifarlab/cifarlib/",
+    "module github.com/gomlx/gomlx: " + pinned("github.com/gomlx/gomlx"),
+    "module github.com/gomlx/compute: " + pinned("github.com/gomlx/compute"),
+    "module github.com/gomlx/go-xla: " + pinned("github.com/gomlx/go-xla"),
+    "logits shape: [8 10]",
+    "logits finite: true",
+]
+missing = [w for w in want if w not in out]
+if missing:
+    sys.exit(f"missing from the notebook's output: {missing}\n--- output ---\n{out}")
+print("smoke notebook output checked:", len(want), "lines")
+EOF
+fi
 
 if [ "${CIFARLAB_DOCKER_KEEP:-0}" != 1 ]; then
   podman "${storage[@]}" rm -f -t 5 "$ctr" >/dev/null

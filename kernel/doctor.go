@@ -248,6 +248,19 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec) Check 
 	if b := s.Env[GoMLXBackendEnv]; strings.HasPrefix(b, "xla:/") && !fileExists(strings.SplitN(strings.TrimPrefix(b, "xla:"), ",", 2)[0]) {
 		problems = append(problems, "GOMLX_BACKEND names a missing plugin: "+b)
 	}
+	if dirs := s.Env[PJRTPluginPathEnv]; dirs != "" {
+		t := PJRTPluginPathEnv
+		found := false
+		for _, d := range filepath.SplitList(dirs) {
+			m, _ := filepath.Glob(filepath.Join(d, "pjrt_c_api_*_plugin.so"))
+			for _, p := range m {
+				found = found || fileExists(p) // a link whose pip package went away does not count
+			}
+		}
+		if !found {
+			problems = append(problems, t+"="+dirs+" holds no loadable plugin file (was the pip package removed? re-run cifarlab kernel install)")
+		}
+	}
 	detail := fmt.Sprintf("%q in %s, GOMLX_BACKEND=%s", s.DisplayName, ls.ResourceDir, s.Env[GoMLXBackendEnv])
 	if len(problems) > 0 {
 		c.Status, c.Detail, c.Fix = StatusFail, detail+": "+strings.Join(problems, "; "), fix

@@ -37,6 +37,11 @@ func TestCheckKernelSpec(t *testing.T) {
 		`kernel binary "/gone/gonb" missing; go not on the kernel's PATH; goimports not on the kernel's PATH; gopls not on the kernel's PATH; `+
 		`no --go_work: cells would not import this repository's cifarlib; GOMLX_BACKEND names a missing plugin: xla:/gone/xla_cuda_plugin.so`, c.Detail)
 
+	withPlugins := NewKernelSpec(repo, "cuda", goBin, Backend{GoMLX: "xla:cuda", Env: map[string]string{PJRTPluginPathEnv: t.TempDir()}})
+	c = checkKernelSpec(repo, CPUKernel, listed(withPlugins))
+	require.Equal(t, StatusFail, c.Status)
+	require.Contains(t, c.Detail, "holds no loadable plugin file")
+
 	other := fakeRepo(t)
 	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(other, "cpu", goBin, Backend{GoMLX: "go"})))
 	require.Equal(t, StatusWarn, c.Status)

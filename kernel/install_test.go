@@ -69,6 +69,7 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 			"GOMLX_NO_AUTO_INSTALL": "1",
 			"CIFARLAB_KERNEL":       "cpu",
 			"CIFARLAB_REPO":         repo.Dir,
+			"GOWORK":                "",
 		},
 		Metadata: SpecMetadata{Cifarlab: KernelInfo{Kernel: "cpu", Repo: repo.Dir, Backend: "go", BackendReason: "pure-Go backend (no XLA CPU plugin found)"}},
 	}, cpu)
@@ -219,4 +220,48 @@ func TestDataDirFor(t *testing.T) {
 
 	_, err = DataDirFor("/a", "/b")
 	require.EqualError(t, err, "give either --jupyter-data-dir or --prefix, not both")
+}
+
+// A pip-installed jax CUDA plugin gets the links go-xla and the plugin's RPATH need; the
+// links (not their targets) go away on uninstall.
+func TestInstallLinksPipCUDAPlugin(t *testing.T) {
+	repo := fakeRepo(t)
+	t.Setenv(PJRTPluginPathEnv, t.TempDir())
+	site := t.TempDir()
+	jax := touch(t, filepath.Join(site, "jax_plugins/xla_cuda13/xla_cuda_plugin.so"))
+	ptxas := touch(t, filepath.Join(site, "nvidia/cu13/bin/ptxas"))
+	dataDir := filepath.Join(t.TempDir(), "jupyter")
+	_, err := Install(context.Background(), InstallOptions{Repo: repo, DataDir: dataDir, SkipTools: true,
+		Backends: BackendOptions{CUDAPlugin: jax}})
+	require.NoError(t, err)
+
+	linkDir := filepath.Join(dataDir, "cifarlab", "pjrt-cuda")
+	spec := readSpec(t, dataDir, CUDAKernel)
+	require.Equal(t, "xla:cuda", spec.Env["GOMLX_BACKEND"])
+	require.Equal(t, filepath.Join(linkDir, "jax_plugins/xla_cuda13"), spec.Env["PJRT_PLUGIN_LIBRARY_PATH"])
+	require.Equal(t, "--xla_gpu_cuda_data_dir="+filepath.Join(site, "nvidia/cu13"), spec.Env["XLA_FLAGS"])
+	target, err := os.Readlink(filepath.Join(linkDir, "jax_plugins/xla_cuda13/pjrt_c_api_cuda_plugin.so"))
+	require.NoError(t, err)
+	require.Equal(t, jax, target)
+	// $ORIGIN/../../nvidia of the linked plugin reaches pip's libraries.
+	require.FileExists(t, filepath.Join(linkDir, "jax_plugins/xla_cuda13", "../../nvidia/cu13/bin/ptxas"))
+	require.Equal(t, map[string]string{"cuda": filepath.Join(linkDir, "jax_plugins/xla_cuda13/pjrt_c_api_cuda_plugin.so")},
+		withPluginPath(t, spec.Env["PJRT_PLUGIN_LIBRARY_PATH"], FindXLAPlugins), "go-xla's search finds it by name")
+	cpu := readSpec(t, dataDir, CPUKernel)
+	require.NotContains(t, cpu.Env, "PJRT_PLUGIN_LIBRARY_PATH")
+
+	// Again: unchanged links.
+	_, err = Install(context.Background(), InstallOptions{Repo: repo, DataDir: dataDir, SkipTools: true, Backends: BackendOptions{CUDAPlugin: jax}})
+	require.NoError(t, err)
+
+	_, err = Uninstall(dataDir)
+	require.NoError(t, err)
+	require.NoDirExists(t, filepath.Join(dataDir, "cifarlab"))
+	require.FileExists(t, jax)
+	require.FileExists(t, ptxas)
+}
+
+func withPluginPath[T any](t *testing.T, path string, fn func() T) T {
+	t.Setenv(PJRTPluginPathEnv, path)
+	return fn()
 }

@@ -85,7 +85,7 @@ type notebookRun struct {
 
 // runNotebook executes a notebook through the real kernel with nbclient
 // (kernel/run_notebook.py) and returns its summary.
-func runNotebook(t *testing.T, repo Repo, dataDir, notebook, kernelName string) notebookRun {
+func runNotebook(t *testing.T, repo Repo, dataDir, notebook, kernelName string, env ...string) notebookRun {
 	t.Helper()
 	py := requireLab(t, repo)
 	dir := t.TempDir()
@@ -95,7 +95,7 @@ func runNotebook(t *testing.T, repo Repo, dataDir, notebook, kernelName string) 
 	cmd := exec.CommandContext(ctx, py, filepath.Join(repo.Dir, "kernel", "run_notebook.py"), notebook,
 		"--kernel", kernelName, "--first-timeout", "900", "--timeout", "120",
 		"--summary", summary, "--kernel-log", klog, "--out", filepath.Join(dir, "executed.ipynb"))
-	cmd.Env = append(os.Environ(), JupyterDataDirEnv+"="+dataDir)
+	cmd.Env = append(append(os.Environ(), JupyterDataDirEnv+"="+dataDir), env...)
 	out, err := cmd.CombinedOutput()
 	var run notebookRun
 	data, rerr := os.ReadFile(summary)
@@ -165,7 +165,8 @@ func TestSmokeNotebook(t *testing.T) {
 	}
 
 	t.Run("cpu", func(t *testing.T) {
-		run := runNotebook(t, repo, dataDir, notebook, CPUKernel)
+		// GOWORK=off in the server's environment must not break GoNB's go.work.
+		run := runNotebook(t, repo, dataDir, notebook, CPUKernel, "GOWORK=off")
 		checkSetupCell(t, run, "cpu", "go")
 		c := run.Cells[1]
 		require.Equal(t, "ok", c.Status, "forward-pass cell: %+v", c)

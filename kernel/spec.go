@@ -202,6 +202,9 @@ func NewKernelSpec(repo Repo, kind, goBinDir string, b Backend) KernelSpec {
 		NoAutoInstallEnv: "1",
 		KernelEnv:        kind,
 		RepoEnv:          repo.Dir,
+		// GoNB's --go_work needs workspace mode: a GOWORK=off inherited from the server's
+		// environment would make the kernel die at start ("go: no go.work file found").
+		"GOWORK": "",
 	}
 	for k, v := range b.Env {
 		env[k] = v

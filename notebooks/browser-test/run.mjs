@@ -157,10 +157,7 @@ function writeLabSettings(dir) {
     fs.writeFileSync(path.join(d, file), JSON.stringify(obj));
   };
   put("@jupyterlab/docmanager-extension", "plugin.jupyterlab-settings", { autosave: false });
-  put("@jupyterlab/notebook-extension", "tracker.jupyterlab-settings", {
-    windowingMode: "none",
-    kernelStatus: { showOnToolbar: true, showProgress: true },
-  });
+  put("@jupyterlab/notebook-extension", "tracker.jupyterlab-settings", { windowingMode: "none" });
   put("@jupyterlab/apputils-extension", "notification.jupyterlab-settings", {
     fetchNews: "false",
     checkForUpdates: false,
@@ -171,13 +168,23 @@ async function cellStates(page) {
   return page.$$eval(".jp-NotebookPanel .jp-Notebook .jp-CodeCell", (cells) =>
     cells.map((c) => {
       const prompt = c.querySelector(".jp-InputArea-prompt");
-      const out = c.querySelector(".jp-OutputArea");
-      return {
-        prompt: prompt ? prompt.textContent.trim() : "",
-        text: out ? out.innerText : "",
-      };
+      return { prompt: prompt ? prompt.textContent.trim() : "" };
     }),
   );
+}
+
+// visibleOutputs scrolls each code cell into view (JupyterLab skips rendering cells outside the
+// viewport) and returns the text its output area shows.
+async function visibleOutputs(page) {
+  const cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-CodeCell");
+  const texts = [];
+  for (let i = 0; i < (await cells.count()); i++) {
+    const cell = cells.nth(i);
+    await cell.scrollIntoViewIfNeeded();
+    const out = cell.locator(".jp-OutputArea");
+    texts.push((await out.count()) ? await out.first().innerText() : "");
+  }
+  return texts;
 }
 
 async function waitForRun(page, nCells) {
@@ -255,8 +262,7 @@ async function main() {
     // A kernel dialog means the notebook's kernel could not be started.
     const dialog = await page.waitForSelector(".jp-Dialog", { timeout: 3000 }).catch(() => null);
     if (dialog) fail(`JupyterLab showed a dialog instead of starting the kernel: ${await dialog.innerText()}`);
-    // GoNB reports no status until it executes something, so wait for the kernel to be connected
-    // (not starting, not "No Kernel") rather than idle.
+    // Wait for the notebook's kernel (the one named in its metadata) to be chosen and started.
     await page.waitForFunction(
       () => {
         const e = document.querySelector(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator");
@@ -267,6 +273,18 @@ async function main() {
       null,
       { timeout: 120_000 },
     );
+    // Then for its connection to settle. GoNB may report no status until it executes something
+    // ("unknown"); JupyterLab queues the cells anyway, so a status that stays unsettled is only logged.
+    await page
+      .waitForFunction(
+        () => {
+          const st = document.querySelector(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator")?.getAttribute("data-status");
+          return st === "idle" || st === "unknown";
+        },
+        null,
+        { timeout: 60_000 },
+      )
+      .catch(() => log("the kernel status did not settle within 60 s; running the cells anyway"));
     const kernelName = await page.$eval(".jp-NotebookPanel .jp-KernelName", (e) => e.textContent.trim());
     const kernelStatus = await page.$eval(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator", (e) => e.getAttribute("data-status"));
     log(`kernel "${kernelName}" connected (status ${kernelStatus}); running all cells`);
@@ -277,25 +295,35 @@ async function main() {
 
     const states = await waitForRun(page, expectations.length);
     log(`all ${states.length} code cells ran`);
+    const windowing = await fetch(`http://127.0.0.1:${port}/lab/api/settings/@jupyterlab/notebook-extension:tracker?token=${token}`)
+      .then((r) => r.json())
+      .then((j) => j.settings && j.settings.windowingMode)
+      .catch(() => "?");
+    log(`notebook windowing mode: ${windowing}`);
 
     const problems = [];
-    states.forEach((s, i) => {
+    const texts = await visibleOutputs(page);
+    texts.forEach((text, i) => {
       const exp = expectations[i];
       if (!exp) return;
       for (const t of exp.texts) {
-        if (!s.text.includes(t)) problems.push(`code cell ${i + 1}: expected text not visible: ${JSON.stringify(t)}`);
+        if (!text.includes(t)) problems.push(`code cell ${i + 1}: expected text not visible: ${JSON.stringify(t)}`);
       }
       for (const r of exp.regexes) {
-        if (!new RegExp(r, "m").test(s.text)) problems.push(`code cell ${i + 1}: no visible match for /${r}/`);
+        if (!new RegExp(r, "m").test(text)) problems.push(`code cell ${i + 1}: no visible match for /${r}/`);
       }
     });
+    if (texts.length !== expectations.length) {
+      problems.push(`the page shows ${texts.length} code cells, the notebook has ${expectations.length}`);
+    }
 
     // Screenshots: the top, and the guarded-loss error (first raises-exception cell), with the
     // file browser closed so the notebook gets the width.
-    await page.click('.lm-MenuBar-itemLabel:text-is("View")');
-    const sidebar = page.locator('.lm-Menu-item:has(.lm-Menu-itemLabel:text-is("Show Left Sidebar"))');
-    if ((await sidebar.getAttribute("class")).includes("lm-mod-toggled")) await sidebar.click();
-    else await page.keyboard.press("Escape");
+    if (await page.locator("#jp-left-stack").isVisible()) {
+      await page.keyboard.press("Escape");
+      await page.keyboard.press("Control+b"); // application:toggle-left-area
+      await page.locator("#jp-left-stack").waitFor({ state: "hidden", timeout: 10_000 }).catch(() => {});
+    }
     await page.evaluate(() => document.querySelector(".jp-NotebookPanel .jp-WindowedPanel-outer")?.scrollTo(0, 0));
     await sleep(500);
     await page.screenshot({ path: path.join(outDir, `${base}-top.png`) });
@@ -309,16 +337,28 @@ async function main() {
     await page.screenshot({ path: shot });
     log(`screenshot: ${shot}`);
 
-    // Save from the browser and check the saved notebook with the same rules as CI.
-    const before = fs.statSync(nbCopy).mtimeMs;
-    await page.click(".jp-NotebookPanel .jp-Notebook .jp-Cell .jp-InputPrompt");
+    // Save from the browser (Ctrl+S), wait until the tab is no longer marked dirty and the file
+    // holds the executed notebook, then check it with the same rules as CI.
     await page.keyboard.press("Escape");
     await page.keyboard.press("Control+s");
-    const saveDeadline = Date.now() + 30_000;
-    while (fs.statSync(nbCopy).mtimeMs === before && Date.now() < saveDeadline) await sleep(250);
-    if (fs.statSync(nbCopy).mtimeMs === before) fail("Ctrl+S did not save the notebook within 30 s");
-    await sleep(500);
+    await page
+      .waitForFunction(() => !document.querySelector(".jp-mod-current.jp-mod-dirty, .lm-TabBar-tab.jp-mod-current.jp-mod-dirty"), null, {
+        timeout: 30_000,
+      })
+      .catch(() => {});
     const saved = path.join(outDir, `${base}.executed.ipynb`);
+    const saveDeadline = Date.now() + 30_000;
+    let savedOK = false;
+    while (!savedOK && Date.now() < saveDeadline) {
+      try {
+        const nb = JSON.parse(fs.readFileSync(nbCopy, "utf8"));
+        savedOK = nb.cells.some((c) => c.cell_type === "code" && c.execution_count);
+      } catch {
+        /* not written yet, or being written */
+      }
+      if (!savedOK) await sleep(250);
+    }
+    if (!savedOK) fail("Ctrl+S did not save the executed notebook within 30 s");
     fs.copyFileSync(nbCopy, saved);
     const check = spawnSync(python, [path.join(notebooksDir, "nbcheck.py"), "--check-only", saved], {
       encoding: "utf8",

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/stretchr/testify/require"
+)
+
+// trainTestData writes small synthetic datasets for the train/eval command tests.
+func trainTestData(t *testing.T, spec cifarlib.Spec) string {
+	t.Helper()
+	t.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
+	root := t.TempDir()
+	require.NoError(t, cifarlib.Synthesize(root, spec, cifarlib.SynthOptions{Seed: 2, TrainSize: 256, TestSize: 100}))
+	return root
+}
+
+// The seed's bug through the CLI: a 10-class head on CIFAR-100 stops before the first step
+// with the static guard's message, a non-zero exit, and no checkpoint written.
+func TestTrainCommandHeadMismatchStops(t *testing.T) {
+	root := trainTestData(t, cifarlib.CIFAR100(cifarlib.LabelsFine))
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"train", "--dataset", "cifar100", "--data", root, "--model", "cnn", "--head", "10", "--steps", "5",
+		"--backend", "go", "--checkpoint", ckpt}, &stdout, &stderr)
+	require.Equal(t, 1, code)
+	require.Equal(t, "cifarlab train: model head has 10 outputs but dataset cifar100 has 100 classes (head overridden to 10): "+
+		"build the model with cifarlib's factory for cifar100, or set the head to 100\n", stderr.String())
+	require.Empty(t, stdout.String())
+	_, err := os.Stat(ckpt)
+	require.True(t, errors.Is(err, os.ErrNotExist))
+}
+
+// With --guard=false the same bug trains, and the summary says what fraction of the training
+// examples contributed exactly zero loss.
+func TestTrainCommandUnguardedReportsZeroLoss(t *testing.T) {
+	spec := cifarlib.CIFAR100(cifarlib.LabelsFine)
+	root := trainTestData(t, spec)
+	args := []string{"train", "--dataset", "cifar100", "--data", root, "--model", "linear", "--head", "10", "--guard=false",
+		"--steps", "4", "--batch", "16", "--seed", "9", "--backend", "go"}
+
+	// Expected: labels >= 10 in the first 4 batches of the training order.
+	recs, err := cifarlib.LoadSplit(root, spec, cifarlib.SplitTrain)
+	require.NoError(t, err)
+	ds, err := cifarlib.NewDataset("expected", recs, cifarlib.DatasetOptions{BatchSize: 16, Shuffle: true, Seed: 9, DropRemainder: true})
+	require.NoError(t, err)
+	bad := 0
+	for hb, err := range ds.HostBatches() {
+		require.NoError(t, err)
+		for _, l := range hb.Labels {
+			if l >= 10 {
+				bad++
+			}
+		}
+		if hb.Number == 3 {
+			break
+		}
+	}
+
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(append(args, "--json"), &stdout, &stderr), stderr.String())
+	var res cifarlib.TrainResult
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
+	require.False(t, res.Guarded)
+	require.Equal(t, int64(64), res.ZeroLoss.Seen)
+	require.Equal(t, int64(bad), res.ZeroLoss.OutOfRange)
+	require.Equal(t, 10, res.ZeroLoss.HeadWidth)
+	require.Equal(t, 256, res.ZeroLoss.SplitExamples)
+
+	stdout.Reset()
+	require.Equal(t, 0, run(args, &stdout, &stderr), stderr.String())
+	require.Contains(t, stdout.String(), "zero-loss examples: "+res.ZeroLoss.String()+"\n")
+	require.Contains(t, stdout.String(), "WARNING: ")
+}
+
+// train with a checkpoint, resume it to more steps, and evaluate it with cifarlab eval.
+func TestTrainResumeAndEvalCommands(t *testing.T) {
+	root := trainTestData(t, cifarlib.CIFAR10())
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	train := func(steps string) cifarlib.TrainResult {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"train", "--dataset", "cifar10", "--data", root, "--model", "linear", "--steps", steps,
+			"--batch", "16", "--backend", "go", "--checkpoint", ckpt, "--json"}, &stdout, &stderr)
+		require.Equal(t, 0, code, stderr.String())
+		var res cifarlib.TrainResult
+		require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
+		return res
+	}
+	first := train("3")
+	require.False(t, first.Resumed)
+	require.Equal(t, 0, first.StartStep)
+	require.Equal(t, 3, first.EndStep)
+	second := train("5")
+	require.True(t, second.Resumed)
+	require.Equal(t, 3, second.StartStep)
+	require.Equal(t, 5, second.EndStep)
+	require.NotNil(t, second.Eval)
+
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--backend", "go", "--json"}, &stdout, &stderr), stderr.String())
+	var ev struct {
+		Checkpoint cifarlib.CheckpointInfo `json:"checkpoint"`
+		cifarlib.EvalResult
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &ev))
+	require.Equal(t, 5, ev.Checkpoint.Step)
+	require.Equal(t, "linear", ev.Checkpoint.Model)
+	require.Equal(t, second.Eval.Accuracy, ev.Accuracy)
+	require.Equal(t, second.Eval.Loss, ev.Loss)
+	require.Equal(t, second.Eval.PerClass, ev.PerClass)
+	require.Equal(t, 100, ev.Examples)
+
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--backend", "go", "--split", "train", "--max", "50"}, &stdout, &stderr), stderr.String())
+	lines := strings.Split(stdout.String(), "\n")
+	require.Equal(t, "checkpoint "+ckpt+": linear for cifar10 (10 classes) for cifar10, step 5", lines[0])
+	require.True(t, strings.HasPrefix(lines[1], "train accuracy "), lines[1])
+	require.True(t, strings.HasSuffix(lines[1], "/50), loss "+lines[1][strings.LastIndex(lines[1], "loss ")+5:]), lines[1])
+	require.Equal(t, "label  class                           correct examples  accuracy", lines[2])
+	require.True(t, strings.HasPrefix(lines[3], "    0  airplane "), lines[3])
+	require.Len(t, lines, 3+10+1)
+}
+
+func TestTrainAndEvalCommandErrors(t *testing.T) {
+	t.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"train", "--dataset", "cifar10"}, 2, "cifarlab train: --steps is required: the global step to train to (e.g. --steps 1000)\n"},
+		{[]string{"train", "--dataset", "svhn", "--steps", "3"}, 2, "cifarlab train: cifarlib: unknown dataset \"svhn\": use \"cifar10\" or \"cifar100\"\n"},
+		{[]string{"train", "--steps", "3", "--optimizer", "lion", "--backend", "go"}, 2,
+			"cifarlab train: cifarlib: training config: Optimizer=\"lion\": use one of adam, adamw, adamax, rmsprop, sgd\n"},
+		{[]string{"train", "--steps", "3", "--progress", "maybe"}, 2, "cifarlab train: --progress \"maybe\": use auto, on or off\n"},
+		{[]string{"eval"}, 2, "cifarlab eval: --checkpoint is required: the directory given to cifarlab train --checkpoint\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, c.code, run(c.args, &stdout, &stderr), "%v", c.args)
+		require.Equal(t, c.msg, stderr.String(), "%v", c.args)
+	}
+
+	empty := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 1, run([]string{"eval", "--checkpoint", empty, "--backend", "go"}, &stdout, &stderr))
+	require.Equal(t, "cifarlab eval: cifarlib: no checkpoint in "+empty+": train with a checkpoint directory first "+
+		"(cifarlab train --checkpoint "+empty+")\n", stderr.String())
+
+	stderr.Reset()
+	require.Equal(t, 1, run([]string{"train", "--data", empty, "--steps", "2", "--backend", "go"}, &stdout, &stderr))
+	require.Contains(t, stderr.String(), "is missing: run `cifarlab download --dataset cifar10")
+}
+
+// A real SIGINT to the built binary: training stops after the current step, saves its
+// checkpoint, prints the result and exits with status 130; the same command resumes from
+// the saved step.
+func TestTrainCommandSIGINTSavesAndResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the cifarlab binary")
+	}
+	root := trainTestData(t, cifarlib.CIFAR10())
+	bin := filepath.Join(t.TempDir(), "cifarlab")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	args := []string{"train", "--dataset", "cifar10", "--data", root, "--model", "linear", "--batch", "8", "--backend", "go",
+		"--checkpoint", ckpt, "--json", "--log-every", "1", "--no-eval"}
+
+	cmd := exec.Command(bin, append(args, "--steps", "1000000")...)
+	cmd.Env = append(os.Environ(), "GOMLX_NO_AUTO_INSTALL=1")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderrPipe, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := bufio.NewScanner(stderrPipe)
+	var stderrText strings.Builder
+	for lines.Scan() {
+		stderrText.WriteString(lines.Text() + "\n")
+		if strings.HasPrefix(lines.Text(), "step 3/1000000: ") {
+			break
+		}
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	done := make(chan error, 1)
+	go func() {
+		for lines.Scan() {
+			stderrText.WriteString(lines.Text() + "\n")
+		}
+		done <- cmd.Wait()
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("cifarlab train did not exit after SIGINT; stderr:\n%s", stderrText.String())
+	}
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, stderrText.String())
+	require.Equal(t, 130, exitErr.ExitCode(), stderrText.String())
+
+	var res cifarlib.TrainResult
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res), stdout.String())
+	require.True(t, res.Interrupted)
+	require.GreaterOrEqual(t, res.EndStep, 3)
+	require.Less(t, res.EndStep, 1000000)
+	require.Contains(t, stderrText.String(), "interrupted: checkpoint saved at step ")
+	require.True(t, strings.HasSuffix(stderrText.String(), "cifarlab train: interrupted at step "+strconv.Itoa(res.EndStep)+
+		" of 1000000; checkpoint saved in "+ckpt+": run the same command to resume\n"), stderrText.String())
+	saved, err := filepath.Glob(filepath.Join(ckpt, fmt.Sprintf("checkpoint-*-step-%08d.json", res.EndStep)))
+	require.NoError(t, err)
+	require.Len(t, saved, 1)
+
+	// Resume two more steps.
+	resume := exec.Command(bin, append(args, "--steps", strconv.Itoa(res.EndStep+2))...)
+	resume.Env = cmd.Env
+	out, err = resume.Output()
+	require.NoError(t, err)
+	var res2 cifarlib.TrainResult
+	require.NoError(t, json.Unmarshal(out, &res2))
+	require.True(t, res2.Resumed)
+	require.False(t, res2.Interrupted)
+	require.Equal(t, res.EndStep, res2.StartStep)
+	require.Equal(t, res.EndStep+2, res2.EndStep)
+}
