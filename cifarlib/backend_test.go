@@ -82,9 +82,30 @@ func TestXLACPUMatchesGo(t *testing.T) {
 	xlaB, err := NewBackend("cpu")
 	require.NoError(t, err)
 	require.Equal(t, "xla:cpu (XLA CPU plugin)", BackendName(xlaB))
+	requireSameNumbersAsGo(t, xlaB, 1e-5)
+}
+
+// TestCUDAMatchesGo is the same check on XLA CUDA, when a GPU and the CUDA plugin are there
+// (bench/gpu.sh runs it). TF32 convolutions and matmuls (XLA's GPU default) keep about 3
+// significant digits.
+func TestCUDAMatchesGo(t *testing.T) {
+	if !HasNvidiaGPU() {
+		t.Skip("no NVIDIA GPU")
+	}
+	b, err := NewBackend("cuda")
+	if err != nil {
+		t.Skipf("no usable CUDA backend: %v", err)
+	}
+	require.Contains(t, BackendName(b), "xla:cuda (XLA CUDA")
+	requireSameNumbersAsGo(t, b, 5e-3)
+}
+
+// requireSameNumbersAsGo compares a small graph's outputs on b with the pure-Go backend's:
+// |got-want| <= tol*(1+|want|) element by element.
+func requireSameNumbersAsGo(t *testing.T, b compute.Backend, tol float64) {
+	t.Helper()
 	goB, err := NewBackend("go")
 	require.NoError(t, err)
-
 	// Inputs: 2 images 6x6x3, a 3x3x3x4 kernel, a 36x5 dense matrix (after a 2x2 max-pool) and labels.
 	x := make([]float32, 2*6*6*3)
 	for i := range x {
@@ -116,14 +137,14 @@ func TestXLACPUMatchesGo(t *testing.T) {
 		require.NoError(t, err, BackendName(b))
 		return outs
 	}
-	want, got := run(goB), run(xlaB)
+	want, got := run(goB), run(b)
 	names := []string{"pooled activations", "logits", "loss", "kernel gradient", "dense gradient"}
 	for i, name := range names {
 		require.Equal(t, want[i].Shape().Dimensions, got[i].Shape().Dimensions, name)
 		wv, gv := tensors.MustCopyFlatData[float32](want[i]), tensors.MustCopyFlatData[float32](got[i])
 		nonZero := 0
 		for j := range wv {
-			require.InDelta(t, wv[j], gv[j], 1e-5+1e-5*math.Abs(float64(wv[j])), "%s[%d]", name, j)
+			require.InDelta(t, wv[j], gv[j], tol*(1+math.Abs(float64(wv[j]))), "%s[%d] on %s", name, j, BackendName(b))
 			if wv[j] != 0 {
 				nonZero++
 			}
@@ -136,7 +157,7 @@ func TestXLACPUMatchesGo(t *testing.T) {
 	for i, label := range []int{3, 1} {
 		ce += crossEntropy64(lv[i], label)
 	}
-	require.InDelta(t, ce/2, float64(tensors.ToScalar[float32](got[2])), 1e-5)
+	require.InDelta(t, ce/2, float64(tensors.ToScalar[float32](got[2])), tol)
 }
 
 // TestFindXLACPUPluginSearch checks the search order with plugin files made up in temporary
@@ -272,6 +293,7 @@ func TestNewBackendCUDAWithoutPlugin(t *testing.T) {
 	if xlaPlugin("cuda") != "" {
 		t.Skip("the CUDA PJRT plugin is installed here")
 	}
+	t.Setenv(CUDAPluginEnv, "")
 	withGPU(t, true)
 	_, err := NewBackend("cuda")
 	var be *BackendError

@@ -25,8 +25,9 @@ func NotebookArch(backend compute.Backend) string {
 }
 
 // NotebookOutput receives the plain-text form of the Display* helpers when the program does
-// not run inside a GoNB notebook cell (a test, a terminal). Default: os.Stdout.
-var NotebookOutput io.Writer = os.Stdout
+// not run inside a GoNB notebook cell (a test, a terminal). When nil (the default) they write
+// to os.Stdout.
+var NotebookOutput io.Writer
 
 // InNotebook reports whether the program runs as a GoNB notebook cell (GoNB sets $GONB_PIPE),
 // so rich output (HTML, SVG, PNG) reaches the notebook.
@@ -56,7 +57,11 @@ func DisplayPNG(png []byte, text string) {
 func display(data map[protocol.MIMEType]any, text string) {
 	if !gonbui.IsNotebook {
 		if text != "" {
-			fmt.Fprintln(NotebookOutput, text)
+			w := NotebookOutput
+			if w == nil {
+				w = os.Stdout
+			}
+			fmt.Fprintln(w, text)
 		}
 		return
 	}

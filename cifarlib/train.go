@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/gomlx/compute"
@@ -31,6 +34,20 @@ func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 		return nil, err
 	}
 	return t.Run(ctx)
+}
+
+// InterruptContext returns a context that is cancelled by the first SIGINT (Ctrl-C in a
+// terminal, "interrupt kernel" in GoNB) or SIGTERM: pass it to Train, and an interrupt stops
+// training after the current step and saves the checkpoint. After that first signal the
+// default handling is restored, so a second Ctrl-C kills the process. Call stop when done to
+// release the signals.
+func InterruptContext(parent context.Context) (ctx context.Context, stop context.CancelFunc) {
+	ctx, stop = signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
 }
 
 // Trainer is a training run: a cifarlib model on a GoMLX train.Trainer driven by GoMLX's

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// End-to-end: the cnn model, the guarded loss and GoMLX's loop on synthetic data, on the
-// pure-Go backend. They take about a minute each on 2 idle cores (the go backend's
-// convolutions are slow); -short skips them.
+// End-to-end: the cnn model, the guarded loss and GoMLX's loop on synthetic data, on the test
+// backend ($GOMLX_BACKEND, the pure-Go one by default). On the go backend they need 12 and 30
+// steps at about 1.3 s each on 2 idle cores (its convolutions are slow); -short skips them.
 
 // trainE2E trains cnn on synthetic data of spec and returns the result.
 func trainE2E(t *testing.T, spec Spec, steps int) *TrainResult {
@@ -18,7 +18,7 @@ func trainE2E(t *testing.T, spec Spec, steps int) *TrainResult {
 	if testing.Short() {
 		t.Skip("end-to-end training skipped with -short")
 	}
-	b := trainTestBackend(t)
+	b := testBackend(t)
 	train, test := trainTestRecords(t, spec, 1000, 200, 1)
 	var log bytes.Buffer
 	res, err := Train(context.Background(), TrainConfig{Spec: spec, TrainRecords: train, TestRecords: test, Model: ArchCNN,
@@ -53,16 +53,17 @@ func trainE2E(t *testing.T, spec Spec, steps int) *TrainResult {
 	return res
 }
 
-// Synthetic CIFAR-10, 12 steps of 32 images: measured test accuracy 98.0% (196/200; chance
-// is 10%).
+// Synthetic CIFAR-10, 12 steps of 32 images: measured test accuracy 98.0% (196/200) on the
+// go backend and 88.0% (176/200) on XLA's CPU plugin; chance is 10%.
 func TestTrainE2ECIFAR10CNN(t *testing.T) {
 	res := trainE2E(t, CIFAR10(), 12)
-	require.Greater(t, res.Eval.Accuracy, 0.80)
+	require.Greater(t, res.Eval.Accuracy, 0.70)
 	require.Zero(t, res.Eval.TopK)
 }
 
 // Synthetic CIFAR-100 (fine labels, 100-class head), 30 steps of 32 images: measured test
-// accuracy 45.0% (90/200) and top-5 accuracy 83.5% (chance: 1% and 5%).
+// accuracy 45.0% (90/200) and top-5 accuracy 83.5% on the go backend (45.0% and 86.5% on
+// XLA's CPU plugin); chance is 1% and 5%.
 func TestTrainE2ECIFAR100CNN(t *testing.T) {
 	res := trainE2E(t, CIFAR100(LabelsFine), 30)
 	require.Equal(t, 100, res.HeadWidth)

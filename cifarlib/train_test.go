@@ -11,21 +11,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/stretchr/testify/require"
 )
-
-// trainTestBackend returns the pure-Go backend used by the training tests.
-func trainTestBackend(t testing.TB) compute.Backend {
-	t.Helper()
-	t.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
-	b, err := NewBackend(BackendGo)
-	require.NoError(t, err)
-	return b
-}
 
 // trainTestRecords synthesizes in-memory train and test splits.
 func trainTestRecords(t testing.TB, spec Spec, trainSize, testSize int, seed int64) (train, test *Records) {
@@ -94,7 +84,7 @@ func TestTrainConfigErrors(t *testing.T) {
 // The seed's bug: a 10-class head on CIFAR-100. With the guard on, NewTrainer fails with the
 // static guard's error before anything is loaded (the data folder does not even exist).
 func TestTrainStaticGuardStopsBeforeFirstStep(t *testing.T) {
-	b := trainTestBackend(t)
+	b := testBackend(t)
 	missing := filepath.Join(t.TempDir(), "no-data-here")
 	res, err := Train(context.Background(), TrainConfig{Spec: CIFAR100(LabelsFine), DataDir: missing, Model: ArchCNN, Head: 10,
 		Steps: 5, Backend: b, Progress: ProgressOff})
@@ -112,7 +102,7 @@ func TestTrainStaticGuardStopsBeforeFirstStep(t *testing.T) {
 // With the guard off, the same bug trains silently; the result counts the examples that
 // contributed exactly zero loss.
 func TestTrainUnguardedCountsZeroLossExamples(t *testing.T) {
-	b := trainTestBackend(t)
+	b := testBackend(t)
 	spec := CIFAR100(LabelsFine)
 	train, test := trainTestRecords(t, spec, 320, 100, 3)
 	const steps, batch, seed = 5, 32, 11
@@ -191,7 +181,7 @@ func trainVars(t *testing.T, store *model.Store) map[string][]byte {
 // new run resumes from it. The parameters (and optimizer state) then equal, bit for bit, those of
 // a run trained straight through for the same 4 steps.
 func TestTrainInterruptResumeEqualsStraightRun(t *testing.T) {
-	b := trainTestBackend(t)
+	b := testBackend(t)
 	spec := CIFAR10()
 	train, test := trainTestRecords(t, spec, 96, 40, 5)
 	cfg := TrainConfig{Spec: spec, TrainRecords: train, TestRecords: test, Model: ArchCNN, Steps: 4, BatchSize: 8, Seed: 7,
@@ -287,7 +277,7 @@ func TestTrainInterruptResumeEqualsStraightRun(t *testing.T) {
 }
 
 func TestTrainResumeRefusesDifferentSettings(t *testing.T) {
-	b := trainTestBackend(t)
+	b := testBackend(t)
 	spec := CIFAR10()
 	train, _ := trainTestRecords(t, spec, 64, 10, 1)
 	dir := t.TempDir()
@@ -314,7 +304,7 @@ func TestTrainResumeRefusesDifferentSettings(t *testing.T) {
 }
 
 func TestTopKAccuracyGraph(t *testing.T) {
-	b := trainTestBackend(t)
+	b := testBackend(t)
 	logits := tensors.FromValue([][]float32{
 		{0, 1, 2, 3, 4, 5, 6}, // label 6: rank 0
 		{0, 1, 2, 3, 4, 5, 6}, // label 2: 4 larger -> hit for k=5

@@ -40,7 +40,7 @@ type LabOptions struct {
 	DataDir string
 	// Log receives the server's output (nil: discarded) and Progress the steps (nil: discarded).
 	Log, Progress io.Writer
-	// StartTimeout bounds the wait for the server to answer (default 2 minutes).
+	// StartTimeout bounds the wait for the server to answer (default 3 minutes).
 	StartTimeout time.Duration
 }
 
@@ -206,7 +206,7 @@ func StartLab(ctx context.Context, opts LabOptions) (*Lab, error) {
 
 	timeout := opts.StartTimeout
 	if timeout == 0 {
-		timeout = 2 * time.Minute
+		timeout = 3 * time.Minute
 	}
 	deadline := time.Now().Add(timeout)
 	status := lab.BaseURL + "api/status"

@@ -61,7 +61,7 @@ func startLab(t *testing.T, bin string, args ...string) *startedLab {
 			_ = syscall.Kill(-l.pid, syscall.SIGKILL)
 		}
 	})
-	deadline := time.After(4 * time.Minute)
+	deadline := time.After(5 * time.Minute)
 	for !strings.HasSuffix(l.stdout.String(), "press Ctrl-C to stop\n") {
 		select {
 		case line, ok := <-lines:
@@ -77,7 +77,7 @@ func startLab(t *testing.T, bin string, args ...string) *startedLab {
 				l.url, l.base, l.token = m[0][len("open: "):], m[1], m[2]
 			}
 		case <-deadline:
-			t.Fatalf("cifarlab lab printed no URL within 4 minutes:\n%s", l.stdout.String())
+			t.Fatalf("cifarlab lab printed no URL within 5 minutes:\n%s", l.stdout.String())
 		}
 	}
 	require.NotZero(t, l.pid, l.stdout.String())

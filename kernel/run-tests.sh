@@ -22,3 +22,9 @@ if [ -n "$unformatted" ]; then
 fi
 echo "== go test (backend: $GOMLX_BACKEND)"
 go test -count=1 -timeout 75m ./...
+
+# Fuzz targets for a fixed budget of executions (counts, not durations: a duration budget can
+# fail spuriously with "context deadline exceeded" on a loaded machine, golang/go#75804).
+echo "== fuzz (fixed budget)"
+go test -run '^$' -fuzz '^FuzzReadRecords$' -fuzztime 10000x -fuzzminimizetime 50x ./cifarlib
+go test -run '^$' -fuzz '^FuzzExtract$' -fuzztime 3000x -fuzzminimizetime 50x ./cifarlib

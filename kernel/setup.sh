@@ -17,7 +17,8 @@
 #
 # Skip parts with environment variables set to 1:
 #   SKIP_APT, SKIP_VENV, SKIP_TOOLS, SKIP_CLI, SKIP_KERNELS, SKIP_NPM,
-#   SKIP_BROWSER (leaves chromium out of the apt list and skips npm).
+#   SKIP_BROWSER (leaves chromium out of the apt list and skips npm),
+#   SKIP_XLA_CPU (leaves out the XLA CPU PJRT plugin, kernel/requirements-xla-cpu.txt).
 # Other settings:
 #   VENV=DIR                 venv location (default REPO/.venv)
 #   PYTHON=/usr/bin/python3  interpreter for the venv
@@ -33,7 +34,7 @@ PYTHON="${PYTHON:-/usr/bin/python3}"
 BIN="$REPO/.bin"
 SKIP_APT="${SKIP_APT:-0}" SKIP_VENV="${SKIP_VENV:-0}" SKIP_TOOLS="${SKIP_TOOLS:-0}"
 SKIP_CLI="${SKIP_CLI:-0}" SKIP_KERNELS="${SKIP_KERNELS:-0}" SKIP_NPM="${SKIP_NPM:-0}"
-SKIP_BROWSER="${SKIP_BROWSER:-0}"
+SKIP_BROWSER="${SKIP_BROWSER:-0}" SKIP_XLA_CPU="${SKIP_XLA_CPU:-0}"
 PIP_ARGS="${PIP_ARGS:-}"
 KERNEL_INSTALL_ARGS="${KERNEL_INSTALL_ARGS:-}"
 
@@ -95,6 +96,18 @@ if [ "$SKIP_VENV" != 1 ]; then
     echo "$want" > "$stamp"
   fi
   "$VENV/bin/jupyter" --version | grep -E "^(jupyterlab|nbclient|nbformat|ipykernel) "
+
+  # 2b. XLA's CPU PJRT plugin from PyPI (hash-pinned, no dependencies): cifarlib.NewBackend("cpu")
+  # finds it in this venv and uses it instead of the pure-Go backend. SKIP_XLA_CPU=1 leaves it out.
+  if [ "$SKIP_XLA_CPU" != 1 ]; then
+    if compgen -G "$VENV/lib/python3*/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so" >/dev/null; then
+      echo "XLA CPU plugin already installed"
+    else
+      # shellcheck disable=SC2086
+      "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS \
+        --no-deps --require-hashes -r "$REPO/kernel/requirements-xla-cpu.txt"
+    fi
+  fi
 fi
 
 # 3. The pinned notebook tools (tool directives of tools/go.mod, never @latest).

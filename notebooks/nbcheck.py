@@ -96,13 +96,22 @@ def as_text(value: Any) -> str:
 
 
 def cell_text(cell: Any) -> str:
-    """Everything a cell printed, as plain text, in output order."""
+    """Everything a cell printed, as plain text, in output order. Consecutive chunks of the same
+    stream are joined as the notebook shows them (a program's output arrives in pieces)."""
     parts: list[str] = []
+    last_stream = None
     for out in cell.get("outputs", []):
         kind = out.get("output_type")
         if kind == "stream":
-            parts.append(strip_ansi(as_text(out.get("text"))))
-        elif kind in ("display_data", "execute_result"):
+            text = strip_ansi(as_text(out.get("text")))
+            if last_stream == out.get("name") and parts:
+                parts[-1] += text
+            else:
+                parts.append(text)
+            last_stream = out.get("name")
+            continue
+        last_stream = None
+        if kind in ("display_data", "execute_result"):
             data = out.get("data", {})
             if "text/plain" in data:
                 parts.append(strip_ansi(as_text(data["text/plain"])))
@@ -197,8 +206,11 @@ class NotebookReport:
         return not self.problems and all(not c.problems for c in self.cells)
 
 
-def check_cells(nb: Any, executed_upto: int | None, seconds: dict[int, float]) -> list[CellReport]:
-    """Checks every executed code cell; cells after a stopping failure are reported as not run."""
+def check_cells(
+    nb: Any, executed_upto: int | None, seconds: dict[int, float], cell_problems: dict[int, str] | None = None
+) -> list[CellReport]:
+    """Checks every executed code cell; cells after a stopping failure are reported as not run.
+    cell_problems adds a problem found while running (a timeout) to a cell."""
     reports: list[CellReport] = []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
@@ -206,6 +218,8 @@ def check_cells(nb: Any, executed_upto: int | None, seconds: dict[int, float]) -
         tags = list(cell.get("metadata", {}).get("tags", []))
         rep = CellReport(i, "code", tags, seconds.get(i))
         reports.append(rep)
+        if cell_problems and i in cell_problems:
+            rep.problems.append(cell_problems[i])
         if executed_upto is not None and i > executed_upto:
             rep.problems.append("not executed (an earlier cell stopped the run)")
             continue
@@ -239,9 +253,18 @@ def check_cells(nb: Any, executed_upto: int | None, seconds: dict[int, float]) -
     return reports
 
 
-def run_notebook(
-    path: str, kernel: str, timeout: int, startup_timeout: int, kernel_log: str
-) -> tuple[Any, float, list[str], int | None, dict[int, float]]:
+@dataclass
+class Run:
+    """What executing a notebook produced, besides the notebook itself."""
+
+    seconds: float
+    problems: list[str]
+    stopped_at: int | None  # index of the cell the run stopped at, None when it completed
+    cell_seconds: dict[int, float]
+    cell_problems: dict[int, str]
+
+
+def run_notebook(path: str, kernel: str, timeout: int, startup_timeout: int, kernel_log: str) -> tuple[Any, Run]:
     nb = nbformat.read(path, as_version=4)
     workdir = os.path.dirname(os.path.abspath(path))
     started: dict[int, float] = {}
@@ -265,19 +288,26 @@ def run_notebook(
         on_cell_executed=on_done,
     )
     problems: list[str] = []
+    cell_problems: dict[int, str] = {}
     stopped_at: int | None = None
     start = time.monotonic()
+
+    def last_started() -> int | None:
+        return max(started) if started else current_cell_index(nb)
+
     log = open(kernel_log, "wb")  # the kernel's own log (GoNB is chatty on stderr)
     try:
         client.execute(stdout=log, stderr=log)
     except CellTimeoutError as err:
-        problems.append(f"a cell ran past the per-cell timeout of {timeout}s: {short(str(err), 400)}")
-        stopped_at = current_cell_index(nb)
+        stopped_at = last_started()
+        problems.append(f"a cell ran past the per-cell timeout of {timeout}s (cell {stopped_at}); the run stopped there")
+        if stopped_at is not None:
+            cell_problems[stopped_at] = f"ran past the per-cell timeout of {timeout}s: {short(str(err), 300)}"
     except CellExecutionError:
-        stopped_at = current_cell_index(nb)  # the cell's own check quotes the error
+        stopped_at = last_started()  # the cell's own check quotes the error
     except DeadKernelError as err:
         problems.append(f"the kernel died: {err}")
-        stopped_at = current_cell_index(nb)
+        stopped_at = last_started()
     except Exception as err:  # noqa: BLE001 - kernel start-up problems land here
         name = type(err).__name__
         if "NoSuchKernel" in name:
@@ -286,10 +316,10 @@ def run_notebook(
                 f"(kernel/setup.sh does it) or pass --kernel; `jupyter kernelspec list` shows what exists."
             )
         problems.append(f"execution failed: {name}: {err}")
-        stopped_at = current_cell_index(nb)
+        stopped_at = last_started()
     finally:
         log.close()
-    return nb, time.monotonic() - start, problems, stopped_at, seconds
+    return nb, Run(time.monotonic() - start, problems, stopped_at, seconds, cell_problems)
 
 
 def current_cell_index(nb: Any) -> int | None:
@@ -362,17 +392,17 @@ def main(argv: list[str]) -> int:
             print(f"nbcheck: {path}: no such notebook", file=sys.stderr)
             return 2
         if args.check_only:
-            nb, seconds, problems, stopped_at, cell_secs = nbformat.read(path, as_version=4), 0.0, [], None, {}
+            nb, run = nbformat.read(path, as_version=4), Run(0.0, [], None, {}, {})
             if not any(c.get("execution_count") for c in nb.cells if c.cell_type == "code"):
-                problems.append("no code cell was executed (no execution counts in the notebook)")
+                run.problems.append("no code cell was executed (no execution counts in the notebook)")
         else:
             log_dir = args.output_dir or tempfile.gettempdir()
             os.makedirs(log_dir, exist_ok=True)
             kernel_log = os.path.join(log_dir, os.path.basename(path).replace(".ipynb", ".kernel.log"))
-            nb, seconds, problems, stopped_at, cell_secs = run_notebook(
-                path, args.kernel, args.timeout, args.startup_timeout, kernel_log)
+            nb, run = run_notebook(path, args.kernel, args.timeout, args.startup_timeout, kernel_log)
             print(f"kernel log: {kernel_log}")
-        cells = check_cells(nb, stopped_at, cell_secs)
+        seconds, problems = run.seconds, run.problems
+        cells = check_cells(nb, run.stopped_at, run.cell_seconds, run.cell_problems)
         budget = args.max_seconds
         enforce = budget is not None or os.environ.get("NBCHECK_ENFORCE_TIME") == "1"
         if budget is None:

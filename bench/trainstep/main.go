@@ -86,6 +86,7 @@ func main() {
 	flag.DurationVar(&o.budget, "budget", 2*time.Minute, "stop timing a measurement after this long once 3 steps are timed")
 	flag.StringVar(&skip, "skip", DefaultSkip, "comma-separated backend/model/batch patterns to leave out (path.Match syntax); \"\" runs everything")
 	flag.StringVar(&o.jsonOut, "json", "", "append one JSON line per measurement to this file")
+	list := flag.Bool("list", false, "print each backend of -backends (name, plugin) and exit")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of each measurement's timed steps to PREFIX-BACKEND-MODEL-BATCH-MODE.prof")
 	flag.Parse()
 	o.backends, o.models, o.modes, o.skip = splitList(backends), splitList(models), splitList(modes), splitList(skip)
@@ -103,6 +104,10 @@ func main() {
 	}
 	if o.steps < 1 || o.warmup < 1 {
 		fail(errors.New("-steps and -warmup must be at least 1 (the first step compiles)"))
+	}
+	if *list {
+		listBackends(o.backends, os.Stdout)
+		return
 	}
 	if err := run(o, os.Stdout); err != nil {
 		fail(err)
@@ -195,6 +200,19 @@ func run(o options, w io.Writer) error {
 		backend.Finalize()
 	}
 	return nil
+}
+
+// listBackends prints "KEY<TAB>DESCRIPTION<TAB>PLUGIN" per backend, or "KEY<TAB>unavailable: ERROR".
+func listBackends(keys []string, w io.Writer) {
+	for _, key := range keys {
+		b, err := openBackend(key)
+		if err != nil {
+			fmt.Fprintf(w, "%s\tunavailable: %v\n", key, err)
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", key, cifarlib.BackendName(b), cifarlib.BackendPlugin(b))
+		b.Finalize()
+	}
 }
 
 // openBackend maps a -backends key to a cifarlib backend.

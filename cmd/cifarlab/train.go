@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
+	"slices"
+	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 )
@@ -81,12 +81,8 @@ func runTrain(args []string, stdout io.Writer) error {
 
 	// The first SIGINT (Ctrl-C) or SIGTERM stops training after the current step and saves the
 	// checkpoint; a second one kills the process as usual.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cifarlib.InterruptContext(context.Background())
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
 
 	res, err := cifarlib.Train(ctx, cfg)
 	if err != nil {
@@ -122,6 +118,9 @@ func (f *trainFlags) config() (cifarlib.TrainConfig, error) {
 	spec, err := cifarlib.SpecByName(f.dataset, f.labels)
 	if err != nil {
 		return cifarlib.TrainConfig{}, err
+	}
+	if !slices.Contains(cifarlib.Architectures(), strings.ToLower(f.arch)) {
+		return cifarlib.TrainConfig{}, fmt.Errorf("unknown --model %q: use one of %s", f.arch, strings.Join(cifarlib.Architectures(), ", "))
 	}
 	if f.steps <= 0 {
 		return cifarlib.TrainConfig{}, fmt.Errorf("--steps is required: the global step to train to (e.g. --steps 1000)")
