@@ -164,11 +164,11 @@ for model in ${MODELS//,/ }; do
   fi
 done
 REPORT_PY="${PY:-python3}"
-if grep -q '"median_ms"' "$RES" 2>/dev/null; then
+if grep -q '"steps":* *[1-9]' "$RES" 2>/dev/null; then
   "$REPORT_PY" bench/report.py --results "$RES" --reference torch-cuda \
     --title "cifarlab on $(head -1 "$OUTDIR/gpus.txt" 2>/dev/null | sed 's/ (UUID.*//'): XLA CUDA vs PyTorch eager" \
     --out "$OUTDIR/RESULTS-gpu.md" 2>&1 | tee -a "$LOG"
-  grep -q '"backend": *"cuda".*"median_ms"' "$RES" && result ok "XLA CUDA throughput measured" || result FAIL "XLA CUDA throughput: no measurement (see above)"
+  grep -q '"backend":"cuda".*"steps":[1-9]' "$RES" && result ok "XLA CUDA throughput measured" || result FAIL "XLA CUDA throughput: no measurement (see above)"
 else
   result FAIL "throughput: no measurements"
 fi

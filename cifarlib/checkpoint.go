@@ -126,6 +126,7 @@ type CheckpointMismatchError struct {
 	Diffs []string
 }
 
+// Error implements error, listing every differing setting.
 func (e *CheckpointMismatchError) Error() string {
 	return fmt.Sprintf("cifarlib: checkpoint %s was saved by a run with different settings (%s): resume with the "+
 		"same settings, or use a new checkpoint directory", e.Dir, strings.Join(e.Diffs, "; "))

@@ -110,6 +110,14 @@ func TestTrainProgressBar(t *testing.T) {
 	require.Contains(t, out, "[~top5=")
 	require.False(t, strings.Contains(out, "Global Step"))
 
+	// Unguarded, the progress bar also shows the labels outside the head in each batch.
+	cfg.Head, cfg.Unguarded = 10, true
+	out = trainCaptureStdout(t, func() {
+		_, err := Train(context.Background(), cfg)
+		require.NoError(t, err)
+	})
+	require.Contains(t, out, "[bad=")
+
 	require.False(t, progressEnabled(ProgressOff))
 	require.True(t, progressEnabled(ProgressAuto), "in a notebook")
 }

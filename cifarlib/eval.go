@@ -3,6 +3,7 @@ package cifarlib
 import (
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"math"
 	"sort"
@@ -270,4 +271,18 @@ func (r *EvalResult) WriteReport(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// HTML returns the summary and the per-class accuracy table as an HTML fragment, for a
+// notebook cell (e.g. with DisplayHTML).
+func (r *EvalResult) HTML() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<p>%s</p>\n<table>\n<tr><th>label</th><th>class</th><th>correct</th><th>examples</th><th>accuracy</th></tr>\n",
+		html.EscapeString(r.Summary()))
+	for _, c := range r.PerClass {
+		fmt.Fprintf(&b, "<tr><td>%d</td><td>%s</td><td>%d</td><td>%d</td><td>%.2f%%</td></tr>\n",
+			c.Label, html.EscapeString(c.Name), c.Correct, c.Examples, 100*c.Accuracy)
+	}
+	b.WriteString("</table>\n")
+	return b.String()
 }

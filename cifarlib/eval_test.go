@@ -141,6 +141,12 @@ func TestEvaluateNarrowHeadCountsOutOfRange(t *testing.T) {
 	require.Len(t, lines, 2+100)
 	require.Equal(t, "label  class                           correct examples  accuracy", lines[1])
 	require.Equal(t, fmt.Sprintf("    3  bear                           %8d %8d   100.00%%", threes, threes), lines[2+3])
+
+	h := res.HTML()
+	require.True(t, strings.HasPrefix(h, "<p>test accuracy "), h)
+	require.Contains(t, h, "head&#39;s 10 outputs")
+	require.Contains(t, h, fmt.Sprintf("<tr><td>3</td><td>bear</td><td>%d</td><td>%d</td><td>100.00%%</td></tr>\n", threes, threes))
+	require.Equal(t, 101, strings.Count(h, "<tr>"))
 }
 
 func TestEvaluateErrors(t *testing.T) {

@@ -24,6 +24,10 @@ const (
 	svgGridColour      = "#dddddd"
 )
 
+// svgMaxMarkers is the largest number of points of a series that LineChartSVG marks with dots;
+// longer series are drawn as a plain line.
+const svgMaxMarkers = 40
+
 // svgSeriesColours are the line colours of LineChartSVG, in series order.
 var svgSeriesColours = []string{"#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2"}
 
@@ -97,8 +101,9 @@ type Series struct {
 	X, Y []float64
 }
 
-// LineChartSVG draws one or more series as lines with markers, e.g. a loss or accuracy curve
-// against the training step. The axes span the data (the y axis always includes 0).
+// LineChartSVG draws one or more series as lines, e.g. a loss or accuracy curve against the
+// training step; series of at most 40 points also get a dot per point. The y axis runs from 0
+// to a round number above the data; so does the x axis when no x is negative.
 func LineChartSVG(title, xLabel, yLabel string, series ...Series) string {
 	var b strings.Builder
 	svgOpen(&b, title)
@@ -116,6 +121,9 @@ func LineChartSVG(title, xLabel, yLabel string, series ...Series) string {
 	if math.IsInf(minX, 1) {
 		minX, maxX = 0, 1
 	}
+	if minX >= 0 { // steps, counts: start the axis at 0 and end it at a round number
+		minX, maxX = 0, max(niceCeil(maxX), 1)
+	}
 	if maxX == minX {
 		maxX = minX + 1
 	}
@@ -132,6 +140,7 @@ func LineChartSVG(title, xLabel, yLabel string, series ...Series) string {
 		xt := minX + (maxX-minX)*float64(k)/4
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">%s</text>`, px(xt), y0+15, formatTick(xt))
 	}
+	legendX := x0 + 10
 	for si, s := range series {
 		colour := svgSeriesColours[si%len(svgSeriesColours)]
 		var pts []string
@@ -144,13 +153,15 @@ func LineChartSVG(title, xLabel, yLabel string, series ...Series) string {
 		if len(pts) > 1 {
 			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, colour, strings.Join(pts, " "))
 		}
-		for _, p := range pts {
-			xy := strings.SplitN(p, ",", 2)
-			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"/>`, xy[0], xy[1], colour)
+		if len(pts) <= svgMaxMarkers || len(pts) == 1 {
+			for _, p := range pts {
+				xy := strings.SplitN(p, ",", 2)
+				fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"/>`, xy[0], xy[1], colour)
+			}
 		}
-		lx := x0 + 10 + float64(si)*170
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/>`, lx, svgMarginTop-16, colour)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11">%s</text>`, lx+14, svgMarginTop-7, html.EscapeString(s.Name))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/>`, legendX, svgMarginTop-16, colour)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11">%s</text>`, legendX+14, svgMarginTop-7, html.EscapeString(s.Name))
+		legendX += 14 + 6.5*float64(len(s.Name)) + 20 // about 6.5 units per character at font size 11
 	}
 	svgAxes(&b, xLabel, yLabel)
 	b.WriteString("</svg>")

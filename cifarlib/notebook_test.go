@@ -65,6 +65,16 @@ func TestLineChartSVG(t *testing.T) {
 	require.Contains(t, svg, `<polyline fill="none" stroke="#4c78a8" stroke-width="2" points="60.0,82.0 380.0,166.0 700.0,208.0"/>`)
 	require.Contains(t, svg, `<polyline fill="none" stroke="#f58518" stroke-width="2" points="60.0,245.8 700.0,216.4"/>`)
 	require.Equal(t, 5, strings.Count(svg, "<circle "))
+
+	// A long series is drawn as a line without dots; one with a negative x keeps its own range.
+	long := Series{Name: "long"}
+	for i := range 41 {
+		long.X, long.Y = append(long.X, float64(i-20)), append(long.Y, 1)
+	}
+	svg = LineChartSVG("long", "x", "y", long)
+	require.Equal(t, 0, strings.Count(svg, "<circle "))
+	require.Contains(t, svg, `points="60.0,40.0 76.0,40.0 `, "x from -20 (at 60) by steps of 16 units")
+	require.Contains(t, svg, ` 700.0,40.0"/>`)
 }
 
 func TestRecordPNGAndImageGridSVG(t *testing.T) {
@@ -134,16 +144,18 @@ func TestHistorySVGs(t *testing.T) {
 		{Step: 30, MovingLoss: 1, Accuracy: 0.8},
 	}}
 	loss := HistoryLossSVG("loss", h)
-	// x spans steps 10..30 over 60..700; y spans 0..5 over 250..40.
-	require.Contains(t, loss, `points="60.0,82.0 380.0,166.0 700.0,208.0"`, "train loss (moving average)")
-	require.Contains(t, loss, `<circle cx="380.0" cy="124.0" r="2.5" fill="#f58518"/>`, "the one test-loss point")
+	// x spans steps 0..50 (the round number above 30) over 60..700; y spans 0..5 over 250..40.
+	require.Contains(t, loss, `points="188.0,82.0 316.0,166.0 444.0,208.0"`, "train loss (moving average)")
+	require.Contains(t, loss, `<circle cx="316.0" cy="124.0" r="2.5" fill="#f58518"/>`, "the one test-loss point")
+	// The second legend entry starts after the first one's 27 characters.
+	require.Contains(t, loss, `<rect x="279.5" y="24.0" width="10" height="10" fill="#f58518"/>`)
 	require.Contains(t, loss, ">train loss (moving average)</text>")
 	require.Contains(t, loss, ">test loss</text>")
 
 	acc := HistoryAccuracySVG("accuracy", h)
 	// Percentages 10, 40, 80 (train) and 50 (test) on a 0..100 axis.
-	require.Contains(t, acc, `points="60.0,229.0 380.0,166.0 700.0,82.0"`)
-	require.Contains(t, acc, `<circle cx="380.0" cy="145.0" r="2.5" fill="#f58518"/>`)
+	require.Contains(t, acc, `points="188.0,229.0 316.0,166.0 444.0,82.0"`)
+	require.Contains(t, acc, `<circle cx="316.0" cy="145.0" r="2.5" fill="#f58518"/>`)
 	require.Contains(t, acc, ">accuracy %</text>")
 
 	noEval := HistoryLossSVG("loss", &History{Points: []HistoryPoint{{Step: 1, MovingLoss: 2}}})

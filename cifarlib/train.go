@@ -67,13 +67,13 @@ type Trainer struct {
 	evaluator           *Evaluator
 
 	// Per-run state, set by Run and the loop hooks.
-	ran          bool
-	data         *stepDataset
-	live         *liveCurves
-	firstStepAt  time.Time
-	lastMetrics  []float64
-	lastStepSeen int
-	hookErr      error
+	ran         bool
+	data        *stepDataset
+	live        *liveCurves
+	firstStepAt time.Time
+	lastStepAt  time.Time
+	lastMetrics []float64
+	hookErr     error
 }
 
 // NewTrainer validates cfg, loads the data, builds the model, the GoMLX trainer and loop, and
@@ -146,7 +146,7 @@ func NewTrainer(cfg TrainConfig) (*Trainer, error) {
 			mode = GuardOff
 		}
 		t.trainer = train.NewTrainer(t.backend, t.store, t.modelFn, t.model.LossFn(mode), opt,
-			trainMetricsFor(cfg.topK()), evalMetricsFor(cfg.topK()))
+			trainMetricsFor(cfg.topK(), cfg.Unguarded, t.model.NumClasses), evalMetricsFor(cfg.topK()))
 		t.loop = train.NewLoop(t.trainer)
 		return nil
 	})
@@ -317,7 +317,7 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *TrainResult) err
 		return err
 	}
 	t.data = &stepDataset{inner: inner, start: start, end: cfg.Steps, ctx: ctx, headWidth: t.model.NumClasses}
-	t.attachHooks(start)
+	t.attachHooks()
 
 	began := time.Now()
 	err = trainCatch(func() error {
@@ -330,12 +330,12 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *TrainResult) err
 	res.ZeroLoss.Seen, res.ZeroLoss.OutOfRange = t.data.seen, t.data.outOfRange
 	if len(t.lastMetrics) > trainMetricAccuracy {
 		res.Loss, res.MovingLoss, res.Accuracy = t.lastMetrics[trainMetricLoss], t.lastMetrics[trainMetricMovingLoss], t.lastMetrics[trainMetricAccuracy]
-		if len(t.lastMetrics) > trainMetricTopK {
+		if cfg.topK() > 0 {
 			res.TopK = t.lastMetrics[trainMetricTopK]
 		}
 	}
-	if n := res.EndStep - start; n > 1 && !t.firstStepAt.IsZero() {
-		elapsed := time.Since(t.firstStepAt).Seconds()
+	if n := res.EndStep - start; n > 1 && t.lastStepAt.After(t.firstStepAt) {
+		elapsed := t.lastStepAt.Sub(t.firstStepAt).Seconds()
 		res.StepsPerSecond = float64(n-1) / elapsed
 		res.ImagesPerSecond = res.StepsPerSecond * float64(cfg.BatchSize)
 	}
@@ -346,17 +346,19 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *TrainResult) err
 		err = t.hookErr // The error of a hook of ours, without GoMLX's wrapping.
 	}
 	err = guardErrorOf(err)
-	// Save what was trained, also when interrupted or failing: a resume continues from there.
+	if err != nil {
+		// Not saved: the failing step may have left unusable weights (e.g. NaN); a resume
+		// continues from the last checkpoint saved (CheckpointEvery).
+		return err
+	}
+	// Save what was trained, also when interrupted: a resume continues from there.
 	if t.ckpt != nil && res.EndStep > start {
-		if serr := t.saveCheckpoint(); serr != nil {
-			return errors.Join(err, serr)
+		if err := t.saveCheckpoint(); err != nil {
+			return err
 		}
 		if res.Interrupted {
 			t.logf("interrupted: checkpoint saved at step %d in %s", res.EndStep, cfg.CheckpointDir)
 		}
-	}
-	if err != nil {
-		return err
 	}
 	if res.Interrupted && t.ckpt == nil {
 		t.logf("interrupted at step %d (no checkpoint directory: progress is not saved)", res.EndStep)
@@ -366,7 +368,7 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *TrainResult) err
 
 // attachHooks registers cifarlib's hooks on GoMLX's loop: the end step for the progress bar,
 // history and logging, periodic evaluation and checkpoints, the progress bar and live curves.
-func (t *Trainer) attachHooks(start int) {
+func (t *Trainer) attachHooks() {
 	cfg := &t.cfg
 	// RunEpochs over a dataset that ends at cfg.Steps, so an interruption ends the loop
 	// cleanly (its OnEnd hooks run); tell the hooks (progress bar) where it will end.
@@ -393,7 +395,6 @@ func (t *Trainer) attachHooks(start int) {
 	if cfg.Plot {
 		t.live = newLiveCurves(t.history)
 	}
-	_ = start
 }
 
 // onStep runs after each training step: it keeps the last metrics, records History points,
@@ -401,8 +402,9 @@ func (t *Trainer) attachHooks(start int) {
 func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 	cfg := &t.cfg
 	step := loop.LoopStep + 1 // The step just completed, counted from 1.
+	t.lastStepAt = time.Now()
 	if t.firstStepAt.IsZero() {
-		t.firstStepAt = time.Now()
+		t.firstStepAt = t.lastStepAt
 	}
 	t.lastMetrics = t.lastMetrics[:0]
 	for _, m := range metrics {
@@ -417,7 +419,7 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 	}
 	p := HistoryPoint{Step: step, Loss: t.lastMetrics[trainMetricLoss], MovingLoss: t.lastMetrics[trainMetricMovingLoss],
 		Accuracy: t.lastMetrics[trainMetricAccuracy], LearningRate: t.learningRate()}
-	if len(t.lastMetrics) > trainMetricTopK {
+	if cfg.topK() > 0 {
 		p.TopK = t.lastMetrics[trainMetricTopK]
 	}
 	if evalNow {

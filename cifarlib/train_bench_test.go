@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// BenchmarkTrainCNN measures training steps of the cnn model on the pure-Go backend, at batch
-// 32 and 128 (GoMLX's train.Loop, guarded loss, host guard, Adam). The first step of each run,
+// BenchmarkTrainCNN measures training steps of the cnn model on the pure-Go backend (or the
+// backend named by $CIFARLAB_BENCH_BACKEND, e.g. "cpu" for XLA's CPU plugin), at batch 32 and 128 (GoMLX's train.Loop, guarded loss, host guard, Adam). The first step of each run,
 // which compiles the graph, is not timed. Besides ns/op (per step) it reports steps/s,
 // images/s, the process's peak resident memory (VmHWM, a high-water mark over the whole
 // benchmark binary) and the memory the Go runtime obtained from the OS (MemStats.Sys).
@@ -29,7 +29,11 @@ func BenchmarkTrainCNN(b *testing.B) {
 
 func benchmarkTrain(b *testing.B, arch string, batch int) {
 	b.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
-	backend, err := NewBackend(BackendGo)
+	name := os.Getenv("CIFARLAB_BENCH_BACKEND")
+	if name == "" {
+		name = BackendGo
+	}
+	backend, err := NewBackend(name)
 	require.NoError(b, err)
 	train, _ := trainTestRecords(b, CIFAR10(), 4*batch, 1, 1)
 	var timedFrom time.Time

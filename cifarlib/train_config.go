@@ -82,8 +82,9 @@ type TrainConfig struct {
 
 	// CheckpointDir, when set, is where checkpoints are saved, and where a run resumes from: if it
 	// holds a checkpoint, training continues from its step with the same data order, so the
-	// parameters equal those of an uninterrupted run. It is saved at the end, when interrupted and
-	// every CheckpointEvery steps.
+	// parameters equal those of an uninterrupted run (resuming at step s draws and discards s
+	// batches on the host). It is saved at the end, when interrupted and every CheckpointEvery
+	// steps; not after a failed step.
 	CheckpointDir string
 	// CheckpointEvery saves a checkpoint every this many steps; 0 saves only at the end or on
 	// interruption.
@@ -128,6 +129,7 @@ type ConfigError struct {
 	Reason string
 }
 
+// Error implements error: "cifarlib: training config: FIELD=VALUE: REASON".
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("cifarlib: training config: %s=%s: %s", e.Field, e.Value, e.Reason)
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // Indices of the training metrics returned by each step: GoMLX's train.Trainer always puts
-// the batch loss and its moving average first; cifarlib adds accuracy and, for CIFAR-100, top-5.
+// the batch loss and its moving average first; cifarlib adds accuracy and, for CIFAR-100, top-5
+// (then, unguarded, the out-of-range label count).
 const (
 	trainMetricLoss = iota
 	trainMetricMovingLoss
@@ -55,13 +56,18 @@ func trainPrettyPercent(value *tensors.Tensor) string {
 	return fmt.Sprintf("%.2f%%", shapes.ConvertTo[float64](value.Value())*100.0)
 }
 
-// trainMetrics returns the training metrics (after GoMLX's own two loss metrics): moving
-// averages of accuracy and, when topK > 0, of top-k accuracy.
-func trainMetricsFor(topK int) []metric.Interface {
+// trainMetricsFor returns the training metrics (after GoMLX's own two loss metrics): moving
+// averages of accuracy and, when topK > 0, of top-k accuracy; when unguarded, the count of
+// labels outside the head per batch (LabelGuardMetric), so the progress bar shows the
+// examples that get zero loss.
+func trainMetricsFor(topK int, unguarded bool, headWidth int) []metric.Interface {
 	ms := []metric.Interface{metric.NewMovingAverageSparseCategoricalAccuracy("Moving Average Accuracy", "~acc", 0.01)}
 	if topK > 0 {
 		ms = append(ms, metric.NewExponentialMovingAverageMetric(fmt.Sprintf("Moving Average Top-%d Accuracy", topK),
 			fmt.Sprintf("~top%d", topK), metric.AccuracyMetricType, TopKAccuracyGraph(topK), trainPrettyPercent, 0.01))
+	}
+	if unguarded {
+		ms = append(ms, LabelGuardMetric(headWidth))
 	}
 	return ms
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -324,4 +325,24 @@ func TestTopKAccuracyGraph(t *testing.T) {
 	}, labels, logits)
 	require.NoError(t, err)
 	require.InDelta(t, 2.0/6, mean.Value(), 1e-7) // k=1: row 0 (6 is the max) and row 3 (tie).
+}
+
+// Guard errors reach the caller as the guard's own error, not inside GoMLX's loop messages.
+func TestTrainGuardErrorUnwrapped(t *testing.T) {
+	host := &LabelRangeError{Batch: 3, BatchSize: 2, NumClasses: 10, Bad: []BadLabel{{Position: 1, Example: 7, Label: 12}}}
+	wrapped := fmt.Errorf("Loop.RunEpochs(1): failed reading from Dataset (LoopStep=3): %w",
+		fmt.Errorf("cifarlib: dataset \"train\" batch 3 (epoch 0): %w", host))
+	require.Same(t, host, guardErrorOf(wrapped))
+	device := &DeviceLabelError{Step: 4, NumBad: 1, BatchSize: 8, NumClasses: 10}
+	require.Same(t, device, guardErrorOf(fmt.Errorf("train.Loop.OnStep(hook %q): %w", "guard", device)))
+	other := errors.New("batch loss is NaN, training interrupted")
+	require.Same(t, other, guardErrorOf(other))
+	require.NoError(t, guardErrorOf(nil))
+}
+
+func TestTrainRecordsMustMatchSpec(t *testing.T) {
+	train, _ := trainTestRecords(t, CIFAR100(LabelsFine), 40, 10, 1)
+	_, err := NewTrainer(TrainConfig{Spec: CIFAR10(), TrainRecords: train, Steps: 1, SkipFinalEval: true, Backend: testBackend(t)})
+	require.EqualError(t, err, "cifarlib: training config: TrainRecords/TestRecords=cifar100: the records are cifar100 (100 classes) "+
+		"but Spec is cifar10 (10 classes): load them with the same Spec")
 }

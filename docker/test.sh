@@ -24,6 +24,8 @@
 #   CIFARLAB_DOCKER_JOBS      compile jobs inside the build (default 1: the machine is shared)
 #   CIFARLAB_DOCKER_KEEP      1 keeps the container running and the image for inspection
 #   CIFARLAB_DOCKER_BUILD_ARGS extra "--build-arg K=V ..." for buildah
+#   CIFARLAB_DOCKER_REUSE     1 skips the base and build phases when the image exists in the
+#                             cache's storage (to iterate on the run checks)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -63,7 +65,7 @@ cleanup() {
   local rc=$?
   failed_phase="${phase_name:-}"
   if [ "${CIFARLAB_DOCKER_KEEP:-0}" != 1 ]; then
-    podman "${storage[@]}" rm -f -t 5 "$ctr" >/dev/null 2>&1 || true
+    podman "${storage[@]}" rm -f -t 5 "$ctr" "$ctr-work" >/dev/null 2>&1 || true
   else
     echo "kept container $ctr: podman ${storage[*]} exec -it $ctr bash"
   fi
@@ -95,53 +97,69 @@ buildah --version
 podman --version
 
 # ---------------------------------------------------------------------------------------------
+reuse=0
+if [ "${CIFARLAB_DOCKER_REUSE:-0}" = 1 ] && podman "${storage[@]}" image exists "$image_tag"; then
+  reuse=1
+  echo "CIFARLAB_DOCKER_REUSE=1: using the existing $image_tag (no base, no build)"
+fi
+
 phase base
-# The Debian mirror apt uses here (deb822 or one-line sources), bookworm by default.
-mirror="$(sed -n 's/^URIs:[[:space:]]*\(http[^[:space:]]*debian\)[[:space:]]*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)"
-[ -n "$mirror" ] || mirror="$(sed -n 's/^deb[[:space:]]\+\(http[^[:space:]]*debian\)[[:space:]]\+bookworm[[:space:]].*/\1/p' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | head -n1)"
-mirror="${mirror:-http://deb.debian.org/debian}"
-base_tar="$cache/bookworm-minbase.tar"
-if [ ! -s "$base_tar" ]; then
-  rootfs="$cache/rootfs.tmp"
-  rm -rf "$rootfs"
-  echo "debootstrap bookworm from $mirror"
-  debootstrap --variant=minbase --include=ca-certificates bookworm "$rootfs" "$mirror" > "$cache/debootstrap.log" 2>&1 \
-    || { tail -n 20 "$cache/debootstrap.log"; fail "debootstrap failed (log: $cache/debootstrap.log)"; }
-  # Trust what the host trusts: CAs added locally (e.g. a TLS-inspecting egress proxy) must
-  # be trusted inside the build too, or curl, go and pip fail there. The real build's base
-  # (ubuntu:24.04) needs none of this.
-  cas=(/usr/local/share/ca-certificates/*.crt)
-  if [ -f "${cas[0]}" ]; then
-    cp "${cas[@]}" "$rootfs/usr/local/share/ca-certificates/"
-    chroot "$rootfs" update-ca-certificates >/dev/null
-    echo "base trusts the host's local CAs: ${cas[*]##*/}"
+if [ "$reuse" = 0 ]; then
+  # The Debian mirror apt uses here (deb822 or one-line sources), bookworm by default.
+  mirror="$(sed -n 's/^URIs:[[:space:]]*\(http[^[:space:]]*debian\)[[:space:]]*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)"
+  [ -n "$mirror" ] || mirror="$(sed -n 's/^deb[[:space:]]\+\(http[^[:space:]]*debian\)[[:space:]]\+bookworm[[:space:]].*/\1/p' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | head -n1)"
+  mirror="${mirror:-http://deb.debian.org/debian}"
+  base_tar="$cache/bookworm-minbase.tar"
+  if [ ! -s "$base_tar" ]; then
+    rootfs="$cache/rootfs.tmp"
+    rm -rf "$rootfs"
+    echo "debootstrap bookworm from $mirror"
+    debootstrap --variant=minbase --include=ca-certificates bookworm "$rootfs" "$mirror" > "$cache/debootstrap.log" 2>&1 \
+      || { tail -n 20 "$cache/debootstrap.log"; fail "debootstrap failed (log: $cache/debootstrap.log)"; }
+    # Trust what the host trusts: CAs added locally (e.g. a TLS-inspecting egress proxy) must
+    # be trusted inside the build too, or curl, go and pip fail there. The real build's base
+    # (ubuntu:24.04) needs none of this.
+    cas=(/usr/local/share/ca-certificates/*.crt)
+    if [ -f "${cas[0]}" ]; then
+      cp "${cas[@]}" "$rootfs/usr/local/share/ca-certificates/"
+      chroot "$rootfs" update-ca-certificates >/dev/null
+      echo "base trusts the host's local CAs: ${cas[*]##*/}"
+    fi
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+    tar -C "$rootfs" --numeric-owner -cf "$base_tar.tmp" .
+    mv "$base_tar.tmp" "$base_tar"
+    rm -rf "$rootfs"
   fi
-  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-  tar -C "$rootfs" --numeric-owner -cf "$base_tar.tmp" .
-  mv "$base_tar.tmp" "$base_tar"
-  rm -rf "$rootfs"
+  if ! podman "${storage[@]}" image exists "$base_tag"; then
+    # pip in a venv uses its own certifi bundle unless told to use the system one.
+    podman "${storage[@]}" import --change 'CMD ["/bin/bash"]' \
+      --change 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt' \
+      --change 'ENV REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt' \
+      --change 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
+      "$base_tar" "$base_tag" >/dev/null
+  fi
+  podman "${storage[@]}" run --rm "${run_opts[@]}" "$base_tag" cat /etc/debian_version
 fi
-if ! podman "${storage[@]}" image exists "$base_tag"; then
-  # pip in a venv uses its own certifi bundle unless told to use the system one.
-  podman "${storage[@]}" import --change 'CMD ["/bin/bash"]' \
-    --change 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt' \
-    --change 'ENV REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt' \
-    --change 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
-    "$base_tar" "$base_tag" >/dev/null
-fi
-podman "${storage[@]}" run --rm "${run_opts[@]}" "$base_tag" cat /etc/debian_version
 
 # ---------------------------------------------------------------------------------------------
 phase build
-# shellcheck disable=SC2086 # CIFARLAB_DOCKER_BUILD_ARGS is a list of words on purpose
-nice -n 10 buildah "${storage[@]}" bud --isolation chroot --format docker \
-  --build-arg BASE_IMAGE="$base_tag" \
-  --build-arg SKIP_PLUGINS=1 \
-  --build-arg SKIP_CIFAR=1 \
-  --build-arg BUILD_JOBS="$jobs" \
-  ${CIFARLAB_DOCKER_BUILD_ARGS:-} \
-  -f docker/Dockerfile -t "$image_tag" . 2>&1 | tee "$cache/build.log" | grep -E '^(STEP|COMMIT|Successfully|Error|error)|FAIL|WARN' || true
-[ "${PIPESTATUS[0]}" = 0 ] || { tail -n 40 "$cache/build.log"; fail "buildah bud failed (log: $cache/build.log)"; }
+if [ "$reuse" = 0 ]; then
+  # --format docker keeps the HEALTHCHECK (the OCI format has none). No --layers: with vfs
+  # every cached layer is a full copy of the file system.
+  set +e
+  # shellcheck disable=SC2086 # CIFARLAB_DOCKER_BUILD_ARGS is a list of words on purpose
+  nice -n 10 buildah "${storage[@]}" bud --isolation chroot --format docker \
+    --build-arg BASE_IMAGE="$base_tag" \
+    --build-arg SKIP_PLUGINS=1 \
+    --build-arg SKIP_CIFAR=1 \
+    --build-arg BUILD_JOBS="$jobs" \
+    ${CIFARLAB_DOCKER_BUILD_ARGS:-} \
+    -f docker/Dockerfile -t "$image_tag" . 2>&1 \
+    | tee "$cache/build.log" | grep --line-buffered -E '^(STEP|COMMIT|Successfully|Error|error)|== setup'
+  build_rc="${PIPESTATUS[0]}"
+  set -e
+  [ "$build_rc" = 0 ] || { tail -n 40 "$cache/build.log"; fail "buildah bud failed (log: $cache/build.log)"; }
+fi
 podman "${storage[@]}" image inspect "$image_tag" --format 'image {{.Id}} size {{.Size}} user {{.Config.User}} healthcheck {{.HealthCheck.Test}}' 2>/dev/null \
   || podman "${storage[@]}" image inspect "$image_tag" --format 'image {{.Id}} size {{.Size}} user {{.Config.User}}'
 
@@ -150,6 +168,7 @@ phase run
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 token="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 podman "${storage[@]}" run -d --name "$ctr" "${run_opts[@]}" \
+  --health-interval disable \
   -p "127.0.0.1:$port:8888" -e JUPYTER_TOKEN="$token" -e CIFARLAB_MODE=cpu "$image_tag" >/dev/null
 user="$(podman "${storage[@]}" exec "$ctr" id -un)"
 [ "$user" != root ] || fail "the container runs as root"
@@ -195,29 +214,40 @@ if [ -z "$nb" ]; then
 fi
 [ -f "$nb" ] || fail "notebook $nb does not exist"
 in_image="/opt/cifarlab/$nb"
-if ! podman "${storage[@]}" exec "$ctr" test -f "$in_image"; then
-  # kernel/testdata is in the image (kernel/ is copied); anything else is copied in now.
-  podman "${storage[@]}" cp "$nb" "$ctr:/tmp/$(basename "$nb")"
-  in_image="/tmp/$(basename "$nb")"
-fi
-echo "executing $in_image with the cifarlab-cpu kernel inside the container"
+podman "${storage[@]}" exec "$ctr" test -f "$in_image" \
+  || fail "$nb is not in the image at $in_image (the image has notebooks/ and kernel/)"
 set +e
-podman "${storage[@]}" exec -w /tmp "$ctr" python3 /opt/cifarlab/kernel/run_notebook.py "$in_image" \
-  --kernel cifarlab-cpu --first-timeout 900 --timeout 300 --out /tmp/executed.ipynb --summary /tmp/summary.json
-nb_rc=$?
-set -e
-podman "${storage[@]}" cp "$ctr:/tmp/summary.json" "$cache/notebook-summary.json" 2>/dev/null || true
-podman "${storage[@]}" cp "$ctr:/tmp/executed.ipynb" "$cache/notebook-executed.ipynb" 2>/dev/null || true
-python3 - "$cache/notebook-summary.json" <<'EOF' || true
+case "$nb" in
+  notebooks/*)
+    # The notebooks carry their own expectations (cell metadata "cifarlab"), checked by
+    # notebooks/nbcheck.py as in CI; it runs the notebook in its folder, as JupyterLab does.
+    echo "executing and checking $in_image with the cifarlab-cpu kernel inside the container (nbcheck.py)"
+    podman "${storage[@]}" exec "$ctr" python3 /opt/cifarlab/notebooks/nbcheck.py --kernel cifarlab-cpu \
+      --output-dir /tmp/nbout --report /tmp/nbreport.json "$in_image"
+    nb_rc=$?
+    podman "${storage[@]}" cp "$ctr:/tmp/nbreport.json" "$cache/notebook-report.json" 2>/dev/null
+    podman "${storage[@]}" cp "$ctr:/tmp/nbout/$(basename "$nb")" "$cache/notebook-executed.ipynb" 2>/dev/null
+    ;;
+  *)
+    echo "executing $in_image with the cifarlab-cpu kernel inside the container (run_notebook.py)"
+    podman "${storage[@]}" exec -w /tmp "$ctr" python3 /opt/cifarlab/kernel/run_notebook.py "$in_image" \
+      --kernel cifarlab-cpu --first-timeout 900 --timeout 300 --out /tmp/executed.ipynb --summary /tmp/summary.json
+    nb_rc=$?
+    podman "${storage[@]}" cp "$ctr:/tmp/summary.json" "$cache/notebook-summary.json" 2>/dev/null
+    podman "${storage[@]}" cp "$ctr:/tmp/executed.ipynb" "$cache/notebook-executed.ipynb" 2>/dev/null
+    python3 - "$cache/notebook-summary.json" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
 print(f"notebook: ok={s['ok']} kernel={s['kernel']} wall={s['wall_s']:.1f}s failed_cells={s['failed_cells']}")
 for c in s["cells"]:
     print(f"  cell {c['index']}: {c['status']}{' (expected error)' if c.get('expected_error') else ''} {c['seconds']:.1f}s")
     if c["status"] != "ok" and not c.get("expected_error"):
-        print("    " + (c.get("error") or {}).get("evalue", c.get("stderr", ""))[:800])
+        print("    " + ((c.get("error") or {}).get("evalue") or c.get("stderr", ""))[:800])
 EOF
-[ "$nb_rc" = 0 ] || fail "the notebook failed inside the container (summary: $cache/notebook-summary.json)"
+    ;;
+esac
+set -e
+[ "$nb_rc" = 0 ] || fail "$nb failed inside the container (exit $nb_rc; outputs in $cache)"
 if [ "$nb" = kernel/testdata/smoke.ipynb ]; then
   # The smoke notebook prints what it ran with: check it ran against the image's repository,
   # with go.mod's versions, on the CPU kernel's backend, and computed [8 10] finite logits.
@@ -248,4 +278,51 @@ fi
 if [ "${CIFARLAB_DOCKER_KEEP:-0}" != 1 ]; then
   podman "${storage[@]}" rm -f -t 5 "$ctr" >/dev/null
 fi
+
+# ---------------------------------------------------------------------------------------------
+phase entrypoint
+# An empty token would switch authentication off: the entry point must refuse to start.
+set +e
+out="$(podman "${storage[@]}" run --rm "${run_opts[@]}" -e JUPYTER_TOKEN= "$image_tag" 2>&1)"
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "an empty JUPYTER_TOKEN: exit $rc, want 2 (output: $out)"
+grep -q "JUPYTER_TOKEN is set but empty" <<<"$out" || fail "an empty JUPYTER_TOKEN: no explanation in: $out"
+echo "empty JUPYTER_TOKEN refused"
+# A mounted work folder gets the notebooks; CIFARLAB_CUDA_BACKEND reaches the CUDA kernelspec
+# (GPU sharing) through a user-level kernelspec; the image's kernelspecs stay visible.
+work="$cache/work.$$"
+mkdir -p "$work"
+chown 1000:1000 "$work"
+ctr2="$ctr-work"
+cuda_backend="xla:cuda,preallocate=false,memory_fraction=0.25"
+podman "${storage[@]}" run -d --name "$ctr2" "${run_opts[@]}" --health-interval disable \
+  -p "127.0.0.1:$port:8888" -e JUPYTER_TOKEN="$token" -e CIFARLAB_CUDA_BACKEND="$cuda_backend" \
+  -v "$work:/opt/cifarlab/notebooks/work" "$image_tag" >/dev/null
+for _ in $(seq 1 60); do
+  podman "${storage[@]}" healthcheck run "$ctr2" >/dev/null 2>&1 && break
+  sleep 2
+done
+specs="$(curl -fsS -H "Authorization: token $token" "http://127.0.0.1:$port/api/kernelspecs")" \
+  || { podman "${storage[@]}" logs "$ctr2" | tail -n 20; podman "${storage[@]}" rm -f -t 2 "$ctr2" >/dev/null; fail "the second container did not answer"; }
+podman "${storage[@]}" rm -f -t 5 "$ctr2" >/dev/null
+python3 - "$specs" "$cuda_backend" <<'EOF' || fail "CIFARLAB_CUDA_BACKEND did not reach the CUDA kernelspec"
+import json, sys
+d = json.loads(sys.argv[1])["kernelspecs"]
+got = d["cifarlab-cuda"]["spec"]["env"]["GOMLX_BACKEND"]
+if got != sys.argv[2]:
+    sys.exit(f"cifarlab-cuda GOMLX_BACKEND={got!r}, want {sys.argv[2]!r}")
+if "cifarlab-cpu" not in d:
+    sys.exit("cifarlab-cpu is missing")
+print("CUDA kernelspec GOMLX_BACKEND:", got)
+EOF
+want_nbs=(notebooks/*.ipynb)
+if [ -f "${want_nbs[0]}" ]; then
+  for f in "${want_nbs[@]}"; do
+    cmp -s "$f" "$work/$(basename "$f")" || fail "the mounted work folder did not get $(basename "$f")"
+  done
+  echo "work folder received ${#want_nbs[@]} notebooks"
+fi
+rm -rf "$work"
+
 echo "docker/test.sh: ok in $(( $(date +%s) - t0 )) s"

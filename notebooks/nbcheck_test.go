@@ -150,10 +150,10 @@ func TestNBCheckWithKernel(t *testing.T) {
 		map[string]any{"cell_type": "code", "execution_count": nil, "outputs": []any{}, "source": "%%\ntime.Sleep(5 * time.Minute)", "metadata": map[string]any{}},
 		map[string]any{"cell_type": "code", "execution_count": nil, "outputs": []any{}, "source": "%%\nfmt.Println(\"never\")", "metadata": map[string]any{}},
 	)
-	code, out := runNBCheck(t, python, "--kernel", cpuKernel, "--timeout", "60", "--output-dir", filepath.Join(dir, "out"), nb)
+	code, out := runNBCheck(t, python, "--kernel", cpuKernel, "--timeout", "30", "--output-dir", filepath.Join(dir, "out"), nb)
 	require.Equal(t, 1, code, out)
-	require.Contains(t, out, "a cell ran past the per-cell timeout of 60s (cell 2); the run stopped there")
-	require.Regexp(t, `BAD cell  2 .*\n +ran past the per-cell timeout of 60s`, out)
+	require.Contains(t, out, "a cell ran past the per-cell timeout of 30s (cell 2); the run stopped there")
+	require.Regexp(t, `BAD cell  2 .*\n +ran past the per-cell timeout of 30s`, out)
 	require.Regexp(t, `ok  cell  0 .*\n`, out)
 	require.Regexp(t, `ok  cell  1 .* \[raises-exception\]`, out)
 	require.Contains(t, out, "not executed (an earlier cell stopped the run)")

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 )
@@ -57,7 +54,7 @@ func runEval(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cifarlib.InterruptContext(context.Background())
 	defer stop()
 	res, err := cifarlib.Evaluate(ctx, backend, ck.Model, ck.Store, recs,
 		cifarlib.EvalOptions{BatchSize: *batch, MaxExamples: *maxExamples, Split: split.String()})
@@ -72,6 +69,6 @@ func runEval(args []string, stdout io.Writer) error {
 			*cifarlib.EvalResult
 		}{ck.Info, res})
 	}
-	fmt.Fprintf(stdout, "checkpoint %s: %s for %s, step %d\n", *ckptDir, ck.Model, ck.Info.Dataset, ck.Info.Step)
+	fmt.Fprintf(stdout, "checkpoint %s: %s, step %d\n", *ckptDir, ck.Model, ck.Info.Step)
 	return res.WriteReport(stdout)
 }

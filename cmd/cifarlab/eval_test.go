@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/stretchr/testify/require"
+)
+
+// cifarlab eval on a CIFAR-100 coarse checkpoint: the dataset, label set and head come from
+// the checkpoint; top-5 and the 20 per-class rows are reported.
+func TestEvalCommandCIFAR100Coarse(t *testing.T) {
+	root := trainTestData(t, cifarlib.CIFAR100(cifarlib.LabelsCoarse))
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"train", "--dataset", "cifar100", "--labels", "coarse", "--data", root, "--model", "linear",
+		"--steps", "2", "--batch", "16", "--backend", "go", "--checkpoint", ckpt, "--no-eval", "--progress", "off"}, &stdout, &stderr), stderr.String())
+	require.Contains(t, stdout.String(), "trained linear (head 20) on cifar100-coarse with guarded loss")
+
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--backend", "go", "--json", "--batch", "32"}, &stdout, &stderr), stderr.String())
+	var ev struct {
+		Checkpoint cifarlib.CheckpointInfo `json:"checkpoint"`
+		cifarlib.EvalResult
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &ev))
+	require.Equal(t, "coarse", ev.Checkpoint.Labels)
+	require.Equal(t, 2, ev.Checkpoint.Step)
+	require.Equal(t, "cifar100-coarse", ev.Dataset)
+	require.Equal(t, 20, ev.HeadWidth)
+	require.Equal(t, 5, ev.TopK)
+	require.Equal(t, 100, ev.Examples)
+	require.Len(t, ev.PerClass, 20)
+	require.Equal(t, "aquatic_mammals", ev.PerClass[0].Name)
+	require.GreaterOrEqual(t, ev.TopKAccuracy, ev.Accuracy)
+
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--backend", "go"}, &stdout, &stderr), stderr.String())
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	require.Equal(t, "checkpoint "+ckpt+": linear for cifar100-coarse (20 classes), step 2", lines[0])
+	require.Contains(t, lines[1], ", top-5 ")
+	require.Len(t, lines, 3+20)
+
+	require.Equal(t, 2, run([]string{"eval", "--checkpoint", ckpt, "--split", "validation"}, &stdout, &stderr))
+}
