@@ -17,7 +17,8 @@
 # Each phase's wall time is printed at the end and written to $CACHE/times.tsv.
 #
 # Environment:
-#   CIFARLAB_DOCKER_CACHE     container storage and the base rootfs tarball (default REPO/.cache/docker);
+#   CIFARLAB_DOCKER_CACHE     container storage, the base rootfs tarball, logs and times
+#                             (default ~/.cache/cifarlab-docker; several GB: vfs copies layers);
 #                             the base is made once and reused while the tarball is there
 #   CIFARLAB_DOCKER_NOTEBOOK  notebook to execute, relative to the repository (default:
 #                             notebooks/01-*.ipynb when it exists, else kernel/testdata/smoke.ipynb)
@@ -30,7 +31,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-cache="${CIFARLAB_DOCKER_CACHE:-$repo/.cache/docker}"
+cache="${CIFARLAB_DOCKER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cifarlab-docker}"
 jobs="${CIFARLAB_DOCKER_JOBS:-1}"
 base_tag="localhost/cifarlab-base:bookworm"
 image_tag="localhost/cifarlab:test"
@@ -65,7 +66,8 @@ cleanup() {
   local rc=$?
   failed_phase="${phase_name:-}"
   if [ "${CIFARLAB_DOCKER_KEEP:-0}" != 1 ]; then
-    podman "${storage[@]}" rm -f -t 5 "$ctr" "$ctr-work" >/dev/null 2>&1 || true
+    podman "${storage[@]}" rm -f -t 5 "$ctr" >/dev/null 2>&1 || true
+    [ -z "${work:-}" ] || rm -rf "$work"
   else
     echo "kept container $ctr: podman ${storage[*]} exec -it $ctr bash"
   fi
@@ -165,11 +167,21 @@ podman "${storage[@]}" image inspect "$image_tag" --format 'image {{.Id}} size {
 
 # ---------------------------------------------------------------------------------------------
 phase run
+# One container exercises the entry point's features: a work folder mounted where the README
+# says (it must receive the notebooks), CIFARLAB_CUDA_BACKEND (GPU sharing; must reach the
+# CUDA kernelspec) and CIFARLAB_MODE=cpu (the CPU kernel must be the default). With vfs every
+# new container copies the image, so the checks share it.
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 token="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-podman "${storage[@]}" run -d --name "$ctr" "${run_opts[@]}" \
-  --health-interval disable \
-  -p "127.0.0.1:$port:8888" -e JUPYTER_TOKEN="$token" -e CIFARLAB_MODE=cpu "$image_tag" >/dev/null
+cuda_backend="xla:cuda,preallocate=false,memory_fraction=0.25"
+work="$cache/work.$$"
+rm -rf "$work"
+mkdir -p "$work"
+chown 1000:1000 "$work"
+podman "${storage[@]}" run -d --name "$ctr" "${run_opts[@]}" --health-interval disable \
+  -p "127.0.0.1:$port:8888" -e JUPYTER_TOKEN="$token" -e CIFARLAB_MODE=cpu \
+  -e CIFARLAB_CUDA_BACKEND="$cuda_backend" -v "$work:/opt/cifarlab/notebooks/work" \
+  "$image_tag" >/dev/null
 user="$(podman "${storage[@]}" exec "$ctr" id -un)"
 [ "$user" != root ] || fail "the container runs as root"
 echo "container $ctr runs as $user, JupyterLab on 127.0.0.1:$port"
@@ -188,8 +200,10 @@ code="$(curl -s -o /dev/null -w '%{http_code}' "$api")"
 [ "$code" = 403 ] || [ "$code" = 401 ] || fail "GET /api/kernelspecs without the token answered $code, want 401 or 403"
 code="$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: token wrong$token" "$api")"
 [ "$code" = 403 ] || [ "$code" = 401 ] || fail "GET /api/kernelspecs with a wrong token answered $code, want 401 or 403"
+echo "token required (no token, wrong token: $code)"
 specs="$(curl -fsS -H "Authorization: token $token" "$api")"
-python3 - "$specs" <<'EOF' || fail "kernelspecs served by the container are not as expected"
+image_cuda="$(podman "${storage[@]}" exec "$ctr" cat /usr/local/share/jupyter/kernels/cifarlab-cuda/kernel.json)"
+python3 - "$specs" "$cuda_backend" "$image_cuda" <<'EOF' || fail "kernelspecs served by the container are not as expected"
 import json, sys
 d = json.loads(sys.argv[1])
 names = sorted(d["kernelspecs"])
@@ -202,8 +216,27 @@ for name, display in want.items():
         sys.exit(f"kernelspec {name}: display name {got!r}, want {display!r}")
 if d["default"] != "cifarlab-cpu":
     sys.exit(f"default kernel {d['default']!r}, want 'cifarlab-cpu' (CIFARLAB_MODE=cpu)")
-print("token required; kernelspecs", names, "default", d["default"])
+got = d["kernelspecs"]["cifarlab-cuda"]["spec"]["env"]["GOMLX_BACKEND"]
+if got != sys.argv[2]:
+    sys.exit(f"served cifarlab-cuda has GOMLX_BACKEND={got!r}, want CIFARLAB_CUDA_BACKEND {sys.argv[2]!r}")
+image = json.loads(sys.argv[3])["env"]["GOMLX_BACKEND"]
+if image == sys.argv[2]:
+    sys.exit("the image's own CUDA kernelspec was changed; the override must be user-level")
+print("kernelspecs", names, "default", d["default"])
+print(f"CUDA kernel GOMLX_BACKEND: {got} (image's kernelspec: {image})")
 EOF
+not_copied="$(podman "${storage[@]}" exec -w /opt/cifarlab/notebooks "$ctr" \
+  bash -c 'n=0; for f in *.ipynb; do [ -f "$f" ] || continue; n=$((n+1)); cmp -s "$f" "work/$f" || echo "$f"; done; [ "$n" -gt 0 ] || echo "(no notebooks in the image)"')"
+[ -z "$not_copied" ] || fail "the mounted work folder did not receive: $not_copied"
+echo "mounted work folder received the image's notebooks: $(cd "$work" && echo *.ipynb)"
+# An empty token would switch authentication off: the entry point must refuse to start.
+set +e
+out="$(podman "${storage[@]}" exec -e JUPYTER_TOKEN= "$ctr" /usr/local/bin/cifarlab-entrypoint 2>&1)"
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "entry point with an empty JUPYTER_TOKEN: exit $rc, want 2 (output: $out)"
+grep -q "JUPYTER_TOKEN is set but empty" <<<"$out" || fail "entry point with an empty JUPYTER_TOKEN: no explanation in: $out"
+echo "empty JUPYTER_TOKEN refused"
 
 # ---------------------------------------------------------------------------------------------
 phase notebook
@@ -279,50 +312,5 @@ if [ "${CIFARLAB_DOCKER_KEEP:-0}" != 1 ]; then
   podman "${storage[@]}" rm -f -t 5 "$ctr" >/dev/null
 fi
 
-# ---------------------------------------------------------------------------------------------
-phase entrypoint
-# An empty token would switch authentication off: the entry point must refuse to start.
-set +e
-out="$(podman "${storage[@]}" run --rm "${run_opts[@]}" -e JUPYTER_TOKEN= "$image_tag" 2>&1)"
-rc=$?
-set -e
-[ "$rc" = 2 ] || fail "an empty JUPYTER_TOKEN: exit $rc, want 2 (output: $out)"
-grep -q "JUPYTER_TOKEN is set but empty" <<<"$out" || fail "an empty JUPYTER_TOKEN: no explanation in: $out"
-echo "empty JUPYTER_TOKEN refused"
-# A mounted work folder gets the notebooks; CIFARLAB_CUDA_BACKEND reaches the CUDA kernelspec
-# (GPU sharing) through a user-level kernelspec; the image's kernelspecs stay visible.
-work="$cache/work.$$"
-mkdir -p "$work"
-chown 1000:1000 "$work"
-ctr2="$ctr-work"
-cuda_backend="xla:cuda,preallocate=false,memory_fraction=0.25"
-podman "${storage[@]}" run -d --name "$ctr2" "${run_opts[@]}" --health-interval disable \
-  -p "127.0.0.1:$port:8888" -e JUPYTER_TOKEN="$token" -e CIFARLAB_CUDA_BACKEND="$cuda_backend" \
-  -v "$work:/opt/cifarlab/notebooks/work" "$image_tag" >/dev/null
-for _ in $(seq 1 60); do
-  podman "${storage[@]}" healthcheck run "$ctr2" >/dev/null 2>&1 && break
-  sleep 2
-done
-specs="$(curl -fsS -H "Authorization: token $token" "http://127.0.0.1:$port/api/kernelspecs")" \
-  || { podman "${storage[@]}" logs "$ctr2" | tail -n 20; podman "${storage[@]}" rm -f -t 2 "$ctr2" >/dev/null; fail "the second container did not answer"; }
-podman "${storage[@]}" rm -f -t 5 "$ctr2" >/dev/null
-python3 - "$specs" "$cuda_backend" <<'EOF' || fail "CIFARLAB_CUDA_BACKEND did not reach the CUDA kernelspec"
-import json, sys
-d = json.loads(sys.argv[1])["kernelspecs"]
-got = d["cifarlab-cuda"]["spec"]["env"]["GOMLX_BACKEND"]
-if got != sys.argv[2]:
-    sys.exit(f"cifarlab-cuda GOMLX_BACKEND={got!r}, want {sys.argv[2]!r}")
-if "cifarlab-cpu" not in d:
-    sys.exit("cifarlab-cpu is missing")
-print("CUDA kernelspec GOMLX_BACKEND:", got)
-EOF
-want_nbs=(notebooks/*.ipynb)
-if [ -f "${want_nbs[0]}" ]; then
-  for f in "${want_nbs[@]}"; do
-    cmp -s "$f" "$work/$(basename "$f")" || fail "the mounted work folder did not get $(basename "$f")"
-  done
-  echo "work folder received ${#want_nbs[@]} notebooks"
-fi
 rm -rf "$work"
-
 echo "docker/test.sh: ok in $(( $(date +%s) - t0 )) s"
