@@ -284,16 +284,18 @@ set -e
 if [ "$nb" = kernel/testdata/smoke.ipynb ]; then
   # The smoke notebook prints what it ran with: check it ran against the image's repository,
   # with go.mod's versions, on the CPU kernel's backend, and computed [8 10] finite logits.
-  python3 - "$cache/notebook-summary.json" go.mod <<'EOF' || fail "the smoke notebook's output is not as expected"
+  cpu_spec="$(podman "${storage[@]}" exec "$ctr" cat /usr/local/share/jupyter/kernels/cifarlab-cpu/kernel.json)"
+  python3 - "$cache/notebook-summary.json" go.mod "$cpu_spec" <<'EOF' || fail "the smoke notebook's output is not as expected"
 import json, re, sys
 s = json.load(open(sys.argv[1]))
 out = "".join(c.get("stdout", "") for c in s["cells"])
 mod = open(sys.argv[2]).read()
+backend = json.loads(sys.argv[3])["env"]["GOMLX_BACKEND"]
 def pinned(path):
     return re.search(r"^\s*" + re.escape(path) + r" (v\S+)", mod, re.M).group(1)
 want = [
     "kernel: cpu",
-    "GOMLX_BACKEND: go",
+    "GOMLX_BACKEND: " + backend + "\n",
     "cifarlib source: /opt/cifarlab/cifarlib/",
     "module github.com/gomlx/gomlx: " + pinned("github.com/gomlx/gomlx"),
     "module github.com/gomlx/compute: " + pinned("github.com/gomlx/compute"),

@@ -23,6 +23,16 @@ fi
 echo "== go test (backend: $GOMLX_BACKEND)"
 go test -count=1 -timeout 75m ./...
 
+# The same model, loss, guard and training tests on XLA's CPU PJRT plugin (installed into .venv by
+# kernel/setup.sh from kernel/requirements-xla-cpu.txt): "cpu" resolves to it, and the plugin tests
+# fail rather than skip when it is missing.
+echo "== go test cifarlib on the XLA CPU plugin (GOMLX_BACKEND=cpu)"
+GOMLX_BACKEND=cpu CIFARLAB_REQUIRE_XLA_CPU=1 \
+  go test -count=1 -timeout 30m -run 'XLACPU|Guard|Loss|Train|Silent|Label' ./cifarlib
+
+echo "== docker lint (the full image build is docker/test.sh, see docker/README.md)"
+bash docker/lint.sh
+
 # Fuzz targets for a fixed budget of executions (counts, not durations: a duration budget can
 # fail spuriously with "context deadline exceeded" on a loaded machine, golang/go#75804).
 echo "== fuzz (fixed budget)"
