@@ -60,8 +60,8 @@ def main():
     for r in rows:
         k = (r["backend"], r["model"], r["batch"], r["mode"])
         old = by.get(k)
-        if (r["backend"] == args.reference and old is not None and "median_ms" in old
-                and ("median_ms" not in r or old["median_ms"] <= r["median_ms"])):
+        if (r["backend"] == args.reference and old is not None and old.get("steps", 0) > 0
+                and (r.get("steps", 0) == 0 or old["median_ms"] <= r["median_ms"])):
             continue
         by[k] = r
     backends = []
@@ -76,9 +76,12 @@ def main():
     order = {"cnn": 0, "resnet20": 1, "resnet18": 2}
     keys.sort(key=lambda k: (order.get(k[0], 9), k[0], k[1], k[2] != "train"))
 
+    def measured(r):
+        return r is not None and not r.get("skipped") and not r.get("error") and r.get("steps", 0) > 0
+
     def ratio(b, k):
         r, ref = by.get((b,) + k), by.get((args.reference,) + k)
-        if not r or not ref or "median_ms" not in r or "median_ms" not in ref:
+        if not measured(r) or not measured(ref):
             return None
         return r["median_ms"] / ref["median_ms"]
 
@@ -115,7 +118,7 @@ def main():
         if meta:
             md.append("| | |")
             md.append("|---|---|")
-            for key in ["date", "machine", "cpu", "cores", "memory", "threads", "load_before", "load_after",
+            for key in ["date", "machine", "cpu", "cores", "memory", "threads", "load_before", "load_during", "load_after",
                         "go", "gomlx", "go_xla", "xla_cpu_plugin", "torch", "python", "gpu", "command"]:
                 if meta.get(key):
                     md.append(f"| {key.replace('_', ' ')} | {str(meta[key]).replace('|', '/')} |")
@@ -147,7 +150,8 @@ def main():
                     md.append(f"- {r['backend']} {r['model']} batch {r['batch']}: {msg}")
             md.append("")
         md.append("Steps timed per measurement and first-step (compile) times are in the raw results, one JSON line "
-                  "per measurement (bench/out/results.jsonl when run by bench/run.sh).")
+                  "per measurement (bench/out/results.jsonl when run by bench/run.sh). Where the time goes and why "
+                  "the targets are missed: bench/README.md, \"Findings\".")
         if meta.get("notes"):
             md += ["", meta["notes"]]
         with open(args.out, "w") as f:

@@ -99,22 +99,28 @@ EOF
 #    machine's load hit both sides alike.
 RES="$OUT/results.jsonl"
 : > "$RES"
+: > "$OUT/load.txt"
 for model in ${MODELS//,/ }; do
   for batch in ${BATCHES//,/ }; do
     echo "== $model, batch $batch (load $(load))"
+    cut -d' ' -f1 /proc/loadavg >> "$OUT/load.txt"
     GOMAXPROCS="$THREADS" "$OUT/trainstep" -backends "$BACKENDS" -models "$model" -batches "$batch" -modes "$MODES" \
-      -steps "$STEPS" -warmup "$WARMUP" -budget "${BUDGET}s" -skip "$SKIP" -json "$RES" 2>&1 | grep -v '^W[0-9]\{4\} '
+      -steps "$STEPS" -warmup "$WARMUP" -budget "${BUDGET}s" -skip "$SKIP" -json "$RES" 2>&1 | grep --line-buffered -v '^W[0-9]\{4\} '
     for policy in $OMP_POLICIES; do
       OMP_WAIT_POLICY="$policy" "$PY" bench/torch_cpu.py --threads "$THREADS" --models "$model" --batches "$batch" \
-        --modes "$MODES" --steps "$STEPS" --warmup "$WARMUP" --budget "$BUDGET" --json "$RES" 2>&1 | grep -v -i numpy
+        --modes "$MODES" --steps "$STEPS" --warmup "$WARMUP" --budget "$BUDGET" --json "$RES" 2>&1 | grep --line-buffered -v -i numpy
     done
   done
 done
 
 # 5. Report.
-"$PY" - "$OUT/meta.json" "$(load)" <<'EOF'
+"$PY" - "$OUT/meta.json" "$(load)" "$OUT/load.txt" <<'EOF'
 import json, sys
 m = json.load(open(sys.argv[1])); m["load_after"] = sys.argv[2] + " (1, 5, 15 min)"
+during = [float(x) for x in open(sys.argv[3]).read().split()]
+if during:
+    m["load_during"] = "1-min load average %.2f to %.2f at the start of each model/batch group (%d groups)" % (
+        min(during), max(during), len(during))
 json.dump(m, open(sys.argv[1], "w"), indent=1)
 EOF
 echo

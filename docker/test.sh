@@ -237,6 +237,9 @@ set -e
 [ "$rc" = 2 ] || fail "entry point with an empty JUPYTER_TOKEN: exit $rc, want 2 (output: $out)"
 grep -q "JUPYTER_TOKEN is set but empty" <<<"$out" || fail "entry point with an empty JUPYTER_TOKEN: no explanation in: $out"
 echo "empty JUPYTER_TOKEN refused"
+# The project's own checklist, as the lab user: it exits non-zero when something required
+# (tools, Jupyter, kernelspecs, the pure-Go backend) is missing or broken.
+podman "${storage[@]}" exec "$ctr" cifarlab doctor || fail "cifarlab doctor failed inside the container"
 
 # ---------------------------------------------------------------------------------------------
 phase notebook
@@ -254,6 +257,9 @@ case "$nb" in
   notebooks/*)
     # The notebooks carry their own expectations (cell metadata "cifarlab"), checked by
     # notebooks/nbcheck.py as in CI; it runs the notebook in its folder, as JupyterLab does.
+    # The copy in the mounted work folder is the one an attendee opens: run that one.
+    copy="/opt/cifarlab/notebooks/work/$(basename "$nb")"
+    if podman "${storage[@]}" exec "$ctr" test -f "$copy"; then in_image="$copy"; fi
     echo "executing and checking $in_image with the cifarlab-cpu kernel inside the container (nbcheck.py)"
     podman "${storage[@]}" exec "$ctr" python3 /opt/cifarlab/notebooks/nbcheck.py --kernel cifarlab-cpu \
       --output-dir /tmp/nbout --report /tmp/nbreport.json "$in_image"
@@ -263,9 +269,12 @@ case "$nb" in
     ;;
   *)
     echo "executing $in_image with the cifarlab-cpu kernel inside the container (run_notebook.py)"
+    # GoNB logs verbosely on stderr: keep it in a file, shown when the run fails.
     podman "${storage[@]}" exec -w /tmp "$ctr" python3 /opt/cifarlab/kernel/run_notebook.py "$in_image" \
-      --kernel cifarlab-cpu --first-timeout 900 --timeout 300 --out /tmp/executed.ipynb --summary /tmp/summary.json
+      --kernel cifarlab-cpu --first-timeout 900 --timeout 300 --out /tmp/executed.ipynb --summary /tmp/summary.json \
+      2> "$cache/notebook-stderr.log"
     nb_rc=$?
+    [ "$nb_rc" = 0 ] || tail -n 40 "$cache/notebook-stderr.log"
     podman "${storage[@]}" cp "$ctr:/tmp/summary.json" "$cache/notebook-summary.json" 2>/dev/null
     podman "${storage[@]}" cp "$ctr:/tmp/executed.ipynb" "$cache/notebook-executed.ipynb" 2>/dev/null
     python3 - "$cache/notebook-summary.json" <<'EOF'
