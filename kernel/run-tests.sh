@@ -26,9 +26,11 @@ go test -count=1 -timeout 75m ./...
 # The same model, loss, guard and training tests on XLA's CPU PJRT plugin (installed into .venv by
 # kernel/setup.sh from kernel/requirements-xla-cpu.txt): "cpu" resolves to it, and the plugin tests
 # fail rather than skip when it is missing.
-echo "== go test cifarlib on the XLA CPU plugin (GOMLX_BACKEND=cpu)"
-GOMLX_BACKEND=cpu CIFARLAB_REQUIRE_XLA_CPU=1 \
-  go test -count=1 -timeout 30m -run 'XLACPU|Guard|Loss|Train|Silent|Label' ./cifarlib
+echo "== go test cifarlib (models, losses, guards, training, backends) on the XLA CPU plugin"
+plugin="$(ls "$repo"/.venv/lib/python3*/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so | tail -1)"
+GOMLX_BACKEND="xla:$plugin" CIFARLAB_REQUIRE_XLA_CPU=1 go test -count=1 -timeout 30m \
+  -run '^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestTrain.*|TestTopKAccuracyGraph|TestNewBackend.*|TestXLACPUMatchesGo|TestFindXLACPUPluginSearch)$' \
+  ./cifarlib
 
 echo "== docker lint (the full image build is docker/test.sh, see docker/README.md)"
 bash docker/lint.sh
