@@ -95,9 +95,9 @@ var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
 //
 // Raw GoMLX configurations ("xla:cuda", "xla:/abs/path/plugin.so", "go:ops_sequential", ...) are
 // accepted too; "xla:cpu" finds the CPU plugin as "cpu" does, but never falls back to Go.
-// The XLA plugin auto-installer is always disabled: nothing is downloaded. Note: on a 2-core
-// machine "go:parallelism=2" was reported to hang on the first training step; leave parallelism
-// at its default.
+// The XLA plugin auto-installer is always disabled: nothing is downloaded. The pure-Go backend
+// runs its ops sequentially unless told "go:ops_parallel" (see GoBackendDefaultOptions: the
+// parallel executor of compute v0.1.3 can deadlock on convolutions).
 func NewBackend(name string) (compute.Backend, error) {
 	xlaSetup()
 	requested := strings.TrimSpace(name)
@@ -119,7 +119,7 @@ func NewBackend(name string) (compute.Backend, error) {
 		return NewBackend(BackendCPU)
 	case lower == BackendGo || strings.HasPrefix(lower, BackendGo+":"):
 		_, config, _ := strings.Cut(requested, ":")
-		b, err := gobackend.New(config)
+		b, err := newGoBackend(config)
 		if err != nil {
 			return nil, &BackendError{Requested: requested, Missing: "the Go backend rejected its configuration",
 				Fix: "use \"go\" without options", Err: err}
@@ -138,7 +138,7 @@ func NewBackend(name string) (compute.Backend, error) {
 			}
 			// A plugin found by searching that does not start: the pure-Go backend still works.
 		}
-		return gobackend.New("")
+		return newGoBackend("")
 	case lower == BackendCUDA || strings.HasPrefix(lower, BackendCUDA+","):
 		options := strings.TrimPrefix(requested[len(BackendCUDA):], ",")
 		return newCUDA(requested, "", options)

@@ -21,7 +21,7 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 echo "== go test (backend: $GOMLX_BACKEND)"
-go test -count=1 -timeout 75m ./...
+go test -count=1 -timeout 40m ./...
 
 # The same model, loss, guard and training tests on XLA's CPU PJRT plugin (installed into .venv by
 # kernel/setup.sh from kernel/requirements-xla-cpu.txt): "cpu" resolves to it, and the plugin tests
