@@ -18,6 +18,7 @@ import sys
 TARGETS = [  # (backend, model, mode, max ratio, label)
     ("xla-cpu", "resnet18", "train", 1.0, "XLA CPU ResNet-18 train step <= 1.0x PyTorch CPU"),
     ("go", "cnn", "train", 10.0, "go backend cnn train step <= 10x PyTorch CPU"),
+    ("go+simd", "cnn", "train", 10.0, "go backend (GOEXPERIMENT=simd build) cnn train step <= 10x PyTorch CPU"),
     ("cuda", "resnet18", "train", 1.0, "XLA CUDA ResNet-18 train step <= 1.0x PyTorch CUDA eager"),
 ]
 

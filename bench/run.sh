@@ -12,6 +12,8 @@
 #   BACKENDS=go,xla-cpu            GoMLX backends (xla-cpu is reported as skipped when not installed)
 #   SKIP=go/resnet18/*             backend/model/batch patterns left out (the go backend's ResNet-18 takes
 #                                  minutes per step: ~7 min at batch 128 on 2 cores); SKIP= runs everything
+#   SIMD=1                         also time the pure-Go backend built with GOEXPERIMENT=simd (its AVX2/AVX-512
+#                                  matmul kernels; reported as backend "go+simd"); SIMD=0 leaves it out
 #   THREADS=$(nproc)               PyTorch threads; the Go side runs with GOMAXPROCS=THREADS and XLA CPU
 #                                  uses one thread per core
 #   OMP_POLICIES="PASSIVE ACTIVE"  PyTorch runs once per OpenMP wait policy and the faster counts: on a
@@ -33,6 +35,7 @@ WARMUP="${WARMUP:-2}"
 BUDGET="${BUDGET:-120}"
 BACKENDS="${BACKENDS:-go,xla-cpu}"
 SKIP="${SKIP-go/resnet18/*}"
+SIMD="${SIMD:-1}"
 THREADS="${THREADS:-$(nproc)}"
 OMP_POLICIES="${OMP_POLICIES:-PASSIVE ACTIVE}"
 OUT="${OUT:-$REPO/bench/out}"
@@ -63,6 +66,12 @@ fi
 # 2. The Go benchmark.
 echo "== go build ./bench/trainstep"
 go build -o "$OUT/trainstep" ./bench/trainstep
+GO_SIMD=""
+if [ "$SIMD" = 1 ] && [[ ",$BACKENDS," == *,go,* ]]; then
+  echo "== GOEXPERIMENT=simd go build ./bench/trainstep (the go backend's SIMD matmul)"
+  GOEXPERIMENT=simd go build -o "$OUT/trainstep-simd" ./bench/trainstep
+  GO_SIMD="$OUT/trainstep-simd"
+fi
 
 # 3. Machine and versions.
 load() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -90,7 +99,7 @@ meta = {
   "xla_cpu_plugin": (plugin + " (PyPI lammps-jax-pjrt-cpu " + sh("'$REPO/.venv/bin/pip' show lammps-jax-pjrt-cpu 2>/dev/null | sed -n 's/^Version: //p'") + ")") if plugin else "not installed",
   "torch": "PyTorch " + torch.__version__ + " (" + torch.backends.cpu.get_cpu_capability() + ")",
   "python": platform.python_version(),
-  "command": "bench/run.sh: MODELS=$MODELS BATCHES=$BATCHES STEPS=$STEPS WARMUP=$WARMUP BUDGET=$BUDGET BACKENDS=$BACKENDS SKIP='$SKIP'",
+  "command": "bench/run.sh: MODELS=$MODELS BATCHES=$BATCHES STEPS=$STEPS WARMUP=$WARMUP BUDGET=$BUDGET BACKENDS=$BACKENDS SIMD=$SIMD SKIP='$SKIP'",
 }
 json.dump(meta, open(sys.argv[1], "w"), indent=1)
 EOF
@@ -106,6 +115,10 @@ for model in ${MODELS//,/ }; do
     cut -d' ' -f1 /proc/loadavg >> "$OUT/load.txt"
     GOMAXPROCS="$THREADS" "$OUT/trainstep" -backends "$BACKENDS" -models "$model" -batches "$batch" -modes "$MODES" \
       -steps "$STEPS" -warmup "$WARMUP" -budget "${BUDGET}s" -skip "$SKIP" -json "$RES" 2>&1 | grep --line-buffered -v '^W[0-9]\{4\} '
+    if [ -n "$GO_SIMD" ]; then
+      GOMAXPROCS="$THREADS" "$GO_SIMD" -backends go -models "$model" -batches "$batch" -modes "$MODES" \
+        -steps "$STEPS" -warmup "$WARMUP" -budget "${BUDGET}s" -skip "$SKIP" -json "$RES" 2>&1
+    fi
     for policy in $OMP_POLICIES; do
       OMP_WAIT_POLICY="$policy" "$PY" bench/torch_cpu.py --threads "$THREADS" --models "$model" --batches "$batch" \
         --modes "$MODES" --steps "$STEPS" --warmup "$WARMUP" --budget "$BUDGET" --json "$RES" 2>&1 | grep --line-buffered -v -i numpy

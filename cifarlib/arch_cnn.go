@@ -15,14 +15,15 @@ func (nb *netBuilder) linear(scope *model.Scope, x *graph.Node) *graph.Node {
 }
 
 // cnn builds ArchCNN: three 3x3 convolutions (16, 32, 64 channels, ReLU), each followed by a
-// 2x2 max-pool, then flatten ([batch, 4*4*64]) and the dense head.
+// 2x2 max-pool, then flatten ([batch, 4*4*64]) and the dense head. nb.m.LayerOps says how the
+// convolutions and pools are computed.
 func (nb *netBuilder) cnn(scope *model.Scope, x *graph.Node) *graph.Node {
 	for i, channels := range []int{16, 32, 64} {
 		name := []string{"conv1", "conv2", "conv3"}[i]
 		s := scope.In("%s", name)
-		x = layers.Convolution(s, x).Channels(channels).KernelSize(3).PadSame().Done()
+		x = nb.convolution(s, x, channels, 3, 1, true)
 		x = nb.mark(name, s, activation.Relu(x))
-		x = nb.mark([]string{"pool1", "pool2", "pool3"}[i], nil, graph.MaxPool(x).Window(2).Done())
+		x = nb.mark([]string{"pool1", "pool2", "pool3"}[i], nil, nb.maxPool2x2(x))
 	}
 	dims := x.Shape().Dimensions
 	x = nb.mark("flatten", nil, graph.Reshape(x, dims[0], dims[1]*dims[2]*dims[3]))

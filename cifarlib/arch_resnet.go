@@ -5,7 +5,6 @@ import (
 
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/layers/norm"
 	"github.com/gomlx/gomlx/ml/model"
@@ -74,8 +73,7 @@ func (nb *netBuilder) basicBlock(scope *model.Scope, x *graph.Node, channels, st
 
 // conv is a bias-free "same"-padded convolution (batch norm follows it).
 func (nb *netBuilder) conv(scope *model.Scope, x *graph.Node, channels, kernel, stride int) *graph.Node {
-	return layers.Convolution(scope, x).Channels(channels).KernelSize(kernel).Strides(stride).
-		PadSame().UseBias(false).Done()
+	return nb.convolution(scope, x, channels, kernel, stride, false)
 }
 
 // batchNorm normalizes over batch and pixels per channel, with the variant chosen for the backend.

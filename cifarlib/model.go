@@ -77,6 +77,7 @@ type ModelBuilder struct {
 	head      int
 	headSet   bool
 	batchNorm BatchNormKind
+	layerOps  LayerOps
 }
 
 // NewModel starts building a classifier of architecture arch ("linear", "cnn", "resnet18" or
@@ -94,10 +95,19 @@ func (b *ModelBuilder) Head(n int) *ModelBuilder {
 	return b
 }
 
-// Backend picks the batch-norm variant that works on the backend (see BatchNormFor).
-// Without it the model uses BatchNormGraph, which works everywhere.
+// Backend picks the batch-norm variant that works on the backend (see BatchNormFor) and the
+// fastest way to compute convolutions and pooling on it (see LayerOpsFor). Without it the model
+// uses BatchNormGraph and LayerOpsNative, which work everywhere.
 func (b *ModelBuilder) Backend(backend compute.Backend) *ModelBuilder {
 	b.batchNorm = BatchNormFor(backend)
+	b.layerOps = LayerOpsFor(backend)
+	return b
+}
+
+// LayerOps sets how convolutions and pooling are computed explicitly (the variables and the
+// function are the same either way).
+func (b *ModelBuilder) LayerOps(kind LayerOps) *ModelBuilder {
+	b.layerOps = kind
 	return b
 }
 
@@ -128,6 +138,7 @@ func (b *ModelBuilder) Done() (*Model, error) {
 		NumClasses:     b.head,
 		HeadOverridden: b.headSet && b.head != b.spec.NumClasses,
 		BatchNorm:      b.batchNorm,
+		LayerOps:       b.layerOps,
 	}, nil
 }
 
@@ -145,6 +156,8 @@ type Model struct {
 	HeadOverridden bool
 	// BatchNorm is the batch-norm variant used by the ResNets.
 	BatchNorm BatchNormKind
+	// LayerOps is how convolutions and pooling are computed (the variables do not depend on it).
+	LayerOps LayerOps
 }
 
 // String describes the model, e.g. "cnn for cifar100 (100 classes)" or

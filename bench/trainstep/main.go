@@ -167,7 +167,7 @@ func run(o options, w io.Writer) error {
 			for _, m := range o.models {
 				for _, b := range o.batches {
 					for _, mode := range o.modes {
-						if err := emit(Result{Backend: key, Model: m, Batch: b, Mode: mode, Skipped: "backend unavailable: " + err.Error()}); err != nil {
+						if err := emit(Result{Backend: resultKey(key), Model: m, Batch: b, Mode: mode, Skipped: "backend unavailable: " + err.Error()}); err != nil {
 							return err
 						}
 					}
@@ -185,7 +185,7 @@ func run(o options, w io.Writer) error {
 			for _, b := range o.batches {
 				skipReason := skipped(o.skip, key, m, b)
 				for _, mode := range o.modes {
-					r := Result{Backend: key, Desc: desc, Model: m, Batch: b, Mode: mode}
+					r := Result{Backend: resultKey(key), Desc: desc, Model: m, Batch: b, Mode: mode}
 					if skipReason != "" {
 						r.Skipped = skipReason
 					} else if err := measure(backend, m, b, mode, o, prof, &r); err != nil {
@@ -213,6 +213,15 @@ func listBackends(keys []string, w io.Writer) {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", key, cifarlib.BackendName(b), cifarlib.BackendPlugin(b))
 		b.Finalize()
 	}
+}
+
+// resultKey is the backend name written to the results: the -backends key, with "+simd" added
+// to the pure-Go backend's when this program was built with GOEXPERIMENT=simd.
+func resultKey(key string) string {
+	if simdBuild && (key == cifarlib.BackendGo || strings.HasPrefix(key, cifarlib.BackendGo+":")) {
+		return key + "+simd"
+	}
+	return key
 }
 
 // openBackend maps a -backends key to a cifarlib backend.

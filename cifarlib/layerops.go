@@ -1,0 +1,137 @@
+package cifarlib
+
+import (
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/gobackend"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/layers"
+	"github.com/gomlx/gomlx/ml/layers/regularizer"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// LayerOps selects how the models' convolutions and max-pooling are lowered to backend ops. Both
+// kinds create the same variables (scope ".../conv", "weights" [k, k, Cin, Cout] and "biases"
+// [Cout], as GoMLX's layers.Convolution does) and compute the same function, so checkpoints move
+// freely between backends.
+type LayerOps int
+
+const (
+	// LayerOpsNative uses GoMLX's layers.Convolution (graph.Convolve) and graph.MaxPool: the
+	// backend's convolution and reduce-window ops. XLA's are fast; it is the default.
+	LayerOpsNative LayerOps = iota
+	// LayerOpsMatmul computes each "same"-padded convolution as im2col and one matrix
+	// multiplication (the k*k shifted, strided copies of the zero-padded input concatenated on the
+	// channel axis to [batch*H*W, k*k*Cin], times the kernel reshaped to [k*k*Cin, Cout]), and
+	// each 2x2 max-pool as a reshape and a ReduceMax, so the forward pass and the gradients are
+	// matmuls, slices and element-wise ops. Chosen for the pure-Go backend: compute v0.1.3's
+	// direct convolution, reduce-window and select-and-scatter loops made the cnn training step
+	// 3.5x slower (bench/RESULTS.md). It uses k*k times a layer's input memory for the im2col
+	// copy; in a tie inside a pooling window the gradient goes to every maximum (graph.MaxPool
+	// picks one), which after a ReLU only happens where the gradient is zero anyway.
+	LayerOpsMatmul
+)
+
+// String returns "native" or "matmul".
+func (k LayerOps) String() string {
+	if k == LayerOpsMatmul {
+		return "matmul"
+	}
+	return "native"
+}
+
+// LayerOpsFor returns the layer lowering that is fastest on the backend: LayerOpsMatmul for the
+// pure-Go backend, LayerOpsNative for XLA (and when backend is nil).
+func LayerOpsFor(backend compute.Backend) LayerOps {
+	if backend != nil && backend.String() == gobackend.BackendName {
+		return LayerOpsMatmul
+	}
+	return LayerOpsNative
+}
+
+// convolution is a "same"-padded 2D convolution of x [batch, H, W, Cin] to channels outputs
+// with a kernel x kernel window and the given stride, plus a bias when withBias. Its variables
+// live in scope.In("conv") and match layers.Convolution's; nb.m.LayerOps picks the method.
+func (nb *netBuilder) convolution(scope *model.Scope, x *graph.Node, channels, kernel, stride int, withBias bool) *graph.Node {
+	if nb.m.LayerOps != LayerOpsMatmul {
+		return layers.Convolution(scope, x).Channels(channels).KernelSize(kernel).Strides(stride).
+			PadSame().UseBias(withBias).Done()
+	}
+	s := scope.In("conv")
+	g := x.Graph()
+	cin := x.Shape().Dimensions[3]
+	weights := s.VariableWithShape("weights", shapes.Make(x.DType(), kernel, kernel, cin, channels))
+	y := im2colConvolution(x, weights.NodeValue(g), stride)
+	if withBias {
+		biases := s.VariableWithShape("biases", shapes.Make(x.DType(), channels)).NodeValue(g)
+		y = graph.Add(y, graph.Reshape(biases, 1, 1, 1, channels))
+	}
+	if l2, found := s.GetParam(layers.ParamL2Regularization); found {
+		if v, ok := l2.(float64); ok && v > 0 {
+			regularizer.L2(v)(g, weights)
+		}
+	}
+	return y
+}
+
+// im2colConvolution computes graph.Convolve(x, kernel).StridePerAxis(stride, stride).PadSame()
+// for x [batch, H, W, Cin] and kernel [k, k, Cin, Cout] as slices, one concatenation and one
+// matmul. Padding follows GoMLX's PadSame: (k-1)/2 zeros before and k/2 after each spatial axis,
+// whatever the stride, so the output is [batch, (H-1)/stride+1, (W-1)/stride+1, Cout].
+func im2colConvolution(x, kernel *graph.Node, stride int) *graph.Node {
+	dims := x.Shape().Dimensions
+	batch, h, w, cin := dims[0], dims[1], dims[2], dims[3]
+	k, cout := kernel.Shape().Dimensions[0], kernel.Shape().Dimensions[3]
+	outH, outW := (h-1)/stride+1, (w-1)/stride+1
+	xp := zeroPadSpatial(x, (k-1)/2, k/2)
+	patches := make([]*graph.Node, 0, k*k)
+	for ky := range k {
+		for kx := range k {
+			patches = append(patches, graph.Slice(xp, graph.AxisRange(),
+				graph.AxisRange(ky, ky+(outH-1)*stride+1).Stride(stride),
+				graph.AxisRange(kx, kx+(outW-1)*stride+1).Stride(stride),
+				graph.AxisRange()))
+		}
+	}
+	cols := patches[0]
+	if len(patches) > 1 {
+		cols = graph.Concatenate(patches, 3) // [batch, outH, outW, k*k*Cin], (ky, kx, c) order
+	}
+	cols = graph.Reshape(cols, batch*outH*outW, k*k*cin)
+	y := graph.Dot(cols, graph.Reshape(kernel, k*k*cin, cout)).Product()
+	return graph.Reshape(y, batch, outH, outW, cout)
+}
+
+// zeroPadSpatial adds before and after zeros around axes 1 and 2 of x [batch, H, W, C]. It
+// concatenates zeros rather than using graph.Pad so that the gradient flows.
+func zeroPadSpatial(x *graph.Node, before, after int) *graph.Node {
+	zeros := func(axis, n int) *graph.Node {
+		dims := append([]int(nil), x.Shape().Dimensions...)
+		dims[axis] = n
+		return graph.Zeros(x.Graph(), shapes.Make(x.DType(), dims...))
+	}
+	for axis := 1; axis <= 2; axis++ {
+		parts := []*graph.Node{x}
+		if before > 0 {
+			parts = append([]*graph.Node{zeros(axis, before)}, parts...)
+		}
+		if after > 0 {
+			parts = append(parts, zeros(axis, after))
+		}
+		if len(parts) > 1 {
+			x = graph.Concatenate(parts, axis)
+		}
+	}
+	return x
+}
+
+// maxPool2x2 is graph.MaxPool(x).Window(2).Done() for x [batch, H, W, C]; with LayerOpsMatmul
+// and even H and W it is a reshape to [batch, H/2, 2, W/2, 2, C] and a ReduceMax over the two
+// window axes.
+func (nb *netBuilder) maxPool2x2(x *graph.Node) *graph.Node {
+	d := x.Shape().Dimensions
+	if nb.m.LayerOps != LayerOpsMatmul || d[1]%2 != 0 || d[2]%2 != 0 {
+		return graph.MaxPool(x).Window(2).Done()
+	}
+	return graph.ReduceMax(graph.Reshape(x, d[0], d[1]/2, 2, d[2]/2, 2, d[3]), 2, 4)
+}
