@@ -56,6 +56,12 @@ type PluginLocation struct {
 // When nothing is installed it returns a zero PluginLocation and a nil error. An environment
 // variable naming a missing file gives a *BackendError.
 func FindXLACPUPlugin() (PluginLocation, error) {
+	return FindXLACPUPluginIn("")
+}
+
+// FindXLACPUPluginIn is FindXLACPUPlugin with step 3 looking in the venv of the checkout repoDir
+// ("" finds the checkout as FindXLACPUPlugin does). "cifarlab kernel install --repo DIR" uses it.
+func FindXLACPUPluginIn(repoDir string) (PluginLocation, error) {
 	for _, env := range []string{XLACPUPluginEnv, KernelCPUPluginEnv} {
 		p := strings.TrimSpace(os.Getenv(env))
 		if p == "" {
@@ -78,7 +84,10 @@ func FindXLACPUPlugin() (PluginLocation, error) {
 			return PluginLocation{Path: p, Source: "go-xla's plugin folders"}, nil
 		}
 	}
-	if repo := findRepoDir(); repo != "" {
+	if repoDir == "" {
+		repoDir = findRepoDir()
+	}
+	if repo := repoDir; repo != "" {
 		if p := venvXLACPUPlugin(filepath.Join(repo, ".venv")); p != "" {
 			return PluginLocation{Path: p, Source: "the venv " + filepath.Join(repo, ".venv")}, nil
 		}
@@ -123,41 +132,47 @@ func pythonMinor(path string) int {
 	return -1
 }
 
-// findRepoDir returns the cifarlab checkout: $CIFARLAB_REPO when it holds this module's
+// FindRepoDir returns the cifarlab checkout: $CIFARLAB_REPO when it holds this module's
 // go.mod, else the first such folder at or above the working directory, else at or above the
-// running executable's folder; "" when none.
-func findRepoDir() string {
+// running executable's folder (the cifarlab binary lives in REPO/.bin). It returns "" when
+// there is none, with the folders it searched (for error messages).
+func FindRepoDir() (dir string, searched []string) {
 	if env := os.Getenv(RepoEnv); env != "" {
-		if abs, err := filepath.Abs(env); err == nil && isRepoDir(abs) {
-			return abs
+		if abs, err := filepath.Abs(env); err == nil && IsRepoDir(abs) {
+			return abs, []string{env}
 		}
-		return ""
+		return "", []string{env}
 	}
-	var starts []string
 	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
+		searched = append(searched, wd)
 	}
 	if exe, err := os.Executable(); err == nil {
 		if real, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = real
 		}
-		starts = append(starts, filepath.Dir(exe))
+		searched = append(searched, filepath.Dir(exe))
 	}
-	for _, start := range starts {
+	for _, start := range searched {
 		for dir := start; ; dir = filepath.Dir(dir) {
-			if isRepoDir(dir) {
-				return dir
+			if IsRepoDir(dir) {
+				return dir, searched
 			}
 			if filepath.Dir(dir) == dir {
 				break
 			}
 		}
 	}
-	return ""
+	return "", searched
 }
 
-// isRepoDir reports whether dir holds a go.mod declaring ModulePath.
-func isRepoDir(dir string) bool {
+// findRepoDir is FindRepoDir without the searched folders.
+func findRepoDir() string {
+	dir, _ := FindRepoDir()
+	return dir
+}
+
+// IsRepoDir reports whether dir holds a go.mod declaring ModulePath.
+func IsRepoDir(dir string) bool {
 	f, err := os.Open(filepath.Join(dir, "go.mod"))
 	if err != nil {
 		return false

@@ -2,8 +2,10 @@ package cifarlib
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -388,4 +390,39 @@ func TestTranslateRuntimeError(t *testing.T) {
 	other := errors.New("something else")
 	require.Same(t, other, TranslateRuntimeError(other))
 	require.Same(t, err, TranslateRuntimeError(err), "already translated errors are kept")
+}
+
+// TestFindXLACPUPluginGoXLAFolders checks that a "cpu" plugin in go-xla's folders wins over the
+// repository's venv. go-xla reads $PJRT_PLUGIN_LIBRARY_PATH once, at process start, so the
+// search runs in a child process of this test binary; and go-xla dlopens what it finds, so the
+// folder holds a link to the real plugin (the test needs it installed).
+func TestFindXLACPUPluginGoXLAFolders(t *testing.T) {
+	const childEnv = "CIFARLAB_TEST_CHILD"
+	if os.Getenv(childEnv) == "goxla-folders" {
+		loc, err := FindXLACPUPlugin()
+		fmt.Printf("\nRESULT %s|%s|%v\n", loc.Path, loc.Source, err)
+		return
+	}
+	touch := func(path string) string {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte("not a real plugin"), 0o644))
+		return path
+	}
+	repo := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module "+ModulePath+"\n\ngo 1.26\n"), 0o644))
+	touch(filepath.Join(repo, ".venv/lib/python3.11/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"))
+	real := xlaCPUPluginOrSkip(t)
+	pluginDir := t.TempDir()
+	plugin := filepath.Join(pluginDir, "pjrt_c_api_cpu_plugin.so")
+	require.NoError(t, os.Symlink(real.Path, plugin))
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFindXLACPUPluginGoXLAFolders$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"=goxla-folders", "PJRT_PLUGIN_LIBRARY_PATH="+pluginDir,
+		RepoEnv+"="+repo, XLACPUPluginEnv+"=", KernelCPUPluginEnv+"=", "VIRTUAL_ENV=")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	_, result, found := strings.Cut(string(out), "\nRESULT ")
+	require.True(t, found, "child output: %s", out)
+	result, _, _ = strings.Cut(result, "\n")
+	require.Equal(t, plugin+"|go-xla's plugin folders|<nil>", result)
 }

@@ -10,7 +10,7 @@ import (
 
 // End-to-end: the cnn model, the guarded loss and GoMLX's loop on synthetic data, on the test
 // backend ($GOMLX_BACKEND, the pure-Go one by default). On the go backend they need 12 and 30
-// steps at about 1.3 s each on 2 idle cores (its convolutions are slow); -short skips them.
+// steps at about 0.26 s each (batch 32, 2 idle cores, LayerOpsMatmul); -short skips them.
 
 // trainE2E trains cnn on synthetic data of spec and returns the result.
 func trainE2E(t *testing.T, spec Spec, steps int) *TrainResult {

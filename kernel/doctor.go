@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
 )
 
 // Status is the outcome of one doctor check.
@@ -132,14 +134,8 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 		}
 	}
 
+	add(checkXLACPUPlugin(repo))
 	plugins := FindXLAPlugins()
-	if p, ok := plugins["cpu"]; ok {
-		add(Check{Name: "XLA CPU plugin", Status: StatusOK, Detail: p})
-	} else {
-		add(Check{Name: "XLA CPU plugin", Status: StatusAbsent,
-			Detail: fmt.Sprintf("not found in go-xla's %d plugin folders (~/.local/lib/go-xla, /usr/local/lib/go-xla, $%s, system library folders); the CPU kernel uses the pure-Go backend", len(XLAPluginDirs()), PJRTPluginPathEnv),
-			Fix:    "optional: put pjrt_c_api_cpu_plugin.so in ~/.local/lib/go-xla (or set " + PJRTPluginPathEnv + "), then re-run cifarlab kernel install"})
-	}
 	cudaPlugins := []string{}
 	if p, ok := plugins["cuda"]; ok {
 		cudaPlugins = append(cudaPlugins, p)
@@ -317,4 +313,21 @@ func (r Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "doctor: required items missing or broken: %s\n", strings.Join(failed, ", "))
 	}
+}
+
+// checkXLACPUPlugin reports the XLA CPU plugin that cifarlib.NewBackend("cpu") and the CPU
+// kernel use (cifarlib.FindXLACPUPluginIn), or its absence: optional, the pure-Go backend works.
+func checkXLACPUPlugin(repo Repo) Check {
+	loc, err := cifarlib.FindXLACPUPluginIn(repo.Dir)
+	switch {
+	case err != nil:
+		return Check{Name: "XLA CPU plugin", Status: StatusFail, Detail: err.Error(),
+			Fix: "unset the variable or point it at pjrt_c_api_cpu_plugin.so"}
+	case loc.Path != "":
+		return Check{Name: "XLA CPU plugin", Status: StatusOK, Detail: loc.Path + " (" + loc.Source + ")"}
+	}
+	return Check{Name: "XLA CPU plugin", Status: StatusAbsent,
+		Detail: "not found ($" + cifarlib.XLACPUPluginEnv + ", go-xla's plugin folders, " + repo.VenvDir() +
+			", $VIRTUAL_ENV); the CPU kernel uses the pure-Go backend",
+		Fix: "optional: " + cifarlib.XLACPUInstallHint + "; then re-run cifarlab kernel install"}
 }

@@ -67,6 +67,9 @@ func TestDoctorWithoutJupyter(t *testing.T) {
 	repo := fakeRepo(t)
 	t.Setenv("PATH", filepath.Dir(mustGoBin(t))) // go only: no jupyter, no nvidia-smi
 	t.Setenv(PJRTPluginPathEnv, t.TempDir())
+	t.Setenv(CPUPluginEnv, "")
+	t.Setenv("CIFARLAB_XLA_CPU_PLUGIN", "")
+	t.Setenv("VIRTUAL_ENV", "")
 	probed := false
 	r := Doctor(context.Background(), DoctorOptions{Repo: repo, Probes: []Probe{func(context.Context) []Check {
 		probed = true

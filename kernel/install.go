@@ -89,7 +89,7 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	cpu, err := ChooseCPUBackend(opts.Backends)
+	cpu, err := ChooseCPUBackend(opts.Repo, opts.Backends)
 	if err != nil {
 		return nil, fmt.Errorf("CPU kernel: %w", err)
 	}

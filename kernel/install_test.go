@@ -43,6 +43,8 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 	t.Setenv(PJRTPluginPathEnv, t.TempDir())
 	t.Setenv(CUDAPluginEnv, "")
 	t.Setenv(CPUPluginEnv, "")
+	t.Setenv("CIFARLAB_XLA_CPU_PLUGIN", "")
+	t.Setenv("VIRTUAL_ENV", "")
 	parent := t.TempDir()
 	dataDir := filepath.Join(parent, "share", "jupyter")
 	goBin, err := GoBinDir()

@@ -167,10 +167,18 @@ func TestSmokeNotebook(t *testing.T) {
 	t.Run("cpu", func(t *testing.T) {
 		// GOWORK=off in the server's environment must not break GoNB's go.work.
 		run := runNotebook(t, repo, dataDir, notebook, CPUKernel, "GOWORK=off")
-		checkSetupCell(t, run, "cpu", "go")
+		// The CPU kernel runs what cifarlib.NewBackend("cpu") picks: the XLA CPU plugin that
+		// kernel/setup.sh installs into .venv, else the pure-Go backend.
+		cpu, err := ChooseCPUBackend(repo, BackendOptions{})
+		require.NoError(t, err)
+		checkSetupCell(t, run, "cpu", cpu.GoMLX)
 		c := run.Cells[1]
 		require.Equal(t, "ok", c.Status, "forward-pass cell: %+v", c)
-		require.Equal(t, "backend: go (pure Go, CPU)\nmodel: cnn for cifar10 (10 classes)\nlogits shape: [8 10]\nlogits finite: true\n", c.Stdout)
+		backendName := "go (pure Go, CPU)"
+		if cpu.GoMLX != "go" {
+			backendName = "xla:cpu (XLA CPU plugin)"
+		}
+		require.Equal(t, "backend: "+backendName+"\nmodel: cnn for cifar10 (10 classes)\nlogits shape: [8 10]\nlogits finite: true\n", c.Stdout)
 		require.True(t, run.OK)
 	})
 

@@ -12,15 +12,18 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
 )
 
 // Environment variables that name plugin files explicitly; they win over any search.
 const (
 	// CUDAPluginEnv names a CUDA PJRT plugin file, e.g. the xla_cuda_plugin.so of pip's
-	// jax-cuda13-pjrt package.
-	CUDAPluginEnv = "CIFARLAB_CUDA_PLUGIN"
-	// CPUPluginEnv names an XLA CPU PJRT plugin file.
-	CPUPluginEnv = "CIFARLAB_CPU_PLUGIN"
+	// jax-cuda13-pjrt package (cifarlib.CUDAPluginEnv).
+	CUDAPluginEnv = cifarlib.CUDAPluginEnv
+	// CPUPluginEnv names an XLA CPU PJRT plugin file (cifarlib.KernelCPUPluginEnv; cifarlib's
+	// own $CIFARLAB_XLA_CPU_PLUGIN wins over it).
+	CPUPluginEnv = cifarlib.KernelCPUPluginEnv
 	// PJRTPluginPathEnv is go-xla's list of folders to search for plugins (":"-separated).
 	PJRTPluginPathEnv = "PJRT_PLUGIN_LIBRARY_PATH"
 )

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/cifarlib"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -83,29 +85,41 @@ func TestChooseCPUBackend(t *testing.T) {
 	empty := t.TempDir()
 	t.Setenv(PJRTPluginPathEnv, empty)
 	t.Setenv(CPUPluginEnv, "")
+	t.Setenv(cifarlib.XLACPUPluginEnv, "")
+	t.Setenv("VIRTUAL_ENV", "")
+	repo := Repo{Dir: t.TempDir()} // no .venv
 
-	b, err := ChooseCPUBackend(BackendOptions{})
+	b, err := ChooseCPUBackend(repo, BackendOptions{})
 	require.NoError(t, err)
 	require.Equal(t, Backend{GoMLX: "go", Reason: "pure-Go backend (no XLA CPU plugin found)"}, b)
 
-	b, err = ChooseCPUBackend(BackendOptions{CPU: "xla:cpu"})
+	b, err = ChooseCPUBackend(repo, BackendOptions{CPU: "xla:cpu"})
 	require.NoError(t, err)
 	require.Equal(t, Backend{GoMLX: "xla:cpu", Reason: "set with --cpu-backend"}, b)
 
-	found := t.TempDir()
-	p := touch(t, filepath.Join(found, "pjrt_c_api_cpu_plugin.so"))
-	t.Setenv(PJRTPluginPathEnv, found)
-	b, err = ChooseCPUBackend(BackendOptions{})
+	// pip's lammps-jax-pjrt-cpu in the repository's venv: what cifarlib.NewBackend("cpu") loads.
+	venvPlugin := touch(t, filepath.Join(repo.Dir, ".venv/lib/python3.11/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"))
+	b, err = ChooseCPUBackend(repo, BackendOptions{})
 	require.NoError(t, err)
-	require.Equal(t, Backend{GoMLX: "xla:cpu", Env: map[string]string{PJRTPluginPathEnv: found}, Reason: "XLA CPU plugin found: " + p}, b)
+	require.Equal(t, Backend{GoMLX: "xla:cpu", Env: map[string]string{PJRTPluginPathEnv: filepath.Dir(venvPlugin)},
+		Reason: "XLA CPU plugin found in the venv " + filepath.Join(repo.Dir, ".venv") + ": " + venvPlugin}, b)
+
+	// (go-xla's own plugin folders, searched before the venv, are read from
+	// $PJRT_PLUGIN_LIBRARY_PATH once at process start, so they are tested in cifarlib's
+	// TestFindXLACPUPluginSearch, not here.)
 
 	odd := touch(t, filepath.Join(t.TempDir(), "libxla_cpu.so"))
 	t.Setenv(CPUPluginEnv, odd)
-	b, err = ChooseCPUBackend(BackendOptions{})
+	b, err = ChooseCPUBackend(repo, BackendOptions{})
 	require.NoError(t, err)
-	require.Equal(t, Backend{GoMLX: "xla:" + odd, Reason: "XLA CPU plugin given: " + odd}, b)
+	require.Equal(t, Backend{GoMLX: "xla:" + odd, Reason: "XLA CPU plugin found in $" + CPUPluginEnv + ": " + odd}, b)
 
-	_, err = ChooseCPUBackend(BackendOptions{CPUPlugin: "/nonexistent/pjrt_c_api_cpu_plugin.so"})
+	t.Setenv(CPUPluginEnv, "/nonexistent/pjrt_c_api_cpu_plugin.so")
+	_, err = ChooseCPUBackend(repo, BackendOptions{})
+	require.ErrorIs(t, err, cifarlib.ErrBackend)
+	require.ErrorContains(t, err, "$CIFARLAB_CPU_PLUGIN=/nonexistent/pjrt_c_api_cpu_plugin.so does not exist")
+
+	_, err = ChooseCPUBackend(repo, BackendOptions{CPUPlugin: "/nonexistent/pjrt_c_api_cpu_plugin.so"})
 	require.EqualError(t, err, "PJRT plugin /nonexistent/pjrt_c_api_cpu_plugin.so does not exist")
 }
 

@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
 )
 
-// ModulePath is the module path of the cifarlab repository.
-const ModulePath = "github.com/cifarlab/cifarlab"
+// ModulePath is the module path of the cifarlab repository (cifarlib.ModulePath).
+const ModulePath = cifarlib.ModulePath
 
 // RepoEnv names the environment variable that points at the repository when the
-// cifarlab binary runs outside of it.
-const RepoEnv = "CIFARLAB_REPO"
+// cifarlab binary runs outside of it (cifarlib.RepoEnv).
+const RepoEnv = cifarlib.RepoEnv
 
 // Repo is a checkout of the cifarlab repository.
 type Repo struct {
@@ -39,11 +41,8 @@ func (r Repo) Tool(name string) string { return filepath.Join(r.BinDir(), name) 
 // ErrNoRepo is returned by FindRepo when no cifarlab checkout is found.
 var ErrNoRepo = errors.New("cifarlab repository not found")
 
-// IsRepo reports whether dir holds the go.mod of module ModulePath.
-func IsRepo(dir string) bool {
-	mod, err := ReadGoMod(filepath.Join(dir, "go.mod"))
-	return err == nil && mod.Module == ModulePath
-}
+// IsRepo reports whether dir holds the go.mod of module ModulePath (cifarlib.IsRepoDir).
+func IsRepo(dir string) bool { return cifarlib.IsRepoDir(dir) }
 
 // FindRepo locates the repository: the first of explicit (a --repo flag), $CIFARLAB_REPO,
 // the working directory and its parents, and the folder of the running executable and its
@@ -55,25 +54,9 @@ func FindRepo(explicit string) (Repo, error) {
 	if env := os.Getenv(RepoEnv); env != "" {
 		return repoAt(env, "$"+RepoEnv)
 	}
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		if real, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = real
-		}
-		starts = append(starts, filepath.Dir(exe))
-	}
-	for _, start := range starts {
-		for dir := start; ; dir = filepath.Dir(dir) {
-			if IsRepo(dir) {
-				return Repo{Dir: dir}, nil
-			}
-			if filepath.Dir(dir) == dir {
-				break
-			}
-		}
+	dir, starts := cifarlib.FindRepoDir()
+	if dir != "" {
+		return Repo{Dir: dir}, nil
 	}
 	return Repo{}, fmt.Errorf("%w: looked in %v and their parents for a go.mod of module %s: run inside the checkout, or set %s=/path/to/cifarlab",
 		ErrNoRepo, starts, ModulePath, RepoEnv)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
 )
 
 // Names of the two kernelspecs (the folders under DATA_DIR/kernels, and what notebooks
@@ -94,17 +96,23 @@ type BackendOptions struct {
 }
 
 // ChooseCPUBackend picks the CPU kernel's backend: a forced value, an explicit plugin file,
-// go-xla's "cpu" plugin when installed in its folders, else the pure-Go backend "go",
-// which always works.
-func ChooseCPUBackend(o BackendOptions) (Backend, error) {
+// else the XLA CPU plugin that cifarlib.NewBackend("cpu") would load (cifarlib.FindXLACPUPluginIn:
+// $CIFARLAB_XLA_CPU_PLUGIN or $CIFARLAB_CPU_PLUGIN, go-xla's plugin folders, pip's
+// lammps-jax-pjrt-cpu in repo's .venv, the active venv), else the pure-Go backend "go", which
+// always works. So the CPU kernel and "cpu" in code mean the same backend.
+func ChooseCPUBackend(repo Repo, o BackendOptions) (Backend, error) {
 	if o.CPU != "" {
 		return Backend{GoMLX: o.CPU, Reason: "set with --cpu-backend"}, nil
 	}
-	if p := firstNonEmpty(o.CPUPlugin, os.Getenv(CPUPluginEnv)); p != "" {
-		return backendForPlugin(p, "XLA CPU plugin given")
+	if o.CPUPlugin != "" {
+		return backendForPlugin(o.CPUPlugin, "XLA CPU plugin given")
 	}
-	if p, ok := FindXLAPlugins()["cpu"]; ok {
-		return backendForPlugin(p, "XLA CPU plugin found")
+	loc, err := cifarlib.FindXLACPUPluginIn(repo.Dir)
+	if err != nil {
+		return Backend{}, err
+	}
+	if loc.Path != "" {
+		return backendForPlugin(loc.Path, "XLA CPU plugin found in "+loc.Source)
 	}
 	return Backend{GoMLX: "go", Reason: "pure-Go backend (no XLA CPU plugin found)"}, nil
 }
