@@ -77,22 +77,7 @@ PLUGIN="${CIFARLAB_CUDA_PLUGIN:-}"
 for py in $PY ${PYTHON:-} python3 /usr/bin/python3 /usr/local/bin/python3; do
   [ -n "$PLUGIN" ] && break
   command -v "$py" >/dev/null 2>&1 || continue
-  PLUGIN="$("$py" - <<'EOF' 2>/dev/null
-import importlib.util, os, glob, site, sys
-for name in ("jax_plugins.xla_cuda13", "jax_plugins.xla_cuda12"):
-    try:
-        spec = importlib.util.find_spec(name)
-    except Exception:
-        spec = None
-    if spec and spec.origin:
-        p = os.path.join(os.path.dirname(spec.origin), "xla_cuda_plugin.so")
-        if os.path.exists(p):
-            print(os.path.realpath(p)); sys.exit()
-for d in sys.path:
-    for p in sorted(glob.glob(os.path.join(d, "jax_plugins", "xla_cuda*", "xla_cuda_plugin.so")), reverse=True):
-        print(os.path.realpath(p)); sys.exit()
-EOF
-)"
+  PLUGIN="$("$py" "$REPO/kernel/find_cuda_plugin.py" 2>/dev/null || true)"
 done
 if [ -z "$PLUGIN" ] || [ ! -f "$PLUGIN" ]; then
   result FAIL "CUDA plugin: no jax_plugins/xla_cuda13/xla_cuda_plugin.so (pip's jax-cuda13-pjrt) in any Python; set CIFARLAB_CUDA_PLUGIN=/path"

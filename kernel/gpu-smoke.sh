@@ -56,20 +56,7 @@ PLUGIN="${CIFARLAB_CUDA_PLUGIN:-}"
 for py in ${PYTHON:-} python3 /usr/bin/python3 /usr/local/bin/python3; do
   [ -n "$PLUGIN" ] && break
   command -v "$py" >/dev/null || continue
-  PLUGIN="$("$py" - <<'EOF' 2>/dev/null
-import importlib.util, os
-for name in ("jax_plugins.xla_cuda13", "jax_plugins.xla_cuda12"):
-    try:
-        spec = importlib.util.find_spec(name)
-    except Exception:
-        spec = None
-    if spec and spec.origin:
-        p = os.path.join(os.path.dirname(spec.origin), "xla_cuda_plugin.so")
-        if os.path.exists(p):
-            print(os.path.realpath(p))
-            break
-EOF
-)"
+  PLUGIN="$("$py" "$REPO/kernel/find_cuda_plugin.py" 2>/dev/null || true)"
   [ -n "$PLUGIN" ] && PLUGIN_PY="$py"
 done
 if [ -z "$PLUGIN" ] || [ ! -f "$PLUGIN" ]; then

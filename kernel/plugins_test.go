@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -156,4 +157,35 @@ func TestChooseCUDABackend(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Backend{GoMLX: "xla:cuda", Env: map[string]string{PJRTPluginPathEnv: filepath.Join(goxla, "nvidia")},
 		Reason: "go-xla CUDA plugin found: " + p}, b)
+}
+
+// TestFindCUDAPluginScript runs kernel/find_cuda_plugin.py (used by kernel/gpu-smoke.sh and
+// bench/gpu.sh on the GPU machine) with real Python on fake site-packages folders.
+func TestFindCUDAPluginScript(t *testing.T) {
+	repo := testRepo(t)
+	script := filepath.Join(repo.Dir, "kernel", "find_cuda_plugin.py")
+	run := func(pythonPath string) (string, error) {
+		cmd := exec.Command("/usr/bin/python3", "-S", script)
+		cmd.Env = []string{"PYTHONPATH=" + pythonPath, "PATH=/usr/bin:/bin"}
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	site := t.TempDir()
+	cuda12 := touch(t, filepath.Join(site, "jax_plugins/xla_cuda12/xla_cuda_plugin.so"))
+	out, err := run(site)
+	require.NoError(t, err)
+	require.Equal(t, cuda12+"\n", out)
+
+	// A package with __init__.py is found through the import system; cuda13 wins over cuda12.
+	cuda13 := touch(t, filepath.Join(site, "jax_plugins/xla_cuda13/xla_cuda_plugin.so"))
+	touch(t, filepath.Join(site, "jax_plugins/xla_cuda13/__init__.py"))
+	out, err = run(site)
+	require.NoError(t, err)
+	require.Equal(t, cuda13+"\n", out)
+
+	out, err = run(t.TempDir())
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr)
+	require.Equal(t, 1, exitErr.ExitCode())
+	require.Empty(t, out)
 }
