@@ -22,8 +22,17 @@ func (nb *netBuilder) cnn(scope *model.Scope, x *graph.Node) *graph.Node {
 		name := []string{"conv1", "conv2", "conv3"}[i]
 		s := scope.In("%s", name)
 		x = nb.convolution(s, x, channels, 3, 1, true)
+		pool := []string{"pool1", "pool2", "pool3"}[i]
+		if nb.m.LayerOps == LayerOpsMatmul {
+			// ReLU and max-pooling commute (both are monotone), so the matmul lowering pools
+			// first and applies the ReLU to a quarter of the values: the same function, with the
+			// gradient differing only in ties.
+			x = nb.mark(name, s, x)
+			x = nb.mark(pool, nil, activation.Relu(nb.maxPool2x2(x)))
+			continue
+		}
 		x = nb.mark(name, s, activation.Relu(x))
-		x = nb.mark([]string{"pool1", "pool2", "pool3"}[i], nil, nb.maxPool2x2(x))
+		x = nb.mark(pool, nil, nb.maxPool2x2(x))
 	}
 	dims := x.Shape().Dimensions
 	x = nb.mark("flatten", nil, graph.Reshape(x, dims[0], dims[1]*dims[2]*dims[3]))

@@ -158,3 +158,47 @@ func TestMaxPool2x2MatchesMaxPool(t *testing.T) {
 		})
 	}
 }
+
+// TestLayerOpsSameGradients computes the loss gradients of every variable of cnn and resnet20
+// with LayerOpsNative and with LayerOpsMatmul on the same variable store: they must agree (the
+// matmul lowering also reorders cnn's ReLU and max-pool, which changes nothing without ties).
+func TestLayerOpsSameGradients(t *testing.T) {
+	for _, arch := range []string{ArchCNN, ArchResNet20} {
+		t.Run(arch, func(t *testing.T) {
+			images := tensors.FromFlatDataAndDimensions(sinData(4*ImageBytes, 0.0173, 1), 4, 32, 32, 3)
+			labels := tensors.FromFlatDataAndDimensions([]int32{3, 8, 0, 9}, 4, 1)
+			store := model.NewStore()
+			grads := func(kind LayerOps) (names []string, values [][]float32) {
+				m, err := NewModel(CIFAR10(), arch).Backend(testBackend(t)).LayerOps(kind).Done()
+				require.NoError(t, err)
+				exec, err := model.NewExec(testBackend(t), store, func(scope *model.Scope, x, y *graph.Node) []*graph.Node {
+					logits := m.ModelFn(scope, nil, []*graph.Node{x})
+					lossValue := m.LossFn(GuardOff)([]*graph.Node{y}, logits)
+					var vars []*graph.Node
+					for v := range scope.IterVariables() {
+						if v.Trainable {
+							names = append(names, v.Path())
+							vars = append(vars, v.NodeValue(x.Graph()))
+						}
+					}
+					return graph.Gradient(lossValue, vars...)
+				})
+				require.NoError(t, err)
+				defer exec.Finalize()
+				out, err := exec.Call(images, labels)
+				require.NoError(t, err)
+				for _, g := range out {
+					values = append(values, tensors.MustCopyFlatData[float32](g))
+				}
+				return names, values
+			}
+			wantNames, want := grads(LayerOpsNative)
+			gotNames, got := grads(LayerOpsMatmul)
+			require.Equal(t, wantNames, gotNames)
+			require.NotEmpty(t, want)
+			for i := range want {
+				requireClose(t, want[i], got[i], 1e-4, "d loss / d "+wantNames[i])
+			}
+		})
+	}
+}
