@@ -167,16 +167,22 @@ type trainCheckpoint struct {
 	dir     string
 	// resumed is set when the directory held a checkpoint, with what it recorded.
 	resumed *CheckpointInfo
+	// setAside lists the incomplete checkpoints (interrupted saves) moved out of the way.
+	setAside []string
 }
 
 // openTrainCheckpoint creates (or loads) the checkpoint directory for a run of config c into
 // store, before any of the run's parameters are set. A loaded checkpoint must match c.
 func openTrainCheckpoint(store *model.Store, c *TrainConfig) (*trainCheckpoint, error) {
+	setAside, err := setAsideIncompleteCheckpoints(c.CheckpointDir)
+	if err != nil {
+		return nil, err
+	}
 	h, err := checkpoint.Build(store).Dir(c.CheckpointDir).Keep(c.CheckpointKeep).Done()
 	if err != nil {
 		return nil, fmt.Errorf("cifarlib: checkpoint directory %s: %w", c.CheckpointDir, err)
 	}
-	tc := &trainCheckpoint{handler: h, dir: c.CheckpointDir}
+	tc := &trainCheckpoint{handler: h, dir: c.CheckpointDir, setAside: setAside}
 	has, err := h.HasCheckpoints()
 	if err != nil {
 		return nil, fmt.Errorf("cifarlib: checkpoint directory %s: %w", c.CheckpointDir, err)
@@ -270,6 +276,9 @@ func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, err
 	}
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%w: %s is a file, not a checkpoint directory", ErrNoCheckpoint, dir)
+	}
+	if names, reason, err := incompleteCheckpoints(dir); err == nil && len(names) > 0 {
+		return nil, &IncompleteCheckpointError{Dir: dir, Files: names, Reason: reason}
 	}
 	store := model.NewStore()
 	h, err := checkpoint.Build(store).Dir(dir).Done()

@@ -126,6 +126,10 @@ func NewTrainer(cfg TrainConfig) (*Trainer, error) {
 		if t.ckpt, err = openTrainCheckpoint(t.store, &cfg); err != nil {
 			return nil, err
 		}
+		for _, name := range t.ckpt.setAside {
+			t.logf("checkpoint %s in %s was incomplete (an interrupted save): set aside as %s.{json,bin}%s",
+				name, cfg.CheckpointDir, name, IncompleteCheckpointSuffix)
+		}
 		if t.ckpt.resumed != nil {
 			if t.history, err = LoadHistory(cfg.CheckpointDir); err != nil {
 				return nil, err
