@@ -268,9 +268,9 @@ func newXLA(requested, config string) (compute.Backend, error) {
 }
 
 // xlaPlugins lists the installed PJRT plugins by name (e.g. "cpu", "cuda") with their paths,
-// searching go-xla's folders anew on each call (they follow $PJRT_PLUGIN_LIBRARY_PATH). It never
-// downloads anything.
-func xlaPlugins() map[string]string {
+// searched once per process (go-xla reads $PJRT_PLUGIN_LIBRARY_PATH at start and dlopens each
+// candidate to check it). It never downloads anything.
+var xlaPlugins = sync.OnceValue(func() map[string]string {
 	xlaSetup()
 	plugins := map[string]string{}
 	func() {
@@ -278,7 +278,7 @@ func xlaPlugins() map[string]string {
 		plugins = pjrt.AvailablePlugins()
 	}()
 	return plugins
-}
+})
 
 // xlaPlugin returns the installed plugin name matching base ("cpu" also matches "cpu_v0.83.1"),
 // or "".

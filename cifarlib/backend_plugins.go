@@ -87,9 +87,10 @@ func FindXLACPUPluginIn(repoDir string) (PluginLocation, error) {
 	if repoDir == "" {
 		repoDir = findRepoDir()
 	}
-	if repo := repoDir; repo != "" {
-		if p := venvXLACPUPlugin(filepath.Join(repo, ".venv")); p != "" {
-			return PluginLocation{Path: p, Source: "the venv " + filepath.Join(repo, ".venv")}, nil
+	if repoDir != "" {
+		venv := filepath.Join(repoDir, ".venv")
+		if p := venvXLACPUPlugin(venv); p != "" {
+			return PluginLocation{Path: p, Source: "the venv " + venv}, nil
 		}
 	}
 	if venv := os.Getenv("VIRTUAL_ENV"); venv != "" && filepath.IsAbs(venv) {
