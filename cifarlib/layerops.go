@@ -26,9 +26,9 @@ const (
 	// each 2x2 max-pool as a reshape and a ReduceMax, so the forward pass and the gradients are
 	// matmuls, slices and element-wise ops. Chosen for the pure-Go backend: compute v0.1.3's
 	// direct convolution, reduce-window and select-and-scatter loops made the cnn training step
-	// 3.5x slower (bench/README.md, "Findings"). It uses k*k times a layer's input memory for the im2col
-	// copy; in a tie inside a pooling window the gradient goes to every maximum (graph.MaxPool
-	// picks one), which after a ReLU only happens where the gradient is zero anyway.
+	// 3.5x slower (bench/README.md, "Findings"). It uses k*k times a layer's input memory for the
+	// im2col copy; in a tie inside a pooling window the gradient goes to every maximum
+	// (graph.MaxPool picks one), which after a ReLU only happens where the gradient is zero anyway.
 	LayerOpsMatmul
 )
 
