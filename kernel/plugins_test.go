@@ -98,22 +98,36 @@ func TestChooseCPUBackend(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Backend{GoMLX: "xla:cpu", Reason: "set with --cpu-backend"}, b)
 
-	// pip's lammps-jax-pjrt-cpu in the repository's venv: what cifarlib.NewBackend("cpu") loads.
+	// A file in the venv's place that is not a working plugin is not used: the kernel falls
+	// back to the pure-Go backend and says why.
 	venvPlugin := touch(t, filepath.Join(repo.Dir, ".venv/lib/python3.11/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"))
 	b, err = ChooseCPUBackend(repo, BackendOptions{})
 	require.NoError(t, err)
-	require.Equal(t, Backend{GoMLX: "xla:cpu", Env: map[string]string{PJRTPluginPathEnv: filepath.Dir(venvPlugin)},
-		Reason: "XLA CPU plugin found in the venv " + filepath.Join(repo.Dir, ".venv") + ": " + venvPlugin}, b)
+	require.Equal(t, "go", b.GoMLX)
+	require.Contains(t, b.Reason, "pure-Go backend (the XLA CPU plugin "+venvPlugin+" in the venv "+
+		filepath.Join(repo.Dir, ".venv")+" does not start: ")
+
+	// pip's lammps-jax-pjrt-cpu in the repository's venv, a real one: what cifarlib.NewBackend("cpu") loads.
+	if real, err := cifarlib.FindXLACPUPluginIn(""); err == nil && real.Path != "" {
+		require.NoError(t, os.Remove(venvPlugin))
+		require.NoError(t, os.Symlink(real.Path, venvPlugin))
+		b, err = ChooseCPUBackend(repo, BackendOptions{})
+		require.NoError(t, err)
+		require.Equal(t, Backend{GoMLX: "xla:cpu", Env: map[string]string{PJRTPluginPathEnv: filepath.Dir(venvPlugin)},
+			Reason: "XLA CPU plugin found in the venv " + filepath.Join(repo.Dir, ".venv") + ": " + venvPlugin}, b)
+	} else {
+		t.Log("no XLA CPU plugin installed: the positive case is not checked")
+	}
 
 	// (go-xla's own plugin folders, searched before the venv, are read from
 	// $PJRT_PLUGIN_LIBRARY_PATH once at process start, so they are tested in cifarlib's
 	// TestFindXLACPUPluginSearch, not here.)
 
+	// A plugin named by the variable must start: no silent fallback from an explicit choice.
 	odd := touch(t, filepath.Join(t.TempDir(), "libxla_cpu.so"))
 	t.Setenv(CPUPluginEnv, odd)
-	b, err = ChooseCPUBackend(repo, BackendOptions{})
-	require.NoError(t, err)
-	require.Equal(t, Backend{GoMLX: "xla:" + odd, Reason: "XLA CPU plugin found in $" + CPUPluginEnv + ": " + odd}, b)
+	_, err = ChooseCPUBackend(repo, BackendOptions{})
+	require.ErrorContains(t, err, "the XLA CPU plugin named by $"+CPUPluginEnv+" does not start: ")
 
 	t.Setenv(CPUPluginEnv, "/nonexistent/pjrt_c_api_cpu_plugin.so")
 	_, err = ChooseCPUBackend(repo, BackendOptions{})

@@ -98,8 +98,10 @@ type BackendOptions struct {
 // ChooseCPUBackend picks the CPU kernel's backend: a forced value, an explicit plugin file,
 // else the XLA CPU plugin that cifarlib.NewBackend("cpu") would load (cifarlib.FindXLACPUPluginIn:
 // $CIFARLAB_XLA_CPU_PLUGIN or $CIFARLAB_CPU_PLUGIN, go-xla's plugin folders, pip's
-// lammps-jax-pjrt-cpu in repo's .venv, the active venv), else the pure-Go backend "go", which
-// always works. So the CPU kernel and "cpu" in code mean the same backend.
+// lammps-jax-pjrt-cpu in repo's .venv, the active venv) when it starts, else the pure-Go backend
+// "go", which always works. So the CPU kernel and "cpu" in code mean the same backend. A plugin
+// found by searching that does not start gives "go" with the reason; one named by a variable
+// gives an error.
 func ChooseCPUBackend(repo Repo, o BackendOptions) (Backend, error) {
 	if o.CPU != "" {
 		return Backend{GoMLX: o.CPU, Reason: "set with --cpu-backend"}, nil
@@ -111,10 +113,29 @@ func ChooseCPUBackend(repo Repo, o BackendOptions) (Backend, error) {
 	if err != nil {
 		return Backend{}, err
 	}
-	if loc.Path != "" {
-		return backendForPlugin(loc.Path, "XLA CPU plugin found in "+loc.Source)
+	if loc.Path == "" {
+		return Backend{GoMLX: "go", Reason: "pure-Go backend (no XLA CPU plugin found)"}, nil
 	}
-	return Backend{GoMLX: "go", Reason: "pure-Go backend (no XLA CPU plugin found)"}, nil
+	// Load it once, so that a plugin that cannot start on this machine does not become the
+	// kernel's backend (GOMLX_BACKEND=xla:cpu never falls back, and every notebook would fail).
+	if err := startXLAPlugin(loc.Path); err != nil {
+		if loc.Explicit {
+			return Backend{}, fmt.Errorf("the XLA CPU plugin named by %s does not start: %w", loc.Source, err)
+		}
+		return Backend{GoMLX: "go", Reason: fmt.Sprintf("pure-Go backend (the XLA CPU plugin %s in %s does not start: %v)",
+			loc.Path, loc.Source, err)}, nil
+	}
+	return backendForPlugin(loc.Path, "XLA CPU plugin found in "+loc.Source)
+}
+
+// startXLAPlugin creates (and releases) an XLA backend on the plugin file, to check it loads.
+func startXLAPlugin(path string) error {
+	b, err := cifarlib.NewBackend("xla:" + path)
+	if err != nil {
+		return err
+	}
+	b.Finalize()
+	return nil
 }
 
 // ChooseCUDABackend picks the CUDA kernel's backend: a forced value, an explicit plugin
