@@ -215,7 +215,13 @@ func (d *Dataset) batches(reuse bool) iter.Seq2[*HostBatch, error] {
 				}
 				if d.opts.Check != nil {
 					if err := d.opts.Check(hb); err != nil {
-						yield(nil, fmt.Errorf("cifarlib: dataset %q batch %d (epoch %d): %w", d.name, number, epoch, err))
+						var lre *LabelRangeError
+						if errors.As(err, &lre) && lre.Batch == number {
+							// The guard's message starts with the batch number already.
+							yield(nil, fmt.Errorf("cifarlib: dataset %q (epoch %d): %w", d.name, epoch, err))
+						} else {
+							yield(nil, fmt.Errorf("cifarlib: dataset %q batch %d (epoch %d): %w", d.name, number, epoch, err))
+						}
 						return
 					}
 				}

@@ -92,6 +92,9 @@ func TestHostGuardStopsTrainingBeforeTheDevice(t *testing.T) {
 	require.Equal(t, &LabelRangeError{Batch: 0, BatchSize: 3, NumClasses: 10,
 		Bad: []BadLabel{{Position: 1, Example: 1, Label: 57}}}, lre)
 	require.Equal(t, int64(0), optimizer.GetGlobalStep(store), "no step ran")
+	// The dataset adds its name and the epoch; the batch is named once, by the guard.
+	require.Contains(t, err.Error(), `cifarlib: dataset "train" (epoch 0): batch 0: 1 of 3 labels out of range [0, 10): `+
+		"position 1 (example 1) label 57: ")
 }
 
 // trainOneStep runs one guarded training step of m on a batch of zero-mean random images.
