@@ -113,12 +113,12 @@ for model in ${MODELS//,/ }; do
   for batch in ${BATCHES//,/ }; do
     echo "== $model, batch $batch (load $(load))"
     cut -d' ' -f1 /proc/loadavg >> "$OUT/load.txt"
-    GOMAXPROCS="$THREADS" "$OUT/trainstep" -backends "$BACKENDS" -models "$model" -batches "$batch" -modes "$MODES" \
-      -steps "$STEPS" -warmup "$WARMUP" -budget "${BUDGET}s" -skip "$SKIP" -json "$RES" 2>&1 | grep --line-buffered -v '^W[0-9]\{4\} '
-    if [ -n "$GO_SIMD" ]; then
-      GOMAXPROCS="$THREADS" "$GO_SIMD" -backends go -models "$model" -batches "$batch" -modes "$MODES" \
-        -steps "$STEPS" -warmup "$WARMUP" -budget "${BUDGET}s" -skip "$SKIP" -json "$RES" 2>&1
-    fi
+    runs=("$OUT/trainstep:$BACKENDS")
+    [ -n "$GO_SIMD" ] && runs+=("$GO_SIMD:go")
+    for run in "${runs[@]}"; do
+      GOMAXPROCS="$THREADS" "${run%%:*}" -backends "${run#*:}" -models "$model" -batches "$batch" -modes "$MODES" \
+        -steps "$STEPS" -warmup "$WARMUP" -budget "${BUDGET}s" -skip "$SKIP" -json "$RES" 2>&1 | grep --line-buffered -v '^W[0-9]\{4\} '
+    done
     for policy in $OMP_POLICIES; do
       OMP_WAIT_POLICY="$policy" "$PY" bench/torch_cpu.py --threads "$THREADS" --models "$model" --batches "$batch" \
         --modes "$MODES" --steps "$STEPS" --warmup "$WARMUP" --budget "$BUDGET" --json "$RES" 2>&1 | grep --line-buffered -v -i numpy

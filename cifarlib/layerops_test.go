@@ -2,7 +2,6 @@ package cifarlib
 
 import (
 	"fmt"
-	"math"
 	"testing"
 
 	"github.com/gomlx/gomlx/core/graph"
@@ -10,25 +9,6 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/stretchr/testify/require"
 )
-
-// requireClose checks that got and want have the same length and agree to within tol relative to
-// 1+|want| element by element (float32 sums in a different order differ in the last bits).
-func requireClose(t *testing.T, want, got []float32, tol float64, what string) {
-	t.Helper()
-	require.Len(t, got, len(want), what)
-	for i := range want {
-		diff := math.Abs(float64(got[i]-want[i])) / (1 + math.Abs(float64(want[i])))
-		require.LessOrEqual(t, diff, tol, "%s[%d]: got %g, want %g", what, i, got[i], want[i])
-	}
-}
-
-func sinData(n int, freq, scale float64) []float32 {
-	out := make([]float32, n)
-	for i := range out {
-		out[i] = float32(math.Sin(float64(i)*freq) * scale)
-	}
-	return out
-}
 
 // TestIm2colConvolutionMatchesConvolve compares im2colConvolution with graph.Convolve(...).PadSame()
 // (the op cifarlib's layers use on XLA) on the test backend: the output, its gradient with
