@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cifarlab/cifarlab/internal/plugins"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/go-xla/compute/xla"
@@ -22,8 +21,7 @@ const (
 	// BackendAuto picks $GOMLX_BACKEND when set, else XLA CUDA when a GPU and its plugin are
 	// present, else CPU.
 	BackendAuto = "auto"
-	// BackendCPU is XLA's CPU plugin when installed (see FindXLACPUPlugin), else the pure-Go
-	// backend.
+	// BackendCPU is XLA's CPU plugin when installed (see NewBackend), else the pure-Go backend.
 	BackendCPU = "cpu"
 	// BackendGo is the pure-Go backend (github.com/gomlx/compute/gobackend): always available, slow
 	// for convolutions.
@@ -32,15 +30,8 @@ const (
 	BackendCUDA = "cuda"
 )
 
-// CUDAInstallHint says how to get the CUDA PJRT plugin; it is part of BackendError messages.
-const CUDAInstallHint = "install the CUDA PJRT plugin with `go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest " +
-	"-plugin=cuda13` (it downloads from PyPI) or copy pjrt_c_api_cuda_plugin.so with its nvidia/ libraries into " +
-	"~/.local/lib/go-xla (or a folder named in PJRT_PLUGIN_LIBRARY_PATH); or use -backend cpu"
-
 // XLACPUInstallHint says how to get XLA's CPU PJRT plugin; it is part of BackendError messages.
-const XLACPUInstallHint = "install it into the repository's venv with `.venv/bin/pip install --no-deps --require-hashes " +
-	"-r kernel/requirements-xla-cpu.txt` (PyPI's lammps-jax-pjrt-cpu), or set " + XLACPUPluginEnv +
-	" to a pjrt_c_api_cpu_plugin.so; or use -backend go"
+const XLACPUInstallHint = plugins.XLACPUInstallHint
 
 // BackendError is returned by NewBackend when the requested backend cannot be created: it says
 // what is missing and how to get it. NewBackend never falls back silently from an explicit request.
@@ -82,8 +73,9 @@ var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
 // NewBackend returns a GoMLX compute backend from a short name:
 //
 //   - "go": the pure-Go backend; always available.
-//   - "cpu": XLA's CPU PJRT plugin when installed (see FindXLACPUPlugin: $CIFARLAB_XLA_CPU_PLUGIN,
-//     go-xla's plugin folders, or pip's lammps-jax-pjrt-cpu in the repository's .venv), else the
+//   - "cpu": XLA's CPU PJRT plugin when installed (the first of $CIFARLAB_XLA_CPU_PLUGIN, go-xla's
+//     plugin folders, pip's lammps-jax-pjrt-cpu in the repository's .venv, where the repository
+//     is $CIFARLAB_REPO or found above the working directory, and $VIRTUAL_ENV), else the
 //     pure-Go backend. Options for the XLA plugin can follow after a comma. BackendName says
 //     which one was picked.
 //   - "cuda": XLA with the CUDA PJRT plugin ($CIFARLAB_CUDA_PLUGIN, e.g. jax-cuda13-pjrt's
@@ -111,8 +103,8 @@ func NewBackend(name string) (compute.Backend, error) {
 			}
 			return b, nil
 		}
-		if HasNvidiaGPU() {
-			if plugin, err := findCUDAPlugin(BackendCUDA); err != nil || plugin != "" {
+		if plugins.HasNvidiaGPU() {
+			if plugin, err := plugins.FindCUDA(); err != nil || plugin != "" {
 				return NewBackend(BackendCUDA)
 			}
 		}
@@ -161,14 +153,14 @@ func NewBackend(name string) (compute.Backend, error) {
 			}
 			if loc.Path == "" {
 				return nil, &BackendError{Requested: requested, Missing: "the XLA CPU PJRT plugin is not installed",
-					Fix: XLACPUInstallHint}
+					Fix: plugins.XLACPUInstallHint}
 			}
 			return newXLA(requested, withOptions(loc.Path, options))
 		}
-		found := xlaPlugin(plugin)
+		found := plugins.GoXLAName(plugin)
 		if found == "" && !filepath.IsAbs(plugin) {
 			return nil, &BackendError{Requested: requested,
-				Missing: fmt.Sprintf("the XLA PJRT plugin %q is not installed (found: %s)", plugin, describePlugins()),
+				Missing: fmt.Sprintf("the XLA PJRT plugin %q is not installed (found: %s)", plugin, plugins.DescribeGoXLA()),
 				Fix: "install it with `go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest`, set " +
 					"PJRT_PLUGIN_LIBRARY_PATH to its folder, or use -backend go"}
 		}
@@ -184,41 +176,50 @@ func NewBackend(name string) (compute.Backend, error) {
 		Fix: "use one of \"auto\", \"cpu\", \"go\", \"cuda\" (or a GoMLX configuration such as \"xla:cpu\")"}
 }
 
-// findXLACPUPluginFor is FindXLACPUPlugin with errors naming the requested backend.
-func findXLACPUPluginFor(requested string) (PluginLocation, error) {
-	loc, err := FindXLACPUPlugin()
-	var be *BackendError
-	if errors.As(err, &be) {
-		be.Requested = requested
+// findXLACPUPluginFor is plugins.FindXLACPU with errors naming the requested backend.
+func findXLACPUPluginFor(requested string) (plugins.Location, error) {
+	loc, err := plugins.FindXLACPU("")
+	return loc, envBackendError(requested, err)
+}
+
+// envBackendError turns a *plugins.EnvError (a variable naming a missing plugin file) into a
+// *BackendError for the requested backend; other errors are returned unchanged.
+func envBackendError(requested string, err error) error {
+	var ee *plugins.EnvError
+	if errors.As(err, &ee) {
+		return &BackendError{Requested: requested, Missing: ee.Missing(), Err: ee.Err, Fix: ee.Fix}
 	}
-	return loc, err
+	return err
 }
 
 // newCUDA checks for a GPU and for the plugin before asking XLA for a CUDA client. plugin is an
 // absolute plugin path given in the request, or "" to search (see findCUDAPlugin).
 func newCUDA(requested, plugin, options string) (compute.Backend, error) {
-	if !HasNvidiaGPU() {
+	if !plugins.HasNvidiaGPU() {
 		return nil, &BackendError{Requested: requested,
 			Missing: "no NVIDIA GPU on this machine (no /dev/nvidia* device and nvidia-smi finds none)",
 			Fix:     "run on a machine with an NVIDIA GPU and its driver, or use -backend cpu"}
 	}
 	if plugin != "" {
-		if !isFile(plugin) {
+		if fi, err := os.Stat(plugin); err != nil || !fi.Mode().IsRegular() {
 			return nil, &BackendError{Requested: requested, Missing: "the CUDA PJRT plugin " + plugin + " does not exist",
-				Fix: CUDAInstallHint}
+				Fix: plugins.CUDAInstallHint}
 		}
-		setJaxCUDADataDir(plugin)
+		plugins.SetJaxCUDADataDir(plugin)
 		return newXLA(requested, withOptions(plugin, options))
 	}
-	plugin, err := findCUDAPlugin(requested)
+	plugin, err := plugins.FindCUDA()
 	if err != nil {
-		return nil, err
+		return nil, envBackendError(requested, err)
 	}
 	if plugin == "" {
 		return nil, &BackendError{Requested: requested,
 			Missing: fmt.Sprintf("the CUDA PJRT plugin is not installed (plugins found: %s; searched %s)",
-				describePlugins(), pluginSearchDescription()),
-			Fix: CUDAInstallHint}
+				plugins.DescribeGoXLA(), plugins.GoXLASearchDescription()),
+			Fix: plugins.CUDAInstallHint}
+	}
+	if filepath.IsAbs(plugin) {
+		plugins.SetJaxCUDADataDir(plugin)
 	}
 	return newXLA(requested, withOptions(plugin, options))
 }
@@ -253,7 +254,7 @@ func newXLA(requested, config string) (compute.Backend, error) {
 		if r.err != nil {
 			be := &BackendError{Requested: requested, Missing: "XLA could not start plugin " + config, Err: r.err}
 			if pjrt.IsCUDAName(config) {
-				be.Fix = "check the NVIDIA driver (nvidia-smi) and that the plugin's CUDA libraries match it; " + CUDAInstallHint
+				be.Fix = "check the NVIDIA driver (nvidia-smi) and that the plugin's CUDA libraries match it; " + plugins.CUDAInstallHint
 			} else {
 				be.Fix = "reinstall the plugin or use -backend go"
 			}
@@ -266,74 +267,6 @@ func newXLA(requested, config string) (compute.Backend, error) {
 			Fix:     "check that no other process holds the GPU (nvidia-smi), or use -backend cpu"}
 	}
 }
-
-// xlaPlugins lists the installed PJRT plugins by name (e.g. "cpu", "cuda") with their paths,
-// searched once per process (go-xla reads $PJRT_PLUGIN_LIBRARY_PATH at start and dlopens each
-// candidate to check it). It never downloads anything.
-var xlaPlugins = sync.OnceValue(func() map[string]string {
-	xlaSetup()
-	plugins := map[string]string{}
-	func() {
-		defer func() { _ = recover() }()
-		plugins = pjrt.AvailablePlugins()
-	}()
-	return plugins
-})
-
-// xlaPlugin returns the installed plugin name matching base ("cpu" also matches "cpu_v0.83.1"),
-// or "".
-func xlaPlugin(base string) string {
-	plugins := xlaPlugins()
-	if _, ok := plugins[base]; ok {
-		return base
-	}
-	names := make([]string, 0, len(plugins))
-	for n := range plugins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if strings.HasPrefix(n, base+"_") || (base == "cuda" && pjrt.IsCUDAName(n)) {
-			return n
-		}
-	}
-	return ""
-}
-
-func describePlugins() string {
-	plugins := xlaPlugins()
-	if len(plugins) == 0 {
-		return "none"
-	}
-	names := make([]string, 0, len(plugins))
-	for n := range plugins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
-
-func pluginSearchDescription() string {
-	if p := os.Getenv(pjrt.PJRTPluginPathsEnv); p != "" {
-		return "$" + pjrt.PJRTPluginPathsEnv + "=" + p
-	}
-	return "~/.local/lib/go-xla, /usr/local/lib/go-xla and the system library paths (set " +
-		pjrt.PJRTPluginPathsEnv + " to add folders)"
-}
-
-// HasNvidiaGPU reports whether an NVIDIA GPU seems present: a /dev/nvidia[0-9]* device file, or
-// nvidia-smi listing a GPU. It is computed once.
-var HasNvidiaGPU = sync.OnceValue(func() bool {
-	if m, _ := filepath.Glob("/dev/nvidia[0-9]*"); len(m) > 0 {
-		return true
-	}
-	path, err := exec.LookPath("nvidia-smi")
-	if err != nil {
-		return false
-	}
-	out, err := exec.Command(path, "-L").CombinedOutput()
-	return err == nil && strings.Contains(string(out), "GPU ")
-})
 
 // BackendName describes a backend for display, e.g. "go (pure Go, CPU)",
 // "xla:cpu (XLA CPU plugin)" or "xla:cuda (XLA CUDA: NVIDIA H100 ...)".

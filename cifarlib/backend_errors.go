@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/cifarlab/cifarlab/internal/plugins"
 )
 
 // DeviceMemoryError is an accelerator out-of-memory failure translated by TranslateRuntimeError,
@@ -51,7 +53,7 @@ func TranslateRuntimeError(err error) error {
 		"cuinit", "failed call to cuinit", "unable to load cuda"} {
 		if strings.Contains(msg, p) {
 			return &BackendError{Requested: "cuda", Missing: "the CUDA device or driver is not usable", Err: err,
-				Fix: "check the NVIDIA driver with nvidia-smi; " + CUDAInstallHint}
+				Fix: "check the NVIDIA driver with nvidia-smi; " + plugins.CUDAInstallHint}
 		}
 	}
 	return err

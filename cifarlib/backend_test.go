@@ -2,14 +2,14 @@ package cifarlib
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/internal/plugins"
+	"github.com/cifarlab/cifarlab/internal/repo"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -26,9 +26,9 @@ func TestNewBackendGo(t *testing.T) {
 
 // xlaCPUPluginOrSkip returns the installed XLA CPU plugin; without one it skips the test, or
 // fails it when CI asks for the plugin (CI=true and CIFARLAB_REQUIRE_XLA_CPU=1).
-func xlaCPUPluginOrSkip(t *testing.T) PluginLocation {
+func xlaCPUPluginOrSkip(t *testing.T) plugins.Location {
 	t.Helper()
-	loc, err := FindXLACPUPlugin()
+	loc, err := plugins.FindXLACPU("")
 	require.NoError(t, err)
 	if loc.Path == "" {
 		if os.Getenv("CI") == "true" && os.Getenv("CIFARLAB_REQUIRE_XLA_CPU") == "1" {
@@ -42,7 +42,7 @@ func xlaCPUPluginOrSkip(t *testing.T) PluginLocation {
 func TestNewBackendCPU(t *testing.T) {
 	b, err := NewBackend("cpu")
 	require.NoError(t, err)
-	loc, err := FindXLACPUPlugin()
+	loc, err := plugins.FindXLACPU("")
 	require.NoError(t, err)
 	if loc.Path == "" {
 		require.Equal(t, "go (pure Go, CPU)", BackendName(b), "without the XLA CPU plugin, cpu is the Go backend")
@@ -58,10 +58,10 @@ func TestNewBackendCPU(t *testing.T) {
 // no environment variable, "cpu" and "xla:cpu" load it by absolute path, and "go" stays pure Go.
 func TestNewBackendCPUFindsVenvPlugin(t *testing.T) {
 	loc := xlaCPUPluginOrSkip(t)
-	t.Setenv(XLACPUPluginEnv, "")
-	t.Setenv(KernelCPUPluginEnv, "")
-	if !loc.Explicit && xlaPlugin("cpu") == "" {
-		require.Equal(t, "the venv "+filepath.Join(findRepoDir(), ".venv"), loc.Source)
+	t.Setenv(plugins.XLACPUEnv, "")
+	t.Setenv(plugins.KernelCPUEnv, "")
+	if !loc.Explicit && plugins.GoXLAName("cpu") == "" {
+		require.Equal(t, "the venv "+filepath.Join(repo.Dir(), ".venv"), loc.Source)
 		require.True(t, strings.HasSuffix(loc.Path, "/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"), loc.Path)
 	}
 	for _, name := range []string{"cpu", "CPU", "xla:cpu", "xla"} {
@@ -91,7 +91,7 @@ func TestXLACPUMatchesGo(t *testing.T) {
 // (bench/gpu.sh runs it). TF32 convolutions and matmuls (XLA's GPU default) keep about 3
 // significant digits.
 func TestCUDAMatchesGo(t *testing.T) {
-	if !HasNvidiaGPU() {
+	if !plugins.HasNvidiaGPU() {
 		t.Skip("no NVIDIA GPU")
 	}
 	b, err := NewBackend("cuda")
@@ -162,66 +162,13 @@ func requireSameNumbersAsGo(t *testing.T, b compute.Backend, tol float64) {
 	require.InDelta(t, ce/2, float64(tensors.ToScalar[float32](got[2])), tol)
 }
 
-// TestFindXLACPUPluginSearch checks the search order with plugin files made up in temporary
-// folders: explicit variable, then the repository's .venv (newest python3.N), then $VIRTUAL_ENV.
-func TestFindXLACPUPluginSearch(t *testing.T) {
-	if xlaPlugin("cpu") != "" {
-		t.Skip("a cpu plugin in go-xla's folders takes precedence over the venvs here")
-	}
-	touch := func(path string) string {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte("not a real plugin"), 0o644))
-		return path
-	}
-	rel := "site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"
-	repo := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module "+ModulePath+"\n\ngo 1.26\n"), 0o644))
-	touch(filepath.Join(repo, ".venv/lib/python3.9", rel))
-	newest := touch(filepath.Join(repo, ".venv/lib/python3.11", rel))
-	other := t.TempDir()
-	active := touch(filepath.Join(other, "venv/lib/python3.12", rel))
-	explicit := touch(filepath.Join(other, "my plugin.so"))
-
-	t.Setenv(XLACPUPluginEnv, "")
-	t.Setenv(KernelCPUPluginEnv, "")
-	t.Setenv("VIRTUAL_ENV", filepath.Join(other, "venv"))
-	t.Setenv(RepoEnv, repo)
-	loc, err := FindXLACPUPlugin()
-	require.NoError(t, err)
-	require.Equal(t, PluginLocation{Path: newest, Source: "the venv " + filepath.Join(repo, ".venv")}, loc)
-
-	t.Setenv(RepoEnv, other) // not a checkout: only $VIRTUAL_ENV is left
-	loc, err = FindXLACPUPlugin()
-	require.NoError(t, err)
-	require.Equal(t, PluginLocation{Path: active, Source: "the active venv $VIRTUAL_ENV=" + filepath.Join(other, "venv")}, loc)
-
-	t.Setenv("VIRTUAL_ENV", "")
-	loc, err = FindXLACPUPlugin()
-	require.NoError(t, err)
-	require.Equal(t, PluginLocation{}, loc)
-
-	// The repository is also found from the working directory upwards.
-	t.Setenv(RepoEnv, "")
-	t.Chdir(filepath.Join(repo, ".venv/lib"))
-	require.Equal(t, repo, findRepoDir())
-	loc, err = FindXLACPUPlugin()
-	require.NoError(t, err)
-	require.Equal(t, newest, loc.Path)
-
-	// An explicit variable wins; the kernel's name works too.
-	t.Setenv(KernelCPUPluginEnv, explicit)
-	loc, err = FindXLACPUPlugin()
-	require.NoError(t, err)
-	require.Equal(t, PluginLocation{Path: explicit, Source: "$" + KernelCPUPluginEnv, Explicit: true}, loc)
-	t.Setenv(XLACPUPluginEnv, active)
-	loc, err = FindXLACPUPlugin()
-	require.NoError(t, err)
-	require.Equal(t, PluginLocation{Path: active, Source: "$" + XLACPUPluginEnv, Explicit: true}, loc)
-
-	// A variable naming a missing file is an error, for "cpu" too: no silent fallback.
-	missing := filepath.Join(other, "gone", "pjrt_c_api_cpu_plugin.so")
-	t.Setenv(XLACPUPluginEnv, missing)
-	_, err = NewBackend("cpu")
+// TestNewBackendCPUPluginEnv: a variable naming a missing plugin file is an error for "cpu" too (no
+// silent fallback), and an explicit file that is not a plugin fails with the loader's error.
+// (The search order itself is internal/plugins' TestFindXLACPUPluginSearch.)
+func TestNewBackendCPUPluginEnv(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone", "pjrt_c_api_cpu_plugin.so")
+	t.Setenv(plugins.XLACPUEnv, missing)
+	_, err := NewBackend("cpu")
 	var be *BackendError
 	require.ErrorAs(t, err, &be)
 	require.True(t, errors.Is(err, ErrBackend))
@@ -233,19 +180,12 @@ func TestFindXLACPUPluginSearch(t *testing.T) {
 	require.ErrorAs(t, err, &be)
 	require.Equal(t, "xla:cpu", be.Requested)
 
-	// An explicit file that is not a plugin fails with the loader's error instead of falling back.
-	t.Setenv(XLACPUPluginEnv, explicit)
+	explicit := filepath.Join(t.TempDir(), "my plugin.so")
+	require.NoError(t, os.WriteFile(explicit, []byte("not a real plugin"), 0o644))
+	t.Setenv(plugins.XLACPUEnv, explicit)
 	_, err = NewBackend("cpu")
 	require.ErrorAs(t, err, &be)
 	require.Equal(t, "XLA could not start plugin "+explicit, be.Missing)
-}
-
-func TestPythonMinor(t *testing.T) {
-	for path, want := range map[string]int{
-		"/v/lib/python3.11/site-packages/x.so": 11, "/v/lib/python3.9/x": 9, "/v/lib/python3/x": -1,
-		"/v/lib/python3.1x/x": -1, "/v/lib/x.so": -1} {
-		require.Equal(t, want, pythonMinor(path), path)
-	}
 }
 
 func TestNewBackendAuto(t *testing.T) {
@@ -257,9 +197,9 @@ func TestNewBackendAuto(t *testing.T) {
 	t.Setenv("GOMLX_BACKEND", "")
 	b, err = NewBackend("")
 	require.NoError(t, err)
-	if !HasNvidiaGPU() || xlaPlugin("cuda") == "" {
+	if !plugins.HasNvidiaGPU() || plugins.GoXLAName("cuda") == "" {
 		want := "go (pure Go, CPU)"
-		if loc, _ := FindXLACPUPlugin(); loc.Path != "" {
+		if loc, _ := plugins.FindXLACPU(""); loc.Path != "" {
 			want = "xla:cpu (XLA CPU plugin)"
 		}
 		require.Equal(t, want, BackendName(b))
@@ -273,9 +213,9 @@ func TestNewBackendAuto(t *testing.T) {
 
 // withGPU overrides the GPU probe for one test.
 func withGPU(t *testing.T, present bool) {
-	saved := HasNvidiaGPU
-	HasNvidiaGPU = func() bool { return present }
-	t.Cleanup(func() { HasNvidiaGPU = saved })
+	saved := plugins.HasNvidiaGPU
+	plugins.HasNvidiaGPU = func() bool { return present }
+	t.Cleanup(func() { plugins.HasNvidiaGPU = saved })
 }
 
 func TestNewBackendCUDAWithoutGPU(t *testing.T) {
@@ -292,16 +232,16 @@ func TestNewBackendCUDAWithoutGPU(t *testing.T) {
 }
 
 func TestNewBackendCUDAWithoutPlugin(t *testing.T) {
-	if xlaPlugin("cuda") != "" {
+	if plugins.GoXLAName("cuda") != "" {
 		t.Skip("the CUDA PJRT plugin is installed here")
 	}
-	t.Setenv(CUDAPluginEnv, "")
+	t.Setenv(plugins.CUDAEnv, "")
 	withGPU(t, true)
 	_, err := NewBackend("cuda")
 	var be *BackendError
 	require.ErrorAs(t, err, &be)
 	require.Contains(t, be.Missing, "the CUDA PJRT plugin is not installed (plugins found: ")
-	require.Equal(t, CUDAInstallHint, be.Fix)
+	require.Equal(t, plugins.CUDAInstallHint, be.Fix)
 	require.Contains(t, err.Error(), "go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest -plugin=cuda13")
 }
 
@@ -309,53 +249,34 @@ func TestNewBackendNeverDownloads(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	_, err := NewBackend("xla:cpu")
-	if loc, _ := FindXLACPUPlugin(); loc.Path == "" {
+	if loc, _ := plugins.FindXLACPU(""); loc.Path == "" {
 		require.EqualError(t, err, `backend "xla:cpu" unavailable: the XLA CPU PJRT plugin is not installed: `+XLACPUInstallHint)
 	} else {
 		require.NoError(t, err)
 	}
 	_, err = NewBackend("xla:tpu")
 	require.EqualError(t, err, `backend "xla:tpu" unavailable: the XLA PJRT plugin "tpu" is not installed `+
-		`(found: `+describePlugins()+`): install it with `+"`go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest`"+
+		`(found: `+plugins.DescribeGoXLA()+`): install it with `+"`go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest`"+
 		`, set PJRT_PLUGIN_LIBRARY_PATH to its folder, or use -backend go`)
 	_, statErr := os.Stat(filepath.Join(home, ".local", "lib", "go-xla"))
 	require.True(t, os.IsNotExist(statErr), "NewBackend must not install plugins")
 }
 
-func TestCUDAPluginEnv(t *testing.T) {
+func TestNewBackendCUDAPluginEnv(t *testing.T) {
 	withGPU(t, true)
 	missing := filepath.Join(t.TempDir(), "jax_plugins", "xla_cuda13", "xla_cuda_plugin.so")
-	t.Setenv(CUDAPluginEnv, missing)
+	t.Setenv(plugins.CUDAEnv, missing)
 	_, err := NewBackend("cuda")
 	var be *BackendError
 	require.ErrorAs(t, err, &be)
 	require.Equal(t, `backend "cuda" unavailable: the CUDA PJRT plugin named by $CIFARLAB_CUDA_PLUGIN=`+missing+
 		` does not exist (file does not exist): set $CIFARLAB_CUDA_PLUGIN to the absolute path of the plugin `+
 		`(e.g. SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so of pip's jax-cuda13-pjrt), or unset it`, err.Error())
-	t.Setenv(CUDAPluginEnv, "")
+	t.Setenv(plugins.CUDAEnv, "")
 	t.Setenv("GOMLX_BACKEND", "")
 	_, err = NewBackend("xla:" + missing)
 	require.ErrorAs(t, err, &be)
 	require.Equal(t, "the CUDA PJRT plugin "+missing+" does not exist", be.Missing)
-}
-
-// TestJaxCUDADataDir: XLA is pointed at pip's CUDA tools next to jax-cuda13-pjrt's plugin.
-func TestJaxCUDADataDir(t *testing.T) {
-	site := t.TempDir()
-	plugin := filepath.Join(site, "jax_plugins", "xla_cuda13", "xla_cuda_plugin.so")
-	require.Equal(t, "", jaxCUDADataDir(plugin), "no nvidia/cu13 tools")
-	ptxas := filepath.Join(site, "nvidia", "cu13", "bin", "ptxas")
-	require.NoError(t, os.MkdirAll(filepath.Dir(ptxas), 0o755))
-	require.NoError(t, os.WriteFile(ptxas, nil, 0o755))
-	require.Equal(t, filepath.Join(site, "nvidia", "cu13"), jaxCUDADataDir(plugin))
-	require.Equal(t, "", jaxCUDADataDir(filepath.Join(site, "lib", "pjrt_c_api_cuda_plugin.so")))
-
-	t.Setenv("XLA_FLAGS", "--xla_dump_to=/tmp/d")
-	setJaxCUDADataDir(plugin)
-	require.Equal(t, "--xla_dump_to=/tmp/d --xla_gpu_cuda_data_dir="+filepath.Join(site, "nvidia", "cu13"), os.Getenv("XLA_FLAGS"))
-	t.Setenv("XLA_FLAGS", "--xla_gpu_cuda_data_dir=/opt/cuda")
-	setJaxCUDADataDir(plugin)
-	require.Equal(t, "--xla_gpu_cuda_data_dir=/opt/cuda", os.Getenv("XLA_FLAGS"), "an explicit data dir is kept")
 }
 
 func TestNewBackendUnknown(t *testing.T) {
@@ -390,39 +311,4 @@ func TestTranslateRuntimeError(t *testing.T) {
 	other := errors.New("something else")
 	require.Same(t, other, TranslateRuntimeError(other))
 	require.Same(t, err, TranslateRuntimeError(err), "already translated errors are kept")
-}
-
-// TestFindXLACPUPluginGoXLAFolders checks that a "cpu" plugin in go-xla's folders wins over the
-// repository's venv. go-xla reads $PJRT_PLUGIN_LIBRARY_PATH once, at process start, so the
-// search runs in a child process of this test binary; and go-xla dlopens what it finds, so the
-// folder holds a link to the real plugin (the test needs it installed).
-func TestFindXLACPUPluginGoXLAFolders(t *testing.T) {
-	const childEnv = "CIFARLAB_TEST_CHILD"
-	if os.Getenv(childEnv) == "goxla-folders" {
-		loc, err := FindXLACPUPlugin()
-		fmt.Printf("\nRESULT %s|%s|%v\n", loc.Path, loc.Source, err)
-		return
-	}
-	touch := func(path string) string {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte("not a real plugin"), 0o644))
-		return path
-	}
-	repo := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module "+ModulePath+"\n\ngo 1.26\n"), 0o644))
-	touch(filepath.Join(repo, ".venv/lib/python3.11/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"))
-	real := xlaCPUPluginOrSkip(t)
-	pluginDir := t.TempDir()
-	plugin := filepath.Join(pluginDir, "pjrt_c_api_cpu_plugin.so")
-	require.NoError(t, os.Symlink(real.Path, plugin))
-
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFindXLACPUPluginGoXLAFolders$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"=goxla-folders", "PJRT_PLUGIN_LIBRARY_PATH="+pluginDir,
-		RepoEnv+"="+repo, XLACPUPluginEnv+"=", KernelCPUPluginEnv+"=", "VIRTUAL_ENV=")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	_, result, found := strings.Cut(string(out), "\nRESULT ")
-	require.True(t, found, "child output: %s", out)
-	result, _, _ = strings.Cut(result, "\n")
-	require.Equal(t, plugin+"|go-xla's plugin folders|<nil>", result)
 }

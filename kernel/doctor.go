@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/internal/plugins"
 )
 
 // Status is the outcome of one doctor check.
@@ -135,19 +135,18 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	}
 
 	add(checkXLACPUPlugin(repo))
-	plugins := FindXLAPlugins()
 	cudaPlugins := []string{}
-	if p, ok := plugins["cuda"]; ok {
+	if p, ok := plugins.FindFiles()["cuda"]; ok {
 		cudaPlugins = append(cudaPlugins, p)
 	}
-	cudaPlugins = append(cudaPlugins, FindJaxCUDAPlugins(SitePackages(ctx, PythonCandidates(repo)))...)
+	cudaPlugins = append(cudaPlugins, plugins.FindJaxCUDA(SitePackages(ctx, PythonCandidates(repo)))...)
 	if len(cudaPlugins) > 0 {
 		add(Check{Name: "CUDA plugin", Status: StatusOK, Detail: strings.Join(cudaPlugins, ", ")})
 	} else {
 		add(Check{Name: "CUDA plugin", Status: StatusAbsent, Detail: "no CUDA PJRT plugin found (go-xla folders, pip's jax-cuda13-pjrt)",
 			Fix: "on a GPU machine: pip install jax-cuda13-pjrt jax-cuda13-plugin (or go-xla's installer), then re-run cifarlab kernel install"})
 	}
-	if gpus, err := GPUs(ctx); err != nil {
+	if gpus, err := plugins.GPUs(ctx); err != nil {
 		add(Check{Name: "GPUs", Status: StatusAbsent, Detail: "none visible: " + err.Error(), Fix: "optional: the CUDA kernel needs an NVIDIA GPU and its driver (nvidia-smi)"})
 	} else if len(gpus) == 0 {
 		add(Check{Name: "GPUs", Status: StatusAbsent, Detail: "nvidia-smi lists no GPU", Fix: "optional: check the NVIDIA driver"})
@@ -316,9 +315,9 @@ func (r Report) WriteText(w io.Writer) {
 }
 
 // checkXLACPUPlugin reports the XLA CPU plugin that cifarlib.NewBackend("cpu") and the CPU
-// kernel use (cifarlib.FindXLACPUPluginIn), or its absence: optional, the pure-Go backend works.
+// kernel use (plugins.FindXLACPU), or its absence: optional, the pure-Go backend works.
 func checkXLACPUPlugin(repo Repo) Check {
-	loc, err := cifarlib.FindXLACPUPluginIn(repo.Dir)
+	loc, err := plugins.FindXLACPU(repo.Dir)
 	switch {
 	case err != nil:
 		return Check{Name: "XLA CPU plugin", Status: StatusFail, Detail: err.Error(),
@@ -327,7 +326,7 @@ func checkXLACPUPlugin(repo Repo) Check {
 		return Check{Name: "XLA CPU plugin", Status: StatusOK, Detail: loc.Path + " (" + loc.Source + ")"}
 	}
 	return Check{Name: "XLA CPU plugin", Status: StatusAbsent,
-		Detail: "not found ($" + cifarlib.XLACPUPluginEnv + ", go-xla's plugin folders, " + repo.VenvDir() +
+		Detail: "not found ($" + plugins.XLACPUEnv + ", go-xla's plugin folders, " + repo.VenvDir() +
 			", $VIRTUAL_ENV); the CPU kernel uses the pure-Go backend",
-		Fix: "optional: " + cifarlib.XLACPUInstallHint + "; then re-run cifarlab kernel install"}
+		Fix: "optional: " + plugins.XLACPUInstallHint + "; then re-run cifarlab kernel install"}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/internal/plugins"
 	"github.com/stretchr/testify/require"
 )
 
@@ -248,7 +249,7 @@ func TestInstallLinksPipCUDAPlugin(t *testing.T) {
 	// $ORIGIN/../../nvidia of the linked plugin reaches pip's libraries.
 	require.FileExists(t, filepath.Join(linkDir, "jax_plugins/xla_cuda13", "../../nvidia/cu13/bin/ptxas"))
 	require.Equal(t, map[string]string{"cuda": filepath.Join(linkDir, "jax_plugins/xla_cuda13/pjrt_c_api_cuda_plugin.so")},
-		withPluginPath(t, spec.Env["PJRT_PLUGIN_LIBRARY_PATH"], FindXLAPlugins), "go-xla's search finds it by name")
+		withPluginPath(t, spec.Env["PJRT_PLUGIN_LIBRARY_PATH"], plugins.FindFiles), "go-xla's search finds it by name")
 	cpu := readSpec(t, dataDir, CPUKernel)
 	require.NotContains(t, cpu.Env, "PJRT_PLUGIN_LIBRARY_PATH")
 

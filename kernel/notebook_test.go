@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cifarlab/cifarlab/internal/plugins"
 	"github.com/stretchr/testify/require"
 )
 
@@ -187,7 +188,7 @@ func TestSmokeNotebook(t *testing.T) {
 		run := runNotebook(t, repo, dataDir, notebook, CUDAKernel)
 		checkSetupCell(t, run, "cuda", spec.Env[GoMLXBackendEnv])
 		c := run.Cells[1]
-		if gpus, err := GPUs(context.Background()); err == nil && len(gpus) > 0 {
+		if gpus, err := plugins.GPUs(context.Background()); err == nil && len(gpus) > 0 {
 			require.Equal(t, "ok", c.Status, "forward pass on %v: %+v", gpus, c)
 			require.Contains(t, c.Stdout, "backend: xla:cuda")
 			require.Contains(t, c.Stdout, "logits shape: [8 10]\nlogits finite: true\n")

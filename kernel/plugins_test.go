@@ -7,23 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/internal/plugins"
 
 	"github.com/stretchr/testify/require"
 )
-
-func TestPluginNameOf(t *testing.T) {
-	for path, want := range map[string]string{
-		"/x/pjrt_c_api_cpu_plugin.so":                   "cpu",
-		"/x/pjrt_c_api_cuda_plugin.so":                  "cuda",
-		"/x/pjrt-plugin-cpu_v0.83.1.so":                 "cpu_v0.83.1",
-		"/x/pjrt_plugin_tpu.so":                         "tpu",
-		"/sp/jax_plugins/xla_cuda13/xla_cuda_plugin.so": "",
-		"/x/libcublas.so.13":                            "",
-	} {
-		require.Equal(t, want, PluginNameOf(path), path)
-	}
-}
 
 // touch creates an empty file (and its folders).
 func touch(t *testing.T, path string) string {
@@ -31,44 +18,6 @@ func touch(t *testing.T, path string) string {
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, nil, 0o755))
 	return path
-}
-
-func TestFindXLAPluginsFollowsGoXLAOrder(t *testing.T) {
-	a, b := t.TempDir(), t.TempDir()
-	cpuA := touch(t, filepath.Join(a, "pjrt_c_api_cpu_plugin.so"))
-	touch(t, filepath.Join(b, "pjrt_c_api_cpu_plugin.so"))
-	cudaB := touch(t, filepath.Join(b, "pjrt_c_api_cuda_plugin.so"))
-	touch(t, filepath.Join(b, "libsomething.so"))
-	t.Setenv(PJRTPluginPathEnv, a+"::"+b)
-	require.Equal(t, []string{a, b}, XLAPluginDirs())
-	require.Equal(t, map[string]string{"cpu": cpuA, "cuda": cudaB}, FindXLAPlugins())
-
-	t.Setenv(PJRTPluginPathEnv, "")
-	require.Empty(t, XLAPluginDirs(), "an empty PJRT_PLUGIN_LIBRARY_PATH searches nothing, as in go-xla")
-	require.Empty(t, FindXLAPlugins())
-}
-
-func TestXLAPluginDirsDefault(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("LD_LIBRARY_PATH", "relative/skipped:/opt/cuda/lib64")
-	os.Unsetenv(PJRTPluginPathEnv)
-	dirs := XLAPluginDirs()
-	require.GreaterOrEqual(t, len(dirs), 7)
-	require.Equal(t, []string{
-		filepath.Join(home, ".local/lib/go-xla"), filepath.Join(home, ".local/lib/go-xla/nvidia"),
-		filepath.Join(home, ".local/lib/gomlx/pjrt"),
-		"/usr/local/lib/go-xla", "/usr/local/lib/go-xla/nvidia", "/usr/local/lib/gomlx/pjrt",
-		"/opt/cuda/lib64",
-	}, dirs[:7])
-}
-
-func TestFindJaxCUDAPlugins(t *testing.T) {
-	site := t.TempDir()
-	cu13 := touch(t, filepath.Join(site, "jax_plugins/xla_cuda13/xla_cuda_plugin.so"))
-	cu12 := touch(t, filepath.Join(site, "jax_plugins/xla_cuda12/xla_cuda_plugin.so"))
-	touch(t, filepath.Join(site, "jax_plugins/xla_cuda13/__init__.py"))
-	require.Equal(t, []string{cu13, cu12}, FindJaxCUDAPlugins([]string{site, t.TempDir()}))
 }
 
 func TestSitePackagesOfRealPython(t *testing.T) {
@@ -86,7 +35,7 @@ func TestChooseCPUBackend(t *testing.T) {
 	empty := t.TempDir()
 	t.Setenv(PJRTPluginPathEnv, empty)
 	t.Setenv(CPUPluginEnv, "")
-	t.Setenv(cifarlib.XLACPUPluginEnv, "")
+	t.Setenv(plugins.XLACPUEnv, "")
 	t.Setenv("VIRTUAL_ENV", "")
 	repo := Repo{Dir: t.TempDir()} // no .venv
 
@@ -108,7 +57,7 @@ func TestChooseCPUBackend(t *testing.T) {
 		filepath.Join(repo.Dir, ".venv")+" does not start: ")
 
 	// pip's lammps-jax-pjrt-cpu in the repository's venv, a real one: what cifarlib.NewBackend("cpu") loads.
-	if real, err := cifarlib.FindXLACPUPluginIn(""); err == nil && real.Path != "" {
+	if real, err := plugins.FindXLACPU(""); err == nil && real.Path != "" {
 		require.NoError(t, os.Remove(venvPlugin))
 		require.NoError(t, os.Symlink(real.Path, venvPlugin))
 		b, err = ChooseCPUBackend(repo, BackendOptions{})
@@ -120,8 +69,8 @@ func TestChooseCPUBackend(t *testing.T) {
 	}
 
 	// (go-xla's own plugin folders, searched before the venv, are read from
-	// $PJRT_PLUGIN_LIBRARY_PATH once at process start, so they are tested in cifarlib's
-	// TestFindXLACPUPluginSearch, not here.)
+	// $PJRT_PLUGIN_LIBRARY_PATH once at process start, so they are tested in
+	// TestFindXLACPUPluginGoXLAFolders in internal/plugins, not here.)
 
 	// A plugin named by the variable must start: no silent fallback from an explicit choice.
 	odd := touch(t, filepath.Join(t.TempDir(), "libxla_cpu.so"))
@@ -131,7 +80,7 @@ func TestChooseCPUBackend(t *testing.T) {
 
 	t.Setenv(CPUPluginEnv, "/nonexistent/pjrt_c_api_cpu_plugin.so")
 	_, err = ChooseCPUBackend(repo, BackendOptions{})
-	require.ErrorIs(t, err, cifarlib.ErrBackend)
+	require.ErrorIs(t, err, os.ErrNotExist)
 	require.ErrorContains(t, err, "$CIFARLAB_CPU_PLUGIN=/nonexistent/pjrt_c_api_cpu_plugin.so does not exist")
 
 	_, err = ChooseCPUBackend(repo, BackendOptions{CPUPlugin: "/nonexistent/pjrt_c_api_cpu_plugin.so"})

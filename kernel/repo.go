@@ -6,15 +6,15 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/internal/repo"
 )
 
-// ModulePath is the module path of the cifarlab repository (cifarlib.ModulePath).
-const ModulePath = cifarlib.ModulePath
+// ModulePath is the module path of the cifarlab repository.
+const ModulePath = repo.ModulePath
 
 // RepoEnv names the environment variable that points at the repository when the
-// cifarlab binary runs outside of it (cifarlib.RepoEnv).
-const RepoEnv = cifarlib.RepoEnv
+// cifarlab binary runs outside of it.
+const RepoEnv = repo.Env
 
 // Repo is a checkout of the cifarlab repository.
 type Repo struct {
@@ -41,8 +41,8 @@ func (r Repo) Tool(name string) string { return filepath.Join(r.BinDir(), name) 
 // ErrNoRepo is returned by FindRepo when no cifarlab checkout is found.
 var ErrNoRepo = errors.New("cifarlab repository not found")
 
-// IsRepo reports whether dir holds the go.mod of module ModulePath (cifarlib.IsRepoDir).
-func IsRepo(dir string) bool { return cifarlib.IsRepoDir(dir) }
+// IsRepo reports whether dir holds the go.mod of module ModulePath.
+func IsRepo(dir string) bool { return repo.Is(dir) }
 
 // FindRepo locates the repository: the first of explicit (a --repo flag), $CIFARLAB_REPO,
 // the working directory and its parents, and the folder of the running executable and its
@@ -54,7 +54,7 @@ func FindRepo(explicit string) (Repo, error) {
 	if env := os.Getenv(RepoEnv); env != "" {
 		return repoAt(env, "$"+RepoEnv)
 	}
-	dir, starts := cifarlib.FindRepoDir()
+	dir, starts := repo.Find()
 	if dir != "" {
 		return Repo{Dir: dir}, nil
 	}

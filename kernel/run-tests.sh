@@ -15,7 +15,7 @@ export GOMLX_NO_AUTO_INSTALL=1
 echo "== go vet"
 go vet ./...
 echo "== gofmt"
-unformatted="$(gofmt -l cifarlib cmd kernel bench docker notebooks 2>/dev/null || true)"
+unformatted="$(gofmt -l cifarlib cmd internal kernel bench docker notebooks 2>/dev/null || true)"
 if [ -n "$unformatted" ]; then
   echo "gofmt would change: $unformatted" >&2
   exit 1
@@ -26,11 +26,11 @@ go test -count=1 -timeout 40m ./...
 # The same model, loss, guard and training tests on XLA's CPU PJRT plugin (installed into .venv by
 # kernel/setup.sh from kernel/requirements-xla-cpu.txt): "cpu" resolves to it, and the plugin tests
 # fail rather than skip when it is missing.
-echo "== go test cifarlib (models, losses, guards, training, backends) on the XLA CPU plugin"
+echo "== go test cifarlib (models, losses, guards, training, backends) and internal/plugins on the XLA CPU plugin"
 plugin="$(ls "$repo"/.venv/lib/python3*/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so | tail -1)"
 GOMLX_BACKEND="xla:$plugin" CIFARLAB_REQUIRE_XLA_CPU=1 go test -count=1 -timeout 30m \
   -run '^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestTrain.*|TestTopKAccuracyGraph|TestIm2colConvolutionMatchesConvolve|TestMaxPool2x2MatchesMaxPool|TestLayerOps.*|TestNewBackend.*|TestXLACPUMatchesGo|TestFindXLACPUPluginSearch|TestFindXLACPUPluginGoXLAFolders)$' \
-  ./cifarlib
+  ./cifarlib ./internal/plugins
 
 echo "== docker lint (the full image build is docker/test.sh, see docker/README.md)"
 bash docker/lint.sh

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/internal/plugins"
 )
 
 // Names of the two kernelspecs (the folders under DATA_DIR/kernels, and what notebooks
@@ -80,7 +81,7 @@ func backendForPlugin(path, reason string) (Backend, error) {
 	if !fileExists(abs) {
 		return Backend{}, fmt.Errorf("PJRT plugin %s does not exist", abs)
 	}
-	if name := PluginNameOf(abs); name != "" {
+	if name := plugins.NameOf(abs); name != "" {
 		return Backend{GoMLX: "xla:" + name, Env: map[string]string{PJRTPluginPathEnv: filepath.Dir(abs)}, Reason: reason + ": " + abs}, nil
 	}
 	return Backend{GoMLX: "xla:" + abs, Reason: reason + ": " + abs}, nil
@@ -96,7 +97,7 @@ type BackendOptions struct {
 }
 
 // ChooseCPUBackend picks the CPU kernel's backend: a forced value, an explicit plugin file,
-// else the XLA CPU plugin that cifarlib.NewBackend("cpu") would load (cifarlib.FindXLACPUPluginIn:
+// else the XLA CPU plugin that cifarlib.NewBackend("cpu") would load (plugins.FindXLACPU:
 // $CIFARLAB_XLA_CPU_PLUGIN or $CIFARLAB_CPU_PLUGIN, go-xla's plugin folders, pip's
 // lammps-jax-pjrt-cpu in repo's .venv, the active venv) when it starts, else the pure-Go backend
 // "go", which always works. So the CPU kernel and "cpu" in code mean the same backend. A plugin
@@ -109,7 +110,7 @@ func ChooseCPUBackend(repo Repo, o BackendOptions) (Backend, error) {
 	if o.CPUPlugin != "" {
 		return backendForPlugin(o.CPUPlugin, "XLA CPU plugin given")
 	}
-	loc, err := cifarlib.FindXLACPUPluginIn(repo.Dir)
+	loc, err := plugins.FindXLACPU(repo.Dir)
 	if err != nil {
 		return Backend{}, err
 	}
@@ -149,15 +150,15 @@ func ChooseCUDABackend(ctx context.Context, repo Repo, linkDir string, o Backend
 		return Backend{GoMLX: o.CUDA, Reason: "set with --cuda-backend"}, nil
 	}
 	if p := firstNonEmpty(o.CUDAPlugin, os.Getenv(CUDAPluginEnv)); p != "" {
-		if PluginNameOf(p) == "" && filepath.Base(p) == "xla_cuda_plugin.so" {
+		if plugins.NameOf(p) == "" && filepath.Base(p) == "xla_cuda_plugin.so" {
 			return JaxCUDABackend(p, linkDir, "CUDA plugin given")
 		}
 		return backendForPlugin(p, "CUDA plugin given")
 	}
-	if p, ok := FindXLAPlugins()["cuda"]; ok {
+	if p, ok := plugins.FindFiles()["cuda"]; ok {
 		return backendForPlugin(p, "go-xla CUDA plugin found")
 	}
-	if ps := FindJaxCUDAPlugins(SitePackages(ctx, PythonCandidates(repo))); len(ps) > 0 {
+	if ps := plugins.FindJaxCUDA(SitePackages(ctx, PythonCandidates(repo))); len(ps) > 0 {
 		return JaxCUDABackend(ps[0], linkDir, "CUDA plugin of pip's jax-cuda-pjrt found")
 	}
 	return Backend{GoMLX: "xla:cuda", Reason: "no CUDA PJRT plugin found (pip install jax-cuda13-pjrt jax-cuda13-plugin, then re-run cifarlab kernel install)"}, nil
@@ -196,11 +197,8 @@ func JaxCUDABackend(plugin, linkDir, reason string) (Backend, error) {
 	}
 	if nv := filepath.Join(site, "nvidia"); dirExists(nv) {
 		b.Links = append(b.Links, Link{Path: filepath.Join(linkDir, "nvidia"), Target: nv})
-		for _, cu := range []string{"cu13", "cu12"} {
-			if data := filepath.Join(nv, cu); fileExists(filepath.Join(data, "bin", "ptxas")) {
-				b.Env["XLA_FLAGS"] = "--xla_gpu_cuda_data_dir=" + data
-				break
-			}
+		if data := plugins.JaxCUDADataDir(abs); data != "" {
+			b.Env["XLA_FLAGS"] = "--xla_gpu_cuda_data_dir=" + data
 		}
 	} else {
 		b.Reason += " (warning: no " + nv + ": install jax-cuda13-plugin[with-cuda] for the NVIDIA libraries)"

@@ -10,7 +10,7 @@
 //	go run ./bench/trainstep -json out.jsonl -cpuprofile bench/out/prof -backends go -models cnn -batches 32
 //
 // Backends: "go" (pure Go), "xla-cpu" (XLA's CPU PJRT plugin, found by
-// cifarlib.FindXLACPUPlugin; skipped with a note when it is not installed), "cuda", or any name
+// internal/plugins.FindXLACPU; skipped with a note when it is not installed), "cuda", or any name
 // cifarlib.NewBackend accepts. The pure-Go backend's ResNet-18 steps take minutes each (about 7
 // minutes at batch 128 on 2 cores), so -skip leaves them out by default; pass -skip "" to run them.
 package main
@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/internal/plugins"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -228,12 +229,12 @@ func resultKey(key string) string {
 func openBackend(key string) (compute.Backend, error) {
 	switch key {
 	case "xla-cpu":
-		loc, err := cifarlib.FindXLACPUPlugin()
+		loc, err := plugins.FindXLACPU("")
 		if err != nil {
 			return nil, err
 		}
 		if loc.Path == "" {
-			return nil, errors.New("the XLA CPU plugin is not installed (" + cifarlib.XLACPUInstallHint + ")")
+			return nil, errors.New("the XLA CPU plugin is not installed (" + plugins.XLACPUInstallHint + ")")
 		}
 		return cifarlib.NewBackend("xla:cpu")
 	default:

@@ -1,0 +1,103 @@
+package plugins
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// JaxCUDAFile is where pip's jax-cuda13-pjrt (and jax-cuda12-pjrt) put the CUDA PJRT plugin,
+// relative to site-packages: jax_plugins/xla_cuda13/xla_cuda_plugin.so.
+const JaxCUDAFile = "jax_plugins/xla_cuda*/xla_cuda_plugin.so"
+
+// FindCUDA returns the CUDA plugin cifarlib.NewBackend("cuda") loads: the absolute path in
+// $CIFARLAB_CUDA_PLUGIN, else the name of a "cuda" plugin go-xla finds; "" when there is none.
+// A set variable naming a missing file gives an *EnvError.
+func FindCUDA() (string, error) {
+	abs, err := envFile(CUDAEnv, "CUDA PJRT plugin", "set $"+CUDAEnv+" to the absolute path of the plugin "+
+		"(e.g. SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so of pip's jax-cuda13-pjrt), or unset it")
+	if err != nil || abs != "" {
+		return abs, err
+	}
+	return GoXLAName("cuda"), nil
+}
+
+// FindJaxCUDA returns the xla_cuda_plugin.so files of pip-installed jax-cuda1x-pjrt packages in
+// the given site-packages folders, newest CUDA first.
+func FindJaxCUDA(siteDirs []string) []string {
+	var out []string
+	for _, d := range siteDirs {
+		matches, _ := filepath.Glob(filepath.Join(d, JaxCUDAFile))
+		sort.Sort(sort.Reverse(sort.StringSlice(matches)))
+		out = append(out, matches...)
+	}
+	return out
+}
+
+// JaxCUDADataDir returns SITE/nvidia/cuN for the plugin of jax-cudaN-pjrt,
+// SITE/jax_plugins/xla_cudaN/<plugin>.so, when that folder has bin/ptxas or nvvm/libdevice
+// (pip's nvidia-* packages); else "".
+func JaxCUDADataDir(plugin string) string {
+	pluginDir := filepath.Dir(plugin)
+	version, ok := strings.CutPrefix(filepath.Base(pluginDir), "xla_cuda")
+	if !ok || version == "" || filepath.Base(filepath.Dir(pluginDir)) != "jax_plugins" {
+		return ""
+	}
+	dir := filepath.Join(filepath.Dir(filepath.Dir(pluginDir)), "nvidia", "cu"+version)
+	if isFile(filepath.Join(dir, "bin", "ptxas")) || isDir(filepath.Join(dir, "nvvm", "libdevice")) {
+		return dir
+	}
+	return ""
+}
+
+// SetJaxCUDADataDir points XLA at pip's CUDA tools (ptxas, libdevice) for the plugin of
+// jax-cudaN-pjrt (see JaxCUDADataDir): it adds --xla_gpu_cuda_data_dir to $XLA_FLAGS unless
+// already set there, as go-xla does for its own plugin layout.
+func SetJaxCUDADataDir(plugin string) {
+	dir := JaxCUDADataDir(plugin)
+	if dir == "" || strings.Contains(os.Getenv("XLA_FLAGS"), "--xla_gpu_cuda_data_dir") {
+		return
+	}
+	_ = os.Setenv("XLA_FLAGS", strings.TrimSpace(os.Getenv("XLA_FLAGS")+" --xla_gpu_cuda_data_dir="+dir))
+}
+
+// HasNvidiaGPU reports whether an NVIDIA GPU seems present: a /dev/nvidia[0-9]* device file, or
+// nvidia-smi listing a GPU. It is computed once; tests may replace it.
+var HasNvidiaGPU = sync.OnceValue(func() bool {
+	if m, _ := filepath.Glob("/dev/nvidia[0-9]*"); len(m) > 0 {
+		return true
+	}
+	path, err := exec.LookPath("nvidia-smi")
+	if err != nil {
+		return false
+	}
+	out, err := exec.Command(path, "-L").CombinedOutput()
+	return err == nil && strings.Contains(string(out), "GPU ")
+})
+
+// GPUs lists the GPUs nvidia-smi reports ("GPU 0: NVIDIA H200 (UUID: ...)"). It returns an
+// error when nvidia-smi is missing or fails.
+func GPUs(ctx context.Context) ([]string, error) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "nvidia-smi", "-L").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("nvidia-smi -L: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	var gpus []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "GPU ") {
+			gpus = append(gpus, line)
+		}
+	}
+	return gpus, nil
+}
