@@ -260,10 +260,10 @@ func LoadHistory(dir string) (*History, error) {
 type LoadedCheckpoint struct {
 	// Info describes the run that saved it.
 	Info CheckpointInfo
-	// Model is rebuilt from Info with the model factory (same architecture and head).
-	Model *Model
-	// Store holds the checkpoint's variables (loaded lazily as the model graph asks for them).
-	Store *model.Store
+	// Trained is the model, rebuilt from Info with the model factory (same architecture and
+	// head), with the checkpoint's variables in its Store (loaded lazily as the model graph asks
+	// for them), on the backend given to LoadCheckpoint.
+	*Trained
 	// History is the run's History (empty if none was saved).
 	History *History
 }
@@ -308,5 +308,5 @@ func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, err
 	if err != nil {
 		return nil, err
 	}
-	return &LoadedCheckpoint{Info: info, Model: m, Store: store, History: hist}, nil
+	return &LoadedCheckpoint{Info: info, Trained: &Trained{Model: m, Store: store, Backend: backend}, History: hist}, nil
 }

@@ -24,6 +24,8 @@ type SplitLabels struct {
 	// an unguarded loss); FirstBeyondHead lists the first few such example indices.
 	BeyondHead      int   `json:"beyond_head"`
 	FirstBeyondHead []int `json:"first_beyond_head,omitempty"`
+	// HeadWidth is the head width BeyondHead was counted against.
+	HeadWidth int `json:"head_width"`
 }
 
 // Diagnosis is Diagnose's report on a model and a dataset.
@@ -137,7 +139,7 @@ func DiagnoseWith(m *Model, root string, opts DiagnoseOptions) (*Diagnosis, erro
 
 func splitLabels(name, source string, recs *Records, headWidth int) SplitLabels {
 	s := SplitLabels{Split: name, Source: source, Count: recs.Len(), Min: -1, Max: -1,
-		Histogram: make([]int, recs.Spec.NumClasses)}
+		Histogram: make([]int, recs.Spec.NumClasses), HeadWidth: headWidth}
 	for i := range recs.Len() {
 		l := recs.Label(i)
 		if s.Min < 0 || l < s.Min {

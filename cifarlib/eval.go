@@ -274,7 +274,7 @@ func (r *EvalResult) WriteReport(w io.Writer) error {
 }
 
 // HTML returns the summary and the per-class accuracy table as an HTML fragment, for a
-// notebook cell (e.g. with DisplayHTML).
+// notebook cell (nb.Show displays it).
 func (r *EvalResult) HTML() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<p>%s</p>\n<table>\n<tr><th>label</th><th>class</th><th>correct</th><th>examples</th><th>accuracy</th></tr>\n",

@@ -145,7 +145,7 @@ func (s *Summary) String() string {
 	return b.String()
 }
 
-// HTML renders the summary as an HTML table for notebooks (e.g. gonbui.DisplayHTML).
+// HTML renders the summary as an HTML table for notebooks (nb.Show displays it).
 func (s *Summary) HTML() string {
 	var b strings.Builder
 	b.WriteString(`<table class="cifarlab-summary">`)

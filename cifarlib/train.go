@@ -275,7 +275,8 @@ func (t *Trainer) Run(ctx context.Context) (*TrainResult, error) {
 	start := t.GlobalStep()
 	res := &TrainResult{Dataset: cfg.Spec.ID(), Model: cfg.Model, HeadWidth: t.model.NumClasses, Guarded: !cfg.Unguarded,
 		Backend: BackendName(t.backend), BatchSize: cfg.BatchSize, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
-		Resumed: t.ckpt != nil && t.ckpt.resumed != nil, CheckpointDir: cfg.CheckpointDir, History: t.history}
+		Resumed: t.ckpt != nil && t.ckpt.resumed != nil, CheckpointDir: cfg.CheckpointDir, History: t.history,
+		Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}}
 	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.trainRecs.Len()}
 	for i := range t.trainRecs.Len() {
 		if l := t.trainRecs.Label(i); l < 0 || l >= t.model.NumClasses {

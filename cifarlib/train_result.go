@@ -56,7 +56,9 @@ type TrainResult struct {
 	Guarded bool `json:"guarded"`
 	// Backend describes the compute backend.
 	Backend string `json:"backend"`
-	// BatchSize is the number of images per step.
+	// Devices is the number of devices each batch was sharded across (TrainConfig.Devices).
+	Devices int `json:"devices"`
+	// BatchSize is the number of images per step (the global batch, across all devices).
 	BatchSize int `json:"batch_size"`
 
 	// StartStep is the global step the run started from (non-zero when resumed), EndStep the
@@ -92,6 +94,10 @@ type TrainResult struct {
 	Eval *EvalResult `json:"eval,omitempty"`
 	// History holds the curves of the whole run, including the part before a resume.
 	History *History `json:"-"`
+
+	// Trained is the trained model with its weights, for what comes after training: its
+	// Logits, Losses and Evaluate methods are promoted (res.Logits(images)).
+	*Trained `json:"-"`
 }
 
 // StepsRun is the number of steps this run trained.

@@ -1,0 +1,100 @@
+package cifarlib
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// ErrNoBackend is returned by the one-call helpers (Model.Logits, Model.LossOn, Trained's
+// methods) when they are given a nil backend.
+var ErrNoBackend = errors.New("cifarlib: no backend: create one with NewBackend(\"auto\")")
+
+// Trained is a model together with its weights on a backend: what Train returns (embedded in
+// TrainResult) and LoadCheckpoint loads (embedded in LoadedCheckpoint), so that later code, or
+// a later notebook cell, computes with the trained model in one call.
+type Trained struct {
+	// Model is the architecture and head.
+	Model *Model
+	// Store holds the trained variables.
+	Store *model.Store
+	// Backend is where they live and where Logits, Losses and Evaluate run.
+	Backend compute.Backend
+}
+
+// Logits runs the trained model on images (float32 [n, 32, 32, 3]) and returns the logits
+// [n, HeadWidth]: PyTorch's `model(x)`.
+func (t *Trained) Logits(images *tensors.Tensor) (*tensors.Tensor, error) {
+	return t.Model.Logits(t.Backend, t.Store, images)
+}
+
+// Losses returns the loss of every example of b under GoMLX's plain loss, and what the guarded
+// loss makes of the same batch (see ExampleLosses).
+func (t *Trained) Losses(b *Batch) (*ExampleLosses, error) {
+	return t.Model.Losses(t.Backend, t.Store, b)
+}
+
+// Evaluate evaluates the trained model on recs (accuracy, loss, per-class accuracy).
+func (t *Trained) Evaluate(ctx context.Context, recs *Records, opts EvalOptions) (*EvalResult, error) {
+	return Evaluate(ctx, t.Backend, t.Model, t.Store, recs, opts)
+}
+
+// Logits runs the model on images (float32 [n, 32, 32, 3]) with the variables of store and
+// returns the logits [n, HeadWidth]: PyTorch's `model(x)`. A nil store runs freshly initialised
+// weights, as after construction. A bad input (say channels-first images) is returned as the
+// model's typed error (*InputShapeError, *InputDTypeError), not panicked.
+func (m *Model) Logits(backend compute.Backend, store *model.Store, images *tensors.Tensor) (*tensors.Tensor, error) {
+	if backend == nil {
+		return nil, ErrNoBackend
+	}
+	if store == nil {
+		store = model.NewStore()
+	}
+	var out []*tensors.Tensor
+	err := trainCatch(func() error {
+		exec, err := model.NewExec(backend, store, func(scope *model.Scope, images *graph.Node) *graph.Node {
+			return m.ModelFn(scope, nil, []*graph.Node{images})[0]
+		})
+		if err != nil {
+			return err
+		}
+		out, err = exec.Exec(images)
+		return err
+	})
+	if err != nil {
+		return nil, rootError(err)
+	}
+	return out[0], nil
+}
+
+// rootError returns cifarlib's own typed error inside err (a guard or input-contract error
+// under GoMLX's wrapping, e.g. "graph construction failed: ..."), else err.
+func rootError(err error) error {
+	var (
+		head  *HeadMismatchError
+		shape *InputShapeError
+		dtype *InputDTypeError
+		lbl   *LabelDTypeError
+		lshp  *LabelShapeError
+		bsz   *BatchSizeMismatchError
+	)
+	switch {
+	case errors.As(err, &head):
+		return head
+	case errors.As(err, &shape):
+		return shape
+	case errors.As(err, &dtype):
+		return dtype
+	case errors.As(err, &lbl):
+		return lbl
+	case errors.As(err, &lshp):
+		return lshp
+	case errors.As(err, &bsz):
+		return bsz
+	}
+	return guardErrorOf(err)
+}

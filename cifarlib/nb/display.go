@@ -1,0 +1,61 @@
+package nb
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/janpfeifer/gonb/gonbui"
+	"github.com/janpfeifer/gonb/gonbui/protocol"
+)
+
+// Output receives the plain-text output of this package: what Check and CellTime print, and
+// the text form of the displays when the program does not run in a GoNB cell. When nil (the
+// default) it is os.Stdout.
+var Output io.Writer
+
+func output() io.Writer {
+	if Output == nil {
+		return os.Stdout
+	}
+	return Output
+}
+
+// InNotebook reports whether the program runs as a GoNB notebook cell (GoNB sets $GONB_PIPE),
+// so rich output (HTML, SVG, PNG) reaches the notebook.
+func InNotebook() bool { return gonbui.IsNotebook }
+
+// DisplayHTML shows html in the notebook cell, with text as its plain-text alternative (kept
+// in the saved notebook next to the HTML). Outside a notebook it writes text to Output.
+func DisplayHTML(html, text string) {
+	display(map[protocol.MIMEType]any{protocol.MIMETextHTML: html}, text)
+}
+
+// DisplaySVG shows an SVG document as image/svg+xml, which JupyterLab, nbconvert and GitHub
+// render without scripts, with text as its plain-text alternative. Outside a notebook it
+// writes text to Output.
+func DisplaySVG(svg, text string) {
+	display(map[protocol.MIMEType]any{protocol.MIMEImageSVG: svg}, text)
+}
+
+// DisplayPNG shows PNG bytes in the notebook cell, with text as its plain-text alternative.
+// Outside a notebook it writes text to Output.
+func DisplayPNG(png []byte, text string) {
+	display(map[protocol.MIMEType]any{protocol.MIMEImagePNG: png}, text)
+}
+
+func display(data map[protocol.MIMEType]any, text string) {
+	if !gonbui.IsNotebook {
+		if text != "" {
+			fmt.Fprintln(output(), text)
+		}
+		return
+	}
+	if text != "" {
+		data[protocol.MIMETextPlain] = text
+	}
+	gonbui.SendData(&protocol.DisplayData{Data: data})
+	// Wait until GoNB has received it, so that the display keeps its place relative to what
+	// the cell prints next, and is not lost if the cell exits right after.
+	gonbui.Sync()
+}

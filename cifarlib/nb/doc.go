@@ -1,0 +1,14 @@
+// Package nb is cifarlib in a notebook: the helpers that make each cell of the cifarlab
+// notebooks one step of the story, a few lines that read like the PyTorch lines they replace.
+//
+//   - Open loads what every cell needs (the kernel's backend, the data, the architecture to
+//     train) into a Lab; Lab.Fit trains into a named run folder and Lab.Load gets it back in a
+//     later cell (GoNB runs every cell as a new program) instead of training again.
+//   - Check and Must stop a cell with an error, as an uncaught exception stops a Python cell;
+//     CellTime prints how long the cell took.
+//   - Show displays cifarlib's values richly: summaries and evaluations as tables, histories
+//     and label statistics as charts drawn with gonum/plot (static SVG, so they render in
+//     JupyterLab, nbconvert and on GitHub without scripts), image grids as PNG.
+//
+// Outside a notebook (a test, a terminal) everything falls back to plain text on Output.
+package nb

@@ -1,0 +1,84 @@
+package nb
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// Image is a picture for Show: PNG bytes and a plain-text description.
+type Image struct {
+	PNG  []byte
+	Text string
+}
+
+// tileSize is the side of one image of ImageGrid.
+const tileSize = 3 * vg.Centimeter
+
+// ImageGrid draws the first n images of recs in a grid of cols columns, each titled with its
+// label and class name, as a PNG: PyTorch users' torchvision.utils.make_grid with the labels.
+func ImageGrid(recs *cifarlib.Records, n, cols int) (*Image, error) {
+	if recs == nil || n < 1 || n > recs.Len() || cols < 1 {
+		return nil, fmt.Errorf("nb: ImageGrid(%d images, %d columns): need 1 to %d images and at least one column",
+			n, cols, recsLen(recs))
+	}
+	rows := (n + cols - 1) / cols
+	plots := make([][]*plot.Plot, rows)
+	names := make([]string, n)
+	for i := range n {
+		if i%cols == 0 {
+			plots[i/cols] = make([]*plot.Plot, cols)
+		}
+		label := recs.Label(i)
+		names[i] = fmt.Sprintf("%d:%s", label, recs.Spec.ClassName(label))
+		p := plot.New()
+		p.Title.Text = names[i]
+		p.Title.TextStyle.Font.Size = vg.Points(8)
+		p.HideAxes()
+		p.Add(plotter.NewImage(recordImage(recs, i), 0, 0, cifarlib.ImageWidth, cifarlib.ImageHeight))
+		plots[i/cols][i%cols] = p
+	}
+	canvas := vgimg.New(tileSize*vg.Length(cols), tileSize*vg.Length(rows))
+	dc := draw.New(canvas)
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter, PadY: vg.Millimeter}
+	for j, row := range plot.Align(plots, tiles, dc) {
+		for i, c := range row {
+			if plots[j][i] != nil {
+				plots[j][i].Draw(c)
+			}
+		}
+	}
+	var b bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: canvas}).WriteTo(&b); err != nil {
+		return nil, fmt.Errorf("nb: ImageGrid: %w", err)
+	}
+	return &Image{PNG: b.Bytes(), Text: fmt.Sprintf("first %d images of %s: %s", n, recs.Source, strings.Join(names, ", "))}, nil
+}
+
+func recsLen(r *cifarlib.Records) int {
+	if r == nil {
+		return 0
+	}
+	return r.Len()
+}
+
+// recordImage is example i of recs (stored as planar R, G, B planes) as an image.
+func recordImage(recs *cifarlib.Records, i int) image.Image {
+	planar := recs.Image(i)
+	const plane = cifarlib.ImageHeight * cifarlib.ImageWidth
+	img := image.NewNRGBA(image.Rect(0, 0, cifarlib.ImageWidth, cifarlib.ImageHeight))
+	for p := range plane {
+		img.SetNRGBA(p%cifarlib.ImageWidth, p/cifarlib.ImageWidth,
+			color.NRGBA{R: planar[p], G: planar[plane+p], B: planar[2*plane+p], A: 255})
+	}
+	return img
+}

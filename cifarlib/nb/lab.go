@@ -1,0 +1,178 @@
+package nb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/gobackend"
+)
+
+// RunsEnv names the folder where Lab keeps its runs; default: "runs" in the data folder
+// (cifarlib.DefaultDataDir()).
+const RunsEnv = "CIFARLAB_RUNS"
+
+// Lab is what the cells of a notebook share: the kernel's backend, the dataset's splits, the
+// architecture the notebooks train on that backend, and the folder of named runs, so that a
+// cell trains a model with Fit and a later cell, a new program in GoNB, gets it back with Load.
+type Lab struct {
+	// Spec is the dataset.
+	Spec cifarlib.Spec
+	// Backend is the one the kernel selected (cifarlib.NewBackend("auto") follows GOMLX_BACKEND).
+	Backend compute.Backend
+	// Arch is the architecture the notebooks train on Backend (see Arch).
+	Arch string
+	// Train and Test are the splits: the real data when DataDir holds it, else synthetic data in
+	// the same format, generated once (cifarlib.LoadPrepared).
+	Train, Test *cifarlib.Records
+	// Synthetic is true when the splits are the synthetic stand-in.
+	Synthetic bool
+	// DataDir is the data folder (cifarlib.DefaultDataDir()) and RunsDir the folder of runs.
+	DataDir, RunsDir string
+}
+
+// Open returns the Lab of spec on the kernel's backend, with the data of the default data folder
+// ($CIFARLAB_DATA), and stops the cell when that fails: declare it once, in a notebook's first
+// cell (`var lab = nb.Open(spec)`), and every cell has it.
+func Open(spec cifarlib.Spec) *Lab {
+	backend, err := cifarlib.NewBackend(cifarlib.BackendAuto)
+	Check(err)
+	return Must(New(spec, backend, cifarlib.DefaultDataDir()))
+}
+
+// New returns the Lab of spec on backend with the data of dataDir (loaded, or synthesised there
+// on first use) and its runs in $CIFARLAB_RUNS, else dataDir/runs.
+func New(spec cifarlib.Spec, backend compute.Backend, dataDir string) (*Lab, error) {
+	if backend == nil {
+		return nil, cifarlib.ErrNoBackend
+	}
+	train, test, synthetic, err := cifarlib.LoadPrepared(dataDir, spec, cifarlib.SynthOptions{})
+	if err != nil {
+		return nil, err
+	}
+	runs := os.Getenv(RunsEnv)
+	if runs == "" {
+		runs = filepath.Join(dataDir, "runs")
+	}
+	return &Lab{Spec: spec, Backend: backend, Arch: Arch(backend), Train: train, Test: test,
+		Synthetic: synthetic, DataDir: dataDir, RunsDir: runs}, nil
+}
+
+// Arch returns the architecture the notebooks train on backend: the small CNN
+// (cifarlib.ArchCNN) on XLA backends (the CPU plugin or CUDA), and the linear model
+// (cifarlib.ArchLinear) on the pure-Go backend, whose convolutions are too slow for a notebook
+// that must run in a couple of minutes on a laptop. The head, the labels and the guards behave
+// the same on every architecture; a nil backend counts as the pure-Go one.
+func Arch(backend compute.Backend) string {
+	if backend == nil || backend.String() == gobackend.BackendName {
+		return cifarlib.ArchLinear
+	}
+	return cifarlib.ArchCNN
+}
+
+// String describes the lab in three lines: the backend, the data and the range of the
+// training labels.
+func (l *Lab) String() string {
+	kind := "real"
+	if l.Synthetic {
+		kind = "synthetic"
+	}
+	s := l.Train.LabelStats(0)
+	return fmt.Sprintf("backend: %s (GOMLX_BACKEND=%q)\ndata:    %s %s: %d training and %d test images, from %s\nlabels:  %d..%d",
+		cifarlib.BackendName(l.Backend), os.Getenv("GOMLX_BACKEND"), kind, l.Spec, l.Train.Len(), l.Test.Len(), l.DataDir, s.Min, s.Max)
+}
+
+// RunDir returns the folder of the run called name. Names are single path elements of
+// letters, digits, '-', '_' and '.', so a run never lands outside RunsDir.
+func (l *Lab) RunDir(name string) (string, error) {
+	if name == "" || name == "." || name == ".." || strings.IndexFunc(name, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) >= 0 {
+		return "", fmt.Errorf("nb: run name %q: use letters, digits, '-', '_' and '.' only, e.g. \"01-unguarded\"", name)
+	}
+	return filepath.Join(l.RunsDir, name), nil
+}
+
+// Fit trains cfg as the run called name, from scratch: a previous run of that name is removed
+// first, so running the cell again gives the same result. Fields cfg leaves unset come from the
+// lab: Spec, the splits, Arch and Backend. The progress bar is off unless asked for, and log
+// lines (every cfg.LogEvery steps, when set) go to Output. The run's checkpoint stays in
+// RunDir(name) for Load. It prints how long training took.
+func (l *Lab) Fit(name string, cfg cifarlib.TrainConfig) (*cifarlib.TrainResult, error) {
+	dir, err := l.RunDir(name)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Spec.Name == "" {
+		cfg.Spec = l.Spec
+	}
+	if cfg.TrainRecords == nil && cfg.TestRecords == nil {
+		cfg.TrainRecords, cfg.TestRecords = l.Train, l.Test
+	}
+	if cfg.Model == "" {
+		cfg.Model = l.Arch
+	}
+	if cfg.Backend == nil {
+		cfg.Backend = l.Backend
+	}
+	if cfg.Progress != cifarlib.ProgressOn {
+		cfg.Progress = cifarlib.ProgressOff
+	}
+	if cfg.Log == nil && cfg.LogEvery > 0 {
+		cfg.Log = output()
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("nb: removing the previous run %q: %w", name, err)
+	}
+	cfg.CheckpointDir = dir
+	start := time.Now()
+	res, err := cifarlib.Train(context.Background(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(output(), "run %q: trained %d steps in %.1fs, saved in %s\n", name, res.StepsRun(), time.Since(start).Seconds(), dir)
+	return res, nil
+}
+
+// ErrNoRun is returned by Load when the run has not been trained yet.
+var ErrNoRun = errors.New("nb: no such run")
+
+// Load returns the model and weights of the run called name, as an earlier cell's Fit saved
+// them, on the lab's backend: a later cell's way to use what an earlier one trained without
+// training again. It prints the step and how long loading took.
+func (l *Lab) Load(name string) (*cifarlib.LoadedCheckpoint, error) {
+	dir, err := l.RunDir(name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w %q in %s: run the cell that trains it (lab.Fit(%q, ...)) first", ErrNoRun, name, l.RunsDir, name)
+	}
+	start := time.Now()
+	ckpt, err := cifarlib.LoadCheckpoint(dir, l.Backend)
+	if err != nil {
+		return nil, err
+	}
+	last, _ := ckpt.History.Last()
+	fmt.Fprintf(output(), "run %q: loaded %s at step %d in %.1fs, from %s\n", name, ckpt.Model, last.Step, time.Since(start).Seconds(), dir)
+	return ckpt, nil
+}
+
+// TryBackend describes what cifarlib.NewBackend(name) gives here: the backend's name, or the
+// error it returns. A name that resolves to the lab's own GPU backend is not created twice.
+func (l *Lab) TryBackend(name string) string {
+	if name == cifarlib.BackendCUDA && strings.HasPrefix(cifarlib.BackendName(l.Backend), "xla:cuda") {
+		return "the same GPU as the lab's backend"
+	}
+	b, err := cifarlib.NewBackend(name)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return cifarlib.BackendName(b)
+}

@@ -1,0 +1,240 @@
+package nb
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/stretchr/testify/require"
+)
+
+// captureOutput sends this package's text output to a buffer for the test.
+func captureOutput(t *testing.T) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	Output = &buf
+	t.Cleanup(func() { Output = nil })
+	return &buf
+}
+
+// TestMain runs the stop-the-cell helpers in a child process when asked to (they exit).
+func TestMain(m *testing.M) {
+	switch os.Getenv("NB_TEST_CHILD") {
+	case "check":
+		Check(nil)
+		os.Stdout.WriteString("after nil\n")
+		Must(0, os.ErrNotExist)
+		os.Stdout.WriteString("not reached\n")
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestCheckStopsTheCell(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "NB_TEST_CHILD=check")
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 1, exit.ExitCode())
+	require.Equal(t, "after nil\nerror: file does not exist\n", string(out))
+}
+
+func TestCellTime(t *testing.T) {
+	buf := captureOutput(t)
+	CellTime()
+	require.Regexp(t, `^\(cell time \d+\.\ds\)\n$`, buf.String())
+}
+
+func testHistory() *cifarlib.History {
+	h := &cifarlib.History{TopK: 5}
+	for step := 1; step <= 20; step++ {
+		p := cifarlib.HistoryPoint{Step: step, Loss: 4 - 0.1*float64(step), MovingLoss: 4.2 - 0.1*float64(step),
+			Accuracy: 0.02 * float64(step), TopK: 0.04 * float64(step)}
+		if step%10 == 0 {
+			p.Eval = &cifarlib.EvalPoint{Examples: 100, Loss: 3, Accuracy: 0.3, TopK: 0.6}
+		}
+		h.Points = append(h.Points, p)
+	}
+	return h
+}
+
+// requireSVG checks that doc is a well-formed SVG document that contains every text of want.
+func requireSVG(t *testing.T, doc string, want ...string) {
+	t.Helper()
+	require.True(t, strings.HasPrefix(strings.TrimSpace(doc), "<?xml") || strings.HasPrefix(strings.TrimSpace(doc), "<svg"), doc[:min(80, len(doc))])
+	dec := xml.NewDecoder(strings.NewReader(doc))
+	for {
+		_, err := dec.Token()
+		if err != nil {
+			require.Equal(t, "EOF", err.Error(), "the SVG is not well-formed XML")
+			break
+		}
+	}
+	for _, w := range want {
+		require.Contains(t, doc, w)
+	}
+}
+
+func TestHistoryCharts(t *testing.T) {
+	h := testHistory()
+	p, err := LossChart(h)
+	require.NoError(t, err)
+	svg, err := SVG(p)
+	require.NoError(t, err)
+	requireSVG(t, svg, ">loss<", ">step<", "train (moving average)", ">test<")
+
+	p, err = AccuracyChart(h)
+	require.NoError(t, err)
+	svg, err = SVG(p)
+	require.NoError(t, err)
+	requireSVG(t, svg, ">accuracy<", "train top-5", "test top-5")
+
+	// Without evaluations and top-5 there is no test series and no top-5 series.
+	h = &cifarlib.History{Points: []cifarlib.HistoryPoint{{Step: 1, Loss: 1}, {Step: 2, Loss: 0.5}}}
+	p, err = AccuracyChart(h)
+	require.NoError(t, err)
+	svg, err = SVG(p)
+	require.NoError(t, err)
+	require.NotContains(t, svg, "top-")
+	require.NotContains(t, svg, ">test<")
+}
+
+func TestLabelChartMarksLabelsBeyondHead(t *testing.T) {
+	s := cifarlib.SplitLabels{Source: "x", Count: 6, Min: 0, Max: 3, Histogram: []int{1, 2, 2, 1}, HeadWidth: 2}
+	p, err := LabelChart("labels", s)
+	require.NoError(t, err)
+	svg, err := SVG(p)
+	require.NoError(t, err)
+	requireSVG(t, svg, ">labels<", "labels &gt;= 2: no output of the head for them", "labels &lt; 2")
+	require.Contains(t, svg, "fill:#E45756", "bars beyond the head are red")
+
+	s.HeadWidth = 4 // a head that fits: no red, no legend
+	p, err = LabelChart("labels", s)
+	require.NoError(t, err)
+	svg, err = SVG(p)
+	require.NoError(t, err)
+	require.NotContains(t, svg, "no output of the head")
+	require.NotContains(t, svg, "fill:#E45756")
+}
+
+func synthRecords(t *testing.T, n int) *cifarlib.Records {
+	t.Helper()
+	recs, err := cifarlib.SynthesizeRecords(cifarlib.CIFAR100(cifarlib.LabelsFine), cifarlib.SplitTrain,
+		cifarlib.SynthOptions{Seed: 1, TrainSize: n, TestSize: 1})
+	require.NoError(t, err)
+	return recs
+}
+
+func TestImageGrid(t *testing.T) {
+	recs := synthRecords(t, 10)
+	img, err := ImageGrid(recs, 6, 4)
+	require.NoError(t, err)
+	decoded, err := png.Decode(bytes.NewReader(img.PNG))
+	require.NoError(t, err)
+	px := func(l float64) int { return int(l/72*96 + 0.5) } // vgimg draws at 96 dpi
+	require.Equal(t, px(4*tileSize.Points()), decoded.Bounds().Dx())
+	require.Equal(t, px(2*tileSize.Points()), decoded.Bounds().Dy())
+	names := make([]string, 6)
+	for i := range names {
+		names[i] = fmt.Sprintf("%d:%s", recs.Label(i), recs.Spec.ClassName(recs.Label(i)))
+	}
+	require.Equal(t, "first 6 images of "+recs.Source+": "+strings.Join(names, ", "), img.Text)
+
+	for _, c := range []struct{ n, cols int }{{0, 4}, {11, 4}, {2, 0}} {
+		_, err := ImageGrid(recs, c.n, c.cols)
+		require.ErrorContains(t, err, "need 1 to 10 images", "n=%d cols=%d", c.n, c.cols)
+	}
+}
+
+func TestShowText(t *testing.T) {
+	buf := captureOutput(t)
+	s := cifarlib.SplitLabels{Source: "src", Count: 4, Min: 0, Max: 3, Histogram: []int{1, 1, 1, 1}, BeyondHead: 2, HeadWidth: 2}
+	Show(s)
+	Show(testHistory())
+	Show([]cifarlib.Mistake{{Name: "a mistake", Err: &cifarlib.LabelRangeError{Batch: 0, BatchSize: 1, NumClasses: 2,
+		Bad: []cifarlib.BadLabel{{Position: 0, Example: 0, Label: 5}}}}})
+	Show(&Image{PNG: []byte{1}, Text: "a picture"})
+	Show("plain")
+	require.Equal(t, "4 labels (src): 0..3, 4 of 4 classes present; 2 (50%) are >= the head's 2 outputs\n"+
+		"loss curve: 20 points, to step 20\n"+
+		"accuracy curve: 20 points, to step 20\n"+
+		"1. a mistake\n   *cifarlib.LabelRangeError: batch 0: 1 of 1 labels out of range [0, 2): position 0 (example 0) label 5: "+
+		"labels must be class indices in [0, 2); the labels come from a dataset with more classes than the model's head "+
+		"(e.g. CIFAR-100 labels for a 10-class model): build the model and the dataset from the same Spec\n\n"+
+		"a picture\nplain\n", buf.String())
+}
+
+func TestRunDirNames(t *testing.T) {
+	l := &Lab{RunsDir: "/runs"}
+	for _, bad := range []string{"", ".", "..", "../x", "a/b", `a\b`, "a b", "é"} {
+		_, err := l.RunDir(bad)
+		require.ErrorContains(t, err, "use letters, digits", "%q", bad)
+	}
+	dir, err := l.RunDir("01-unguarded_v1.2")
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join("/runs", "01-unguarded_v1.2"), dir)
+}
+
+// TestLabFitThenLoad: a run trained by Fit comes back from Load with the same weights, training
+// the same run again gives the same weights, and a run never trained is a clear error.
+func TestLabFitThenLoad(t *testing.T) {
+	buf := captureOutput(t)
+	backend, err := cifarlib.NewBackend(cifarlib.BackendGo)
+	require.NoError(t, err)
+	data := t.TempDir()
+	t.Setenv(RunsEnv, "")
+	spec := cifarlib.CIFAR100(cifarlib.LabelsFine)
+	l, err := New(spec, backend, data)
+	require.NoError(t, err)
+	require.True(t, l.Synthetic)
+	require.Equal(t, cifarlib.ArchLinear, l.Arch)
+	require.Equal(t, filepath.Join(data, "runs"), l.RunsDir)
+	require.Contains(t, l.String(), "data:    synthetic cifar100 (100 classes): 5000 training and 1000 test images, from "+data+"\nlabels:  0..99")
+
+	_, err = l.Load("never")
+	require.ErrorIs(t, err, ErrNoRun)
+	require.ErrorContains(t, err, `run the cell that trains it (lab.Fit("never", ...)) first`)
+
+	cfg := cifarlib.TrainConfig{Steps: 5, BatchSize: 16, Seed: 1, SkipFinalEval: true}
+	res, err := l.Fit("fit", cfg)
+	require.NoError(t, err)
+	require.Equal(t, 5, res.EndStep)
+	require.Regexp(t, `run "fit": trained 5 steps in \d+\.\ds, saved in `+filepath.Join(data, "runs", "fit"), buf.String())
+	b, err := l.Test.Batch(0, 8)
+	require.NoError(t, err)
+	want, err := res.Logits(b.Images)
+	require.NoError(t, err)
+
+	run, err := l.Load("fit")
+	require.NoError(t, err)
+	got, err := run.Logits(b.Images)
+	require.NoError(t, err)
+	require.Equal(t, tensors.MustCopyFlatData[float32](want), tensors.MustCopyFlatData[float32](got))
+	require.Contains(t, buf.String(), `run "fit": loaded linear for cifar100 (100 classes) at step 5`)
+
+	again, err := l.Fit("fit", cfg) // from scratch, not resumed: same result
+	require.NoError(t, err)
+	require.False(t, again.Resumed)
+	got, err = again.Logits(b.Images)
+	require.NoError(t, err)
+	require.Equal(t, tensors.MustCopyFlatData[float32](want), tensors.MustCopyFlatData[float32](got))
+
+	require.Equal(t, cifarlib.BackendName(backend), l.TryBackend(cifarlib.BackendGo))
+	require.True(t, strings.HasPrefix(l.TryBackend("no-such-backend"), "error: "))
+}
+
+func TestArch(t *testing.T) {
+	backend, err := cifarlib.NewBackend(cifarlib.BackendGo)
+	require.NoError(t, err)
+	require.Equal(t, cifarlib.ArchLinear, Arch(backend))
+	require.Equal(t, cifarlib.ArchLinear, Arch(nil))
+}

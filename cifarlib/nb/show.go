@@ -1,0 +1,108 @@
+package nb
+
+import (
+	"errors"
+	"fmt"
+	"html"
+	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"gonum.org/v1/plot"
+)
+
+// Show displays v in the cell in the richest form it has, with a plain-text alternative (what
+// text-only viewers, tests and terminals get):
+//
+//   - *cifarlib.Summary and *cifarlib.EvalResult: an HTML table;
+//   - *cifarlib.History: loss and accuracy charts;
+//   - *cifarlib.TrainResult: the run's summary, then its History's charts;
+//   - cifarlib.SplitLabels (Records.LabelStats): the label histogram as a chart, with the
+//     labels the head cannot represent in red;
+//   - *cifarlib.Diagnosis: its report, then the training split's label chart;
+//   - []cifarlib.Mistake (cifarlib.ShapeMistakes): a table of mistakes and errors;
+//   - *Image (ImageGrid): the picture;
+//   - anything else: as fmt.Println prints it.
+//
+// A chart that cannot be drawn is reported as text; Show never stops the cell.
+func Show(v any) {
+	switch v := v.(type) {
+	case *cifarlib.Summary:
+		DisplayHTML(v.HTML(), v.String())
+	case *cifarlib.EvalResult:
+		DisplayHTML(v.HTML(), v.Summary())
+	case *cifarlib.History:
+		showHistory(v)
+	case *cifarlib.TrainResult:
+		if err := v.WriteSummary(output()); err != nil {
+			fmt.Fprintln(output(), "error:", err)
+		}
+		if v.History != nil && len(v.History.Points) > 1 {
+			showHistory(v.History)
+		}
+	case cifarlib.SplitLabels:
+		showLabels("labels of "+v.Source, v)
+	case *cifarlib.Diagnosis:
+		fmt.Fprint(output(), v.String())
+		if len(v.Splits) > 0 {
+			showLabels(fmt.Sprintf("%s labels of %s against a head of %d", v.Splits[0].Split, v.Dataset, v.HeadWidth), v.Splits[0])
+		}
+	case []cifarlib.Mistake:
+		showMistakes(v)
+	case *Image:
+		DisplayPNG(v.PNG, v.Text)
+	default:
+		fmt.Fprintln(output(), v)
+	}
+}
+
+func showHistory(h *cifarlib.History) {
+	for _, chart := range []struct {
+		name string
+		draw func(*cifarlib.History) (*plot.Plot, error)
+	}{{"loss", LossChart}, {"accuracy", AccuracyChart}} {
+		svg, err := render(chart.draw(h))
+		if err != nil {
+			fmt.Fprintln(output(), "error:", err)
+			continue
+		}
+		last, _ := h.Last()
+		DisplaySVG(svg, fmt.Sprintf("%s curve: %d points, to step %d", chart.name, len(h.Points), last.Step))
+	}
+}
+
+func showLabels(title string, s cifarlib.SplitLabels) {
+	svg, err := render(LabelChart(title, s))
+	if err != nil {
+		fmt.Fprintln(output(), "error:", err)
+		return
+	}
+	DisplaySVG(svg, s.String())
+}
+
+// render draws a chart as SVG, passing on the chart builder's error.
+func render(p *plot.Plot, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	return SVG(p)
+}
+
+func showMistakes(ms []cifarlib.Mistake) {
+	var rows, text strings.Builder
+	for i, m := range ms {
+		r := innermost(m.Err)
+		fmt.Fprintf(&text, "%d. %s\n   %T: %v\n", i+1, m.Name, r, r)
+		fmt.Fprintf(&rows, "<tr><td>%s</td><td><code>%T</code></td><td>%s</td></tr>",
+			html.EscapeString(m.Name), r, html.EscapeString(fmt.Sprint(r)))
+	}
+	DisplayHTML("<table><tr><th>mistake</th><th>error</th><th>message</th></tr>"+rows.String()+"</table>", text.String())
+}
+
+// innermost returns the innermost error of err's chain: the guard's own typed error under any
+// wrapping.
+func innermost(err error) error {
+	for errors.Unwrap(err) != nil {
+		err = errors.Unwrap(err)
+	}
+	return err
+}
