@@ -67,10 +67,17 @@ func expectedFiles(spec Spec) map[string]int64 {
 // Verify reports whether root/spec.Dir holds the complete data of a verified download: the
 // VerifiedMarker for spec.ArchiveSHA256 and every data file with the size of the official
 // split (spec.TrainSize, spec.TestSize). The error wraps ErrNotVerified and says what is
-// missing and how to get it.
+// missing and how to get it. For the Python layout (see DetectLayout) the marker of
+// `cifarlab download --format python`, or else torchvision's per-file MD5 pins, verify it.
 func Verify(root string, spec Spec) error {
 	if err := checkSpec(spec); err != nil {
 		return err
+	}
+	if spec.Layout() == LayoutPython {
+		return verifyPython(root, spec)
+	}
+	if layout, _ := DetectLayout(root, spec); layout == LayoutPython {
+		return verifyPython(root, spec.InLayout(LayoutPython))
 	}
 	dir := filepath.Join(root, spec.Dir)
 	fix := fmt.Sprintf("run `cifarlab download --dataset %s --data %s`", spec.Name, root)

@@ -35,6 +35,10 @@ type DownloadOptions struct {
 	Retries int
 	// RetryWait is the pause before each retry; 0 means 2 seconds.
 	RetryWait time.Duration
+	// Layout selects the archive: LayoutBinary (default: cifar-10-binary.tar.gz,
+	// cifar-100-binary.tar.gz) or LayoutPython (cifar-10-python.tar.gz, cifar-100-python.tar.gz,
+	// the pickles torchvision reads), with the same checks.
+	Layout Layout
 }
 
 // DownloadError reports a failed download. Its message says how to proceed offline: which
@@ -80,6 +84,9 @@ func (e *DownloadError) retryable() bool {
 func Download(ctx context.Context, root string, spec Spec, opts DownloadOptions) error {
 	if err := checkSpec(spec); err != nil {
 		return err
+	}
+	if opts.Layout == LayoutPython {
+		spec = spec.InLayout(LayoutPython)
 	}
 	if opts.SHA256 != "" {
 		spec.ArchiveSHA256 = opts.SHA256

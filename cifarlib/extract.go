@@ -28,6 +28,7 @@ var archiveMetadataFiles = map[string]bool{
 	"readme.html":            true, // CIFAR-10
 	"coarse_label_names.txt": true, // CIFAR-100
 	"fine_label_names.txt":   true, // CIFAR-100
+	"file.txt~":              true, // CIFAR-100, python layout
 }
 
 // extractTarGz extracts a gzip-compressed CIFAR archive into root/spec.Dir; see extractTar.
@@ -55,7 +56,10 @@ func extractTarGz(r io.Reader, root string, spec Spec) (map[string]int64, error)
 // wrong sizes, duplicates) aborts the extraction with an error wrapping ErrUnsafeArchive.
 // Entries go to a staging folder inside root first; only when the whole archive was read and
 // every data file is present are they renamed into root/spec.Dir. On error nothing in
-// root/spec.Dir changes. It returns the data files and their sizes.
+// root/spec.Dir changes. It returns the data files and their sizes. For a spec in the
+// Python layout (Spec.InLayout) the pickles' sizes are bounded instead, and every pickle is
+// decoded (ReadPickle, ReadPickleMeta) in the staging folder, with its split's record count,
+// before anything is installed.
 func extractTar(r io.Reader, root string, spec Spec) (files map[string]int64, err error) {
 	return extractTarThen(r, root, spec, nil)
 }
@@ -76,6 +80,10 @@ func extractTarThen(r io.Reader, root string, spec Spec, check func() error) (fi
 	defer func() { _ = os.RemoveAll(staging) }()
 
 	expected := expectedFiles(spec)
+	python := spec.Layout() == LayoutPython
+	if python {
+		expected = pythonArchiveFiles(spec)
+	}
 	seen := map[string]bool{}
 	files = map[string]int64{}
 	tr := tar.NewReader(r)
@@ -112,6 +120,11 @@ func extractTarThen(r io.Reader, root string, spec Spec, check func() error) (fi
 	}
 	if check != nil {
 		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	if python {
+		if err := checkPythonStaging(staging, spec); err != nil {
 			return nil, err
 		}
 	}
@@ -178,6 +191,12 @@ func checkEntry(hdr *tar.Header, spec Spec, expected map[string]int64) (base str
 		return "", false, unsafeEntry(spec, name, "is outside "+spec.Dir+"/")
 	}
 	if want, ok := expected[base]; ok {
+		if want < 0 { // python layout: at most -want bytes, checked by decoding before install
+			if hdr.Size < 1 || hdr.Size > -want {
+				return "", false, unsafeEntry(spec, name, fmt.Sprintf("has %d bytes, but the %s file %s has at most %d", hdr.Size, spec.Name, base, -want))
+			}
+			return base, true, nil
+		}
 		if hdr.Size != want {
 			return "", false, unsafeEntry(spec, name, fmt.Sprintf("has %d bytes, but the %s data file %s has %d", hdr.Size, spec.Name, base, want))
 		}
@@ -206,7 +225,7 @@ func extractEntry(tr io.Reader, hdr *tar.Header, dst string, spec Spec, isData b
 		}
 	}()
 	var w io.Writer = f
-	if isData {
+	if isData && spec.Layout() == LayoutBinary {
 		w = &labelChecker{w: f, spec: spec, source: spec.ArchiveName + ":" + hdr.Name}
 	}
 	n, err := io.CopyN(w, tr, hdr.Size)

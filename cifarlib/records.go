@@ -337,10 +337,16 @@ func readRecordsAt(r io.Reader, recs *Records, first, n int) error {
 
 // LoadSplit reads all files of a split from root/spec.Dir and concatenates them in the
 // official order. root is the folder that contains spec.Dir (as extracted from the official
-// archive or written by Synthesize).
+// archive or written by Synthesize). When root has no binary folder but the Python layout's
+// (cifar-10-batches-py, cifar-100-python, as torchvision and Keras download them), the
+// pickles are read instead (see DetectLayout and ReadPickle), with the class names of their
+// meta file; the records are the same either way.
 func LoadSplit(root string, spec Spec, split Split) (*Records, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, err
+	}
+	if layout, _ := DetectLayout(root, spec); layout == LayoutPython || spec.Layout() == LayoutPython {
+		return loadPythonSplit(root, spec, split)
 	}
 	files := split.Files(spec)
 	if len(files) == 0 {
