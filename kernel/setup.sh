@@ -7,6 +7,7 @@
 #      go-xla's cgo, git, and chromium for the browser test),
 #   2. creates the venv $VENV (default REPO/.venv) with /usr/bin/python3 and pip-installs
 #      kernel/requirements.txt under kernel/constraints.txt (JupyterLab, nbclient, ...),
+#      the XLA CPU plugin and NumPy (tests only: kernel/requirements-test.txt),
 #   3. builds the pinned gonb, goimports and gopls from tools/go.mod into REPO/.bin,
 #   4. builds the cifarlab command into REPO/.bin,
 #   5. installs the kernelspecs "Go (cifarlab, CPU)" and "Go (cifarlab, CUDA)"
@@ -107,6 +108,16 @@ if [ "$SKIP_VENV" != 1 ]; then
       "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS \
         --no-deps --require-hashes -r "$REPO/kernel/requirements-xla-cpu.txt"
     fi
+  fi
+
+  # 2c. NumPy for the tests that write torchvision-layout CIFAR pickles with Python
+  # (cifarlib/testdata/pickles/make_fixtures.py), hash-pinned in kernel/requirements-test.txt.
+  if "$VENV/bin/python" -c "import numpy" 2>/dev/null; then
+    echo "numpy already installed"
+  else
+    # shellcheck disable=SC2086
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS \
+      --no-deps --require-hashes -r "$REPO/kernel/requirements-test.txt"
   fi
 fi
 
