@@ -65,6 +65,9 @@ type EvalOptions struct {
 	MaxExamples int
 	// Split names the split in the result ("test" by default).
 	Split string
+	// Devices shards each batch across this many devices of the backend (DevicesAll: all of
+	// them; 0 or 1: one device). See Evaluator.useDevices.
+	Devices int
 }
 
 // Evaluator evaluates a model whose variables are in a GoMLX model.Store. It compiles its
@@ -75,6 +78,8 @@ type Evaluator struct {
 	store   *model.Store
 	topK    int
 	exec    *model.Exec
+	// devices is the number of devices exec shards batches across (0: one device, unsharded).
+	devices int
 }
 
 // NewEvaluator returns an Evaluator of m, with the variables of store, on backend.
@@ -122,6 +127,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *Records, opts EvalOption
 	if opts.Split == "" {
 		opts.Split = "test"
 	}
+	if err := e.useDevices(opts.Devices); err != nil {
+		return nil, err
+	}
 	if opts.MaxExamples > 0 && opts.MaxExamples < recs.Len() {
 		recs = recsPrefix(recs, opts.MaxExamples)
 	}
@@ -152,7 +160,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *Records, opts EvalOption
 			if err != nil {
 				return err
 			}
-			outs, err := e.exec.Call(batch.Inputs[0], batch.Labels[0])
+			outs, err := e.call(batch.Inputs[0], batch.Labels[0])
 			_ = batch.Finalize()
 			if err != nil {
 				return err

@@ -62,6 +62,7 @@ type Trainer struct {
 	loop    *train.Loop
 	ckpt    *trainCheckpoint
 	history *History
+	dist    *trainDevices // nil on one device
 
 	trainRecs, testRecs *Records
 	evaluator           *Evaluator
@@ -90,9 +91,12 @@ func NewTrainer(cfg TrainConfig) (*Trainer, error) {
 	// Backend and model: the static guard runs before the data is even loaded.
 	t.backend = cfg.Backend
 	if t.backend == nil {
-		if t.backend, err = NewBackend(cfg.BackendName); err != nil {
+		if t.backend, err = NewBackendWithDevices(cfg.BackendName, cfg.Devices); err != nil {
 			return nil, err
 		}
+	}
+	if t.dist, err = newTrainDevices(t.backend, &cfg); err != nil {
+		return nil, err
 	}
 	mb := NewModel(cfg.Spec, cfg.Model).Backend(t.backend)
 	if cfg.Head > 0 {
@@ -274,7 +278,7 @@ func (t *Trainer) Run(ctx context.Context) (*TrainResult, error) {
 	cfg := &t.cfg
 	start := t.GlobalStep()
 	res := &TrainResult{Dataset: cfg.Spec.ID(), Model: cfg.Model, HeadWidth: t.model.NumClasses, Guarded: !cfg.Unguarded,
-		Backend: BackendName(t.backend), BatchSize: cfg.BatchSize, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
+		Backend: BackendName(t.backend), Devices: t.dist.numDevices(), BatchSize: cfg.BatchSize, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
 		Resumed: t.ckpt != nil && t.ckpt.resumed != nil, CheckpointDir: cfg.CheckpointDir, History: t.history,
 		Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}}
 	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.trainRecs.Len()}
@@ -326,6 +330,9 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *TrainResult) err
 
 	began := time.Now()
 	err = trainCatch(func() error {
+		if t.dist != nil {
+			return t.runDistributed(ctx, cfg.Steps-start)
+		}
 		_, err := t.loop.RunEpochs(t.data, 1)
 		return err
 	})
@@ -333,6 +340,10 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *TrainResult) err
 	res.EndStep = t.GlobalStep()
 	res.Interrupted = t.data.interrupted
 	res.ZeroLoss.Seen, res.ZeroLoss.OutOfRange = t.data.seen, t.data.outOfRange
+	if t.dist != nil { // The distributed dataset reads ahead: count what was trained.
+		res.Interrupted = res.Interrupted || t.dist.interrupted
+		res.ZeroLoss.Seen, res.ZeroLoss.OutOfRange = t.dist.zeroLossCounts(res.EndStep-start, cfg.BatchSize)
+	}
 	if len(t.lastMetrics) > trainMetricAccuracy {
 		res.Loss, res.MovingLoss, res.Accuracy = t.lastMetrics[trainMetricLoss], t.lastMetrics[trainMetricMovingLoss], t.lastMetrics[trainMetricAccuracy]
 		if cfg.topK() > 0 {
@@ -494,6 +505,9 @@ func (t *Trainer) Evaluate(ctx context.Context, recs *Records, opts EvalOptions)
 		if t.evaluator, err = NewEvaluator(t.backend, t.model, t.store); err != nil {
 			return nil, err
 		}
+	}
+	if opts.Devices == 0 {
+		opts.Devices = t.dist.numDevices()
 	}
 	return t.evaluator.Evaluate(ctx, recs, opts)
 }

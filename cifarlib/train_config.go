@@ -56,6 +56,12 @@ type TrainConfig struct {
 	Backend compute.Backend
 	// BackendName is given to NewBackend when Backend is nil: "auto" (default), "cpu", "go", "cuda".
 	BackendName string
+	// Devices is the number of devices each global batch is sharded across (data parallelism,
+	// one program partitioned by XLA; see NewDistributedDataset): 0 or 1 trains on one device,
+	// DevicesAll on every device of the backend. BatchSize must be a multiple of it. With
+	// Backend nil and an XLA CPU backend, the backend is created with that many CPU devices
+	// (NewBackendWithDevices). Results do not depend on it, beyond float32 rounding.
+	Devices int
 
 	// Steps is the global step to train to. A run resumed from a checkpoint at step s trains
 	// Steps-s more steps.

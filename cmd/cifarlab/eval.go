@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -18,13 +19,14 @@ func init() {
 }
 
 func runEval(args []string, stdout io.Writer) error {
-	fs := newFlagSet("eval", "--checkpoint DIR [--data DIR] [--split test|train] [--batch B] [--max N] [--backend cpu|cuda|auto] [--json]", stdout)
+	fs := newFlagSet("eval", "--checkpoint DIR [--data DIR] [--split test|train] [--batch B] [--max N] [--backend cpu|cuda|auto] [--devices N|all] [--json]", stdout)
 	ckptDir := fs.String("checkpoint", "", "checkpoint `DIR` written by cifarlab train (required); it records the dataset and the model")
 	dataDir := fs.String("data", cifarlib.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+cifarlib.DataDirEnv+")")
 	splitName := fs.String("split", "test", "split to evaluate: test or train")
 	batch := fs.Int("batch", 100, "evaluation batch size")
 	maxExamples := fs.Int("max", 0, "evaluate only the first N examples (0: all)")
 	backendName := fs.String("backend", cifarlib.BackendAuto, "compute backend: auto, cpu, go or cuda")
+	devicesFlag := fs.String("devices", "1", "shard each evaluation batch across N devices, or all (any count: checkpoints do not depend on it)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -42,7 +44,14 @@ func runEval(args []string, stdout io.Writer) error {
 	if *batch <= 0 || *maxExamples < 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--batch must be positive and --max not negative (got %d, %d)", *batch, *maxExamples)}
 	}
-	backend, err := cifarlib.NewBackend(*backendName)
+	devices, err := cifarlib.ParseDevices(*devicesFlag)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("--devices %q: use a positive number or all", *devicesFlag)}
+	}
+	backend, err := cifarlib.NewBackendWithDevices(*backendName, devices)
+	if errors.Is(err, cifarlib.ErrDevices) {
+		return &exitError{code: 2, err: err}
+	}
 	if err != nil {
 		return err
 	}
@@ -57,7 +66,7 @@ func runEval(args []string, stdout io.Writer) error {
 	ctx, stop := cifarlib.InterruptContext(context.Background())
 	defer stop()
 	res, err := cifarlib.Evaluate(ctx, backend, ck.Model, ck.Store, recs,
-		cifarlib.EvalOptions{BatchSize: *batch, MaxExamples: *maxExamples, Split: split.String()})
+		cifarlib.EvalOptions{BatchSize: *batch, MaxExamples: *maxExamples, Split: split.String(), Devices: devices})
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func init() {
 // trainFlags are the flags of "cifarlab train".
 type trainFlags struct {
 	dataset, labels, dataDir, arch, backend, checkpoint string
-	optimizer, schedule, progress                       string
+	optimizer, schedule, progress, devices              string
 	head, steps, batch, warmup, checkpointEvery         int
 	evalEvery, evalExamples, logEvery                   int
 	seed                                                int64
@@ -39,7 +39,7 @@ type trainFlags struct {
 
 func runTrain(args []string, stdout io.Writer) error {
 	fs := newFlagSet("train", "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--model cnn|resnet18|resnet20|linear] "+
-		"[--head N] [--guard=true|false] --steps N [--batch B] [--backend cpu|cuda|auto] [--checkpoint DIR] [--json]", stdout)
+		"[--head N] [--guard=true|false] --steps N [--batch B] [--backend cpu|cuda|auto] [--devices N|all] [--checkpoint DIR] [--json]", stdout)
 	var f trainFlags
 	fs.StringVar(&f.dataset, "dataset", "cifar10", "dataset: cifar10 or cifar100")
 	fs.StringVar(&f.labels, "labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
@@ -51,6 +51,8 @@ func runTrain(args []string, stdout io.Writer) error {
 	fs.IntVar(&f.steps, "steps", 0, "train up to this global `step` (required); a resumed run continues to it")
 	fs.IntVar(&f.batch, "batch", 32, "batch size")
 	fs.StringVar(&f.backend, "backend", cifarlib.BackendAuto, "compute backend: auto, cpu, go or cuda")
+	fs.StringVar(&f.devices, "devices", "1", "data parallelism: shard each batch across N devices, or all (cpu: XLA CPU devices, "+
+		"made on request; cuda: the GPUs); --batch must be a multiple of N")
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint `DIR`: saved at the end, on SIGINT and every --checkpoint-every steps; "+
 		"if it holds a checkpoint, training resumes from it")
 	fs.IntVar(&f.checkpointEvery, "checkpoint-every", 0, "also save a checkpoint every N steps (0: only at the end or on interrupt)")
@@ -87,7 +89,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	res, err := cifarlib.Train(ctx, cfg)
 	if err != nil {
 		var ce *cifarlib.ConfigError
-		if errors.As(err, &ce) {
+		if errors.As(err, &ce) || errors.Is(err, cifarlib.ErrDevices) {
 			return &exitError{code: 2, err: err}
 		}
 		return err
@@ -138,9 +140,13 @@ func (f *trainFlags) config() (cifarlib.TrainConfig, error) {
 	if f.asJSON {
 		progress = cifarlib.ProgressOff // The progress bar writes to stdout.
 	}
+	devices, err := cifarlib.ParseDevices(f.devices)
+	if err != nil {
+		return cifarlib.TrainConfig{}, fmt.Errorf("--devices %q: use a positive number or all", f.devices)
+	}
 	return cifarlib.TrainConfig{
 		Spec: spec, DataDir: f.dataDir, Model: f.arch, Head: f.head, Unguarded: !f.guard,
-		BackendName: f.backend, Steps: f.steps, BatchSize: f.batch, Seed: f.seed, Augment: f.augment,
+		BackendName: f.backend, Devices: devices, Steps: f.steps, BatchSize: f.batch, Seed: f.seed, Augment: f.augment,
 		Optimizer: f.optimizer, LearningRate: f.lr, WeightDecay: f.weightDecay, Schedule: f.schedule,
 		WarmupSteps: f.warmup, MinLearningRate: f.minLR,
 		CheckpointDir: f.checkpoint, CheckpointEvery: f.checkpointEvery,

@@ -1,0 +1,274 @@
+package cifarlib
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/distributed"
+	"github.com/gomlx/compute/gobackend"
+	"github.com/gomlx/go-xla/compute/xla"
+	"github.com/gomlx/go-xla/pjrt"
+)
+
+// DevicesAll, as TrainConfig.Devices or the devices argument of NewBackendWithDevices, asks for
+// every device the backend has ("--devices all").
+const DevicesAll = -1
+
+// MaxCPUDevices is the largest number of devices NewBackendWithDevices asks XLA's CPU plugin
+// for. XLA CPU devices are virtual: they share the machine's cores.
+const MaxCPUDevices = 64
+
+// XLACPUDeviceCountOption is the PJRT client option of XLA's CPU plugin that sets its number of
+// devices (the plugin exposes 4 when it is not set).
+const XLACPUDeviceCountOption = "cpu_device_count"
+
+// DeviceMeshAxis is the name of the one axis of the device mesh data-parallel training uses:
+// the batch axis of images and labels is sharded along it, the variables are replicated.
+const DeviceMeshAxis = "batch"
+
+// ErrDevices is matched by errors.Is for every device-count error: *DevicesUnsupportedError,
+// *DeviceCountError and *BatchDivisibilityError.
+var ErrDevices = errors.New("cifarlib: device count")
+
+// DevicesUnsupportedError is returned when more than one device is asked of a backend that has
+// only one, the pure-Go backend.
+type DevicesUnsupportedError struct {
+	// Backend describes the backend (BackendName).
+	Backend string
+	// Requested is the number of devices asked for (DevicesAll for "all").
+	Requested int
+}
+
+func (e *DevicesUnsupportedError) Error() string {
+	return fmt.Sprintf("cifarlib: %s devices asked of the %s backend, which has one device and runs no distributed "+
+		"programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: %s) or cuda for "+
+		"several GPUs, or -devices 1", devicesWord(e.Requested), e.Backend, XLACPUInstallHint)
+}
+
+// Is makes errors.Is(err, ErrDevices) true.
+func (e *DevicesUnsupportedError) Is(target error) bool { return target == ErrDevices }
+
+// DeviceCountError is returned when more devices are asked for than the backend has.
+type DeviceCountError struct {
+	// Backend describes the backend (BackendName).
+	Backend string
+	// Requested is the number of devices asked for; Available how many the backend has.
+	Requested, Available int
+	// Fix says what to do.
+	Fix string
+}
+
+func (e *DeviceCountError) Error() string {
+	return fmt.Sprintf("cifarlib: %d devices asked for, but the %s backend has %d: %s",
+		e.Requested, e.Backend, e.Available, e.Fix)
+}
+
+// Is makes errors.Is(err, ErrDevices) true.
+func (e *DeviceCountError) Is(target error) bool { return target == ErrDevices }
+
+// BatchDivisibilityError is returned when a global batch cannot be split evenly across the
+// devices: every device gets BatchSize/Devices examples.
+type BatchDivisibilityError struct {
+	// Field is the TrainConfig field holding the batch size ("BatchSize" or "EvalBatchSize").
+	Field string
+	// BatchSize is the global batch size and Devices the number of devices.
+	BatchSize, Devices int
+	// Below and Above are the nearest valid batch sizes (multiples of Devices); Below is 0
+	// when BatchSize < Devices.
+	Below, Above int
+}
+
+func (e *BatchDivisibilityError) Error() string {
+	near := fmt.Sprint(e.Above)
+	if e.Below > 0 {
+		near = fmt.Sprintf("%d or %d", e.Below, e.Above)
+	}
+	return fmt.Sprintf("cifarlib: training config: %s=%d does not split across %d devices (%d is not a multiple of %d): "+
+		"use %s, or another number of devices", e.Field, e.BatchSize, e.Devices, e.BatchSize, e.Devices, near)
+}
+
+// Is makes errors.Is(err, ErrDevices) true.
+func (e *BatchDivisibilityError) Is(target error) bool { return target == ErrDevices }
+
+// CheckBatchDivisible returns a *BatchDivisibilityError naming field when batch is not a
+// multiple of devices, else nil.
+func CheckBatchDivisible(field string, batch, devices int) error {
+	if devices <= 1 || batch%devices == 0 {
+		return nil
+	}
+	below := batch / devices * devices
+	return &BatchDivisibilityError{Field: field, BatchSize: batch, Devices: devices, Below: below, Above: below + devices}
+}
+
+func devicesWord(n int) string {
+	if n == DevicesAll {
+		return "all"
+	}
+	return fmt.Sprint(n)
+}
+
+// ParseDevices parses a device count as given to "cifarlab train --devices": a positive number,
+// or "all" (DevicesAll).
+func ParseDevices(s string) (int, error) {
+	s = strings.TrimSpace(strings.ToLower(s))
+	if s == "all" {
+		return DevicesAll, nil
+	}
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil || n < 1 || fmt.Sprint(n) != s {
+		return 0, &ConfigError{Field: "Devices", Value: fmt.Sprintf("%q", s), Reason: "use a positive number of devices or \"all\""}
+	}
+	return n, nil
+}
+
+// NewBackendWithDevices is NewBackend(name) for data-parallel training over devices devices
+// (DevicesAll: every device the backend has; 0 or 1: one device, the same as NewBackend).
+//
+// On XLA's CPU plugin ("cpu", "xla:cpu", an "xla:/path/pjrt_c_api_cpu_plugin.so", or "auto"
+// resolving to one of them) the client is created with the plugin option cpu_device_count set
+// to devices, so the backend has exactly that many CPU devices (virtual: they share the cores;
+// at most MaxCPUDevices); DevicesAll keeps the plugin's default (4). On CUDA the GPUs are what
+// they are: asking for more than there are is a *DeviceCountError that says how many exist.
+// The pure-Go backend has one device: devices > 1 is a *DevicesUnsupportedError, and so is
+// "cpu" when the XLA CPU plugin is not installed (it falls back to the pure-Go backend).
+func NewBackendWithDevices(name string, devices int) (compute.Backend, error) {
+	if devices < DevicesAll || devices == DevicesAll-1 {
+		return nil, &ConfigError{Field: "Devices", Value: fmt.Sprint(devices), Reason: "use a positive number of devices or DevicesAll"}
+	}
+	b, err := NewBackend(name)
+	if err != nil || devices == 0 || devices == 1 {
+		return b, err
+	}
+	n, err := resolveDevices(b, devices)
+	xb, isXLA := b.(*xla.Backend)
+	if !isXLA || !xb.IsCPU() || devices == DevicesAll || (err == nil && n == b.NumDevices()) {
+		if err != nil {
+			b.Finalize()
+			return nil, err
+		}
+		return b, nil
+	}
+	// XLA CPU: create the client again with the number of devices asked for.
+	if devices > MaxCPUDevices {
+		b.Finalize()
+		return nil, &DeviceCountError{Backend: BackendName(b), Requested: devices, Available: MaxCPUDevices,
+			Fix: fmt.Sprintf("cifarlib creates at most %d XLA CPU devices (they share the machine's cores); ask for fewer", MaxCPUDevices)}
+	}
+	plugin := BackendPlugin(b)
+	b.Finalize()
+	return newXLAWithPluginOptions(name, plugin, pjrt.NamedValuesMap{XLACPUDeviceCountOption: int64(devices)})
+}
+
+// resolveDevices returns the number of devices to train on with backend b for the requested
+// count (DevicesAll: all of b's devices), or a typed error when b cannot provide them.
+func resolveDevices(b compute.Backend, requested int) (int, error) {
+	switch {
+	case requested == 0 || requested == 1:
+		return 1, nil
+	case requested < DevicesAll:
+		return 0, &ConfigError{Field: "Devices", Value: fmt.Sprint(requested), Reason: "use a positive number of devices or DevicesAll"}
+	}
+	if b.String() == gobackend.BackendName {
+		if requested == DevicesAll {
+			return 1, nil
+		}
+		return 0, &DevicesUnsupportedError{Backend: BackendName(b), Requested: requested}
+	}
+	available := b.NumDevices()
+	if requested == DevicesAll {
+		return available, nil
+	}
+	if requested > available {
+		fix := fmt.Sprintf("use -devices %d (or all), or fewer", available)
+		if xb, ok := b.(*xla.Backend); ok && xb.IsCPU() {
+			fix = fmt.Sprintf("create the backend with NewBackendWithDevices(name, %d) (XLA's CPU plugin makes as many "+
+				"devices as asked), or use at most %d", requested, available)
+		} else if ok && xb.IsCUDA() {
+			fix = fmt.Sprintf("this host has %d GPUs visible to XLA (check nvidia-smi and CUDA_VISIBLE_DEVICES); "+
+				"use -devices %d or all", available, available)
+		}
+		return 0, &DeviceCountError{Backend: BackendName(b), Requested: requested, Available: available, Fix: fix}
+	}
+	return requested, nil
+}
+
+// newDeviceMesh returns the one-axis mesh (DeviceMeshAxis) of n devices used for data
+// parallelism.
+func newDeviceMesh(n int) (*distributed.DeviceMesh, error) {
+	return distributed.NewDeviceMesh([]int{n}, []string{DeviceMeshAxis})
+}
+
+// batchShardingSpec shards axis 0 (the batch) of a tensor along the mesh's DeviceMeshAxis; the
+// other axes are replicated.
+func batchShardingSpec(mesh *distributed.DeviceMesh) (*distributed.ShardingSpec, error) {
+	return distributed.BuildSpec(mesh).S(DeviceMeshAxis).Done()
+}
+
+// newXLAWithPluginOptions creates an XLA backend on plugin with PJRT client options, with
+// the same timeout and error translation as NewBackend.
+func newXLAWithPluginOptions(requested, plugin string, options pjrt.NamedValuesMap) (compute.Backend, error) {
+	type result struct {
+		b   compute.Backend
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				r.err = fmt.Errorf("panic: %v", p)
+			}
+			done <- r
+		}()
+		var xb *xla.Backend
+		xb, r.err = xla.NewWithOptions(plugin, options)
+		if r.err == nil {
+			r.b = xb
+		}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, &BackendError{Requested: requested, Missing: fmt.Sprintf("XLA could not start plugin %s with %v", plugin, options),
+				Err: r.err, Fix: "reinstall the plugin, ask for fewer devices, or use -devices 1"}
+		}
+		return r.b, nil
+	case <-time.After(BackendCreateTimeout):
+		return nil, &BackendError{Requested: requested,
+			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", plugin, BackendCreateTimeout),
+			Fix:     "use -devices 1, or -backend go"}
+	}
+}
+
+// DeviceInfo describes one device of a backend, for "cifarlab doctor".
+type DeviceInfo struct {
+	// Num is the device number (compute.DeviceNum).
+	Num int
+	// Description is the backend's description of the device, e.g. "NVIDIA H100 80GB HBM3" or
+	// "TFRT_CPU_0".
+	Description string
+}
+
+// ListDevices returns the devices of backend b, in device-number order.
+func ListDevices(b compute.Backend) (devices []DeviceInfo) {
+	if b == nil {
+		return nil
+	}
+	n := 0
+	func() {
+		defer func() { _ = recover() }()
+		n = b.NumDevices()
+	}()
+	for i := range n {
+		desc := ""
+		func() {
+			defer func() { _ = recover() }()
+			desc = b.DeviceDescription(compute.DeviceNum(i))
+		}()
+		devices = append(devices, DeviceInfo{Num: i, Description: desc})
+	}
+	return devices
+}
