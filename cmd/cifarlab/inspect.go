@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
@@ -25,8 +23,10 @@ type inspectReport struct {
 	Dataset    string `json:"dataset"`
 	Labels     string `json:"labels"`
 	NumClasses int    `json:"num_classes"`
-	// Dir is the folder the files were read from.
-	Dir string `json:"dir"`
+	// Dir is the folder the files were read from, Layout its layout: "binary" or "python"
+	// (torchvision's pickles).
+	Dir    string `json:"dir"`
+	Layout string `json:"layout"`
 	// Source is "verified" (a checked download), "synthetic" or "unverified".
 	Source    string              `json:"source"`
 	Synthetic *cifarlib.SynthInfo `json:"synthetic,omitempty"`
@@ -81,13 +81,9 @@ func runInspect(args []string, stdout io.Writer) error {
 // inspectData loads both splits of spec from root (or, if root has no data for it, from
 // cifarlib.SyntheticDir(root), where Prepare puts synthetic data) and summarises them.
 func inspectData(root string, spec cifarlib.Spec) (*inspectReport, error) {
-	if _, err := os.Stat(filepath.Join(root, spec.Dir)); errors.Is(err, os.ErrNotExist) {
-		if _, serr := os.Stat(filepath.Join(cifarlib.SyntheticDir(root), spec.Dir)); serr == nil {
-			root = cifarlib.SyntheticDir(root)
-		}
-	}
+	root, dir, layout := dataLocation(root, spec)
 	r := &inspectReport{Dataset: spec.Name, Labels: spec.Labels.String(), NumClasses: spec.NumClasses,
-		Dir: filepath.Join(root, spec.Dir), Source: "unverified"}
+		Dir: dir, Layout: layout.String(), Source: "unverified"}
 	if cifarlib.Verify(root, spec) == nil {
 		r.Source = "verified"
 	} else if info, err := cifarlib.ReadSynthInfo(root, spec); err == nil {
@@ -98,7 +94,7 @@ func inspectData(root string, spec cifarlib.Spec) (*inspectReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := splitReport{Split: split.String(), Files: split.Files(spec), Records: recs.Len(),
+		s := splitReport{Split: split.String(), Files: split.Files(spec.InLayout(layout)), Records: recs.Len(),
 			LabelMin: -1, LabelMax: -1, Histogram: recs.LabelHistogram()}
 		for l, n := range s.Histogram {
 			if n == 0 {
@@ -122,7 +118,7 @@ func printInspect(w io.Writer, r *inspectReport) {
 	if r.Synthetic != nil {
 		source = fmt.Sprintf("synthetic (seed %d, label noise %g)", r.Synthetic.Seed, r.Synthetic.LabelNoise)
 	}
-	fmt.Fprintf(w, "data:     %s [%s]\n", r.Dir, source)
+	fmt.Fprintf(w, "data:     %s [%s, %s layout]\n", r.Dir, source, r.Layout)
 	for _, s := range r.Splits {
 		empty := 0
 		for _, n := range s.Histogram {
