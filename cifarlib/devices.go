@@ -153,8 +153,9 @@ func NewBackendWithDevices(name string, devices int) (compute.Backend, error) {
 	}
 	// XLA CPU: create the client again with the number of devices asked for.
 	if devices > MaxCPUDevices {
+		name := BackendName(b)
 		b.Finalize()
-		return nil, &DeviceCountError{Backend: BackendName(b), Requested: devices, Available: MaxCPUDevices,
+		return nil, &DeviceCountError{Backend: name, Requested: devices, Available: MaxCPUDevices,
 			Fix: fmt.Sprintf("cifarlib creates at most %d XLA CPU devices (they share the machine's cores); ask for fewer", MaxCPUDevices)}
 	}
 	plugin := BackendPlugin(b)
