@@ -196,16 +196,14 @@ func envBackendError(requested string, err error) error {
 // absolute plugin path given in the request, or "" to search (see findCUDAPlugin).
 func newCUDA(requested, plugin, options string) (compute.Backend, error) {
 	if !plugins.HasNvidiaGPU() {
-		return nil, &BackendError{Requested: requested,
-			Missing: "no NVIDIA GPU on this machine (no /dev/nvidia* device and nvidia-smi finds none)",
-			Fix:     "run on a machine with an NVIDIA GPU and its driver, or use -backend cpu"}
+		return nil, newNoGPUError(requested, nil)
 	}
 	if plugin != "" {
 		if fi, err := os.Stat(plugin); err != nil || !fi.Mode().IsRegular() {
 			return nil, &BackendError{Requested: requested, Missing: "the CUDA PJRT plugin " + plugin + " does not exist",
 				Fix: plugins.CUDAInstallHint}
 		}
-		plugins.SetJaxCUDADataDir(plugin)
+		plugins.PrepareJaxCUDA(plugin)
 		return newXLA(requested, withOptions(plugin, options))
 	}
 	plugin, err := plugins.FindCUDA()
@@ -218,9 +216,11 @@ func newCUDA(requested, plugin, options string) (compute.Backend, error) {
 				plugins.DescribeGoXLA(), plugins.GoXLASearchDescription()),
 			Fix: plugins.CUDAInstallHint}
 	}
-	if filepath.IsAbs(plugin) {
-		plugins.SetJaxCUDADataDir(plugin)
+	path := plugin // a go-xla name, or an absolute path from $CIFARLAB_CUDA_PLUGIN
+	if !filepath.IsAbs(path) {
+		path = plugins.GoXLA()[plugin]
 	}
+	plugins.PrepareJaxCUDA(path)
 	return newXLA(requested, withOptions(plugin, options))
 }
 
@@ -252,6 +252,9 @@ func newXLA(requested, config string) (compute.Backend, error) {
 	select {
 	case r := <-done:
 		if r.err != nil {
+			if pjrt.IsCUDAName(config) && isNoGPUMessage(r.err.Error()) {
+				return nil, newNoGPUError(requested, r.err)
+			}
 			be := &BackendError{Requested: requested, Missing: "XLA could not start plugin " + config, Err: r.err}
 			if pjrt.IsCUDAName(config) {
 				be.Fix = "check the NVIDIA driver (nvidia-smi) and that the plugin's CUDA libraries match it; " + plugins.CUDAInstallHint

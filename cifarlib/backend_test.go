@@ -218,19 +218,6 @@ func withGPU(t *testing.T, present bool) {
 	t.Cleanup(func() { plugins.HasNvidiaGPU = saved })
 }
 
-func TestNewBackendCUDAWithoutGPU(t *testing.T) {
-	withGPU(t, false)
-	_, err := NewBackend("cuda")
-	var be *BackendError
-	require.ErrorAs(t, err, &be)
-	require.True(t, errors.Is(err, ErrBackend))
-	require.Equal(t, `backend "cuda" unavailable: no NVIDIA GPU on this machine (no /dev/nvidia* device and `+
-		`nvidia-smi finds none): run on a machine with an NVIDIA GPU and its driver, or use -backend cpu`, err.Error())
-	_, err = NewBackend("xla:cuda")
-	require.ErrorAs(t, err, &be)
-	require.Equal(t, "xla:cuda", be.Requested)
-}
-
 func TestNewBackendCUDAWithoutPlugin(t *testing.T) {
 	if plugins.GoXLAName("cuda") != "" {
 		t.Skip("the CUDA PJRT plugin is installed here")

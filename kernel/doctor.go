@@ -78,6 +78,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 		add(Check{Name: "repository", Status: StatusOK, Detail: repo.Dir, Required: true})
 	}
 	add(checkGo(ctx, repo))
+	add(checkGoEnv(ctx))
 	if repo.Dir != "" {
 		sts, err := CheckTools(repo)
 		if err != nil {
@@ -141,7 +142,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	}
 	cudaPlugins = append(cudaPlugins, plugins.FindJaxCUDA(SitePackages(ctx, PythonCandidates(repo)))...)
 	if len(cudaPlugins) > 0 {
-		add(Check{Name: "CUDA plugin", Status: StatusOK, Detail: strings.Join(cudaPlugins, ", ")})
+		add(Check{Name: "CUDA plugin", Status: StatusOK, Detail: describeCUDAPlugins(cudaPlugins)})
 	} else {
 		add(Check{Name: "CUDA plugin", Status: StatusAbsent, Detail: "no CUDA PJRT plugin found (go-xla folders, pip's jax-cuda13-pjrt)",
 			Fix: "on a GPU machine: pip install jax-cuda13-pjrt jax-cuda13-plugin (or go-xla's installer), then re-run cifarlab kernel install"})
@@ -166,6 +167,27 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 		}
 	}
 	return r
+}
+
+// describeCUDAPlugins lists plugin files once each (links resolved), with the pip package and
+// version of jax-cudaN-pjrt's: "jax-cuda13-pjrt 0.11.2 at SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so".
+func describeCUDAPlugins(paths []string) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if pkg := plugins.JaxCUDAPackage(p); pkg != "" {
+			p = pkg + " at " + p
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ", ")
 }
 
 func or(s, def string) string {

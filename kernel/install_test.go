@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -73,6 +74,11 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 			"CIFARLAB_KERNEL":       "cpu",
 			"CIFARLAB_REPO":         repo.Dir,
 			"GOWORK":                "",
+			"GOFLAGS":               "-buildvcs=false",
+			"GO111MODULE":           "on",
+			"CGO_ENABLED":           "1",
+			"GOOS":                  runtime.GOOS,
+			"GOARCH":                runtime.GOARCH,
 		},
 		Metadata: SpecMetadata{Cifarlab: KernelInfo{Kernel: "cpu", Repo: repo.Dir, Backend: "go", BackendReason: "pure-Go backend (no XLA CPU plugin found)"}},
 	}, cpu)

@@ -166,8 +166,11 @@ func TestSmokeNotebook(t *testing.T) {
 	}
 
 	t.Run("cpu", func(t *testing.T) {
-		// GOWORK=off in the server's environment must not break GoNB's go.work.
-		run := runNotebook(t, repo, dataDir, notebook, CPUKernel, "GOWORK=off")
+		// A hostile Go environment in the server's environment must not break GoNB's builds: the
+		// kernelspec pins it (GoEnvPins). GOWORK=off would stop its go.work, GOFLAGS=-mod=mod is
+		// rejected in workspace mode, CGO_ENABLED=0 cannot build go-xla, GO111MODULE=off no modules.
+		run := runNotebook(t, repo, dataDir, notebook, CPUKernel,
+			"GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0", "GO111MODULE=off")
 		// The CPU kernel runs what cifarlib.NewBackend("cpu") picks: the XLA CPU plugin that
 		// kernel/setup.sh installs into .venv, else the pure-Go backend.
 		cpu, err := ChooseCPUBackend(repo, BackendOptions{})
@@ -185,6 +188,14 @@ func TestSmokeNotebook(t *testing.T) {
 
 	t.Run("cuda", func(t *testing.T) {
 		spec := readSpec(t, dataDir, CUDAKernel)
+		// With PyPI's jax-cuda13-pjrt in .venv (kernel/setup.sh), the kernelspec loads the real
+		// plugin, through a link go-xla finds by name.
+		plugin := realCUDAPlugin(t, repo)
+		if plugin != "" {
+			link, err := filepath.EvalSymlinks(filepath.Join(spec.Env[PJRTPluginPathEnv], "pjrt_c_api_cuda_plugin.so"))
+			require.NoError(t, err, "the CUDA kernelspec does not point at the installed plugin: %v", spec.Env)
+			require.Equal(t, plugin, link)
+		}
 		run := runNotebook(t, repo, dataDir, notebook, CUDAKernel)
 		checkSetupCell(t, run, "cuda", spec.Env[GoMLXBackendEnv])
 		c := run.Cells[1]
@@ -196,7 +207,15 @@ func TestSmokeNotebook(t *testing.T) {
 		}
 		require.Equal(t, "error", c.Status, "without a GPU the CUDA kernel's forward pass must fail: %+v", c)
 		require.NotNil(t, c.Error)
-		require.Contains(t, c.Stderr, `backend "xla:cuda" unavailable: no NVIDIA GPU on this machine`)
+		require.Contains(t, c.Stderr, `backend "xla:cuda" unavailable: no NVIDIA GPU on this machine (`)
+		require.Contains(t, c.Stderr, "check for the GPU and its driver with `nvidia-smi -L`; without a GPU use the CPU: "+
+			`the "Go (cifarlab, CPU)" kernel`)
+		if plugin != "" {
+			require.Contains(t, c.Stderr, "the CUDA PJRT plugin is installed (jax-cuda13-pjrt 0.11.2 at "+plugin+") but needs a GPU")
+		}
+		for _, raw := range []string{"invalid state", "nvidia/ subdirectory", "cudart_stub", "PJRT error"} {
+			require.NotContains(t, c.Stderr, raw, "go-xla's or the plugin's own text reached the cell")
+		}
 		require.Less(t, c.Seconds, 60.0, "the failure must come fast, not after a hang")
 		require.Equal(t, []int{c.Index}, run.FailedCells)
 	})

@@ -19,7 +19,8 @@
 # Skip parts with environment variables set to 1:
 #   SKIP_APT, SKIP_VENV, SKIP_TOOLS, SKIP_CLI, SKIP_KERNELS, SKIP_NPM,
 #   SKIP_BROWSER (leaves chromium out of the apt list and skips npm),
-#   SKIP_XLA_CPU (leaves out the XLA CPU PJRT plugin, kernel/requirements-xla-cpu.txt).
+#   SKIP_XLA_CPU (leaves out the XLA CPU PJRT plugin, kernel/requirements-xla-cpu.txt),
+#   SKIP_CUDA_PLUGIN (leaves out the CUDA PJRT plugin, kernel/requirements-cuda.txt).
 # Other settings:
 #   VENV=DIR                 venv location (default REPO/.venv)
 #   PYTHON=/usr/bin/python3  interpreter for the venv
@@ -35,7 +36,7 @@ PYTHON="${PYTHON:-/usr/bin/python3}"
 BIN="$REPO/.bin"
 SKIP_APT="${SKIP_APT:-0}" SKIP_VENV="${SKIP_VENV:-0}" SKIP_TOOLS="${SKIP_TOOLS:-0}"
 SKIP_CLI="${SKIP_CLI:-0}" SKIP_KERNELS="${SKIP_KERNELS:-0}" SKIP_NPM="${SKIP_NPM:-0}"
-SKIP_BROWSER="${SKIP_BROWSER:-0}" SKIP_XLA_CPU="${SKIP_XLA_CPU:-0}"
+SKIP_BROWSER="${SKIP_BROWSER:-0}" SKIP_XLA_CPU="${SKIP_XLA_CPU:-0}" SKIP_CUDA_PLUGIN="${SKIP_CUDA_PLUGIN:-0}"
 PIP_ARGS="${PIP_ARGS:-}"
 KERNEL_INSTALL_ARGS="${KERNEL_INSTALL_ARGS:-}"
 
@@ -118,6 +119,23 @@ if [ "$SKIP_VENV" != 1 ]; then
     # shellcheck disable=SC2086
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS \
       --no-deps --require-hashes -r "$REPO/kernel/requirements-test.txt"
+  fi
+
+  # 2d. The CUDA PJRT plugin from PyPI's jax-cuda13-pjrt (hash-pinned, no dependencies, 134 MB):
+  # `cifarlab kernel install` points the CUDA kernelspec at it; without a GPU nothing loads it
+  # and cifarlib says the GPU is missing. Its NVIDIA libraries are not installed here (a GPU
+  # machine adds them, see kernel/README.md). SKIP_CUDA_PLUGIN=1 leaves it out.
+  if [ "$SKIP_CUDA_PLUGIN" != 1 ]; then
+    want="$(sed -n 's/^jax-cuda13-pjrt==\([^ ]*\).*/\1/p' "$REPO/kernel/requirements-cuda.txt")"
+    have="$(cat "$VENV"/lib/python3*/site-packages/jax_plugins/xla_cuda13/version.py 2>/dev/null | sed -n 's/^_version = "\(.*\)"/\1/p' | tail -n 1)"
+    if [ -n "$want" ] && [ "$have" = "$want" ] && compgen -G "$VENV/lib/python3*/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so" >/dev/null; then
+      echo "CUDA plugin jax-cuda13-pjrt $have already installed"
+    else
+      # shellcheck disable=SC2086
+      "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS \
+        --no-deps --require-hashes -r "$REPO/kernel/requirements-cuda.txt"
+      echo "CUDA plugin jax-cuda13-pjrt $want installed"
+    fi
   fi
 fi
 

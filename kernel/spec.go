@@ -217,7 +217,7 @@ func firstNonEmpty(ss ...string) string {
 
 // NewKernelSpec builds the kernel.json of one cifarlab kernel ("cpu" or "cuda"): the pinned
 // gonb from REPO/.bin started with --go_work=REPO, PATH = REPO/.bin, the go command's
-// folder, then the server's PATH, and the backend's variables.
+// folder, then the server's PATH, the Go environment of GoEnvPins, and the backend's variables.
 func NewKernelSpec(repo Repo, kind, goBinDir string, b Backend) KernelSpec {
 	display := CPUDisplayName
 	if kind == "cuda" {
@@ -229,9 +229,12 @@ func NewKernelSpec(repo Repo, kind, goBinDir string, b Backend) KernelSpec {
 		NoAutoInstallEnv: "1",
 		KernelEnv:        kind,
 		RepoEnv:          repo.Dir,
-		// GoNB's --go_work needs workspace mode: a GOWORK=off inherited from the server's
-		// environment would make the kernel die at start ("go: no go.work file found").
-		"GOWORK": "",
+	}
+	// The Go environment of GoNB's builds (GoEnvPins): GoNB's --go_work needs workspace mode (a
+	// GOWORK=off inherited from the server would make the kernel die at start, "go: no go.work
+	// file found"), and a user's GOFLAGS=-mod=mod would break every cell.
+	for k, v := range GoEnvPins() {
+		env[k] = v
 	}
 	for k, v := range b.Env {
 		env[k] = v

@@ -81,7 +81,29 @@ func probeBackends(ctx context.Context) []kernel.Check {
 		cpu.Status, cpu.Detail = kernel.StatusOK, "resolves to "+cifarlib.BackendName(b)
 		b.Finalize()
 	}
-	return append(checks, cpu)
+	return append(checks, cpu, probeCUDA())
+}
+
+// probeCUDA reports what NewBackend("cuda") gives: the GPU's backend, or why not (without a GPU
+// it looks for none before loading the plugin, so this is quick and quiet).
+func probeCUDA() kernel.Check {
+	c := kernel.Check{Name: "backend cuda"}
+	b, err := cifarlib.NewBackend(cifarlib.BackendCUDA)
+	var noGPU *cifarlib.NoGPUError
+	switch {
+	case err == nil:
+		c.Status, c.Detail = kernel.StatusOK, "resolves to "+cifarlib.BackendName(b)
+		b.Finalize()
+	case errors.As(err, &noGPU):
+		c.Status, c.Detail = kernel.StatusAbsent, "no NVIDIA GPU ("+noGPU.Checked+")"
+		if noGPU.Plugin != "" {
+			c.Detail += "; CUDA plugin " + noGPU.Plugin + " installed"
+		}
+		c.Fix = "optional: CUDA needs an NVIDIA GPU and its driver (nvidia-smi -L); here use the CPU kernel"
+	default:
+		c.Status, c.Detail, c.Fix = kernel.StatusWarn, err.Error(), "the CUDA kernel will fail the same way; the CPU kernel works"
+	}
+	return c
 }
 
 func runOnePlusTwo(name string) (sum float64, err error) {

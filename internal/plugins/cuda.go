@@ -81,6 +81,40 @@ var HasNvidiaGPU = sync.OnceValue(func() bool {
 	return err == nil && strings.Contains(string(out), "GPU ")
 })
 
+// DescribeGPUProbe says what HasNvidiaGPU looks at and what it found, for messages, e.g.
+// "no /dev/nvidia[0-9]* device; nvidia-smi is not on PATH".
+func DescribeGPUProbe() string {
+	devs, _ := filepath.Glob("/dev/nvidia[0-9]*")
+	parts := []string{"no /dev/nvidia[0-9]* device"}
+	if len(devs) > 0 {
+		parts[0] = "device " + strings.Join(devs, ", ")
+	}
+	path, err := exec.LookPath("nvidia-smi")
+	switch {
+	case err != nil:
+		parts = append(parts, "nvidia-smi is not on PATH")
+	default:
+		out, err := exec.Command(path, "-L").CombinedOutput()
+		line := strings.TrimSpace(firstLine(string(out)))
+		switch {
+		case err != nil && line != "":
+			parts = append(parts, "nvidia-smi -L failed: "+line)
+		case err != nil:
+			parts = append(parts, "nvidia-smi -L failed: "+err.Error())
+		case !strings.Contains(string(out), "GPU "):
+			parts = append(parts, "nvidia-smi -L lists no GPU")
+		default:
+			parts = append(parts, "nvidia-smi -L: "+line)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
 // GPUs lists the GPUs nvidia-smi reports ("GPU 0: NVIDIA H200 (UUID: ...)"). It returns an
 // error when nvidia-smi is missing or fails.
 func GPUs(ctx context.Context) ([]string, error) {

@@ -41,8 +41,10 @@ const (
 		"-r kernel/requirements-xla-cpu.txt` (PyPI's lammps-jax-pjrt-cpu), or set " + XLACPUEnv +
 		" to a pjrt_c_api_cpu_plugin.so; or use -backend go"
 	// CUDAInstallHint says how to get the CUDA PJRT plugin.
-	CUDAInstallHint = "install the CUDA PJRT plugin with `go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest " +
-		"-plugin=cuda13` (it downloads from PyPI) or copy pjrt_c_api_cuda_plugin.so with its nvidia/ libraries into " +
+	CUDAInstallHint = "install the CUDA PJRT plugin: `bash kernel/setup.sh` puts PyPI's jax-cuda13-pjrt into .venv " +
+		"(kernel/requirements-cuda.txt; its NVIDIA libraries come with `.venv/bin/pip install jax-cuda13-plugin[with-cuda]`) " +
+		"for the CUDA kernel, or set " + CUDAEnv + " to its xla_cuda_plugin.so; or `go run " +
+		"github.com/gomlx/go-xla/cmd/pjrt_installer@latest -plugin=cuda13` puts it with its nvidia/ libraries into " +
 		"~/.local/lib/go-xla (or a folder named in PJRT_PLUGIN_LIBRARY_PATH); or use -backend cpu"
 )
 
