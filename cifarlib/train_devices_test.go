@@ -129,6 +129,10 @@ func TestDevicesSameAsOneDevice(t *testing.T) {
 				require.LessOrEqual(t, worst, devicesTestTolerance)
 				require.Greater(t, params, 4)
 
+				var summary strings.Builder
+				require.NoError(t, many.WriteSummary(&summary))
+				require.Contains(t, summary.String(), fmt.Sprintf(", batch 16 sharded across %d devices (%d per device)\n", n, 16/n))
+
 				require.Equal(t, 38, many.Eval.Examples)
 				require.Equal(t, one.Eval.Accuracy, many.Eval.Accuracy)
 				require.InDelta(t, one.Eval.Loss, many.Eval.Loss, devicesTestTolerance*(1+one.Eval.Loss))

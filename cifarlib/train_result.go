@@ -110,7 +110,11 @@ func (r *TrainResult) WriteSummary(w io.Writer) error {
 	if !r.Guarded {
 		guard = "UNGUARDED plain loss"
 	}
-	fmt.Fprintf(&b, "trained %s (head %d) on %s with %s, backend %s, batch %d\n", r.Model, r.HeadWidth, r.Dataset, guard, r.Backend, r.BatchSize)
+	fmt.Fprintf(&b, "trained %s (head %d) on %s with %s, backend %s, batch %d", r.Model, r.HeadWidth, r.Dataset, guard, r.Backend, r.BatchSize)
+	if r.Devices > 1 {
+		fmt.Fprintf(&b, " sharded across %d devices (%d per device)", r.Devices, r.BatchSize/r.Devices)
+	}
+	b.WriteString("\n")
 	switch {
 	case r.Interrupted:
 		fmt.Fprintf(&b, "interrupted at step %d of %d (started at %d)", r.EndStep, r.TargetStep, r.StartStep)
