@@ -5,4 +5,11 @@
 // a synthetic data generator writing the same format, a model factory whose head is sized
 // from the dataset, guarded losses that turn a head/label mismatch into a clear Go error,
 // shape inspection, backend selection (XLA CUDA, CPU) and a training loop built on GoMLX's.
+//
+// The steps of the debugging story are one call each: a batch of Records as tensors
+// (Records.Batch), the logits of a model for its weights (Model.Logits, Trained.Logits), the
+// loss of every example under GoMLX's plain and cifarlib's guarded loss (Model.Losses), one
+// guarded or logged loss step (Model.LossOn), label statistics (Records.LabelStats), the usual
+// shape mistakes (ShapeMistakes). Train's result and LoadCheckpoint's carry the trained model
+// (Trained). Package nb puts them in notebook cells.
 package cifarlib

@@ -48,6 +48,19 @@ func (t *Trained) Evaluate(ctx context.Context, recs *Records, opts EvalOptions)
 // weights, as after construction. A bad input (say channels-first images) is returned as the
 // model's typed error (*InputShapeError, *InputDTypeError), not panicked.
 func (m *Model) Logits(backend compute.Backend, store *model.Store, images *tensors.Tensor) (*tensors.Tensor, error) {
+	out, err := runOnce(backend, store, func(scope *model.Scope, images *graph.Node) *graph.Node {
+		return m.ModelFn(scope, nil, []*graph.Node{images})[0]
+	}, images)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// runOnce builds graphFn into an executor on backend with the variables of store (nil: fresh
+// ones) and runs it once on inputs. Graph-building panics come back as errors, cifarlib's own
+// typed error when there is one.
+func runOnce[F model.ExecGraphFn](backend compute.Backend, store *model.Store, graphFn F, inputs ...any) ([]*tensors.Tensor, error) {
 	if backend == nil {
 		return nil, ErrNoBackend
 	}
@@ -56,19 +69,17 @@ func (m *Model) Logits(backend compute.Backend, store *model.Store, images *tens
 	}
 	var out []*tensors.Tensor
 	err := trainCatch(func() error {
-		exec, err := model.NewExec(backend, store, func(scope *model.Scope, images *graph.Node) *graph.Node {
-			return m.ModelFn(scope, nil, []*graph.Node{images})[0]
-		})
+		exec, err := model.NewExec(backend, store, graphFn)
 		if err != nil {
 			return err
 		}
-		out, err = exec.Exec(images)
+		out, err = exec.Exec(inputs...)
 		return err
 	})
 	if err != nil {
 		return nil, rootError(err)
 	}
-	return out[0], nil
+	return out, nil
 }
 
 // rootError returns cifarlib's own typed error inside err (a guard or input-contract error

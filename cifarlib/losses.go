@@ -32,46 +32,32 @@ type LossOptions struct {
 // their typed error, with nothing run. With GuardAll the in-graph guard's report is read after
 // the step: labels out of range on the device come back as a *DeviceLabelError, with the loss.
 func (m *Model) LossOn(backend compute.Backend, images, labels *tensors.Tensor, opts LossOptions) (float32, error) {
-	if backend == nil {
-		return 0, ErrNoBackend
-	}
 	store := opts.Store
 	if store == nil {
-		store = model.NewStore()
+		store = model.NewStore() // CheckDeviceLabels reads the guard's report from it
 	}
 	lossFn := m.LossFn(opts.Guard)
-	var value float32
-	err := trainCatch(func() error {
-		exec, err := model.NewExec(backend, store, func(scope *model.Scope, images, labels *graph.Node) *graph.Node {
-			logits := m.ModelFn(scope, nil, []*graph.Node{images})[0]
-			if opts.MapLabels != nil {
-				labels = opts.MapLabels(labels)
-			}
-			if opts.Logged {
-				labels.SetLogged("#full labels")
-				logits.SetLogged("logits")
-				oneHot := graph.OneHot(graph.Reshape(labels, -1), m.NumClasses, logits.DType())
-				oneHot.SetLogged(fmt.Sprintf("#full one-hot labels, %d wide", m.NumClasses))
-			}
-			l := lossFn([]*graph.Node{labels}, []*graph.Node{logits})
-			if opts.Logged {
-				l.SetLogged("GoMLX loss")
-			}
-			return l
-		})
-		if err != nil {
-			return err
+	out, err := runOnce(backend, store, func(scope *model.Scope, images, labels *graph.Node) *graph.Node {
+		logits := m.ModelFn(scope, nil, []*graph.Node{images})[0]
+		if opts.MapLabels != nil {
+			labels = opts.MapLabels(labels)
 		}
-		out, err := exec.Exec(images, labels)
-		if err != nil {
-			return err
+		if opts.Logged {
+			labels.SetLogged("#full labels")
+			logits.SetLogged("logits")
+			oneHot := graph.OneHot(graph.Reshape(labels, -1), m.NumClasses, logits.DType())
+			oneHot.SetLogged(fmt.Sprintf("#full one-hot labels, %d wide", m.NumClasses))
 		}
-		value = tensors.ToScalar[float32](out[0])
-		return nil
-	})
+		l := lossFn([]*graph.Node{labels}, []*graph.Node{logits})
+		if opts.Logged {
+			l.SetLogged("GoMLX loss")
+		}
+		return l
+	}, images, labels)
 	if err != nil {
-		return 0, rootError(err)
+		return 0, err
 	}
+	value := tensors.ToScalar[float32](out[0])
 	if opts.Guard == GuardAll {
 		return value, CheckDeviceLabels(store, 0)
 	}
@@ -154,28 +140,17 @@ func (e *ExampleLosses) String() string {
 // of store (nil: fresh weights), GoMLX's loss of the batch, and the guarded loss of the same
 // batch, or the error with which the guarded loss refuses it (see ExampleLosses).
 func (m *Model) Losses(backend compute.Backend, store *model.Store, b *Batch) (*ExampleLosses, error) {
-	if backend == nil {
-		return nil, ErrNoBackend
-	}
 	if store == nil {
-		store = model.NewStore()
+		store = model.NewStore() // the guarded loss below runs on the same weights
 	}
-	var out []*tensors.Tensor
-	err := trainCatch(func() error {
-		exec, err := model.NewExec(backend, store, func(scope *model.Scope, images, labels *graph.Node) (*graph.Node, *graph.Node) {
-			logits := m.ModelFn(scope, nil, []*graph.Node{images})[0]
-			oneHot := graph.OneHot(graph.Reshape(labels, -1), m.NumClasses, logits.DType())
-			perExample := graph.ReduceSum(graph.Mul(oneHot, graph.Neg(graph.LogSoftmax(logits))), -1)
-			return perExample, loss.SparseCategoricalCrossEntropyLogits([]*graph.Node{labels}, []*graph.Node{logits})
-		})
-		if err != nil {
-			return err
-		}
-		out, err = exec.Exec(b.Images, b.Labels)
-		return err
-	})
+	out, err := runOnce(backend, store, func(scope *model.Scope, images, labels *graph.Node) (*graph.Node, *graph.Node) {
+		logits := m.ModelFn(scope, nil, []*graph.Node{images})[0]
+		oneHot := graph.OneHot(graph.Reshape(labels, -1), m.NumClasses, logits.DType())
+		perExample := graph.ReduceSum(graph.Mul(oneHot, graph.Neg(graph.LogSoftmax(logits))), -1)
+		return perExample, loss.SparseCategoricalCrossEntropyLogits([]*graph.Node{labels}, []*graph.Node{logits})
+	}, b.Images, b.Labels)
 	if err != nil {
-		return nil, rootError(err)
+		return nil, err
 	}
 	e := &ExampleLosses{Spec: m.Spec, HeadWidth: m.NumClasses, Labels: append([]int32(nil), b.Host.Labels...),
 		Plain: tensors.MustCopyFlatData[float32](out[0]), PlainMean: tensors.ToScalar[float32](out[1])}

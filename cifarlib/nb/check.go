@@ -26,9 +26,9 @@ func Must[T any](v T, err error) T {
 	return v
 }
 
-// CellTime prints how long the cell has run, e.g. "(cell time 12.3s)": `defer nb.CellTime()`
+// CellTime prints how long the cell has run, e.g. "(cell time 12.3s, compilation excluded)": `defer nb.CellTime()`
 // as a cell's first line is GoNB's counterpart of IPython's %%time. The time counts from the
 // start of the cell's program, so it leaves out GoNB's compilation before it.
 func CellTime() {
-	fmt.Fprintf(output(), "(cell time %.1fs)\n", time.Since(started).Seconds())
+	fmt.Fprintf(output(), "(cell time %.1fs, compilation excluded)\n", time.Since(started).Seconds())
 }

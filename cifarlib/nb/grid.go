@@ -12,12 +12,12 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// Image is a picture for Show: PNG bytes and a plain-text description.
+// Image is a picture for Show: an SVG document and a plain-text description.
 type Image struct {
-	PNG  []byte
+	SVG  string
 	Text string
 }
 
@@ -25,7 +25,8 @@ type Image struct {
 const tileSize = 3 * vg.Centimeter
 
 // ImageGrid draws the first n images of recs in a grid of cols columns, each titled with its
-// label and class name, as a PNG: PyTorch users' torchvision.utils.make_grid with the labels.
+// label and class name, as SVG (each image embedded as a 32x32 PNG, so the document stays small):
+// PyTorch users' torchvision.utils.make_grid with the labels.
 func ImageGrid(recs *cifarlib.Records, n, cols int) (*Image, error) {
 	if recs == nil || n < 1 || n > recs.Len() || cols < 1 {
 		return nil, fmt.Errorf("nb: ImageGrid(%d images, %d columns): need 1 to %d images and at least one column",
@@ -47,7 +48,7 @@ func ImageGrid(recs *cifarlib.Records, n, cols int) (*Image, error) {
 		p.Add(plotter.NewImage(recordImage(recs, i), 0, 0, cifarlib.ImageWidth, cifarlib.ImageHeight))
 		plots[i/cols][i%cols] = p
 	}
-	canvas := vgimg.New(tileSize*vg.Length(cols), tileSize*vg.Length(rows))
+	canvas := vgsvg.New(tileSize*vg.Length(cols), tileSize*vg.Length(rows))
 	dc := draw.New(canvas)
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter, PadY: vg.Millimeter}
 	for j, row := range plot.Align(plots, tiles, dc) {
@@ -58,10 +59,10 @@ func ImageGrid(recs *cifarlib.Records, n, cols int) (*Image, error) {
 		}
 	}
 	var b bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: canvas}).WriteTo(&b); err != nil {
+	if _, err := canvas.WriteTo(&b); err != nil {
 		return nil, fmt.Errorf("nb: ImageGrid: %w", err)
 	}
-	return &Image{PNG: b.Bytes(), Text: fmt.Sprintf("first %d images of %s: %s", n, recs.Source, strings.Join(names, ", "))}, nil
+	return &Image{SVG: b.String(), Text: fmt.Sprintf("first %d images of %s: %s", n, recs.Source, strings.Join(names, ", "))}, nil
 }
 
 func recsLen(r *cifarlib.Records) int {

@@ -49,7 +49,7 @@ func Show(v any) {
 	case []cifarlib.Mistake:
 		showMistakes(v)
 	case *Image:
-		DisplayPNG(v.PNG, v.Text)
+		DisplaySVG(v.SVG, v.Text)
 	default:
 		fmt.Fprintln(output(), v)
 	}
