@@ -20,11 +20,15 @@
 #   4. Throughput, ResNet-18 (and the cnn) CIFAR training on the same GPU: bench/trainstep
 #      -backends cuda against bench/torch_cpu.py --device cuda (PyTorch eager, cudnn.benchmark, TF32 as
 #      XLA's default), median step time, images/s, ratio table (bench/report.py).
+#   5. Data parallelism (issue 12): the same training at one global batch on 1, 2, 4, 8 and all GPUs
+#      (bench/devices -backend cuda: each batch sharded across the GPUs, one program partitioned by XLA;
+#      counts above the GPUs present are skipped), steps/s and images/s.
 # Results: $OUT (the device tool's output folder) or bench/out/gpu-results: gpu.log, guard-tests.log,
-# results.jsonl, RESULTS-gpu.md.
+# results.jsonl, RESULTS-gpu.md, devices.jsonl.
 #
 # Settings: GPU_MODELS=resnet18,cnn GPU_BATCHES=128,256 GPU_STEPS=20 GPU_WARMUP=3 GPU_DEADLINE=560 (s)
 #           GUARD_TESTS=<regexp> PYTHON=<python with torch> CIFARLAB_CUDA_PLUGIN=<plugin .so>
+#           GPU_DP_MODEL=resnet18 GPU_DP_BATCH=512 GPU_DP_DEVICES=1,2,4,8,all GPU_DP_STEPS=30
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -38,6 +42,7 @@ if [ "${1:-}" = "--build" ]; then
   mkdir -p "$BIN"
   go test -c -ldflags='-s -w' -o "$BIN/cifarlib.test" ./cifarlib
   go build -ldflags='-s -w' -o "$BIN/trainstep" ./bench/trainstep
+  go build -ldflags='-s -w' -o "$BIN/devices" ./bench/devices
   ls -la "$BIN"
   echo "carry: bench/out/gpu ($(du -sh "$BIN" | cut -f1)); then: bash bench/gpu.sh"
   exit 0
@@ -108,6 +113,9 @@ if [ ! -x "$BIN/cifarlib.test" ] || [ ! -x "$BIN/trainstep" ]; then
   fi
 fi
 [ -x "$BIN/cifarlib.test" ] && [ -x "$BIN/trainstep" ] || finish
+if [ ! -x "$BIN/devices" ] && command -v go >/dev/null; then
+  GOFLAGS="${GOFLAGS:-} -mod=mod" GOPROXY=off go build -o "$BIN/devices" ./bench/devices >> "$OUTDIR/build.log" 2>&1
+fi
 
 # Does cifarlib pick the plugin up?
 if timeout "$(left 120)" "$BIN/trainstep" -list -backends cuda > "$OUTDIR/backend.txt" 2>&1 && grep -q "xla:cuda" "$OUTDIR/backend.txt"; then
@@ -156,5 +164,21 @@ if grep -q '"steps":* *[1-9]' "$RES" 2>/dev/null; then
   grep -q '"backend":"cuda".*"steps":[1-9]' "$RES" && result ok "XLA CUDA throughput measured" || result FAIL "XLA CUDA throughput: no measurement (see above)"
 else
   result FAIL "throughput: no measurements"
+fi
+
+# 5. Data parallelism over the GPUs of this host: bench/devices, each global batch sharded across N GPUs.
+if [ ! -x "$BIN/devices" ]; then
+  result FAIL "data parallelism: $BIN/devices missing (bash bench/gpu.sh --build)"
+elif [ "$(left 1000)" -lt 60 ]; then
+  result skip "data parallelism: under a minute left before the deadline"
+else
+  say "-- data parallelism over $(grep -c '^GPU ' "$OUTDIR/gpus.txt" 2>/dev/null) GPU(s): bench/devices -backend cuda"
+  if timeout "$(left 240)" "$BIN/devices" -backend cuda -model "${GPU_DP_MODEL:-resnet18}" -batch "${GPU_DP_BATCH:-512}" \
+       -devices "${GPU_DP_DEVICES:-1,2,4,8,all}" -steps "${GPU_DP_STEPS:-30}" -json "$OUTDIR/devices.jsonl" > "$OUTDIR/devices.txt" 2>&1; then
+    result ok "data parallelism: $(grep -c '"devices"' "$OUTDIR/devices.jsonl") device counts measured"
+  else
+    result FAIL "data parallelism: $(grep -v '^[WIE][0-9]\{4\} ' "$OUTDIR/devices.txt" | tail -3 | tr '\n' ' ')"
+  fi
+  grep -v '^[WI][0-9]\{4\} ' "$OUTDIR/devices.txt" | tee -a "$LOG"
 fi
 finish
