@@ -65,8 +65,11 @@ func newPickleLexer(r io.Reader, size int64, source string, token [16]byte, allo
 	return &pickleLexer{src: bufio.NewReaderSize(r, 64<<10), source: source, size: size, token: token, alloc: alloc}
 }
 
-// fail records and returns a sticky error at the current opcode.
+// fail records and returns a sticky error at the current opcode. The bytes of the refused
+// opcode are withheld: gopickle gets the error instead of them (it would allocate by a length
+// field before reading).
 func (l *pickleLexer) fail(kind error, value, format string, args ...any) error {
+	l.out, l.outPos = l.out[:0], 0
 	if l.err == nil {
 		l.err = &PickleError{File: l.source, Offset: l.opAt, Record: -1, Value: value, Kind: kind,
 			Reason: fmt.Sprintf(format, args...)}

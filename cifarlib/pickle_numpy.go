@@ -114,7 +114,7 @@ func (a *npArray) PySetState(state any) error {
 	rows, rok := shape.Get(0).(int)
 	cols, cok := shape.Get(1).(int)
 	if !rok || !cok || rows < 0 || rows > maxPickleBlob/ImageBytes || cols != ImageBytes {
-		return a.d.lex.fail(ErrPickleLayout, fmt.Sprintf("(%v, %v)", shape.Get(0), shape.Get(1)),
+		return a.d.lex.fail(ErrPickleLayout, "("+shortValue(shape.Get(0))+", "+shortValue(shape.Get(1))+")",
 			"array shape is not [N, %d] (N images of 3 planes of 32x32 bytes)", ImageBytes)
 	}
 	if dt, ok := s.Get(2).(*npDtype); !ok || !dt.built {

@@ -337,3 +337,36 @@ func TestVerifyTorchvisionFolder(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnsafePickle, "'x' is no pickle opcode")
 	require.Equal(t, filepath.Join(root, spec.Dir, "test_batch"), pe.File)
 }
+
+// TestReadPickleBounded feeds pickles built to exhaust memory or time: lengths far beyond the
+// file, a value that doubles with every two bytes, a protocol-5 buffer. Each is refused quickly.
+func TestReadPickleBounded(t *testing.T) {
+	doubling := []byte("\x80\x02K\x01")
+	for range 40 {
+		doubling = append(doubling, '2', 0x86) // DUP, TUPLE2: 2^40 leaves if anything walked it
+	}
+	doubling = append(doubling, '.')
+	for _, tc := range []struct {
+		name string
+		data []byte
+		kind error
+		msg  string
+	}{
+		{"binbytes8 of 2^62 bytes", []byte("\x80\x04\x8e\x00\x00\x00\x00\x00\x00\x00\x40."), ErrTruncated, "inside a string"},
+		{"binstring of 2 GB in a short file", []byte("\x80\x02T\xff\xff\xff\x7f."), ErrTruncated, "inside a string of 2147483647 bytes"},
+		{"after a refused protocol", []byte("\x80\x05\x8e\xff\xff\xff\xff\xff\xff\xff\x7f."), ErrUnsafePickle, "pickle protocol 5 is not supported"},
+		{"frame of 2^62 bytes", []byte("\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x40."), ErrPickleLayout, "malformed pickle: the stack is empty"},
+		{"doubling tuple", doubling, ErrPickleLayout, "the pickle is not a dict"},
+		{"next_buffer", []byte("\x80\x05\x97."), ErrUnsafePickle, "protocol 5"},
+		{"persistent id", []byte("\x80\x02K\x01Q."), ErrUnsafePickle, "persistent ids"},
+		{"trailing bytes", append(py2Meta(CIFAR10()), 'x'), ErrPickleLayout, "1 bytes after the pickle's STOP opcode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadPickle(bytes.NewReader(tc.data), int64(len(tc.data)), "bounded", CIFAR10())
+			require.ErrorIs(t, err, tc.kind)
+			require.ErrorContains(t, err, tc.msg)
+		})
+	}
+	_, err := readPickleMeta(bytes.NewReader(doubling), int64(len(doubling)), "bounded", CIFAR10())
+	require.ErrorIs(t, err, ErrPickleLayout)
+}
