@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Chart colours.
@@ -128,26 +131,40 @@ func LabelChart(title string, s cifarlib.SplitLabels) (*plot.Plot, error) {
 	return p, nil
 }
 
-// SVG renders a chart as a self-contained SVG document of ChartWidth x ChartHeight.
+// SVG renders a chart as a self-contained SVG document of ChartWidth x ChartHeight, with a
+// small right margin for the last tick label.
 func SVG(p *plot.Plot) (string, error) {
-	w, err := p.WriterTo(ChartWidth, ChartHeight, "svg")
-	if err != nil {
-		return "", fmt.Errorf("nb: rendering %q as SVG: %w", p.Title.Text, err)
-	}
+	c := vgsvg.New(ChartWidth, ChartHeight)
+	p.Draw(draw.Crop(draw.New(c), 0, -vg.Points(10), 0, 0))
 	var b bytes.Buffer
-	if _, err := w.WriteTo(&b); err != nil {
+	if _, err := c.WriteTo(&b); err != nil {
 		return "", fmt.Errorf("nb: rendering %q as SVG: %w", p.Title.Text, err)
 	}
-	return b.String(), nil
+	return strings.ReplaceAll(b.String(), svgFontFamily, svgFontFallbacks), nil
 }
+
+// chartFont is Liberation Sans, metric-compatible with Arial and Helvetica: the SVG names those
+// as fallbacks (see SVG), so that text measured by gonum/plot fits where browsers draw it.
+var chartFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
 
 func newChart(title, x, y string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	for _, f := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
+		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
+		f.Typeface, f.Variant = chartFont.Typeface, chartFont.Variant
+	}
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	return p
 }
+
+// svgFontFamily is how vgsvg names chartFont, and svgFontFallbacks what SVG replaces it with.
+const (
+	svgFontFamily    = "font-family:Liberation Sans;"
+	svgFontFallbacks = "font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"
+)
 
 // addLine adds a line with a legend entry; empty data adds nothing.
 func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color) error {

@@ -43,6 +43,7 @@ func ImageGrid(recs *cifarlib.Records, n, cols int) (*Image, error) {
 		names[i] = fmt.Sprintf("%d:%s", label, recs.Spec.ClassName(label))
 		p := plot.New()
 		p.Title.Text = names[i]
+		p.Title.TextStyle.Font.Typeface, p.Title.TextStyle.Font.Variant = chartFont.Typeface, chartFont.Variant
 		p.Title.TextStyle.Font.Size = vg.Points(8)
 		p.HideAxes()
 		p.Add(plotter.NewImage(recordImage(recs, i), 0, 0, cifarlib.ImageWidth, cifarlib.ImageHeight))
@@ -62,7 +63,7 @@ func ImageGrid(recs *cifarlib.Records, n, cols int) (*Image, error) {
 	if _, err := canvas.WriteTo(&b); err != nil {
 		return nil, fmt.Errorf("nb: ImageGrid: %w", err)
 	}
-	return &Image{SVG: b.String(), Text: fmt.Sprintf("first %d images of %s: %s", n, recs.Source, strings.Join(names, ", "))}, nil
+	return &Image{SVG: strings.ReplaceAll(b.String(), svgFontFamily, svgFontFallbacks), Text: fmt.Sprintf("first %d images of %s: %s", n, recs.Source, strings.Join(names, ", "))}, nil
 }
 
 func recsLen(r *cifarlib.Records) int {

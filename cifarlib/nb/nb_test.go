@@ -89,7 +89,8 @@ func TestHistoryCharts(t *testing.T) {
 	require.NoError(t, err)
 	svg, err := SVG(p)
 	require.NoError(t, err)
-	requireSVG(t, svg, ">loss<", ">step<", "train (moving average)", ">test<")
+	requireSVG(t, svg, ">loss<", ">step<", "train (moving average)", ">test<", svgFontFallbacks)
+	require.NotContains(t, svg, "Serif")
 
 	p, err = AccuracyChart(h)
 	require.NoError(t, err)
@@ -137,7 +138,7 @@ func TestImageGrid(t *testing.T) {
 	recs := synthRecords(t, 10)
 	img, err := ImageGrid(recs, 6, 4)
 	require.NoError(t, err)
-	requireSVG(t, img.SVG)
+	requireSVG(t, img.SVG, svgFontFallbacks)
 	require.Equal(t, 6, strings.Count(img.SVG, "<image "), "one embedded picture per example")
 	require.Equal(t, 6, strings.Count(img.SVG, ";base64,"), "embedded as data URLs")
 	names := make([]string, 6)
