@@ -247,3 +247,48 @@ func TestNewBackendWithDevices(t *testing.T) {
 	require.Equal(t, 4, b.NumDevices(), "the XLA CPU plugin's default")
 	b.Finalize()
 }
+
+// TestDevicesLossOnLastShard is the notebook's scale-out guard cell: a batch of 16 sharded
+// across 2 and 4 devices, where the label at position 13 (on the last device's shard) becomes
+// 10 on the device; the in-graph guard reports it at its position in the whole batch, and the
+// loss equals the one-device loss with the same weights.
+func TestDevicesLossOnLastShard(t *testing.T) {
+	recs := NewRecords(CIFAR10(), "devices-loss-test", 16)
+	recs.RawLabels[13] = 9
+	m, err := NewModel(CIFAR10(), ArchCNN).Done()
+	require.NoError(t, err)
+	plusOne := LossOptions{MapLabels: func(l *graph.Node) *graph.Node { return graph.AddScalar(l, 1) }}
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			backend := devicesTestBackend(t, n)
+			b, err := recs.Batch(0, 16) // Tensors are tied to the backend they first ran on.
+			require.NoError(t, err)
+			seeded := func() *model.Store {
+				s := model.NewStore()
+				require.NoError(t, s.SetRNGStateFromSeed(5))
+				return s
+			}
+			opts := plusOne
+			opts.Store = seeded()
+			want, err := m.LossOn(backend, b.Images, b.Labels, opts)
+			var de *DeviceLabelError
+			require.ErrorAs(t, err, &de)
+
+			opts.Store = seeded()
+			got, err := m.LossOnDevices(backend, n, b.Images, b.Labels, opts)
+			require.ErrorAs(t, err, &de)
+			require.Equal(t, []BadLabel{{Position: 13, Example: -1, Label: 10}}, de.Bad)
+			require.Equal(t, 16, de.BatchSize)
+			require.Equal(t, 1, de.NumBad)
+			require.InDelta(t, want, got, devicesTestTolerance*(1+float64(want)))
+			device, local := ShardOf(13, 16, n)
+			require.Equal(t, n-1, device)
+			require.Equal(t, 13-(n-1)*16/n, local)
+
+			_, err = m.LossOnDevices(backend, n, b.Images, b.Labels, LossOptions{}) // In range: no error.
+			require.NoError(t, err)
+		})
+	}
+	device, local := ShardOf(5, 16, 1)
+	require.Equal(t, []int{0, 5}, []int{device, local})
+}

@@ -1,0 +1,123 @@
+package cifarlib
+
+import (
+	"fmt"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/distributed"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/core/tensors/dtensor"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// LossOnDevices is Model.LossOn with the batch sharded across devices devices of backend, as
+// data-parallel training shards it (TrainConfig.Devices): images and labels are cut into
+// devices consecutive shards on the batch axis, the weights replicated, and one program is
+// partitioned by XLA. The guards see the whole batch: the in-graph guard (GuardAll) counts the
+// out-of-range labels of every shard and reports their positions in the global batch
+// (*DeviceLabelError); ShardOf says which device held a position. The batch size must be a
+// multiple of devices (*BatchDivisibilityError), and backend must have that many devices
+// (NewBackendWithDevices). In a notebook, a label made out of range on the device on the last
+// device's shard:
+//
+//	cpu4, _ := cifarlib.NewBackendWithDevices("cpu", 4)
+//	b, _ := recs.Batch(0, 16) // a CIFAR-10 batch whose example 13 has label 9, the others 0
+//	_, err := m.LossOnDevices(cpu4, 4, b.Images, b.Labels, cifarlib.LossOptions{
+//		MapLabels: func(l *graph.Node) *graph.Node { return graph.AddScalar(l, 1) }})
+//	// err: in-graph label guard after step 0: 1 of 16 labels that reached the loss on the device
+//	// are out of range [0, 10): position 13 label 10: ...
+//	device, local := cifarlib.ShardOf(13, 16, 4) // 3, 1: the last device, its second example
+func (m *Model) LossOnDevices(backend compute.Backend, devices int, images, labels *tensors.Tensor, opts LossOptions) (float32, error) {
+	if backend == nil {
+		return 0, ErrNoBackend
+	}
+	if images == nil || labels == nil {
+		return 0, fmt.Errorf("cifarlib: LossOnDevices needs images and labels")
+	}
+	n, err := resolveDevices(backend, devices)
+	if err != nil {
+		return 0, err
+	}
+	if n < 2 {
+		return m.LossOn(backend, images, labels, opts)
+	}
+	if err := CheckBatchDivisible("batch", images.Shape().Dimensions[0], n); err != nil {
+		return 0, err
+	}
+	store := opts.Store
+	if store == nil {
+		store = model.NewStore()
+		if err := store.SetRNGStateFromSeed(0); err != nil {
+			return 0, err
+		}
+	}
+	var mesh *distributed.DeviceMesh
+	if mesh, err = storeMesh(store, n); err != nil {
+		return 0, err
+	}
+	if err := replicateUnsharded(store, mesh); err != nil {
+		return 0, err
+	}
+	batchSpec, err := batchShardingSpec(mesh)
+	if err != nil {
+		return 0, err
+	}
+	replicated := distributed.NewReplicatedShardingSpec(mesh)
+	lossFn := m.LossFn(opts.Guard)
+	var value float32
+	err = trainCatch(func() error {
+		exec, err := model.NewExec(backend, store, func(scope *model.Scope, images, labels *graph.Node) *graph.Node {
+			logits := m.ModelFn(scope, nil, []*graph.Node{images})[0]
+			if opts.MapLabels != nil {
+				labels = opts.MapLabels(labels)
+			}
+			return lossFn([]*graph.Node{labels}, []*graph.Node{logits})
+		})
+		if err != nil {
+			return err
+		}
+		exec = exec.AutoSharding(mesh).WithInputShardingSpecs(batchSpec, batchSpec).WithOutputShardingSpecs(replicated)
+		if err := exec.SetDefaultShardingSpec(replicated); err != nil {
+			return err
+		}
+		defer exec.Finalize()
+		var args []any
+		for _, t := range []*tensors.Tensor{images, labels} {
+			dt, err := dtensor.ShardTensor(batchSpec, t)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = dt.FinalizeAll() }()
+			args = append(args, dt)
+		}
+		out, err := exec.DistributedExec(args...)
+		if err != nil {
+			return err
+		}
+		loss, err := out[0].Merge()
+		if err != nil {
+			return err
+		}
+		value = tensors.ToScalar[float32](loss)
+		return out[0].FinalizeAll()
+	})
+	if err != nil {
+		return 0, rootError(err)
+	}
+	if opts.Guard == GuardAll {
+		return value, CheckDeviceLabels(store, 0)
+	}
+	return value, nil
+}
+
+// ShardOf returns which device holds position of a global batch of batchSize examples sharded
+// across devices devices (consecutive shards of batchSize/devices, in device order), and the
+// position within that device's shard.
+func ShardOf(position, batchSize, devices int) (device, local int) {
+	if devices <= 1 || batchSize < devices {
+		return 0, position
+	}
+	per := batchSize / devices
+	return position / per, position % per
+}
