@@ -141,3 +141,47 @@ func TestDevicesSameAsOneDevice(t *testing.T) {
 		}
 	}
 }
+
+// TestDevicesInterruptAndZeroLoss: on 2 devices a cancelled context stops training right after
+// the step during which it was cancelled (the distributed dataset reads ahead, the loop does
+// not), the checkpoint holds that step and a resume finishes the run; without the guards, the
+// examples with labels outside a 10-class head on CIFAR-100 are counted as on one device.
+func TestDevicesInterruptAndZeroLoss(t *testing.T) {
+	backend := devicesTestBackend(t, 2)
+	trainRecs, _ := trainTestRecords(t, CIFAR10(), 64, 10, 2)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := TrainConfig{Spec: CIFAR10(), Model: ArchLinear, Backend: backend, Devices: 2, TrainRecords: trainRecs, Steps: 5,
+		BatchSize: 8, HistoryEvery: 1, SkipFinalEval: true, CheckpointDir: dir, Progress: ProgressOff,
+		OnPoint: func(p HistoryPoint) error {
+			if p.Step == 2 {
+				cancel()
+			}
+			return nil
+		}}
+	res, err := Train(ctx, cfg)
+	require.NoError(t, err)
+	require.True(t, res.Interrupted)
+	require.Equal(t, 2, res.EndStep)
+	require.Equal(t, int64(16), res.ZeroLoss.Seen)
+	cfg.OnPoint = nil
+	res, err = Train(context.Background(), cfg)
+	require.NoError(t, err)
+	require.False(t, res.Interrupted)
+	require.Equal(t, 2, res.StartStep)
+	require.Equal(t, 5, res.EndStep)
+
+	spec := CIFAR100(LabelsFine)
+	fine, _ := trainTestRecords(t, spec, 64, 10, 4)
+	var stats []ZeroLossStats
+	for _, n := range []int{1, 2} {
+		res, err := Train(context.Background(), TrainConfig{Spec: spec, Model: ArchLinear, Head: 10, Unguarded: true,
+			Backend: backend, Devices: n, TrainRecords: fine, Steps: 3, BatchSize: 8, SkipFinalEval: true, Progress: ProgressOff})
+		require.NoError(t, err)
+		stats = append(stats, res.ZeroLoss)
+	}
+	require.Equal(t, stats[0], stats[1])
+	require.Equal(t, int64(24), stats[1].Seen)
+	require.Greater(t, stats[1].OutOfRange, int64(12))
+}
