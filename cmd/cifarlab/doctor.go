@@ -134,11 +134,11 @@ func probeData(root string) kernel.Probe {
 		var checks []kernel.Check
 		for _, spec := range []cifarlib.Spec{cifarlib.CIFAR10(), cifarlib.CIFAR100(cifarlib.LabelsFine)} {
 			c := kernel.Check{Name: "data " + spec.Name}
-			dir := filepath.Join(root, spec.Dir)
+			dir, layout := cifarlib.DataDir(root, spec)
 			err := cifarlib.Verify(root, spec)
 			switch {
 			case err == nil:
-				c.Status, c.Detail = kernel.StatusOK, "verified in "+dir
+				c.Status, c.Detail = kernel.StatusOK, "verified in "+dir+" ("+layout.String()+" layout)"
 			case !exists(dir) && exists(filepath.Join(cifarlib.SyntheticDir(root), spec.Dir, cifarlib.SyntheticMarker)):
 				c.Status, c.Detail = kernel.StatusAbsent, "real data absent; synthetic data in "+filepath.Join(cifarlib.SyntheticDir(root), spec.Dir)
 				c.Fix = fmt.Sprintf("optional: cifarlab download --dataset %s --data %s", spec.Name, root)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/kernel"
 	"github.com/stretchr/testify/require"
 )
 
@@ -88,4 +90,38 @@ func TestDownloadCommandPythonFormat(t *testing.T) {
 
 	require.Equal(t, "85cd44d02ba6437773c5bbd22e183051d648de2e7d6b014e1ef29b855ba677a7",
 		cifarlib.CIFAR100(cifarlib.LabelsFine).InLayout(cifarlib.LayoutPython).ArchiveSHA256)
+}
+
+// TestDoctorDataPythonLayout checks the doctor's data line on torchvision's layout: not
+// verified (synthetic pickles fail torchvision's MD5 pins), then verified through a marker as
+// `cifarlab download --format python` writes it, naming the layout.
+func TestDoctorDataPythonLayout(t *testing.T) {
+	_, pyRoot := pythonLayoutData(t)
+	spec := cifarlib.CIFAR100(cifarlib.LabelsFine).InLayout(cifarlib.LayoutPython)
+	check := func() kernel.Check {
+		for _, c := range probeData(pyRoot)(context.Background()) {
+			if c.Name == "data cifar100" {
+				return c
+			}
+		}
+		t.Fatal("no cifar100 data check")
+		return kernel.Check{}
+	}
+	c := check()
+	require.Equal(t, kernel.StatusFail, c.Status)
+	require.Contains(t, c.Detail, "cifar-100-python/train has MD5 ")
+	require.Contains(t, c.Detail, "(torchvision's pin)")
+
+	info := cifarlib.VerifiedInfo{Archive: spec.ArchiveName, SHA256: spec.ArchiveSHA256, Files: map[string]int64{}}
+	for _, name := range []string{"train", "test", "meta"} {
+		fi, err := os.Stat(filepath.Join(pyRoot, spec.Dir, name))
+		require.NoError(t, err)
+		info.Files[name] = fi.Size()
+	}
+	raw, err := json.Marshal(info)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(pyRoot, spec.Dir, cifarlib.VerifiedMarker), raw, 0o644))
+	c = check()
+	require.Equal(t, kernel.StatusOK, c.Status)
+	require.Equal(t, "verified in "+filepath.Join(pyRoot, "cifar-100-python")+" (python layout)", c.Detail)
 }
