@@ -92,10 +92,12 @@ func (t *npDtype) PySetState(state any) error {
 	if t.built || !ok || s.Len() < 3 {
 		return t.d.lex.fail(ErrPickleLayout, shortValue(state), "unexpected numpy.dtype state")
 	}
-	v := s.Get(0)
+	// NumPy has written versions 3 (Python 2's NumPy, and since) and 4 of this state; older
+	// versions differ after the third field, which a plain uint8 leaves at None anyway.
+	v, _ := s.Get(0).(int)
 	order, _ := pyString(s.Get(1))
-	if (v != 3 && v != 4) || order != "|" || s.Get(2) != nil {
-		return t.d.lex.fail(ErrPickleLayout, shortValue(v)+", "+shortValue(s.Get(1)), "numpy.dtype state is not a plain uint8's (3, '|', None, ...)")
+	if v < 0 || v > 4 || order != "|" || s.Get(2) != nil {
+		return t.d.lex.fail(ErrPickleLayout, shortValue(s.Get(0))+", "+shortValue(s.Get(1)), "numpy.dtype state is not a plain uint8's (3, '|', None, ...)")
 	}
 	t.built = true
 	return nil
