@@ -135,7 +135,7 @@ func ParseDevices(s string) (int, error) {
 // The pure-Go backend has one device: devices > 1 is a *DevicesUnsupportedError, and so is
 // "cpu" when the XLA CPU plugin is not installed (it falls back to the pure-Go backend).
 func NewBackendWithDevices(name string, devices int) (compute.Backend, error) {
-	if devices < DevicesAll || devices == DevicesAll-1 {
+	if devices < DevicesAll {
 		return nil, &ConfigError{Field: "Devices", Value: fmt.Sprint(devices), Reason: "use a positive number of devices or DevicesAll"}
 	}
 	b, err := NewBackend(name)

@@ -182,6 +182,15 @@ func TestDevicesErrors(t *testing.T) {
 		require.Equal(t, 1, n)
 	})
 
+	t.Run("negative", func(t *testing.T) {
+		cfg := base
+		cfg.BackendName, cfg.Devices = BackendGo, -3
+		_, err := NewTrainer(cfg)
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce)
+		require.EqualError(t, err, "cifarlib: training config: Devices=-3: use a positive number of devices or DevicesAll")
+	})
+
 	t.Run("batch not divisible", func(t *testing.T) {
 		err := CheckBatchDivisible("BatchSize", 10, 4)
 		var bde *BatchDivisibilityError

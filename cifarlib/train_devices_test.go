@@ -148,12 +148,13 @@ func TestDevicesSameAsOneDevice(t *testing.T) {
 // examples with labels outside a 10-class head on CIFAR-100 are counted as on one device.
 func TestDevicesInterruptAndZeroLoss(t *testing.T) {
 	backend := devicesTestBackend(t, 2)
-	trainRecs, _ := trainTestRecords(t, CIFAR10(), 64, 10, 2)
+	trainRecs, testRecs := trainTestRecords(t, CIFAR10(), 64, 10, 2)
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := TrainConfig{Spec: CIFAR10(), Model: ArchLinear, Backend: backend, Devices: 2, TrainRecords: trainRecs, Steps: 5,
 		BatchSize: 8, HistoryEvery: 1, SkipFinalEval: true, CheckpointDir: dir, Progress: ProgressOff,
+		TestRecords: testRecs, EvalEvery: 1, EvalExamples: 6, EvalBatchSize: 4, // Periodic evaluations on 2 devices, padded.
 		OnPoint: func(p HistoryPoint) error {
 			if p.Step == 2 {
 				cancel()
@@ -165,6 +166,11 @@ func TestDevicesInterruptAndZeroLoss(t *testing.T) {
 	require.True(t, res.Interrupted)
 	require.Equal(t, 2, res.EndStep)
 	require.Equal(t, int64(16), res.ZeroLoss.Seen)
+	require.Len(t, res.History.Points, 2)
+	for _, p := range res.History.Points {
+		require.NotNil(t, p.Eval)
+		require.Equal(t, 6, p.Eval.Examples)
+	}
 	cfg.OnPoint = nil
 	res, err = Train(context.Background(), cfg)
 	require.NoError(t, err)
