@@ -178,6 +178,18 @@ func TestDevicesInterruptAndZeroLoss(t *testing.T) {
 	require.Equal(t, 2, res.StartStep)
 	require.Equal(t, 5, res.EndStep)
 
+	// What Train returns works on one device and on two, alike.
+	one, err := res.Evaluate(context.Background(), testRecs, EvalOptions{BatchSize: 5})
+	require.NoError(t, err)
+	two, err := res.Evaluate(context.Background(), testRecs, EvalOptions{BatchSize: 5, Devices: 2})
+	require.NoError(t, err)
+	require.Equal(t, one.Confusion, two.Confusion)
+	b, err := testRecs.Batch(0, 4)
+	require.NoError(t, err)
+	logits, err := res.Logits(b.Images)
+	require.NoError(t, err)
+	require.Equal(t, []int{4, 10}, logits.Shape().Dimensions)
+
 	spec := CIFAR100(LabelsFine)
 	fine, _ := trainTestRecords(t, spec, 64, 10, 4)
 	var stats []ZeroLossStats
