@@ -1,7 +1,6 @@
 package cifarlib
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -21,94 +20,13 @@ const DevicesAll = -1
 // for. XLA CPU devices are virtual: they share the machine's cores.
 const MaxCPUDevices = 64
 
-// XLACPUDeviceCountOption is the PJRT client option of XLA's CPU plugin that sets its number of
+// xlaCPUDeviceCountOption is the PJRT client option of XLA's CPU plugin that sets its number of
 // devices (the plugin exposes 4 when it is not set).
-const XLACPUDeviceCountOption = "cpu_device_count"
+const xlaCPUDeviceCountOption = "cpu_device_count"
 
-// DeviceMeshAxis is the name of the one axis of the device mesh data-parallel training uses:
+// deviceMeshAxis is the name of the one axis of the device mesh data-parallel training uses:
 // the batch axis of images and labels is sharded along it, the variables are replicated.
-const DeviceMeshAxis = "batch"
-
-// ErrDevices is matched by errors.Is for every device-count error: *DevicesUnsupportedError,
-// *DeviceCountError and *BatchDivisibilityError.
-var ErrDevices = errors.New("cifarlib: device count")
-
-// DevicesUnsupportedError is returned when more than one device is asked of a backend that has
-// only one, the pure-Go backend.
-type DevicesUnsupportedError struct {
-	// Backend describes the backend (BackendName).
-	Backend string
-	// Requested is the number of devices asked for (DevicesAll for "all").
-	Requested int
-}
-
-func (e *DevicesUnsupportedError) Error() string {
-	return fmt.Sprintf("cifarlib: %s devices asked of the %s backend, which has one device and runs no distributed "+
-		"programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: %s) or cuda for "+
-		"several GPUs, or -devices 1", devicesWord(e.Requested), e.Backend, XLACPUInstallHint)
-}
-
-// Is makes errors.Is(err, ErrDevices) true.
-func (e *DevicesUnsupportedError) Is(target error) bool { return target == ErrDevices }
-
-// DeviceCountError is returned when more devices are asked for than the backend has.
-type DeviceCountError struct {
-	// Backend describes the backend (BackendName).
-	Backend string
-	// Requested is the number of devices asked for; Available how many the backend has.
-	Requested, Available int
-	// Fix says what to do.
-	Fix string
-}
-
-func (e *DeviceCountError) Error() string {
-	return fmt.Sprintf("cifarlib: %d devices asked for, but the %s backend has %d: %s",
-		e.Requested, e.Backend, e.Available, e.Fix)
-}
-
-// Is makes errors.Is(err, ErrDevices) true.
-func (e *DeviceCountError) Is(target error) bool { return target == ErrDevices }
-
-// BatchDivisibilityError is returned when a global batch cannot be split evenly across the
-// devices: every device gets BatchSize/Devices examples.
-type BatchDivisibilityError struct {
-	// Field is the TrainConfig field holding the batch size ("BatchSize" or "EvalBatchSize").
-	Field string
-	// BatchSize is the global batch size and Devices the number of devices.
-	BatchSize, Devices int
-	// Below and Above are the nearest valid batch sizes (multiples of Devices); Below is 0
-	// when BatchSize < Devices.
-	Below, Above int
-}
-
-func (e *BatchDivisibilityError) Error() string {
-	near := fmt.Sprint(e.Above)
-	if e.Below > 0 {
-		near = fmt.Sprintf("%d or %d", e.Below, e.Above)
-	}
-	return fmt.Sprintf("cifarlib: training config: %s=%d does not split across %d devices (%d is not a multiple of %d): "+
-		"use %s, or another number of devices", e.Field, e.BatchSize, e.Devices, e.BatchSize, e.Devices, near)
-}
-
-// Is makes errors.Is(err, ErrDevices) true.
-func (e *BatchDivisibilityError) Is(target error) bool { return target == ErrDevices }
-
-// CheckBatchDivisible returns a *BatchDivisibilityError naming field when batch is not a
-// multiple of devices, else nil.
-func CheckBatchDivisible(field string, batch, devices int) error {
-	if devices <= 1 || batch%devices == 0 {
-		return nil
-	}
-	below := batch / devices * devices
-	return &BatchDivisibilityError{Field: field, BatchSize: batch, Devices: devices, Below: below, Above: below + devices}
-}
-
-func devicesWord(n int) string {
-	if n == DevicesAll {
-		return "all"
-	}
-	return fmt.Sprint(n)
-}
+const deviceMeshAxis = "batch"
 
 // ParseDevices parses a device count as given to "cifarlab train --devices": a positive number,
 // or "all" (DevicesAll).
@@ -160,7 +78,7 @@ func NewBackendWithDevices(name string, devices int) (compute.Backend, error) {
 	}
 	plugin := BackendPlugin(b)
 	b.Finalize()
-	return newXLAWithPluginOptions(name, plugin, pjrt.NamedValuesMap{XLACPUDeviceCountOption: int64(devices)})
+	return newXLAWithPluginOptions(name, plugin, pjrt.NamedValuesMap{xlaCPUDeviceCountOption: int64(devices)})
 }
 
 // resolveDevices returns the number of devices to train on with backend b for the requested
@@ -196,16 +114,16 @@ func resolveDevices(b compute.Backend, requested int) (int, error) {
 	return requested, nil
 }
 
-// newDeviceMesh returns the one-axis mesh (DeviceMeshAxis) of n devices used for data
+// newDeviceMesh returns the one-axis mesh (deviceMeshAxis) of n devices used for data
 // parallelism.
 func newDeviceMesh(n int) (*distributed.DeviceMesh, error) {
-	return distributed.NewDeviceMesh([]int{n}, []string{DeviceMeshAxis})
+	return distributed.NewDeviceMesh([]int{n}, []string{deviceMeshAxis})
 }
 
-// batchShardingSpec shards axis 0 (the batch) of a tensor along the mesh's DeviceMeshAxis; the
+// batchShardingSpec shards axis 0 (the batch) of a tensor along the mesh's deviceMeshAxis; the
 // other axes are replicated.
 func batchShardingSpec(mesh *distributed.DeviceMesh) (*distributed.ShardingSpec, error) {
-	return distributed.BuildSpec(mesh).S(DeviceMeshAxis).Done()
+	return distributed.BuildSpec(mesh).S(deviceMeshAxis).Done()
 }
 
 // newXLAWithPluginOptions creates an XLA backend on plugin with PJRT client options, with

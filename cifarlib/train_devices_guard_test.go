@@ -224,6 +224,12 @@ func TestDevicesErrors(t *testing.T) {
 		_, err = NewBackendWithDevices("cpu", MaxCPUDevices+1)
 		require.ErrorAs(t, err, &dce)
 		require.Equal(t, MaxCPUDevices, dce.Available)
+
+		ds, err := NewDataset("train", recs, DatasetOptions{BatchSize: 8})
+		require.NoError(t, err)
+		_, err = NewDistributedDataset(cfg.Backend, ds, 1)
+		require.ErrorAs(t, err, &dce)
+		require.Contains(t, err.Error(), "a distributed dataset needs at least 2 devices")
 	})
 }
 
