@@ -2,7 +2,6 @@ package cifarlib
 
 import (
 	"context"
-	"errors"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
@@ -45,9 +44,6 @@ func (d *trainDevices) numDevices() int {
 	return d.n
 }
 
-// errStopAfterStep stops GoMLX's loop after a step when the context is cancelled.
-var errStopAfterStep = errors.New("cifarlib: training interrupted")
-
 // runDistributed trains steps steps of t.data, each global batch sharded across the devices,
 // with GoMLX's Loop.RunSteps over a DistributedAccumulator (which makes the loop call
 // Trainer.DistributedTrainStep). A cancelled ctx stops the loop after the current step.
@@ -61,15 +57,18 @@ func (t *Trainer) runDistributed(ctx context.Context, steps int) error {
 	if err := replicateUnsharded(t.store, d.mesh); err != nil {
 		return err
 	}
-	t.loop.OnStep("cifarlib: interrupt", 1000, func(*train.Loop, []*tensors.Tensor) error {
-		if ctx.Err() != nil {
-			return errStopAfterStep
+	t.loop.OnStep("cifarlib: interrupt", 1000, func(loop *train.Loop, _ []*tensors.Tensor) error {
+		if ctx.Err() != nil && loop.EndStep > loop.LoopStep+1 {
+			// Loop.RunSteps reads EndStep after each step: it ends after this one, cleanly
+			// (its OnEnd hooks, such as the progress bar's, run).
+			loop.EndStep = loop.LoopStep + 1
+			d.interrupted = true
 		}
 		return nil
 	})
 	_, err = t.loop.RunSteps(ds, steps)
-	if err != nil && guardErrorOf(err) == err && t.hookErr == nil && (errors.Is(err, errStopAfterStep) || t.data.interrupted) {
-		// Cancelled: the loop stopped after a step, or the data ended at the cancellation.
+	if err != nil && guardErrorOf(err) == err && t.hookErr == nil && t.data.interrupted {
+		// Cancelled between a step's hooks and the next batch: the data ended first.
 		d.interrupted = true
 		return nil
 	}
