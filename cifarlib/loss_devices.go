@@ -22,11 +22,11 @@ import (
 // device's shard:
 //
 //	cpu4, _ := cifarlib.NewBackendWithDevices("cpu", 4)
-//	b, _ := recs.Batch(0, 16) // a CIFAR-10 batch whose example 13 has label 9, the others 0
-//	_, err := m.LossOnDevices(cpu4, 4, b.Images, b.Labels, cifarlib.LossOptions{
-//		MapLabels: func(l *graph.Node) *graph.Node { return graph.AddScalar(l, 1) }})
+//	b, _ := test.Batch(0, 16)
+//	_, err := m.LossOnDevices(cpu4, 4, b.Images, b.Labels,
+//		cifarlib.LossOptions{MapLabels: cifarlib.ReplaceLabelOnDevice(13, 57)})
 //	// err: in-graph label guard after step 0: 1 of 16 labels that reached the loss on the device
-//	// are out of range [0, 10): position 13 label 10: ...
+//	// are out of range [0, 10): position 13 label 57: ...
 //	device, local := cifarlib.ShardOf(13, 16, 4) // 3, 1: the last device, its second example
 func (m *Model) LossOnDevices(backend compute.Backend, devices int, images, labels *tensors.Tensor, opts LossOptions) (float32, error) {
 	if backend == nil {
@@ -120,4 +120,17 @@ func ShardOf(position, batchSize, devices int) (device, local int) {
 	}
 	per := batchSize / devices
 	return position / per, position % per
+}
+
+// ReplaceLabelOnDevice returns a LossOptions.MapLabels function that sets the label at position
+// of the batch to label inside the graph, that is on the device, after every host-side check:
+// the kind of label the in-graph guard exists for (say a label computed by graph code). With
+// LossOnDevices it lands on the shard of device ShardOf(position, batch, devices).
+func ReplaceLabelOnDevice(position, label int) func(labels *graph.Node) *graph.Node {
+	return func(labels *graph.Node) *graph.Node {
+		g := labels.Graph()
+		pos := graph.Iota(g, labels.Shape(), 0)
+		at := graph.Equal(pos, graph.Scalar(g, labels.DType(), position))
+		return graph.Where(at, graph.BroadcastToShape(graph.Scalar(g, labels.DType(), label), labels.Shape()), labels)
+	}
 }

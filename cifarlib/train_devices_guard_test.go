@@ -302,6 +302,13 @@ func TestDevicesLossOnLastShard(t *testing.T) {
 
 			_, err = m.LossOnDevices(backend, n, b.Images, b.Labels, LossOptions{}) // In range: no error.
 			require.NoError(t, err)
+
+			// The notebook's form: one label replaced on the device.
+			_, err = m.LossOnDevices(backend, n, b.Images, b.Labels, LossOptions{MapLabels: ReplaceLabelOnDevice(13, 57)})
+			require.ErrorAs(t, err, &de)
+			require.Equal(t, []BadLabel{{Position: 13, Example: -1, Label: 57}}, de.Bad)
+			require.Equal(t, 16, de.BatchSize)
+			require.Contains(t, err.Error(), "1 of 16 labels that reached the loss on the device are out of range [0, 10): position 13 label 57")
 		})
 	}
 	device, local := ShardOf(5, 16, 1)
