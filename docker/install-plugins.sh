@@ -13,7 +13,8 @@
 # any home folder (a volume mounted on /home/lab does not hide the plugins).
 #
 # Environment (the Dockerfile passes its build arguments of the same names):
-#   PJRT_PLUGINS       plugins to install, space separated (default "cpu cuda13")
+#   PJRT_PLUGINS       plugins to install, space separated (default "cuda13"; the image's CPU
+#                      kernel uses PyPI's XLA CPU plugin from kernel/setup.sh, "cpu" adds GitHub's)
 #   PJRT_CPU_VERSION   pjrt-cpu-binaries tag (default v0.114.0, go-xla v0.4.1's DefaultCPUVersion)
 #   PJRT_CPU_SHA256    SHA-256 the installed CPU plugin must have (GitHub publishes none;
 #                      empty: the build prints it so it can be pinned)
@@ -25,7 +26,7 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PJRT_PLUGINS="${PJRT_PLUGINS:-cpu cuda13}"
+PJRT_PLUGINS="${PJRT_PLUGINS:-cuda13}"
 PJRT_CPU_VERSION="${PJRT_CPU_VERSION:-v0.114.0}"
 PJRT_CPU_SHA256="${PJRT_CPU_SHA256:-}"
 PJRT_CUDA_VERSION="${PJRT_CUDA_VERSION:-0.11.2}"

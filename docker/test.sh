@@ -6,11 +6,13 @@
 #   3. base      a Debian bookworm base image made with debootstrap from the Debian mirror of
 #                /etc/apt/sources.list*, imported with podman (no registry pulls are possible)
 #   4. build     buildah bud --isolation chroot --storage-driver vfs of docker/Dockerfile with
-#                BASE_IMAGE=that base, SKIP_PLUGINS=1 (the CPU plugin is only on GitHub) and
-#                SKIP_CIFAR=1 (the archives are not reachable): each a build argument that the
-#                real build leaves at 0
+#                BASE_IMAGE=that base, SKIP_PLUGINS=1 (no go-xla plugins: its CUDA libraries are
+#                gigabytes; the CPU kernel runs PyPI's hash-pinned XLA CPU plugin that
+#                kernel/setup.sh installs, as in CI) and SKIP_CIFAR=1 (the archives are not
+#                reachable): each a build argument that the real build leaves at 0
 #   5. run       podman run (runc) of the image as its non-root user; waits for the HEALTHCHECK
 #                and checks token authentication and the two kernelspecs over JupyterLab's API
+#                (the CPU one on XLA CPU from $CIFARLAB_DOCKER_CPU_PLUGIN), and cifarlab doctor
 #   6. notebook  executes a notebook inside the running container through JupyterLab's own
 #                venv and the "Go (cifarlab, CPU)" kernel (kernel/run_notebook.py, nbclient)
 #
@@ -27,6 +29,8 @@
 #   CIFARLAB_DOCKER_BUILD_ARGS extra "--build-arg K=V ..." for buildah
 #   CIFARLAB_DOCKER_REUSE     1 skips the base and build phases when the image exists in the
 #                             cache's storage (to iterate on the run checks)
+#   CIFARLAB_DOCKER_CPU_PLUGIN the CPU kernelspec must load XLA CPU from a plugin whose path holds
+#                             this (default lammps_jax_pjrt_cpu, PyPI's; empty: no check)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -203,7 +207,8 @@ code="$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: token wrong$to
 echo "token required (no token, wrong token: $code)"
 specs="$(curl -fsS -H "Authorization: token $token" "$api")"
 image_cuda="$(podman "${storage[@]}" exec "$ctr" cat /usr/local/share/jupyter/kernels/cifarlab-cuda/kernel.json)"
-python3 - "$specs" "$cuda_backend" "$image_cuda" <<'EOF' || fail "kernelspecs served by the container are not as expected"
+cpu_plugin="${CIFARLAB_DOCKER_CPU_PLUGIN-lammps_jax_pjrt_cpu}"
+python3 - "$specs" "$cuda_backend" "$image_cuda" "$cpu_plugin" <<'EOF' || fail "kernelspecs served by the container are not as expected"
 import json, sys
 d = json.loads(sys.argv[1])
 names = sorted(d["kernelspecs"])
@@ -222,7 +227,14 @@ if got != sys.argv[2]:
 image = json.loads(sys.argv[3])["env"]["GOMLX_BACKEND"]
 if image == sys.argv[2]:
     sys.exit("the image's own CUDA kernelspec was changed; the override must be user-level")
+cpu_env = d["kernelspecs"]["cifarlab-cpu"]["spec"]["env"]
+if sys.argv[4]:
+    path = cpu_env.get("PJRT_PLUGIN_LIBRARY_PATH", "") + " " + cpu_env["GOMLX_BACKEND"]
+    if not cpu_env["GOMLX_BACKEND"].startswith("xla:") or sys.argv[4] not in path:
+        sys.exit(f"the CPU kernel does not run XLA CPU from {sys.argv[4]}: GOMLX_BACKEND={cpu_env['GOMLX_BACKEND']!r}, "
+                 f"PJRT_PLUGIN_LIBRARY_PATH={cpu_env.get('PJRT_PLUGIN_LIBRARY_PATH')!r}")
 print("kernelspecs", names, "default", d["default"])
+print(f"CPU kernel GOMLX_BACKEND: {cpu_env['GOMLX_BACKEND']} (PJRT_PLUGIN_LIBRARY_PATH={cpu_env.get('PJRT_PLUGIN_LIBRARY_PATH', '')})")
 print(f"CUDA kernel GOMLX_BACKEND: {got} (image's kernelspec: {image})")
 EOF
 not_copied="$(podman "${storage[@]}" exec -w /opt/cifarlab/notebooks "$ctr" \
@@ -239,7 +251,12 @@ grep -q "JUPYTER_TOKEN is set but empty" <<<"$out" || fail "entry point with an 
 echo "empty JUPYTER_TOKEN refused"
 # The project's own checklist, as the lab user: it exits non-zero when something required
 # (tools, Jupyter, kernelspecs, the pure-Go backend) is missing or broken.
-podman "${storage[@]}" exec "$ctr" cifarlab doctor || fail "cifarlab doctor failed inside the container"
+doctor="$(podman "${storage[@]}" exec "$ctr" cifarlab doctor)" || { echo "$doctor"; fail "cifarlab doctor failed inside the container"; }
+echo "$doctor"
+if [ -n "$cpu_plugin" ]; then
+  # doctor computed 1+2 on the pure-Go backend and loaded the CPU plugin as the lab user.
+  grep -q "backend cpu .*resolves to xla:cpu" <<<"$doctor" || fail "cifarlib.NewBackend(\"cpu\") is not XLA CPU inside the image"
+fi
 
 # ---------------------------------------------------------------------------------------------
 phase notebook
