@@ -48,3 +48,4 @@ fi
 echo "== fuzz (fixed budget)"
 go test -run '^$' -fuzz '^FuzzReadRecords$' -fuzztime 10000x -fuzzminimizetime 50x ./cifarlib
 go test -run '^$' -fuzz '^FuzzExtract$' -fuzztime 3000x -fuzzminimizetime 50x ./cifarlib
+go test -run '^$' -fuzz '^FuzzReadPickle$' -fuzztime 10000x -fuzzminimizetime 50x ./cifarlib
