@@ -177,8 +177,13 @@ func (t *Trainer) loadRecords(given *Records, split Split) (*Records, error) {
 		return given, nil
 	}
 	recs, err := LoadSplitOrSynthetic(dir, spec, split)
-	if err == nil && filepath.Dir(filepath.Dir(recs.Source)) == filepath.Clean(SyntheticDir(dir)) {
+	switch {
+	case err != nil:
+	case filepath.Dir(filepath.Dir(recs.Source)) == filepath.Clean(SyntheticDir(dir)):
 		t.logf("note: no %s data in %s; using the synthetic data in %s", spec.Name, dir, SyntheticDir(dir))
+	case split == SplitTrain:
+		folder, layout := DataDir(dir, spec)
+		t.logf("data: %s in %s (%s layout)", spec.Name, folder, layout)
 	}
 	return recs, err
 }

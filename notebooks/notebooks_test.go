@@ -25,6 +25,7 @@ var wantNotebooks = []string{
 	"02-move-to-cpu.ipynb",
 	"03-inspect-shapes.ipynb",
 	"04-fix-the-head.ipynb",
+	"05-scale-out.ipynb",
 }
 
 // repoRoot is the repository root (the test runs in notebooks/).

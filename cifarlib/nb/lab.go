@@ -33,6 +33,9 @@ type Lab struct {
 	Train, Test *cifarlib.Records
 	// Synthetic is true when the splits are the synthetic stand-in.
 	Synthetic bool
+	// Layout is the layout the data was read in: CIFAR's binary files, or torchvision's python
+	// pickles (cifarlib.DetectLayout).
+	Layout cifarlib.Layout
 	// DataDir is the data folder (cifarlib.DefaultDataDir()) and RunsDir the folder of runs.
 	DataDir, RunsDir string
 }
@@ -52,16 +55,25 @@ func New(spec cifarlib.Spec, backend compute.Backend, dataDir string) (*Lab, err
 	if backend == nil {
 		return nil, cifarlib.ErrNoBackend
 	}
-	train, test, synthetic, err := cifarlib.LoadPrepared(dataDir, spec, cifarlib.SynthOptions{})
+	root, synthetic, err := cifarlib.PrepareRoot(dataDir, spec, cifarlib.SynthOptions{})
 	if err != nil {
 		return nil, err
 	}
+	train, err := cifarlib.LoadSplit(root, spec, cifarlib.SplitTrain)
+	if err != nil {
+		return nil, err
+	}
+	test, err := cifarlib.LoadSplit(root, spec, cifarlib.SplitTest)
+	if err != nil {
+		return nil, err
+	}
+	_, layout := cifarlib.DataDir(root, spec)
 	runs := os.Getenv(RunsEnv)
 	if runs == "" {
 		runs = filepath.Join(dataDir, "runs")
 	}
 	return &Lab{Spec: spec, Backend: backend, Arch: Arch(backend), Train: train, Test: test,
-		Synthetic: synthetic, DataDir: dataDir, RunsDir: runs}, nil
+		Synthetic: synthetic, Layout: layout, DataDir: dataDir, RunsDir: runs}, nil
 }
 
 // Arch returns the architecture the notebooks train on backend: the small CNN
@@ -76,16 +88,16 @@ func Arch(backend compute.Backend) string {
 	return cifarlib.ArchCNN
 }
 
-// String describes the lab in three lines: the backend, the data and the range of the
-// training labels.
+// String describes the lab in three lines: the backend, the data (real or synthetic, and its
+// layout) and the range of the training labels.
 func (l *Lab) String() string {
 	kind := "real"
 	if l.Synthetic {
 		kind = "synthetic"
 	}
 	s := l.Train.LabelStats(0)
-	return fmt.Sprintf("backend: %s (GOMLX_BACKEND=%q)\ndata:    %s %s: %d training and %d test images, from %s\nlabels:  %d..%d",
-		cifarlib.BackendName(l.Backend), os.Getenv("GOMLX_BACKEND"), kind, l.Spec, l.Train.Len(), l.Test.Len(), l.DataDir, s.Min, s.Max)
+	return fmt.Sprintf("backend: %s (GOMLX_BACKEND=%q)\ndata:    %s %s, %s layout: %d training and %d test images, from %s\nlabels:  %d..%d",
+		cifarlib.BackendName(l.Backend), os.Getenv("GOMLX_BACKEND"), kind, l.Spec, l.Layout, l.Train.Len(), l.Test.Len(), l.DataDir, s.Min, s.Max)
 }
 
 // RunDir returns the folder of the run called name. Names are single path elements of

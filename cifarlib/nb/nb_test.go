@@ -196,7 +196,7 @@ func TestLabFitThenLoad(t *testing.T) {
 	require.True(t, l.Synthetic)
 	require.Equal(t, cifarlib.ArchLinear, l.Arch)
 	require.Equal(t, filepath.Join(data, "runs"), l.RunsDir)
-	require.Contains(t, l.String(), "data:    synthetic cifar100 (100 classes): 5000 training and 1000 test images, from "+data+"\nlabels:  0..99")
+	require.Contains(t, l.String(), "data:    synthetic cifar100 (100 classes), binary layout: 5000 training and 1000 test images, from "+data+"\nlabels:  0..99")
 
 	_, err = l.Load("never")
 	require.ErrorIs(t, err, ErrNoRun)
