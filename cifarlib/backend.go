@@ -234,6 +234,30 @@ func withOptions(plugin, options string) string {
 
 // newXLA creates an XLA backend with a timeout, translating failures into *BackendError.
 func newXLA(requested, config string) (compute.Backend, error) {
+	b, err, timedOut := startWithTimeout(func() (compute.Backend, error) { return xla.New(config) })
+	switch {
+	case timedOut:
+		return nil, &BackendError{Requested: requested,
+			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", config, BackendCreateTimeout),
+			Fix:     "check that no other process holds the GPU (nvidia-smi), or use -backend cpu"}
+	case err != nil:
+		if pjrt.IsCUDAName(config) && isNoGPUMessage(err.Error()) {
+			return nil, newNoGPUError(requested, err)
+		}
+		be := &BackendError{Requested: requested, Missing: "XLA could not start plugin " + config, Err: err}
+		if pjrt.IsCUDAName(config) {
+			be.Fix = "check the NVIDIA driver (nvidia-smi) and that the plugin's CUDA libraries match it; " + plugins.CUDAInstallHint
+		} else {
+			be.Fix = "reinstall the plugin or use -backend go"
+		}
+		return nil, be
+	}
+	return b, nil
+}
+
+// startWithTimeout runs create in a goroutine, turning a panic into an error, and waits for it
+// at most BackendCreateTimeout (a plugin that hangs, e.g. on a GPU held by another process).
+func startWithTimeout(create func() (compute.Backend, error)) (b compute.Backend, err error, timedOut bool) {
 	type result struct {
 		b   compute.Backend
 		err error
@@ -247,27 +271,13 @@ func newXLA(requested, config string) (compute.Backend, error) {
 			}
 			done <- r
 		}()
-		r.b, r.err = xla.New(config)
+		r.b, r.err = create()
 	}()
 	select {
 	case r := <-done:
-		if r.err != nil {
-			if pjrt.IsCUDAName(config) && isNoGPUMessage(r.err.Error()) {
-				return nil, newNoGPUError(requested, r.err)
-			}
-			be := &BackendError{Requested: requested, Missing: "XLA could not start plugin " + config, Err: r.err}
-			if pjrt.IsCUDAName(config) {
-				be.Fix = "check the NVIDIA driver (nvidia-smi) and that the plugin's CUDA libraries match it; " + plugins.CUDAInstallHint
-			} else {
-				be.Fix = "reinstall the plugin or use -backend go"
-			}
-			return nil, be
-		}
-		return r.b, nil
+		return r.b, r.err, false
 	case <-time.After(BackendCreateTimeout):
-		return nil, &BackendError{Requested: requested,
-			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", config, BackendCreateTimeout),
-			Fix:     "check that no other process holds the GPU (nvidia-smi), or use -backend cpu"}
+		return nil, nil, true
 	}
 }
 

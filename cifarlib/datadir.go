@@ -89,13 +89,9 @@ func Verify(root string, spec Spec) error {
 		}
 		return fmt.Errorf("cifarlib: %s: %w: %s (%s missing): %s", dir, ErrNotVerified, reason, VerifiedMarker, fix)
 	}
-	var info VerifiedInfo
-	if err := json.Unmarshal(data, &info); err != nil {
-		return fmt.Errorf("cifarlib: %s: %w: unreadable %s (%v): %s", dir, ErrNotVerified, VerifiedMarker, err, fix)
-	}
-	if info.SHA256 != spec.ArchiveSHA256 {
-		return fmt.Errorf("cifarlib: %s: %w: it was extracted from an archive with SHA-256 %s, want %s: %s",
-			dir, ErrNotVerified, info.SHA256, spec.ArchiveSHA256, fix)
+	info, err := parseVerifiedMarker(dir, data, spec, fix)
+	if err != nil {
+		return err
 	}
 	for name, want := range expectedFiles(spec) {
 		path := filepath.Join(dir, name)
@@ -109,6 +105,20 @@ func Verify(root string, spec Spec) error {
 		}
 	}
 	return nil
+}
+
+// parseVerifiedMarker reads the VerifiedMarker of dir (its contents data) and checks that it
+// records spec's archive; fix says how to get verified data.
+func parseVerifiedMarker(dir string, data []byte, spec Spec, fix string) (VerifiedInfo, error) {
+	var info VerifiedInfo
+	if err := json.Unmarshal(data, &info); err != nil {
+		return info, fmt.Errorf("cifarlib: %s: %w: unreadable %s (%v): %s", dir, ErrNotVerified, VerifiedMarker, err, fix)
+	}
+	if info.SHA256 != spec.ArchiveSHA256 {
+		return info, fmt.Errorf("cifarlib: %s: %w: it was extracted from an archive with SHA-256 %s, want %s: %s",
+			dir, ErrNotVerified, info.SHA256, spec.ArchiveSHA256, fix)
+	}
+	return info, nil
 }
 
 // Prepare makes data for spec available under root and says whether it is synthetic. If

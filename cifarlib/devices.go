@@ -3,7 +3,6 @@ package cifarlib
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
@@ -129,37 +128,23 @@ func batchShardingSpec(mesh *distributed.DeviceMesh) (*distributed.ShardingSpec,
 // newXLAWithPluginOptions creates an XLA backend on plugin with PJRT client options, with
 // the same timeout and error translation as NewBackend.
 func newXLAWithPluginOptions(requested, plugin string, options pjrt.NamedValuesMap) (compute.Backend, error) {
-	type result struct {
-		b   compute.Backend
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		var r result
-		defer func() {
-			if p := recover(); p != nil {
-				r.err = fmt.Errorf("panic: %v", p)
-			}
-			done <- r
-		}()
-		var xb *xla.Backend
-		xb, r.err = xla.NewWithOptions(plugin, options)
-		if r.err == nil {
-			r.b = xb
+	b, err, timedOut := startWithTimeout(func() (compute.Backend, error) {
+		xb, err := xla.NewWithOptions(plugin, options)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			return nil, &BackendError{Requested: requested, Missing: fmt.Sprintf("XLA could not start plugin %s with %v", plugin, options),
-				Err: r.err, Fix: "reinstall the plugin, ask for fewer devices, or use -devices 1"}
-		}
-		return r.b, nil
-	case <-time.After(BackendCreateTimeout):
+		return xb, nil
+	})
+	switch {
+	case timedOut:
 		return nil, &BackendError{Requested: requested,
 			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", plugin, BackendCreateTimeout),
 			Fix:     "use -devices 1, or -backend go"}
+	case err != nil:
+		return nil, &BackendError{Requested: requested, Missing: fmt.Sprintf("XLA could not start plugin %s with %v", plugin, options),
+			Err: err, Fix: "reinstall the plugin, ask for fewer devices, or use -devices 1"}
 	}
+	return b, nil
 }
 
 // DeviceInfo describes one device of a backend, for "cifarlab doctor".

@@ -82,11 +82,11 @@ func runOnce[F model.ExecGraphFn](backend compute.Backend, store *model.Store, g
 	return out, nil
 }
 
-// rootError returns cifarlib's own typed error inside err (a guard or input-contract error
-// under GoMLX's wrapping, e.g. "graph construction failed: ..."), else err.
+// rootError returns cifarlib's own typed error inside err (an input-contract error, or a guard's
+// error as guardErrorOf finds it, under GoMLX's wrapping, e.g. "graph construction failed: ..."),
+// else err.
 func rootError(err error) error {
 	var (
-		head  *HeadMismatchError
 		shape *InputShapeError
 		dtype *InputDTypeError
 		lbl   *LabelDTypeError
@@ -94,8 +94,6 @@ func rootError(err error) error {
 		bsz   *BatchSizeMismatchError
 	)
 	switch {
-	case errors.As(err, &head):
-		return head
 	case errors.As(err, &shape):
 		return shape
 	case errors.As(err, &dtype):

@@ -3,7 +3,6 @@ package cifarlib
 import (
 	"crypto/md5"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -102,13 +101,9 @@ func verifyPython(root string, spec Spec) error {
 	if err != nil {
 		return verifyTorchvision(dir, spec, fix)
 	}
-	var info VerifiedInfo
-	if err := json.Unmarshal(data, &info); err != nil {
-		return fmt.Errorf("cifarlib: %s: %w: unreadable %s (%v): %s", dir, ErrNotVerified, VerifiedMarker, err, fix)
-	}
-	if info.SHA256 != spec.ArchiveSHA256 {
-		return fmt.Errorf("cifarlib: %s: %w: it was extracted from an archive with SHA-256 %s, want %s: %s",
-			dir, ErrNotVerified, info.SHA256, spec.ArchiveSHA256, fix)
+	info, err := parseVerifiedMarker(dir, data, spec, fix)
+	if err != nil {
+		return err
 	}
 	for _, name := range pythonFiles(spec) {
 		path := filepath.Join(dir, name)
