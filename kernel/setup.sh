@@ -127,7 +127,7 @@ if [ "$SKIP_VENV" != 1 ]; then
   # machine adds them, see kernel/README.md). SKIP_CUDA_PLUGIN=1 leaves it out.
   if [ "$SKIP_CUDA_PLUGIN" != 1 ]; then
     want="$(sed -n 's/^jax-cuda13-pjrt==\([^ ]*\).*/\1/p' "$REPO/kernel/requirements-cuda.txt")"
-    have="$(cat "$VENV"/lib/python3*/site-packages/jax_plugins/xla_cuda13/version.py 2>/dev/null | sed -n 's/^_version = "\(.*\)"/\1/p' | tail -n 1)"
+    have="$(cat "$VENV"/lib/python3*/site-packages/jax_plugins/xla_cuda13/version.py 2>/dev/null | sed -n 's/^_version = "\(.*\)"/\1/p' | tail -n 1 || true)"
     if [ -n "$want" ] && [ "$have" = "$want" ] && compgen -G "$VENV/lib/python3*/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so" >/dev/null; then
       echo "CUDA plugin jax-cuda13-pjrt $have already installed"
     else
