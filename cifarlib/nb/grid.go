@@ -22,7 +22,7 @@ type Image struct {
 }
 
 // tileSize is the side of one image of ImageGrid.
-const tileSize = 3 * vg.Centimeter
+const tileSize = 2.4 * vg.Centimeter
 
 // ImageGrid draws the first n images of recs in a grid of cols columns, each titled with its
 // label and class name, as SVG (each image embedded as a 32x32 PNG, so the document stays small):

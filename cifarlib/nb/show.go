@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"path/filepath"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
@@ -40,7 +41,7 @@ func Show(v any) {
 			showHistory(v.History)
 		}
 	case cifarlib.SplitLabels:
-		showLabels("labels of "+v.Source, v)
+		showLabels(fmt.Sprintf("labels of %s against a head of %d outputs", filepath.Base(v.Source), v.HeadWidth), v)
 	case *cifarlib.Diagnosis:
 		fmt.Fprint(output(), v.String())
 		if len(v.Splits) > 0 {
