@@ -103,6 +103,9 @@ func (l *Lab) String() string {
 // RunDir returns the folder of the run called name. Names are single path elements of
 // letters, digits, '-', '_' and '.', so a run never lands outside RunsDir.
 func (l *Lab) RunDir(name string) (string, error) {
+	if l.RunsDir == "" {
+		return "", fmt.Errorf("nb: run %q: the lab has no runs folder: create it with nb.Open or nb.New", name)
+	}
 	if name == "" || name == "." || name == ".." || strings.IndexFunc(name, func(r rune) bool {
 		return !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
 	}) >= 0 {

@@ -180,6 +180,8 @@ func TestRunDirNames(t *testing.T) {
 	dir, err := l.RunDir("01-unguarded_v1.2")
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join("/runs", "01-unguarded_v1.2"), dir)
+	_, err = (&Lab{}).RunDir("x") // never a path relative to the working directory
+	require.ErrorContains(t, err, "the lab has no runs folder")
 }
 
 // TestLabFitThenLoad: a run trained by Fit comes back from Load with the same weights, training
