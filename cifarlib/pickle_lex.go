@@ -83,16 +83,25 @@ func (l *pickleLexer) truncated(what string) error {
 		"re-download it (or run `cifarlab download --format python`)", l.size, what)
 }
 
-// Read implements io.Reader.
-func (l *pickleLexer) Read(p []byte) (int, error) {
+// fill lexes opcodes until output is pending; it returns the lexer's error, or io.EOF after
+// the last opcode.
+func (l *pickleLexer) fill() error {
 	for l.outPos == len(l.out) {
 		if l.err != nil {
-			return 0, l.err
+			return l.err
 		}
 		if l.done {
-			return 0, io.EOF
+			return io.EOF
 		}
 		l.next()
+	}
+	return nil
+}
+
+// Read implements io.Reader.
+func (l *pickleLexer) Read(p []byte) (int, error) {
+	if err := l.fill(); err != nil {
+		return 0, err
 	}
 	n := copy(p, l.out[l.outPos:])
 	l.outPos += n
@@ -101,14 +110,8 @@ func (l *pickleLexer) Read(p []byte) (int, error) {
 
 // ReadByte implements io.ByteReader.
 func (l *pickleLexer) ReadByte() (byte, error) {
-	for l.outPos == len(l.out) {
-		if l.err != nil {
-			return 0, l.err
-		}
-		if l.done {
-			return 0, io.EOF
-		}
-		l.next()
+	if err := l.fill(); err != nil {
+		return 0, err
 	}
 	b := l.out[l.outPos]
 	l.outPos++
