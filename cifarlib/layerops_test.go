@@ -88,7 +88,7 @@ func TestLayerOpsShareVariables(t *testing.T) {
 				t.Skip("resnet18 forward is slow on the go backend")
 			}
 			images := tensors.FromFlatDataAndDimensions(sinData(2*ImageBytes, 0.0137, 1), 2, 32, 32, 3)
-			store := model.NewStore()
+			store := seededStore(t, 0)
 			logits := func(kind LayerOps) ([]float32, []string) {
 				m, err := NewModel(CIFAR10(), arch).Backend(testBackend(t)).LayerOps(kind).Done()
 				require.NoError(t, err)
@@ -147,7 +147,7 @@ func TestLayerOpsSameGradients(t *testing.T) {
 		t.Run(arch, func(t *testing.T) {
 			images := tensors.FromFlatDataAndDimensions(sinData(4*ImageBytes, 0.0173, 1), 4, 32, 32, 3)
 			labels := tensors.FromFlatDataAndDimensions([]int32{3, 8, 0, 9}, 4, 1)
-			store := model.NewStore()
+			store := seededStore(t, 0)
 			grads := func(kind LayerOps) (names []string, values [][]float32) {
 				// The executor runs in inference mode, where the backend's fused batch norm (XLA)
 				// has no gradient: use the graph-op batch norm, which has one on every backend.
