@@ -216,7 +216,6 @@ func TestSmokeNotebook(t *testing.T) {
 		for _, raw := range []string{"invalid state", "nvidia/ subdirectory", "cudart_stub", "PJRT error"} {
 			require.NotContains(t, c.Stderr, raw, "go-xla's or the plugin's own text reached the cell")
 		}
-		require.Less(t, c.Seconds, 60.0, "the failure must come fast, not after a hang")
 		require.Equal(t, []int{c.Index}, run.FailedCells)
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/internal/plugins"
@@ -15,8 +14,8 @@ import (
 )
 
 // `cifarlab train --backend cuda` on a machine without a GPU, with the real CUDA plugin of
-// PyPI's jax-cuda13-pjrt (kernel/setup.sh puts it in .venv): the built binary exits 1 within
-// seconds with cifarlib's no-GPU message, and nothing of go-xla's or the plugin's own output.
+// PyPI's jax-cuda13-pjrt (kernel/setup.sh puts it in .venv): the built binary exits 1
+// with cifarlib's no-GPU message, and nothing of go-xla's or the plugin's own output.
 func TestTrainCommandCUDAWithoutGPU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the cifarlab binary")
@@ -45,13 +44,10 @@ func TestTrainCommandCUDAWithoutGPU(t *testing.T) {
 	cmd.Env = append(os.Environ(), "GOMLX_NO_AUTO_INSTALL=1", plugins.CUDAEnv+"="+plugin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
 	err = cmd.Run()
-	elapsed := time.Since(start)
 	var exitErr *exec.ExitError
 	require.ErrorAs(t, err, &exitErr, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
 	require.Equal(t, 1, exitErr.ExitCode())
-	require.Less(t, elapsed, 10*time.Second)
 	require.Empty(t, stdout.String())
 	require.Equal(t, "cifarlab train: "+`backend "cuda" unavailable: no NVIDIA GPU on this machine (`+plugins.DescribeGPUProbe()+
 		`); the CUDA PJRT plugin is installed (jax-cuda13-pjrt 0.11.2 at `+plugin+`) but needs a GPU: check for the GPU `+
