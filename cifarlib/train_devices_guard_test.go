@@ -278,18 +278,13 @@ func TestDevicesLossOnLastShard(t *testing.T) {
 			backend := devicesTestBackend(t, n)
 			b, err := recs.Batch(0, 16) // Tensors are tied to the backend they first ran on.
 			require.NoError(t, err)
-			seeded := func() *model.Store {
-				s := model.NewStore()
-				require.NoError(t, s.SetRNGStateFromSeed(5))
-				return s
-			}
 			opts := plusOne
-			opts.Store = seeded()
+			opts.Store = seededStore(t, 5)
 			want, err := m.LossOn(backend, b.Images, b.Labels, opts)
 			var de *DeviceLabelError
 			require.ErrorAs(t, err, &de)
 
-			opts.Store = seeded()
+			opts.Store = seededStore(t, 5)
 			got, err := m.LossOnDevices(backend, n, b.Images, b.Labels, opts)
 			require.ErrorAs(t, err, &de)
 			require.Equal(t, []BadLabel{{Position: 13, Example: -1, Label: 10}}, de.Bad)
