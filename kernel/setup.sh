@@ -7,7 +7,7 @@
 #      go-xla's cgo, git, and chromium for the browser test),
 #   2. creates the venv $VENV (default REPO/.venv) with /usr/bin/python3 and pip-installs
 #      kernel/requirements.txt under kernel/constraints.txt (JupyterLab, nbclient, ...),
-#      the XLA CPU plugin and NumPy (tests only: kernel/requirements-test.txt),
+#      the XLA CPU plugin, NumPy (tests only: kernel/requirements-test.txt) and TensorBoard,
 #   3. builds the pinned gonb, goimports and gopls from tools/go.mod into REPO/.bin,
 #   4. builds the cifarlab command into REPO/.bin,
 #   5. installs the kernelspecs "Go (cifarlab, CPU)" and "Go (cifarlab, CUDA)"
@@ -20,7 +20,8 @@
 #   SKIP_APT, SKIP_VENV, SKIP_TOOLS, SKIP_CLI, SKIP_KERNELS, SKIP_NPM,
 #   SKIP_BROWSER (leaves chromium out of the apt list and skips npm),
 #   SKIP_XLA_CPU (leaves out the XLA CPU PJRT plugin, kernel/requirements-xla-cpu.txt),
-#   SKIP_CUDA_PLUGIN (leaves out the CUDA PJRT plugin, kernel/requirements-cuda.txt).
+#   SKIP_CUDA_PLUGIN (leaves out the CUDA PJRT plugin, kernel/requirements-cuda.txt),
+#   SKIP_TENSORBOARD (leaves out TensorBoard, kernel/requirements-tensorboard.txt).
 # Other settings:
 #   VENV=DIR                 venv location (default REPO/.venv)
 #   PYTHON=/usr/bin/python3  interpreter for the venv
@@ -119,6 +120,19 @@ if [ "$SKIP_VENV" != 1 ]; then
     # shellcheck disable=SC2086
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS \
       --no-deps --require-hashes -r "$REPO/kernel/requirements-test.txt"
+  fi
+
+  # 2c'. TensorBoard (kernel/requirements-tensorboard.txt, hash-pinned, every dependency listed):
+  # `tensorboard --logdir <runs folder>` shows the runs' curves, and the tests read cifarlab's
+  # event files back with its reader. SKIP_TENSORBOARD=1 leaves it out.
+  if [ "$SKIP_TENSORBOARD" != 1 ]; then
+    if "$VENV/bin/python" -c "import tensorboard.backend.event_processing.event_accumulator" 2>/dev/null; then
+      echo "tensorboard already installed"
+    else
+      # shellcheck disable=SC2086
+      "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS \
+        --no-deps --require-hashes -r "$REPO/kernel/requirements-tensorboard.txt"
+    fi
   fi
 
   # 2d. The CUDA PJRT plugin from PyPI's jax-cuda13-pjrt (hash-pinned, no dependencies, 134 MB):
