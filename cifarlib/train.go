@@ -31,6 +31,7 @@ import (
 func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 	t, err := NewTrainer(cfg)
 	if err != nil {
+		recordFailedStart(cfg, err) // ListRuns shows the attempt
 		return nil, err
 	}
 	return t.Run(ctx)
@@ -75,6 +76,7 @@ type Trainer struct {
 	lastStepAt  time.Time
 	lastMetrics []float64
 	hookErr     error
+	folder      *runFolder // run.json and TensorBoard events, with a CheckpointDir
 }
 
 // NewTrainer validates cfg, loads the data, builds the model, the GoMLX trainer and loop, and
@@ -275,7 +277,7 @@ func (t *Trainer) Resumed() (step int, ok bool) {
 // Cancelling ctx stops after the current step; the checkpoint (if configured) is saved and the
 // result has Interrupted set, with a nil error. Errors from the guards (*HeadMismatchError,
 // *LabelRangeError, *DeviceLabelError) stop training and are returned as they are.
-func (t *Trainer) Run(ctx context.Context) (*TrainResult, error) {
+func (t *Trainer) Run(ctx context.Context) (result *TrainResult, err error) {
 	if t.ran {
 		return nil, errors.New("cifarlib: Trainer.Run called twice: create a new Trainer (with the same CheckpointDir it resumes)")
 	}
@@ -295,6 +297,8 @@ func (t *Trainer) Run(ctx context.Context) (*TrainResult, error) {
 	if res.Resumed {
 		t.logf("resumed from checkpoint %s at step %d of %d", cfg.CheckpointDir, start, cfg.Steps)
 	}
+	t.folder = t.openRunFolder(start)
+	defer func() { t.folder.close(result, err) }()
 
 	if start < cfg.Steps {
 		if err := t.runSteps(ctx, start, res); err != nil {
@@ -461,6 +465,7 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 		return nil
 	}
 	t.history.add(p)
+	t.folder.point(p)
 	if t.live != nil {
 		t.live.add(p)
 	}

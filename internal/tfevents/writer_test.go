@@ -62,9 +62,10 @@ func TestTensorBoardReadsIt(t *testing.T) {
 	require.NoError(t, os.Truncate(w2.Path(), fi.Size()-7))
 
 	got := tbtest.ReadScalars(t, logdir)
+	p := func(step int64, v float32) tbtest.Point { return tbtest.Point{Step: step, Value: v} }
 	require.Equal(t, map[string]map[string][]tbtest.Point{"run-a": {
-		"train/loss": {{1, 2.302585}, {2, 1.5}, {3, 0.1}, {4, 0.25}, {5, 0.125}},
-		"lr":         {{1, 0.001}, {2, 0.001}, {3, 0.001}, {4, 0.001}, {5, 0.001}},
+		"train/loss": {p(1, 2.302585), p(2, 1.5), p(3, 0.1), p(4, 0.25), p(5, 0.125)},
+		"lr":         {p(1, 0.001), p(2, 0.001), p(3, 0.001), p(4, 0.001), p(5, 0.001)},
 	}}, got)
 }
 

@@ -1,0 +1,131 @@
+package cifarlib
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cifarlab/cifarlab/internal/tfevents"
+)
+
+// TensorBoard tags of the scalars a run writes into its folder (see runFolder.point).
+const (
+	TagTrainLoss     = "train/loss"          // the batch loss (HistoryPoint.Loss)
+	TagTrainAccuracy = "train/accuracy"      // HistoryPoint.Accuracy
+	TagTrainTopK     = "train/top5"          // HistoryPoint.TopK (CIFAR-100)
+	TagLearningRate  = "train/learning_rate" // HistoryPoint.LearningRate
+	TagTestLoss      = "test/loss"           // HistoryPoint.Eval.Loss (TrainConfig.EvalEvery)
+	TagTestAccuracy  = "test/accuracy"       // HistoryPoint.Eval.Accuracy
+	TagTestTopK      = "test/top5"           // HistoryPoint.Eval.TopK
+	TagFinalLoss     = "final/test_loss"     // TrainResult.Eval.Loss, at the last step
+	TagFinalAccuracy = "final/test_accuracy" // TrainResult.Eval.Accuracy
+	TagFinalTopK     = "final/test_top5"     // TrainResult.Eval.TopKAccuracy
+)
+
+// runFolder is what a Trainer with a CheckpointDir writes besides the checkpoints: run.json
+// (RunRecord) when it starts and ends, and TensorBoard scalars as the History points come.
+// A TensorBoard write error does not stop training: it is logged once and the events stop.
+type runFolder struct {
+	dir     string
+	record  *RunRecord
+	opened  time.Time
+	prior   time.Duration // WallTime of the runs before a resume
+	events  *tfevents.Writer
+	log     io.Writer
+	evtErr  error
+	topK    bool
+	lastErr error
+}
+
+// openRunFolder records the start of a run of t in its checkpoint directory and opens a new
+// TensorBoard event file there, starting at the step after start (a resume supersedes the
+// points a crashed run wrote past its checkpoint). It returns nil without a checkpoint
+// directory.
+func (t *Trainer) openRunFolder(start int) *runFolder {
+	if t.ckpt == nil {
+		return nil
+	}
+	cfg := &t.cfg
+	rf := &runFolder{dir: cfg.CheckpointDir, opened: time.Now(), log: cfg.Log, topK: cfg.topK() > 0,
+		record: newRunRecord(cfg, t.model.NumClasses, t.dist.numDevices())}
+	if prev, err := ReadRunRecord(rf.dir); err == nil && start > 0 {
+		rf.prior = prev.WallTime
+		if rf.record.From == "" {
+			rf.record.From = prev.From
+		}
+	}
+	rf.note(rf.record.write(rf.dir))
+	if rf.events, rf.evtErr = tfevents.Create(rf.dir); rf.evtErr == nil {
+		rf.evtErr = rf.events.Start(int64(start + 1))
+	}
+	rf.note(rf.evtErr)
+	return rf
+}
+
+// point writes a History point's scalars to TensorBoard.
+func (rf *runFolder) point(p HistoryPoint) {
+	if rf == nil {
+		return
+	}
+	values := []tfevents.Scalar{{Tag: TagTrainLoss, Value: float32(p.Loss)}, {Tag: TagTrainAccuracy, Value: float32(p.Accuracy)}}
+	if rf.topK {
+		values = append(values, tfevents.Scalar{Tag: TagTrainTopK, Value: float32(p.TopK)})
+	}
+	values = append(values, tfevents.Scalar{Tag: TagLearningRate, Value: float32(p.LearningRate)})
+	if e := p.Eval; e != nil {
+		values = append(values, tfevents.Scalar{Tag: TagTestLoss, Value: float32(e.Loss)}, tfevents.Scalar{Tag: TagTestAccuracy, Value: float32(e.Accuracy)})
+		if rf.topK {
+			values = append(values, tfevents.Scalar{Tag: TagTestTopK, Value: float32(e.TopK)})
+		}
+	}
+	rf.scalars(int64(p.Step), values)
+}
+
+func (rf *runFolder) scalars(step int64, values []tfevents.Scalar) {
+	if rf.evtErr != nil {
+		return
+	}
+	rf.evtErr = rf.events.Scalars(step, values...)
+	rf.note(rf.evtErr)
+}
+
+// close records how the run ended: res when it ended without error, else runErr.
+func (rf *runFolder) close(res *TrainResult, runErr error) {
+	if rf == nil {
+		return
+	}
+	if runErr == nil && res != nil && res.Eval != nil {
+		values := []tfevents.Scalar{{Tag: TagFinalLoss, Value: float32(res.Eval.Loss)}, {Tag: TagFinalAccuracy, Value: float32(res.Eval.Accuracy)}}
+		if rf.topK {
+			values = append(values, tfevents.Scalar{Tag: TagFinalTopK, Value: float32(res.Eval.TopKAccuracy)})
+		}
+		rf.scalars(int64(res.EndStep), values)
+	}
+	if rf.events != nil {
+		if err := rf.events.Close(); rf.evtErr == nil {
+			rf.note(err)
+		}
+	}
+	rec := rf.record
+	rec.Ended = time.Now()
+	rec.WallTime = rf.prior + rec.Ended.Sub(rf.opened)
+	switch {
+	case runErr != nil:
+		rec.Status, rec.Error = RunFailed, runErr.Error()
+	case res.Interrupted:
+		rec.Status, rec.Result = RunInterrupted, res
+	default:
+		rec.Status, rec.Result = RunDone, res
+	}
+	rf.note(rec.write(rf.dir))
+}
+
+// note logs an error of the run folder once per distinct error; training goes on.
+func (rf *runFolder) note(err error) {
+	if err == nil || rf.log == nil || (rf.lastErr != nil && errors.Is(err, rf.lastErr)) {
+		return
+	}
+	rf.lastErr = err
+	fmt.Fprintf(rf.log, "note: %v (training goes on)\n", err)
+}

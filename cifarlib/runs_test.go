@@ -1,0 +1,192 @@
+package cifarlib
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/internal/tfevents/tbtest"
+	"github.com/stretchr/testify/require"
+)
+
+// trainRun trains a small linear CIFAR-100 model into runs/name.
+func trainRun(t *testing.T, runs, name string, edit func(*TrainConfig)) (*TrainResult, error) {
+	t.Helper()
+	return trainRunCtx(context.Background(), t, runs, name, edit)
+}
+
+// trainRunCtx is trainRun with a context.
+func trainRunCtx(ctx context.Context, t *testing.T, runs, name string, edit func(*TrainConfig)) (*TrainResult, error) {
+	t.Helper()
+	train, test := trainTestRecords(t, CIFAR100(LabelsFine), 256, 80, 3)
+	cfg := TrainConfig{Spec: CIFAR100(LabelsFine), TrainRecords: train, TestRecords: test, Model: ArchLinear,
+		Backend: testBackend(t), Steps: 6, BatchSize: 16, Seed: 1, EvalEvery: 3, EvalExamples: 40,
+		CheckpointDir: filepath.Join(runs, name), Progress: ProgressOff}
+	if edit != nil {
+		edit(&cfg)
+	}
+	return Train(ctx, cfg)
+}
+
+func writeTestFile(t *testing.T, path, content string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+}
+
+func TestListRuns(t *testing.T) {
+	runs := t.TempDir()
+	done, err := trainRun(t, runs, "a-done", nil)
+	require.NoError(t, err)
+	_, err = trainRun(t, runs, "b-guarded", func(c *TrainConfig) { c.Head = 10 })
+	require.ErrorIs(t, err, ErrHeadMismatch)
+	unguarded, err := trainRun(t, runs, "c-unguarded", func(c *TrainConfig) { c.Head, c.Unguarded, c.SkipFinalEval = 10, true, true })
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	interrupted, err := trainRunCtx(ctx, t, runs, "d-interrupted", func(c *TrainConfig) {
+		c.OnPoint = func(p HistoryPoint) error {
+			if p.Step == 2 {
+				cancel() // like SIGINT: training stops after this step
+			}
+			return nil
+		}
+	})
+	require.NoError(t, err)
+	require.True(t, interrupted.Interrupted)
+
+	// Hand-made folders: a run killed mid-training (its run.json still says running), one
+	// written before run.json existed, unreadable records, and a folder of something else.
+	running, err := os.ReadFile(filepath.Join(runs, "a-done", RunFileName))
+	require.NoError(t, err)
+	var rec RunRecord
+	require.NoError(t, json.Unmarshal(running, &rec))
+	rec.Status, rec.Result = RunRunning, nil
+	require.NoError(t, rec.write(filepath.Join(runs, "e-killed")))
+	hist, err := os.ReadFile(filepath.Join(runs, "a-done", HistoryFileName))
+	require.NoError(t, err)
+	writeTestFile(t, filepath.Join(runs, "f-legacy", HistoryFileName), string(hist))
+	writeTestFile(t, filepath.Join(runs, "g-torn", RunFileName), `{"status": "done", "started": "2026-`)
+	writeTestFile(t, filepath.Join(runs, "h-bad-history", RunFileName), string(running))
+	writeTestFile(t, filepath.Join(runs, "h-bad-history", HistoryFileName), "not json")
+	writeTestFile(t, filepath.Join(runs, "i-status", RunFileName), `{"status": "finished"}`)
+	writeTestFile(t, filepath.Join(runs, "j-photos", "cat.jpg"), "jpeg")
+	writeTestFile(t, filepath.Join(runs, "notes.txt"), "a file, not a run")
+	writeTestFile(t, filepath.Join(runs, ".cache", RunFileName), `{"status": "done"}`)
+
+	list, err := ListRuns(runs)
+	require.NoError(t, err)
+	var names []string
+	for _, r := range list {
+		names = append(names, r.Name)
+	}
+	require.Equal(t, []string{"a-done", "b-guarded", "c-unguarded", "d-interrupted", "e-killed", "f-legacy", "g-torn", "h-bad-history", "i-status", "j-photos"}, names)
+
+	for _, c := range []struct {
+		name   string
+		status RunStatus
+		reason string // a part of Reason ("" for none)
+		steps  int
+		loss   float64
+		test   *EvalResult
+	}{
+		{"a-done", RunDone, "", 6, done.Loss, done.Eval},
+		{"b-guarded", RunFailed, "model head has 10 outputs but dataset cifar100 has 100 classes", 0, 0, nil},
+		{"c-unguarded", RunDone, "", 6, unguarded.Loss, nil},
+		{"d-interrupted", RunInterrupted, "interrupted at step 2 of 6: train again with the same folder to resume", 2, interrupted.Loss, nil},
+		{"e-killed", RunIncomplete, "and not finished: still training, or its process was killed", 0, 0, nil},
+		{"f-legacy", RunIncomplete, "no run.json", 6, done.Loss, nil},
+		{"g-torn", RunBroken, "g-torn/run.json: unexpected end of JSON input: the file is not a cifarlib run record", 0, 0, nil},
+		{"h-bad-history", RunBroken, "h-bad-history/history.json: invalid character", 0, 0, nil},
+		{"i-status", RunBroken, `unknown status "finished"`, 0, 0, nil},
+		{"j-photos", RunForeign, "not a cifarlab run: no run.json, history.json or checkpoint", 0, 0, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, ok := list.Find(c.name)
+			require.True(t, ok)
+			require.Equal(t, c.status, r.Status)
+			require.Equal(t, filepath.Join(runs, c.name), r.Dir)
+			if c.reason == "" {
+				require.Empty(t, r.Reason)
+			} else {
+				require.Contains(t, r.Reason, c.reason)
+			}
+			require.Equal(t, c.steps, r.Steps)
+			require.Equal(t, c.loss, r.Loss)
+			require.Equal(t, c.test != nil, r.HasTest)
+			if c.test != nil {
+				require.Equal(t, c.test.Accuracy, r.TestAccuracy)
+				require.Equal(t, c.test.TopKAccuracy, r.TestTopK)
+			}
+		})
+	}
+	a, _ := list.Find("a-done")
+	require.Equal(t, RunInfo{Name: "a-done", Dir: a.Dir, Status: RunDone, Dataset: "cifar100", Model: ArchLinear, Head: 100, Guarded: true,
+		Devices: 1, Steps: 6, Loss: done.Loss, TestAccuracy: done.Eval.Accuracy, TestTopK: done.Eval.TopKAccuracy, HasTest: true,
+		WallTime: a.WallTime, TensorBoard: true, History: done.History}, a)
+	require.Greater(t, a.WallTime, done.Duration, "the wall time covers training and the final evaluation")
+	c, _ := list.Find("c-unguarded")
+	require.Equal(t, []any{10, false}, []any{c.Head, c.Guarded})
+	b, _ := list.Find("b-guarded")
+	require.Equal(t, []any{"cifar100", 10, true, 0, false}, []any{b.Dataset, b.Head, b.Guarded, b.Steps, b.TensorBoard})
+
+	var text bytes.Buffer
+	require.NoError(t, list.WriteTable(&text))
+	lines := strings.Split(strings.TrimSuffix(text.String(), "\n"), "\n")
+	require.Len(t, lines, 1+len(list))
+	require.Regexp(t, `^run +status +dataset +model +head +guard +devices +steps +loss +test acc +test top-5 +wall time +from +note$`, lines[0])
+	require.Regexp(t, `^a-done +done +cifar100 +linear +100 +guarded +1 +6 +\d+\.\d{4} +\d+\.\d\d% +\d+\.\d\d% +[0-9.]+m?s +$`, lines[1])
+	require.Regexp(t, `^c-unguarded +done +cifar100 +linear +10 +UNGUARDED +1 +6 `, lines[3])
+	require.Contains(t, list.HTML(), `<tr class="failed"><td>b-guarded</td><td>failed</td><td>cifar100</td><td>linear</td><td>10</td><td>guarded</td>`)
+	require.Equal(t, "no runs", Runs(nil).String())
+
+	_, err = ListRuns(filepath.Join(runs, "missing"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.ErrorContains(t, err, "cifarlib: listing the runs folder")
+}
+
+// TestTensorBoardEqualsHistory trains, resumes, and reads the run's TensorBoard events with
+// TensorBoard's own reader: every scalar equals the float32 of its history.json value (the
+// metrics are float32 in the graph, so the float64 in history.json rounds back exactly).
+func TestTensorBoardEqualsHistory(t *testing.T) {
+	tbtest.Python(t) // fails in CI, skips elsewhere, without TensorBoard
+	runs := t.TempDir()
+	first, err := trainRun(t, runs, "run", func(c *TrainConfig) { c.Steps, c.EvalEvery, c.HistoryEvery = 8, 4, 1 })
+	require.NoError(t, err)
+	second, err := trainRun(t, runs, "run", func(c *TrainConfig) { c.Steps, c.EvalEvery, c.HistoryEvery = 12, 4, 1 })
+	require.NoError(t, err)
+	require.True(t, second.Resumed)
+
+	h, err := LoadHistory(filepath.Join(runs, "run"))
+	require.NoError(t, err)
+	require.Len(t, h.Points, 12)
+	want := map[string][]tbtest.Point{}
+	add := func(tag string, step int, v float64) {
+		want[tag] = append(want[tag], tbtest.Point{Step: int64(step), Value: float32(v)})
+	}
+	for _, p := range h.Points {
+		add(TagTrainLoss, p.Step, p.Loss)
+		add(TagTrainAccuracy, p.Step, p.Accuracy)
+		add(TagTrainTopK, p.Step, p.TopK)
+		add(TagLearningRate, p.Step, p.LearningRate)
+		if e := p.Eval; e != nil {
+			add(TagTestLoss, p.Step, e.Loss)
+			add(TagTestAccuracy, p.Step, e.Accuracy)
+			add(TagTestTopK, p.Step, e.TopK)
+		}
+	}
+	require.Len(t, want[TagTestAccuracy], 3)
+	for _, r := range []*TrainResult{first, second} { // each run's final evaluation, at its last step
+		add(TagFinalLoss, r.EndStep, r.Eval.Loss)
+		add(TagFinalAccuracy, r.EndStep, r.Eval.Accuracy)
+		add(TagFinalTopK, r.EndStep, r.Eval.TopKAccuracy)
+	}
+	got := tbtest.ReadScalars(t, runs)
+	require.Equal(t, map[string]map[string][]tbtest.Point{"run": want}, got)
+	for _, p := range h.Points {
+		require.Equal(t, p.Loss, float64(float32(p.Loss)), "history.json holds float32 values")
+	}
+}
