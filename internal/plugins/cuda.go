@@ -17,12 +17,16 @@ import (
 const JaxCUDAFile = "jax_plugins/xla_cuda*/xla_cuda_plugin.so"
 
 // FindCUDA returns the CUDA plugin cifarlib.NewBackend("cuda") loads: the absolute path in
-// $CIFARLAB_CUDA_PLUGIN, else the name of a "cuda" plugin go-xla finds; "" when there is none.
-// A set variable naming a missing file gives an *EnvError.
+// $CIFARLAB_CUDA_PLUGIN, else the plugin in $CIFARLAB_CUDA_SITE, else the name of a "cuda"
+// plugin go-xla finds; "" when there is none. A set variable naming a missing file or folder
+// gives an *EnvError.
 func FindCUDA() (string, error) {
 	abs, err := envFile(CUDAEnv, "CUDA PJRT plugin", "set $"+CUDAEnv+" to the absolute path of the plugin "+
 		"(e.g. SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so of pip's jax-cuda13-pjrt), or unset it")
 	if err != nil || abs != "" {
+		return abs, err
+	}
+	if abs, err := CUDASitePlugin(); err != nil || abs != "" {
 		return abs, err
 	}
 	return GoXLAName("cuda"), nil
@@ -134,4 +138,42 @@ func GPUs(ctx context.Context) ([]string, error) {
 		}
 	}
 	return gpus, nil
+}
+
+// GPUMemory returns the memory of the smallest GPU nvidia-smi lists, in bytes
+// (`nvidia-smi --query-gpu=memory.total`); an error when nvidia-smi is missing, fails or lists
+// no GPU.
+func GPUMemory(ctx context.Context) (int64, error) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("nvidia-smi --query-gpu=memory.total: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return parseGPUMemory(string(out))
+}
+
+// parseGPUMemory reads nvidia-smi's memory.total lines (MiB, no units) and returns the smallest.
+func parseGPUMemory(out string) (int64, error) {
+	var least int64
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		var mib int64
+		if _, err := fmt.Sscan(line, &mib); err != nil || mib <= 0 {
+			return 0, fmt.Errorf("nvidia-smi memory.total: unexpected line %q", line)
+		}
+		if least == 0 || mib<<20 < least {
+			least = mib << 20
+		}
+	}
+	if least == 0 {
+		return 0, fmt.Errorf("nvidia-smi lists no GPU memory")
+	}
+	return least, nil
 }

@@ -34,7 +34,7 @@ func (f CUDAFile) String() string {
 }
 
 // FindCUDAFile locates an installed CUDA PJRT plugin without loading it, for messages and
-// doctor: $CIFARLAB_CUDA_PLUGIN, else a "cuda" plugin file in go-xla's folders (by name, as the
+// doctor: $CIFARLAB_CUDA_PLUGIN, else the plugin in $CIFARLAB_CUDA_SITE, else a "cuda" plugin file in go-xla's folders (by name, as the
 // environment is now: the CUDA kernel points $PJRT_PLUGIN_LIBRARY_PATH at its plugin), else
 // pip's jax-cudaN-pjrt in the checkout's venv (repoDir, or the checkout repo.Find finds when
 // ""), else in $VIRTUAL_ENV. It returns a zero CUDAFile when there is none, and an *EnvError
@@ -46,6 +46,12 @@ func FindCUDAFile(repoDir string) (CUDAFile, error) {
 	}
 	if abs != "" {
 		return cudaFile(abs, "$"+CUDAEnv), nil
+	}
+	if abs, err := CUDASitePlugin(); err != nil || abs != "" {
+		if err != nil {
+			return CUDAFile{}, err
+		}
+		return cudaFile(abs, "$"+CUDASiteEnv+"="+os.Getenv(CUDASiteEnv)), nil
 	}
 	if p, ok := FindFiles()["cuda"]; ok {
 		return cudaFile(p, "go-xla's plugin folders"), nil
