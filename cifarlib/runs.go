@@ -103,26 +103,24 @@ func (r *RunRecord) write(dir string) error {
 	})
 }
 
-// recordFailedStart records, in cfg.CheckpointDir, a run that failed before its first step
-// (e.g. *HeadMismatchError), so that ListRuns shows the attempt. It writes only into a new or
-// empty folder: a folder holding an earlier run keeps that run's record. Config errors leave
-// nothing behind. Errors writing it are ignored: the run's own error is what the caller gets.
-func recordFailedStart(cfg TrainConfig, runErr error) {
+// RecordFailedStart records, in cfg.CheckpointDir, a run that failed before its first step
+// with runErr (e.g. *HeadMismatchError from Train), so that ListRuns shows the attempt and its
+// error: the notebooks' Lab.Fit does, for its named runs. It writes only into a new or empty
+// folder, so a folder holding an earlier run keeps that run's record; config errors
+// (*ConfigError) and a config without CheckpointDir record nothing.
+func RecordFailedStart(cfg TrainConfig, runErr error) error {
 	var ce *ConfigError
-	if cfg.CheckpointDir == "" || errors.As(runErr, &ce) {
-		return
+	if cfg.CheckpointDir == "" || runErr == nil || errors.As(runErr, &ce) {
+		return nil
 	}
 	if entries, err := os.ReadDir(cfg.CheckpointDir); err == nil && len(entries) > 0 || err != nil && !errors.Is(err, os.ErrNotExist) {
-		return
+		return nil
 	}
 	c, err := cfg.withDefaults()
 	if err != nil {
-		return
-	}
-	if err := os.MkdirAll(c.CheckpointDir, 0o755); err != nil {
-		return
+		return nil
 	}
 	rec := newRunRecord(&c, c.headWidth(), max(1, c.Devices))
 	rec.Status, rec.Error, rec.Ended = RunFailed, runErr.Error(), time.Now()
-	_ = rec.write(c.CheckpointDir)
+	return rec.write(c.CheckpointDir)
 }

@@ -14,6 +14,18 @@ import (
 	"github.com/cifarlab/cifarlab/internal/tfevents"
 )
 
+// RunsEnv names the folder of runs that the notebooks' Lab and `cifarlab runs` use; default:
+// "runs" in the data folder (DefaultRunsDir).
+const RunsEnv = "CIFARLAB_RUNS"
+
+// DefaultRunsDir is the folder of runs: $CIFARLAB_RUNS, else dataDir/runs.
+func DefaultRunsDir(dataDir string) string {
+	if dir := os.Getenv(RunsEnv); dir != "" {
+		return dir
+	}
+	return filepath.Join(dataDir, "runs")
+}
+
 // RunInfo is one run of a runs folder, as ListRuns finds it: a row of the runs table.
 type RunInfo struct {
 	// Name is the folder's name, Dir its path.

@@ -42,8 +42,15 @@ func TestListRuns(t *testing.T) {
 	runs := t.TempDir()
 	done, err := trainRun(t, runs, "a-done", nil)
 	require.NoError(t, err)
-	_, err = trainRun(t, runs, "b-guarded", func(c *TrainConfig) { c.Head = 10 })
+	guarded := TrainConfig{Spec: CIFAR100(LabelsFine), Model: ArchLinear, Head: 10, Steps: 6, CheckpointDir: filepath.Join(runs, "b-guarded")}
+	_, err = Train(context.Background(), guarded)
 	require.ErrorIs(t, err, ErrHeadMismatch)
+	require.NoDirExists(t, guarded.CheckpointDir, "Train leaves nothing behind when it fails before the first step")
+	require.NoError(t, RecordFailedStart(guarded, err))
+	require.NoError(t, RecordFailedStart(TrainConfig{Spec: CIFAR10(), Steps: 1, CheckpointDir: filepath.Join(runs, "a-done")}, err),
+		"a folder holding a run keeps its record")
+	require.NoError(t, RecordFailedStart(TrainConfig{Steps: 1, CheckpointDir: filepath.Join(runs, "z-config")}, &ConfigError{Field: "Spec"}))
+	require.NoDirExists(t, filepath.Join(runs, "z-config"), "config errors record nothing")
 	unguarded, err := trainRun(t, runs, "c-unguarded", func(c *TrainConfig) { c.Head, c.Unguarded, c.SkipFinalEval = 10, true, true })
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

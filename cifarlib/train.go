@@ -31,7 +31,6 @@ import (
 func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 	t, err := NewTrainer(cfg)
 	if err != nil {
-		recordFailedStart(cfg, err) // ListRuns shows the attempt
 		return nil, err
 	}
 	return t.Run(ctx)

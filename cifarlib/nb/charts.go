@@ -30,27 +30,30 @@ const (
 	ChartHeight = 7 * vg.Centimeter
 )
 
-// LossChart plots a run's training loss per step (the batch loss, light, and its moving
-// average) and the test loss of the evaluations recorded in the history.
+// LossChart plots a run's training loss per step (the batch loss, light, and the batch loss
+// smoothed as TensorBoard smooths it, cifarlib.History.SmoothedLoss) and the test loss of the
+// evaluations recorded in the history.
 func LossChart(h *cifarlib.History) (*plot.Plot, error) {
 	p := newChart("loss", "step", "cross-entropy loss")
-	var batch, moving, test plotter.XYs
-	for _, pt := range h.Points {
+	var batch, smooth, test plotter.XYs
+	smoothed := h.SmoothedLoss()
+	for i, pt := range h.Points {
 		batch = append(batch, plotter.XY{X: float64(pt.Step), Y: pt.Loss})
-		moving = append(moving, plotter.XY{X: float64(pt.Step), Y: pt.MovingLoss})
+		smooth = append(smooth, plotter.XY{X: float64(pt.Step), Y: smoothed[i]})
 		if pt.Eval != nil {
 			test = append(test, plotter.XY{X: float64(pt.Step), Y: pt.Eval.Loss})
 		}
 	}
-	if err := addLine(p, "train (batch)", batch, grey); err != nil {
-		return nil, err
+	for _, err := range []error{
+		addLine(p, "train (batch)", batch, grey),
+		addLine(p, "train (smoothed)", smooth, blue),
+		addPoints(p, "test", test, orange),
+	} {
+		if err != nil {
+			return nil, err
+		}
 	}
-	if err := addLine(p, "train (moving average)", moving, blue); err != nil {
-		return nil, err
-	}
-	if err := addPoints(p, "test", test, orange); err != nil {
-		return nil, err
-	}
+	p.Y.Min = 0 // a loss is never negative: 0 is the scale's bottom
 	return p, nil
 }
 
@@ -84,8 +87,7 @@ func AccuracyChart(h *cifarlib.History) (*plot.Plot, error) {
 			return nil, err
 		}
 	}
-	// Accuracies rise to the right: the legend goes top left, the scale is the whole 0-100%.
-	p.Y.Min, p.Y.Max, p.Legend.Left = 0, 100, true
+	p.Y.Min, p.Y.Max = 0, 100 // the whole scale: chance and perfect are where they always are
 	return p, nil
 }
 
@@ -104,7 +106,7 @@ func LabelChart(title string, s cifarlib.SplitLabels) (*plot.Plot, error) {
 			inside[label] = float64(n)
 		}
 	}
-	width := max(1, ChartWidth*0.6/vg.Length(max(1, len(s.Histogram))))
+	width := max(1, ChartWidth*0.4/vg.Length(max(1, len(s.Histogram)))) // a gap between bars, legend column aside
 	narrow := s.HeadWidth > 0 && s.HeadWidth < len(s.Histogram)
 	for _, part := range []struct {
 		values plotter.Values
@@ -112,7 +114,7 @@ func LabelChart(title string, s cifarlib.SplitLabels) (*plot.Plot, error) {
 		legend string
 	}{
 		{inside, blue, fmt.Sprintf("labels < %d", s.HeadWidth)},
-		{beyond, red, fmt.Sprintf("labels >= %d: no output of the head for them", s.HeadWidth)},
+		{beyond, red, fmt.Sprintf("labels >= %d: beyond the head", s.HeadWidth)},
 	} {
 		if part.colour == red && !narrow {
 			continue
@@ -127,21 +129,44 @@ func LabelChart(title string, s cifarlib.SplitLabels) (*plot.Plot, error) {
 			p.Legend.Add(part.legend, bars)
 		}
 	}
-	p.Y.Min, p.Y.Max = 0, 1.4*float64(max(1, most)) // room for the legend above the bars
+	p.Y.Min, p.Y.Max = 0, 1.1*float64(max(1, most))
 	return p, nil
 }
 
-// SVG renders a chart as a self-contained SVG document of ChartWidth x ChartHeight, with a
-// small right margin for the last tick label.
+// SVG renders a chart as a self-contained SVG document of ChartWidth x ChartHeight. The legend,
+// if any, goes in a column right of the chart, where it cannot cover a curve, top-aligned with
+// the plotting area; margins keep the top and the last tick labels inside the document.
 func SVG(p *plot.Plot) (string, error) {
 	c := vgsvg.New(ChartWidth, ChartHeight)
-	p.Draw(draw.Crop(draw.New(c), 0, -vg.Points(10), 0, 0))
+	dc := draw.New(c)
+	legend := p.Legend
+	if w := legend.Rectangle(dc).Size().X; w > 0 {
+		// Text is measured in Liberation Sans; a browser without it draws a fallback font up to
+		// ~15% wider, which the column's slack absorbs (the entries are left-aligned).
+		column := 1.15*w + 2*legendGap
+		p.Legend = plot.Legend{TextStyle: legend.TextStyle} // drawn below, not over the data
+		defer func() { p.Legend = legend }()
+		titleHeight := p.Title.TextStyle.Height(p.Title.Text) + p.Title.Padding
+		legend.Top, legend.Left, legend.XOffs, legend.YOffs = true, true, 0, 0
+		legend.Draw(draw.Crop(dc, ChartWidth-column+legendGap, 0, chartMargin, -titleHeight-chartMargin))
+		dc = draw.Crop(dc, 0, -column, 0, 0)
+	} else {
+		dc = draw.Crop(dc, 0, -legendGap, 0, 0) // room for the last x tick label
+	}
+	p.Draw(draw.Crop(dc, 0, 0, 0, -chartMargin))
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
 		return "", fmt.Errorf("nb: rendering %q as SVG: %w", p.Title.Text, err)
 	}
 	return strings.ReplaceAll(b.String(), svgFontFamily, svgFontFallbacks), nil
 }
+
+// chartMargin is the space kept above a chart (for the top tick label, half of which sticks out
+// of the plotting area), and legendGap the space around the legend column.
+const (
+	chartMargin = vg.Length(4)
+	legendGap   = vg.Length(10)
+)
 
 // chartFont is Liberation Sans, metric-compatible with Arial and Helvetica: the SVG names those
 // as fallbacks (see SVG), so that text measured by gonum/plot fits where browsers draw it.
@@ -156,7 +181,6 @@ func newChart(title, x, y string) *plot.Plot {
 	}
 	p.Legend.TextStyle.Font.Size = vg.Points(10)
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
 	return p
 }
 

@@ -117,8 +117,10 @@ func (l *Lab) RunDir(name string) (string, error) {
 // Fit trains cfg as the run called name, from scratch: a previous run of that name is removed
 // first, so running the cell again gives the same result. Fields cfg leaves unset come from the
 // lab: Spec, the splits, Arch and Backend. The progress bar is off unless asked for, and log
-// lines (every cfg.LogEvery steps, when set) go to Output. The run's checkpoint stays in
-// RunDir(name) for Load. It prints how long training took.
+// lines (every cfg.LogEvery steps, when set) go to Output. In a notebook, the loss and
+// accuracy charts of the run so far are drawn in the cell and redrawn in place as it trains
+// (Live, at most every LiveEvery), and stay as the run's final charts. The run's checkpoint
+// stays in RunDir(name) for Load. It prints how long training took.
 func (l *Lab) Fit(name string, cfg cifarlib.TrainConfig) (*cifarlib.TrainResult, error) {
 	dir, err := l.RunDir(name)
 	if err != nil {
@@ -146,13 +148,37 @@ func (l *Lab) Fit(name string, cfg cifarlib.TrainConfig) (*cifarlib.TrainResult,
 		return nil, fmt.Errorf("nb: removing the previous run %q: %w", name, err)
 	}
 	cfg.CheckpointDir = dir
+	var live *Live
+	if InNotebook() && !cfg.Plot {
+		live = l.live(&cfg)
+	}
 	start := time.Now()
 	res, err := cifarlib.Train(context.Background(), cfg)
 	if err != nil {
+		if live != nil {
+			live.Finish(nil) // the curves up to the failure
+		}
 		return nil, err
+	}
+	if live != nil && live.Finish(res.History) {
+		drawnLive.Store(res.History, struct{}{})
 	}
 	fmt.Fprintf(output(), "run %q: trained %d steps in %.1fs, saved in %s\n", name, res.StepsRun(), time.Since(start).Seconds(), dir)
 	return res, nil
+}
+
+// live returns a live view on the notebook, fed by cfg.OnPoint (before any hook of the caller's).
+func (l *Lab) live(cfg *cifarlib.TrainConfig) *Live {
+	live := NewLive(NotebookSink{}, cfg.TopK())
+	next := cfg.OnPoint
+	cfg.OnPoint = func(p cifarlib.HistoryPoint) error {
+		_ = live.Add(p)
+		if next != nil {
+			return next(p)
+		}
+		return nil
+	}
+	return live
 }
 
 // ErrNoRun is returned by Load when the run has not been trained yet.

@@ -89,7 +89,7 @@ func TestHistoryCharts(t *testing.T) {
 	require.NoError(t, err)
 	svg, err := SVG(p)
 	require.NoError(t, err)
-	requireSVG(t, svg, ">loss<", ">step<", "train (moving average)", ">test<", svgFontFallbacks)
+	requireSVG(t, svg, ">loss<", ">step<", "train (smoothed)", ">test<", svgFontFallbacks)
 	require.NotContains(t, svg, "Serif")
 
 	p, err = AccuracyChart(h)
@@ -114,7 +114,7 @@ func TestLabelChartMarksLabelsBeyondHead(t *testing.T) {
 	require.NoError(t, err)
 	svg, err := SVG(p)
 	require.NoError(t, err)
-	requireSVG(t, svg, ">labels<", "labels &gt;= 2: no output of the head for them", "labels &lt; 2")
+	requireSVG(t, svg, ">labels<", "labels &gt;= 2: beyond the head", "labels &lt; 2")
 	require.Contains(t, svg, "fill:#E45756", "bars beyond the head are red")
 
 	s.HeadWidth = 4 // a head that fits: no red, no legend

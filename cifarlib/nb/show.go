@@ -16,7 +16,8 @@ import (
 //
 //   - *cifarlib.Summary and *cifarlib.EvalResult: an HTML table;
 //   - *cifarlib.History: loss and accuracy charts;
-//   - *cifarlib.TrainResult: the run's summary, then its History's charts;
+//   - *cifarlib.TrainResult: the run's summary, then its History's charts (unless lab.Fit's
+//     live view drew them already, above);
 //   - cifarlib.SplitLabels (Records.LabelStats): the label histogram as a chart, with the
 //     labels the head cannot represent in red;
 //   - *cifarlib.Diagnosis: its report, then the training split's label chart;
@@ -37,7 +38,7 @@ func Show(v any) {
 		if err := v.WriteSummary(output()); err != nil {
 			fmt.Fprintln(output(), "error:", err)
 		}
-		if v.History != nil && len(v.History.Points) > 1 {
+		if _, live := drawnLive.Load(v.History); v.History != nil && len(v.History.Points) > 1 && !live {
 			showHistory(v.History)
 		}
 	case cifarlib.SplitLabels:
@@ -57,17 +58,12 @@ func Show(v any) {
 }
 
 func showHistory(h *cifarlib.History) {
-	for _, chart := range []struct {
-		name string
-		draw func(*cifarlib.History) (*plot.Plot, error)
-	}{{"loss", LossChart}, {"accuracy", AccuracyChart}} {
-		svg, err := render(chart.draw(h))
-		if err != nil {
-			fmt.Fprintln(output(), "error:", err)
+	for _, c := range historyCharts(h) {
+		if c.err != nil {
+			fmt.Fprintln(output(), "error:", c.err)
 			continue
 		}
-		last, _ := h.Last()
-		DisplaySVG(svg, fmt.Sprintf("%s curve: %d points, to step %d", chart.name, len(h.Points), last.Step))
+		DisplaySVG(c.svg, c.text)
 	}
 }
 

@@ -1,0 +1,130 @@
+package nb
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/janpfeifer/gonb/gonbui"
+	"github.com/janpfeifer/gonb/gonbui/protocol"
+	"gonum.org/v1/plot"
+)
+
+// LiveEvery is the shortest time between two redraws of a live view (Live): drawing and
+// sending two charts takes milliseconds, but a notebook redrawing them on every step would
+// spend its time on that.
+const LiveEvery = time.Second
+
+// Sink is where a live view sends its charts. Update replaces the display called id by svg,
+// with text as its plain-text alternative; the first Update of an id creates the display, in
+// the cell's output where the cell is at that time. NotebookSink is the notebook's; tests
+// record the updates.
+type Sink interface {
+	Update(id, svg, text string)
+}
+
+// NotebookSink updates displays of the GoNB cell in place (gonbui's display ids: Jupyter's
+// update_display_data), as SVG images: no JavaScript, and the last update is what a saved
+// notebook keeps.
+type NotebookSink struct{}
+
+// Update sends svg to the display id and waits until GoNB has it.
+func (NotebookSink) Update(id, svg, text string) {
+	gonbui.SendData(&protocol.DisplayData{
+		Data:      map[protocol.MIMEType]any{protocol.MIMEImageSVG: svg, protocol.MIMETextPlain: text},
+		DisplayID: id,
+	})
+	gonbui.Sync()
+}
+
+// Live is the live view of a training run: the loss and accuracy charts of the run so far,
+// redrawn in place as History points arrive (Add, the TrainConfig.OnPoint hook), at most every
+// Every, and drawn a last time, always, by Finish. lab.Fit uses one in a notebook.
+type Live struct {
+	// Sink receives the charts; Every is the shortest time between two redraws (LiveEvery
+	// when 0).
+	Sink  Sink
+	Every time.Duration
+
+	mu      sync.Mutex
+	now     func() time.Time // the clock; time.Now, a fake one in tests
+	ids     []string
+	history cifarlib.History
+	drawn   time.Time // when the charts were last drawn; zero: never
+}
+
+// NewLive returns a live view that sends its charts to sink, for a run whose history records
+// top-k accuracies when topK > 0 (cifarlib.History.TopK).
+func NewLive(sink Sink, topK int) *Live {
+	id := gonbui.UniqueID()
+	return &Live{Sink: sink, now: time.Now, history: cifarlib.History{TopK: topK},
+		ids: []string{"cifarlab-live-loss-" + id, "cifarlab-live-accuracy-" + id}}
+}
+
+// Add records a point and redraws the charts if Every has passed since the last drawing (the
+// first drawing waits for two points: a curve of one point has no scale). It never fails, so
+// that it can be a TrainConfig.OnPoint hook: a chart that cannot be drawn is left as it was.
+func (l *Live) Add(p cifarlib.HistoryPoint) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.history.Points = append(l.history.Points, p)
+	every := l.Every
+	if every <= 0 {
+		every = LiveEvery
+	}
+	if now := l.now(); len(l.history.Points) >= 2 && (l.drawn.IsZero() || now.Sub(l.drawn) >= every) {
+		l.drawLocked(&l.history)
+		l.drawn = now
+	}
+	return nil
+}
+
+// Finish draws the charts a last time, of h when it is not nil (the run's own History, e.g.
+// TrainResult.History), else of the points added: the drawing a saved notebook keeps. It
+// reports whether there was anything to draw (two points or more).
+func (l *Live) Finish(h *cifarlib.History) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h == nil {
+		h = &l.history
+	}
+	if len(h.Points) < 2 {
+		return false
+	}
+	l.drawLocked(h)
+	return true
+}
+
+func (l *Live) drawLocked(h *cifarlib.History) {
+	for i, c := range historyCharts(h) {
+		if c.err == nil {
+			l.Sink.Update(l.ids[i], c.svg, c.text)
+		}
+	}
+}
+
+// drawnLive holds the histories a live view of this program has drawn to the end (lab.Fit),
+// so that Show of their TrainResult does not draw the same charts a second time.
+var drawnLive sync.Map // *cifarlib.History -> struct{}
+
+// chart is one drawn chart of a history: its SVG and text alternative, or why it failed.
+type chart struct {
+	svg, text string
+	err       error
+}
+
+// historyCharts draws the loss and accuracy charts of h, in that order.
+func historyCharts(h *cifarlib.History) []chart {
+	last, _ := h.Last()
+	var out []chart
+	for _, c := range []struct {
+		name string
+		draw func(*cifarlib.History) (*plot.Plot, error)
+	}{{"loss", LossChart}, {"accuracy", AccuracyChart}} {
+		svg, err := render(c.draw(h))
+		out = append(out, chart{svg: svg, err: err,
+			text: fmt.Sprintf("%s curve: %d points, to step %d", c.name, len(h.Points), last.Step)})
+	}
+	return out
+}

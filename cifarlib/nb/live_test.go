@@ -1,0 +1,92 @@
+package nb
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/stretchr/testify/require"
+)
+
+// recordingSink keeps every update a live view sends, as a notebook would receive them.
+type recordingSink struct{ updates []update }
+
+type update struct{ id, svg, text string }
+
+func (s *recordingSink) Update(id, svg, text string) {
+	s.updates = append(s.updates, update{id, svg, text})
+}
+
+// texts returns the text alternatives of the updates, in order.
+func (s *recordingSink) texts() []string {
+	var out []string
+	for _, u := range s.updates {
+		out = append(out, u.text)
+	}
+	return out
+}
+
+func TestLiveThrottlesAndAlwaysDrawsTheEnd(t *testing.T) {
+	sink := &recordingSink{}
+	live := NewLive(sink, 5)
+	live.Every = time.Second
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	live.now = func() time.Time { return clock }
+	h := testHistory() // 20 points, one every 0.4 s below
+	for _, p := range h.Points {
+		require.NoError(t, live.Add(p))
+		clock = clock.Add(400 * time.Millisecond)
+	}
+	// Drawn at point 2 (t=0.4s, the first with a scale), then once a second has passed since
+	// the last drawing: points 5 (1.6s), 8 (2.8s), 11, 14, 17, 20.
+	var want []string
+	for _, n := range []int{2, 5, 8, 11, 14, 17, 20} {
+		want = append(want, curveText("loss", n), curveText("accuracy", n))
+	}
+	require.Equal(t, want, sink.texts())
+
+	// Finish draws the run's own history even right after a drawing, in the same two displays.
+	require.True(t, live.Finish(h))
+	require.Len(t, sink.updates, len(want)+2)
+	last := sink.updates[len(sink.updates)-2:]
+	require.Equal(t, sink.updates[0].id, last[0].id, "the loss chart is updated in place")
+	require.Equal(t, sink.updates[1].id, last[1].id, "the accuracy chart is updated in place")
+	require.NotEqual(t, last[0].id, last[1].id)
+	requireSVG(t, last[0].svg, ">loss<", "train (smoothed)")
+	requireSVG(t, last[1].svg, ">accuracy<", "train top-5")
+	require.Equal(t, curveText("loss", 20), last[0].text)
+}
+
+// curveText is the text alternative of a chart of testHistory's first n points.
+func curveText(name string, n int) string {
+	return fmt.Sprintf("%s curve: %d points, to step %d", name, n, n)
+}
+
+func TestLiveFinishWithoutEnoughPoints(t *testing.T) {
+	sink := &recordingSink{}
+	live := NewLive(sink, 0)
+	require.False(t, live.Finish(nil), "nothing to draw")
+	require.NoError(t, live.Add(cifarlib.HistoryPoint{Step: 1, Loss: 2}))
+	require.Empty(t, sink.updates, "one point has no scale: not drawn")
+	require.False(t, live.Finish(nil))
+	require.NoError(t, live.Add(cifarlib.HistoryPoint{Step: 2, Loss: 1}))
+	require.Len(t, sink.updates, 2, "the second point is drawn at once")
+	require.True(t, live.Finish(nil), "Finish(nil) draws the points added")
+	require.Equal(t, []string{curveText("loss", 2), curveText("accuracy", 2), curveText("loss", 2), curveText("accuracy", 2)}, sink.texts())
+}
+
+// TestShowSkipsChartsDrawnLive: Show of a TrainResult whose curves lab.Fit's live view drew
+// prints the summary only; any other history gets its charts (outside a notebook, their text
+// alternatives).
+func TestShowSkipsChartsDrawnLive(t *testing.T) {
+	buf := captureOutput(t)
+	res := &cifarlib.TrainResult{History: testHistory()}
+	drawnLive.Store(res.History, struct{}{})
+	t.Cleanup(func() { drawnLive.Delete(res.History) })
+	Show(res)
+	require.NotContains(t, buf.String(), "curve:")
+	buf.Reset()
+	Show(&cifarlib.TrainResult{History: testHistory()})
+	require.Contains(t, buf.String(), curveText("loss", 20)+"\n"+curveText("accuracy", 20)+"\n")
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+)
+
+func init() {
+	register(command{
+		name:    "runs",
+		summary: "list the runs of a runs folder: what each trained, how far, its test accuracy (the notebooks' lab.Runs())",
+		run:     runRuns,
+	})
+}
+
+func runRuns(args []string, stdout io.Writer) error {
+	fs := newFlagSet("runs", "[--data DIR | --runs DIR] [--json]", stdout)
+	dataDir := fs.String("data", cifarlib.DefaultDataDir(), "CIFAR data `DIR`, whose runs/ sub-folder holds the notebooks' runs ($"+cifarlib.DataDirEnv+")")
+	runsDir := fs.String("runs", "", "the runs `DIR` itself (default: $"+cifarlib.RunsEnv+", else DIR/runs of --data); each run is a sub-folder, "+
+		"as `cifarlab train --checkpoint DIR/NAME` and the notebooks' lab.Fit write them")
+	asJSON := fs.Bool("json", false, "print the runs as JSON (one object per run, the fields of cifarlib.RunInfo)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &exitError{code: 2, err: fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	dir := *runsDir
+	if dir == "" {
+		dir = cifarlib.DefaultRunsDir(*dataDir)
+	}
+	runs, err := cifarlib.ListRuns(dir)
+	if err != nil {
+		return fmt.Errorf("%w: pass the folder of runs with --runs DIR (or the data folder with --data)", err)
+	}
+	if *asJSON {
+		if runs == nil {
+			runs = cifarlib.Runs{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(runs)
+	}
+	if len(runs) == 0 {
+		_, err := fmt.Fprintf(stdout, "no runs in %s\n", dir)
+		return err
+	}
+	fmt.Fprintf(stdout, "runs in %s (TensorBoard: tensorboard --logdir %s)\n", dir, dir)
+	return runs.WriteTable(stdout)
+}
