@@ -124,7 +124,7 @@ func NewBackend(name string) (compute.Backend, error) {
 			return nil, err
 		}
 		if loc.Path != "" {
-			b, err := newXLA(requested, withOptions(loc.Path, options))
+			b, err := newXLA(requested, withOptions(loc.Path, options), nil)
 			if err == nil || loc.Explicit {
 				return b, err
 			}
@@ -155,7 +155,7 @@ func NewBackend(name string) (compute.Backend, error) {
 				return nil, &BackendError{Requested: requested, Missing: "the XLA CPU PJRT plugin is not installed",
 					Fix: plugins.XLACPUInstallHint}
 			}
-			return newXLA(requested, withOptions(loc.Path, options))
+			return newXLA(requested, withOptions(loc.Path, options), nil)
 		}
 		found := plugins.GoXLAName(plugin)
 		if found == "" && !filepath.IsAbs(plugin) {
@@ -170,7 +170,7 @@ func NewBackend(name string) (compute.Backend, error) {
 		if options != "" {
 			found += "," + options
 		}
-		return newXLA(requested, found)
+		return newXLA(requested, found, nil)
 	}
 	return nil, &BackendError{Requested: requested, Missing: "unknown backend name",
 		Fix: "use one of \"auto\", \"cpu\", \"go\", \"cuda\" (or a GoMLX configuration such as \"xla:cpu\")"}
@@ -204,7 +204,7 @@ func newCUDA(requested, plugin, options string) (compute.Backend, error) {
 				Fix: plugins.CUDAInstallHint}
 		}
 		plugins.PrepareJaxCUDA(plugin)
-		return newXLA(requested, withOptions(plugin, options))
+		return newXLA(requested, withOptions(plugin, options), nil)
 	}
 	plugin, err := plugins.FindCUDA()
 	if err != nil {
@@ -221,7 +221,7 @@ func newCUDA(requested, plugin, options string) (compute.Backend, error) {
 		path = plugins.GoXLA()[plugin]
 	}
 	plugins.PrepareJaxCUDA(path)
-	return newXLA(requested, withOptions(plugin, options))
+	return newXLA(requested, withOptions(plugin, options), nil)
 }
 
 // withOptions appends XLA plugin options ("memory_fraction=0.5,...") to a plugin name or path.
@@ -232,22 +232,46 @@ func withOptions(plugin, options string) string {
 	return plugin + "," + options
 }
 
-// newXLA creates an XLA backend with a timeout, translating failures into *BackendError.
-func newXLA(requested, config string) (compute.Backend, error) {
-	b, err, timedOut := startWithTimeout(func() (compute.Backend, error) { return xla.New(config) })
+// newXLA creates an XLA backend on config (a plugin name or path, with go-xla's options after a
+// comma) with PJRT client options (nil: none), with a timeout, translating failures into
+// *BackendError; a CUDA failure TranslateRuntimeError knows (driver, cuDNN, ...) is kept under it
+// (errors.As finds the typed error) and its advice is the fix. NewBackend and
+// NewBackendWithDevices both create their clients here.
+func newXLA(requested, config string, options pjrt.NamedValuesMap) (compute.Backend, error) {
+	b, err, timedOut := startWithTimeout(func() (compute.Backend, error) {
+		xb, err := xla.NewWithOptions(config, options)
+		if err != nil {
+			return nil, err
+		}
+		return xb, nil
+	})
+	what := "plugin " + config
+	if len(options) > 0 {
+		what += fmt.Sprintf(" with %v", options)
+	}
 	switch {
 	case timedOut:
+		fix := "check that no other process holds the GPU (nvidia-smi), or use -backend cpu"
+		if len(options) > 0 {
+			fix = "use -devices 1, or -backend go"
+		}
 		return nil, &BackendError{Requested: requested,
-			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", config, BackendCreateTimeout),
-			Fix:     "check that no other process holds the GPU (nvidia-smi), or use -backend cpu"}
+			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", config, BackendCreateTimeout), Fix: fix}
 	case err != nil:
 		if pjrt.IsCUDAName(config) && isNoGPUMessage(err.Error()) {
 			return nil, newNoGPUError(requested, err)
 		}
-		be := &BackendError{Requested: requested, Missing: "XLA could not start plugin " + config, Err: err}
-		if pjrt.IsCUDAName(config) {
-			be.Fix = "check the NVIDIA driver (nvidia-smi) and that the plugin's CUDA libraries match it; " + plugins.CUDAInstallHint
-		} else {
+		be := &BackendError{Requested: requested, Missing: "XLA could not start " + what, Err: err}
+		var cuda *CUDAError
+		switch translated := TranslateRuntimeError(err); {
+		case errors.As(translated, &cuda):
+			be.Err, be.Fix = translated, cuda.Advice
+		case pjrt.IsCUDAName(config):
+			be.Fix = "check the NVIDIA driver (nvidia-smi) and that the plugin's CUDA libraries match it (cifarlab doctor); " +
+				plugins.CUDAInstallHint
+		case len(options) > 0:
+			be.Fix = "reinstall the plugin, ask for fewer devices, or use -devices 1"
+		default:
 			be.Fix = "reinstall the plugin or use -backend go"
 		}
 		return nil, be

@@ -6,20 +6,39 @@ import (
 	"strings"
 
 	"github.com/cifarlab/cifarlab/internal/plugins"
+	"github.com/gomlx/gomlx/core/tensors"
 )
 
 // DeviceMemoryError is an accelerator out-of-memory failure translated by TranslateRuntimeError,
-// with advice on what to change.
+// with what XLA says the program needs and advice on what to change.
 type DeviceMemoryError struct {
 	// Err is the original runtime error.
 	Err error
+	// Needs is what XLA's text states about the program's memory (zero when it states nothing).
+	Needs MemoryNeeds
+	// BatchSize is the batch size of the run that failed, when known (Train, Evaluate, Logits).
+	BatchSize int
+	// DeviceBytes is the GPU's memory (nvidia-smi), when known.
+	DeviceBytes int64
 }
 
 func (e *DeviceMemoryError) Error() string {
-	return fmt.Sprintf("out of device memory (%s): use a smaller batch size or model; XLA CUDA preallocates "+
-		"memory only when asked: keep -backend \"cuda,preallocate=false\" (the default) or cap it with "+
-		"\"cuda,memory_fraction=0.5\"; check that no other process holds the GPU memory (nvidia-smi)",
-		firstLine(e.Err.Error()))
+	var b strings.Builder
+	fmt.Fprintf(&b, "out of device memory (%s)", firstLine(e.Err.Error()))
+	if d := e.Needs.describe(); d != "" {
+		b.WriteString(": " + d)
+	}
+	if e.DeviceBytes > 0 {
+		fmt.Fprintf(&b, "; the GPU has %s", formatBytes(e.DeviceBytes))
+	}
+	if fit := e.Needs.FitBatch(e.BatchSize, e.DeviceBytes); fit > 0 {
+		fmt.Fprintf(&b, "; batch size %d would fit (this run used %d; an estimate: the temporaries grow with the batch)",
+			fit, e.BatchSize)
+	} else if e.BatchSize > 0 {
+		fmt.Fprintf(&b, "; this run used batch size %d", e.BatchSize)
+	}
+	b.WriteString(": " + deviceMemoryAdvice)
+	return b.String()
 }
 
 // Unwrap returns the original error.
@@ -28,32 +47,68 @@ func (e *DeviceMemoryError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrDeviceMemory) true.
 func (e *DeviceMemoryError) Is(target error) bool { return target == ErrDeviceMemory }
 
-// TranslateRuntimeError turns XLA/PJRT runtime failures into actionable errors: out-of-memory
-// (RESOURCE_EXHAUSTED, CUDA_ERROR_OUT_OF_MEMORY, ...) becomes *DeviceMemoryError; a missing CUDA
-// device or driver (CUDA_ERROR_NO_DEVICE, no CUDA-capable device, driver version mismatch)
-// becomes *BackendError with install advice. Other errors, and errors already typed by cifarlib,
-// are returned unchanged; nil stays nil.
+// TranslateRuntimeError turns XLA/PJRT runtime failures (go-xla's "PJRT error (code=N): ...")
+// into typed errors that keep the raw text (errors.Unwrap) and say what to do, one per class of
+// RuntimeErrorClasses: out of device memory (*DeviceMemoryError, with what XLA says the program
+// needs), cuDNN (*CuDNNError), cuBLAS (*CuBLASError), ptxas or libdevice (*CUDAToolsError), the
+// driver (*DriverError), a failed kernel launch or illegal address (*KernelLaunchError), a buffer
+// on the wrong device (*DeviceMismatchError). A missing CUDA device (CUDA_ERROR_NO_DEVICE, no
+// CUDA-capable device, a failing cuInit) becomes *BackendError with install advice. Other
+// errors, and errors already typed by cifarlib, are returned unchanged; nil stays nil.
 func TranslateRuntimeError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var dm *DeviceMemoryError
-	var be *BackendError
-	if errors.As(err, &dm) || errors.As(err, &be) {
+	if err == nil || alreadyTranslated(err) {
 		return err
 	}
-	msg := strings.ToLower(err.Error())
-	for _, p := range []string{"resource_exhausted", "out of memory", "cuda_error_out_of_memory", "oom when allocating",
-		"failed to allocate"} {
-		if strings.Contains(msg, p) {
-			return &DeviceMemoryError{Err: err}
+	msg := err.Error()
+	lower := strings.ToLower(msg)
+	for _, p := range []string{"cuda_error_no_device", "no cuda-capable device"} {
+		if strings.Contains(lower, p) {
+			return noCUDADeviceError(err)
 		}
 	}
-	for _, p := range []string{"cuda_error_no_device", "no cuda-capable device", "cuda driver version is insufficient",
-		"cuinit", "failed call to cuinit", "unable to load cuda"} {
-		if strings.Contains(msg, p) {
-			return &BackendError{Requested: "cuda", Missing: "the CUDA device or driver is not usable", Err: err,
-				Fix: "check the NVIDIA driver with nvidia-smi; " + plugins.CUDAInstallHint}
+	switch i := classOf(msg); {
+	case i == 0:
+		needs, _ := ParseMemoryNeeds(msg)
+		return &DeviceMemoryError{Err: err, Needs: needs}
+	case i > 0:
+		return newClassError(i, err)
+	}
+	for _, p := range []string{"out of memory", "failed to allocate"} {
+		if strings.Contains(lower, p) {
+			needs, _ := ParseMemoryNeeds(msg)
+			return &DeviceMemoryError{Err: err, Needs: needs}
+		}
+	}
+	for _, p := range []string{"failed call to cuinit", "cuinit", "unable to load cuda"} {
+		if strings.Contains(lower, p) {
+			return noCUDADeviceError(err)
+		}
+	}
+	return err
+}
+
+func noCUDADeviceError(err error) error {
+	return &BackendError{Requested: "cuda", Missing: "the CUDA device or driver is not usable", Err: err,
+		Fix: "check the NVIDIA driver with nvidia-smi; " + plugins.CUDAInstallHint}
+}
+
+// alreadyTranslated reports whether err holds an error TranslateRuntimeError returns.
+func alreadyTranslated(err error) bool {
+	var dm *DeviceMemoryError
+	var be *BackendError
+	return errors.As(err, &dm) || errors.As(err, &be) || errors.Is(err, ErrCUDARuntime)
+}
+
+// translateRunError is TranslateRuntimeError at the library boundary of a run with batch size
+// batch (0: unknown): a device-memory error also gets the batch size and the GPU's memory, so
+// that it can say which batch size would fit.
+func translateRunError(err error, batch int) error {
+	err = TranslateRuntimeError(err)
+	var dm *DeviceMemoryError
+	if errors.As(err, &dm) && dm.BatchSize == 0 && batch > 0 {
+		dm.BatchSize = batch
+		if dm.DeviceBytes == 0 {
+			dm.DeviceBytes = gpuMemoryBytes()
 		}
 	}
 	return err
@@ -64,4 +119,16 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// leadingDim returns the first axis of the first input when it is a tensor (the batch size of
+// Logits and the one-call losses), else 0.
+func leadingDim(inputs []any) int {
+	if len(inputs) == 0 {
+		return 0
+	}
+	if t, ok := inputs[0].(*tensors.Tensor); ok && t != nil && t.Rank() > 0 {
+		return t.Shape().Dimensions[0]
+	}
+	return 0
 }

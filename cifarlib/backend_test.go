@@ -275,27 +275,3 @@ func TestNewBackendUnknown(t *testing.T) {
 	require.ErrorAs(t, err, &be)
 	require.Equal(t, "the Go backend rejected its configuration", be.Missing)
 }
-
-func TestTranslateRuntimeError(t *testing.T) {
-	require.NoError(t, TranslateRuntimeError(nil))
-	oom := errors.New("failed to execute graph: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes.\nBufferAssignment OOM Debugging.")
-	err := TranslateRuntimeError(oom)
-	var dm *DeviceMemoryError
-	require.ErrorAs(t, err, &dm)
-	require.True(t, errors.Is(err, ErrDeviceMemory))
-	require.Same(t, oom, errors.Unwrap(err))
-	require.Equal(t, "out of device memory (failed to execute graph: RESOURCE_EXHAUSTED: Out of memory while trying "+
-		"to allocate 17179869184 bytes.): use a smaller batch size or model; XLA CUDA preallocates memory only when "+
-		"asked: keep -backend \"cuda,preallocate=false\" (the default) or cap it with \"cuda,memory_fraction=0.5\"; "+
-		"check that no other process holds the GPU memory (nvidia-smi)", err.Error())
-
-	noDev := errors.New("while creating plugin cuda: INTERNAL: CUDA error: Failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected")
-	err = TranslateRuntimeError(noDev)
-	var be *BackendError
-	require.ErrorAs(t, err, &be)
-	require.Equal(t, "the CUDA device or driver is not usable", be.Missing)
-
-	other := errors.New("something else")
-	require.Same(t, other, TranslateRuntimeError(other))
-	require.Same(t, err, TranslateRuntimeError(err), "already translated errors are kept")
-}

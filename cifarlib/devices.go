@@ -77,7 +77,7 @@ func NewBackendWithDevices(name string, devices int) (compute.Backend, error) {
 	}
 	plugin := BackendPlugin(b)
 	b.Finalize()
-	return newXLAWithPluginOptions(name, plugin, pjrt.NamedValuesMap{xlaCPUDeviceCountOption: int64(devices)})
+	return newXLA(name, plugin, pjrt.NamedValuesMap{xlaCPUDeviceCountOption: int64(devices)})
 }
 
 // resolveDevices returns the number of devices to train on with backend b for the requested
@@ -123,28 +123,6 @@ func newDeviceMesh(n int) (*distributed.DeviceMesh, error) {
 // other axes are replicated.
 func batchShardingSpec(mesh *distributed.DeviceMesh) (*distributed.ShardingSpec, error) {
 	return distributed.BuildSpec(mesh).S(deviceMeshAxis).Done()
-}
-
-// newXLAWithPluginOptions creates an XLA backend on plugin with PJRT client options, with
-// the same timeout and error translation as NewBackend.
-func newXLAWithPluginOptions(requested, plugin string, options pjrt.NamedValuesMap) (compute.Backend, error) {
-	b, err, timedOut := startWithTimeout(func() (compute.Backend, error) {
-		xb, err := xla.NewWithOptions(plugin, options)
-		if err != nil {
-			return nil, err
-		}
-		return xb, nil
-	})
-	switch {
-	case timedOut:
-		return nil, &BackendError{Requested: requested,
-			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", plugin, BackendCreateTimeout),
-			Fix:     "use -devices 1, or -backend go"}
-	case err != nil:
-		return nil, &BackendError{Requested: requested, Missing: fmt.Sprintf("XLA could not start plugin %s with %v", plugin, options),
-			Err: err, Fix: "reinstall the plugin, ask for fewer devices, or use -devices 1"}
-	}
-	return b, nil
 }
 
 // DeviceInfo describes one device of a backend, for "cifarlab doctor".

@@ -202,7 +202,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *Records, opts EvalOption
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, translateRunError(err, opts.BatchSize)
 	}
 	if res.Examples == 0 {
 		return nil, fmt.Errorf("cifarlib: Evaluate: the dataset yielded no batches")

@@ -77,7 +77,7 @@ func runOnce[F model.ExecGraphFn](backend compute.Backend, store *model.Store, g
 		return err
 	})
 	if err != nil {
-		return nil, rootError(err)
+		return nil, translateRunError(rootError(err), leadingDim(inputs))
 	}
 	return out, nil
 }

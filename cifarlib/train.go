@@ -369,7 +369,7 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *TrainResult) err
 	if t.hookErr != nil && err != nil {
 		err = t.hookErr // The error of a hook of ours, without GoMLX's wrapping.
 	}
-	err = guardErrorOf(err)
+	err = translateRunError(guardErrorOf(err), cfg.BatchSize)
 	if err != nil {
 		// Not saved: the failing step may have left unusable weights (e.g. NaN); a resume
 		// continues from the last checkpoint saved (CheckpointEvery).
@@ -549,7 +549,8 @@ func guardErrorOf(err error) error {
 }
 
 // trainCatch runs fn, turning a panic (GoMLX graph code reports errors by panicking) into an
-// error; an error panicked keeps its type for errors.As.
+// error; an error panicked keeps its type for errors.As. PJRT failures (compilation, execution,
+// transfers) come back translated by TranslateRuntimeError.
 func trainCatch(fn func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -559,6 +560,7 @@ func trainCatch(fn func() error) (err error) {
 				err = fmt.Errorf("cifarlib: %v", p)
 			}
 		}
+		err = TranslateRuntimeError(err)
 	}()
 	return fn()
 }
