@@ -137,15 +137,24 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 
 	add(checkXLACPUPlugin(repo))
 	cudaPlugins := []string{}
+	if p, err := plugins.CUDASitePlugin(); err != nil {
+		add(Check{Name: "CUDA plugin", Status: StatusFail, Detail: err.Error(), Fix: "fix or unset $" + plugins.CUDASiteEnv})
+	} else if p != "" {
+		cudaPlugins = append(cudaPlugins, p)
+	}
 	if p, ok := plugins.FindFiles()["cuda"]; ok {
 		cudaPlugins = append(cudaPlugins, p)
 	}
 	cudaPlugins = append(cudaPlugins, plugins.FindJaxCUDA(SitePackages(ctx, PythonCandidates(repo)))...)
 	if len(cudaPlugins) > 0 {
 		add(Check{Name: "CUDA plugin", Status: StatusOK, Detail: describeCUDAPlugins(cudaPlugins)})
+		for _, c := range checkCUDALibs(cudaPluginToCheck(cudaPlugins), plugins.HasNvidiaGPU()) {
+			add(c)
+		}
 	} else {
 		add(Check{Name: "CUDA plugin", Status: StatusAbsent, Detail: "no CUDA PJRT plugin found (go-xla folders, pip's jax-cuda13-pjrt)",
-			Fix: "on a GPU machine: pip install jax-cuda13-pjrt jax-cuda13-plugin (or go-xla's installer), then re-run cifarlab kernel install"})
+			Fix: "on a GPU machine: bash kernel/setup.sh (jax-cuda13-pjrt and its NVIDIA wheels), or set " + plugins.CUDASiteEnv +
+				" to a site-packages that has them; then re-run cifarlab kernel install"})
 	}
 	if gpus, err := plugins.GPUs(ctx); err != nil {
 		add(Check{Name: "GPUs", Status: StatusAbsent, Detail: "none visible: " + err.Error(), Fix: "optional: the CUDA kernel needs an NVIDIA GPU and its driver (nvidia-smi)"})

@@ -140,7 +140,8 @@ func startXLAPlugin(path string) error {
 }
 
 // ChooseCUDABackend picks the CUDA kernel's backend: a forced value, an explicit plugin
-// file, go-xla's "cuda" plugin when installed in its folders, the xla_cuda_plugin.so of a
+// file, the plugin of $CIFARLAB_CUDA_SITE (which the kernel then also sets), go-xla's "cuda"
+// plugin when installed in its folders, the xla_cuda_plugin.so of a
 // pip-installed jax-cuda13-pjrt (or -cuda12-), else "xla:cuda", which fails at run time
 // with cifarlib's "no CUDA plugin" message until a plugin is installed.
 //
@@ -154,6 +155,16 @@ func ChooseCUDABackend(ctx context.Context, repo Repo, linkDir string, o Backend
 			return JaxCUDABackend(p, linkDir, "CUDA plugin given")
 		}
 		return backendForPlugin(p, "CUDA plugin given")
+	}
+	if p, err := plugins.CUDASitePlugin(); err != nil || p != "" {
+		if err != nil {
+			return Backend{}, err
+		}
+		b, err := JaxCUDABackend(p, linkDir, "CUDA plugin of $"+plugins.CUDASiteEnv)
+		if err == nil {
+			b.Env[plugins.CUDASiteEnv] = os.Getenv(plugins.CUDASiteEnv)
+		}
+		return b, err
 	}
 	if p, ok := plugins.FindFiles()["cuda"]; ok {
 		return backendForPlugin(p, "go-xla CUDA plugin found")

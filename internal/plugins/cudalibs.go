@@ -200,8 +200,8 @@ func CheckCUDALibs(plugin string) []CUDALibStatus {
 	return out
 }
 
-// describeDirs lists the folders of dirs that exist, for messages: "none of the plugin's library
-// folders exists (FIRST, ...)" when there is none.
+// describeDirs lists the folders of dirs that exist, for messages: "the plugin's RPATH folders,
+// none of which exists, e.g. FIRST" when there is none.
 func describeDirs(dirs []string) string {
 	var existing []string
 	for _, d := range dirs {
@@ -209,10 +209,13 @@ func describeDirs(dirs []string) string {
 			existing = append(existing, d)
 		}
 	}
-	if len(existing) == 0 {
-		return "none of the plugin's library folders exists: " + strings.Join(dirs, ", ")
+	switch {
+	case len(existing) > 0:
+		return strings.Join(existing, ", ")
+	case len(dirs) > 0:
+		return "the plugin's RPATH folders, none of which exists, e.g. " + dirs[0]
 	}
-	return strings.Join(existing, ", ")
+	return "no folder: the plugin has no RPATH"
 }
 
 // versionRange is ">=Min" or ">=Min,<Below".
