@@ -33,6 +33,10 @@ const (
 	ckptParamMinLR     = "cifarlab_min_learning_rate"
 	ckptParamDecay     = "cifarlab_weight_decay"
 	ckptParamUnguarded = "cifarlab_unguarded"
+	// A transferred run's source and recipe (TrainConfig.From, Freeze, BackboneLearningRate).
+	ckptParamFrom       = "cifarlab_transferred_from"
+	ckptParamFreeze     = "cifarlab_freeze"
+	ckptParamBackboneLR = "cifarlab_backbone_learning_rate"
 )
 
 // ErrNoCheckpoint is returned (wrapped) when a directory holds no checkpoint to load.
@@ -64,6 +68,11 @@ type CheckpointInfo struct {
 	Steps int `json:"steps"`
 	// Unguarded is true when that run trained with the guards off.
 	Unguarded bool `json:"unguarded"`
+	// TransferredFrom is the run a transferred run started from (TrainConfig.From; "" when it
+	// trained from scratch), with its Freeze and BackboneLearningRate.
+	TransferredFrom      string  `json:"transferred_from,omitempty"`
+	Freeze               string  `json:"freeze,omitempty"`
+	BackboneLearningRate float64 `json:"backbone_learning_rate,omitempty"`
 }
 
 // Spec returns the dataset Spec the checkpoint was trained on.
@@ -74,7 +83,8 @@ func checkpointInfoFromConfig(c *TrainConfig) CheckpointInfo {
 	return CheckpointInfo{Dir: c.CheckpointDir, Dataset: c.Spec.Name, Labels: c.Spec.Labels.String(), Model: c.Model,
 		Head: c.headWidth(), BatchSize: c.BatchSize, Seed: c.Seed, Augment: c.Augment, Optimizer: c.Optimizer,
 		LearningRate: c.LearningRate, WeightDecay: c.WeightDecay, Schedule: c.Schedule, WarmupSteps: c.WarmupSteps,
-		MinLearningRate: c.MinLearningRate, Steps: c.Steps, Unguarded: c.Unguarded}
+		MinLearningRate: c.MinLearningRate, Steps: c.Steps, Unguarded: c.Unguarded,
+		TransferredFrom: c.From, Freeze: c.Freeze, BackboneLearningRate: c.BackboneLearningRate}
 }
 
 // setStoreParams records info in the Store's parameters, which the checkpoint saves.
@@ -87,6 +97,10 @@ func (ci *CheckpointInfo) setStoreParams(store *model.Store) {
 		ckptParamDecay: ci.WeightDecay, ckptParamSchedule: ci.Schedule, ckptParamWarmup: ci.WarmupSteps,
 		ckptParamMinLR: ci.MinLearningRate, ckptParamSteps: ci.Steps, ckptParamUnguarded: ci.Unguarded,
 	})
+	if ci.TransferredFrom != "" {
+		root.SetParams(map[string]any{ckptParamFrom: ci.TransferredFrom, ckptParamFreeze: ci.Freeze,
+			ckptParamBackboneLR: ci.BackboneLearningRate})
+	}
 }
 
 // checkpointInfoFromStore reads the parameters a checkpoint restored into store. ok is false
@@ -112,6 +126,10 @@ func checkpointInfoFromStore(store *model.Store, dir string) (info CheckpointInf
 		MinLearningRate: model.GetParamOr(root, ckptParamMinLR, 0.0),
 		Steps:           model.GetParamOr(root, ckptParamSteps, 0),
 		Unguarded:       model.GetParamOr(root, ckptParamUnguarded, false),
+
+		TransferredFrom:      model.GetParamOr(root, ckptParamFrom, ""),
+		Freeze:               model.GetParamOr(root, ckptParamFreeze, ""),
+		BackboneLearningRate: model.GetParamOr(root, ckptParamBackboneLR, 0.0),
 	}
 	info.Step = int(optimizer.GetGlobalStep(store))
 	return info, true
@@ -157,6 +175,9 @@ func (ci *CheckpointInfo) compareForResume(want CheckpointInfo) []string {
 		add("min learning rate", ci.MinLearningRate, want.MinLearningRate)
 		add("steps (the cosine schedule spans them)", ci.Steps, want.Steps)
 	}
+	add("transferred from", ci.TransferredFrom, want.TransferredFrom)
+	add("freeze", ci.Freeze, want.Freeze)
+	add("backbone learning rate", ci.BackboneLearningRate, want.BackboneLearningRate)
 	return diffs
 }
 
@@ -194,6 +215,9 @@ func openTrainCheckpoint(store *model.Store, c *TrainConfig) (*trainCheckpoint, 
 	if !ok {
 		return nil, fmt.Errorf("cifarlib: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter): "+
 			"use another checkpoint directory", c.CheckpointDir, ckptParamModel)
+	}
+	if err := headShapeCheck(h, info, c.Spec.ID(), c.headWidth(), c.Model, true); err != nil {
+		return nil, err
 	}
 	if diffs := info.compareForResume(checkpointInfoFromConfig(c)); len(diffs) > 0 {
 		return nil, &CheckpointMismatchError{Dir: c.CheckpointDir, Diffs: diffs}
@@ -270,27 +294,9 @@ type LoadedCheckpoint struct {
 
 // LoadCheckpoint loads the latest checkpoint in dir, rebuilding its model for backend.
 func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, error) {
-	fi, err := os.Stat(dir)
+	store, _, info, err := readRunCheckpoint(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w in %s: %w", ErrNoCheckpoint, dir, err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%w: %s is a file, not a checkpoint directory", ErrNoCheckpoint, dir)
-	}
-	if names, reason, err := incompleteCheckpoints(dir); err == nil && len(names) > 0 {
-		return nil, &IncompleteCheckpointError{Dir: dir, Files: names, Reason: reason}
-	}
-	store := model.NewStore()
-	h, err := checkpoint.Build(store).Dir(dir).Done()
-	if err != nil {
-		return nil, fmt.Errorf("cifarlib: loading checkpoint %s: %w", dir, err)
-	}
-	if has, err := h.HasCheckpoints(); err != nil || !has {
-		return nil, fmt.Errorf("%w in %s: train with a checkpoint directory first (cifarlab train --checkpoint %s)", ErrNoCheckpoint, dir, dir)
-	}
-	info, ok := checkpointInfoFromStore(store, dir)
-	if !ok {
-		return nil, fmt.Errorf("cifarlib: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter)", dir, ckptParamModel)
+		return nil, err
 	}
 	spec, err := info.Spec()
 	if err != nil {
@@ -304,9 +310,81 @@ func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, err
 	if err != nil {
 		return nil, fmt.Errorf("cifarlib: checkpoint %s: rebuilding model %s: %w", dir, info.Model, err)
 	}
-	hist, err := LoadHistory(dir)
+	return loadedCheckpoint(store, info, m, backend)
+}
+
+// loadedCheckpoint pairs the checkpoint's store with the model m and reads the run's History.
+func loadedCheckpoint(store *model.Store, info CheckpointInfo, m *Model, backend compute.Backend) (*LoadedCheckpoint, error) {
+	hist, err := LoadHistory(info.Dir)
 	if err != nil {
 		return nil, err
 	}
 	return &LoadedCheckpoint{Info: info, Trained: &Trained{Model: m, Store: store, Backend: backend}, History: hist}, nil
+}
+
+// readRunCheckpoint opens the latest checkpoint of the cifarlib run in dir into a new Store
+// (its variables loaded lazily, the handler's LoadedVariables holding them until then) and
+// returns what the run recorded. Errors: ErrNoCheckpoint (wrapped) for a missing, empty or file
+// path, *IncompleteCheckpointError for an interrupted save, *CorruptCheckpointError for files
+// GoMLX cannot read, and an error naming the missing parameter for a foreign checkpoint.
+func readRunCheckpoint(dir string) (*model.Store, *checkpoint.Handler, CheckpointInfo, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, nil, CheckpointInfo{}, fmt.Errorf("%w in %s: %w", ErrNoCheckpoint, dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, nil, CheckpointInfo{}, fmt.Errorf("%w: %s is a file, not a checkpoint directory", ErrNoCheckpoint, dir)
+	}
+	if names, reason, err := incompleteCheckpoints(dir); err == nil && len(names) > 0 {
+		return nil, nil, CheckpointInfo{}, &IncompleteCheckpointError{Dir: dir, Files: names, Reason: reason}
+	}
+	store := model.NewStore()
+	h, err := checkpoint.Build(store).Dir(dir).Done()
+	if err != nil {
+		return nil, nil, CheckpointInfo{}, &CorruptCheckpointError{Dir: dir, Err: err}
+	}
+	if has, err := h.HasCheckpoints(); err != nil || !has {
+		return nil, nil, CheckpointInfo{}, fmt.Errorf("%w in %s: train with a checkpoint directory first (cifarlab train --checkpoint %s)", ErrNoCheckpoint, dir, dir)
+	}
+	info, ok := checkpointInfoFromStore(store, dir)
+	if !ok {
+		return nil, nil, CheckpointInfo{}, fmt.Errorf("cifarlib: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter)", dir, ckptParamModel)
+	}
+	return store, h, info, nil
+}
+
+// headShapeCheck returns *ShapeMismatchError when the checkpoint h (of the run info) holds a
+// head whose width differs from head, for a model of the same architecture arch built for the
+// dataset with Spec ID dataset; nil otherwise.
+func headShapeCheck(h *checkpoint.Handler, info CheckpointInfo, dataset string, head int, arch string, resume bool) error {
+	if info.Model != arch || info.Head == head {
+		return nil
+	}
+	path := "/" + arch + "/head/dense/weights" // layers.DenseWithBias in the model's "head" scope.
+	saved, ok := h.LoadedVariables()["var:"+path]
+	if !ok || saved.Shape().Rank() != 2 {
+		return nil // The saved head is not there to compare: the settings' diff reports it.
+	}
+	dims := saved.Shape().Dimensions
+	return &ShapeMismatchError{Dir: info.Dir, Variable: path, Saved: []int{dims[0], dims[1]}, Model: []int{dims[0], head},
+		SavedDataset: specID(info), ModelDataset: dataset, SavedHead: info.Head, ModelHead: head, Resume: resume}
+}
+
+// LoadCheckpointInto loads the latest checkpoint in dir into the model m, as it is: PyTorch's
+// model.load_state_dict(checkpoint), strict. The run must have m's architecture
+// (*ArchMismatchError) and head width (*ShapeMismatchError, naming the head variable, both shapes
+// and both datasets): a checkpoint is never reshaped to fit; a transfer (TrainConfig.From) is
+// how a trained run moves to a dataset with another number of classes.
+func LoadCheckpointInto(dir string, m *Model, backend compute.Backend) (*LoadedCheckpoint, error) {
+	store, h, info, err := readRunCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	if info.Model != m.Arch {
+		return nil, &ArchMismatchError{Dir: dir, Saved: info.Model, Requested: m.Arch}
+	}
+	if err := headShapeCheck(h, info, m.Spec.ID(), m.NumClasses, m.Arch, false); err != nil {
+		return nil, err
+	}
+	return loadedCheckpoint(store, info, m, backend)
 }

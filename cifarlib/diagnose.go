@@ -54,6 +54,11 @@ type Diagnosis struct {
 	Problems []string `json:"problems,omitempty"`
 	Verdict  string   `json:"verdict"`
 	Fix      string   `json:"fix,omitempty"`
+	// From and FromDataset name the trained run a DiagnoseRun diagnosis is about, and the
+	// dataset it was trained on; Checklist is its dataset-switch checklist.
+	From        string      `json:"from,omitempty"`
+	FromDataset string      `json:"from_dataset,omitempty"`
+	Checklist   []CheckItem `json:"checklist,omitempty"`
 }
 
 // DiagnoseOptions configures DiagnoseWith.
@@ -243,6 +248,7 @@ func (d *Diagnosis) String() string {
 	for _, p := range d.Problems {
 		fmt.Fprintf(&b, "Problem: %s\n", p)
 	}
+	b.WriteString(checklistString(d.From, d.FromDataset, d.Checklist))
 	fmt.Fprintf(&b, "Verdict: %s\n", d.Verdict)
 	if d.Fix != "" {
 		fmt.Fprintf(&b, "Fix: %s\n", d.Fix)

@@ -63,6 +63,8 @@ type Trainer struct {
 	ckpt    *trainCheckpoint
 	history *History
 	dist    *trainDevices // nil on one device
+	// transfer is the source of a transferred run (TrainConfig.From); nil otherwise.
+	transfer *trainTransfer
 
 	trainRecs, testRecs *Records
 	evaluator           *Evaluator
@@ -83,11 +85,14 @@ type Trainer struct {
 // static head check: with the guard on, a head that differs from the dataset's number of
 // classes fails here, with *HeadMismatchError.
 func NewTrainer(cfg TrainConfig) (*Trainer, error) {
-	cfg, err := cfg.withDefaults()
+	transfer, err := openTransfer(&cfg) // nil without cfg.From
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{cfg: cfg, history: &History{TopK: cfg.topK()}}
+	if cfg, err = cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	t := &Trainer{cfg: cfg, history: &History{TopK: cfg.topK()}, transfer: transfer}
 
 	// Backend and model: the static guard runs before the data is even loaded.
 	t.backend = cfg.Backend
@@ -104,6 +109,9 @@ func NewTrainer(cfg TrainConfig) (*Trainer, error) {
 		mb = mb.Head(cfg.Head)
 	}
 	if t.model, err = mb.Done(); err != nil {
+		return nil, err
+	}
+	if err := t.transfer.check(&cfg, t.model); err != nil {
 		return nil, err
 	}
 	if !cfg.Unguarded {
@@ -142,6 +150,9 @@ func NewTrainer(cfg TrainConfig) (*Trainer, error) {
 			t.history.TopK = cfg.topK()
 		}
 	}
+	if err := t.startTransfer(); err != nil {
+		return nil, err
+	}
 	info := checkpointInfoFromConfig(&cfg)
 	info.setStoreParams(t.store)
 
@@ -154,7 +165,7 @@ func NewTrainer(cfg TrainConfig) (*Trainer, error) {
 		if cfg.Unguarded {
 			mode = GuardOff
 		}
-		t.trainer = train.NewTrainer(t.backend, t.store, t.modelFn, t.model.LossFn(mode), opt,
+		t.trainer = train.NewTrainer(t.backend, t.store, t.modelFn, t.model.LossFn(mode), t.transfer.wrapOptimizer(opt),
 			trainMetricsFor(cfg.topK(), cfg.Unguarded, t.model.NumClasses), evalMetricsFor(cfg.topK()))
 		t.loop = train.NewLoop(t.trainer)
 		return nil
@@ -231,6 +242,9 @@ func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []
 			PeriodSteps(t.cfg.Steps - t.cfg.WarmupSteps).
 			Done()
 	}
+	if t.transfer != nil {
+		return t.transfer.modelFn(t.model, scope, spec, inputs)
+	}
 	return t.model.ModelFn(scope, spec, inputs)
 }
 
@@ -286,7 +300,7 @@ func (t *Trainer) Run(ctx context.Context) (result *TrainResult, err error) {
 	res := &TrainResult{Dataset: cfg.Spec.ID(), Model: cfg.Model, HeadWidth: t.model.NumClasses, Guarded: !cfg.Unguarded,
 		Backend: BackendName(t.backend), Devices: t.dist.numDevices(), BatchSize: cfg.BatchSize, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
 		Resumed: t.ckpt != nil && t.ckpt.resumed != nil, CheckpointDir: cfg.CheckpointDir, History: t.history,
-		Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}}
+		Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}, Transfer: t.Transfer()}
 	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.trainRecs.Len()}
 	for i := range t.trainRecs.Len() {
 		if l := t.trainRecs.Label(i); l < 0 || l >= t.model.NumClasses {

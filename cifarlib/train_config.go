@@ -123,6 +123,17 @@ type TrainConfig struct {
 	// OnPoint, when set, is called with each History point as it is recorded; an error stops
 	// training (the checkpoint is still saved).
 	OnPoint func(HistoryPoint) error
+
+	// From, when set, is the checkpoint directory of a trained cifarlib run to transfer from
+	// (see transfer.go): its backbone is carried bit for bit, the head is initialised afresh at
+	// Spec's width, and the optimizer state and global step start again. Model "" takes the run's.
+	From string
+	// Freeze is "" (fine-tune everything) or FreezeBackbone (a linear probe: only the head
+	// trains; the backbone's weights and batch-norm statistics stay as carried). Needs From.
+	Freeze string
+	// BackboneLearningRate is the backbone's learning rate when fine-tuning a transferred run
+	// (the head uses LearningRate); 0: the same as LearningRate. Needs From, not with Freeze.
+	BackboneLearningRate float64
 }
 
 // ConfigError reports an invalid TrainConfig field: which field, its value and how to fix it.

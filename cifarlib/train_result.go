@@ -73,6 +73,9 @@ type TrainResult struct {
 	Interrupted bool `json:"interrupted"`
 	// CheckpointDir is where checkpoints were saved ("" when not configured).
 	CheckpointDir string `json:"checkpoint_dir,omitempty"`
+	// Transfer says what a transferred run (TrainConfig.From) carried from its source and what
+	// it initialised afresh; nil for a run trained from scratch.
+	Transfer *TransferReport `json:"transfer,omitempty"`
 
 	// Loss is the last batch loss, MovingLoss its moving average; Accuracy and TopK are the
 	// moving averages of the training accuracy and top-5 accuracy (CIFAR-100).
@@ -115,6 +118,9 @@ func (r *TrainResult) WriteSummary(w io.Writer) error {
 		fmt.Fprintf(&b, " sharded across %d devices (%d per device)", r.Devices, r.BatchSize/r.Devices)
 	}
 	b.WriteString("\n")
+	if r.Transfer != nil {
+		b.WriteString(r.Transfer.String())
+	}
 	switch {
 	case r.Interrupted:
 		fmt.Fprintf(&b, "interrupted at step %d of %d (started at %d)", r.EndStep, r.TargetStep, r.StartStep)

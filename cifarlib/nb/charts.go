@@ -190,8 +190,8 @@ const (
 	svgFontFallbacks = "font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"
 )
 
-// addLine adds a line with a legend entry; empty data adds nothing.
-func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color) error {
+// addLine adds a line with a legend entry, dashed when dashes are given; empty data adds nothing.
+func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashes ...vg.Length) error {
 	if len(xys) == 0 {
 		return nil
 	}
@@ -199,7 +199,7 @@ func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color) error {
 	if err != nil {
 		return fmt.Errorf("nb: %s of %q: %w", name, p.Title.Text, err)
 	}
-	l.Color, l.Width = c, vg.Points(1.5)
+	l.Color, l.Width, l.Dashes = c, vg.Points(1.5), dashes
 	p.Add(l)
 	p.Legend.Add(name, l)
 	return nil

@@ -15,8 +15,8 @@ import (
 )
 
 // RunsEnv names the folder where Lab keeps its runs; default: "runs" in the data folder
-// (cifarlib.DefaultDataDir()).
-const RunsEnv = "CIFARLAB_RUNS"
+// (cifarlib.DefaultDataDir()). `cifarlab runs` lists the same folder.
+const RunsEnv = cifarlib.RunsEnv
 
 // Lab is what the cells of a notebook share: the kernel's backend, the dataset's splits, the
 // architecture the notebooks train on that backend, and the folder of named runs, so that a
@@ -68,10 +68,7 @@ func New(spec cifarlib.Spec, backend compute.Backend, dataDir string) (*Lab, err
 		return nil, err
 	}
 	_, layout := cifarlib.DataDir(root, spec)
-	runs := os.Getenv(RunsEnv)
-	if runs == "" {
-		runs = filepath.Join(dataDir, "runs")
-	}
+	runs := cifarlib.DefaultRunsDir(dataDir)
 	return &Lab{Spec: spec, Backend: backend, Arch: Arch(backend), Train: train, Test: test,
 		Synthetic: synthetic, Layout: layout, DataDir: dataDir, RunsDir: runs}, nil
 }
@@ -155,6 +152,7 @@ func (l *Lab) Fit(name string, cfg cifarlib.TrainConfig) (*cifarlib.TrainResult,
 	start := time.Now()
 	res, err := cifarlib.Train(context.Background(), cfg)
 	if err != nil {
+		_ = cifarlib.RecordFailedStart(cfg, err) // Runs lists the attempt, with its error
 		if live != nil {
 			live.Finish(nil) // the curves up to the failure
 		}

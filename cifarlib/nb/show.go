@@ -22,6 +22,7 @@ import (
 //     labels the head cannot represent in red;
 //   - *cifarlib.Diagnosis: its report, then the training split's label chart;
 //   - []cifarlib.Mistake (cifarlib.ShapeMistakes): a table of mistakes and errors;
+//   - cifarlib.Runs (Lab.Runs): the runs table;
 //   - *Image (ImageGrid): the picture;
 //   - anything else: as fmt.Println prints it.
 //
@@ -48,6 +49,8 @@ func Show(v any) {
 		if len(v.Splits) > 0 {
 			showLabels(fmt.Sprintf("%s labels of %s against a head of %d", v.Splits[0].Split, v.Dataset, v.HeadWidth), v.Splits[0])
 		}
+	case cifarlib.Runs:
+		DisplayHTML(v.HTML(), v.String())
 	case []cifarlib.Mistake:
 		showMistakes(v)
 	case *Image:

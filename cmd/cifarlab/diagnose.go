@@ -18,7 +18,7 @@ func init() {
 }
 
 func runDiagnose(args []string, stdout io.Writer) error {
-	fs := newFlagSet("diagnose", "--dataset cifar10|cifar100 [--data DIR] [--model ARCH] [--head N] [--labels fine|coarse] [--json]", stdout)
+	fs := newFlagSet("diagnose", "--dataset cifar10|cifar100 [--data DIR] [--model ARCH] [--head N] [--labels fine|coarse] [--from RUN_DIR] [--json]", stdout)
 	dataset := fs.String("dataset", "cifar10", "dataset: cifar10 or cifar100")
 	dataDir := fs.String("data", cifarlib.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+cifarlib.DataDirEnv+")")
 	arch := fs.String("model", cifarlib.ArchCNN, "architecture: linear, cnn, resnet18 or resnet20")
@@ -26,6 +26,8 @@ func runDiagnose(args []string, stdout io.Writer) error {
 	labels := fs.String("labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
 	batch := fs.Int("batch", 128, "batch size of the inspected tensors")
 	asJSON := fs.Bool("json", false, "print the diagnosis as JSON")
+	from := fs.String("from", "", "diagnose the trained run in `RUN_DIR` (its checkpoint directory: architecture and head as saved) "+
+		"against --dataset, with the dataset-switch checklist")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -36,15 +38,7 @@ func runDiagnose(args []string, stdout io.Writer) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	builder := cifarlib.NewModel(spec, *arch)
-	if *head != 0 {
-		builder = builder.Head(*head)
-	}
-	m, err := builder.Done()
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	d, err := cifarlib.DiagnoseWith(m, *dataDir, cifarlib.DiagnoseOptions{BatchSize: *batch})
+	d, err := diagnoseModelOrRun(spec, *from, *arch, *head, *dataDir, *batch)
 	if err != nil {
 		return err
 	}
@@ -63,4 +57,27 @@ func runDiagnose(args []string, stdout io.Writer) error {
 		return &exitError{code: 1, err: errors.New(d.Verdict)}
 	}
 	return nil
+}
+
+// diagnoseModelOrRun diagnoses the trained run from (when set) or a fresh model of arch with
+// head against spec's data in dataDir.
+func diagnoseModelOrRun(spec cifarlib.Spec, from, arch string, head int, dataDir string, batch int) (*cifarlib.Diagnosis, error) {
+	opts := cifarlib.DiagnoseOptions{BatchSize: batch}
+	if from != "" {
+		d, err := cifarlib.DiagnoseRun(from, spec, dataDir, opts)
+		var nr *cifarlib.NotRunError
+		if errors.As(err, &nr) {
+			return nil, &exitError{code: 2, err: err}
+		}
+		return d, err
+	}
+	builder := cifarlib.NewModel(spec, arch)
+	if head != 0 {
+		builder = builder.Head(head)
+	}
+	m, err := builder.Done()
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	return cifarlib.DiagnoseWith(m, dataDir, opts)
 }

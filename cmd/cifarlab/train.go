@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,13 +34,17 @@ type trainFlags struct {
 	head, steps, batch, warmup, checkpointEvery         int
 	evalEvery, evalExamples, logEvery                   int
 	seed                                                int64
+	from, freeze                                        string
+	backboneLR                                          float64
+	modelSet                                            bool
 	lr, minLR, weightDecay                              float64
 	guard, asJSON, augment, noEval                      bool
 }
 
 func runTrain(args []string, stdout io.Writer) error {
 	fs := newFlagSet("train", "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--model cnn|resnet18|resnet20|linear] "+
-		"[--head N] [--guard=true|false] --steps N [--batch B] [--backend cpu|cuda|auto] [--devices N|all] [--checkpoint DIR] [--json]", stdout)
+		"[--head N] [--guard=true|false] --steps N [--batch B] [--backend cpu|cuda|auto] [--devices N|all] [--checkpoint DIR] "+
+		"[--from RUN_DIR [--freeze backbone] [--backbone-lr X]] [--json]", stdout)
 	var f trainFlags
 	fs.StringVar(&f.dataset, "dataset", "cifar10", "dataset: cifar10 or cifar100")
 	fs.StringVar(&f.labels, "labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
@@ -70,12 +75,18 @@ func runTrain(args []string, stdout io.Writer) error {
 	fs.BoolVar(&f.noEval, "no-eval", false, "skip the final evaluation on the test split")
 	fs.IntVar(&f.logEvery, "log-every", 0, "write a progress line to stderr every N steps (0: about 200 lines per run)")
 	fs.StringVar(&f.progress, "progress", "auto", "GoMLX progress bar on stdout: auto (when stdout is a terminal), on or off")
+	fs.StringVar(&f.from, "from", "", "transfer from the trained run in `RUN_DIR` (its --checkpoint directory): its backbone is "+
+		"carried bit for bit, the head is new at --dataset's width, the optimizer state and step start again; --model defaults to the run's")
+	fs.StringVar(&f.freeze, "freeze", "", "with --from: \"backbone\" trains the head only (linear probe; the backbone's weights and "+
+		"batch-norm statistics stay as carried)")
+	fs.Float64Var(&f.backboneLR, "backbone-lr", 0, "with --from: the backbone's learning rate when fine-tuning (0: --lr)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return &exitError{code: 2, err: fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
+	fs.Visit(func(fl *flag.Flag) { f.modelSet = f.modelSet || fl.Name == "model" })
 	cfg, err := f.config()
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -89,7 +100,9 @@ func runTrain(args []string, stdout io.Writer) error {
 	res, err := cifarlib.Train(ctx, cfg)
 	if err != nil {
 		var ce *cifarlib.ConfigError
-		if errors.As(err, &ce) || errors.Is(err, cifarlib.ErrDevices) {
+		var nr *cifarlib.NotRunError
+		var am *cifarlib.ArchMismatchError
+		if errors.As(err, &ce) || errors.Is(err, cifarlib.ErrDevices) || errors.As(err, &nr) || errors.As(err, &am) {
 			return &exitError{code: 2, err: err}
 		}
 		return err
@@ -145,12 +158,21 @@ func (f *trainFlags) config() (cifarlib.TrainConfig, error) {
 		return cifarlib.TrainConfig{}, fmt.Errorf("--devices %q: use a positive number or all", f.devices)
 	}
 	return cifarlib.TrainConfig{
-		Spec: spec, DataDir: f.dataDir, Model: f.arch, Head: f.head, Unguarded: !f.guard,
+		Spec: spec, DataDir: f.dataDir, Head: f.head, Unguarded: !f.guard,
 		BackendName: f.backend, Devices: devices, Steps: f.steps, BatchSize: f.batch, Seed: f.seed, Augment: f.augment,
 		Optimizer: f.optimizer, LearningRate: f.lr, WeightDecay: f.weightDecay, Schedule: f.schedule,
 		WarmupSteps: f.warmup, MinLearningRate: f.minLR,
 		CheckpointDir: f.checkpoint, CheckpointEvery: f.checkpointEvery,
 		EvalEvery: f.evalEvery, EvalExamples: f.evalExamples, SkipFinalEval: f.noEval,
 		Progress: progress, Log: os.Stderr, LogEvery: f.logEvery,
+		From: f.from, Freeze: f.freeze, BackboneLearningRate: f.backboneLR, Model: f.transferArch(),
 	}, nil
+}
+
+// transferArch is --model, or "" (the source run's architecture) with --from and no --model.
+func (f *trainFlags) transferArch() string {
+	if f.from != "" && !f.modelSet {
+		return ""
+	}
+	return f.arch
 }

@@ -1,0 +1,171 @@
+package cifarlib
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Statuses of a CheckItem.
+const (
+	// CheckOK: nothing to change for this item.
+	CheckOK = "OK"
+	// CheckFail: using the run on the target as it is would be wrong; CheckItem.Fix says what to do.
+	CheckFail = "FAIL"
+	// CheckNote: a difference to know about that does not make the switch wrong.
+	CheckNote = "NOTE"
+)
+
+// CheckItem is one item of the dataset-switch checklist (the story's section 5: model output
+// dimension, loss configuration, evaluation metrics, preprocessing) for a trained run pointed at
+// another dataset.
+type CheckItem struct {
+	// Item is "head width", "label range", "normalisation", "metrics" or "class names".
+	Item string `json:"item"`
+	// Status is CheckOK, CheckFail or CheckNote; Detail says what was compared, Fix what to do.
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// DiagnoseRun diagnoses the trained run in runDir (a checkpoint directory) against the dataset
+// target under root: the model as the run saved it (its architecture and head) on the target's
+// labels, as Diagnose does, plus the dataset-switch checklist in Diagnosis.Checklist (head width
+// against the classes, label range, the normalisation statistics the run was trained with
+// against the target's, the metrics, the class names), each OK, FAIL or NOTE with the fix. A
+// FAIL makes the Diagnosis not OK; its Fix is then the transfer (cifarlab train --from). The run
+// errors are those of a transfer's source (*NotRunError, *IncompleteCheckpointError,
+// *CorruptCheckpointError).
+func DiagnoseRun(runDir string, target Spec, root string, opts DiagnoseOptions) (*Diagnosis, error) {
+	_, _, info, err := readRunCheckpoint(runDir)
+	if err != nil {
+		switch err.(type) {
+		case *IncompleteCheckpointError, *CorruptCheckpointError:
+			return nil, err
+		}
+		return nil, &NotRunError{Dir: runDir, Err: err}
+	}
+	source, err := info.Spec()
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: run %s: %w", runDir, err)
+	}
+	b := NewModel(target, info.Model)
+	if info.Head != target.NumClasses {
+		b = b.Head(info.Head)
+	}
+	m, err := b.Done()
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: run %s: %w", runDir, err)
+	}
+	d, err := DiagnoseWith(m, root, opts)
+	if err != nil {
+		return nil, err
+	}
+	d.From, d.FromDataset = runDir, source.ID()
+	transfer := fmt.Sprintf("transfer the run: cifarlab train --from %s --dataset %s (TrainConfig.From), which carries the "+
+		"backbone and initialises a new head of %d", runDir, datasetFlags(target.ID()), target.NumClasses)
+	d.Checklist = switchChecklist(info.Head, source, target, d.Splits, transfer)
+	for _, c := range d.Checklist {
+		if c.Status == CheckFail {
+			d.OK = false
+			d.Fix = transfer
+			if !strings.HasPrefix(d.Verdict, "MISMATCH") && !strings.HasPrefix(d.Verdict, "PROBLEM") {
+				d.Verdict = fmt.Sprintf("MISMATCH: run %s (%s) can not be used on %s as it is: %s", runDir, source.ID(), target.ID(), c.Detail)
+			}
+		}
+	}
+	return d, nil
+}
+
+// switchChecklist compares a run trained on source with a head of head outputs to target.
+func switchChecklist(head int, source, target Spec, splits []SplitLabels, transfer string) []CheckItem {
+	var items []CheckItem
+	add := func(item string, ok bool, detail, fix string) {
+		c := CheckItem{Item: item, Status: CheckOK, Detail: detail}
+		if !ok {
+			c.Status, c.Fix = CheckFail, fix
+		}
+		items = append(items, c)
+	}
+
+	add("head width", head == target.NumClasses, fmt.Sprintf("the run's head has %d outputs, %s has %d classes",
+		head, target.ID(), target.NumClasses), transfer)
+
+	var parts []string
+	beyond, lo, hi := 0, -1, -1
+	for _, s := range splits {
+		beyond += s.BeyondHead
+		parts = append(parts, fmt.Sprintf("%d of %d %s", s.BeyondHead, s.Count, s.Split))
+		if s.Count > 0 && (lo < 0 || s.Min < lo) {
+			lo = s.Min
+		}
+		hi = max(hi, s.Max)
+	}
+	rangeDetail := fmt.Sprintf("%s labels %d..%d fit the head's %d outputs", target.ID(), lo, hi, head)
+	if beyond > 0 {
+		rangeDetail = fmt.Sprintf("%s labels %d..%d, the head covers 0..%d: %s labels are beyond it (an unguarded "+
+			"loss gives them exactly 0; the guard stops)", target.ID(), lo, hi, head-1, strings.Join(parts, " and "))
+	}
+	add("label range", beyond == 0, rangeDetail, transfer)
+
+	shift := 0.0 // The largest gap between the two normalisations, in the run's standard deviations.
+	for c := range ImageChannels {
+		shift = math.Max(shift, math.Abs(float64(target.Mean[c]-source.Mean[c]))/float64(source.Std[c]))
+		shift = math.Max(shift, math.Abs(float64(target.Std[c]/source.Std[c])-1))
+	}
+	norm := CheckItem{Item: "normalisation", Status: CheckOK, Detail: fmt.Sprintf("the run was trained with %s's "+
+		"statistics, the same as %s's (mean %v, std %v)", source.ID(), target.ID(), source.Mean, source.Std)}
+	if source.Mean != target.Mean || source.Std != target.Std {
+		norm.Status = CheckNote
+		norm.Detail = fmt.Sprintf("the run was trained on inputs normalised with %s's mean %v and std %v; %s's are %v "+
+			"and %v (up to %.2f of the run's standard deviation apart)", source.ID(), source.Mean, source.Std,
+			target.ID(), target.Mean, target.Std, shift)
+		norm.Fix = "cifarlib normalises each dataset with its own statistics: fine-tuning adapts the batch norms to " +
+			"them; a frozen backbone (linear probe) sees its inputs shifted by that much"
+	}
+	items = append(items, norm)
+
+	metrics := "top-1 accuracy"
+	if target.NumClasses > 10 {
+		metrics = "top-1 and top-5 accuracy (with 100 or 20 classes top-1 alone undersells a model)"
+	}
+	items = append(items, CheckItem{Item: "metrics", Status: CheckOK, Detail: fmt.Sprintf("%s is evaluated with %s and "+
+		"per-class accuracy over its %d classes; cifarlib picks them from the dataset", target.ID(), metrics, target.NumClasses)})
+
+	same := len(source.ClassNames) == len(target.ClassNames)
+	for i := 0; same && i < len(source.ClassNames); i++ {
+		same = source.ClassNames[i] == target.ClassNames[i]
+	}
+	namesDetail := fmt.Sprintf("the run's %d classes are %s's", len(source.ClassNames), target.ID())
+	if !same {
+		namesDetail = fmt.Sprintf("the run's %d classes (%s) are not %s's %d (%s): output i of the old head means "+
+			"another class", len(source.ClassNames), firstNames(source.ClassNames), target.ID(), len(target.ClassNames),
+			firstNames(target.ClassNames))
+	}
+	add("class names", same, namesDetail, transfer)
+	return items
+}
+
+// firstNames lists the first three names, then "...".
+func firstNames(names []string) string {
+	if len(names) <= 3 {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:3], ", ") + ", ..."
+}
+
+// checklistString renders the checklist, one item a line (and its fix on the next).
+func checklistString(from, fromDataset string, items []CheckItem) string {
+	if len(items) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Dataset switch checklist for run %s (trained on %s):\n", from, fromDataset)
+	for _, c := range items {
+		fmt.Fprintf(&b, "  [%-4s] %-13s %s\n", c.Status, c.Item, c.Detail)
+		if c.Fix != "" {
+			fmt.Fprintf(&b, "         %-13s fix: %s\n", "", c.Fix)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,102 @@
+package nb
+
+import (
+	"fmt"
+	"image/color"
+	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// compareColors and compareDashes tell the runs of a comparison apart: runs whose curves lie on
+// top of each other (the same training on 1 and 4 devices) stay visible, the later one dashed.
+var (
+	compareColors = []color.Color{blue, orange, green, red, color.RGBA{R: 0x8e, G: 0x6b, B: 0xb8, A: 0xff}, color.RGBA{R: 0x9c, G: 0x75, B: 0x5f, A: 0xff}}
+	compareDashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)}}
+)
+
+// CompareLossChart overlays the training loss of runs, each smoothed as LossChart smooths it
+// (cifarlib.History.SmoothedLoss), one colour per run. Runs without curves are left out.
+func CompareLossChart(runs ...cifarlib.RunInfo) (*plot.Plot, error) {
+	p := newChart("training loss (smoothed), by run", "step", "cross-entropy loss")
+	err := eachCurve(p, runs, func(r cifarlib.RunInfo) (string, plotter.XYs) {
+		smoothed := r.History.SmoothedLoss()
+		xys := make(plotter.XYs, len(r.History.Points))
+		for i, pt := range r.History.Points {
+			xys[i] = plotter.XY{X: float64(pt.Step), Y: smoothed[i]}
+		}
+		return r.Name, xys
+	})
+	p.Y.Min = 0
+	return p, err
+}
+
+// CompareAccuracyChart overlays the training accuracy (moving average) of runs, in percent, each
+// labelled with its final test accuracy when it has one. Runs without curves are left out.
+func CompareAccuracyChart(runs ...cifarlib.RunInfo) (*plot.Plot, error) {
+	p := newChart("training accuracy, by run", "step", "accuracy (%)")
+	err := eachCurve(p, runs, func(r cifarlib.RunInfo) (string, plotter.XYs) {
+		xys := make(plotter.XYs, len(r.History.Points))
+		for i, pt := range r.History.Points {
+			xys[i] = plotter.XY{X: float64(pt.Step), Y: 100 * pt.Accuracy}
+		}
+		name := r.Name
+		if r.HasTest {
+			name += fmt.Sprintf(" (test %.1f%%)", 100*r.TestAccuracy)
+		}
+		return name, xys
+	})
+	p.Y.Min, p.Y.Max = 0, 100
+	return p, err
+}
+
+// eachCurve adds one line per run that has History points, in the run's colour and dashes.
+func eachCurve(p *plot.Plot, runs []cifarlib.RunInfo, curve func(cifarlib.RunInfo) (string, plotter.XYs)) error {
+	i := 0
+	for _, r := range runs {
+		if r.History == nil || len(r.History.Points) == 0 {
+			continue
+		}
+		name, xys := curve(r)
+		if err := addLine(p, name, xys, compareColors[i%len(compareColors)], compareDashes[i%len(compareDashes)]...); err != nil {
+			return err
+		}
+		i++
+	}
+	return nil
+}
+
+// Compare shows the curves of runs (from Lab.Runs, e.g. through Select) overlaid: the
+// training loss, then the training accuracy with each run's test accuracy. Its plain-text form
+// lists the runs compared, and says which had no curves (a run that failed before its first
+// step, a foreign folder).
+func Compare(runs ...cifarlib.RunInfo) {
+	var text strings.Builder
+	for _, r := range runs {
+		if r.History == nil || len(r.History.Points) == 0 {
+			fmt.Fprintf(&text, "%s: no curves (%s", r.Name, r.Status)
+			if r.Reason != "" {
+				fmt.Fprintf(&text, ": %s", r.Reason)
+			}
+			text.WriteString(")\n")
+			continue
+		}
+		last, _ := r.History.Last()
+		fmt.Fprintf(&text, "%s: %d points, to step %d, last loss %.4f\n", r.Name, len(r.History.Points), last.Step, last.Loss)
+	}
+	for i, chart := range []func(...cifarlib.RunInfo) (*plot.Plot, error){CompareLossChart, CompareAccuracyChart} {
+		svg, err := render(chart(runs...))
+		if err != nil {
+			fmt.Fprintln(output(), "error:", err)
+			continue
+		}
+		alt := strings.TrimSuffix(text.String(), "\n") // the list, with the first chart
+		if i > 0 {
+			alt = fmt.Sprintf("training accuracy of the %d runs above", len(runs))
+		}
+		DisplaySVG(svg, alt)
+	}
+}

@@ -1,0 +1,415 @@
+package cifarlib
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// transferSource trains a small CIFAR-10 run of arch (3 Adam steps) into a new checkpoint
+// directory and returns the directory and the loaded run.
+func transferSource(t *testing.T, arch string) (string, *LoadedCheckpoint) {
+	t.Helper()
+	train, _ := trainTestRecords(t, CIFAR10(), 48, 10, 11)
+	dir := filepath.Join(t.TempDir(), "cifar10-"+arch)
+	_, err := Train(context.Background(), TrainConfig{Spec: CIFAR10(), TrainRecords: train, Model: arch, Steps: 3, BatchSize: 8,
+		Seed: 3, SkipFinalEval: true, CheckpointDir: dir, Backend: testBackend(t), Progress: ProgressOff})
+	require.NoError(t, err)
+	src, err := LoadCheckpoint(dir, testBackend(t))
+	require.NoError(t, err)
+	return dir, src
+}
+
+// transferConfig is a CIFAR-100 (fine) transfer of the run in from.
+func transferConfig(t *testing.T, from string, steps int) TrainConfig {
+	train, test := trainTestRecords(t, CIFAR100(LabelsFine), 48, 12, 12)
+	return TrainConfig{Spec: CIFAR100(LabelsFine), From: from, TrainRecords: train, TestRecords: test, Steps: steps,
+		BatchSize: 8, Seed: 5, SkipFinalEval: true, Backend: testBackend(t), Progress: ProgressOff}
+}
+
+// sourceBackbone is the backbone of the source run, variable by variable, as bytes: what a
+// transferred run must hold before it trains (and keep when frozen).
+func sourceBackbone(t *testing.T, src *LoadedCheckpoint) map[string][]byte {
+	t.Helper()
+	want := map[string][]byte{}
+	for path, value := range loadAll(t, src) {
+		if strings.HasPrefix(path, "/"+src.Info.Model+"/") && !strings.HasPrefix(path, "/"+src.Info.Model+"/head/") {
+			want[path] = value
+		}
+	}
+	return want
+}
+
+// loadAll reads every variable of a loaded checkpoint (lazily loaded) as bytes.
+func loadAll(t *testing.T, ck *LoadedCheckpoint) map[string][]byte {
+	t.Helper()
+	_, h, _, err := readRunCheckpoint(ck.Info.Dir)
+	require.NoError(t, err)
+	out := map[string][]byte{}
+	for key, value := range h.LoadedVariables() {
+		require.NoError(t, value.ConstBytes(func(data []byte) { out[strings.TrimPrefix(key, "var:")] = append([]byte{}, data...) }))
+	}
+	return out
+}
+
+// The backbone (convolutions and batch norm, statistics included) is carried bit for bit; the
+// head is new, at 100 outputs, initialised from the run's seed: the same seed gives the same
+// head, another seed another; the report and the summary say what happened.
+func TestTransferCarriesBackboneBitForBit(t *testing.T) {
+	from, src := transferSource(t, ArchResNet20)
+	want := sourceBackbone(t, src)
+	require.Contains(t, want, "/resnet20/stage2/block1/bn1/batch_normalization/mean")
+	require.Contains(t, want, "/resnet20/stage3/block3/conv2/conv/weights")
+	require.Len(t, want, 19+19*5) // 19 convolutions (no bias), each followed by a batch norm of 5 variables.
+
+	heads := map[int64]map[string][]byte{}
+	for _, seed := range []int64{5, 5, 6} {
+		cfg := transferConfig(t, from, 1)
+		cfg.Seed = seed
+		tr, err := NewTrainer(cfg)
+		require.NoError(t, err)
+		got := trainVars(t, tr.Store())
+		for path, value := range want {
+			require.Equal(t, value, got[path], "carried variable %s differs from the source", path)
+		}
+		_, ok := got["/resnet20/head/dense/weights"]
+		require.False(t, ok, "the head must be left to the initializer")
+		// Evaluating builds the model and initialises the head, without a training step.
+		_, err = tr.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 4})
+		require.NoError(t, err)
+		v := tr.Store().GetVariable("/resnet20/head/dense/weights")
+		require.NotNil(t, v)
+		require.Equal(t, []int{64, 100}, v.Shape().Dimensions)
+		require.Equal(t, []int{100}, tr.Store().GetVariable("/resnet20/head/dense/biases").Shape().Dimensions)
+		head := map[string][]byte{}
+		for path, value := range trainVars(t, tr.Store()) {
+			if strings.Contains(path, "/head/") {
+				head[path] = value
+			}
+		}
+		if prev, ok := heads[seed]; ok {
+			require.Equal(t, prev, head, "the same seed must initialise the same head")
+		}
+		heads[seed] = head
+		for path, value := range want {
+			require.Equal(t, value, trainVars(t, tr.Store())[path], "evaluating changed %s", path)
+		}
+
+		r := tr.Transfer()
+		require.Equal(t, from, r.From)
+		require.Equal(t, 3, r.FromStep)
+		require.Equal(t, "cifar10", r.FromDataset)
+		require.Equal(t, 10, r.FromHead)
+		require.Equal(t, "cifar100", r.Dataset)
+		require.Equal(t, 100, r.Head)
+		require.Len(t, r.Carried, len(want))
+		require.Equal(t, []TransferVariable{
+			{Path: "/resnet20/head/dense/biases", Shape: []int{100}, FromShape: []int{10}},
+			{Path: "/resnet20/head/dense/weights", Shape: []int{64, 100}, FromShape: []int{64, 10}}}, r.Reinitialized)
+		require.Contains(t, r.Dropped, "/AdamOptimizer/step")
+		require.Contains(t, r.Dropped, "/optimizers/learning_rate")
+		require.Contains(t, r.Dropped, "/AdamOptimizer/resnet20/stem/conv/conv/weights_1st_moment")
+	}
+	require.NotEqual(t, heads[5], heads[6], "another seed must initialise another head")
+
+	res, err := Train(context.Background(), transferConfig(t, from, 1))
+	require.NoError(t, err)
+	var summary strings.Builder
+	require.NoError(t, res.WriteSummary(&summary))
+	require.Contains(t, summary.String(), "transferred from "+from+" (cifar10, head 10, step 3) to cifar100 (head 100)\n")
+	require.Contains(t, summary.String(), "  re-initialised from the seed: /resnet20/head/dense/biases [100] (was [10]), "+
+		"/resnet20/head/dense/weights [64 100] (was [64 10]): cifar100 has 100 classes, the source's head 10\n")
+	require.Contains(t, summary.String(), "  recipe: fine-tune everything: head learning rate 0.001, backbone learning rate 0.001\n")
+}
+
+// A frozen backbone (linear probe) keeps its weights and its batch-norm moving statistics, bit
+// for bit, through training steps; only the head moves. Fine-tuning moves the backbone too.
+func TestTransferFrozenBackboneUnchanged(t *testing.T) {
+	from, src := transferSource(t, ArchResNet20)
+	want := sourceBackbone(t, src)
+	cfg := transferConfig(t, from, 4)
+	cfg.Freeze = FreezeBackbone
+	tr, err := NewTrainer(cfg)
+	require.NoError(t, err)
+	res, err := tr.Run(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 4, res.EndStep)
+	got := trainVars(t, tr.Store())
+	for path, value := range want {
+		require.Equal(t, value, got[path], "frozen variable %s changed", path)
+	}
+	require.Contains(t, got, "/AdamOptimizer/resnet20/head/dense/weights_1st_moment")
+	_, ok := got["/AdamOptimizer/resnet20/stem/conv/conv/weights_1st_moment"]
+	require.False(t, ok, "a frozen variable has no optimizer state")
+	require.Equal(t, FreezeBackbone, res.Transfer.Freeze)
+	require.Zero(t, res.Transfer.BackboneLearningRate)
+
+	cfg.Freeze = ""
+	tuned, err := NewTrainer(cfg)
+	require.NoError(t, err)
+	_, err = tuned.Run(context.Background())
+	require.NoError(t, err)
+	got = trainVars(t, tuned.Store())
+	for _, path := range []string{"/resnet20/stem/conv/conv/weights", "/resnet20/stem/bn/batch_normalization/mean"} {
+		require.NotEqual(t, want[path], got[path], "fine-tuning must train %s", path)
+	}
+}
+
+// A separate backbone learning rate: with SGD, one step with BackboneLearningRate = lr/10 moves
+// every backbone variable by a tenth of what the same step moves it with lr, and the head alike.
+func TestTransferBackboneLearningRate(t *testing.T) {
+	from, _ := transferSource(t, ArchCNN)
+	var before map[string][]float32
+	steps := map[float64]map[string][]float32{}
+	for _, backboneLR := range []float64{0, 0.01} {
+		cfg := transferConfig(t, from, 1)
+		cfg.Optimizer, cfg.LearningRate, cfg.BackboneLearningRate = "sgd", 0.1, backboneLR
+		tr, err := NewTrainer(cfg)
+		require.NoError(t, err)
+		_, err = tr.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 4}) // initialises the head
+		require.NoError(t, err)
+		before = storeValues(t, tr.Store())
+		res, err := tr.Run(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, 0.1, res.Transfer.LearningRate)
+		after := storeValues(t, tr.Store())
+		steps[backboneLR] = map[string][]float32{}
+		for path, b := range before {
+			if strings.HasPrefix(path, "/cnn/") {
+				d := make([]float32, len(b))
+				for i := range b {
+					d[i] = after[path][i] - b[i]
+				}
+				steps[backboneLR][path] = d
+			}
+		}
+	}
+	// Both runs take the same gradient at the same point. The scaled step is old + 0.1*(new-old),
+	// three float32 roundings at the magnitude of the weights (|w| < 1 here: ulp <= 2^-24) on top
+	// of the unscaled one's: 1e-6 is a few times what they can add up to.
+	moved := 0
+	for path, full := range steps[0] {
+		ratio := 0.1
+		if strings.HasPrefix(path, "/cnn/head/") {
+			ratio = 1
+		}
+		for i, d := range full {
+			require.InDelta(t, ratio*float64(d), float64(steps[0.01][path][i]), 1e-6, "%s[%d]", path, i)
+			if math.Abs(float64(d)) > 1e-4 {
+				moved++
+			}
+		}
+	}
+	require.Greater(t, moved, 1000, "the backbone must move")
+}
+
+// A transferred run resumes from its own checkpoint like any other (the backbone is not carried
+// again) and equals, bit for bit, the same transfer trained straight through; its checkpoint
+// loads and evaluates for CIFAR-100; the resume must name the same source and recipe.
+func TestTransferThenResume(t *testing.T) {
+	from, _ := transferSource(t, ArchCNN)
+	straightCfg := transferConfig(t, from, 4)
+	straightCfg.BackboneLearningRate = 0.0001
+	straight, err := NewTrainer(straightCfg)
+	require.NoError(t, err)
+	_, err = straight.Run(context.Background())
+	require.NoError(t, err)
+
+	cfg := straightCfg
+	cfg.CheckpointDir = filepath.Join(t.TempDir(), "cifar100-from-cifar10")
+	cfg.Steps = 2
+	first, err := Train(context.Background(), cfg)
+	require.NoError(t, err)
+	require.False(t, first.Transfer.Resumed)
+	cfg.Steps = 4
+	resumed, err := NewTrainer(cfg)
+	require.NoError(t, err)
+	res, err := resumed.Run(context.Background())
+	require.NoError(t, err)
+	require.True(t, res.Resumed)
+	require.True(t, res.Transfer.Resumed)
+	require.Equal(t, 2, res.StartStep)
+	want, got := trainVars(t, straight.Store()), trainVars(t, resumed.Store())
+	for path, value := range want {
+		require.Equal(t, value, got[path], "variable %s differs between the straight and the resumed transfer", path)
+	}
+
+	ck, err := LoadCheckpoint(cfg.CheckpointDir, testBackend(t))
+	require.NoError(t, err)
+	require.Equal(t, from, ck.Info.TransferredFrom)
+	require.Equal(t, 100, ck.Model.NumClasses)
+	ev, err := ck.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 4})
+	require.NoError(t, err)
+	require.Equal(t, 12, ev.Examples)
+
+	cfg.BackboneLearningRate = 0.001
+	_, err = NewTrainer(cfg)
+	var me *CheckpointMismatchError
+	require.ErrorAs(t, err, &me)
+	require.Equal(t, []string{"backbone learning rate: saved 0.0001, requested 0.001"}, me.Diffs)
+}
+
+// Each bad input is refused with its own typed error: another architecture, a folder that is
+// not a run, an incomplete or corrupt checkpoint, a plain load or a resume into a model whose
+// head differs (PyTorch's size-mismatch message), and recipes without a source.
+func TestTransferErrors(t *testing.T) {
+	from, _ := transferSource(t, ArchLinear)
+
+	cfg := transferConfig(t, from, 1)
+	cfg.Model = ArchCNN
+	_, err := NewTrainer(cfg)
+	require.Equal(t, &ArchMismatchError{Dir: from, Saved: ArchLinear, Requested: ArchCNN}, err)
+	require.EqualError(t, err, "cifarlib: run "+from+" is a linear, but the model asked for is a cnn: the backbone can only be "+
+		`carried into the same architecture; use Model "linear" (CLI: --model linear, or leave it out with --from)`)
+
+	for name, dir := range map[string]string{"missing": filepath.Join(t.TempDir(), "missing"), "empty": t.TempDir()} {
+		t.Run(name, func(t *testing.T) {
+			_, err := NewTrainer(transferConfig(t, dir, 1))
+			var nr *NotRunError
+			require.ErrorAs(t, err, &nr)
+			require.Equal(t, dir, nr.Dir)
+			require.ErrorIs(t, err, ErrNoCheckpoint)
+			require.Contains(t, err.Error(), "cifarlib: "+dir+" is not a trained cifarlib run (")
+		})
+	}
+
+	// Interrupted save: the newest .json is empty.
+	copyDir := func(t *testing.T) (string, string) {
+		dst := filepath.Join(t.TempDir(), "copy")
+		require.NoError(t, os.CopyFS(dst, os.DirFS(from)))
+		matches, err := filepath.Glob(filepath.Join(dst, "checkpoint-*.json"))
+		require.NoError(t, err)
+		require.Len(t, matches, 1)
+		return dst, strings.TrimSuffix(matches[0], ".json")
+	}
+	incomplete, base := copyDir(t)
+	require.NoError(t, os.WriteFile(base+".json", nil, 0o644))
+	_, err = NewTrainer(transferConfig(t, incomplete, 1))
+	var ie *IncompleteCheckpointError
+	require.ErrorAs(t, err, &ie)
+
+	// Truncated .bin: GoMLX cannot read it back.
+	corrupt, base := copyDir(t)
+	data, err := os.ReadFile(base + ".bin")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(base+".bin", data[:len(data)/2], 0o644))
+	_, err = NewTrainer(transferConfig(t, corrupt, 1))
+	var ce *CorruptCheckpointError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, corrupt, ce.Dir)
+	require.True(t, strings.HasPrefix(err.Error(), "cifarlib: the checkpoint in "+corrupt+" is corrupt and was not used ("), err.Error())
+
+	// A plain load into a CIFAR-100 model: PyTorch's "size mismatch for fc.weight".
+	m100, err := NewModel(CIFAR100(LabelsFine), ArchLinear).Done()
+	require.NoError(t, err)
+	_, err = LoadCheckpointInto(from, m100, testBackend(t))
+	want := &ShapeMismatchError{Dir: from, Variable: "/linear/head/dense/weights", Saved: []int{3072, 10}, Model: []int{3072, 100},
+		SavedDataset: "cifar10", ModelDataset: "cifar100", SavedHead: 10, ModelHead: 100}
+	require.Equal(t, want, err)
+	require.EqualError(t, err, "cifarlib: loading "+from+": size mismatch for /linear/head/dense/weights: copying a variable with "+
+		"shape [3072 10] from checkpoint (trained for cifar10, head of 10), the shape in the current model is [3072 100] (built "+
+		"for cifar100, head of 100); a saved variable is never reshaped: transfer the run instead, which carries the backbone "+
+		`and initialises a new head of 100 (TrainConfig{From: "`+from+`", Spec: cifarlib.CIFAR100(cifarlib.LabelsFine)} `+
+		"or cifarlab train --from "+from+" --dataset cifar100)")
+	m10, err := NewModel(CIFAR10(), ArchLinear).Done()
+	require.NoError(t, err)
+	ck, err := LoadCheckpointInto(from, m10, testBackend(t))
+	require.NoError(t, err, "the same head loads")
+	require.Equal(t, m10, ck.Model)
+	mCNN, err := NewModel(CIFAR10(), ArchCNN).Done()
+	require.NoError(t, err)
+	_, err = LoadCheckpointInto(from, mCNN, testBackend(t))
+	require.Equal(t, &ArchMismatchError{Dir: from, Saved: ArchLinear, Requested: ArchCNN}, err)
+
+	// A resume into CIFAR-100: the same error, for the resume.
+	resume := transferConfig(t, "", 4)
+	resume.Model, resume.CheckpointDir = ArchLinear, from
+	_, err = NewTrainer(resume)
+	want.Resume = true
+	require.Equal(t, want, err)
+	require.Contains(t, err.Error(), "cifarlib: resuming "+from+": size mismatch for /linear/head/dense/weights: ")
+	require.True(t, strings.HasSuffix(err.Error(), "--dataset cifar100, with a new --checkpoint directory)"), err.Error())
+
+	// Coarse labels name their flags.
+	coarse := transferConfig(t, "", 4)
+	coarse.Spec = CIFAR100(LabelsCoarse)
+	coarse.TrainRecords, coarse.TestRecords = trainTestRecords(t, coarse.Spec, 16, 4, 1)
+	coarse.Model, coarse.CheckpointDir = ArchLinear, from
+	_, err = NewTrainer(coarse)
+	require.ErrorContains(t, err, "head of 20 (TrainConfig{From: \""+from+"\", Spec: cifarlib.CIFAR100(cifarlib.LabelsCoarse)} "+
+		"or cifarlab train --from "+from+" --dataset cifar100 --labels coarse, with a new --checkpoint directory)")
+
+	for _, c := range []struct {
+		edit func(*TrainConfig)
+		msg  string
+	}{
+		{func(c *TrainConfig) { c.From = ""; c.Freeze = FreezeBackbone },
+			`cifarlib: training config: Freeze/BackboneLearningRate="backbone"/0: they apply to a transferred run: set From to the trained run's checkpoint directory`},
+		{func(c *TrainConfig) { c.Freeze = "head" },
+			`cifarlib: training config: Freeze="head": use "" (fine-tune everything) or "backbone" (linear probe)`},
+		{func(c *TrainConfig) { c.Freeze, c.BackboneLearningRate = FreezeBackbone, 0.1 },
+			`cifarlib: training config: BackboneLearningRate=0.1: a frozen backbone does not train: leave it 0 with Freeze "backbone"`},
+		{func(c *TrainConfig) { c.BackboneLearningRate = -1 },
+			`cifarlib: training config: BackboneLearningRate=-1: must not be negative (0: the same as LearningRate)`},
+		{func(c *TrainConfig) { c.Head = 10 },
+			`cifarlib: training config: Head=10: a transferred run's head is sized from Spec: leave Head 0`},
+	} {
+		cfg := transferConfig(t, from, 1)
+		c.edit(&cfg)
+		_, err := NewTrainer(cfg)
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce)
+		require.EqualError(t, err, c.msg)
+	}
+}
+
+// The same transfer (fine-tuning with a separate backbone rate; and a linear probe) on 4 XLA CPU
+// devices trains as the one on 1. Tolerance: both sides start from the same values (the backbone
+// carried bit for bit, the head from the same seed), and the transfer adds no reduction of its
+// own (the backbone-rate scaling and the frozen batch norm are element-wise per variable), so the
+// two differ as TestDevicesSameAsOneDevice's SGD runs do: the order of the float32 sums across
+// shards, plus the ReLU kinks rounding can flip, normwise per update (kinkTolerance, derived in
+// numbers_test.go, for batch 16 and the 8x8 smallest feature map of resnet20). The frozen
+// backbone is untouched, bit for bit, on 4 devices as on 1.
+func TestTransferDevicesSameAsOneDevice(t *testing.T) {
+	backend := devicesTestBackend(t, 4)
+	from, src := transferSource(t, ArchResNet20)
+	frozen := sourceBackbone(t, src)
+	kinkTol := kinkTolerance(devicesBatch, devicesMinHW)
+	for _, freeze := range []string{"", FreezeBackbone} {
+		t.Run(fmt.Sprintf("freeze=%q", freeze), func(t *testing.T) {
+			var results []*TrainResult
+			var trainers []*Trainer
+			for _, n := range []int{1, 4} {
+				cfg := transferConfig(t, from, 3)
+				cfg.Backend, cfg.Devices, cfg.BatchSize, cfg.HistoryEvery = backend, n, devicesBatch, 1
+				cfg.Optimizer, cfg.LearningRate, cfg.Freeze = "sgd", 0.01, freeze
+				if freeze == "" {
+					cfg.BackboneLearningRate = 0.001
+				}
+				tr, err := NewTrainer(cfg)
+				require.NoError(t, err)
+				res, err := tr.Run(context.Background())
+				require.NoError(t, err)
+				require.Equal(t, n, res.Devices)
+				require.Len(t, res.History.Points, 3)
+				results, trainers = append(results, res), append(trainers, tr)
+				if freeze != "" {
+					got := trainVars(t, tr.Store())
+					for path, value := range frozen {
+						require.Equal(t, value, got[path], "frozen %s changed on %d devices", path, n)
+					}
+				}
+			}
+			requireSameLossCurve(t, results[0].History.Points, results[1].History.Points, kinkTol)
+			init := initialValues(t, trainers[0].Config())
+			requireSameTraining(t, init, storeValues(t, trainers[0].Store()), storeValues(t, trainers[1].Store()), 3, kinkTol)
+		})
+	}
+}
