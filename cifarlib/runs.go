@@ -68,7 +68,7 @@ type RunRecord struct {
 // newRunRecord is the record of a run of c (with defaults) starting now.
 func newRunRecord(c *TrainConfig, head, devices int) *RunRecord {
 	return &RunRecord{Status: RunRunning, Started: time.Now(), Dataset: c.Spec.ID(), Model: c.Model, Head: head,
-		Guarded: !c.Unguarded, Devices: devices, BatchSize: c.BatchSize, TargetStep: c.Steps}
+		Guarded: !c.Unguarded, Devices: devices, BatchSize: c.BatchSize, TargetStep: c.Steps, From: c.From}
 }
 
 // ReadRunRecord reads dir/run.json. A folder without one gives an error that wraps

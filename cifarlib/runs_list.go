@@ -154,7 +154,11 @@ var runColumns = []string{"run", "status", "dataset", "model", "head", "guard", 
 
 // cells formats a run as the table's cells.
 func (info RunInfo) cells() []string {
-	c := []string{info.Name, string(info.Status), info.Dataset, info.Model, "", "", "", "", "", "", "", "", info.From, info.Reason}
+	from := info.From
+	if from != "" && filepath.Clean(filepath.Dir(from)) == filepath.Dir(info.Dir) {
+		from = filepath.Base(from) // a run of the same folder: its name
+	}
+	c := []string{info.Name, string(info.Status), info.Dataset, info.Model, "", "", "", "", "", "", "", "", from, info.Reason}
 	if info.Head > 0 {
 		c[4] = fmt.Sprint(info.Head)
 	}

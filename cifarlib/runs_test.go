@@ -65,6 +65,12 @@ func TestListRuns(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, interrupted.Interrupted)
 
+	transferred, err := trainRun(t, runs, "k-transferred", func(c *TrainConfig) {
+		c.Spec, c.From, c.EvalEvery = CIFAR10(), filepath.Join(runs, "a-done"), 0
+		c.TrainRecords, c.TestRecords = trainTestRecords(t, CIFAR10(), 256, 80, 4)
+	})
+	require.NoError(t, err)
+
 	// Hand-made folders: a run killed mid-training (its run.json still says running), one
 	// written before run.json existed, unreadable records, and a folder of something else.
 	running, err := os.ReadFile(filepath.Join(runs, "a-done", RunFileName))
@@ -90,7 +96,7 @@ func TestListRuns(t *testing.T) {
 	for _, r := range list {
 		names = append(names, r.Name)
 	}
-	require.Equal(t, []string{"a-done", "b-guarded", "c-unguarded", "d-interrupted", "e-killed", "f-legacy", "g-torn", "h-bad-history", "i-status", "j-photos"}, names)
+	require.Equal(t, []string{"a-done", "b-guarded", "c-unguarded", "d-interrupted", "e-killed", "f-legacy", "g-torn", "h-bad-history", "i-status", "j-photos", "k-transferred"}, names)
 
 	for _, c := range []struct {
 		name   string
@@ -110,6 +116,7 @@ func TestListRuns(t *testing.T) {
 		{"h-bad-history", RunBroken, "h-bad-history/history.json: invalid character", 0, 0, nil},
 		{"i-status", RunBroken, `unknown status "finished"`, 0, 0, nil},
 		{"j-photos", RunForeign, "not a cifarlab run: no run.json, history.json or checkpoint", 0, 0, nil},
+		{"k-transferred", RunDone, "", 6, transferred.Loss, transferred.Eval},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, ok := list.Find(c.name)
@@ -135,6 +142,8 @@ func TestListRuns(t *testing.T) {
 		Devices: 1, Steps: 6, Loss: done.Loss, TestAccuracy: done.Eval.Accuracy, TestTopK: done.Eval.TopKAccuracy, HasTest: true,
 		WallTime: a.WallTime, TensorBoard: true, History: done.History}, a)
 	require.Greater(t, a.WallTime, done.Duration, "the wall time covers training and the final evaluation")
+	k, _ := list.Find("k-transferred")
+	require.Equal(t, []any{filepath.Join(runs, "a-done"), "cifar10", 10}, []any{k.From, k.Dataset, k.Head})
 	c, _ := list.Find("c-unguarded")
 	require.Equal(t, []any{10, false}, []any{c.Head, c.Guarded})
 	b, _ := list.Find("b-guarded")
@@ -147,6 +156,7 @@ func TestListRuns(t *testing.T) {
 	require.Regexp(t, `^run +status +dataset +model +head +guard +devices +steps +loss +test acc +test top-5 +wall time +from +note$`, lines[0])
 	require.Regexp(t, `^a-done +done +cifar100 +linear +100 +guarded +1 +6 +\d+\.\d{4} +\d+\.\d\d% +\d+\.\d\d% +[0-9.]+m?s +$`, lines[1])
 	require.Regexp(t, `^c-unguarded +done +cifar100 +linear +10 +UNGUARDED +1 +6 `, lines[3])
+	require.Regexp(t, `^k-transferred +done +cifar10 +linear +10 +guarded +1 +6 +\d+\.\d{4} +\d+\.\d\d% +[0-9.]+m?s +a-done +$`, lines[11])
 	require.Contains(t, list.HTML(), `<tr class="failed"><td>b-guarded</td><td>failed</td><td>cifar100</td><td>linear</td><td>10</td><td>guarded</td>`)
 	require.Equal(t, "no runs", Runs(nil).String())
 
