@@ -74,7 +74,7 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 			"CIFARLAB_KERNEL":       "cpu",
 			"CIFARLAB_REPO":         repo.Dir,
 			"GOWORK":                "",
-			"GOFLAGS":               "-buildvcs=false",
+			"GOFLAGS":               "-buildvcs=false '-ldflags=-s -linkmode=internal'",
 			"GO111MODULE":           "on",
 			"CGO_ENABLED":           "1",
 			"GOOS":                  runtime.GOOS,
