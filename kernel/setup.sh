@@ -20,8 +20,14 @@
 #   SKIP_APT, SKIP_VENV, SKIP_TOOLS, SKIP_CLI, SKIP_KERNELS, SKIP_NPM,
 #   SKIP_BROWSER (leaves chromium out of the apt list and skips npm),
 #   SKIP_XLA_CPU (leaves out the XLA CPU PJRT plugin, kernel/requirements-xla-cpu.txt),
-#   SKIP_CUDA_PLUGIN (leaves out the CUDA PJRT plugin, kernel/requirements-cuda.txt),
+#   SKIP_CUDA_PLUGIN (leaves out the CUDA PJRT plugin, kernel/requirements-cuda.txt, and its
+#   NVIDIA libraries),
 #   SKIP_TENSORBOARD (leaves out TensorBoard, kernel/requirements-tensorboard.txt).
+# CUDA (kernel/setup-cuda.sh): the NVIDIA libraries of the CUDA plugin (kernel/requirements-cuda-libs.txt,
+# 1.8 GB) are installed only when a GPU is found (nvidia-smi -L, /dev/nvidia[0-9]*);
+#   CIFARLAB_CUDA=1          installs them anyway (an image built without a GPU), CIFARLAB_CUDA=0 never
+#   CIFARLAB_CUDA_SITE=SITE  uses the jax-cuda13-pjrt and nvidia-* wheels of that site-packages
+#                            instead of installing (the kernelspec, doctor and cifarlib follow it)
 # Other settings:
 #   VENV=DIR                 venv location (default REPO/.venv)
 #   PYTHON=/usr/bin/python3  interpreter for the venv
@@ -135,21 +141,13 @@ if [ "$SKIP_VENV" != 1 ]; then
     fi
   fi
 
-  # 2d. The CUDA PJRT plugin from PyPI's jax-cuda13-pjrt (hash-pinned, no dependencies, 134 MB):
-  # `cifarlab kernel install` points the CUDA kernelspec at it; without a GPU nothing loads it
-  # and cifarlib says the GPU is missing. Its NVIDIA libraries are not installed here (a GPU
-  # machine adds them, see kernel/README.md). SKIP_CUDA_PLUGIN=1 leaves it out.
+  # 2d. The CUDA PJRT plugin from PyPI's jax-cuda13-pjrt (hash-pinned, 134 MB), and on a GPU
+  # machine (or with CIFARLAB_CUDA=1) its NVIDIA libraries (kernel/requirements-cuda-libs.txt,
+  # 1.8 GB), where the plugin's RPATH finds them; CIFARLAB_CUDA_SITE=SITE uses an existing
+  # environment's instead. Without a GPU nothing loads the plugin and cifarlib says the GPU is
+  # missing. SKIP_CUDA_PLUGIN=1 leaves it out. See kernel/setup-cuda.sh.
   if [ "$SKIP_CUDA_PLUGIN" != 1 ]; then
-    want="$(sed -n 's/^jax-cuda13-pjrt==\([^ ]*\).*/\1/p' "$REPO/kernel/requirements-cuda.txt")"
-    have="$(cat "$VENV"/lib/python3*/site-packages/jax_plugins/xla_cuda13/version.py 2>/dev/null | sed -n 's/^_version = "\(.*\)"/\1/p' | tail -n 1 || true)"
-    if [ -n "$want" ] && [ "$have" = "$want" ] && compgen -G "$VENV/lib/python3*/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so" >/dev/null; then
-      echo "CUDA plugin jax-cuda13-pjrt $have already installed"
-    else
-      # shellcheck disable=SC2086
-      "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS \
-        --no-deps --require-hashes -r "$REPO/kernel/requirements-cuda.txt"
-      echo "CUDA plugin jax-cuda13-pjrt $want installed"
-    fi
+    VENV="$VENV" PIP_ARGS="$PIP_ARGS" bash "$REPO/kernel/setup-cuda.sh"
   fi
 fi
 
