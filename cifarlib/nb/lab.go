@@ -186,12 +186,9 @@ var ErrNoRun = errors.New("nb: no such run")
 // them, on the lab's backend: a later cell's way to use what an earlier one trained without
 // training again. It prints the step and how long loading took.
 func (l *Lab) Load(name string) (*cifarlib.LoadedCheckpoint, error) {
-	dir, err := l.RunDir(name)
+	dir, err := l.existingRun(name)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w %q in %s: run the cell that trains it (lab.Fit(%q, ...)) first", ErrNoRun, name, l.RunsDir, name)
 	}
 	start := time.Now()
 	ckpt, err := cifarlib.LoadCheckpoint(dir, l.Backend)

@@ -1,0 +1,51 @@
+package nb
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLabTransfer: a CIFAR-10 lab's run, loaded unchanged into the CIFAR-100 lab's model, is
+// refused with the size-mismatch error; Transfer carries it (the same run folder), trains, and
+// reports it; a linear probe does too; a missing source is ErrNoRun.
+func TestLabTransfer(t *testing.T) {
+	buf := captureOutput(t)
+	backend, err := cifarlib.NewBackend(cifarlib.BackendGo)
+	require.NoError(t, err)
+	data := t.TempDir()
+	t.Setenv(RunsEnv, "")
+	lab10, err := New(cifarlib.CIFAR10(), backend, data)
+	require.NoError(t, err)
+	lab100, err := New(cifarlib.CIFAR100(cifarlib.LabelsFine), backend, data)
+	require.NoError(t, err)
+	_, err = lab10.Fit("c10", cifarlib.TrainConfig{Steps: 3, BatchSize: 16, SkipFinalEval: true})
+	require.NoError(t, err)
+
+	_, err = lab100.LoadFor("c10")
+	var sm *cifarlib.ShapeMismatchError
+	require.ErrorAs(t, err, &sm)
+	require.Equal(t, []int{3072, 10}, sm.Saved)
+	require.Equal(t, []int{3072, 100}, sm.Model)
+	ck, err := lab10.LoadFor("c10")
+	require.NoError(t, err)
+	require.Equal(t, 3, ck.Info.Step)
+	require.Contains(t, buf.String(), `run "c10": loaded into linear for cifar10 (10 classes) at step 3 in `)
+
+	res, err := lab100.Transfer("c100", "c10", cifarlib.TrainConfig{Steps: 2, BatchSize: 16, SkipFinalEval: true})
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(data, "runs", "c10"), res.Transfer.From)
+	require.Equal(t, 100, res.Transfer.Head)
+	require.Equal(t, 100, res.HeadWidth)
+	probe, err := lab100.Transfer("probe", "c10", cifarlib.TrainConfig{Steps: 2, BatchSize: 16, SkipFinalEval: true, Freeze: cifarlib.FreezeBackbone})
+	require.NoError(t, err)
+	require.Equal(t, cifarlib.FreezeBackbone, probe.Transfer.Freeze)
+	back, err := lab100.Load("c100")
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(data, "runs", "c10"), back.Info.TransferredFrom)
+
+	_, err = lab100.Transfer("x", "never", cifarlib.TrainConfig{Steps: 1})
+	require.ErrorIs(t, err, ErrNoRun)
+}
