@@ -212,7 +212,7 @@ func JaxCUDABackend(plugin, linkDir, reason string) (Backend, error) {
 			b.Env["XLA_FLAGS"] = "--xla_gpu_cuda_data_dir=" + data
 		}
 	} else {
-		b.Reason += " (warning: no " + nv + ": install jax-cuda13-plugin[with-cuda] for the NVIDIA libraries)"
+		b.Reason += " (warning: no " + nv + ": on a GPU machine bash kernel/setup.sh installs the NVIDIA libraries, kernel/requirements-cuda-libs.txt)"
 	}
 	return b, nil
 }

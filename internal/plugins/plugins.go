@@ -42,7 +42,8 @@ const (
 		" to a pjrt_c_api_cpu_plugin.so; or use -backend go"
 	// CUDAInstallHint says how to get the CUDA PJRT plugin.
 	CUDAInstallHint = "install the CUDA PJRT plugin: `bash kernel/setup.sh` puts PyPI's jax-cuda13-pjrt into .venv " +
-		"(kernel/requirements-cuda.txt; its NVIDIA libraries come with `.venv/bin/pip install jax-cuda13-plugin[with-cuda]`) " +
+		"(kernel/requirements-cuda.txt; on a GPU machine also its NVIDIA libraries, kernel/requirements-cuda-libs.txt), or set " +
+		CUDASiteEnv + " to a site-packages that has jax-cuda13-pjrt and the nvidia-* wheels, " +
 		"for the CUDA kernel, or set " + CUDAEnv + " to its xla_cuda_plugin.so; or `go run " +
 		"github.com/gomlx/go-xla/cmd/pjrt_installer@latest -plugin=cuda13` puts it with its nvidia/ libraries into " +
 		"~/.local/lib/go-xla (or a folder named in PJRT_PLUGIN_LIBRARY_PATH); or use -backend cpu"
