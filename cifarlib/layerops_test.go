@@ -53,7 +53,7 @@ func TestIm2colConvolutionMatchesConvolve(t *testing.T) {
 			})
 			got := run(func(x, k *graph.Node) *graph.Node { return im2colConvolution(x, k, tc.stride) })
 			for i, what := range []string{"output", "d/dx", "d/dkernel"} {
-				requireClose(t, want[i], got[i], 1e-5, what)
+				requireClose(t, want[i], got[i], tolReorderOp, what)
 			}
 		})
 	}
@@ -88,7 +88,7 @@ func TestLayerOpsShareVariables(t *testing.T) {
 				t.Skip("resnet18 forward is slow on the go backend")
 			}
 			images := tensors.FromFlatDataAndDimensions(sinData(2*ImageBytes, 0.0137, 1), 2, 32, 32, 3)
-			store := seededStore(t, 0)
+			store := seededStore(t, spreadSeed(t, 0))
 			logits := func(kind LayerOps) ([]float32, []string) {
 				m, err := NewModel(CIFAR10(), arch).Backend(testBackend(t)).LayerOps(kind).Done()
 				require.NoError(t, err)
@@ -104,7 +104,7 @@ func TestLayerOpsShareVariables(t *testing.T) {
 			want, vars := logits(LayerOpsNative)
 			got, varsAfter := logits(LayerOpsMatmul)
 			require.Equal(t, vars, varsAfter, "the matmul model created variables the native model does not have")
-			requireClose(t, want, got, 1e-4, "logits")
+			requireClose(t, want, got, tolReorder, "logits") // A forward pass: continuous across kinks.
 		})
 	}
 }
@@ -134,20 +134,22 @@ func TestMaxPool2x2MatchesMaxPool(t *testing.T) {
 			nb := &netBuilder{m: &Model{LayerOps: LayerOpsMatmul}}
 			got := run(nb.maxPool2x2)
 			require.Equal(t, want[0], got[0], "output")
-			requireClose(t, want[1], got[1], 1e-6, "d/dx")
+			requireClose(t, want[1], got[1], tolReorderOp, "d/dx")
 		})
 	}
 }
 
 // TestLayerOpsSameGradients computes the loss gradients of every variable of cnn and resnet20
 // with LayerOpsNative and with LayerOpsMatmul on the same variable store: they must agree (the
-// matmul lowering also reorders cnn's ReLU and max-pool, which changes nothing without ties).
+// matmul lowering also reorders cnn's ReLU and max-pool, which changes nothing without ties),
+// normwise within kinkTolerance: the two lowerings sum in different orders, so a pre-activation
+// within rounding of zero may take the other ReLU branch on one side.
 func TestLayerOpsSameGradients(t *testing.T) {
 	for _, arch := range []string{ArchCNN, ArchResNet20} {
 		t.Run(arch, func(t *testing.T) {
 			images := tensors.FromFlatDataAndDimensions(sinData(4*ImageBytes, 0.0173, 1), 4, 32, 32, 3)
 			labels := tensors.FromFlatDataAndDimensions([]int32{3, 8, 0, 9}, 4, 1)
-			store := seededStore(t, 0)
+			store := seededStore(t, spreadSeed(t, 0))
 			grads := func(kind LayerOps) (names []string, values [][]float32) {
 				// The executor runs in inference mode, where the backend's fused batch norm (XLA)
 				// has no gradient: use the graph-op batch norm, which has one on every backend.
@@ -178,9 +180,8 @@ func TestLayerOpsSameGradients(t *testing.T) {
 			gotNames, got := grads(LayerOpsMatmul)
 			require.Equal(t, wantNames, gotNames)
 			require.NotEmpty(t, want)
-			for i := range want {
-				requireClose(t, want[i], got[i], 1e-4, "d loss / d "+wantNames[i])
-			}
+			// Through ReLUs: normwise, with the kink tolerance of the 8x8 layers at batch 4.
+			requireAllNormClose(t, wantNames, want, got, kinkTolerance(4, 8*8), "gradient")
 		})
 	}
 }

@@ -2,21 +2,148 @@ package cifarlib
 
 import (
 	"math"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/stretchr/testify/require"
 )
 
-// requireClose checks that got and want have the same length and agree to within tol relative to
-// 1+|want| element by element (float32 sums in a different order differ in the last bits).
+// Float comparisons. Two computations of one function round differently: device shards and their
+// all-reduce, im2col against XLA's convolution, XLA against the pure-Go backend, and XLA CPU's
+// own code generation (vector width, thread count: an AVX-512 Intel and an AVX2 AMD machine
+// disagree in the last bits). Each tolerance says what the two sides can differ by; every
+// comparison logs its measured spread next to its tolerance in one "spread:" line, which
+// bench/spread.sh collects under settings that change that rounding (bench/RESULTS-spread.md).
+const (
+	// unitRoundoff is float32's u = 2^-24.
+	unitRoundoff = 0x1p-24
+
+	// tolReorder bounds one pass (forward, or forward and backward without a branch taken
+	// differently) whose sums run in another order, relative to the magnitude of what is
+	// compared. A reordered sum of n terms differs by about sqrt(n)·u of its terms' magnitude
+	// (Higham and Mary's probabilistic bound; n·u is the worst case). The largest sums here
+	// have n = 16·32·32 = 16384 terms (a kernel gradient over a batch of 16 at full
+	// resolution): sqrt(n)·u = 7.6e-6, and the errors pass through up to ~10 layers, which
+	// batch norm re-centres instead of compounding: 1e-4. Measured at most 1.6e-6 (spread table).
+	tolReorder = 1e-4
+
+	// tolReorderOp bounds a single op or a shallow graph (one convolution, one matmul, a
+	// cross-entropy) with inputs of magnitude <= 1, element by element against 1+|want|: sums
+	// of at most 5·5·2 = 50 to 288 terms, sqrt(288)·u = 1e-6, with a 10x margin.
+	tolReorderOp = 1e-5
+)
+
+// kinkTolerance bounds, normwise (||got-want||/||want||), a gradient through ReLUs or max-pools
+// computed twice with different rounding. Where a pre-activation lies within rounding of 0 (or
+// two max-pool inputs within rounding of a tie), the two sides take different branches: the
+// forward values still agree (both branches are ~0 there), but that unit's term in the weight
+// gradient it feeds is present on one side and absent on the other. A weight gradient is a sum
+// over the batch·height·width positions of its layer; one flipped term among m of them moves it
+// by about 1/sqrt(m) of its norm (the terms add incoherently). The smallest layer bounds it:
+// m = batch·minHW, e.g. 16·8·8 = 1024 for cnn and resnet20 at batch 16 gives 3.1e-2. An
+// element-wise check cannot hold there (one element moves by its whole term), and a seed
+// or a CPU that hits no kink at all gives only tolReorder's spread. A structural bug (a shifted
+// pixel, batch norm over one shard, a gradient not all-reduced or scaled by the device count)
+// changes gradients by 0.3 to 3 of their norm and stays far outside.
+func kinkTolerance(batch, minHW int) float64 {
+	return 1 / math.Sqrt(float64(batch*minHW))
+}
+
+// requireSpread logs a comparison's measured spread next to its tolerance (the line
+// bench/spread.sh collects: "spread: TEST/WHAT MEASURED <= TOL") and fails when it is over.
+func requireSpread(t *testing.T, what string, measured, tol float64) {
+	t.Helper()
+	t.Logf("spread: %s/%s %.3g <= %.3g", t.Name(), strings.ReplaceAll(what, " ", "_"), measured, tol)
+	require.LessOrEqual(t, measured, tol, "%s: spread %.3g is over its tolerance %.3g", what, measured, tol)
+}
+
+// requireClose checks that got and want have the same length and agree element by element to
+// within tol relative to 1+|want| (an absolute tolerance for values of magnitude <= 1), and logs
+// the largest difference as the comparison's spread.
 func requireClose(t *testing.T, want, got []float32, tol float64, what string) {
 	t.Helper()
 	require.Len(t, got, len(want), what)
+	worst, at := 0.0, 0
 	for i := range want {
-		diff := math.Abs(float64(got[i]-want[i])) / (1 + math.Abs(float64(want[i])))
-		require.LessOrEqual(t, diff, tol, "%s[%d]: got %g, want %g", what, i, got[i], want[i])
+		if d := math.Abs(float64(got[i]-want[i])) / (1 + math.Abs(float64(want[i]))); d > worst || math.IsNaN(d) {
+			worst, at = d, i
+		}
 	}
+	if len(want) > 0 {
+		require.False(t, math.IsNaN(worst), "%s[%d]: got %g, want %g", what, at, got[at], want[at])
+		require.LessOrEqual(t, worst, tol, "%s[%d]: got %g, want %g", what, at, got[at], want[at])
+	}
+	requireSpread(t, what, worst, tol)
+}
+
+// normRelDiff is ||got-want||₂ / ||want-base||₂: with base nil, relative to want itself; with
+// base the starting point, relative to how far want moved from it (an update).
+func normRelDiff(base, want, got []float32) float64 {
+	var diff, norm float64
+	for i := range want {
+		d := float64(got[i]) - float64(want[i])
+		diff += d * d
+		w := float64(want[i])
+		if base != nil {
+			w -= float64(base[i])
+		}
+		norm += w * w
+	}
+	if norm == 0 {
+		if diff == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return math.Sqrt(diff / norm)
+}
+
+// requireAllNormClose checks normRelDiff(nil, want[i], got[i]) <= tol for several named tensors, logging the worst
+// one's spread.
+func requireAllNormClose(t *testing.T, names []string, want, got [][]float32, tol float64, what string) {
+	t.Helper()
+	require.Len(t, got, len(want), what)
+	worst, worstName := 0.0, ""
+	for i := range want {
+		require.Len(t, got[i], len(want[i]), names[i])
+		if d := normRelDiff(nil, want[i], got[i]); d > worst || worstName == "" {
+			worst, worstName = d, names[i]
+		}
+	}
+	requireSpread(t, what+" "+worstName, worst, tol)
+}
+
+// spreadSeed is the seed a comparison draws its weights with: def, or $CIFARLAB_SPREAD_SEED,
+// which bench/spread.sh varies (another draw puts other pre-activations near a ReLU kink).
+func spreadSeed(t *testing.T, def int64) int64 {
+	t.Helper()
+	v := os.Getenv("CIFARLAB_SPREAD_SEED")
+	if v == "" {
+		return def
+	}
+	seed, err := strconv.ParseInt(v, 10, 64)
+	require.NoError(t, err, "$CIFARLAB_SPREAD_SEED")
+	return seed
+}
+
+// spreadDevices are the device counts the device-equality tests compare with one device: 2 and
+// 4, or the comma-separated counts of $CIFARLAB_SPREAD_DEVICES (bench/spread.sh adds 8).
+func spreadDevices(t *testing.T) []int {
+	t.Helper()
+	v := os.Getenv("CIFARLAB_SPREAD_DEVICES")
+	if v == "" {
+		return []int{2, 4}
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		require.NoError(t, err, "$CIFARLAB_SPREAD_DEVICES")
+		out = append(out, n)
+	}
+	return out
 }
 
 // sinData returns n deterministic test values scale*sin(i*freq), i = 0..n-1.
@@ -28,10 +155,8 @@ func sinData(n int, freq, scale float64) []float32 {
 	return out
 }
 
-// seededStore returns a variable store whose random initializers start from seed. Tests that
-// compare two computations of the same model use it: with a random initialization, some draws put
-// a pre-activation within rounding of a ReLU's kink (seed 6 of resnet20 does on XLA CPU), and the
-// two computations then differ by 3e-3 instead of 1e-6, failing a run now and then.
+// seededStore returns a variable store whose random initializers start from seed, so that a
+// comparison's inputs are the same on every run (and its measured spread reproducible).
 func seededStore(t *testing.T, seed int64) *model.Store {
 	t.Helper()
 	store := model.NewStore()

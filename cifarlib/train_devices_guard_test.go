@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/gomlx/gomlx/core/graph"
@@ -118,6 +119,7 @@ func TestDevicesCheckpoints(t *testing.T) {
 	_, err = straight.Run(context.Background())
 	require.NoError(t, err)
 	want := storeValues(t, straight.Store())
+	init := initialValues(t, cfg)
 
 	for _, c := range []struct{ first, second int }{{4, 1}, {1, 4}} {
 		t.Run(fmt.Sprintf("%d then %d", c.first, c.second), func(t *testing.T) {
@@ -138,15 +140,15 @@ func TestDevicesCheckpoints(t *testing.T) {
 			require.Equal(t, 2, res.StartStep)
 			require.Equal(t, 4, res.EndStep)
 			require.Equal(t, c.second, res.Devices)
-			got := storeValues(t, tr.Store())
-			for path, w := range want {
-				require.LessOrEqual(t, maxRelDiff(w, got[path]), devicesTestTolerance, path)
-			}
+			requireSameTraining(t, init, want, storeValues(t, tr.Store()), 4, kinkTolerance(devicesBatch, devicesMinHW))
 
 			var accuracy []float64
 			for _, n := range []int{1, 2, 4} {
 				ck, err := LoadCheckpoint(dir, backend)
 				require.NoError(t, err)
+				if n == 1 {
+					requireNoNearTies(t, ck.Trained, testRecs) // So the predictions cannot depend on rounding.
+				}
 				ev, err := Evaluate(context.Background(), backend, ck.Model, ck.Store, testRecs, EvalOptions{BatchSize: 8, Devices: n})
 				require.NoError(t, err, "evaluating on %d devices", n)
 				require.Equal(t, 30, ev.Examples)
@@ -290,7 +292,8 @@ func TestDevicesLossOnLastShard(t *testing.T) {
 			require.Equal(t, []BadLabel{{Position: 13, Example: -1, Label: 10}}, de.Bad)
 			require.Equal(t, 16, de.BatchSize)
 			require.Equal(t, 1, de.NumBad)
-			require.InDelta(t, want, got, devicesTestTolerance*(1+float64(want)))
+			// The same weights, one forward pass in another summation order.
+			requireSpread(t, "loss", math.Abs(float64(got-want))/math.Abs(float64(want)), tolReorder)
 			device, local := ShardOf(13, 16, n)
 			require.Equal(t, n-1, device)
 			require.Equal(t, 13-(n-1)*16/n, local)
