@@ -2,7 +2,6 @@ package cifarlib
 
 import (
 	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -39,8 +38,9 @@ func (nb *netBuilder) cnn(scope *model.Scope, x *graph.Node) *graph.Node {
 	return nb.head(scope, x)
 }
 
-// head is the classifier: a dense layer with bias to NumClasses outputs, in scope "head".
+// head is the classifier: a dense layer with bias to NumClasses outputs, in scope "head" (see
+// netBuilder.dense for its precision).
 func (nb *netBuilder) head(scope *model.Scope, x *graph.Node) *graph.Node {
 	s := scope.In("head")
-	return nb.mark("head", s, layers.DenseWithBias(s, x, nb.m.NumClasses))
+	return nb.mark("head", s, nb.dense(s, x, nb.m.NumClasses))
 }

@@ -51,9 +51,12 @@ func LayerOpsFor(backend compute.Backend) LayerOps {
 
 // convolution is a "same"-padded 2D convolution of x [batch, H, W, Cin] to channels outputs
 // with a kernel x kernel window and the given stride, plus a bias when withBias. Its variables
-// live in scope.In("conv") and match layers.Convolution's; nb.m.LayerOps picks the method.
+// live in scope.In("conv") and match layers.Convolution's; nb.m.LayerOps picks the method. In
+// bf16-mixed the input and the weights are cast to bfloat16 for the convolution alone (the
+// im2col copies included) and its result back to float32, before the bias.
 func (nb *netBuilder) convolution(scope *model.Scope, x *graph.Node, channels, kernel, stride int, withBias bool) *graph.Node {
-	if nb.m.LayerOps != LayerOpsMatmul {
+	mixed := nb.m.Precision.computeDType() != x.DType()
+	if nb.m.LayerOps != LayerOpsMatmul && !mixed {
 		return layers.Convolution(scope, x).Channels(channels).KernelSize(kernel).Strides(stride).
 			PadSame().UseBias(withBias).Done()
 	}
@@ -61,7 +64,14 @@ func (nb *netBuilder) convolution(scope *model.Scope, x *graph.Node, channels, k
 	g := x.Graph()
 	cin := x.Shape().Dimensions[3]
 	weights := s.VariableWithShape("weights", shapes.Make(x.DType(), kernel, kernel, cin, channels))
-	y := im2colConvolution(x, weights.NodeValue(g), stride)
+	xc, wc := nb.toCompute(x), nb.toCompute(weights.NodeValue(g))
+	var y *graph.Node
+	if nb.m.LayerOps == LayerOpsMatmul {
+		y = im2colConvolution(xc, wc, stride)
+	} else {
+		y = graph.Convolve(xc, wc).StridePerAxis(stride, stride).PadSame().Done()
+	}
+	y = fromCompute(y)
 	if withBias {
 		biases := s.VariableWithShape("biases", shapes.Make(x.DType(), channels)).NodeValue(g)
 		y = graph.Add(y, graph.Reshape(biases, 1, 1, 1, channels))
@@ -98,8 +108,26 @@ func im2colConvolution(x, kernel *graph.Node, stride int) *graph.Node {
 		cols = graph.Concatenate(patches, 3) // [batch, outH, outW, k*k*Cin], (ky, kx, c) order
 	}
 	cols = graph.Reshape(cols, batch*outH*outW, k*k*cin)
-	y := graph.Dot(cols, graph.Reshape(kernel, k*k*cin, cout)).Product()
+	y := matMul(cols, graph.Reshape(kernel, k*k*cin, cout))
 	return graph.Reshape(y, batch, outH, outW, cout)
+}
+
+// dense is layers.DenseWithBias(scope, x, outputs) for x [batch, features]: variables "weights"
+// [features, outputs] and "biases" [outputs] in scope.In("dense"). In bf16-mixed the product
+// runs in bfloat16 and its result is cast back to float32 before the bias.
+func (nb *netBuilder) dense(scope *model.Scope, x *graph.Node, outputs int) *graph.Node {
+	if nb.m.Precision.computeDType() == x.DType() {
+		return layers.DenseWithBias(scope, x, outputs)
+	}
+	s := scope.In("dense")
+	g := x.Graph()
+	weights := s.VariableWithShape("weights", shapes.Make(x.DType(), x.Shape().Dimensions[1], outputs))
+	if reg := regularizer.FromScope(s); reg != nil {
+		reg(g, weights)
+	}
+	biases := s.VariableWithShape("biases", shapes.Make(x.DType(), outputs)).NodeValue(g)
+	y := fromCompute(matMul(nb.toCompute(x), nb.toCompute(weights.NodeValue(g))))
+	return graph.Add(y, graph.Reshape(biases, 1, outputs))
 }
 
 // zeroPadSpatial adds before and after zeros around axes 1 and 2 of x [batch, H, W, C]. It

@@ -78,6 +78,8 @@ type ModelBuilder struct {
 	headSet   bool
 	batchNorm BatchNormKind
 	layerOps  LayerOps
+	precision Precision
+	backend   compute.Backend
 }
 
 // NewModel starts building a classifier of architecture arch ("linear", "cnn", "resnet18" or
@@ -96,11 +98,13 @@ func (b *ModelBuilder) Head(n int) *ModelBuilder {
 }
 
 // Backend picks the batch-norm variant that works on the backend (see BatchNormFor) and the
-// fastest way to compute convolutions and pooling on it (see LayerOpsFor). Without it the model
-// uses BatchNormGraph and LayerOpsNative, which work everywhere.
+// fastest way to compute convolutions and pooling on it (see LayerOpsFor), and makes Done check
+// that the backend computes the Precision (CheckPrecision). Without it the model uses
+// BatchNormGraph and LayerOpsNative, which work everywhere.
 func (b *ModelBuilder) Backend(backend compute.Backend) *ModelBuilder {
 	b.batchNorm = BatchNormFor(backend)
 	b.layerOps = LayerOpsFor(backend)
+	b.backend = backend
 	return b
 }
 
@@ -108,6 +112,13 @@ func (b *ModelBuilder) Backend(backend compute.Backend) *ModelBuilder {
 // function are the same either way).
 func (b *ModelBuilder) LayerOps(kind LayerOps) *ModelBuilder {
 	b.layerOps = kind
+	return b
+}
+
+// Precision sets the precision the convolutions and matrix products compute in (PrecisionF32,
+// the default, or PrecisionBF16Mixed); the variables are float32 either way.
+func (b *ModelBuilder) Precision(p Precision) *ModelBuilder {
+	b.precision = p
 	return b
 }
 
@@ -132,6 +143,13 @@ func (b *ModelBuilder) Done() (*Model, error) {
 	if b.head <= 0 {
 		return nil, fmt.Errorf("cifarlib: head width must be positive, got %d", b.head)
 	}
+	precision, err := ParsePrecision(string(b.precision))
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckPrecision(b.backend, precision); err != nil {
+		return nil, err
+	}
 	return &Model{
 		Arch:           b.arch,
 		Spec:           b.spec,
@@ -139,6 +157,7 @@ func (b *ModelBuilder) Done() (*Model, error) {
 		HeadOverridden: b.headSet && b.head != b.spec.NumClasses,
 		BatchNorm:      b.batchNorm,
 		LayerOps:       b.layerOps,
+		Precision:      precision,
 	}, nil
 }
 
@@ -158,6 +177,10 @@ type Model struct {
 	BatchNorm BatchNormKind
 	// LayerOps is how convolutions and pooling are computed (the variables do not depend on it).
 	LayerOps LayerOps
+	// Precision is what the convolutions and matrix products compute in (the variables, the
+	// loss and the guards are float32 whatever it is); it can be changed between uses of a
+	// model, e.g. to evaluate a float32-trained model in bf16-mixed.
+	Precision Precision
 }
 
 // String describes the model, e.g. "cnn for cifar100 (100 classes)" or

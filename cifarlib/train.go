@@ -104,7 +104,7 @@ func NewTrainer(cfg TrainConfig) (*Trainer, error) {
 	if t.dist, err = newTrainDevices(t.backend, &cfg); err != nil {
 		return nil, err
 	}
-	mb := NewModel(cfg.Spec, cfg.Model).Backend(t.backend)
+	mb := NewModel(cfg.Spec, cfg.Model).Backend(t.backend).Precision(cfg.Precision)
 	if cfg.Head > 0 {
 		mb = mb.Head(cfg.Head)
 	}
@@ -297,7 +297,7 @@ func (t *Trainer) Run(ctx context.Context) (result *TrainResult, err error) {
 	t.ran = true
 	cfg := &t.cfg
 	start := t.GlobalStep()
-	res := &TrainResult{Dataset: cfg.Spec.ID(), Model: cfg.Model, HeadWidth: t.model.NumClasses, Guarded: !cfg.Unguarded,
+	res := &TrainResult{Dataset: cfg.Spec.ID(), Model: cfg.Model, HeadWidth: t.model.NumClasses, Guarded: !cfg.Unguarded, Precision: cfg.Precision,
 		Backend: BackendName(t.backend), Devices: t.dist.numDevices(), BatchSize: cfg.BatchSize, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
 		Resumed: t.ckpt != nil && t.ckpt.resumed != nil, CheckpointDir: cfg.CheckpointDir, History: t.history,
 		Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}, Transfer: t.Transfer()}

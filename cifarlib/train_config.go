@@ -62,6 +62,11 @@ type TrainConfig struct {
 	// Backend nil and an XLA CPU backend, the backend is created with that many CPU devices
 	// (NewBackendWithDevices). Results do not depend on it, beyond float32 rounding.
 	Devices int
+	// Precision is what the convolutions and matrix products compute in: PrecisionF32 (""
+	// or "f32", the default) or PrecisionBF16Mixed ("bf16-mixed": bfloat16 products, float32
+	// variables, loss, guards and checkpoints; see Precision). A backend that cannot compute it
+	// fails with *PrecisionError, never silently in float32.
+	Precision Precision
 
 	// Steps is the global step to train to. A run resumed from a checkpoint at step s trains
 	// Steps-s more steps.
@@ -129,7 +134,8 @@ type TrainConfig struct {
 	// Spec's width, and the optimizer state and global step start again. Model "" takes the run's.
 	From string
 	// Freeze is "" (fine-tune everything) or FreezeBackbone (a linear probe: only the head
-	// trains; the backbone's weights and batch-norm statistics stay as carried). Needs From.
+	// trains; the backbone's weights and batch-norm statistics stay as carried). Without From the
+	// backbone stays as initialised from Seed: the random-feature baseline of a linear probe.
 	Freeze string
 	// BackboneLearningRate is the backbone's learning rate when fine-tuning a transferred run
 	// (the head uses LearningRate); 0: the same as LearningRate. Needs From, not with Freeze.
@@ -185,6 +191,11 @@ func (c TrainConfig) withDefaults() (TrainConfig, error) {
 	if c.BackendName == "" {
 		c.BackendName = BackendAuto
 	}
+	precision, err := ParsePrecision(string(c.Precision))
+	if err != nil {
+		return c, &ConfigError{Field: "Precision", Value: fmt.Sprintf("%q", c.Precision), Reason: "use " + strings.Join(Precisions(), " or ")}
+	}
+	c.Precision = precision
 	if c.Steps <= 0 {
 		return c, &ConfigError{Field: "Steps", Value: fmt.Sprint(c.Steps), Reason: "set the number of training steps (> 0)"}
 	}

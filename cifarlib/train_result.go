@@ -56,6 +56,8 @@ type TrainResult struct {
 	Guarded bool `json:"guarded"`
 	// Backend describes the compute backend.
 	Backend string `json:"backend"`
+	// Precision is what the convolutions and matrix products computed in (TrainConfig.Precision).
+	Precision Precision `json:"precision"`
 	// Devices is the number of devices each batch was sharded across (TrainConfig.Devices).
 	Devices int `json:"devices"`
 	// BatchSize is the number of images per step (the global batch, across all devices).
@@ -113,7 +115,8 @@ func (r *TrainResult) WriteSummary(w io.Writer) error {
 	if !r.Guarded {
 		guard = "UNGUARDED plain loss"
 	}
-	fmt.Fprintf(&b, "trained %s (head %d) on %s with %s, backend %s, batch %d", r.Model, r.HeadWidth, r.Dataset, guard, r.Backend, r.BatchSize)
+	fmt.Fprintf(&b, "trained %s (head %d) on %s with %s, backend %s, precision %s, batch %d", r.Model, r.HeadWidth, r.Dataset, guard,
+		r.Backend, r.Precision, r.BatchSize)
 	if r.Devices > 1 {
 		fmt.Fprintf(&b, " sharded across %d devices (%d per device)", r.Devices, r.BatchSize/r.Devices)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 )
@@ -19,7 +20,7 @@ func init() {
 }
 
 func runEval(args []string, stdout io.Writer) error {
-	fs := newFlagSet("eval", "--checkpoint DIR [--data DIR] [--split test|train] [--batch B] [--max N] [--backend cpu|cuda|auto] [--devices N|all] [--json]", stdout)
+	fs := newFlagSet("eval", "--checkpoint DIR [--data DIR] [--split test|train] [--batch B] [--max N] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--json]", stdout)
 	ckptDir := fs.String("checkpoint", "", "checkpoint `DIR` written by cifarlab train (required); it records the dataset and the model")
 	dataDir := fs.String("data", cifarlib.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+cifarlib.DataDirEnv+")")
 	splitName := fs.String("split", "test", "split to evaluate: test or train")
@@ -27,6 +28,8 @@ func runEval(args []string, stdout io.Writer) error {
 	maxExamples := fs.Int("max", 0, "evaluate only the first N examples (0: all)")
 	backendName := fs.String("backend", cifarlib.BackendAuto, "compute backend: auto, cpu, go or cuda")
 	devicesFlag := fs.String("devices", "1", "shard each evaluation batch across N devices, or all (any count: checkpoints do not depend on it)")
+	precisionFlag := fs.String("precision", string(cifarlib.PrecisionF32), "what convolutions and matrix products compute in: f32 or bf16-mixed "+
+		"(any checkpoint: they hold float32 whatever the training precision)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -44,6 +47,10 @@ func runEval(args []string, stdout io.Writer) error {
 	if *batch <= 0 || *maxExamples < 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--batch must be positive and --max not negative (got %d, %d)", *batch, *maxExamples)}
 	}
+	precision, err := cifarlib.ParsePrecision(*precisionFlag)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("--precision %q: use %s", *precisionFlag, strings.Join(cifarlib.Precisions(), " or "))}
+	}
 	devices, err := cifarlib.ParseDevices(*devicesFlag)
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("--devices %q: use a positive number or all", *devicesFlag)}
@@ -59,6 +66,10 @@ func runEval(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := cifarlib.CheckPrecision(backend, precision); err != nil {
+		return err
+	}
+	ck.Model.Precision = precision
 	recs, err := cifarlib.LoadSplitOrSynthetic(*dataDir, ck.Model.Spec, split)
 	if err != nil {
 		return err
@@ -75,9 +86,10 @@ func runEval(args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Checkpoint cifarlib.CheckpointInfo `json:"checkpoint"`
+			Precision  cifarlib.Precision      `json:"precision"`
 			*cifarlib.EvalResult
-		}{ck.Info, res})
+		}{ck.Info, precision, res})
 	}
-	fmt.Fprintf(stdout, "checkpoint %s: %s, step %d\n", *ckptDir, ck.Model, ck.Info.Step)
+	fmt.Fprintf(stdout, "checkpoint %s: %s, step %d, precision %s\n", *ckptDir, ck.Model, ck.Info.Step, precision)
 	return res.WriteReport(stdout)
 }

@@ -41,7 +41,7 @@ func TestEvalCommandCIFAR100Coarse(t *testing.T) {
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--backend", "go"}, &stdout, &stderr), stderr.String())
 	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
-	require.Equal(t, "checkpoint "+ckpt+": linear for cifar100-coarse (20 classes), step 2", lines[0])
+	require.Equal(t, "checkpoint "+ckpt+": linear for cifar100-coarse (20 classes), step 2, precision f32", lines[0])
 	require.Contains(t, lines[1], ", top-5 ")
 	require.Len(t, lines, 3+20)
 

@@ -31,6 +31,7 @@ func init() {
 type trainFlags struct {
 	dataset, labels, dataDir, arch, backend, checkpoint string
 	optimizer, schedule, progress, devices              string
+	precision                                           string
 	head, steps, batch, warmup, checkpointEvery         int
 	evalEvery, evalExamples, logEvery                   int
 	seed                                                int64
@@ -43,7 +44,7 @@ type trainFlags struct {
 
 func runTrain(args []string, stdout io.Writer) error {
 	fs := newFlagSet("train", "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--model cnn|resnet18|resnet20|linear] "+
-		"[--head N] [--guard=true|false] --steps N [--batch B] [--backend cpu|cuda|auto] [--devices N|all] [--checkpoint DIR] "+
+		"[--head N] [--guard=true|false] --steps N [--batch B] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--checkpoint DIR] "+
 		"[--from RUN_DIR [--freeze backbone] [--backbone-lr X]] [--json]", stdout)
 	var f trainFlags
 	fs.StringVar(&f.dataset, "dataset", "cifar10", "dataset: cifar10 or cifar100")
@@ -58,6 +59,8 @@ func runTrain(args []string, stdout io.Writer) error {
 	fs.StringVar(&f.backend, "backend", cifarlib.BackendAuto, "compute backend: auto, cpu, go or cuda")
 	fs.StringVar(&f.devices, "devices", "1", "data parallelism: shard each batch across N devices, or all (cpu: XLA CPU devices, "+
 		"made on request; cuda: the GPUs); --batch must be a multiple of N")
+	fs.StringVar(&f.precision, "precision", string(cifarlib.PrecisionF32), "what convolutions and matrix products compute in: f32, or "+
+		"bf16-mixed (bfloat16 products, float32 weights, loss, guards and checkpoints; the speed-up is on a GPU)")
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint `DIR`: saved at the end, on SIGINT and every --checkpoint-every steps; "+
 		"if it holds a checkpoint, training resumes from it")
 	fs.IntVar(&f.checkpointEvery, "checkpoint-every", 0, "also save a checkpoint every N steps (0: only at the end or on interrupt)")
@@ -157,6 +160,10 @@ func (f *trainFlags) config() (cifarlib.TrainConfig, error) {
 	if err != nil {
 		return cifarlib.TrainConfig{}, fmt.Errorf("--devices %q: use a positive number or all", f.devices)
 	}
+	precision, err := cifarlib.ParsePrecision(f.precision)
+	if err != nil {
+		return cifarlib.TrainConfig{}, fmt.Errorf("--precision %q: use %s", f.precision, strings.Join(cifarlib.Precisions(), " or "))
+	}
 	return cifarlib.TrainConfig{
 		Spec: spec, DataDir: f.dataDir, Head: f.head, Unguarded: !f.guard,
 		BackendName: f.backend, Devices: devices, Steps: f.steps, BatchSize: f.batch, Seed: f.seed, Augment: f.augment,
@@ -164,7 +171,7 @@ func (f *trainFlags) config() (cifarlib.TrainConfig, error) {
 		WarmupSteps: f.warmup, MinLearningRate: f.minLR,
 		CheckpointDir: f.checkpoint, CheckpointEvery: f.checkpointEvery,
 		EvalEvery: f.evalEvery, EvalExamples: f.evalExamples, SkipFinalEval: f.noEval,
-		Progress: progress, Log: os.Stderr, LogEvery: f.logEvery,
+		Progress: progress, Log: os.Stderr, LogEvery: f.logEvery, Precision: precision,
 		From: f.from, Freeze: f.freeze, BackboneLearningRate: f.backboneLR, Model: f.transferArch(),
 	}, nil
 }

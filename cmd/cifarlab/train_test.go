@@ -126,7 +126,7 @@ func TestTrainResumeAndEvalCommands(t *testing.T) {
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--backend", "go", "--split", "train", "--max", "50"}, &stdout, &stderr), stderr.String())
 	lines := strings.Split(stdout.String(), "\n")
-	require.Equal(t, "checkpoint "+ckpt+": linear for cifar10 (10 classes), step 5", lines[0])
+	require.Equal(t, "checkpoint "+ckpt+": linear for cifar10 (10 classes), step 5, precision f32", lines[0])
 	require.True(t, strings.HasPrefix(lines[1], "train accuracy "), lines[1])
 	require.True(t, strings.HasSuffix(lines[1], "/50), loss "+lines[1][strings.LastIndex(lines[1], "loss ")+5:]), lines[1])
 	require.Equal(t, "label  class                           correct examples  accuracy", lines[2])
