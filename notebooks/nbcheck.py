@@ -34,6 +34,12 @@ folder (so GoNB's GONB_DIR is notebooks/). Then every cell is checked:
   picks another) with `min`/`max`, require two groups to be equal
   (`equal_groups`), or require at least `count_min` matches. A `mime` entry
   counts outputs carrying that MIME type.
+* No expectation checks a printed number to more digits than it holds across CPUs: a decimal
+  number with more than 2 significant digits in an expected text, or written literally in a
+  regex, is refused (XLA CPU rounds differently on an AVX-512 Intel and an AVX2 AMD machine,
+  and a loss or an accuracy moves in its later digits). Bound such a number with a regex group
+  and min/max instead. A text that is the same on every CPU (a count, a constant) is written
+  {"text": "...", "exact": "why it does not depend on rounding"}.
 * Notebook metadata "cifarlab": {"max_seconds": N} (or --max-seconds) bounds the
   whole run; it is only enforced when --max-seconds is given or
   NBCHECK_ENFORCE_TIME=1, because wall time on a shared machine is noisy.
@@ -144,10 +150,45 @@ def short(text: str, limit: int = 600) -> str:
     return text[: limit // 2] + "\n   [...]\n" + text[-limit // 2 :]
 
 
+# A decimal number (not part of a version like 0.11.2), as printed or as written in a regex.
+PRINTED_DECIMAL_RE = re.compile(r"(?<![\d.])(\d+)\.(\d+)(?![\d.])")
+REGEX_DECIMAL_RE = re.compile(r"(?<![\d.\\])(\d+)\\\.(\d+)(?![\d\\])")
+MAX_EXACT_DIGITS = 2
+
+
+def significant_digits(whole: str, fraction: str) -> int:
+    return len((whole + fraction).lstrip("0")) or 1
+
+
+def precision_problem(exp: Any) -> str | None:
+    """Returns a message when exp checks a number to more digits than it holds across CPUs."""
+    if isinstance(exp, dict) and "text" in exp and exp.get("exact"):
+        return None
+    if isinstance(exp, str):
+        found = PRINTED_DECIMAL_RE.findall(exp)
+    elif isinstance(exp, dict) and "regex" in exp:
+        found = REGEX_DECIMAL_RE.findall(exp["regex"])
+    else:
+        return None
+    for whole, fraction in found:
+        if significant_digits(whole, fraction) > MAX_EXACT_DIGITS:
+            return (
+                f"expectation {exp!r} checks {whole}.{fraction} to {significant_digits(whole, fraction)} digits, "
+                f"more than a float holds across CPUs: match it with a regex group and bound it with min/max, "
+                f'or write {{"text": ..., "exact": "why"}} if it does not depend on rounding'
+            )
+    return None
+
+
 def check_expectation(exp: Any, cell: Any, text: str) -> str | None:
     """Returns None when the expectation holds, else a message saying what is wrong."""
+    problem = precision_problem(exp)
+    if problem:
+        return problem
     if isinstance(exp, str):
         return None if exp in text else f"expected text not found: {exp!r}"
+    if isinstance(exp, dict) and "text" in exp:
+        return None if exp["text"] in text else f"expected text not found: {exp['text']!r}"
     if not isinstance(exp, dict):
         return f"bad expectation (want a string or an object): {exp!r}"
     if "mime" in exp:

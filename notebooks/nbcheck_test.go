@@ -78,8 +78,9 @@ func runNBCheck(t *testing.T, python string, args ...string) (int, string) {
 }
 
 // TestNBCheckFindsProblems checks nbcheck.py's rules on notebooks with hand-made outputs
-// (--check-only: no kernel): each kind of problem is reported with its own message, and a
-// notebook that meets every expectation passes.
+// (--check-only: no kernel): each kind of problem is reported with its own message (including an
+// expectation that checks a float to more digits than it holds across CPUs), and a notebook that
+// meets every expectation passes.
 func TestNBCheckFindsProblems(t *testing.T) {
 	repo := repoRoot(t)
 	python := filepath.Join(repo, ".venv", "bin", "python")
@@ -91,7 +92,9 @@ func TestNBCheckFindsProblems(t *testing.T) {
 			"labels >= 10: 58 of 64",
 			map[string]any{"regex": `labels >= 10: (\d+) of \d+ examples; exactly 0 for (\d+)`, "equal_groups": []int{1, 2}},
 			map[string]any{"regex": `accuracy ([0-9.]+)%`, "min": 30, "max": 100},
-		}}, stdout("labels >= 10: 58 of 64 examples; exactly 0 for 58\ntest accuracy 71.5%\n")),
+			map[string]any{"regex": `\(chance: 1\.0%\)`},
+			map[string]any{"text": "mean 0.4914", "exact": "CIFAR-10's published channel mean, a constant"},
+		}}, stdout("labels >= 10: 58 of 64 examples; exactly 0 for 58\ntest accuracy 71.5% (chance: 1.0%)\nmean 0.4914\n")),
 		cell(2, []string{"raises-exception"}, map[string]any{"expect": []any{"set the head to 100", "panic: model head has 10 outputs"}},
 			stdout("partial output\n"), stderr("panic: "), stderr("model head has 10 outputs ... or set the head to 100\n"),
 			errorOutput("exit status 2")),
@@ -113,6 +116,8 @@ func TestNBCheckFindsProblems(t *testing.T) {
 			stdout("58 of 64; zero for 57\n")),
 		cell(6, nil, map[string]any{"forbid": []any{"WARNING"}, "expect": []any{map[string]any{"mime": "image/png"}}}, stdout("WARNING: 90%\n")),
 		cell(0, nil, nil),
+		cell(7, nil, map[string]any{"expect": []any{"test accuracy 71.5%", map[string]any{"regex": `loss 2\.3026`}}},
+			stdout("test accuracy 71.5%\nloss 2.3026\n")),
 	)
 	code, out = runNBCheck(t, python, "--check-only", bad)
 	require.Equal(t, 1, code, out)
@@ -126,10 +131,12 @@ func TestNBCheckFindsProblems(t *testing.T) {
 		"forbidden text present: 'WARNING'",
 		"expected at least 1 output(s) of type image/png, found 0",
 		"not executed (no execution count and no outputs)",
+		"expectation 'test accuracy 71.5%' checks 71.5 to 3 digits, more than a float holds across CPUs",
+		"checks 2.3026 to 5 digits",
 	} {
 		require.Contains(t, out, want)
 	}
-	require.Equal(t, 7, strings.Count(out, "  BAD cell"), out)
+	require.Equal(t, 8, strings.Count(out, "  BAD cell"), out)
 }
 
 // TestNBCheckWithKernel runs nbcheck.py on a small notebook with the real GoNB kernel: a cell
