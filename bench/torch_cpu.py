@@ -24,9 +24,15 @@ cifarlib uses NHWC); labels int64 in [0, 10).
 Usage (bench/run.sh calls it):
   python bench/torch_cpu.py --threads 2 --models cnn,resnet20,resnet18 --batches 32,128 --json out.jsonl
   python bench/torch_cpu.py --device cuda --models resnet18 --batches 128,256     # bench/gpu.sh
+  python bench/torch_cpu.py --device cuda --models resnet18 --precisions f32,bf16-mixed  # with and without autocast
+
+--precisions bf16-mixed runs the forward pass and the loss under
+torch.autocast(device_type, dtype=torch.bfloat16) (Lightning's precision="bf16-mixed"): float32
+weights and optimizer, bfloat16 convolutions and matmuls, as cifarlib's --precision bf16-mixed.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -126,7 +132,16 @@ def batch_data(batch):
     return images, labels
 
 
-def measure(arch, batch, mode, args, device):
+def autocast(device, precision):
+    """The autocast context of a precision: none for f32, bfloat16 autocast for bf16-mixed."""
+    if precision == "bf16-mixed":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    if precision != "f32":
+        raise ValueError(f"unknown precision {precision!r}: use f32 or bf16-mixed")
+    return contextlib.nullcontext()
+
+
+def measure(arch, batch, mode, args, device, precision="f32"):
     torch.manual_seed(1)
     model = build(arch).to(device)
     images_cpu, labels_cpu = batch_data(batch)
@@ -141,7 +156,8 @@ def measure(arch, batch, mode, args, device):
         def step():
             x, y = images_cpu.to(device, non_blocking=True), labels_cpu.to(device, non_blocking=True)
             opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(x), y)
+            with autocast(device, precision):
+                loss = F.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
             return loss.item()  # waits for the step
@@ -149,7 +165,7 @@ def measure(arch, batch, mode, args, device):
         model.eval()
 
         def step():
-            with torch.inference_mode():
+            with torch.inference_mode(), autocast(device, precision):
                 x = images_cpu.to(device, non_blocking=True)
                 return float(model(x)[0, 0].item())
 
@@ -184,6 +200,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: leave PyTorch's default)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--channels-last", action="store_true", help="use torch.channels_last memory format")
+    ap.add_argument("--precisions", default="f32", help="f32 and/or bf16-mixed (torch.autocast to bfloat16), comma-separated")
     ap.add_argument("--json", default="", help="append one JSON line per measurement to this file")
     args = ap.parse_args()
     if args.threads > 0:
@@ -203,20 +220,21 @@ def main():
     out = open(args.json, "a") if args.json else None
     for arch in [m for m in args.models.split(",") if m]:
         for batch in [int(b) for b in args.batches.split(",") if b]:
-            for mode in [m for m in args.modes.split(",") if m]:
+            for mode, precision in [(m, p) for m in args.modes.split(",") if m for p in args.precisions.split(",") if p]:
                 r = {"framework": "torch", "backend": backend, "desc": desc, "model": arch, "batch": batch,
-                     "mode": mode, "threads": torch.get_num_threads(),
+                     "mode": mode, "precision": precision, "threads": torch.get_num_threads(),
                      "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
                      "timed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
                 try:
-                    r.update(measure(arch, batch, mode, args, device))
+                    r.update(measure(arch, batch, mode, args, device, precision))
                 except Exception as e:  # report and go on (e.g. out of memory)
                     r["error"] = f"{type(e).__name__}: {e}"
+                note = "" if precision == "f32" else "  " + precision
                 if "error" in r:
-                    print(f"{backend:<9} {arch:<9} {batch:>5} {mode:<5} ERROR: {r['error']}", flush=True)
+                    print(f"{backend:<9} {arch:<9} {batch:>5} {mode:<5} ERROR: {r['error']}{note}", flush=True)
                 else:
                     print(f"{backend:<9} {arch:<9} {batch:>5} {mode:<5} {r['steps']:>6} {r['median_ms']:>10.1f} "
-                          f"{r['min_ms']:>10.1f} {r['first_ms']:>10.1f} {r['images_per_s']:>11.1f}", flush=True)
+                          f"{r['min_ms']:>10.1f} {r['first_ms']:>10.1f} {r['images_per_s']:>11.1f}{note}", flush=True)
                 if out:
                     out.write(json.dumps({k: v for k, v in r.items() if v is not None}) + "\n")
                     out.flush()

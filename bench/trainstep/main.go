@@ -52,7 +52,8 @@ type Result struct {
 	Desc      string  `json:"desc"`      // cifarlib.BackendName
 	Model     string  `json:"model"`
 	Batch     int     `json:"batch"`
-	Mode      string  `json:"mode"` // "train" or "infer"
+	Mode      string  `json:"mode"`      // "train" or "infer"
+	Precision string  `json:"precision"` // cifarlib.Precision: "f32" or "bf16-mixed"
 	Steps     int     `json:"steps"`
 	MedianMS  float64 `json:"median_ms"`
 	MinMS     float64 `json:"min_ms"`
@@ -68,6 +69,7 @@ type Result struct {
 
 type options struct {
 	backends, models, modes []string
+	precisions              []cifarlib.Precision
 	batches                 []int
 	steps, warmup           int
 	budget                  time.Duration
@@ -77,11 +79,12 @@ type options struct {
 
 func main() {
 	var o options
-	var backends, models, modes, batches, skip string
+	var backends, models, modes, batches, skip, precisions string
 	flag.StringVar(&backends, "backends", "go,xla-cpu", "comma-separated backends: go, xla-cpu, cuda, or any cifarlib.NewBackend name")
 	flag.StringVar(&models, "models", "cnn,resnet20,resnet18", "comma-separated architectures")
 	flag.StringVar(&batches, "batches", "32,128", "comma-separated batch sizes")
 	flag.StringVar(&modes, "modes", "train,infer", "what to time: train (forward, backward, SGD update) and/or infer (forward only, inference mode)")
+	flag.StringVar(&precisions, "precisions", "f32", "comma-separated precisions: f32 and/or bf16-mixed (cifarlib.Precision)")
 	flag.IntVar(&o.steps, "steps", 10, "timed steps per measurement (the median is reported)")
 	flag.IntVar(&o.warmup, "warmup", 2, "untimed steps first (the first one compiles the graph)")
 	flag.DurationVar(&o.budget, "budget", 2*time.Minute, "stop timing a measurement after this long once 3 steps are timed")
@@ -97,6 +100,13 @@ func main() {
 			fail(fmt.Errorf("-batches: %q is not a positive integer", b))
 		}
 		o.batches = append(o.batches, n)
+	}
+	for _, p := range splitList(precisions) {
+		precision, err := cifarlib.ParsePrecision(p)
+		if err != nil {
+			fail(fmt.Errorf("-precisions: %w", err))
+		}
+		o.precisions = append(o.precisions, precision)
 	}
 	for _, m := range o.modes {
 		if m != "train" && m != "infer" {
@@ -152,6 +162,9 @@ func run(o options, w io.Writer) error {
 	emit := func(r Result) error {
 		r.Framework, r.Threads, r.TimedAt = "gomlx", threads, time.Now().UTC().Format(time.RFC3339)
 		note := r.Skipped
+		if r.Precision != string(cifarlib.PrecisionF32) {
+			note = strings.TrimSpace(r.Precision + " " + note)
+		}
 		if r.Error != "" {
 			note = "ERROR: " + r.Error
 		}
@@ -168,8 +181,11 @@ func run(o options, w io.Writer) error {
 			for _, m := range o.models {
 				for _, b := range o.batches {
 					for _, mode := range o.modes {
-						if err := emit(Result{Backend: resultKey(key), Model: m, Batch: b, Mode: mode, Skipped: "backend unavailable: " + err.Error()}); err != nil {
-							return err
+						for _, p := range o.precisions {
+							if err := emit(Result{Backend: resultKey(key), Model: m, Batch: b, Mode: mode, Precision: string(p),
+								Skipped: "backend unavailable: " + err.Error()}); err != nil {
+								return err
+							}
 						}
 					}
 				}
@@ -186,14 +202,16 @@ func run(o options, w io.Writer) error {
 			for _, b := range o.batches {
 				skipReason := skipped(o.skip, key, m, b)
 				for _, mode := range o.modes {
-					r := Result{Backend: resultKey(key), Desc: desc, Model: m, Batch: b, Mode: mode}
-					if skipReason != "" {
-						r.Skipped = skipReason
-					} else if err := measure(backend, m, b, mode, o, prof, &r); err != nil {
-						r.Error = err.Error()
-					}
-					if err := emit(r); err != nil {
-						return err
+					for _, p := range o.precisions {
+						r := Result{Backend: resultKey(key), Desc: desc, Model: m, Batch: b, Mode: mode, Precision: string(p)}
+						if skipReason != "" {
+							r.Skipped = skipReason
+						} else if err := measure(backend, m, b, mode, o, prof, &r); err != nil {
+							r.Error = err.Error()
+						}
+						if err := emit(r); err != nil {
+							return err
+						}
 					}
 				}
 			}
@@ -263,7 +281,7 @@ func (p *profiler) start(r *Result) error {
 	if p == nil {
 		return nil
 	}
-	f, err := os.Create(fmt.Sprintf("%s-%s-%s-%d-%s.prof", p.prefix, r.Backend, r.Model, r.Batch, r.Mode))
+	f, err := os.Create(fmt.Sprintf("%s-%s-%s-%d-%s-%s.prof", p.prefix, r.Backend, r.Model, r.Batch, r.Mode, r.Precision))
 	if err != nil {
 		return err
 	}
@@ -301,7 +319,7 @@ func measure(backend compute.Backend, arch string, batch int, mode string, o opt
 			err = fmt.Errorf("panic: %v", p)
 		}
 	}()
-	m, err := cifarlib.NewModel(cifarlib.CIFAR10(), arch).Backend(backend).Done()
+	m, err := cifarlib.NewModel(cifarlib.CIFAR10(), arch).Backend(backend).Precision(cifarlib.Precision(r.Precision)).Done()
 	if err != nil {
 		return err
 	}
