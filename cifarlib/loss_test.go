@@ -76,11 +76,11 @@ func TestUnguardedLossIsSilent(t *testing.T) {
 			continue
 		}
 		want := crossEntropy64(silentLogits[i], int(l))
-		require.InDelta(t, want, got, 1e-5, "example %d", i)
+		require.InDelta(t, want, got, tolFloat32Ref, "example %d", i)
 		sum += want
 	}
 	// Out-of-range rows still count in the mean: divide by 6, not 3.
-	require.InDelta(t, sum/float64(n), float64(tensors.ToScalar[float32](outs[n])), 1e-5)
+	require.InDelta(t, sum/float64(n), float64(tensors.ToScalar[float32](outs[n])), tolFloat32Ref)
 	grad := outs[n+1].Value().([][]float32)
 	for _, i := range []int{1, 2, 4} {
 		for j, v := range grad[i] {
@@ -114,7 +114,7 @@ func TestGuardedLossValues(t *testing.T) {
 	want /= float64(len(good))
 	got, store, err := guardedRun(t, m.LossFn(GuardAll), labelsColumn(good), silentLogits)
 	require.NoError(t, err)
-	require.InDelta(t, want, got, 1e-5)
+	require.InDelta(t, want, got, tolFloat32Ref)
 	require.NoError(t, CheckDeviceLabels(store, 0))
 
 	// Same loss with uint8 and int64 labels (converted in the graph) and with rank-1 labels.
@@ -126,7 +126,7 @@ func TestGuardedLossValues(t *testing.T) {
 	for _, labels := range []any{u8, i64, good} {
 		got, _, err = guardedRun(t, m.LossFn(GuardAll), labels, silentLogits)
 		require.NoError(t, err)
-		require.InDelta(t, want, got, 1e-5)
+		require.InDelta(t, want, got, tolFloat32Ref)
 	}
 
 	// One-hot float labels of the head's width give the same loss.
@@ -137,7 +137,7 @@ func TestGuardedLossValues(t *testing.T) {
 	}
 	got, _, err = guardedRun(t, m.LossFn(GuardAll), oneHot, silentLogits)
 	require.NoError(t, err)
-	require.InDelta(t, want, got, 1e-5)
+	require.InDelta(t, want, got, tolFloat32Ref)
 }
 
 // TestStaticGuardHeadMismatch reproduces the bug: a 10-output head with CIFAR-100 labels.
@@ -254,13 +254,13 @@ func TestIgnoreIndex(t *testing.T) {
 		crossEntropy64(silentLogits[4], 0) + crossEntropy64(silentLogits[5], 9)) / 4
 	got, store, err := guardedRun(t, m.Loss().IgnoreIndex(PyTorchIgnoreIndex).Done(), labelsColumn(labels), silentLogits)
 	require.NoError(t, err)
-	require.InDelta(t, want, got, 1e-5)
+	require.InDelta(t, want, got, tolFloat32Ref)
 	require.NoError(t, CheckDeviceLabels(store, 0), "ignored labels are not errors")
 
 	// Without the option, -100 is an out-of-range label.
 	got, store, err = guardedRun(t, m.LossFn(GuardAll), labelsColumn(labels), silentLogits)
 	require.NoError(t, err)
-	require.InDelta(t, want, got, 1e-5)
+	require.InDelta(t, want, got, tolFloat32Ref)
 	var de *DeviceLabelError
 	require.ErrorAs(t, CheckDeviceLabels(store, 0), &de)
 	require.Equal(t, []BadLabel{{2 - 2, -1, -100}, {2, -1, -100}}, de.Bad)

@@ -34,6 +34,12 @@ const (
 	// cross-entropy) with inputs of magnitude <= 1, element by element against 1+|want|: sums
 	// of at most 5·5·2 = 50 to 288 terms, sqrt(288)·u = 1e-6, with a 10x margin.
 	tolReorderOp = 1e-5
+
+	// tolFloat32Ref bounds, absolutely, a float32 loss (cross-entropy, a mean of up to 300 of
+	// them, values <= 10) against the same formula computed in float64 in the test: a log-sum-exp
+	// rounds a few times by u·|value| and a mean of n values by about sqrt(n)·u·|mean|:
+	// sqrt(300)·u·2.3 = 2.4e-6 for the tests' 300 losses near ln(10), 4x inside.
+	tolFloat32Ref = 1e-5
 )
 
 // kinkTolerance bounds, normwise (||got-want||/||want||), a gradient through ReLUs or max-pools
