@@ -203,18 +203,28 @@ func (rs Runs) String() string {
 	return b.String()
 }
 
-// HTML is the table as an HTML table (what nb.Show displays), a row's status as its class.
+// HTML is the table as an HTML table (what nb.Show displays), a row's status as its class:
+// numbers right-aligned, words left-aligned, and only the note column wraps.
 func (rs Runs) HTML() string {
+	style := func(i int) string {
+		switch runColumns[i] {
+		case "head", "devices", "steps", "loss", "test acc", "test top-5", "wall time":
+			return `text-align:right;white-space:nowrap`
+		case "note":
+			return `text-align:left`
+		}
+		return `text-align:left;white-space:nowrap`
+	}
 	var b strings.Builder
 	b.WriteString(`<table class="cifarlab-runs"><thead><tr>`)
-	for _, c := range runColumns {
-		fmt.Fprintf(&b, "<th>%s</th>", html.EscapeString(c))
+	for i, c := range runColumns {
+		fmt.Fprintf(&b, `<th style="%s">%s</th>`, style(i), html.EscapeString(c))
 	}
 	b.WriteString("</tr></thead><tbody>")
 	for _, r := range rs {
 		fmt.Fprintf(&b, `<tr class="%s">`, html.EscapeString(string(r.Status)))
-		for _, c := range r.cells() {
-			fmt.Fprintf(&b, "<td>%s</td>", html.EscapeString(c))
+		for i, c := range r.cells() {
+			fmt.Fprintf(&b, `<td style="%s">%s</td>`, style(i), html.EscapeString(c))
 		}
 		b.WriteString("</tr>")
 	}

@@ -34,8 +34,8 @@ func CompareLossChart(runs ...cifarlib.RunInfo) (*plot.Plot, error) {
 	return p, err
 }
 
-// CompareAccuracyChart overlays the training accuracy (moving average) of runs, in percent, each
-// labelled with its final test accuracy when it has one. Runs without curves are left out.
+// CompareAccuracyChart overlays the training accuracy (moving average) of runs, in percent (the
+// runs table has their test accuracies). Runs without curves are left out.
 func CompareAccuracyChart(runs ...cifarlib.RunInfo) (*plot.Plot, error) {
 	p := newChart("training accuracy, by run", "step", "accuracy (%)")
 	err := eachCurve(p, runs, func(r cifarlib.RunInfo) (string, plotter.XYs) {
@@ -43,11 +43,7 @@ func CompareAccuracyChart(runs ...cifarlib.RunInfo) (*plot.Plot, error) {
 		for i, pt := range r.History.Points {
 			xys[i] = plotter.XY{X: float64(pt.Step), Y: 100 * pt.Accuracy}
 		}
-		name := r.Name
-		if r.HasTest {
-			name += fmt.Sprintf(" (test %.1f%%)", 100*r.TestAccuracy)
-		}
-		return name, xys
+		return r.Name, xys
 	})
 	p.Y.Min, p.Y.Max = 0, 100
 	return p, err
@@ -70,9 +66,8 @@ func eachCurve(p *plot.Plot, runs []cifarlib.RunInfo, curve func(cifarlib.RunInf
 }
 
 // Compare shows the curves of runs (from Lab.Runs, e.g. through Select) overlaid: the
-// training loss, then the training accuracy with each run's test accuracy. Its plain-text form
-// lists the runs compared, and says which had no curves (a run that failed before its first
-// step, a foreign folder).
+// training loss, then the training accuracy. Its plain-text form lists the runs compared, and
+// says which had no curves (a run that failed before its first step, a foreign folder).
 func Compare(runs ...cifarlib.RunInfo) {
 	var text strings.Builder
 	for _, r := range runs {

@@ -70,5 +70,5 @@ func TestLabRunsAndCompare(t *testing.T) {
 	require.NoError(t, err)
 	doc, err = SVG(acc)
 	require.NoError(t, err)
-	requireSVG(t, doc, "training accuracy, by run", "a-unguarded", "b-fixed (test ")
+	requireSVG(t, doc, "training accuracy, by run", "a-unguarded", "b-fixed")
 }
