@@ -248,7 +248,7 @@ func (d *Diagnosis) String() string {
 	for _, p := range d.Problems {
 		fmt.Fprintf(&b, "Problem: %s\n", p)
 	}
-	b.WriteString(checklistString(d.From, d.FromDataset, d.Checklist))
+	b.WriteString(d.SwitchChecklist())
 	fmt.Fprintf(&b, "Verdict: %s\n", d.Verdict)
 	if d.Fix != "" {
 		fmt.Fprintf(&b, "Fix: %s\n", d.Fix)

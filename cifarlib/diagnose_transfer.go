@@ -154,14 +154,15 @@ func firstNames(names []string) string {
 	return strings.Join(names[:3], ", ") + ", ..."
 }
 
-// checklistString renders the checklist, one item a line (and its fix on the next).
-func checklistString(from, fromDataset string, items []CheckItem) string {
-	if len(items) == 0 {
+// SwitchChecklist renders a DiagnoseRun diagnosis's dataset-switch checklist, one item a line
+// (and its fix on the next); "" for a diagnosis of a model rather than a run. String includes it.
+func (d *Diagnosis) SwitchChecklist() string {
+	if len(d.Checklist) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Dataset switch checklist for run %s (trained on %s):\n", from, fromDataset)
-	for _, c := range items {
+	fmt.Fprintf(&b, "Dataset switch checklist for run %s (trained on %s):\n", d.From, d.FromDataset)
+	for _, c := range d.Checklist {
 		fmt.Fprintf(&b, "  [%-4s] %-13s %s\n", c.Status, c.Item, c.Detail)
 		if c.Fix != "" {
 			fmt.Fprintf(&b, "         %-13s fix: %s\n", "", c.Fix)

@@ -122,14 +122,19 @@ func (tt *trainTransfer) isBackbone(path string) bool {
 }
 
 // openTransfer reads the source run of cfg.From, before cfg's defaults are filled in: a Model
-// left empty becomes the source's. It returns nil without From.
+// left empty becomes the source's. Without From it returns nil, or, with Freeze, a transfer
+// without a source (report nil): the backbone as initialised from the seed, frozen (the
+// random-feature baseline of a linear probe).
 func openTransfer(cfg *TrainConfig) (*trainTransfer, error) {
 	if cfg.From == "" {
-		if cfg.Freeze != "" || cfg.BackboneLearningRate != 0 {
-			return nil, &ConfigError{Field: "Freeze/BackboneLearningRate", Value: fmt.Sprintf("%q/%g", cfg.Freeze, cfg.BackboneLearningRate),
-				Reason: "they apply to a transferred run: set From to the trained run's checkpoint directory"}
+		if cfg.BackboneLearningRate != 0 {
+			return nil, &ConfigError{Field: "BackboneLearningRate", Value: fmt.Sprint(cfg.BackboneLearningRate),
+				Reason: "it applies to a transferred run: set From to the trained run's checkpoint directory"}
 		}
-		return nil, nil
+		if cfg.Freeze == "" {
+			return nil, nil
+		}
+		return &trainTransfer{}, nil
 	}
 	_, h, info, err := readRunCheckpoint(cfg.From)
 	if err != nil {
@@ -185,7 +190,9 @@ func (tt *trainTransfer) check(cfg *TrainConfig, m *Model) error {
 	if tt == nil {
 		return nil
 	}
-	if cfg.Model != tt.info.Model {
+	if tt.report == nil { // Freeze without From: the seed's backbone.
+		tt.scope, tt.head = "/"+cfg.Model+"/", "/"+cfg.Model+"/head/"
+	} else if cfg.Model != tt.info.Model {
 		return &ArchMismatchError{Dir: cfg.From, Saved: tt.info.Model, Requested: cfg.Model}
 	}
 	switch cfg.Freeze {
@@ -207,6 +214,9 @@ func (tt *trainTransfer) check(cfg *TrainConfig, m *Model) error {
 	}
 	tt.lrRatio = 1
 	r := tt.report
+	if r == nil {
+		return nil
+	}
 	r.Dataset, r.Head, r.Freeze, r.LearningRate = cfg.Spec.ID(), m.NumClasses, cfg.Freeze, cfg.LearningRate
 	r.BackboneLearningRate = cfg.LearningRate
 	switch {
@@ -325,7 +335,7 @@ func (o *backboneRateOptimizer) scale(g *graph.Graph, before []backboneValue) {
 // startTransfer carries the source's backbone into the Trainer's store on a fresh run; a run
 // resumed from its own checkpoint keeps its trained values.
 func (t *Trainer) startTransfer() error {
-	if t.transfer == nil {
+	if t.transfer == nil || t.transfer.report == nil {
 		return nil
 	}
 	if t.ckpt != nil && t.ckpt.resumed != nil {
@@ -346,5 +356,5 @@ func (t *Trainer) Transfer() *TransferReport {
 	if t.transfer == nil {
 		return nil
 	}
-	return t.transfer.report
+	return t.transfer.report // nil for a frozen backbone without From
 }

@@ -2,6 +2,7 @@ package cifarlib
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -158,6 +159,29 @@ func TestTransferFrozenBackboneUnchanged(t *testing.T) {
 	for _, path := range []string{"/resnet20/stem/conv/conv/weights", "/resnet20/stem/bn/batch_normalization/mean"} {
 		require.NotEqual(t, want[path], got[path], "fine-tuning must train %s", path)
 	}
+
+	// Without From, Freeze keeps the backbone the seed initialised: the random-feature baseline.
+	cfg.From, cfg.Freeze, cfg.Model = "", FreezeBackbone, ArchResNet20
+	random, err := NewTrainer(cfg)
+	require.NoError(t, err)
+	require.Nil(t, random.Transfer())
+	_, err = random.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 4}) // initialises the variables
+	require.NoError(t, err)
+	initial := trainVars(t, random.Store())
+	_, err = random.Run(context.Background())
+	require.NoError(t, err)
+	got = trainVars(t, random.Store())
+	frozen := 0
+	for path, value := range initial {
+		switch {
+		case strings.HasPrefix(path, "/resnet20/head/"):
+			require.NotEqual(t, value, got[path], "the head must train")
+		case strings.HasPrefix(path, "/resnet20/"):
+			require.Equal(t, value, got[path], "frozen variable %s changed", path)
+			frozen++
+		}
+	}
+	require.Equal(t, len(want), frozen)
 }
 
 // A separate backbone learning rate: with SGD, one step with BackboneLearningRate = lr/10 moves
@@ -348,8 +372,8 @@ func TestTransferErrors(t *testing.T) {
 		edit func(*TrainConfig)
 		msg  string
 	}{
-		{func(c *TrainConfig) { c.From = ""; c.Freeze = FreezeBackbone },
-			`cifarlib: training config: Freeze/BackboneLearningRate="backbone"/0: they apply to a transferred run: set From to the trained run's checkpoint directory`},
+		{func(c *TrainConfig) { c.From = ""; c.BackboneLearningRate = 0.1 },
+			`cifarlib: training config: BackboneLearningRate=0.1: it applies to a transferred run: set From to the trained run's checkpoint directory`},
 		{func(c *TrainConfig) { c.Freeze = "head" },
 			`cifarlib: training config: Freeze="head": use "" (fine-tune everything) or "backbone" (linear probe)`},
 		{func(c *TrainConfig) { c.Freeze, c.BackboneLearningRate = FreezeBackbone, 0.1 },
@@ -365,5 +389,50 @@ func TestTransferErrors(t *testing.T) {
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce)
 		require.EqualError(t, err, c.msg)
+	}
+}
+
+// The same transfer (fine-tuning with a separate backbone rate; and a linear probe) on 4 XLA CPU
+// devices trains as the one on 1. Tolerance: both sides start from the same values (the backbone
+// carried bit for bit, the head from the same seed), and the transfer adds no reduction of its
+// own (the backbone-rate scaling and the frozen batch norm are element-wise per variable), so the
+// two differ as TestDevicesSameAsOneDevice's SGD runs do: the order of the float32 sums across
+// shards, plus the ReLU kinks rounding can flip, normwise per update (kinkTolerance, derived in
+// numbers_test.go, for batch 16 and the 8x8 smallest feature map of resnet20). The frozen
+// backbone is untouched, bit for bit, on 4 devices as on 1.
+func TestTransferDevicesSameAsOneDevice(t *testing.T) {
+	backend := devicesTestBackend(t, 4)
+	from, src := transferSource(t, ArchResNet20)
+	frozen := sourceBackbone(t, src)
+	kinkTol := kinkTolerance(devicesBatch, devicesMinHW)
+	for _, freeze := range []string{"", FreezeBackbone} {
+		t.Run(fmt.Sprintf("freeze=%q", freeze), func(t *testing.T) {
+			var results []*TrainResult
+			var trainers []*Trainer
+			for _, n := range []int{1, 4} {
+				cfg := transferConfig(t, from, 3)
+				cfg.Backend, cfg.Devices, cfg.BatchSize, cfg.HistoryEvery = backend, n, devicesBatch, 1
+				cfg.Optimizer, cfg.LearningRate, cfg.Freeze = "sgd", 0.01, freeze
+				if freeze == "" {
+					cfg.BackboneLearningRate = 0.001
+				}
+				tr, err := NewTrainer(cfg)
+				require.NoError(t, err)
+				res, err := tr.Run(context.Background())
+				require.NoError(t, err)
+				require.Equal(t, n, res.Devices)
+				require.Len(t, res.History.Points, 3)
+				results, trainers = append(results, res), append(trainers, tr)
+				if freeze != "" {
+					got := trainVars(t, tr.Store())
+					for path, value := range frozen {
+						require.Equal(t, value, got[path], "frozen %s changed on %d devices", path, n)
+					}
+				}
+			}
+			requireSameLossCurve(t, results[0].History.Points, results[1].History.Points, kinkTol)
+			init := initialValues(t, trainers[0].Config())
+			requireSameTraining(t, init, storeValues(t, trainers[0].Store()), storeValues(t, trainers[1].Store()), 3, kinkTol)
+		})
 	}
 }

@@ -29,7 +29,7 @@ go test -count=1 -timeout 40m ./...
 echo "== go test cifarlib (models, losses, guards, training, backends) and internal/plugins on the XLA CPU plugin"
 plugin="$(ls "$repo"/.venv/lib/python3*/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so | tail -1)"
 GOMLX_BACKEND="xla:$plugin" CIFARLAB_REQUIRE_XLA_CPU=1 go test -count=1 -timeout 30m \
-  -run '^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestTrain.*|TestTopKAccuracyGraph|TestIm2colConvolutionMatchesConvolve|TestMaxPool2x2MatchesMaxPool|TestLayerOps.*|TestNewBackend.*|TestXLACPUMatchesGo|TestFindXLACPUPluginSearch|TestFindXLACPUPluginGoXLAFolders|TestDevices.*|TestParseDevices|TestCheckPrecision|TestPrecision.*)$' \
+  -run '^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestTrain.*|TestTopKAccuracyGraph|TestIm2colConvolutionMatchesConvolve|TestMaxPool2x2MatchesMaxPool|TestLayerOps.*|TestNewBackend.*|TestXLACPUMatchesGo|TestFindXLACPUPluginSearch|TestFindXLACPUPluginGoXLAFolders|TestDevices.*|TestParseDevices|TestCheckPrecision|TestPrecision.*|TestTransferDevicesSameAsOneDevice|TestTransferFrozenBackboneUnchanged)$' \
   ./cifarlib ./internal/plugins
 
 echo "== docker lint (the full image build is docker/test.sh, see docker/README.md)"
