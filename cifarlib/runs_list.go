@@ -209,11 +209,11 @@ func (rs Runs) HTML() string {
 	style := func(i int) string {
 		switch runColumns[i] {
 		case "head", "devices", "steps", "loss", "test acc", "test top-5", "wall time":
-			return `text-align:right;white-space:nowrap`
+			return `padding:2px 8px;text-align:right;white-space:nowrap`
 		case "note":
-			return `text-align:left`
+			return `padding:2px 8px;text-align:left`
 		}
-		return `text-align:left;white-space:nowrap`
+		return `padding:2px 8px;text-align:left;white-space:nowrap`
 	}
 	var b strings.Builder
 	b.WriteString(`<table class="cifarlab-runs"><thead><tr>`)

@@ -157,10 +157,10 @@ func TestListRuns(t *testing.T) {
 	require.Regexp(t, `^a-done +done +cifar100 +linear +100 +guarded +1 +6 +\d+\.\d{4} +\d+\.\d\d% +\d+\.\d\d% +[0-9.]+m?s +$`, lines[1])
 	require.Regexp(t, `^c-unguarded +done +cifar100 +linear +10 +UNGUARDED +1 +6 `, lines[3])
 	require.Regexp(t, `^k-transferred +done +cifar10 +linear +10 +guarded +1 +6 +\d+\.\d{4} +\d+\.\d\d% +[0-9.]+m?s +a-done +$`, lines[11])
-	left, right := `<td style="text-align:left;white-space:nowrap">`, `<td style="text-align:right;white-space:nowrap">`
+	left, right := `<td style="padding:2px 8px;text-align:left;white-space:nowrap">`, `<td style="padding:2px 8px;text-align:right;white-space:nowrap">`
 	require.Contains(t, list.HTML(), `<tr class="failed">`+left+`b-guarded</td>`+left+`failed</td>`+left+`cifar100</td>`+left+`linear</td>`+
 		right+`10</td>`+left+`guarded</td>`)
-	require.Contains(t, list.HTML(), `<td style="text-align:left">model head has 10 outputs`)
+	require.Contains(t, list.HTML(), `<td style="padding:2px 8px;text-align:left">model head has 10 outputs`)
 	require.Equal(t, "no runs", Runs(nil).String())
 
 	_, err = ListRuns(filepath.Join(runs, "missing"))
