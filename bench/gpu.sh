@@ -4,38 +4,50 @@
 #
 # Here, first (this machine has the Go module cache; the GPU machine may have no Go at all):
 #
-#   bash bench/gpu.sh --build          # -> bench/out/gpu/{cifarlib.test,trainstep} (~45 MB, stripped)
+#   bash bench/gpu.sh --build          # -> bench/out/gpu/{cifarlib.test,trainstep,devices,cifarlab,gpusmoke}
+#                                      #    (110 MB, stripped) and bench/out/gpu.tar.gz (38 MB) to carry
 #
-# Then on the GPU machine, from the repository root, in one device call carrying that folder:
+# Then on the GPU machine, from the repository root, in one device call carrying the archive:
 #
-#   run(command="bash bench/gpu.sh", carry=["bench/out/gpu"], timeout_s=600)
+#   run(command="bash bench/gpu.sh", carry=["bench/out/gpu.tar.gz"], timeout_s=600)
+#
+# GPU_STAGES=1,2,3,... runs only those stages (1 and 2 always run: the others need their results).
 #
 # Stages (each prints [ok]/[FAIL]/[skip]; the script goes on where it can; exit status 1 if any failed):
 #   1. GPU: nvidia-smi.
 #   2. The CUDA plugin: SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so of jax-cuda13-pjrt, found through
-#      the import system of the first Python that has it (or $CIFARLAB_CUDA_PLUGIN); its NVIDIA libraries
-#      come from SITE/nvidia/cu13 (the plugin's RPATH). cifarlib.NewBackend("cuda") loads it by absolute
-#      path from $CIFARLAB_CUDA_PLUGIN and points XLA at SITE/nvidia/cu13 for ptxas/libdevice.
-#   3. Guard tests with GOMLX_BACKEND=cuda: the prebuilt cifarlib test binary, -test.run GUARD_TESTS.
-#   4. Throughput, ResNet-18 (and the cnn) CIFAR training on the same GPU: bench/trainstep
+#      the import system of the first Python that has it (or $CIFARLAB_CUDA_PLUGIN's folder); the lab is
+#      pointed at that environment with the one setting CIFARLAB_CUDA_SITE=SITE (issue 20), so its NVIDIA
+#      libraries come from SITE/nvidia (the plugin's RPATH) and ptxas/libdevice from SITE/nvidia/cu13.
+#   3. Doctor: `cifarlab doctor`'s lines for the NVIDIA libraries and tools (found, path, version).
+#   4. Smoke: kernel/gpu-smoke.sh with the carried gpusmoke (raw go-xla, then cifarlib.NewBackend("cuda")).
+#   5. Guard tests with GOMLX_BACKEND=cuda: the prebuilt cifarlib test binary, -test.run GUARD_TESTS, and
+#      one line per guard (static, host, in-graph).
+#   6. Training: a short resnet20 run on synthetic CIFAR-10 with --checkpoint, then resumed to more steps.
+#   7. Devices: --devices 4 on a host with fewer GPUs is refused with cifarlib's DeviceCountError.
+#   8. Throughput, ResNet-18 (and the cnn) CIFAR training on the same GPU: bench/trainstep
 #      -backends cuda against bench/torch_cpu.py --device cuda (PyTorch eager, cudnn.benchmark, TF32 as
 #      XLA's default), median step time, images/s, ratio table (bench/report.py).
-#   5. Data parallelism (issue 12): the same training at one global batch on 1, 2, 4, 8 and all GPUs
+#   9. Mixed precision (issue 21): a marked stage for f32 vs bf16-mixed next to PyTorch with/without
+#      autocast; skipped until issue 21 fills it in.
+#  10. Data parallelism (issue 12): the same training at one global batch on 1, 2, 4, 8 and all GPUs
 #      (bench/devices -backend cuda: each batch sharded across the GPUs, one program partitioned by XLA;
 #      counts above the GPUs present are skipped), steps/s and images/s.
-# Results: $OUT (the device tool's output folder) or bench/out/gpu-results: gpu.log, guard-tests.log,
-# results.jsonl, RESULTS-gpu.md, devices.jsonl.
+# Results: $OUT (the device tool's output folder) or bench/out/gpu-results: gpu.log, doctor.txt,
+# smoke/, guard-tests.log, train.json, results.jsonl, RESULTS-gpu.md (copy it to bench/RESULTS-gpu.md),
+# devices.jsonl.
 #
-# Settings: GPU_MODELS=resnet18,cnn GPU_BATCHES=128,256 GPU_STEPS=20 GPU_WARMUP=3 GPU_DEADLINE=560 (s)
+# Settings: GPU_MODELS=resnet18 GPU_BATCHES=128 GPU_STEPS=20 GPU_WARMUP=3 GPU_DEADLINE=560 (s)
 #           GUARD_TESTS=<regexp> PYTHON=<python with torch> CIFARLAB_CUDA_PLUGIN=<plugin .so>
 #           GPU_DP_MODEL=resnet18 GPU_DP_BATCH=512 GPU_DP_DEVICES=1,2,4,8,all GPU_DP_STEPS=30
+#           GPU_TRAIN_STEPS=60 GPU_STAGES=<list> GPU_MP_MODEL=resnet18 GPU_MP_BATCH=128
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 BIN="$REPO/bench/out/gpu"
 
 # The guard, loss and model tests (backend-generic, via testBackend) plus the CUDA checks.
-GUARD_TESTS="${GUARD_TESTS:-^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestCUDAMatchesGo|TestNewBackendCUDA.*)\$}"
+GUARD_TESTS="${GUARD_TESTS:-^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestCUDAMatchesGo|TestNewBackendCUDA.*|TestCheckPrecision|TestPrecision.*)\$}"
 
 if [ "${1:-}" = "--build" ]; then
   set -e
@@ -43,9 +55,17 @@ if [ "${1:-}" = "--build" ]; then
   go test -c -ldflags='-s -w' -o "$BIN/cifarlib.test" ./cifarlib
   go build -ldflags='-s -w' -o "$BIN/trainstep" ./bench/trainstep
   go build -ldflags='-s -w' -o "$BIN/devices" ./bench/devices
+  go build -ldflags='-s -w' -o "$BIN/cifarlab" ./cmd/cifarlab
+  go build -ldflags='-s -w' -o "$BIN/gpusmoke" ./kernel/testdata/gpusmoke
   ls -la "$BIN"
-  echo "carry: bench/out/gpu ($(du -sh "$BIN" | cut -f1)); then: bash bench/gpu.sh"
+  # The device tool carries at most 64 MiB: the binaries travel gzipped (110 MB -> 38 MB).
+  tar -C "$REPO/bench/out" -czf "$REPO/bench/out/gpu.tar.gz" gpu
+  echo "carry: bench/out/gpu.tar.gz ($(du -h "$REPO/bench/out/gpu.tar.gz" | cut -f1)); then: bash bench/gpu.sh"
   exit 0
+fi
+# The carried binaries, unpacked.
+if [ ! -x "$BIN/cifarlib.test" ] && [ -f "$REPO/bench/out/gpu.tar.gz" ]; then
+  tar -C "$REPO/bench/out" -xzf "$REPO/bench/out/gpu.tar.gz"
 fi
 
 OUTDIR="${OUT:-$REPO/bench/out/gpu-results}"
@@ -60,6 +80,13 @@ left() { local r=$(( DEADLINE - ($(date +%s) - T0) - 5 )); [ "$r" -gt "$1" ] && 
 say() { echo "$*" | tee -a "$LOG"; }
 result() { say "[$1] $2"; [ "$1" = FAIL ] && failed=1; return 0; }
 finish() { say "== gpu.sh: $([ $failed = 0 ] && echo ok || echo FAIL)"; exit $failed; }
+# stage N: whether stage N runs ($GPU_STAGES, default all).
+stage() { [ -z "${GPU_STAGES:-}" ] || [[ ",$GPU_STAGES," == *",$1,"* ]]; }
+# train_data: synthetic CIFAR-10 for stages 6 and 7 (no network on the GPU machine).
+train_data() {
+  [ -d "$OUTDIR/train-data/cifar-10-batches-bin" ] ||
+    "$BIN/cifarlab" synth --dataset cifar10 --out "$OUTDIR/train-data" --train 4096 --test 512 > /dev/null 2>&1
+}
 say "== cifarlab bench/gpu.sh, $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
 
 # 1. GPU.
@@ -69,6 +96,7 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L > "$OUTDIR/gpus.txt" 2>&1; 
 else
   result FAIL "GPU: nvidia-smi failed: $(cat "$OUTDIR/gpus.txt" 2>/dev/null)"
 fi
+ngpu="$(grep -c '^GPU ' "$OUTDIR/gpus.txt" 2>/dev/null || true)"
 
 # 2. Python with torch, and the jax-cuda13-pjrt plugin.
 PY=""
@@ -91,7 +119,9 @@ else
   NV="$SITE/nvidia/cu13"
   result ok "CUDA plugin: $PLUGIN ($(du -h "$PLUGIN" | cut -f1)); NVIDIA libraries: $([ -d "$NV/lib" ] && echo "$NV/lib" || echo "MISSING $NV/lib"); ptxas: $([ -x "$NV/bin/ptxas" ] && echo yes || echo no)"
   readelf -d "$PLUGIN" 2>/dev/null | grep -E "RPATH|RUNPATH" | cut -c1-200 >> "$LOG"
-  export CIFARLAB_CUDA_PLUGIN="$PLUGIN"
+  # The one setting that points the lab at this environment's plugin and NVIDIA wheels (issue 20).
+  export CIFARLAB_CUDA_SITE="$SITE"
+  unset CIFARLAB_CUDA_PLUGIN
   # Fallback for the NVIDIA libraries when they are not where the plugin's RPATH says.
   if [ ! -d "$NV/lib" ]; then
     extra="$(ls -d "$SITE"/nvidia/*/lib 2>/dev/null | tr '\n' ':')"
@@ -107,9 +137,9 @@ if [ ! -x "$BIN/cifarlib.test" ] || [ ! -x "$BIN/trainstep" ]; then
     mkdir -p "$BIN"
     GOFLAGS="${GOFLAGS:-} -mod=mod" GOPROXY=off go test -c -o "$BIN/cifarlib.test" ./cifarlib > "$OUTDIR/build.log" 2>&1 &&
       GOFLAGS="${GOFLAGS:-} -mod=mod" GOPROXY=off go build -o "$BIN/trainstep" ./bench/trainstep >> "$OUTDIR/build.log" 2>&1 ||
-      result FAIL "build: $(tail -3 "$OUTDIR/build.log" | tr '\n' ' ') (run bash bench/gpu.sh --build where the module cache is, and carry bench/out/gpu)"
+      result FAIL "build: $(tail -3 "$OUTDIR/build.log" | tr '\n' ' ') (run bash bench/gpu.sh --build where the module cache is, and carry bench/out/gpu.tar.gz)"
   else
-    result FAIL "binaries: $BIN/cifarlib.test and trainstep missing and no Go here: run bash bench/gpu.sh --build first and carry bench/out/gpu"
+    result FAIL "binaries: $BIN/cifarlib.test and trainstep missing and no Go here: run bash bench/gpu.sh --build first and carry bench/out/gpu.tar.gz"
   fi
 fi
 [ -x "$BIN/cifarlib.test" ] && [ -x "$BIN/trainstep" ] || finish
@@ -125,10 +155,38 @@ else
 fi
 say "XLA_FLAGS seen by the Go side: set by cifarlib when SITE/nvidia/cu13 has ptxas or libdevice"
 
-# 3. Guard tests on CUDA.
+# 3. Doctor: one line per NVIDIA library and tool of the plugin (CIFARLAB_CUDA_SITE's).
+if stage 3 && [ -x "$BIN/cifarlab" ]; then
+  timeout "$(left 120)" "$BIN/cifarlab" doctor --data "$OUTDIR/no-data" > "$OUTDIR/doctor.txt" 2>&1
+  grep -E "CUDA (plugin|lib|tool)|GPUs|backend cuda|devices cuda" "$OUTDIR/doctor.txt" | cut -c1-240 | tee -a "$LOG"
+  libs="$(grep -cE '^\[ ok \] CUDA (lib|tool)' "$OUTDIR/doctor.txt")"
+  bad="$(grep -E '^\[(FAIL| -- |warn)\] CUDA (lib|tool)' "$OUTDIR/doctor.txt" | sed 's/^\[[^]]*\] //; s/  .*//' | tr '\n' ';')"
+  if [ -z "$bad" ] && [ "$libs" -gt 0 ]; then
+    result ok "doctor: $libs NVIDIA libraries and tools found"
+  else
+    result FAIL "doctor: NVIDIA libraries and tools not all found ($libs ok): $bad"
+  fi
+elif stage 3; then
+  result FAIL "doctor: $BIN/cifarlab missing (bash bench/gpu.sh --build)"
+fi
+
+# 4. The smoke test (kernel/gpu-smoke.sh: raw go-xla, then cifarlib.NewBackend("cuda"), with the
+# carried gpusmoke; its notebook stage needs Go and is skipped without it).
+if stage 4; then
+  if GPUSMOKE_BIN="$BIN/gpusmoke" OUT="$OUTDIR/smoke" CIFARLAB_CUDA_PLUGIN="${PLUGIN:-}" timeout "$(left 180)" \
+       bash kernel/gpu-smoke.sh > "$OUTDIR/smoke.txt" 2>&1; then
+    result ok "smoke: $(grep -c '^\[ok\]' "$OUTDIR/smoke.txt") stages ok, $(grep -c '^\[skip\]' "$OUTDIR/smoke.txt") skipped"
+  else
+    result FAIL "smoke: $(grep -E '^\[FAIL\]' "$OUTDIR/smoke.txt" | head -3 | cut -c1-200 | tr '\n' ' ')"
+  fi
+  grep -E '^\[(ok|FAIL|skip)\]' "$OUTDIR/smoke.txt" | cut -c1-200 | tee -a "$LOG"
+fi
+
+# 5. Guard tests on CUDA.
+if stage 5; then
 say "-- guard tests: GOMLX_BACKEND=cuda cifarlib.test -test.run '$GUARD_TESTS' -test.short"
 start=$(date +%s)
-if (cd cifarlib && GOMLX_BACKEND=cuda timeout "$(left 200)" "$BIN/cifarlib.test" -test.run "$GUARD_TESTS" -test.short -test.v -test.count=1) \
+if (cd cifarlib && GOMLX_BACKEND=cuda timeout "$(left 150)" "$BIN/cifarlib.test" -test.run "$GUARD_TESTS" -test.short -test.v -test.count=1) \
      > "$OUTDIR/guard-tests.log" 2>&1; then
   result ok "guard tests on cuda: $(grep -c '^--- PASS' "$OUTDIR/guard-tests.log") passed, $(grep -c '^--- SKIP' "$OUTDIR/guard-tests.log") skipped in $(( $(date +%s) - start )) s"
 else
@@ -136,14 +194,66 @@ else
   tail -40 "$OUTDIR/guard-tests.log" >> "$LOG"
 fi
 grep -E '^(--- |ok|PASS|FAIL)' "$OUTDIR/guard-tests.log" | head -60 | tee -a "$LOG"
+# One line per guard: the static check (head width), the host check (labels before the step), the
+# in-graph check (labels on the device).
+for g in "static:^--- (PASS|FAIL): TestStaticGuardHeadMismatch" "host:^--- (PASS|FAIL): TestHostGuard" "in-graph:^--- (PASS|FAIL): TestInGraphGuard"; do
+  name="${g%%:*}" re="${g#*:}"
+  if grep -qE "${re/(PASS|FAIL)/FAIL}" "$OUTDIR/guard-tests.log"; then result FAIL "guard $name on cuda"
+  elif grep -qE "${re/(PASS|FAIL)/PASS}" "$OUTDIR/guard-tests.log"; then result ok "guard $name on cuda"
+  else result FAIL "guard $name on cuda: its tests did not run"; fi
+done
+fi
 
-# 4. Throughput: XLA CUDA vs PyTorch eager on the same GPU.
-MODELS="${GPU_MODELS:-resnet18,cnn}"
-BATCHES="${GPU_BATCHES:-128,256}"
+# 6. A short training run with its checkpoint, then resumed from it.
+if stage 6 && [ -x "$BIN/cifarlab" ]; then
+  TRAIN_STEPS="${GPU_TRAIN_STEPS:-60}"
+  rm -rf "$OUTDIR/train-ckpt"
+  train_data
+  start=$(date +%s)
+  if timeout "$(left 120)" "$BIN/cifarlab" train --backend cuda --data "$OUTDIR/train-data" --model resnet20 --batch 128 \
+       --steps "$TRAIN_STEPS" --checkpoint "$OUTDIR/train-ckpt" --json > "$OUTDIR/train.json" 2> "$OUTDIR/train.err" &&
+     ls "$OUTDIR/train-ckpt"/checkpoint-*.bin > /dev/null 2>&1; then
+    result ok "training: resnet20, $TRAIN_STEPS steps at batch 128 on cuda in $(( $(date +%s) - start )) s: $(grep -E '"(backend|end_step|loss|images_per_second)"' "$OUTDIR/train.json" | head -4 | tr -d ' \n'); checkpoint $(ls "$OUTDIR/train-ckpt" | grep -c 'checkpoint-.*\.bin') file(s)"
+    if timeout "$(left 90)" "$BIN/cifarlab" train --backend cuda --data "$OUTDIR/train-data" --model resnet20 --batch 128 \
+         --steps $(( TRAIN_STEPS + 20 )) --checkpoint "$OUTDIR/train-ckpt" --json --no-eval > "$OUTDIR/train-resume.json" 2>> "$OUTDIR/train.err" &&
+       grep -q '"resumed": true' "$OUTDIR/train-resume.json" && grep -q "\"start_step\": $TRAIN_STEPS," "$OUTDIR/train-resume.json"; then
+      result ok "training: resumed from the checkpoint at step $TRAIN_STEPS to $(( TRAIN_STEPS + 20 ))"
+    else
+      result FAIL "training: resume: $(tail -3 "$OUTDIR/train.err" | tr '\n' ' ')"
+    fi
+  else
+    result FAIL "training on cuda: $(grep -v '^[WI][0-9]\{4\} ' "$OUTDIR/train.err" | tail -4 | cut -c1-300 | tr '\n' ' ')"
+  fi
+fi
+
+# 7. The 4-device path on a host with fewer GPUs: refused with cifarlib's DeviceCountError.
+if stage 7 && [ -x "$BIN/cifarlab" ]; then
+  train_data
+  ngpu="${ngpu:-0}"
+  if [ "$ngpu" -ge 4 ]; then
+    result skip "devices: this host has $ngpu GPUs, so --devices 4 runs (stage 10 measures it)"
+  else
+    timeout "$(left 60)" "$BIN/cifarlab" train --backend cuda --devices 4 --data "$OUTDIR/train-data" --model cnn --batch 128 \
+      --steps 2 --no-eval > /dev/null 2> "$OUTDIR/devices4.err"
+    rc=$?
+    msg="$(grep -v '^[WI][0-9]\{4\} ' "$OUTDIR/devices4.err" | tail -1)"
+    say "$msg"
+    if [ "$rc" = 1 ] && [[ "$msg" == *"4 devices asked for, but the"*"backend has $ngpu"* ]]; then
+      result ok "devices: --devices 4 on $ngpu GPU refused clearly (exit 1, cifarlib.DeviceCountError)"
+    else
+      result FAIL "devices: --devices 4 on $ngpu GPU gave exit $rc: $msg"
+    fi
+  fi
+fi
+
+# 8. Throughput: XLA CUDA vs PyTorch eager on the same GPU.
+MODELS="${GPU_MODELS:-resnet18}"
+BATCHES="${GPU_BATCHES:-128}"
 STEPS="${GPU_STEPS:-20}"
 WARMUP="${GPU_WARMUP:-3}"
 RES="$OUTDIR/results.jsonl"
 : > "$RES"
+stage 8 || MODELS=""
 for model in ${MODELS//,/ }; do
   [ "$(left 1000)" -lt 60 ] && { result skip "$model: under a minute left before the deadline"; continue; }
   say "-- $model: XLA CUDA (bench/trainstep)"
@@ -162,12 +272,47 @@ if grep -q '"steps":* *[1-9]' "$RES" 2>/dev/null; then
     --title "cifarlab on $(head -1 "$OUTDIR/gpus.txt" 2>/dev/null | sed 's/ (UUID.*//'): XLA CUDA vs PyTorch eager" \
     --out "$OUTDIR/RESULTS-gpu.md" 2>&1 | tee -a "$LOG"
   grep -q '"backend":"cuda".*"steps":[1-9]' "$RES" && result ok "XLA CUDA throughput measured" || result FAIL "XLA CUDA throughput: no measurement (see above)"
-else
+elif stage 8; then
   result FAIL "throughput: no measurements"
 fi
 
-# 5. Data parallelism over the GPUs of this host: bench/devices, each global batch sharded across N GPUs.
-if [ ! -x "$BIN/devices" ]; then
+# 9. ==== Mixed precision: f32 vs bf16-mixed, next to PyTorch with and without autocast (issue 21) ====
+# The training step of GPU_MP_MODEL (resnet18) at GPU_MP_BATCH (128) four ways on this GPU: cifarlib
+# (bench/trainstep -precisions f32,bf16-mixed) and PyTorch without and with
+# torch.autocast(dtype=torch.bfloat16) (bench/torch_cpu.py --precisions f32,bf16-mixed). The rows go
+# to precision.jsonl, not "$RES": bench/report.py keys rows by backend, model, batch and mode, so the
+# two precisions would overwrite each other in its ratio table; both programs print their tables.
+MP="$OUTDIR/precision.jsonl"
+if ! stage 9; then
+  :
+elif [ "$(left 1000)" -lt 60 ]; then
+  result skip "mixed precision: under a minute left before the deadline"
+else
+  : > "$MP"
+  MP_MODEL="${GPU_MP_MODEL:-resnet18}" MP_BATCH="${GPU_MP_BATCH:-128}"
+  say "-- mixed precision: $MP_MODEL batch $MP_BATCH, f32 and bf16-mixed (bench/trainstep -backends cuda)"
+  timeout "$(left 150)" "$BIN/trainstep" -backends cuda -models "$MP_MODEL" -batches "$MP_BATCH" -modes train \
+    -precisions f32,bf16-mixed -steps "$STEPS" -warmup "$WARMUP" -budget 45s -json "$MP" 2>&1 | grep -v '^[WI][0-9]\{4\} ' | tee -a "$LOG" ||
+    result FAIL "trainstep cuda f32/bf16-mixed"
+  if [ -n "$PY" ]; then
+    say "-- mixed precision: PyTorch eager without and with torch.autocast(dtype=torch.bfloat16)"
+    timeout "$(left 90)" "$PY" bench/torch_cpu.py --device cuda --models "$MP_MODEL" --batches "$MP_BATCH" --modes train \
+      --precisions f32,bf16-mixed --steps "$STEPS" --warmup "$WARMUP" --budget 45 --json "$MP" 2>&1 | tee -a "$LOG" ||
+      result FAIL "torch cuda f32/autocast"
+  fi
+  if grep -q '"backend":"cuda".*"precision":"bf16-mixed".*"steps":[1-9]' "$MP"; then
+    result ok "mixed precision: $(grep -c '"steps": *[1-9]' "$MP") of 4 step times measured (precision.jsonl)"
+  else
+    result FAIL "mixed precision: no cifarlib bf16-mixed step time (see gpu.log)"
+  fi
+fi
+
+# 10. Data parallelism over the GPUs of this host: bench/devices, each global batch sharded across N GPUs.
+if ! stage 10; then
+  :
+elif [ "${ngpu:-0}" -lt 2 ]; then
+  result skip "data parallelism: ${ngpu:-0} GPU on this host (stage 7 checked the refusal; bench/devices needs 2 or more)"
+elif [ ! -x "$BIN/devices" ]; then
   result FAIL "data parallelism: $BIN/devices missing (bash bench/gpu.sh --build)"
 elif [ "$(left 1000)" -lt 60 ]; then
   result skip "data parallelism: under a minute left before the deadline"

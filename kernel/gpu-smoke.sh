@@ -26,7 +26,8 @@
 # out/gpu-vendor (30 MB; make it with: GOWORK=off go mod vendor -o out/gpu-vendor). Without a
 # Go toolchain there, stages 3-4 use a prebuilt out/gpu-bin/gpusmoke if one was carried
 # (GOWORK=off go build -o out/gpu-bin/gpusmoke ./kernel/testdata/gpusmoke; glibc of the build
-# machine must not be newer than the GPU machine's).
+# machine must not be newer than the GPU machine's), or the one GPUSMOKE_BIN names (bench/gpu.sh
+# runs this script as its stage 4 with the gpusmoke it carries in bench/out/gpu).
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -83,7 +84,13 @@ if [ -d "$REPO/out/gpu-vendor" ] && [ ! -e "$REPO/vendor" ]; then
   trap 'rm -rf "$WORK" "$REPO/vendor"' EXIT
 fi
 HAVE_GO=1
-if ! command -v go >/dev/null; then
+if [ -n "${GPUSMOKE_BIN:-}" ] && [ -x "$GPUSMOKE_BIN" ]; then
+  # A prebuilt gpusmoke (bench/gpu.sh --build carries one): no build here.
+  cp "$GPUSMOKE_BIN" "$WORK/gpusmoke"
+  result ok "build: using the prebuilt $GPUSMOKE_BIN"
+  command -v go >/dev/null || HAVE_GO=0
+  PREBUILT=1
+elif ! command -v go >/dev/null; then
   HAVE_GO=0
   if [ -x "$REPO/out/gpu-bin/gpusmoke" ]; then
     cp "$REPO/out/gpu-bin/gpusmoke" "$WORK/gpusmoke"
@@ -95,7 +102,7 @@ if ! command -v go >/dev/null; then
 else
   say "go: $(go version)"
 fi
-if [ "$HAVE_GO" = 0 ]; then
+if [ "$HAVE_GO" = 0 ] || [ "${PREBUILT:-0}" = 1 ]; then
   :
 elif GOWORK=off go build -o "$WORK/gpusmoke" ./kernel/testdata/gpusmoke > "$WORK/build.log" 2>&1; then
   result ok "build: kernel/testdata/gpusmoke"
