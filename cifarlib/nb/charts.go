@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"strconv"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
@@ -130,7 +131,23 @@ func LabelChart(title string, s cifarlib.SplitLabels) (*plot.Plot, error) {
 		}
 	}
 	p.Y.Min, p.Y.Max = 0, 1.1*float64(max(1, most))
+	p.Y.Tick.Marker = countTicks{}
 	return p, nil
+}
+
+// countTicks are gonum/plot's default ticks labelled as the shortest decimal of their value:
+// counts read "50", where the default format of a range like 0-50.6 writes "50.00".
+type countTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (countTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i, t := range ticks {
+		if t.Label != "" {
+			ticks[i].Label = strconv.FormatFloat(t.Value, 'f', -1, 64)
+		}
+	}
+	return ticks
 }
 
 // SVG renders a chart as a self-contained SVG document of ChartWidth x ChartHeight. The legend,
