@@ -1,0 +1,84 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLiveViewUpdatesInPlace trains a run with lab.Fit through the real CPU kernel and reads
+// what the cell sent on Jupyter's iopub channel: the live view creates two displays (loss and
+// accuracy) and redraws them in place (update_display_data) while training runs; the last
+// update of each is the whole run, what a saved notebook keeps.
+func TestLiveViewUpdatesInPlace(t *testing.T) {
+	repo := testRepo(t)
+	py := requireLab(t, repo)
+	dataDir := installKernels(t, repo)
+	dir := t.TempDir()
+	const steps = 150
+	cells := []string{
+		"import (\n\t\"github.com/cifarlab/cifarlab/cifarlib\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/nb\"\n)\n\n" +
+			"var lab = nb.Open(cifarlib.CIFAR10())\n\n%%\nfmt.Println(lab.Arch)",
+		fmt.Sprintf("%%%%\nres := nb.Must(lab.Fit(\"live\", cifarlib.TrainConfig{Steps: %d, BatchSize: 64, Seed: 1}))\nnb.Show(res)", steps),
+	}
+	var files []string
+	for i, c := range cells {
+		f := filepath.Join(dir, fmt.Sprintf("cell%d.go", i))
+		require.NoError(t, os.WriteFile(f, []byte(c), 0o644))
+		files = append(files, f)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, append([]string{filepath.Join(repo.Dir, "kernel", "testdata", "display_messages.py"), CPUKernel}, files...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), JupyterDataDirEnv+"="+dataDir, "CIFARLAB_DATA="+filepath.Join(dir, "data"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "display_messages.py (the kernel's log):\n%s", stderr.String())
+	type message struct{ Type, DisplayID, Text string }
+	var raw [][]struct {
+		Type      string  `json:"type"`
+		DisplayID *string `json:"display_id"`
+		Text      string  `json:"text"`
+	}
+	require.NoError(t, json.Unmarshal(out, &raw))
+	require.Len(t, raw, 2)
+
+	byID := map[string][]message{}
+	var ids []string
+	for _, m := range raw[1] {
+		require.NotEqual(t, "error", m.Type, "the training cell failed: %+v", raw[1])
+		if m.DisplayID == nil {
+			continue
+		}
+		if _, seen := byID[*m.DisplayID]; !seen {
+			ids = append(ids, *m.DisplayID)
+		}
+		byID[*m.DisplayID] = append(byID[*m.DisplayID], message{m.Type, *m.DisplayID, m.Text})
+	}
+	require.Len(t, ids, 2, "one display for the loss chart, one for the accuracy chart: %+v", raw[1])
+	for i, name := range []string{"loss", "accuracy"} {
+		ms := byID[ids[i]]
+		t.Logf("%s: %d drawings", name, len(ms))
+		require.Equal(t, "display_data", ms[0].Type, "the first drawing creates the display")
+		require.Regexp(t, "^"+name+` curve: \d+ points, to step \d+$`, ms[0].Text)
+		require.GreaterOrEqual(t, len(ms), 3, "drawn while training, not only at the end")
+		for _, m := range ms[1:] {
+			require.Equal(t, "update_display_data", m.Type, "later drawings update the same display")
+		}
+		require.Equal(t, fmt.Sprintf("%s curve: %d points, to step %d", name, steps, steps), ms[len(ms)-1].Text, "the last drawing is the whole run")
+	}
+	// nb.Show(res) prints the summary without drawing the charts again.
+	for _, m := range raw[1] {
+		require.False(t, m.DisplayID == nil && m.Type == "display_data", "a second, static chart: %+v", m)
+	}
+}
