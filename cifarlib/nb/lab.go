@@ -116,8 +116,9 @@ func (l *Lab) RunDir(name string) (string, error) {
 // lab: Spec, the splits, Arch and Backend. The progress bar is off unless asked for, and log
 // lines (every cfg.LogEvery steps, when set) go to Output. In a notebook, the loss and
 // accuracy charts of the run so far are drawn in the cell and redrawn in place as it trains
-// (Live, at most every LiveEvery), and stay as the run's final charts. The run's checkpoint
-// stays in RunDir(name) for Load. It prints how long training took.
+// (Live, at most every LiveEvery; not with cfg.Plot, GoMLX's own plotly figures), and stay as
+// the run's final charts. The run's checkpoint stays in RunDir(name) for Load. It prints how
+// long training took.
 func (l *Lab) Fit(name string, cfg cifarlib.TrainConfig) (*cifarlib.TrainResult, error) {
 	dir, err := l.RunDir(name)
 	if err != nil {
@@ -147,7 +148,7 @@ func (l *Lab) Fit(name string, cfg cifarlib.TrainConfig) (*cifarlib.TrainResult,
 	cfg.CheckpointDir = dir
 	var live *Live
 	if InNotebook() && !cfg.Plot {
-		live = l.live(&cfg)
+		live = liveFor(&cfg)
 	}
 	start := time.Now()
 	res, err := cifarlib.Train(context.Background(), cfg)
@@ -165,8 +166,9 @@ func (l *Lab) Fit(name string, cfg cifarlib.TrainConfig) (*cifarlib.TrainResult,
 	return res, nil
 }
 
-// live returns a live view on the notebook, fed by cfg.OnPoint (before any hook of the caller's).
-func (l *Lab) live(cfg *cifarlib.TrainConfig) *Live {
+// liveFor returns a live view on the notebook, fed by cfg.OnPoint (before any hook of the
+// caller's).
+func liveFor(cfg *cifarlib.TrainConfig) *Live {
 	live := NewLive(NotebookSink{}, cfg.TopK())
 	next := cfg.OnPoint
 	cfg.OnPoint = func(p cifarlib.HistoryPoint) error {

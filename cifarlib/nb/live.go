@@ -105,7 +105,8 @@ func (l *Live) drawLocked(h *cifarlib.History) {
 }
 
 // drawnLive holds the histories a live view of this program has drawn to the end (lab.Fit),
-// so that Show of their TrainResult does not draw the same charts a second time.
+// so that Show of their TrainResult does not draw the same charts a second time. A notebook
+// cell is a program of its own, so it holds the few runs of one cell.
 var drawnLive sync.Map // *cifarlib.History -> struct{}
 
 // chart is one drawn chart of a history: its SVG and text alternative, or why it failed.

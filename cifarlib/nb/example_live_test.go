@@ -1,0 +1,32 @@
+package nb_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/nb"
+)
+
+// textSink prints the text alternative of each chart a live view sends; in a notebook,
+// nb.NotebookSink redraws the SVG charts in the cell.
+type textSink struct{}
+
+func (textSink) Update(id, svg, text string) { fmt.Println(text) }
+
+// A live view fed by a training run's History points (what lab.Fit does in a notebook, with
+// TrainConfig.OnPoint): drawn when it has two points, then at most every Every, and always at
+// the end.
+func ExampleLive() {
+	live := nb.NewLive(textSink{}, 0)
+	live.Every = time.Hour // no redraw between the first drawing and Finish
+	for step := 1; step <= 3; step++ {
+		_ = live.Add(cifarlib.HistoryPoint{Step: step, Loss: 2 / float64(step), Accuracy: 0.1 * float64(step)})
+	}
+	live.Finish(nil)
+	// Output:
+	// loss curve: 2 points, to step 2
+	// accuracy curve: 2 points, to step 2
+	// loss curve: 3 points, to step 3
+	// accuracy curve: 3 points, to step 3
+}
