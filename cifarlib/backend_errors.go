@@ -37,6 +37,11 @@ func (e *DeviceMemoryError) Error() string {
 	} else if e.BatchSize > 0 {
 		fmt.Fprintf(&b, "; this run used batch size %d", e.BatchSize)
 	}
+	if e.Needs.Host {
+		b.WriteString(": the host's pinned memory for GPU transfers ran out, not the GPU's: set " +
+			"XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB above its default of 64, or " + deviceMemoryAdvice)
+		return b.String()
+	}
 	b.WriteString(": " + deviceMemoryAdvice)
 	return b.String()
 }

@@ -28,7 +28,7 @@ type RuntimeErrorClass struct {
 // CUBIN that fails to load with CUDA_ERROR_OUT_OF_MEMORY is a memory problem, not a driver's).
 var runtimeErrorClasses = []RuntimeErrorClass{
 	{Name: "device memory at run time", Type: "*DeviceMemoryError",
-		Texts: []string{"Out of memory while trying to allocate", "BufferAssignment OOM Debugging",
+		Texts: []string{"Out of memory while trying to allocate", "Out of host memory while trying to allocate", "BufferAssignment OOM Debugging",
 			"Failed to allocate request for", "CUDA_ERROR_OUT_OF_MEMORY", "RESOURCE_EXHAUSTED", "OOM when allocating"},
 		Advice: deviceMemoryAdvice},
 	{Name: "cuDNN missing or mismatched", Type: "*CuDNNError",

@@ -25,10 +25,13 @@ type MemoryNeeds struct {
 	Parameters, Outputs, Temporaries int64
 	// PeakBuffers are the sizes of the largest buffers XLA lists ("Peak buffers:"), largest first.
 	PeakBuffers []int64
+	// Host is true when the memory that ran out is the host's pinned memory for transfers
+	// ("Out of host memory", capped by XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB), not the GPU's.
+	Host bool
 }
 
 var (
-	reTryingToAllocate = regexp.MustCompile(`(?i:out of memory while trying to allocate) ([0-9]+ bytes|[0-9.]+ ?(?:[KMGT]i)?B)`)
+	reTryingToAllocate = regexp.MustCompile(`(?i:out of (?:host )?memory while trying to allocate) ([0-9]+ bytes|[0-9.]+ ?(?:[KMGT]i)?B)`)
 	reRequestFor       = regexp.MustCompile(`(?i)failed to allocate request for [0-9.]+ ?[KMGT]?i?B \(([0-9]+)B\)`)
 	reStat             = regexp.MustCompile(`(?m)^\s*(parameter|maybe_live_out|preallocated temp|total) allocation:\s*([0-9.]+ ?[KMGT]?i?B)\s*$`)
 	reBufferSize       = regexp.MustCompile(`(?m)^\s*Size: ([0-9.]+ ?[KMGT]?i?B)\s*$`)
@@ -37,6 +40,7 @@ var (
 // ParseMemoryNeeds reads what an XLA out-of-memory text states (see MemoryNeeds); ok is false
 // when it states no size at all.
 func ParseMemoryNeeds(text string) (n MemoryNeeds, ok bool) {
+	n.Host = strings.Contains(strings.ToLower(text), "out of host memory while trying to allocate")
 	if m := reTryingToAllocate.FindStringSubmatch(text); m != nil {
 		n.Request = parseBytes(strings.TrimSuffix(m[1], " bytes"))
 	}

@@ -38,7 +38,7 @@ func readXLAFixture(t *testing.T, name string) (text, class string) {
 func TestTranslateRuntimeErrorFixtures(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "xla-errors", "*.txt"))
 	require.NoError(t, err)
-	require.Len(t, files, 17)
+	require.Len(t, files, 18)
 	seen := map[string]bool{}
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".txt")
@@ -154,6 +154,16 @@ func TestDeviceMemoryErrorNeeds(t *testing.T) {
 	// 141 GiB minus 36.78 GiB that do not grow, over 154.06 GiB / 64 per example: 42, so 32.
 	require.Equal(t, 32, needs.FitBatch(64, 141<<30))
 
+	text, _ = readXLAFixture(t, "oom-host")
+	needs, ok = ParseMemoryNeeds(text)
+	require.True(t, ok)
+	require.Equal(t, MemoryNeeds{Request: 64 << 30, Host: true}, needs)
+	require.Equal(t, "out of device memory (PJRT error (code=8): RESOURCE_EXHAUSTED: Out of host memory while trying to "+
+		"allocate 68719476736 bytes. Please set the environment variable XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB to allocate "+
+		"larger host memory than the default 64 GB.): the failed allocation asked for 64.00GiB: the host's pinned memory "+
+		"for GPU transfers ran out, not the GPU's: set XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB above its default of 64, or "+
+		deviceMemoryAdvice, TranslateRuntimeError(errors.New(text)).Error())
+
 	text, _ = readXLAFixture(t, "oom-cubin")
 	_, ok = ParseMemoryNeeds(text)
 	require.False(t, ok, "XLA states no size")
@@ -208,6 +218,7 @@ func TestTrainCatchTranslates(t *testing.T) {
 func TestRuntimeErrorTableInREADME(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "kernel", "README.md"))
 	require.NoError(t, err)
-	require.Contains(t, string(readme), RuntimeErrorTable())
+	require.True(t, strings.Contains(string(readme), RuntimeErrorTable()),
+		"kernel/README.md's table under \"CUDA errors, explained\" is not RuntimeErrorTable()'s: paste its output there")
 	require.Equal(t, 7+2, strings.Count(RuntimeErrorTable(), "\n"), "header, separator, seven classes")
 }
