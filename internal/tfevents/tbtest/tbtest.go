@@ -5,7 +5,6 @@ package tbtest
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -34,7 +33,7 @@ func Python(tb testing.TB) string {
 	}
 	msg := "TensorBoard's reader is missing from " + py + " (" + strings.TrimSpace(string(out)) + "): run `bash kernel/setup.sh`, " +
 		"which installs kernel/requirements-tensorboard.txt"
-	if v := strings.ToLower(os.Getenv("CI")); v != "" && v != "0" && v != "false" {
+	if inCI() {
 		tb.Fatal("CI: " + msg)
 	}
 	tb.Skip(msg)
