@@ -38,6 +38,8 @@ func TestDoctorReportsRealCUDAPlugin(t *testing.T) {
 	}
 	t.Setenv(PJRTPluginPathEnv, t.TempDir())
 	t.Setenv(CUDAPluginEnv, "")
+	t.Setenv(plugins.CUDASiteEnv, "")
+	t.Setenv("LD_LIBRARY_PATH", "")
 	r := Doctor(context.Background(), DoctorOptions{Repo: repo, DataDir: t.TempDir()})
 	byName := map[string]Check{}
 	for _, c := range r.Checks {
@@ -47,5 +49,18 @@ func TestDoctorReportsRealCUDAPlugin(t *testing.T) {
 	if !plugins.HasNvidiaGPU() {
 		require.Equal(t, StatusAbsent, byName["GPUs"].Status)
 		require.False(t, byName["GPUs"].Required)
+	}
+	// One line per NVIDIA library and tool, searched where the real plugin's RPATH points.
+	for _, lib := range plugins.CUDALibs {
+		name := "CUDA lib " + lib.Name
+		if lib.Tool {
+			name = "CUDA tool " + lib.Name
+		}
+		c, ok := byName[name]
+		require.True(t, ok, name)
+		if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(plugin))), "nvidia")); err != nil && !plugins.HasNvidiaGPU() {
+			require.Equal(t, StatusAbsent, c.Status, name+": no NVIDIA wheels next to the plugin, no GPU")
+			require.Contains(t, c.Detail, lib.File+" not found")
+		}
 	}
 }
