@@ -155,13 +155,14 @@ func onesImage(h, w, c int) [][][][]float32 {
 	return [][][][]float32{img}
 }
 
-// precisionTrain trains arch for 3 SGD steps at precision p on backend and returns the result.
+// precisionTrain trains arch for steps SGD steps at precision p on backend (on devices devices,
+// with checkpoints in dir unless it is "") and returns the result and the trainer.
 func precisionTrain(t *testing.T, backend compute.Backend, arch string, devices int, p Precision, dir string, steps int) (*TrainResult, *Trainer) {
 	t.Helper()
-	trainRecs, testRecs := trainTestRecords(t, CIFAR10(), 64, 20, 3)
+	trainRecs, _ := trainTestRecords(t, CIFAR10(), 64, 20, 3)
 	cfg := TrainConfig{Spec: CIFAR10(), Model: arch, Backend: backend, Devices: devices, Precision: p, TrainRecords: trainRecs,
-		TestRecords: testRecs, Steps: steps, BatchSize: 16, Seed: 7, Optimizer: "sgd", LearningRate: 0.01, HistoryEvery: 1,
-		EvalBatchSize: 20, CheckpointDir: dir, Progress: ProgressOff}
+		Steps: steps, BatchSize: 16, Seed: 7, Optimizer: "sgd", LearningRate: 0.01, HistoryEvery: 1,
+		SkipFinalEval: true, CheckpointDir: dir, Progress: ProgressOff}
 	tr, err := NewTrainer(cfg)
 	require.NoError(t, err)
 	res, err := tr.Run(context.Background())
@@ -172,16 +173,21 @@ func precisionTrain(t *testing.T, backend compute.Backend, arch string, devices 
 
 // TestPrecisionBF16CloseToF32: for the cnn and resnet20, with the same seeded weights, the
 // bf16-mixed logits differ from the float32 ones by a relative L2 within bf16Tolerance (and are
-// not identical: bfloat16 really ran), for both layer lowerings; three SGD steps in each
-// precision from the same start give per-step losses within the same bound.
+// not identical: bfloat16 really ran), with the layer lowering of the test backend (native on
+// XLA, im2col + matmul on the pure-Go backend; TestPrecisionBF16AccumulatesInFloat32 runs both);
+// three SGD steps in each precision from the same start give per-step losses within the same
+// bound.
 func TestPrecisionBF16CloseToF32(t *testing.T) {
 	backend := testBackend(t)
 	recs, _ := trainTestRecords(t, CIFAR10(), 16, 4, 5)
 	batch, err := recs.Batch(0, 16)
 	require.NoError(t, err)
 	for _, arch := range []string{ArchCNN, ArchResNet20} {
+		if arch == ArchResNet20 && backend.String() == BackendGo {
+			continue // The pure-Go backend's resnet20 steps take 40 s here; the XLA CPU pass runs them.
+		}
 		low, high := bf16Tolerance(precisionDepth[arch])
-		for _, ops := range []LayerOps{LayerOpsNative, LayerOpsMatmul} {
+		for _, ops := range []LayerOps{LayerOpsFor(backend)} {
 			t.Run(arch+"/"+ops.String(), func(t *testing.T) {
 				m, err := NewModel(CIFAR10(), arch).Backend(backend).LayerOps(ops).Done()
 				require.NoError(t, err)
@@ -209,7 +215,6 @@ func TestPrecisionBF16CloseToF32(t *testing.T) {
 			}
 			require.Greater(t, worst, 0.0)
 			requireSpread(t, "loss", worst, high)
-			require.NotNil(t, bf16.Eval)
 		})
 	}
 }
@@ -341,5 +346,29 @@ func TestPrecisionResumeAcrossPrecisions(t *testing.T) {
 			}
 			require.Greater(t, vars, 6)
 		})
+	}
+}
+
+// TestPrecisionSummarizeAndDiagnose: Summarize and Diagnose of a bf16-mixed model report the
+// same layers, shapes and float32 parameters as of the f32 model, and the same verdict.
+func TestPrecisionSummarizeAndDiagnose(t *testing.T) {
+	root := diagnoseData(t)
+	for _, arch := range []string{ArchCNN, ArchResNet20} {
+		var sums []*Summary
+		var diags []*Diagnosis
+		for _, p := range []Precision{PrecisionF32, PrecisionBF16Mixed} {
+			m, err := NewModel(CIFAR100(LabelsFine), arch).Head(10).Backend(testBackend(t)).Precision(p).Done()
+			require.NoError(t, err)
+			sum, err := Summarize(m, testBackend(t), 4)
+			require.NoError(t, err)
+			sums = append(sums, sum)
+			d, err := DiagnoseWith(m, root, DiagnoseOptions{Backend: testBackend(t), BatchSize: 16})
+			require.NoError(t, err)
+			diags = append(diags, d)
+		}
+		require.Equal(t, sums[0], sums[1], arch)
+		require.Positive(t, sums[1].TotalParams)
+		require.Equal(t, diags[0], diags[1], arch)
+		require.False(t, diags[1].OK)
 	}
 }

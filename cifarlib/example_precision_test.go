@@ -1,0 +1,41 @@
+package cifarlib_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+)
+
+// Train with bfloat16 convolutions and matrix products (PyTorch's autocast to bfloat16): the
+// weights, loss, guards and checkpoints stay float32. CheckPrecision says up front whether a
+// backend can; Train refuses a backend that cannot with *PrecisionError.
+func ExampleCheckPrecision() {
+	backend, err := cifarlib.NewBackend("go")
+	if err != nil {
+		panic(err)
+	}
+	precision, err := cifarlib.ParsePrecision("bf16-mixed") // cifarlab train --precision bf16-mixed
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("can run:", cifarlib.CheckPrecision(backend, precision) == nil)
+
+	spec := cifarlib.CIFAR10()
+	train, _ := cifarlib.SynthesizeRecords(spec, cifarlib.SplitTrain, cifarlib.SynthOptions{Seed: 1, TrainSize: 64})
+	res, err := cifarlib.Train(context.Background(), cifarlib.TrainConfig{
+		Spec: spec, TrainRecords: train, Model: cifarlib.ArchCNN, Steps: 2, BatchSize: 16,
+		Precision: precision, Backend: backend, SkipFinalEval: true, Progress: cifarlib.ProgressOff,
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("precision:", res.Precision, "steps:", res.EndStep)
+	batch, _ := train.Batch(0, 4)
+	logits, _ := res.Logits(batch.Images)
+	fmt.Println("logits:", logits.DType(), logits.Shape().Dimensions)
+	// Output:
+	// can run: true
+	// precision: bf16-mixed steps: 2
+	// logits: Float32 [4 10]
+}
