@@ -57,6 +57,10 @@ if [ "${1:-}" = "--build" ]; then
   go build -ldflags='-s -w' -o "$BIN/devices" ./bench/devices
   go build -ldflags='-s -w' -o "$BIN/cifarlab" ./cmd/cifarlab
   go build -ldflags='-s -w' -o "$BIN/gpusmoke" ./kernel/testdata/gpusmoke
+  # The newest glibc symbol version the binaries need (cgo links glibc dynamically): checked on
+  # the GPU machine before anything runs.
+  objdump -T "$BIN"/* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -V | tail -n 1 | sed 's/GLIBC_//' > "$BIN/GLIBC"
+  echo "built on $(uname -m) with $(go version | cut -d' ' -f3), needs glibc >= $(cat "$BIN/GLIBC")"
   ls -la "$BIN"
   # The device tool carries at most 64 MiB: the binaries travel gzipped (110 MB -> 38 MB).
   tar -C "$REPO/bench/out" -czf "$REPO/bench/out/gpu.tar.gz" gpu
@@ -140,6 +144,13 @@ if [ ! -x "$BIN/cifarlib.test" ] || [ ! -x "$BIN/trainstep" ]; then
       result FAIL "build: $(tail -3 "$OUTDIR/build.log" | tr '\n' ' ') (run bash bench/gpu.sh --build where the module cache is, and carry bench/out/gpu.tar.gz)"
   else
     result FAIL "binaries: $BIN/cifarlib.test and trainstep missing and no Go here: run bash bench/gpu.sh --build first and carry bench/out/gpu.tar.gz"
+  fi
+fi
+if [ -f "$BIN/GLIBC" ]; then
+  need="$(cat "$BIN/GLIBC")" have="$(ldd --version 2>/dev/null | head -n 1 | grep -o '[0-9]\+\.[0-9]\+$' || true)"
+  if [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n 1)" != "$need" ]; then
+    result FAIL "binaries: built for glibc >= $need, this machine has $have: build them on an older distribution (bash bench/gpu.sh --build)"
+    finish
   fi
 fi
 [ -x "$BIN/cifarlib.test" ] && [ -x "$BIN/trainstep" ] || finish
