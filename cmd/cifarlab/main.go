@@ -1,6 +1,7 @@
 // Command cifarlab is the command-line face of the cifarlab lab: it makes synthetic CIFAR
 // data, downloads and verifies the real archives, inspects and diagnoses datasets and
-// models, trains and evaluates, installs the GoNB kernels and starts JupyterLab.
+// models, trains and evaluates, lists the runs of a runs folder, installs the GoNB kernels and
+// starts JupyterLab.
 //
 // Usage:
 //
