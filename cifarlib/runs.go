@@ -61,6 +61,9 @@ type RunRecord struct {
 	TargetStep int    `json:"target_step"`
 	// From is the run a transferred run was carried from (TrainConfig.From), "" otherwise.
 	From string `json:"from,omitempty"`
+	// Warning is the first error writing the run folder's TensorBoard events (training went on
+	// without them), "" when there was none.
+	Warning string `json:"warning,omitempty"`
 	// Result is the outcome of a run that ended without error (done or interrupted).
 	Result *TrainResult `json:"result,omitempty"`
 }

@@ -23,6 +23,9 @@ const (
 	TagFinalTopK     = "final/test_top5"     // TrainResult.Eval.TopKAccuracy
 )
 
+// createEvents starts a run's TensorBoard event file (a variable for the test of a failing one).
+var createEvents = tfevents.Create
+
 // runFolder is what a Trainer with a CheckpointDir writes besides the checkpoints: run.json
 // (RunRecord) when it starts and ends, and TensorBoard scalars as the History points come.
 // A TensorBoard write error does not stop training: it is logged once and the events stop.
@@ -56,7 +59,7 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 		}
 	}
 	rf.note(rf.record.write(rf.dir))
-	if rf.events, rf.evtErr = tfevents.Create(rf.dir); rf.evtErr == nil {
+	if rf.events, rf.evtErr = createEvents(rf.dir); rf.evtErr == nil {
 		rf.evtErr = rf.events.Start(int64(start + 1))
 	}
 	rf.note(rf.evtErr)
@@ -104,10 +107,14 @@ func (rf *runFolder) close(res *TrainResult, runErr error) {
 	}
 	if rf.events != nil {
 		if err := rf.events.Close(); rf.evtErr == nil {
+			rf.evtErr = err
 			rf.note(err)
 		}
 	}
 	rec := rf.record
+	if rf.evtErr != nil {
+		rec.Warning = rf.evtErr.Error()
+	}
 	rec.Ended = time.Now()
 	rec.WallTime = rf.prior + rec.Ended.Sub(rf.opened)
 	switch {
@@ -121,7 +128,8 @@ func (rf *runFolder) close(res *TrainResult, runErr error) {
 	rf.note(rec.write(rf.dir))
 }
 
-// note logs an error of the run folder once per distinct error; training goes on.
+// note logs an error of the run folder once per distinct error; training goes on. The first
+// TensorBoard error is also recorded in run.json (RunRecord.Warning).
 func (rf *runFolder) note(err error) {
 	if err == nil || rf.log == nil || (rf.lastErr != nil && errors.Is(err, rf.lastErr)) {
 		return

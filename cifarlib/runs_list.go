@@ -141,6 +141,9 @@ func ReadRun(dir string) RunInfo {
 	case RunInterrupted:
 		info.Reason = fmt.Sprintf("interrupted at step %d of %d: train again with the same folder to resume", info.Steps, rec.TargetStep)
 	}
+	if rec.Warning != "" {
+		info.Reason = strings.TrimPrefix(info.Reason+"; "+rec.Warning, "; ")
+	}
 	return info
 }
 

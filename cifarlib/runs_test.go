@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/internal/tfevents"
 	"github.com/cifarlab/cifarlab/internal/tfevents/tbtest"
 	"github.com/stretchr/testify/require"
 )
@@ -209,4 +211,23 @@ func TestTensorBoardEqualsHistory(t *testing.T) {
 	for _, p := range h.Points {
 		require.Equal(t, p.Loss, float64(float32(p.Loss)), "history.json holds float32 values")
 	}
+}
+
+// A run whose TensorBoard events cannot be written trains to the end anyway: the error is
+// logged, recorded in run.json and shown in the runs table.
+func TestTensorBoardFailureDoesNotStopTraining(t *testing.T) {
+	saved := createEvents
+	createEvents = func(string) (*tfevents.Writer, error) { return nil, errors.New("tfevents: disk full") }
+	defer func() { createEvents = saved }()
+	runs := t.TempDir()
+	var log bytes.Buffer
+	res, err := trainRun(t, runs, "run", func(c *TrainConfig) { c.Log = &log })
+	require.NoError(t, err)
+	require.Equal(t, 6, res.EndStep)
+	require.Equal(t, 1, strings.Count(log.String(), "note: tfevents: disk full (training goes on)\n"), log.String())
+	rec, err := ReadRunRecord(filepath.Join(runs, "run"))
+	require.NoError(t, err)
+	require.Equal(t, []any{RunDone, "tfevents: disk full"}, []any{rec.Status, rec.Warning})
+	info := ReadRun(filepath.Join(runs, "run"))
+	require.Equal(t, []any{RunDone, "tfevents: disk full", false}, []any{info.Status, info.Reason, info.TensorBoard})
 }
