@@ -153,14 +153,27 @@ func (countTicks) Ticks(min, max float64) []plot.Tick {
 // SVG renders a chart as a self-contained SVG document of ChartWidth x ChartHeight. The legend,
 // if any, goes in a column right of the chart, where it cannot cover a curve, top-aligned with
 // the plotting area; margins keep the top and the last tick labels inside the document.
-func SVG(p *plot.Plot) (string, error) {
+func SVG(p *plot.Plot) (string, error) { return svgWithColumn(p, 0) }
+
+// legendColumn returns the width of the column SVG gives p's legend, 0 when p has none. Text
+// is measured in Liberation Sans; a browser without it draws a fallback font up to ~15% wider,
+// which the column's slack absorbs (the entries are left-aligned).
+func legendColumn(p *plot.Plot) vg.Length {
+	w := p.Legend.Rectangle(draw.Canvas{}).Size().X
+	if w <= 0 {
+		return 0
+	}
+	return 1.15*w + 2*legendGap
+}
+
+// svgWithColumn is SVG with a legend column at least minColumn wide: charts shown one above
+// the other get the same column, so that their plotting areas, and steps, line up.
+func svgWithColumn(p *plot.Plot, minColumn vg.Length) (string, error) {
 	c := vgsvg.New(ChartWidth, ChartHeight)
 	dc := draw.New(c)
 	legend := p.Legend
-	if w := legend.Rectangle(dc).Size().X; w > 0 {
-		// Text is measured in Liberation Sans; a browser without it draws a fallback font up to
-		// ~15% wider, which the column's slack absorbs (the entries are left-aligned).
-		column := 1.15*w + 2*legendGap
+	if column := legendColumn(p); column > 0 {
+		column = max(column, minColumn)
 		p.Legend = plot.Legend{TextStyle: legend.TextStyle} // drawn below, not over the data
 		defer func() { p.Legend = legend }()
 		titleHeight := p.Title.TextStyle.Height(p.Title.Text) + p.Title.Padding

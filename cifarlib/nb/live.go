@@ -9,6 +9,7 @@ import (
 	"github.com/janpfeifer/gonb/gonbui"
 	"github.com/janpfeifer/gonb/gonbui/protocol"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 )
 
 // LiveEvery is the shortest time between two redraws of a live view (Live): drawing and
@@ -115,17 +116,27 @@ type chart struct {
 	err       error
 }
 
-// historyCharts draws the loss and accuracy charts of h, in that order.
+// historyCharts draws the loss and accuracy charts of h, in that order, with one legend
+// column width, so that their steps line up when shown one above the other.
 func historyCharts(h *cifarlib.History) []chart {
 	last, _ := h.Last()
-	var out []chart
-	for _, c := range []struct {
-		name string
-		draw func(*cifarlib.History) (*plot.Plot, error)
-	}{{"loss", LossChart}, {"accuracy", AccuracyChart}} {
-		svg, err := render(c.draw(h))
-		out = append(out, chart{svg: svg, err: err,
-			text: fmt.Sprintf("%s curve: %d points, to step %d", c.name, len(h.Points), last.Step)})
+	names := []string{"loss", "accuracy"}
+	plots := make([]*plot.Plot, len(names))
+	errs := make([]error, len(names))
+	plots[0], errs[0] = LossChart(h)
+	plots[1], errs[1] = AccuracyChart(h)
+	var column vg.Length
+	for i, p := range plots {
+		if errs[i] == nil {
+			column = max(column, legendColumn(p))
+		}
+	}
+	out := make([]chart, len(names))
+	for i, name := range names {
+		out[i] = chart{err: errs[i], text: fmt.Sprintf("%s curve: %d points, to step %d", name, len(h.Points), last.Step)}
+		if errs[i] == nil {
+			out[i].svg, out[i].err = svgWithColumn(plots[i], column)
+		}
 	}
 	return out
 }
