@@ -82,8 +82,14 @@ func (r *TransferReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "transferred from %s (%s, head %d, step %d) to %s (head %d)\n", r.From, r.FromDataset, r.FromHead,
 		r.FromStep, r.Dataset, r.Head)
-	fmt.Fprintf(&b, "  carried bit for bit: %d backbone variables of %s (%d values: weights and batch-norm statistics)\n",
-		len(r.Carried), r.Model, r.CarriedValues)
+	what := "weights"
+	for _, v := range r.Carried {
+		if strings.HasSuffix(v.Path, "/mean") || strings.HasSuffix(v.Path, "/variance") {
+			what = "weights and batch-norm statistics"
+			break
+		}
+	}
+	fmt.Fprintf(&b, "  carried bit for bit: %d backbone variables of %s (%d values: %s)\n", len(r.Carried), r.Model, r.CarriedValues, what)
 	heads := make([]string, len(r.Reinitialized))
 	for i, v := range r.Reinitialized {
 		heads[i] = fmt.Sprintf("%s %v (was %v)", v.Path, v.Shape, v.FromShape)

@@ -123,6 +123,7 @@ func TestTransferCarriesBackboneBitForBit(t *testing.T) {
 	var summary strings.Builder
 	require.NoError(t, res.WriteSummary(&summary))
 	require.Contains(t, summary.String(), "transferred from "+from+" (cifar10, head 10, step 3) to cifar100 (head 100)\n")
+	require.Regexp(t, `\n  carried bit for bit: 114 backbone variables of resnet20 \(\d+ values: weights and batch-norm statistics\)\n`, summary.String())
 	require.Contains(t, summary.String(), "  re-initialised from the seed: /resnet20/head/dense/biases [100] (was [10]), "+
 		"/resnet20/head/dense/weights [64 100] (was [64 10]): cifar100 has 100 classes, the source's head 10\n")
 	require.Contains(t, summary.String(), "  recipe: fine-tune everything: head learning rate 0.001, backbone learning rate 0.001\n")
@@ -435,4 +436,49 @@ func TestTransferDevicesSameAsOneDevice(t *testing.T) {
 			requireSameTraining(t, init, storeValues(t, trainers[0].Store()), storeValues(t, trainers[1].Store()), 3, kinkTol)
 		})
 	}
+}
+
+// DiagnoseRun's dataset-switch checklist, for a CIFAR-10 run against each dataset: only CIFAR-10
+// itself passes (the normalisation is only a note); CIFAR-100, fine or coarse, fails on the head,
+// the labels and the class names.
+func TestDiagnoseRunChecklist(t *testing.T) {
+	from, _ := transferSource(t, ArchLinear)
+	root := t.TempDir()
+	for _, spec := range []Spec{CIFAR10(), CIFAR100(LabelsFine)} {
+		require.NoError(t, Synthesize(root, spec, SynthOptions{Seed: 1, TrainSize: 200, TestSize: 100}))
+	}
+	status := func(d *Diagnosis) map[string]string {
+		out := map[string]string{}
+		for _, c := range d.Checklist {
+			out[c.Item] = c.Status
+		}
+		return out
+	}
+	for _, c := range []struct {
+		spec   Spec
+		ok     bool
+		status map[string]string
+	}{
+		{CIFAR10(), true, map[string]string{"head width": CheckOK, "label range": CheckOK, "normalisation": CheckOK, "metrics": CheckOK, "class names": CheckOK}},
+		{CIFAR100(LabelsFine), false, map[string]string{"head width": CheckFail, "label range": CheckFail, "normalisation": CheckNote, "metrics": CheckOK, "class names": CheckFail}},
+		{CIFAR100(LabelsCoarse), false, map[string]string{"head width": CheckFail, "label range": CheckFail, "normalisation": CheckNote, "metrics": CheckOK, "class names": CheckFail}},
+	} {
+		t.Run(c.spec.ID(), func(t *testing.T) {
+			d, err := DiagnoseRun(from, c.spec, root, DiagnoseOptions{Backend: testBackend(t)})
+			require.NoError(t, err)
+			require.Equal(t, c.ok, d.OK)
+			require.Equal(t, c.status, status(d))
+			require.Equal(t, from, d.From)
+			require.Equal(t, "cifar10", d.FromDataset)
+			require.Equal(t, 10, d.HeadWidth)
+			if !c.ok {
+				require.Equal(t, "transfer the run: cifarlab train --from "+from+" --dataset "+datasetFlags(c.spec.ID())+
+					fmt.Sprintf(" (TrainConfig.From), which carries the backbone and initialises a new head of %d", c.spec.NumClasses), d.Fix)
+				require.Contains(t, d.String(), "  [FAIL] head width    the run's head has 10 outputs, "+c.spec.ID()+" has "+fmt.Sprint(c.spec.NumClasses)+" classes\n")
+			}
+		})
+	}
+	_, err := DiagnoseRun(root, CIFAR10(), root, DiagnoseOptions{Backend: testBackend(t)})
+	var nr *NotRunError
+	require.ErrorAs(t, err, &nr)
 }
