@@ -167,7 +167,8 @@ func legendColumn(p *plot.Plot) vg.Length {
 }
 
 // svgWithColumn is SVG with a legend column at least minColumn wide: charts shown one above
-// the other get the same column, so that their plotting areas, and steps, line up.
+// the other get the same column, so that their plotting areas end at the same place (their
+// starts still differ by the width of the y tick labels).
 func svgWithColumn(p *plot.Plot, minColumn vg.Length) (string, error) {
 	c := vgsvg.New(ChartWidth, ChartHeight)
 	dc := draw.New(c)

@@ -17,7 +17,7 @@ func TestCountTicks(t *testing.T) {
 }
 
 // TestHistoryChartsShareTheLegendColumn: the loss and accuracy charts of a run are drawn with
-// the wider of their two legend columns, so that their steps line up one above the other.
+// the wider of their two legend columns, so that their last steps line up one above the other.
 func TestHistoryChartsShareTheLegendColumn(t *testing.T) {
 	h := testHistory()
 	loss, err := LossChart(h)

@@ -117,7 +117,7 @@ type chart struct {
 }
 
 // historyCharts draws the loss and accuracy charts of h, in that order, with one legend
-// column width, so that their steps line up when shown one above the other.
+// column width, so that their last steps line up when shown one above the other.
 func historyCharts(h *cifarlib.History) []chart {
 	last, _ := h.Last()
 	names := []string{"loss", "accuracy"}
