@@ -26,6 +26,7 @@ var wantNotebooks = []string{
 	"03-inspect-shapes.ipynb",
 	"04-fix-the-head.ipynb",
 	"05-scale-out.ipynb",
+	"06-transfer.ipynb",
 }
 
 // repoRoot is the repository root (the test runs in notebooks/).
