@@ -308,8 +308,8 @@ func TestPrecisionDevices(t *testing.T) {
 }
 
 // TestPrecisionResumeAcrossPrecisions: a run checkpointed in one precision resumes in the other
-// (f32 -> bf16-mixed and back), its checkpoint holds float32 variables only, and it evaluates in
-// either precision.
+// (f32 -> bf16-mixed and back; run.json records the resumed run's precision), its checkpoint
+// holds float32 variables only, and it evaluates in either precision.
 func TestPrecisionResumeAcrossPrecisions(t *testing.T) {
 	backend := testBackend(t)
 	for _, order := range [][2]Precision{{PrecisionF32, PrecisionBF16Mixed}, {PrecisionBF16Mixed, PrecisionF32}} {
@@ -322,6 +322,10 @@ func TestPrecisionResumeAcrossPrecisions(t *testing.T) {
 			require.Equal(t, 2, second.StartStep)
 			require.Equal(t, 4, second.EndStep)
 			require.Len(t, second.History.Points, 4)
+			rec, err := ReadRunRecord(dir)
+			require.NoError(t, err)
+			require.Equal(t, order[1], rec.Precision)
+			require.Equal(t, order[1], rec.Result.Precision)
 
 			ck, err := LoadCheckpoint(dir, backend)
 			require.NoError(t, err)

@@ -59,6 +59,8 @@ type RunRecord struct {
 	Devices    int    `json:"devices"`
 	BatchSize  int    `json:"batch_size"`
 	TargetStep int    `json:"target_step"`
+	// Precision is TrainConfig.Precision ("" before the config's defaults were filled in: f32).
+	Precision Precision `json:"precision,omitempty"`
 	// From is the run a transferred run was carried from (TrainConfig.From), "" otherwise.
 	From string `json:"from,omitempty"`
 	// Warning is the first error writing the run folder's TensorBoard events (training went on
@@ -71,7 +73,8 @@ type RunRecord struct {
 // newRunRecord is the record of a run of c (with defaults) starting now.
 func newRunRecord(c *TrainConfig, head, devices int) *RunRecord {
 	return &RunRecord{Status: RunRunning, Started: time.Now(), Dataset: c.Spec.ID(), Model: c.Model, Head: head,
-		Guarded: !c.Unguarded, Devices: devices, BatchSize: c.BatchSize, TargetStep: c.Steps, From: c.From}
+		Guarded: !c.Unguarded, Devices: devices, BatchSize: c.BatchSize, TargetStep: c.Steps, From: c.From,
+		Precision: c.Precision}
 }
 
 // ReadRunRecord reads dir/run.json. A folder without one gives an error that wraps
