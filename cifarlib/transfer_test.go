@@ -434,8 +434,34 @@ func TestTransferDevicesSameAsOneDevice(t *testing.T) {
 			requireSameLossCurve(t, results[0].History.Points, results[1].History.Points, kinkTol)
 			init := initialValues(t, trainers[0].Config())
 			requireSameTraining(t, init, storeValues(t, trainers[0].Store()), storeValues(t, trainers[1].Store()), 3, kinkTol)
+
+			// The 4-device transfer's model evaluates alike on 1 and on 4 devices (one forward pass,
+			// other shards: the same predictions where no two logits are within rounding of a tie).
+			test := trainers[1].Config().TestRecords
+			requireNoNearTies(t, results[1].Trained, test)
+			one, err := results[1].Evaluate(context.Background(), test, EvalOptions{BatchSize: 4})
+			require.NoError(t, err)
+			four, err := results[1].Evaluate(context.Background(), test, EvalOptions{BatchSize: 4, Devices: 4})
+			require.NoError(t, err)
+			require.Equal(t, one.Confusion, four.Confusion)
 		})
 	}
+
+	// A transfer checkpointed on 4 devices resumes on 1 and evaluates from its checkpoint on 4.
+	cfg := transferConfig(t, from, 2)
+	cfg.Backend, cfg.Devices, cfg.BatchSize, cfg.CheckpointDir = backend, 4, devicesBatch, filepath.Join(t.TempDir(), "c100")
+	_, err := Train(context.Background(), cfg)
+	require.NoError(t, err)
+	cfg.Devices, cfg.Steps = 1, 3
+	res, err := Train(context.Background(), cfg)
+	require.NoError(t, err)
+	require.True(t, res.Resumed)
+	require.Equal(t, 3, res.EndStep)
+	ck, err := LoadCheckpoint(cfg.CheckpointDir, backend)
+	require.NoError(t, err)
+	ev, err := ck.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 4, Devices: 4})
+	require.NoError(t, err)
+	require.Equal(t, 12, ev.Examples)
 }
 
 // DiagnoseRun's dataset-switch checklist, for a CIFAR-10 run against each dataset: only CIFAR-10
