@@ -13,5 +13,7 @@
 // loss of every example under GoMLX's plain and cifarlib's guarded loss (Model.Losses), one
 // guarded or logged loss step (Model.LossOn), label statistics (Records.LabelStats), the usual
 // shape mistakes (ShapeMistakes). Train's result and LoadCheckpoint's carry the trained model
-// (Trained). Package nb puts them in notebook cells.
+// (Trained). The story's move itself, a trained run carried to another dataset, is
+// TrainConfig.From (backbone carried bit for bit, a new head; see transfer.go), with the
+// dataset-switch checklist in DiagnoseRun. Package nb puts them in notebook cells.
 package cifarlib

@@ -1,0 +1,52 @@
+package cifarlib_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+)
+
+// Carry a CIFAR-10 run to CIFAR-100: loading it as it is into a 100-class model is refused
+// with PyTorch's size-mismatch message; TrainConfig.From transfers it (backbone bit for bit, a
+// new head of 100 from the seed, the optimizer state and step restarted).
+func ExampleTrainConfig_from() {
+	backend, _ := cifarlib.NewBackend("go")
+	tmp, _ := os.MkdirTemp("", "example-transfer-")
+	defer os.RemoveAll(tmp)
+	synth := cifarlib.SynthOptions{Seed: 1, TrainSize: 64, TestSize: 16}
+	c10, c100 := cifarlib.CIFAR10(), cifarlib.CIFAR100(cifarlib.LabelsFine)
+	train10, _ := cifarlib.SynthesizeRecords(c10, cifarlib.SplitTrain, synth)
+	train100, _ := cifarlib.SynthesizeRecords(c100, cifarlib.SplitTrain, synth)
+
+	run10 := filepath.Join(tmp, "c10")
+	if _, err := cifarlib.Train(context.Background(), cifarlib.TrainConfig{Spec: c10, TrainRecords: train10, Model: cifarlib.ArchCNN,
+		Steps: 2, BatchSize: 16, SkipFinalEval: true, CheckpointDir: run10, Backend: backend, Progress: cifarlib.ProgressOff}); err != nil {
+		panic(err)
+	}
+
+	m100, _ := cifarlib.NewModel(c100, cifarlib.ArchCNN).Done()
+	_, err := cifarlib.LoadCheckpointInto(run10, m100, backend)
+	var mismatch *cifarlib.ShapeMismatchError
+	if errors.As(err, &mismatch) {
+		fmt.Println("plain load:", mismatch.Variable, mismatch.Saved, "->", mismatch.Model)
+	}
+
+	res, err := cifarlib.Train(context.Background(), cifarlib.TrainConfig{Spec: c100, From: run10, TrainRecords: train100,
+		Steps: 2, BatchSize: 16, BackboneLearningRate: 0.0001, SkipFinalEval: true, Backend: backend, Progress: cifarlib.ProgressOff})
+	if err != nil {
+		panic(err)
+	}
+	r := res.Transfer
+	fmt.Println("model:", res.Model, "head:", res.HeadWidth, "steps:", res.StartStep, "->", res.EndStep)
+	fmt.Println("carried:", len(r.Carried), "variables; re-initialised:", r.Reinitialized[1].Path, r.Reinitialized[1].FromShape, "->", r.Reinitialized[1].Shape)
+	fmt.Println("learning rates: head", r.LearningRate, "backbone", r.BackboneLearningRate)
+	// Output:
+	// plain load: /cnn/head/dense/weights [1024 10] -> [1024 100]
+	// model: cnn head: 100 steps: 0 -> 2
+	// carried: 6 variables; re-initialised: /cnn/head/dense/weights [1024 10] -> [1024 100]
+	// learning rates: head 0.001 backbone 0.0001
+}
