@@ -31,7 +31,11 @@ const bf16UnitRoundoff = 1.0 / 256
 // max-pooling, average pooling (1-Lipschitz), batch norm (which rescales signal and error alike)
 // and the residual sums. Hence depth*3u: the cnn (3 convolutions + head) 12u = 4.7%, resnet20
 // (19 convolutions on its longest path + head) 60u = 23%, against the ~100% of an unrelated
-// network. The lower bound, 2^-16, sits far below bfloat16's rounding and far above float32's
+// network. The same bound serves the losses of a few SGD steps: cross-entropy is smooth in the
+// logits (its gradient, softmax minus one-hot, has norm at most sqrt(2)), and the weights after a
+// few small steps differ by the gradients' rounding, of the same relative size. Measured: logits
+// 0.38-0.55%, losses after 3 steps 0.23-1.3% (XLA CPU with AVX-512 or AVX2, and the pure-Go
+// backend). The lower bound, 2^-16, sits far below bfloat16's rounding and far above float32's
 // (which a float32 run that only claims to be bf16-mixed would show: identical numbers).
 func bf16Tolerance(depth int) (low, high float64) {
 	return 1.0 / 65536, float64(depth) * 3 * bf16UnitRoundoff
@@ -48,7 +52,7 @@ func bf16Tolerance(depth int) (low, high float64) {
 const precisionDevicesTolerance = 2 * bf16UnitRoundoff
 
 // precisionDepth is the number of product layers on the longest path of each architecture.
-var precisionDepth = map[string]int{ArchLinear: 1, ArchCNN: 4, ArchResNet20: 20}
+var precisionDepth = map[string]int{ArchCNN: 4, ArchResNet20: 20}
 
 func TestParsePrecision(t *testing.T) {
 	for _, c := range []struct {
