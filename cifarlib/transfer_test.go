@@ -508,3 +508,30 @@ func TestDiagnoseRunChecklist(t *testing.T) {
 	var nr *NotRunError
 	require.ErrorAs(t, err, &nr)
 }
+
+// The new head has the target's width whatever the direction: 100 (fine) and 20 (coarse) from
+// CIFAR-10, and 10 going back from CIFAR-100.
+func TestTransferHeadWidths(t *testing.T) {
+	from10, _ := transferSource(t, ArchCNN)
+	train100, _ := trainTestRecords(t, CIFAR100(LabelsFine), 32, 4, 2)
+	from100 := filepath.Join(t.TempDir(), "cifar100-cnn")
+	_, err := Train(context.Background(), TrainConfig{Spec: CIFAR100(LabelsFine), TrainRecords: train100, Model: ArchCNN, Steps: 1,
+		BatchSize: 8, SkipFinalEval: true, CheckpointDir: from100, Backend: testBackend(t), Progress: ProgressOff})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		from string
+		spec Spec
+		head int
+	}{{from10, CIFAR100(LabelsFine), 100}, {from10, CIFAR100(LabelsCoarse), 20}, {from100, CIFAR10(), 10}} {
+		t.Run(c.spec.ID(), func(t *testing.T) {
+			train, _ := trainTestRecords(t, c.spec, 16, 4, 3)
+			res, err := Train(context.Background(), TrainConfig{Spec: c.spec, From: c.from, TrainRecords: train, Steps: 1, BatchSize: 8,
+				SkipFinalEval: true, Backend: testBackend(t), Progress: ProgressOff})
+			require.NoError(t, err)
+			require.Equal(t, c.head, res.HeadWidth)
+			require.Equal(t, []int{1024, c.head}, res.Store.GetVariable("/cnn/head/dense/weights").Shape().Dimensions)
+			require.Equal(t, []int{c.head}, res.Transfer.Reinitialized[0].Shape)
+			require.Len(t, res.Transfer.Carried, 6)
+		})
+	}
+}
