@@ -37,13 +37,9 @@ type CheckItem struct {
 // errors are those of a transfer's source (*NotRunError, *IncompleteCheckpointError,
 // *CorruptCheckpointError).
 func DiagnoseRun(runDir string, target Spec, root string, opts DiagnoseOptions) (*Diagnosis, error) {
-	_, _, info, err := readRunCheckpoint(runDir)
+	_, info, err := readRunSource(runDir)
 	if err != nil {
-		switch err.(type) {
-		case *IncompleteCheckpointError, *CorruptCheckpointError:
-			return nil, err
-		}
-		return nil, &NotRunError{Dir: runDir, Err: err}
+		return nil, err
 	}
 	source, err := info.Spec()
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/model/checkpoint"
 	"github.com/gomlx/gomlx/ml/train"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
@@ -142,13 +143,9 @@ func openTransfer(cfg *TrainConfig) (*trainTransfer, error) {
 		}
 		return &trainTransfer{}, nil
 	}
-	_, h, info, err := readRunCheckpoint(cfg.From)
+	h, info, err := readRunSource(cfg.From)
 	if err != nil {
-		switch err.(type) {
-		case *IncompleteCheckpointError, *CorruptCheckpointError:
-			return nil, err
-		}
-		return nil, &NotRunError{Dir: cfg.From, Err: err}
+		return nil, err
 	}
 	if cfg.Model == "" {
 		cfg.Model = info.Model
@@ -181,6 +178,21 @@ func openTransfer(cfg *TrainConfig) (*trainTransfer, error) {
 	}
 	tt.report = r
 	return tt, nil
+}
+
+// readRunSource opens the trained run in dir as a source (of a transfer, of DiagnoseRun):
+// *IncompleteCheckpointError and *CorruptCheckpointError as they are, any other failure (no
+// folder, no checkpoint, a foreign one) as *NotRunError.
+func readRunSource(dir string) (*checkpoint.Handler, CheckpointInfo, error) {
+	_, h, info, err := readRunCheckpoint(dir)
+	if err != nil {
+		switch err.(type) {
+		case *IncompleteCheckpointError, *CorruptCheckpointError:
+			return nil, info, err
+		}
+		return nil, info, &NotRunError{Dir: dir, Err: err}
+	}
+	return h, info, nil
 }
 
 // specID is the Spec ID of the dataset a checkpoint recorded.
