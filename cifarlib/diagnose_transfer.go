@@ -158,10 +158,20 @@ func (d *Diagnosis) SwitchChecklist() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Dataset switch checklist for run %s (trained on %s):\n", d.From, d.FromDataset)
+	shown := map[string]bool{}
 	for _, c := range d.Checklist {
 		fmt.Fprintf(&b, "  [%-4s] %-13s %s\n", c.Status, c.Item, c.Detail)
-		if c.Fix != "" {
-			fmt.Fprintf(&b, "         %-13s fix: %s\n", "", c.Fix)
+		label := "fix:"
+		if c.Status == CheckNote {
+			label = "note:"
+		}
+		switch {
+		case c.Fix == "":
+		case shown[c.Fix]:
+			fmt.Fprintf(&b, "         %-13s %s the same as above\n", "", label)
+		default:
+			fmt.Fprintf(&b, "         %-13s %s %s\n", "", label, c.Fix)
+			shown[c.Fix] = true
 		}
 	}
 	return b.String()
