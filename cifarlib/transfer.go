@@ -100,7 +100,7 @@ func (r *TransferReport) String() string {
 	fmt.Fprintf(&b, "  dropped, starting again: %d variables (optimizer state of backbone and head, global step, "+
 		"guard and trainer counters, random-number state)\n", len(r.Dropped))
 	if r.Freeze == FreezeBackbone {
-		fmt.Fprintf(&b, "  recipe: linear probe: backbone frozen (weights and batch-norm statistics unchanged), head learning rate %g\n", r.LearningRate)
+		fmt.Fprintf(&b, "  recipe: linear probe: backbone frozen (its %s unchanged), head learning rate %g\n", what, r.LearningRate)
 	} else {
 		fmt.Fprintf(&b, "  recipe: fine-tune everything: head learning rate %g, backbone learning rate %g\n", r.LearningRate, r.BackboneLearningRate)
 	}

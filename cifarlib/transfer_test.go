@@ -150,6 +150,7 @@ func TestTransferFrozenBackboneUnchanged(t *testing.T) {
 	require.False(t, ok, "a frozen variable has no optimizer state")
 	require.Equal(t, FreezeBackbone, res.Transfer.Freeze)
 	require.Zero(t, res.Transfer.BackboneLearningRate)
+	require.Contains(t, res.Transfer.String(), "  recipe: linear probe: backbone frozen (its weights and batch-norm statistics unchanged), head learning rate 0.001\n")
 
 	cfg.Freeze = ""
 	tuned, err := NewTrainer(cfg)

@@ -74,7 +74,7 @@ func TestTransferCommands(t *testing.T) {
 	require.Equal(t, 0, run([]string{"train", "--from", src, "--freeze", "backbone", "--dataset", "cifar100", "--data", root, "--steps", "2",
 		"--batch", "16", "--backend", "go", "--progress", "off"}, &stdout, &stderr), stderr.String())
 	require.Contains(t, stdout.String(), "transferred from "+src+" (cifar10, head 10, step 2) to cifar100 (head 100)\n")
-	require.Contains(t, stdout.String(), "  recipe: linear probe: backbone frozen (weights and batch-norm statistics unchanged), head learning rate 0.001\n")
+	require.Contains(t, stdout.String(), "  recipe: linear probe: backbone frozen (its weights unchanged), head learning rate 0.001\n")
 
 	for _, c := range []struct {
 		args []string
