@@ -122,17 +122,12 @@ func firstLine(s string) string {
 // GPUs lists the GPUs nvidia-smi reports ("GPU 0: NVIDIA H200 (UUID: ...)"). It returns an
 // error when nvidia-smi is missing or fails.
 func GPUs(ctx context.Context) ([]string, error) {
-	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+	out, err := nvidiaSMI(ctx, "-L")
+	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "nvidia-smi", "-L").CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("nvidia-smi -L: %w: %s", err, strings.TrimSpace(string(out)))
-	}
 	var gpus []string
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if line = strings.TrimSpace(line); strings.HasPrefix(line, "GPU ") {
 			gpus = append(gpus, line)
 		}
@@ -144,16 +139,27 @@ func GPUs(ctx context.Context) ([]string, error) {
 // (`nvidia-smi --query-gpu=memory.total`); an error when nvidia-smi is missing, fails or lists
 // no GPU.
 func GPUMemory(ctx context.Context) (int64, error) {
-	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+	out, err := nvidiaSMI(ctx, "--query-gpu=memory.total", "--format=csv,noheader,nounits")
+	if err != nil {
 		return 0, err
+	}
+	return parseGPUMemory(out)
+}
+
+// nvidiaSMI runs nvidia-smi with args (20 s at most) and returns its output; the error of
+// exec.LookPath when it is missing, else one naming "nvidia-smi ARGS[0]" with its output when
+// it fails.
+func nvidiaSMI(ctx context.Context, args ...string) (string, error) {
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits").CombinedOutput()
+	out, err := exec.CommandContext(ctx, "nvidia-smi", args...).CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("nvidia-smi --query-gpu=memory.total: %w: %s", err, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("nvidia-smi %s: %w: %s", args[0], err, strings.TrimSpace(string(out)))
 	}
-	return parseGPUMemory(string(out))
+	return string(out), nil
 }
 
 // parseGPUMemory reads nvidia-smi's memory.total lines (MiB, no units) and returns the smallest.
