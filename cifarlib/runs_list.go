@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -78,9 +77,8 @@ func ListRuns(dir string) (Runs, error) {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		runs = append(runs, ReadRun(filepath.Join(dir, e.Name())))
+		runs = append(runs, ReadRun(filepath.Join(dir, e.Name()))) // os.ReadDir: in name order
 	}
-	sort.Slice(runs, func(i, j int) bool { return runs[i].Name < runs[j].Name })
 	return runs, nil
 }
 
