@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 )
@@ -47,9 +46,9 @@ func runEval(args []string, stdout io.Writer) error {
 	if *batch <= 0 || *maxExamples < 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--batch must be positive and --max not negative (got %d, %d)", *batch, *maxExamples)}
 	}
-	precision, err := cifarlib.ParsePrecision(*precisionFlag)
+	precision, err := parsePrecisionFlag(*precisionFlag)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("--precision %q: use %s", *precisionFlag, strings.Join(cifarlib.Precisions(), " or "))}
+		return &exitError{code: 2, err: err}
 	}
 	devices, err := cifarlib.ParseDevices(*devicesFlag)
 	if err != nil {

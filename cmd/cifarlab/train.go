@@ -160,9 +160,9 @@ func (f *trainFlags) config() (cifarlib.TrainConfig, error) {
 	if err != nil {
 		return cifarlib.TrainConfig{}, fmt.Errorf("--devices %q: use a positive number or all", f.devices)
 	}
-	precision, err := cifarlib.ParsePrecision(f.precision)
+	precision, err := parsePrecisionFlag(f.precision)
 	if err != nil {
-		return cifarlib.TrainConfig{}, fmt.Errorf("--precision %q: use %s", f.precision, strings.Join(cifarlib.Precisions(), " or "))
+		return cifarlib.TrainConfig{}, err
 	}
 	return cifarlib.TrainConfig{
 		Spec: spec, DataDir: f.dataDir, Head: f.head, Unguarded: !f.guard,
@@ -182,4 +182,13 @@ func (f *trainFlags) transferArch() string {
 		return ""
 	}
 	return f.arch
+}
+
+// parsePrecisionFlag parses the --precision of train and eval.
+func parsePrecisionFlag(s string) (cifarlib.Precision, error) {
+	precision, err := cifarlib.ParsePrecision(s)
+	if err != nil {
+		return "", fmt.Errorf("--precision %q: use %s", s, strings.Join(cifarlib.Precisions(), " or "))
+	}
+	return precision, nil
 }
