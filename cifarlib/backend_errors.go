@@ -73,15 +73,13 @@ func TranslateRuntimeError(err error) error {
 	}
 	switch i := classOf(msg); {
 	case i == 0:
-		needs, _ := ParseMemoryNeeds(msg)
-		return &DeviceMemoryError{Err: err, Needs: needs}
+		return newDeviceMemoryError(err)
 	case i > 0:
 		return newClassError(i, err)
 	}
 	for _, p := range []string{"out of memory", "failed to allocate"} {
 		if strings.Contains(lower, p) {
-			needs, _ := ParseMemoryNeeds(msg)
-			return &DeviceMemoryError{Err: err, Needs: needs}
+			return newDeviceMemoryError(err)
 		}
 	}
 	for _, p := range []string{"failed call to cuinit", "cuinit", "unable to load cuda"} {
@@ -90,6 +88,13 @@ func TranslateRuntimeError(err error) error {
 		}
 	}
 	return err
+}
+
+// newDeviceMemoryError is the *DeviceMemoryError around err, with what its text says the
+// program needs.
+func newDeviceMemoryError(err error) *DeviceMemoryError {
+	needs, _ := ParseMemoryNeeds(err.Error())
+	return &DeviceMemoryError{Err: err, Needs: needs}
 }
 
 func noCUDADeviceError(err error) error {
