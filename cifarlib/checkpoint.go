@@ -302,15 +302,21 @@ func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, err
 	if err != nil {
 		return nil, fmt.Errorf("cifarlib: checkpoint %s: %w", dir, err)
 	}
-	b := NewModel(spec, info.Model).Backend(backend)
-	if info.Head != spec.NumClasses {
-		b = b.Head(info.Head)
-	}
-	m, err := b.Done()
+	m, err := info.modelBuilder(spec).Backend(backend).Done()
 	if err != nil {
 		return nil, fmt.Errorf("cifarlib: checkpoint %s: rebuilding model %s: %w", dir, info.Model, err)
 	}
 	return loadedCheckpoint(store, info, m, backend)
+}
+
+// modelBuilder starts the run's model (its architecture and head width) for spec; the head is
+// marked overridden only when it differs from spec's classes.
+func (ci *CheckpointInfo) modelBuilder(spec Spec) *ModelBuilder {
+	b := NewModel(spec, ci.Model)
+	if ci.Head != spec.NumClasses {
+		b = b.Head(ci.Head)
+	}
+	return b
 }
 
 // loadedCheckpoint pairs the checkpoint's store with the model m and reads the run's History.

@@ -45,11 +45,7 @@ func DiagnoseRun(runDir string, target Spec, root string, opts DiagnoseOptions) 
 	if err != nil {
 		return nil, fmt.Errorf("cifarlib: run %s: %w", runDir, err)
 	}
-	b := NewModel(target, info.Model)
-	if info.Head != target.NumClasses {
-		b = b.Head(info.Head)
-	}
-	m, err := b.Done()
+	m, err := info.modelBuilder(target).Done()
 	if err != nil {
 		return nil, fmt.Errorf("cifarlib: run %s: %w", runDir, err)
 	}
