@@ -52,10 +52,12 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 	cfg := &t.cfg
 	rf := &runFolder{dir: cfg.CheckpointDir, opened: time.Now(), log: cfg.Log, topK: cfg.topK() > 0,
 		record: newRunRecord(cfg, t.model.NumClasses, t.dist.numDevices())}
-	if prev, err := ReadRunRecord(rf.dir); err == nil && start > 0 {
-		rf.prior = prev.WallTime
-		if rf.record.From == "" {
-			rf.record.From = prev.From
+	if start > 0 { // a resume: the record of the runs before it
+		if prev, err := ReadRunRecord(rf.dir); err == nil {
+			rf.prior = prev.WallTime
+			if rf.record.From == "" {
+				rf.record.From = prev.From
+			}
 		}
 	}
 	rf.note(rf.record.write(rf.dir))
