@@ -62,11 +62,9 @@ else
 fi
 
 # 2. Its NVIDIA libraries, on a GPU machine (or when asked).
-gpu=""
-if compgen -G "/dev/nvidia[0-9]*" >/dev/null; then
-  gpu="$(compgen -G "/dev/nvidia[0-9]*" | head -n 1)"
-elif command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q "^GPU "; then
-  gpu="$(nvidia-smi -L 2>/dev/null | grep "^GPU " | head -n 1)"
+gpu="$(compgen -G "/dev/nvidia[0-9]*" | head -n 1 || true)"
+if [ -z "$gpu" ] && command -v nvidia-smi >/dev/null; then
+  gpu="$(nvidia-smi -L 2>/dev/null | grep "^GPU " | head -n 1 || true)"
 fi
 case "$CIFARLAB_CUDA" in
   1) reason="CIFARLAB_CUDA=1" ;;
