@@ -17,7 +17,7 @@ const FilePrefix = "events.out.tfevents."
 // Writer appends events to one new event file. Each event is framed and written with one
 // write(2) on a file opened for appending, so a process that dies mid-run leaves every event
 // written before intact; a machine crash can at worst tear the last record, which TensorBoard's
-// reader skips. Sync makes what was written durable. A Writer is not safe for concurrent use.
+// reader skips. Close makes what was written durable. A Writer is not safe for concurrent use.
 type Writer struct {
 	f    *os.File
 	path string
@@ -90,17 +90,6 @@ func (w *Writer) write(event []byte) error {
 		return w.err
 	}
 	w.size += int64(n)
-	return nil
-}
-
-// Sync commits the file to stable storage.
-func (w *Writer) Sync() error {
-	if w.f == nil {
-		return nil
-	}
-	if err := w.f.Sync(); err != nil {
-		return fmt.Errorf("tfevents: syncing %s: %w", w.path, err)
-	}
 	return nil
 }
 
