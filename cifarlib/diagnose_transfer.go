@@ -3,6 +3,7 @@ package cifarlib
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -124,10 +125,7 @@ func switchChecklist(head int, source, target Spec, splits []SplitLabels, transf
 	items = append(items, CheckItem{Item: "metrics", Status: CheckOK, Detail: fmt.Sprintf("%s is evaluated with %s and "+
 		"per-class accuracy over its %d classes; cifarlib picks them from the dataset", target.ID(), metrics, target.NumClasses)})
 
-	same := len(source.ClassNames) == len(target.ClassNames)
-	for i := 0; same && i < len(source.ClassNames); i++ {
-		same = source.ClassNames[i] == target.ClassNames[i]
-	}
+	same := slices.Equal(source.ClassNames, target.ClassNames)
 	namesDetail := fmt.Sprintf("the run's %d classes are %s's", len(source.ClassNames), target.ID())
 	if !same {
 		namesDetail = fmt.Sprintf("the run's %d classes (%s) are not %s's %d (%s): output i of the old head means "+

@@ -18,7 +18,8 @@ package cifarlib
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gomlx/compute/dtypes"
@@ -154,13 +155,9 @@ func openTransfer(cfg *TrainConfig) (*trainTransfer, error) {
 		scope: "/" + info.Model + "/", head: "/" + info.Model + "/head/"}
 	r := &TransferReport{From: cfg.From, FromStep: info.Step, FromDataset: specID(info), FromHead: info.Head, Model: info.Model}
 	const prefix = "var:" // GoMLX's checkpoint key of a variable is "var:" + its path.
-	keys := make([]string, 0, len(h.LoadedVariables()))
-	for key := range h.LoadedVariables() {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		path, value := strings.TrimPrefix(key, prefix), h.LoadedVariables()[key]
+	saved := h.LoadedVariables()
+	for _, key := range slices.Sorted(maps.Keys(saved)) {
+		path, value := strings.TrimPrefix(key, prefix), saved[key]
 		dims := append([]int{}, value.Shape().Dimensions...)
 		switch {
 		case strings.HasPrefix(path, tt.head):
