@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/gomlx/compute"
@@ -135,28 +136,13 @@ func TestPrecisionBF16AccumulatesInFloat32(t *testing.T) {
 		return []*graph.Node{fromCompute(dot), fromCompute(native), fromCompute(im2col)}
 	})
 	require.NoError(t, err)
-	out, err := exec.Exec(tensors.FromValue(onesImage(3, 3, 512)))
+	out, err := exec.Exec(tensors.FromFlatDataAndDimensions(slices.Repeat([]float32{1}, 3*3*512), 1, 3, 3, 512))
 	require.NoError(t, err)
 	require.Equal(t, [][]float32{{4096}}, out[0].Value())
 	for i, name := range []string{"native", "im2col"} {
 		center := out[1+i].Value().([][][][]float32)[0][1][1][0]
 		require.Equal(t, float32(4608), center, "%s convolution", name)
 	}
-}
-
-// onesImage is a [1, h, w, c] float32 image of ones.
-func onesImage(h, w, c int) [][][][]float32 {
-	img := make([][][]float32, h)
-	for y := range img {
-		img[y] = make([][]float32, w)
-		for x := range img[y] {
-			img[y][x] = make([]float32, c)
-			for i := range img[y][x] {
-				img[y][x][i] = 1
-			}
-		}
-	}
-	return [][][][]float32{img}
 }
 
 // precisionTrain trains arch for steps SGD steps at precision p on backend (on devices devices,
