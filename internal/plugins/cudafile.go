@@ -47,10 +47,10 @@ func FindCUDAFile(repoDir string) (CUDAFile, error) {
 	if abs != "" {
 		return cudaFile(abs, "$"+CUDAEnv), nil
 	}
-	if abs, err := CUDASitePlugin(); err != nil || abs != "" {
-		if err != nil {
-			return CUDAFile{}, err
-		}
+	if abs, err = CUDASitePlugin(); err != nil {
+		return CUDAFile{}, err
+	}
+	if abs != "" {
 		return cudaFile(abs, "$"+CUDASiteEnv+"="+os.Getenv(CUDASiteEnv)), nil
 	}
 	if p, ok := FindFiles()["cuda"]; ok {
