@@ -23,7 +23,6 @@ type Writer struct {
 	path string
 	size int64 // bytes of whole records written
 	err  error // the first write error: the file is not written again after it
-	now  func() time.Time
 }
 
 var fileSeq atomic.Int64
@@ -48,7 +47,7 @@ func Create(dir string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tfevents: creating the TensorBoard event file: %w", err)
 	}
-	w := &Writer{f: f, path: path, now: time.Now}
+	w := &Writer{f: f, path: path}
 	if err := w.write(fileVersionEvent(now)); err != nil {
 		_ = f.Close()
 		_ = os.Remove(path)
@@ -62,13 +61,13 @@ func (w *Writer) Path() string { return w.path }
 
 // Scalars writes one event at step with every value of values, stamped with the current time.
 func (w *Writer) Scalars(step int64, values ...Scalar) error {
-	return w.write(summaryEvent(w.now(), step, values))
+	return w.write(summaryEvent(time.Now(), step, values))
 }
 
 // Start writes a SessionLog START event at step: TensorBoard then discards the points at step
 // and beyond read before it (from this file or earlier ones of the folder), so a run resumed
 // from an earlier checkpoint does not show the points it trains again twice.
-func (w *Writer) Start(step int64) error { return w.write(sessionStartEvent(w.now(), step)) }
+func (w *Writer) Start(step int64) error { return w.write(sessionStartEvent(time.Now(), step)) }
 
 // write appends event as one record. On a failed or short write the file is cut back to its
 // last whole record and the Writer refuses further writes with the same error.
