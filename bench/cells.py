@@ -84,9 +84,7 @@ def gopls_seconds(pid):
     for c in children:
         try:
             if open(f"/proc/{c}/comm").read().strip() == "gopls":
-                with open(f"/proc/{c}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                total += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+                total += cpu_seconds(c)
         except OSError:
             pass
     return total
