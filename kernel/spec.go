@@ -156,11 +156,12 @@ func ChooseCUDABackend(ctx context.Context, repo Repo, linkDir string, o Backend
 		}
 		return backendForPlugin(p, "CUDA plugin given")
 	}
-	if p, err := plugins.CUDASitePlugin(); err != nil || p != "" {
-		if err != nil {
-			return Backend{}, err
-		}
-		b, err := JaxCUDABackend(p, linkDir, "CUDA plugin of $"+plugins.CUDASiteEnv)
+	site, err := plugins.CUDASitePlugin()
+	if err != nil {
+		return Backend{}, err
+	}
+	if site != "" {
+		b, err := JaxCUDABackend(site, linkDir, "CUDA plugin of $"+plugins.CUDASiteEnv)
 		if err == nil {
 			b.Env[plugins.CUDASiteEnv] = os.Getenv(plugins.CUDASiteEnv)
 		}
