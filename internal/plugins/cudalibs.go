@@ -168,13 +168,11 @@ func CheckCUDALibs(plugin string) []CUDALibStatus {
 	out := make([]CUDALibStatus, 0, len(CUDALibs))
 	for _, lib := range CUDALibs {
 		s := CUDALibStatus{Lib: lib}
-		where := data
 		if lib.Tool {
 			if p := filepath.Join(data, lib.File); isFile(p) {
 				s.Path = p
 			}
 		} else {
-			where = describeDirs(dirs)
 			for _, d := range dirs {
 				if p := filepath.Join(d, lib.File); isFile(p) {
 					s.Path = p
@@ -183,8 +181,12 @@ func CheckCUDALibs(plugin string) []CUDALibStatus {
 			}
 		}
 		if s.Path == "" {
+			where, other := data, ""
+			if !lib.Tool {
+				where, other = describeDirs(dirs), otherMajors(dirs, lib)
+			}
 			s.Problem = fmt.Sprintf("%s not found (looked in %s)", lib.File, where)
-			if other := otherMajors(dirs, lib); !lib.Tool && other != "" {
+			if other != "" {
 				s.Problem += fmt.Sprintf("; found %s, another major version the plugin does not load", other)
 			}
 			s.Problem += ": install " + lib.Package + " " + lib.versionRange()
