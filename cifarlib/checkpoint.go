@@ -366,7 +366,8 @@ func headShapeCheck(h *checkpoint.Handler, info CheckpointInfo, dataset string, 
 	if info.Model != arch || info.Head == head {
 		return nil
 	}
-	path := "/" + arch + "/head/dense/weights" // layers.DenseWithBias in the model's "head" scope.
+	_, headScope := archScopes(arch)
+	path := headScope + "dense/weights" // layers.DenseWithBias in the model's "head" scope.
 	saved, ok := h.LoadedVariables()["var:"+path]
 	if !ok || saved.Shape().Rank() != 2 {
 		return nil // The saved head is not there to compare: the settings' diff reports it.

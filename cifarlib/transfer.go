@@ -124,6 +124,12 @@ type trainTransfer struct {
 	lrRatio float64
 }
 
+// archScopes are the variable path prefixes of arch's model and of its classifier head
+// ("/cnn/" and "/cnn/head/").
+func archScopes(arch string) (scope, head string) {
+	return "/" + arch + "/", "/" + arch + "/head/"
+}
+
 // isBackbone says whether the variable path belongs to the backbone.
 func (tt *trainTransfer) isBackbone(path string) bool {
 	return strings.HasPrefix(path, tt.scope) && !strings.HasPrefix(path, tt.head)
@@ -151,8 +157,8 @@ func openTransfer(cfg *TrainConfig) (*trainTransfer, error) {
 	if cfg.Model == "" {
 		cfg.Model = info.Model
 	}
-	tt := &trainTransfer{info: info, values: map[string]*tensors.Tensor{},
-		scope: "/" + info.Model + "/", head: "/" + info.Model + "/head/"}
+	tt := &trainTransfer{info: info, values: map[string]*tensors.Tensor{}}
+	tt.scope, tt.head = archScopes(info.Model)
 	r := &TransferReport{From: cfg.From, FromStep: info.Step, FromDataset: specID(info), FromHead: info.Head, Model: info.Model}
 	const prefix = "var:" // GoMLX's checkpoint key of a variable is "var:" + its path.
 	saved := h.LoadedVariables()
@@ -206,7 +212,7 @@ func (tt *trainTransfer) check(cfg *TrainConfig, m *Model) error {
 		return nil
 	}
 	if tt.report == nil { // Freeze without From: the seed's backbone.
-		tt.scope, tt.head = "/"+cfg.Model+"/", "/"+cfg.Model+"/head/"
+		tt.scope, tt.head = archScopes(cfg.Model)
 	} else if cfg.Model != tt.info.Model {
 		return &ArchMismatchError{Dir: cfg.From, Saved: tt.info.Model, Requested: cfg.Model}
 	}
