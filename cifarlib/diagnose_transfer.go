@@ -58,13 +58,11 @@ func DiagnoseRun(runDir string, target Spec, root string, opts DiagnoseOptions) 
 	transfer := fmt.Sprintf("transfer the run: cifarlab train --from %s --dataset %s (TrainConfig.From), which carries the "+
 		"backbone and initialises a new head of %d", runDir, datasetFlags(target.ID()), target.NumClasses)
 	d.Checklist = switchChecklist(info.Head, source, target, d.Splits, transfer)
-	for _, c := range d.Checklist {
-		if c.Status == CheckFail {
-			d.OK = false
-			d.Fix = transfer
-			if !strings.HasPrefix(d.Verdict, "MISMATCH") && !strings.HasPrefix(d.Verdict, "PROBLEM") {
-				d.Verdict = fmt.Sprintf("MISMATCH: run %s (%s) can not be used on %s as it is: %s", runDir, source.ID(), target.ID(), c.Detail)
-			}
+	if i := slices.IndexFunc(d.Checklist, func(c CheckItem) bool { return c.Status == CheckFail }); i >= 0 {
+		d.OK, d.Fix = false, transfer
+		if !strings.HasPrefix(d.Verdict, "MISMATCH") && !strings.HasPrefix(d.Verdict, "PROBLEM") {
+			d.Verdict = fmt.Sprintf("MISMATCH: run %s (%s) can not be used on %s as it is: %s", runDir, source.ID(), target.ID(),
+				d.Checklist[i].Detail)
 		}
 	}
 	return d, nil
