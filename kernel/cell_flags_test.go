@@ -28,8 +28,11 @@ func TestPanickingCellNamesItsLine(t *testing.T) {
 	// (main.go line 10, the cell's line 4) and the call in the cell's body (17, the cell's 9).
 	require.Regexp(t, `main\.classOf\(\.\.\.\)\n\t.*/main\.go:10\n`, c.Stderr)
 	require.Regexp(t, `main\.main\(\)\n\t.*/main\.go:17 `, c.Stderr)
-	// GoNB maps them to the cell's lines. It matches each chunk of the program's stderr on its
-	// own, so a reference split across two writes stays unmapped (seen once in five runs, with
-	// either link flags): one mapped frame is what this can require.
-	require.Regexp(t, `\[\[ Cell \[1\] Line (4 \]\] \S+/main\.go:10|9 \]\] \S+/main\.go:17)`, c.Stderr)
+	// GoNB maps them to the cell's lines in its error report (HTML), which it builds from whole
+	// lines of stderr. (The inline "[[ Cell [1] Line 4 ]]" marks in the stream itself come from
+	// matching each chunk the pipe delivers on its own, and the runtime writes a frame's file,
+	// ':' and line separately: under load a reference is split and stays unmarked, so those
+	// marks cannot be required.)
+	require.Contains(t, c.Text, "Cell[1]: Line 4", "classOf's return, in the error report: %q", c.Text)
+	require.Contains(t, c.Text, "Cell[1]: Line 9", "the call in the cell's body, in the error report: %q", c.Text)
 }

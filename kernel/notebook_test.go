@@ -77,6 +77,7 @@ type notebookRun struct {
 		Seconds float64 `json:"seconds"`
 		Stdout  string  `json:"stdout"`
 		Stderr  string  `json:"stderr"`
+		Text    string  `json:"text"` // Display data: text/plain, or text/html without its tags.
 		Error   *struct {
 			Ename  string `json:"ename"`
 			Evalue string `json:"evalue"`
