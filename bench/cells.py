@@ -14,10 +14,12 @@ the median of the others is the turnaround a user gets while working:
 
 Variants (--variant NAME=GOFLAGS, repeatable) run the same cells with a copy of the installed
 kernelspec whose GOFLAGS is replaced, in a private JUPYTER_PATH (the installed kernelspec is not
-touched); "installed" is the kernelspec as installed. Usage:
+touched); "installed" is the kernelspec as installed. --variant-env NAME:VAR=VALUE (repeatable)
+also sets VAR in variant NAME's kernelspec, or removes it when VALUE is empty. Usage:
 
   .venv/bin/python bench/cells.py                                   # the installed cifarlab-cpu
   .venv/bin/python bench/cells.py --variant plain=-buildvcs=false --variant w="-buildvcs=false -ldflags=-w"
+  .venv/bin/python bench/cells.py --variant installed= --variant noproxy= --variant-env noproxy:GOPROXY=
 
 --repo compiles against a snapshot of the repository instead of the kernelspec's (a tree others
 edit while it runs would be recompiled in the middle of the timings):
@@ -90,18 +92,24 @@ def gopls_seconds(pid):
     return total
 
 
-def run_variant(kernel, goflags, repo, repeat, timeout):
-    """Runs the cells in a fresh kernel; returns [(kind, run index, seconds, output)]."""
+def run_variant(kernel, goflags, repo, repeat, timeout, env=None):
+    """Runs the cells in a fresh kernel; returns [(kind, run index, seconds, output)]. goflags None
+    (or "") keeps the kernelspec's GOFLAGS; env sets (or, with "", removes) kernelspec variables."""
     import nbformat
     from nbclient import NotebookClient
 
     name = kernel
     env_before = os.environ.get("JUPYTER_PATH")
     tmp = None
-    if goflags is not None or repo:
+    if goflags or repo or env:
         spec = kernel_json(kernel)
-        if goflags is not None:
+        if goflags:
             spec["env"]["GOFLAGS"] = goflags
+        for k, v in (env or {}).items():
+            if v:
+                spec["env"][k] = v
+            else:
+                spec["env"].pop(k, None)
         if repo:
             spec["argv"] = ["--go_work=" + os.path.abspath(repo) if a.startswith("--go_work=") else a for a in spec["argv"]]
         tmp = tempfile.TemporaryDirectory(prefix="cells-bench-")
@@ -155,7 +163,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kernel", default="cifarlab-cpu")
     p.add_argument("--variant", action="append", default=[],
-                   help="NAME=GOFLAGS: run with the kernelspec's GOFLAGS replaced (default: the installed kernelspec)")
+                   help="NAME=GOFLAGS: run with the kernelspec's GOFLAGS replaced, or kept when empty (default: the installed kernelspec)")
+    p.add_argument("--variant-env", action="append", default=[],
+                   help="NAME:VAR=VALUE: set VAR in variant NAME's kernelspec env (removed when VALUE is empty)")
     p.add_argument("--repo", default=None,
                    help="compile cells against this copy of the repository (GoNB's --go_work) instead of the kernelspec's, "
                         "e.g. a `git archive HEAD` snapshot, so that edits to the working tree do not land in the timings")
@@ -174,24 +184,36 @@ def main():
             if "=" not in v:
                 p.error(f"--variant {v!r}: want NAME=GOFLAGS")
             variants.append(tuple(v.split("=", 1)))
+    envs = {}
+    for v in args.variant_env:
+        name, sep, assign = v.partition(":")
+        var, eq, value = assign.partition("=")
+        if not sep or not eq or not var or name not in dict(variants):
+            p.error(f"--variant-env {v!r}: want NAME:VAR=VALUE for a NAME given with --variant")
+        envs.setdefault(name, {})[var] = value
     results = {}
     for name, goflags in variants:
-        flags = goflags if goflags is not None else kernel_json(args.kernel)["env"].get("GOFLAGS", "")
-        print(f"variant {name}: GOFLAGS={flags!r}, repo {args.repo or 'of the kernelspec'}, load average {os.getloadavg()[0]:.2f}", flush=True)
-        results[name] = {"goflags": flags, "load_before": os.getloadavg()[0],
-                         "times": run_variant(args.kernel, goflags, args.repo, args.repeat, args.timeout)}
+        installed = kernel_json(args.kernel)["env"]
+        flags = goflags or installed.get("GOFLAGS", "")
+        env = envs.get(name, {})
+        proxy = env.get("GOPROXY", installed.get("GOPROXY", ""))
+        print(f"variant {name}: GOFLAGS={flags!r}, GOPROXY={proxy!r}, env {env}, repo {args.repo or 'of the kernelspec'}, "
+              f"load average {os.getloadavg()[0]:.2f}", flush=True)
+        results[name] = {"goflags": flags, "goproxy": proxy, "env": env, "load_before": os.getloadavg()[0],
+                         "times": run_variant(args.kernel, goflags, args.repo, args.repeat, args.timeout, env)}
         results[name]["load_after"] = os.getloadavg()[0]
 
     print()
-    print("| variant | GOFLAGS | " + " | ".join(f"{k}" for k, _ in CELLS) + " | load avg |")
-    print("|---|---|" + "---:|" * len(CELLS) + "---:|")
+    print("| variant | GOFLAGS | GOPROXY | " + " | ".join(f"{k}" for k, _ in CELLS) + " | load avg |")
+    print("|---|---|---|" + "---:|" * len(CELLS) + "---:|")
     for name, r in results.items():
         cols = []
         for kind, _ in CELLS:
             ts = [t for k, n, t, _, _ in r["times"] if k == kind and n > 0]
             cpu = [c for k, n, _, c, _ in r["times"] if k == kind and n > 0]
             cols.append(f"{statistics.median(ts):.2f} s ({statistics.median(cpu):.2f} s CPU)" if ts else "-")
-        print(f"| {name} | `{r['goflags']}` | " + " | ".join(cols) + f" | {r['load_before']:.1f}-{r['load_after']:.1f} |")
+        proxy = f"`{r['goproxy']}`" if r["goproxy"] else "(the user's)"
+        print(f"| {name} | `{r['goflags']}` | {proxy} | " + " | ".join(cols) + f" | {r['load_before']:.1f}-{r['load_after']:.1f} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

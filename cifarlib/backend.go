@@ -11,7 +11,6 @@ import (
 
 	"github.com/cifarlab/cifarlab/internal/plugins"
 	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/go-xla/compute/xla"
 	"github.com/gomlx/go-xla/pjrt"
 )
@@ -23,8 +22,8 @@ const (
 	BackendAuto = "auto"
 	// BackendCPU is XLA's CPU plugin when installed (see NewBackend), else the pure-Go backend.
 	BackendCPU = "cpu"
-	// BackendGo is the pure-Go backend (github.com/gomlx/compute/gobackend): always available, slow
-	// for convolutions.
+	// BackendGo is the pure-Go backend (github.com/gomlx/compute/gobackend): slow for
+	// convolutions, and available in every program not built with NoGoBackendTag.
 	BackendGo = "go"
 	// BackendCUDA is XLA with the CUDA PJRT plugin. It fails fast when there is no GPU or no plugin.
 	BackendCUDA = "cuda"
@@ -72,7 +71,8 @@ var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
 
 // NewBackend returns a GoMLX compute backend from a short name:
 //
-//   - "go": the pure-Go backend; always available.
+//   - "go": the pure-Go backend; available unless the program was built with NoGoBackendTag
+//     (as the XLA notebook kernels build cells), where it is a *BackendError saying so.
 //   - "cpu": XLA's CPU PJRT plugin when installed (the first of $CIFARLAB_XLA_CPU_PLUGIN, go-xla's
 //     plugin folders, pip's lammps-jax-pjrt-cpu in the repository's .venv, where the repository
 //     is $CIFARLAB_REPO or found above the working directory, and $VIRTUAL_ENV), else the
@@ -111,12 +111,7 @@ func NewBackend(name string) (compute.Backend, error) {
 		return NewBackend(BackendCPU)
 	case lower == BackendGo || strings.HasPrefix(lower, BackendGo+":"):
 		_, config, _ := strings.Cut(requested, ":")
-		b, err := newGoBackend(config)
-		if err != nil {
-			return nil, &BackendError{Requested: requested, Missing: "the Go backend rejected its configuration",
-				Fix: "use \"go\" without options", Err: err}
-		}
-		return b, nil
+		return newGoBackend(requested, config)
 	case lower == BackendCPU || strings.HasPrefix(lower, BackendCPU+","):
 		options := strings.TrimPrefix(requested[len(BackendCPU):], ",")
 		loc, err := findXLACPUPluginFor(requested)
@@ -130,7 +125,7 @@ func NewBackend(name string) (compute.Backend, error) {
 			}
 			// A plugin found by searching that does not start: the pure-Go backend still works.
 		}
-		return newGoBackend("")
+		return newGoBackend(requested, "")
 	case lower == BackendCUDA || strings.HasPrefix(lower, BackendCUDA+","):
 		options := strings.TrimPrefix(requested[len(BackendCUDA):], ",")
 		return newCUDA(requested, "", options)
@@ -311,7 +306,7 @@ func BackendName(b compute.Backend) string {
 	if b == nil {
 		return "<no backend>"
 	}
-	if b.String() == gobackend.BackendName {
+	if IsGoBackend(b) {
 		return "go (pure Go, CPU)"
 	}
 	if xb, ok := b.(*xla.Backend); ok {

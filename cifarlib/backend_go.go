@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
 )
 
 // GoBackendDefaultOptions are the options NewBackend adds to the pure-Go backend's configuration
@@ -21,11 +20,15 @@ import (
 // the deadlock cannot happen; large ops keep their internal parallelism.
 const GoBackendDefaultOptions = "ops_sequential"
 
-// newGoBackend creates the pure-Go backend from a configuration (the part after "go:"), adding
-// GoBackendDefaultOptions unless config names an ops execution mode.
-func newGoBackend(config string) (compute.Backend, error) {
-	return gobackend.New(goBackendConfig(config))
-}
+// NoGoBackendTag is the build tag that leaves the pure-Go backend (github.com/gomlx/compute/gobackend,
+// 2.2 MB of code) out of a program: NewBackend("go") then returns a *BackendError saying so.
+// The XLA notebook kernels build cells with it, because every cell is linked again as a new
+// program and that backend is the largest part of cifarlib a cell on XLA never runs
+// (bench/RESULTS-cells.md); a cell links it back with `%goflags -tags=`.
+const NoGoBackendTag = "cifarlab_nogobackend"
+
+// IsGoBackend reports whether b is the pure-Go backend.
+func IsGoBackend(b compute.Backend) bool { return b != nil && b.String() == BackendGo }
 
 // goBackendConfig returns config with GoBackendDefaultOptions added unless config already picks
 // "ops_sequential" or "ops_parallel".

@@ -1,11 +1,13 @@
 package cifarlib
 
 import (
+	"os/exec"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -100,4 +102,40 @@ func TestGoBackendManyConvolutionsDoNotDeadlock(t *testing.T) {
 	// positions that is 8 * (14*14*9 + 4*14*6 + 4*4) = 8 * 2116 per output channel, 8 output
 	// channels, and the 16 kernels scale it by 1+2+...+16 = 136.
 	require.Equal(t, float32(8*2116*8*136), got)
+}
+
+func TestIsGoBackend(t *testing.T) {
+	require.Equal(t, gobackend.BackendName, BackendGo, "IsGoBackend compares String() with BackendGo")
+	b := testBackend(t)
+	require.Equal(t, b.String() == gobackend.BackendName, IsGoBackend(b))
+	require.False(t, IsGoBackend(nil))
+}
+
+// TestNoGoBackendTag builds cifarlib with NoGoBackendTag, as the XLA notebook kernels build
+// cells: none of the pure-Go backend's packages is linked, and NewBackend("go") is a
+// *BackendError that says why and how to link it back.
+func TestNoGoBackendTag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program (-short)")
+	}
+	deps := func(tags ...string) string {
+		out, err := exec.Command("go", append(append([]string{"list", "-deps"}, tags...), "./nb")...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+	const pkg = "github.com/gomlx/compute/gobackend\n"
+	require.Contains(t, deps(), pkg, "without the tag cifarlib/nb links the pure-Go backend")
+	tagged := deps("-tags", NoGoBackendTag)
+	require.NotContains(t, tagged, pkg)
+	require.NotContains(t, tagged, "github.com/gomlx/compute/internal/gobackend")
+
+	out, err := exec.Command("go", "run", "-tags", NoGoBackendTag, "./testdata/nogobackend").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	want := func(name string) string {
+		return name + `: BackendError true: backend "` + name + `" unavailable: the pure-Go backend is not linked into ` +
+			"this program (built with -tags cifarlab_nogobackend, as the XLA notebook kernels build cells so that they " +
+			"link faster): use the XLA backend the kernel sets in GOMLX_BACKEND, or link the pure-Go backend back " +
+			"into the cells with the cell line `%goflags -tags=`\n"
+	}
+	require.Equal(t, want("go")+want("go:ops_parallel"), string(out))
 }

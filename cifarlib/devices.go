@@ -6,7 +6,6 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
-	"github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/go-xla/compute/xla"
 	"github.com/gomlx/go-xla/pjrt"
 )
@@ -89,7 +88,7 @@ func resolveDevices(b compute.Backend, requested int) (int, error) {
 	case requested < DevicesAll:
 		return 0, &ConfigError{Field: "Devices", Value: fmt.Sprint(requested), Reason: "use a positive number of devices or DevicesAll"}
 	}
-	if b.String() == gobackend.BackendName {
+	if IsGoBackend(b) {
 		if requested == DevicesAll {
 			return 1, nil
 		}

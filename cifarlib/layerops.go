@@ -2,7 +2,6 @@ package cifarlib
 
 import (
 	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/layers"
@@ -43,7 +42,7 @@ func (k LayerOps) String() string {
 // LayerOpsFor returns the layer lowering that is fastest on the backend: LayerOpsMatmul for the
 // pure-Go backend, LayerOpsNative for XLA (and when backend is nil).
 func LayerOpsFor(backend compute.Backend) LayerOps {
-	if backend != nil && backend.String() == gobackend.BackendName {
+	if IsGoBackend(backend) {
 		return LayerOpsMatmul
 	}
 	return LayerOpsNative

@@ -13,7 +13,7 @@ func TestCheckKernelSpec(t *testing.T) {
 	repo := fakeRepo(t)
 	goBin, err := GoBinDir()
 	require.NoError(t, err)
-	good := NewKernelSpec(repo, "cpu", goBin, Backend{GoMLX: "go"})
+	good := NewKernelSpec(repo, "cpu", GoTools{BinDir: goBin}, Backend{GoMLX: "go"})
 	listed := func(s KernelSpec) map[string]ListedSpec {
 		return map[string]ListedSpec{CPUKernel: {ResourceDir: "/d/kernels/cifarlab-cpu", Spec: s}, "python3": {}}
 	}
@@ -26,7 +26,7 @@ func TestCheckKernelSpec(t *testing.T) {
 	require.Equal(t, Check{Name: "kernelspec cifarlab-cuda", Status: StatusFail, Required: true,
 		Detail: "not installed (Jupyter lists: cifarlab-cpu, python3)", Fix: "cifarlab kernel install"}, c)
 
-	broken := NewKernelSpec(repo, "cpu", goBin, Backend{GoMLX: "xla:/gone/xla_cuda_plugin.so"})
+	broken := NewKernelSpec(repo, "cpu", GoTools{BinDir: goBin}, Backend{GoMLX: "xla:/gone/xla_cuda_plugin.so"})
 	broken.Argv[0] = "/gone/gonb"
 	broken.Argv = broken.Argv[:3]
 	broken.Env["PATH"] = "/nowhere"
@@ -37,13 +37,13 @@ func TestCheckKernelSpec(t *testing.T) {
 		`kernel binary "/gone/gonb" missing; go not on the kernel's PATH; goimports not on the kernel's PATH; gopls not on the kernel's PATH; `+
 		`no --go_work: cells would not import this repository's cifarlib; GOMLX_BACKEND names a missing plugin: xla:/gone/xla_cuda_plugin.so`, c.Detail)
 
-	withPlugins := NewKernelSpec(repo, "cuda", goBin, Backend{GoMLX: "xla:cuda", Env: map[string]string{PJRTPluginPathEnv: t.TempDir()}})
+	withPlugins := NewKernelSpec(repo, "cuda", GoTools{BinDir: goBin}, Backend{GoMLX: "xla:cuda", Env: map[string]string{PJRTPluginPathEnv: t.TempDir()}})
 	c = checkKernelSpec(repo, CPUKernel, listed(withPlugins))
 	require.Equal(t, StatusFail, c.Status)
 	require.Contains(t, c.Detail, "holds no loadable plugin file")
 
 	other := fakeRepo(t)
-	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(other, "cpu", goBin, Backend{GoMLX: "go"})))
+	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(other, "cpu", GoTools{BinDir: goBin}, Backend{GoMLX: "go"})))
 	require.Equal(t, StatusWarn, c.Status)
 	require.Contains(t, c.Detail, "; compiles against "+other.Dir+", not "+repo.Dir)
 }

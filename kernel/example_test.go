@@ -11,7 +11,7 @@ import (
 // go.mod versions), and a PATH that finds go, goimports and gopls.
 func ExampleNewKernelSpec() {
 	repo := kernel.Repo{Dir: "/src/cifarlab"}
-	spec := kernel.NewKernelSpec(repo, "cuda", "/usr/local/go/bin", kernel.Backend{GoMLX: "xla:cuda"})
+	spec := kernel.NewKernelSpec(repo, "cuda", kernel.GoTools{BinDir: "/usr/local/go/bin"}, kernel.Backend{GoMLX: "xla:cuda"})
 	fmt.Println(spec.DisplayName)
 	fmt.Println(spec.Argv)
 	fmt.Println(spec.Env["PATH"])

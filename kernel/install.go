@@ -85,7 +85,7 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 				opts.Repo.Tool(t.Name), opts.Repo.ToolsModDir(), opts.Repo.BinDir())
 		}
 	}
-	goBin, err := GoBinDir()
+	goTools, err := FindGoTools(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 				return nil, err
 			}
 		}
-		spec := NewKernelSpec(opts.Repo, k.kind, goBin, k.b)
+		spec := NewKernelSpec(opts.Repo, k.kind, goTools, k.b)
 		data, err := json.MarshalIndent(spec, "", "  ")
 		if err != nil {
 			return nil, err

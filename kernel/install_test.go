@@ -47,6 +47,8 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 	t.Setenv(CPUPluginEnv, "")
 	t.Setenv("CIFARLAB_XLA_CPU_PLUGIN", "")
 	t.Setenv("VIRTUAL_ENV", "")
+	t.Setenv("GOMODCACHE", "/cache/mod") // go env reports these: the cells' proxy list starts with the cache
+	t.Setenv("GOPROXY", "https://proxy.example.com|direct")
 	parent := t.TempDir()
 	dataDir := filepath.Join(parent, "share", "jupyter")
 	goBin, err := GoBinDir()
@@ -75,6 +77,7 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 			"CIFARLAB_REPO":         repo.Dir,
 			"GOWORK":                "",
 			"GOFLAGS":               "-buildvcs=false '-ldflags=-s -linkmode=internal'",
+			"GOPROXY":               "file:///cache/mod/cache/download,https://proxy.example.com|direct",
 			"GO111MODULE":           "on",
 			"CGO_ENABLED":           "1",
 			"GOOS":                  runtime.GOOS,
@@ -84,6 +87,9 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 	}, cpu)
 	require.Equal(t, "Go (cifarlab, CUDA)", cuda.DisplayName)
 	require.Equal(t, "xla:cuda", cuda.Env["GOMLX_BACKEND"])
+	require.Equal(t, "-buildvcs=false '-ldflags=-s -linkmode=internal' -tags=cifarlab_nogobackend", cuda.Env["GOFLAGS"],
+		"an XLA kernel's cells leave the pure-Go backend out")
+	require.Equal(t, cpu.Env["GOPROXY"], cuda.Env["GOPROXY"])
 	require.Equal(t, "cuda", cuda.Env["CIFARLAB_KERNEL"])
 	require.Equal(t, cpu.Argv, cuda.Argv)
 

@@ -14,6 +14,8 @@ export GOMLX_NO_AUTO_INSTALL=1
 
 echo "== go vet"
 go vet ./...
+# cifarlib as the XLA kernels build notebook cells: without the pure-Go backend (kernel.CellGoFlags).
+go vet -tags cifarlab_nogobackend ./cifarlib/...
 echo "== gofmt"
 unformatted="$(gofmt -l cifarlib cmd internal kernel bench docker notebooks 2>/dev/null || true)"
 if [ -n "$unformatted" ]; then

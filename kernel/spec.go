@@ -227,32 +227,18 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-// CellLinkFlags are the linker flags of notebook cells, added to the kernelspecs' GOFLAGS: most
-// of a cell's turnaround is linking GoMLX, XLA's binding and cifarlib again (GoNB builds every
-// cell as a new program), and these halve the CPU time of that link (bench/RESULTS-cells.md):
-//
-//   - -s: no symbol table and no DWARF. Go's panics and stack traces, and GoNB's
-//     "Cell [n] Line m" in them, come from the runtime's pclntab, which stays; what goes is
-//     debugging a cell's binary with a debugger;
-//   - -linkmode=internal: Go's own linker, without gcc's linker after it. go-xla's binding
-//     only needs libdl (PJRT plugins are loaded with dlopen), which internal linking handles.
-//     A cell importing a cgo package that needs the external linker (static C++ libraries)
-//     overrides them with `%goflags -ldflags=-w` (command-line flags come after GOFLAGS).
-//
-// The go command splits GOFLAGS with quotes, so the one -ldflags value holds both flags.
-const CellLinkFlags = "'-ldflags=-s -linkmode=internal'"
-
 // NewKernelSpec builds the kernel.json of one cifarlab kernel ("cpu" or "cuda"): the pinned
 // gonb from REPO/.bin started with --go_work=REPO, PATH = REPO/.bin, the go command's
-// folder, then the server's PATH, the Go environment of GoEnvPins with CellLinkFlags in its
-// GOFLAGS, and the backend's variables.
-func NewKernelSpec(repo Repo, kind, goBinDir string, b Backend) KernelSpec {
+// folder, then the server's PATH, the Go environment of GoEnvPins with the cells' build flags
+// (CellGoFlags) in its GOFLAGS and their module proxy (CellGoProxy), and the backend's
+// variables.
+func NewKernelSpec(repo Repo, kind string, gt GoTools, b Backend) KernelSpec {
 	display := CPUDisplayName
 	if kind == "cuda" {
 		display = CUDADisplayName
 	}
 	env := map[string]string{
-		"PATH":           repo.BinDir() + string(os.PathListSeparator) + goBinDir + string(os.PathListSeparator) + "${PATH}",
+		"PATH":           repo.BinDir() + string(os.PathListSeparator) + gt.BinDir + string(os.PathListSeparator) + "${PATH}",
 		GoMLXBackendEnv:  b.GoMLX,
 		NoAutoInstallEnv: "1",
 		KernelEnv:        kind,
@@ -264,7 +250,10 @@ func NewKernelSpec(repo Repo, kind, goBinDir string, b Backend) KernelSpec {
 	for k, v := range GoEnvPins() {
 		env[k] = v
 	}
-	env["GOFLAGS"] += " " + CellLinkFlags
+	env["GOFLAGS"] = CellGoFlags(b)
+	if proxy := CellGoProxy(gt); proxy != "" {
+		env["GOPROXY"] = proxy
+	}
 	for k, v := range b.Env {
 		env[k] = v
 	}

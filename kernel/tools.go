@@ -3,10 +3,12 @@ package kernel
 import (
 	"context"
 	"debug/buildinfo"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -137,6 +139,35 @@ func GoBinDir() (string, error) {
 		p = real
 	}
 	return dirOf(p), nil
+}
+
+// GoTools is the go command the kernels build cells with, as FindGoTools finds it.
+type GoTools struct {
+	// BinDir is the folder of the go command on PATH (GoBinDir).
+	BinDir string
+	// ModCache and Proxy are its GOMODCACHE and GOPROXY (go env), "" when go env cannot say.
+	ModCache, Proxy string
+}
+
+// FindGoTools finds the go command on PATH and asks it for its module cache and proxy list.
+// A go env that fails (e.g. on a broken GOFLAGS in `go env -w`'s file, which the kernels
+// override) leaves ModCache and Proxy empty.
+func FindGoTools(ctx context.Context) (GoTools, error) {
+	dir, err := GoBinDir()
+	if err != nil {
+		return GoTools{}, err
+	}
+	gt := GoTools{BinDir: dir}
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "go"), "env", "-json", "GOMODCACHE", "GOPROXY")
+	cmd.Dir = os.TempDir() // outside any module or workspace
+	cmd.Env = append(os.Environ(), "GOFLAGS="+GoEnvPins()["GOFLAGS"])
+	if out, err := cmd.Output(); err == nil {
+		var env struct{ GOMODCACHE, GOPROXY string }
+		if json.Unmarshal(out, &env) == nil {
+			gt.ModCache, gt.Proxy = env.GOMODCACHE, env.GOPROXY
+		}
+	}
+	return gt, nil
 }
 
 // GoVersion returns the version of the go command on PATH, e.g. "go1.26.8".

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
 )
 
 // RunsEnv names the folder where Lab keeps its runs; default: "runs" in the data folder
@@ -79,7 +78,7 @@ func New(spec cifarlib.Spec, backend compute.Backend, dataDir string) (*Lab, err
 // that must run in a couple of minutes on a laptop. The head, the labels and the guards behave
 // the same on every architecture; a nil backend counts as the pure-Go one.
 func Arch(backend compute.Backend) string {
-	if backend == nil || backend.String() == gobackend.BackendName {
+	if backend == nil || cifarlib.IsGoBackend(backend) {
 		return cifarlib.ArchLinear
 	}
 	return cifarlib.ArchCNN

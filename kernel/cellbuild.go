@@ -1,0 +1,69 @@
+package kernel
+
+import (
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+)
+
+// CellLinkFlags are the linker flags of notebook cells, in the kernelspecs' GOFLAGS (CellGoFlags):
+// most of a cell's turnaround is linking GoMLX, XLA's binding and cifarlib again (GoNB builds
+// every cell as a new program), and these halve the CPU time of that link
+// (bench/RESULTS-cells.md):
+//
+//   - -s: no symbol table and no DWARF. Go's panics and stack traces, and GoNB's
+//     "Cell [n] Line m" in them, come from the runtime's pclntab, which stays; what goes is
+//     debugging a cell's binary with a debugger;
+//   - -linkmode=internal: Go's own linker, without gcc's linker after it. go-xla's binding
+//     only needs libdl (PJRT plugins are loaded with dlopen), which internal linking handles.
+//     A cell importing a cgo package that needs the external linker (static C++ libraries)
+//     overrides them with `%goflags -ldflags=-w` (command-line flags come after GOFLAGS).
+//
+// The go command splits GOFLAGS with quotes, so the one -ldflags value holds both flags.
+const CellLinkFlags = "'-ldflags=-s -linkmode=internal'"
+
+// CellGoFlags returns the GOFLAGS of a kernel's cells on backend b: GoEnvPins' flags, then
+// CellLinkFlags, then, on an XLA backend, -tags=cifarlib.NoGoBackendTag, which leaves the
+// pure-Go backend (the largest part of what a cell links, and one such a kernel never runs) out
+// of every cell. A cell that wants it anyway says `%goflags -tags=`: command-line flags come
+// after GOFLAGS.
+func CellGoFlags(b Backend) string {
+	flags := GoEnvPins()["GOFLAGS"] + " " + CellLinkFlags
+	if strings.HasPrefix(strings.ToLower(b.GoMLX), "xla") {
+		flags += " -tags=" + cifarlib.NoGoBackendTag
+	}
+	return flags
+}
+
+// DefaultGoProxy is the go command's GOPROXY when none is set.
+const DefaultGoProxy = "https://proxy.golang.org,direct"
+
+// CellGoProxy returns the GOPROXY of notebook cells: the go command's module cache, read as a
+// file:// proxy (GOMODCACHE/cache/download), before gt.Proxy, the user's own list
+// (DefaultGoProxy when empty); "" when the module cache is unknown (cells then use the user's).
+//
+// Why: GoNB runs `go get` before it builds each cell, and `go get` asks the proxy, for every
+// module of the build list (33 for a cell importing cifarlib), for its versions and its latest
+// go.mod, to warn of retractions and deprecations: 0.5-0.9 s of every cell here, waiting on the
+// network. The module cache holds those answers as files, written when the modules were
+// downloaded, so the same `go get` takes 0.05 s. A module the cache does not hold is "not found"
+// there, and the go command asks the next proxy of the list (the ',' separator), so a cell that
+// imports a new module still downloads it. What changes: inside a cell, `go get -u` and @latest
+// see the newest version already in the cache; `!GOPROXY=https://proxy.golang.org go get -u ...`
+// asks the network.
+func CellGoProxy(gt GoTools) string {
+	if gt.ModCache == "" || !filepath.IsAbs(gt.ModCache) {
+		return ""
+	}
+	cache := (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(gt.ModCache, "cache", "download"))}).String()
+	proxy := gt.Proxy
+	if proxy == "" {
+		proxy = DefaultGoProxy
+	}
+	if proxy == cache || strings.HasPrefix(proxy, cache+",") || strings.HasPrefix(proxy, cache+"|") {
+		return proxy // installed from a kernel's own environment: the cache is already first
+	}
+	return cache + "," + proxy
+}
