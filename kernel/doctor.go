@@ -130,8 +130,9 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 		}
 	}
 	if specs != nil {
+		goTools, _ := FindGoTools(ctx) // no go command: checkGo has said so
 		for _, name := range []string{CPUKernel, CUDAKernel} {
-			add(checkKernelSpec(repo, name, specs))
+			add(checkKernelSpec(repo, name, specs, goTools))
 		}
 	}
 
@@ -236,7 +237,7 @@ func checkGo(ctx context.Context, repo Repo) Check {
 
 // checkKernelSpec verifies one cifarlab kernelspec as Jupyter lists it: its gonb exists,
 // the PATH it sets finds go, goimports and gopls, and --go_work names a checkout.
-func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec) Check {
+func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoTools) Check {
 	c := Check{Name: "kernelspec " + name, Required: true}
 	fix := "cifarlab kernel install"
 	ls, ok := specs[name]
@@ -297,6 +298,14 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec) Check 
 		c.Status = StatusWarn
 		c.Detail += "; compiles against " + goWork + ", not " + repo.Dir
 		c.Fix = fix + " (from this checkout)"
+	}
+	if want := CellGoProxy(gt); want != "" && s.Env["GOPROXY"] != want {
+		c.Status = StatusWarn
+		c.Detail += fmt.Sprintf("; its GOPROXY %q is not the cells' proxy for this go command's GOMODCACHE and GOPROXY (%q): "+
+			"each cell may wait on the network before its build", s.Env["GOPROXY"], want)
+		if c.Fix == "" {
+			c.Fix = fix
+		}
 	}
 	return c
 }

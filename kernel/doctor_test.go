@@ -18,11 +18,11 @@ func TestCheckKernelSpec(t *testing.T) {
 		return map[string]ListedSpec{CPUKernel: {ResourceDir: "/d/kernels/cifarlab-cpu", Spec: s}, "python3": {}}
 	}
 
-	c := checkKernelSpec(repo, CPUKernel, listed(good))
+	c := checkKernelSpec(repo, CPUKernel, listed(good), GoTools{})
 	require.Equal(t, Check{Name: "kernelspec cifarlab-cpu", Status: StatusOK, Required: true,
 		Detail: `"Go (cifarlab, CPU)" in /d/kernels/cifarlab-cpu, GOMLX_BACKEND=go`}, c)
 
-	c = checkKernelSpec(repo, CUDAKernel, listed(good))
+	c = checkKernelSpec(repo, CUDAKernel, listed(good), GoTools{})
 	require.Equal(t, Check{Name: "kernelspec cifarlab-cuda", Status: StatusFail, Required: true,
 		Detail: "not installed (Jupyter lists: cifarlab-cpu, python3)", Fix: "cifarlab kernel install"}, c)
 
@@ -31,19 +31,32 @@ func TestCheckKernelSpec(t *testing.T) {
 	broken.Argv = broken.Argv[:3]
 	broken.Env["PATH"] = "/nowhere"
 	t.Setenv("PATH", "/also-nowhere")
-	c = checkKernelSpec(repo, CPUKernel, listed(broken))
+	c = checkKernelSpec(repo, CPUKernel, listed(broken), GoTools{})
 	require.Equal(t, StatusFail, c.Status)
 	require.Equal(t, `"Go (cifarlab, CPU)" in /d/kernels/cifarlab-cpu, GOMLX_BACKEND=xla:/gone/xla_cuda_plugin.so: `+
 		`kernel binary "/gone/gonb" missing; go not on the kernel's PATH; goimports not on the kernel's PATH; gopls not on the kernel's PATH; `+
 		`no --go_work: cells would not import this repository's cifarlib; GOMLX_BACKEND names a missing plugin: xla:/gone/xla_cuda_plugin.so`, c.Detail)
 
+	// A kernelspec written for another module cache or proxy list: cells would ask the network.
+	gt := GoTools{BinDir: goBin, ModCache: "/cache/mod", Proxy: "https://proxy.example.com"}
+	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(repo, "cpu", gt, Backend{GoMLX: "go"})), gt)
+	require.Equal(t, StatusOK, c.Status, "%+v", c)
+	moved := gt
+	moved.ModCache = "/new/mod"
+	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(repo, "cpu", gt, Backend{GoMLX: "go"})), moved)
+	require.Equal(t, Check{Name: "kernelspec cifarlab-cpu", Status: StatusWarn, Required: true,
+		Detail: `"Go (cifarlab, CPU)" in /d/kernels/cifarlab-cpu, GOMLX_BACKEND=go; its GOPROXY ` +
+			`"file:///cache/mod/cache/download,https://proxy.example.com" is not the cells' proxy for this go command's ` +
+			`GOMODCACHE and GOPROXY ("file:///new/mod/cache/download,https://proxy.example.com"): each cell may wait on the network before its build`,
+		Fix: "cifarlab kernel install"}, c)
+
 	withPlugins := NewKernelSpec(repo, "cuda", GoTools{BinDir: goBin}, Backend{GoMLX: "xla:cuda", Env: map[string]string{PJRTPluginPathEnv: t.TempDir()}})
-	c = checkKernelSpec(repo, CPUKernel, listed(withPlugins))
+	c = checkKernelSpec(repo, CPUKernel, listed(withPlugins), GoTools{})
 	require.Equal(t, StatusFail, c.Status)
 	require.Contains(t, c.Detail, "holds no loadable plugin file")
 
 	other := fakeRepo(t)
-	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(other, "cpu", GoTools{BinDir: goBin}, Backend{GoMLX: "go"})))
+	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(other, "cpu", GoTools{BinDir: goBin}, Backend{GoMLX: "go"})), GoTools{})
 	require.Equal(t, StatusWarn, c.Status)
 	require.Contains(t, c.Detail, "; compiles against "+other.Dir+", not "+repo.Dir)
 }

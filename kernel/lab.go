@@ -66,7 +66,8 @@ type Lab struct {
 }
 
 // KernelsReady reports whether Jupyter lists both cifarlab kernels, each running an
-// existing gonb and compiling against repo.
+// existing gonb, compiling against repo, with the cells' module proxy of this go command
+// (CellGoProxy).
 func KernelsReady(ctx context.Context, jup Jupyter, repo Repo, dataDir string) (bool, error) {
 	var env []string
 	if dataDir != "" {
@@ -76,8 +77,9 @@ func KernelsReady(ctx context.Context, jup Jupyter, repo Repo, dataDir string) (
 	if err != nil {
 		return false, err
 	}
+	goTools, _ := FindGoTools(ctx)
 	for _, name := range []string{CPUKernel, CUDAKernel} {
-		if c := checkKernelSpec(repo, name, specs); c.Status != StatusOK {
+		if c := checkKernelSpec(repo, name, specs, goTools); c.Status != StatusOK {
 			return false, nil
 		}
 	}

@@ -37,6 +37,8 @@ func TestKernelInstallShowsInJupyterKernelspecList(t *testing.T) {
 
 	specs, err := jup.KernelSpecs(context.Background(), JupyterDataDirEnv+"="+dataDir)
 	require.NoError(t, err)
+	goTools, err := FindGoTools(context.Background())
+	require.NoError(t, err)
 	for name, display := range map[string]string{CPUKernel: CPUDisplayName, CUDAKernel: CUDADisplayName} {
 		ls, ok := specs[name]
 		require.True(t, ok, "jupyter kernelspec list does not show %s: %v", name, specs)
@@ -44,7 +46,7 @@ func TestKernelInstallShowsInJupyterKernelspecList(t *testing.T) {
 		require.Equal(t, display, ls.Spec.DisplayName)
 		require.Equal(t, []string{repo.Tool("gonb"), "--kernel", "{connection_file}", "--go_work=" + repo.Dir}, ls.Spec.Argv)
 		require.Equal(t, "1", ls.Spec.Env[NoAutoInstallEnv])
-		require.Equal(t, StatusOK, checkKernelSpec(repo, name, specs).Status, "doctor's check of %s", name)
+		require.Equal(t, StatusOK, checkKernelSpec(repo, name, specs, goTools).Status, "doctor's check of %s", name)
 	}
 	require.Equal(t, "cpu", specs[CPUKernel].Spec.Env[KernelEnv])
 	require.Equal(t, "cuda", specs[CUDAKernel].Spec.Env[KernelEnv])
