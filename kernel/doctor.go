@@ -302,7 +302,7 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoT
 	if want := CellGoProxy(gt); want != "" && s.Env["GOPROXY"] != want {
 		c.Status = StatusWarn
 		c.Detail += fmt.Sprintf("; its GOPROXY %q is not the cells' proxy for this go command's GOMODCACHE and GOPROXY (%q): "+
-			"each cell may wait on the network before its build", s.Env["GOPROXY"], want)
+			"cells would look for modules in another cache or proxy than go does", s.Env["GOPROXY"], want)
 		if c.Fix == "" {
 			c.Fix = fix
 		}

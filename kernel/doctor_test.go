@@ -47,7 +47,7 @@ func TestCheckKernelSpec(t *testing.T) {
 	require.Equal(t, Check{Name: "kernelspec cifarlab-cpu", Status: StatusWarn, Required: true,
 		Detail: `"Go (cifarlab, CPU)" in /d/kernels/cifarlab-cpu, GOMLX_BACKEND=go; its GOPROXY ` +
 			`"file:///cache/mod/cache/download,https://proxy.example.com" is not the cells' proxy for this go command's ` +
-			`GOMODCACHE and GOPROXY ("file:///new/mod/cache/download,https://proxy.example.com"): each cell may wait on the network before its build`,
+			`GOMODCACHE and GOPROXY ("file:///new/mod/cache/download,https://proxy.example.com"): cells would look for modules in another cache or proxy than go does`,
 		Fix: "cifarlab kernel install"}, c)
 
 	withPlugins := NewKernelSpec(repo, "cuda", GoTools{BinDir: goBin}, Backend{GoMLX: "xla:cuda", Env: map[string]string{PJRTPluginPathEnv: t.TempDir()}})

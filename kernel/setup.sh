@@ -9,7 +9,8 @@
 #      kernel/requirements.txt under kernel/constraints.txt (JupyterLab, nbclient, ...),
 #      the XLA CPU plugin, NumPy (tests only: kernel/requirements-test.txt) and TensorBoard,
 #   3. builds the pinned gonb, goimports and gopls from tools/go.mod into REPO/.bin,
-#   4. builds the cifarlab command into REPO/.bin,
+#   4. builds the cifarlab command into REPO/.bin, and cifarlib as notebook cells build it
+#      (warming the build cache for the first cell),
 #   5. installs the kernelspecs "Go (cifarlab, CPU)" and "Go (cifarlab, CUDA)"
 #      (`cifarlab kernel install $KERNEL_INSTALL_ARGS`),
 #   6. runs `npm ci` in notebooks/browser-test when it has a package-lock.json
@@ -164,6 +165,9 @@ if [ "$SKIP_CLI" != 1 ]; then
   step "cifarlab -> $BIN/cifarlab"
   mkdir -p "$BIN"
   (cd "$REPO" && GOWORK=off go build -o "$BIN/cifarlab" ./cmd/cifarlab)
+  # Warms the build cache for notebook cells, which an XLA kernel builds without the pure-Go
+  # backend (kernel.CellGoFlags): the first cell then compiles none of cifarlib.
+  (cd "$REPO" && GOWORK=off go build -tags cifarlab_nogobackend ./cifarlib/...)
 fi
 
 # 5. The kernelspecs (JUPYTER_DATA_DIR and KERNEL_INSTALL_ARGS are honoured).
