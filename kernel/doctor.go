@@ -236,7 +236,8 @@ func checkGo(ctx context.Context, repo Repo) Check {
 }
 
 // checkKernelSpec verifies one cifarlab kernelspec as Jupyter lists it: its gonb exists,
-// the PATH it sets finds go, goimports and gopls, and --go_work names a checkout.
+// the PATH it sets finds go, goimports and gopls, --go_work names a checkout, and its GOPROXY
+// is the cells' proxy (CellGoProxy) of gt, the go command now on PATH (a warning otherwise).
 func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoTools) Check {
 	c := Check{Name: "kernelspec " + name, Required: true}
 	fix := "cifarlab kernel install"
