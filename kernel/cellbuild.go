@@ -37,12 +37,12 @@ func CellGoFlags(b Backend) string {
 	return flags
 }
 
-// DefaultGoProxy is the go command's GOPROXY when none is set.
-const DefaultGoProxy = "https://proxy.golang.org,direct"
+// defaultGoProxy is the go command's GOPROXY when none is set.
+const defaultGoProxy = "https://proxy.golang.org,direct"
 
 // CellGoProxy returns the GOPROXY of notebook cells: the go command's module cache, read as a
 // file:// proxy (GOMODCACHE/cache/download), before gt.Proxy, the user's own list
-// (DefaultGoProxy when empty); "" when the module cache is unknown (cells then use the user's).
+// (defaultGoProxy when empty); "" when the module cache is unknown (cells then use the user's).
 //
 // Why: GoNB runs `go get` before it builds each cell, and `go get` asks the proxy, for every
 // module of the build list (33 for a cell importing cifarlib), for its versions and its latest
@@ -60,7 +60,7 @@ func CellGoProxy(gt GoTools) string {
 	cache := (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(gt.ModCache, "cache", "download"))}).String()
 	proxy := gt.Proxy
 	if proxy == "" {
-		proxy = DefaultGoProxy
+		proxy = defaultGoProxy
 	}
 	if proxy == cache || strings.HasPrefix(proxy, cache+",") || strings.HasPrefix(proxy, cache+"|") {
 		return proxy // installed from a kernel's own environment: the cache is already first
