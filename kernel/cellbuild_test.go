@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/mod/semver"
 )
 
 func TestCellGoFlags(t *testing.T) {
@@ -52,46 +54,63 @@ func TestCellGoProxy(t *testing.T) {
 	require.NotContains(t, spec.Env, "GOPROXY")
 }
 
-// cellModule writes a module like the one GoNB builds a cell in: a main package importing
-// cifarlib from the checkout (a replace, as GoNB's go.work does), with the checkout's go.sum.
-func cellModule(t *testing.T, repo Repo) string {
-	t.Helper()
-	dir := t.TempDir()
-	sum, err := os.ReadFile(filepath.Join(repo.Dir, "go.sum"))
-	require.NoError(t, err)
-	for name, data := range map[string]string{
-		"go.mod":  "module cell\n\ngo 1.26\n\nrequire github.com/cifarlab/cifarlab v0.0.0\n\nreplace github.com/cifarlab/cifarlab => " + repo.Dir + "\n",
-		"go.sum":  string(sum),
-		"main.go": "package main\n\nimport (\n\t\"fmt\"\n\n\t\"github.com/cifarlab/cifarlab/cifarlib\"\n)\n\nfunc main() { fmt.Println(cifarlib.CIFAR10().NumClasses) }\n",
-	} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
-	}
-	return dir
-}
-
-// goGet runs GoNB's `go get` (with -x, which prints every proxy request) in dir with the
-// environment env added.
-func goGet(t *testing.T, dir string, env ...string) string {
-	t.Helper()
-	cmd := exec.Command("go", "get", "-x")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), append([]string{"GOFLAGS=-mod=mod -modcacherw", "GOWORK=off"}, env...)...)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go get:\n%s", out)
-	return string(out)
-}
-
 // TestCellGoProxyAnswersGoGetFromTheCache runs the `go get` GoNB runs before every cell, in a
-// cell's module, with the kernels' GOPROXY: every answer it needs (the version lists and go.mod
-// files of cifarlib's modules, for the retraction and deprecation checks) comes from the module
-// cache, and nothing is asked of the network.
+// cell's module, with the kernels' GOPROXY, twice: the first run is the warm-up that `cifarlab
+// kernel install` does (WarmCellGet), and after it every answer a cell's `go get` needs (the
+// version lists and go.mod files of the cells' modules, for the retraction and deprecation
+// checks, and the checksum database's answers) comes from the module cache: nothing is asked of
+// the network. What the first run asks depends on what this machine's module cache held before;
+// on a new machine it asks nothing either, which TestToolsPinNoNewerCellModule checks without
+// depending on the machine.
 func TestCellGoProxyAnswersGoGetFromTheCache(t *testing.T) {
 	gt, err := FindGoTools(context.Background())
 	require.NoError(t, err)
-	proxy := CellGoProxy(gt)
-	require.NotEmpty(t, proxy, "go env GOMODCACHE: %+v", gt)
-	out := goGet(t, cellModule(t, testRepo(t)), "GOPROXY="+proxy)
-	require.NotRegexp(t, `(?m)^# get https?://`, out, "go get asked the network")
+	require.NotEmpty(t, CellGoProxy(gt), "go env GOMODCACHE: %+v", gt)
+	dir := t.TempDir()
+	require.NoError(t, WriteCellModule(dir, testRepo(t)))
+	out, err := CellGoGet(context.Background(), dir, gt)
+	require.NoError(t, err)
+	t.Logf("warm-up (what install's WarmCellGet asks on this machine): %d requests %q", len(NetworkRequests(out)), NetworkRequests(out))
+	out, err = CellGoGet(context.Background(), dir, gt)
+	require.NoError(t, err)
+	require.Empty(t, NetworkRequests(out), "go get asked the network after the warm-up:\n%s", out)
+}
+
+// TestToolsPinNoNewerCellModule: the pinned tools (tools/go.mod, built into the same module
+// cache by setup) bring no module that notebook cells build with at a newer version than the
+// cells select. If they did, a cell's `go get` on a new machine would take that newer go.mod
+// from the cache as the module's latest (for its retraction check), find no checksum for it in
+// the checkout's go.sum and ask sum.golang.org: the failure of a fresh clone with gonb v0.11.3
+// in go.mod and v0.11.4 in tools/go.mod. This reads the two module graphs, not the machine.
+func TestToolsPinNoNewerCellModule(t *testing.T) {
+	repo := testRepo(t)
+	goCmd := func(dir string, args ...string) string {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+		out, err := cmd.Output()
+		require.NoError(t, err, "go %s in %s", strings.Join(args, " "), dir)
+		return string(out)
+	}
+	cells := map[string]string{} // module path -> version selected for cells
+	for _, line := range strings.Split(goCmd(repo.Dir, append([]string{"list", "-deps", "-f", "{{with .Module}}{{.Path}} {{.Version}}{{end}}"}, cellImports...)...), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			cells[f[0]] = f[1]
+		}
+	}
+	require.Contains(t, cells, "github.com/janpfeifer/gonb", "cells import gonbui")
+	var newer []string
+	for _, line := range strings.Split(goCmd(repo.ToolsModDir(), "mod", "graph"), "\n") {
+		for _, mv := range strings.Fields(line) {
+			path, version, ok := strings.Cut(mv, "@")
+			if ok && cells[path] != "" && semver.Compare(version, cells[path]) > 0 {
+				newer = append(newer, fmt.Sprintf("%s %s (cells: %s)", path, version, cells[path]))
+			}
+		}
+	}
+	slices.Sort(newer)
+	require.Empty(t, slices.Compact(newer), "tools/go.mod's module graph has newer versions of modules the cells build with: "+
+		"raise them in go.mod (`go get MODULE@VERSION && go mod tidy`) so that go.sum pins what a cell's go get checks")
 }
 
 // TestCellGoProxyFallsThroughForANewModule: a module the cache does not hold is "not found"
@@ -134,9 +153,10 @@ func TestCellGoProxyFallsThroughForANewModule(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module cell\n\ngo 1.26\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"),
 		[]byte("package main\n\nimport (\n\t\"fmt\"\n\n\t\""+mod+"\"\n)\n\nfunc main() { fmt.Println(fresh.Answer) }\n"), 0o644))
-	proxy := CellGoProxy(GoTools{ModCache: cache, Proxy: srv.URL})
-	require.Equal(t, "file://"+filepath.ToSlash(cache)+"/cache/download,"+srv.URL, proxy)
-	out := goGet(t, dir, "GOPROXY="+proxy, "GOMODCACHE="+cache, "GOSUMDB=off")
+	gt := GoTools{ModCache: cache, Proxy: srv.URL}
+	require.Equal(t, "file://"+filepath.ToSlash(cache)+"/cache/download,"+srv.URL, CellGoProxy(gt))
+	out, err := CellGoGet(context.Background(), dir, gt, "GOMODCACHE="+cache, "GOSUMDB=off")
+	require.NoError(t, err)
 	require.Contains(t, asked, "/"+mod+"/@v/"+version+".zip", "go get did not fall through to the next proxy:\n%s", out)
 	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	require.NoError(t, err)

@@ -141,6 +141,14 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 		}
 		fmt.Fprintf(log, "%s %q -> %s (%s; GOMLX_BACKEND=%s: %s)\n", k.name, spec.DisplayName, dir, state, k.b.GoMLX, k.b.Reason)
 	}
+	// The cells' first `go get`, run now: what it asks of the network (checksums of newer
+	// go.mod files that other projects left in the module cache) is fetched at install, not by
+	// the user's first cell. Offline, the first cell asks instead.
+	if n, err := WarmCellGet(ctx, opts.Repo, goTools); err != nil {
+		fmt.Fprintf(log, "warning: could not run the cells' go get ahead (the first cell will): %v\n", err)
+	} else {
+		fmt.Fprintf(log, "cells' go get warmed: %d network requests now, none left for the first cell\n", n)
+	}
 	if err := tr.mkdirAll(filepath.Dir(res.Manifest)); err != nil {
 		return nil, err
 	}
