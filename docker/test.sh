@@ -20,7 +20,8 @@
 #
 # Environment:
 #   CIFARLAB_DOCKER_CACHE     container storage, the base rootfs tarball, logs and times
-#                             (default ~/.cache/cifarlab-docker; several GB: vfs copies layers);
+#                             (default ~/.cache/cifarlab-docker; several GB: vfs copies layers;
+#                             podman's run root is /tmp/cifarlab-podman-UID-HASH, since it must be short);
 #                             the base is made once and reused while the tarball is there
 #   CIFARLAB_DOCKER_NOTEBOOK  notebook to execute, relative to the repository (default:
 #                             notebooks/01-*.ipynb when it exists, else kernel/testdata/smoke.ipynb)
@@ -41,7 +42,12 @@ base_tag="localhost/cifarlab-base:bookworm"
 image_tag="localhost/cifarlab:test"
 ctr="cifarlab-test-$$"
 mkdir -p "$cache"
-storage=(--root "$cache/storage" --runroot "$cache/run" --storage-driver vfs)
+# The run root holds runtime state (locks, sockets): podman refuses one longer than 50 characters,
+# which "$cache/run" is under a long HOME (a fresh machine's /home/NAME/..., or a test HOME). It
+# must stay the same for the same storage (podman records it there), so it is a short folder in
+# /tmp named after the cache's path.
+runroot="/tmp/cifarlab-podman-$(id -u)-$(printf '%s' "$cache" | sha256sum | cut -c1-12)"
+storage=(--root "$cache/storage" --runroot "$runroot" --storage-driver vfs)
 run_opts=(--runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 
 times=()
