@@ -9,6 +9,14 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
+// Sentinel errors of the backends, matched with errors.Is by their typed errors.
+var (
+	// ErrBackend: a compute backend could not be created.
+	ErrBackend = errors.New("cifarlib: backend unavailable")
+	// ErrDeviceMemory: the accelerator ran out of memory.
+	ErrDeviceMemory = errors.New("cifarlib: out of device memory")
+)
+
 // DeviceMemoryError is an accelerator out-of-memory failure translated by TranslateRuntimeError,
 // with what XLA says the program needs and advice on what to change.
 type DeviceMemoryError struct {

@@ -14,9 +14,6 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
-// HistoryFileName is the file, inside a checkpoint directory, holding the run's History.
-const HistoryFileName = "history.json"
-
 // Store parameters under which a checkpoint records the run that wrote it (GoMLX's checkpoint
 // package saves the Store's parameters in its JSON file).
 const (
@@ -261,23 +258,6 @@ func saveHistory(dir string, history *History) error {
 		return fmt.Errorf("cifarlib: saving history: %w", err)
 	}
 	return nil
-}
-
-// LoadHistory reads the History saved in a checkpoint directory. A directory without one
-// gives an empty History and no error.
-func LoadHistory(dir string) (*History, error) {
-	data, err := os.ReadFile(filepath.Join(dir, HistoryFileName))
-	if errors.Is(err, os.ErrNotExist) {
-		return &History{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cifarlib: reading history: %w", err)
-	}
-	h := &History{}
-	if err := json.Unmarshal(data, h); err != nil {
-		return nil, fmt.Errorf("cifarlib: %s: %w: delete the file to start a new history", filepath.Join(dir, HistoryFileName), err)
-	}
-	return h, nil
 }
 
 // LoadedCheckpoint is a trained model loaded from a checkpoint directory, ready to evaluate.

@@ -35,7 +35,7 @@ func ParseDevices(s string) (int, error) {
 	}
 	var n int
 	if _, err := fmt.Sscan(s, &n); err != nil || n < 1 || fmt.Sprint(n) != s {
-		return 0, &ConfigError{Field: "Devices", Value: fmt.Sprintf("%q", s), Reason: "use a positive number of devices or \"all\""}
+		return 0, &DevicesValueError{Value: fmt.Sprintf("%q", s), Fix: "use a positive number of devices or \"all\""}
 	}
 	return n, nil
 }
@@ -52,7 +52,7 @@ func ParseDevices(s string) (int, error) {
 // "cpu" when the XLA CPU plugin is not installed (it falls back to the pure-Go backend).
 func NewBackendWithDevices(name string, devices int) (compute.Backend, error) {
 	if devices < DevicesAll {
-		return nil, &ConfigError{Field: "Devices", Value: fmt.Sprint(devices), Reason: "use a positive number of devices or DevicesAll"}
+		return nil, &DevicesValueError{Value: fmt.Sprint(devices), Fix: "use a positive number of devices or DevicesAll"}
 	}
 	b, err := NewBackend(name)
 	if err != nil || devices == 0 || devices == 1 {
@@ -86,7 +86,7 @@ func resolveDevices(b compute.Backend, requested int) (int, error) {
 	case requested == 0 || requested == 1:
 		return 1, nil
 	case requested < DevicesAll:
-		return 0, &ConfigError{Field: "Devices", Value: fmt.Sprint(requested), Reason: "use a positive number of devices or DevicesAll"}
+		return 0, &DevicesValueError{Value: fmt.Sprint(requested), Fix: "use a positive number of devices or DevicesAll"}
 	}
 	if IsGoBackend(b) {
 		if requested == DevicesAll {

@@ -85,3 +85,20 @@ func devicesWord(n int) string {
 	}
 	return fmt.Sprint(n)
 }
+
+// DevicesValueError reports a device count that is neither a positive number nor DevicesAll
+// (ParseDevices: nor "all"). Training reports it as a *ConfigError of its Devices field.
+type DevicesValueError struct {
+	// Value is the offending value, formatted.
+	Value string
+	// Fix says what to use instead.
+	Fix string
+}
+
+// Error implements error: "cifarlib: devices=VALUE: FIX".
+func (e *DevicesValueError) Error() string {
+	return fmt.Sprintf("cifarlib: devices=%s: %s", e.Value, e.Fix)
+}
+
+// Is makes errors.Is(err, ErrDevices) true.
+func (e *DevicesValueError) Is(target error) bool { return target == ErrDevices }

@@ -9,25 +9,6 @@ import (
 	"github.com/gomlx/compute"
 )
 
-// SplitLabels describes the labels of one split, as Diagnose found them.
-type SplitLabels struct {
-	// Split is "train" or "test"; Source the folder the records were read from.
-	Split  string `json:"split"`
-	Source string `json:"source"`
-	// Count is the number of examples; Min and Max the smallest and largest label.
-	Count int `json:"count"`
-	Min   int `json:"min"`
-	Max   int `json:"max"`
-	// Histogram counts the examples of each label, indexed by label (length NumClasses).
-	Histogram []int `json:"histogram"`
-	// BeyondHead counts the labels >= the model's head width (they would be silently ignored by
-	// an unguarded loss); FirstBeyondHead lists the first few such example indices.
-	BeyondHead      int   `json:"beyond_head"`
-	FirstBeyondHead []int `json:"first_beyond_head,omitempty"`
-	// HeadWidth is the head width BeyondHead was counted against.
-	HeadWidth int `json:"head_width"`
-}
-
 // Diagnosis is Diagnose's report on a model and a dataset.
 type Diagnosis struct {
 	// Model describes the model (Model.String()).
@@ -142,30 +123,6 @@ func DiagnoseWith(m *Model, root string, opts DiagnoseOptions) (*Diagnosis, erro
 	return d, nil
 }
 
-func splitLabels(name, source string, recs *Records, headWidth int) SplitLabels {
-	s := SplitLabels{Split: name, Source: source, Count: recs.Len(), Min: -1, Max: -1,
-		Histogram: make([]int, recs.Spec.NumClasses), HeadWidth: headWidth}
-	for i := range recs.Len() {
-		l := recs.Label(i)
-		if s.Min < 0 || l < s.Min {
-			s.Min = l
-		}
-		if l > s.Max {
-			s.Max = l
-		}
-		if l >= 0 && l < len(s.Histogram) {
-			s.Histogram[l]++
-		}
-		if l >= headWidth {
-			s.BeyondHead++
-			if len(s.FirstBeyondHead) < 5 {
-				s.FirstBeyondHead = append(s.FirstBeyondHead, i)
-			}
-		}
-	}
-	return s
-}
-
 // verdict fills OK, Problems, Verdict and Fix.
 func (d *Diagnosis) verdict(m *Model) {
 	if d.HeadWidth != d.NumClasses {
@@ -256,12 +213,51 @@ func (d *Diagnosis) String() string {
 	return b.String()
 }
 
-func present(h []int) int {
-	n := 0
-	for _, c := range h {
-		if c > 0 {
-			n++
+// CheckItem is one item of the dataset-switch checklist (the story's section 5: model output
+// dimension, loss configuration, evaluation metrics, preprocessing) for a trained run pointed at
+// another dataset.
+type CheckItem struct {
+	// Item is "head width", "label range", "normalisation", "metrics" or "class names".
+	Item string `json:"item"`
+	// Status is CheckOK, CheckFail or CheckNote; Detail says what was compared, Fix what to do.
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// Statuses of a CheckItem.
+const (
+	// CheckOK: nothing to change for this item.
+	CheckOK = "OK"
+	// CheckFail: using the run on the target as it is would be wrong; CheckItem.Fix says what to do.
+	CheckFail = "FAIL"
+	// CheckNote: a difference to know about that does not make the switch wrong.
+	CheckNote = "NOTE"
+)
+
+// SwitchChecklist renders a DiagnoseRun diagnosis's dataset-switch checklist, one item a line
+// (and its fix on the next); "" for a diagnosis of a model rather than a run. String includes it.
+func (d *Diagnosis) SwitchChecklist() string {
+	if len(d.Checklist) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Dataset switch checklist for run %s (trained on %s):\n", d.From, d.FromDataset)
+	shown := map[string]bool{}
+	for _, c := range d.Checklist {
+		fmt.Fprintf(&b, "  [%-4s] %-13s %s\n", c.Status, c.Item, c.Detail)
+		label := "fix:"
+		if c.Status == CheckNote {
+			label = "note:"
+		}
+		switch {
+		case c.Fix == "":
+		case shown[c.Fix]:
+			fmt.Fprintf(&b, "         %-13s %s the same as above\n", "", label)
+		default:
+			fmt.Fprintf(&b, "         %-13s %s %s\n", "", label, c.Fix)
+			shown[c.Fix] = true
 		}
 	}
-	return n
+	return b.String()
 }

@@ -7,28 +7,6 @@ import (
 	"strings"
 )
 
-// Statuses of a CheckItem.
-const (
-	// CheckOK: nothing to change for this item.
-	CheckOK = "OK"
-	// CheckFail: using the run on the target as it is would be wrong; CheckItem.Fix says what to do.
-	CheckFail = "FAIL"
-	// CheckNote: a difference to know about that does not make the switch wrong.
-	CheckNote = "NOTE"
-)
-
-// CheckItem is one item of the dataset-switch checklist (the story's section 5: model output
-// dimension, loss configuration, evaluation metrics, preprocessing) for a trained run pointed at
-// another dataset.
-type CheckItem struct {
-	// Item is "head width", "label range", "normalisation", "metrics" or "class names".
-	Item string `json:"item"`
-	// Status is CheckOK, CheckFail or CheckNote; Detail says what was compared, Fix what to do.
-	Status string `json:"status"`
-	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
-}
-
 // DiagnoseRun diagnoses the trained run in runDir (a checkpoint directory) against the dataset
 // target under root: the model as the run saved it (its architecture and head) on the target's
 // labels, as Diagnose does, plus the dataset-switch checklist in Diagnosis.Checklist (head width
@@ -140,31 +118,4 @@ func firstNames(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return strings.Join(names[:3], ", ") + ", ..."
-}
-
-// SwitchChecklist renders a DiagnoseRun diagnosis's dataset-switch checklist, one item a line
-// (and its fix on the next); "" for a diagnosis of a model rather than a run. String includes it.
-func (d *Diagnosis) SwitchChecklist() string {
-	if len(d.Checklist) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Dataset switch checklist for run %s (trained on %s):\n", d.From, d.FromDataset)
-	shown := map[string]bool{}
-	for _, c := range d.Checklist {
-		fmt.Fprintf(&b, "  [%-4s] %-13s %s\n", c.Status, c.Item, c.Detail)
-		label := "fix:"
-		if c.Status == CheckNote {
-			label = "note:"
-		}
-		switch {
-		case c.Fix == "":
-		case shown[c.Fix]:
-			fmt.Fprintf(&b, "         %-13s %s the same as above\n", "", label)
-		default:
-			fmt.Fprintf(&b, "         %-13s %s %s\n", "", label, c.Fix)
-			shown[c.Fix] = true
-		}
-	}
-	return b.String()
 }

@@ -1,14 +1,14 @@
 package cifarlib
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
-	"github.com/gomlx/gomlx/ml/train"
 	"github.com/gomlx/gomlx/ml/train/metric"
-	"github.com/gomlx/gomlx/ui/commandline"
 	"github.com/gomlx/gomlx/ui/gonb/plotly"
-	"github.com/gomlx/gomlx/ui/notebooks"
 	"github.com/gomlx/gomlx/ui/plot"
 )
 
@@ -107,59 +107,22 @@ func (h *History) Plot() error {
 	return pc.Plot()
 }
 
-// liveCurves feeds History points to a GoMLX plotly figure that redraws in the notebook as
-// training goes (PlotConfig.Dynamic), and draws the final version when training ends.
-type liveCurves struct {
-	pc      *plotly.PlotConfig
-	history *History
-}
+// HistoryFileName is the file, inside a checkpoint directory, holding the run's History.
+const HistoryFileName = "history.json"
 
-// newLiveCurves starts a dynamic plot, pre-filled with the points of a resumed history.
-func newLiveCurves(history *History) *liveCurves {
-	lc := &liveCurves{pc: plotly.New(), history: history}
-	for _, p := range history.PlotPoints() {
-		lc.pc.AddPoint(p)
+// LoadHistory reads the History saved in a checkpoint directory. A directory without one
+// gives an empty History and no error.
+func LoadHistory(dir string) (*History, error) {
+	data, err := os.ReadFile(filepath.Join(dir, HistoryFileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return &History{}, nil
 	}
-	for range history.Points {
-		lc.pc.DynamicSampleDone(false)
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: reading history: %w", err)
 	}
-	lc.pc.Dynamic()
-	return lc
-}
-
-// add plots one new point.
-func (lc *liveCurves) add(p HistoryPoint) {
-	one := History{TopK: lc.history.TopK, Points: []HistoryPoint{p}}
-	for _, pt := range one.PlotPoints() {
-		lc.pc.AddPoint(pt)
+	h := &History{}
+	if err := json.Unmarshal(data, h); err != nil {
+		return nil, fmt.Errorf("cifarlib: %s: %w: delete the file to start a new history", filepath.Join(dir, HistoryFileName), err)
 	}
-	lc.pc.DynamicSampleDone(false)
-}
-
-// finish replaces the transient plot by the final one.
-func (lc *liveCurves) finish() { lc.pc.DynamicPlot(true) }
-
-// progressEnabled resolves ProgressAuto: on in a notebook (GoNB, bash_kernel) or when stdout
-// is a terminal.
-func progressEnabled(mode ProgressMode) bool {
-	switch mode {
-	case ProgressOn:
-		return true
-	case ProgressOff:
-		return false
-	}
-	if notebooks.IsNotebook() {
-		return true
-	}
-	fi, err := os.Stdout.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// attachProgress attaches GoMLX's progress bar (terminal table, or a one-line bar in GoNB) to loop.
-func attachProgress(loop *train.Loop, mode ProgressMode, extra ...commandline.ExtraMetricFn) bool {
-	if !progressEnabled(mode) {
-		return false
-	}
-	commandline.AttachProgressBar(loop, extra...)
-	return true
+	return h, nil
 }

@@ -24,3 +24,56 @@ func (s SplitLabels) String() string {
 	}
 	return line
 }
+
+// SplitLabels describes the labels of one split, as Diagnose found them.
+type SplitLabels struct {
+	// Split is "train" or "test"; Source the folder the records were read from.
+	Split  string `json:"split"`
+	Source string `json:"source"`
+	// Count is the number of examples; Min and Max the smallest and largest label.
+	Count int `json:"count"`
+	Min   int `json:"min"`
+	Max   int `json:"max"`
+	// Histogram counts the examples of each label, indexed by label (length NumClasses).
+	Histogram []int `json:"histogram"`
+	// BeyondHead counts the labels >= the model's head width (they would be silently ignored by
+	// an unguarded loss); FirstBeyondHead lists the first few such example indices.
+	BeyondHead      int   `json:"beyond_head"`
+	FirstBeyondHead []int `json:"first_beyond_head,omitempty"`
+	// HeadWidth is the head width BeyondHead was counted against.
+	HeadWidth int `json:"head_width"`
+}
+
+func splitLabels(name, source string, recs *Records, headWidth int) SplitLabels {
+	s := SplitLabels{Split: name, Source: source, Count: recs.Len(), Min: -1, Max: -1,
+		Histogram: make([]int, recs.Spec.NumClasses), HeadWidth: headWidth}
+	for i := range recs.Len() {
+		l := recs.Label(i)
+		if s.Min < 0 || l < s.Min {
+			s.Min = l
+		}
+		if l > s.Max {
+			s.Max = l
+		}
+		if l >= 0 && l < len(s.Histogram) {
+			s.Histogram[l]++
+		}
+		if l >= headWidth {
+			s.BeyondHead++
+			if len(s.FirstBeyondHead) < 5 {
+				s.FirstBeyondHead = append(s.FirstBeyondHead, i)
+			}
+		}
+	}
+	return s
+}
+
+func present(h []int) int {
+	n := 0
+	for _, c := range h {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}

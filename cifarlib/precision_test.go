@@ -2,6 +2,7 @@ package cifarlib
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -315,7 +316,9 @@ func TestPrecisionResumeAcrossPrecisions(t *testing.T) {
 			rec, err := ReadRunRecord(dir)
 			require.NoError(t, err)
 			require.Equal(t, order[1], rec.Precision)
-			require.Equal(t, order[1], rec.Result.Precision)
+			var result TrainResult
+			require.NoError(t, json.Unmarshal(rec.Result, &result))
+			require.Equal(t, order[1], result.Precision)
 
 			ck, err := LoadCheckpoint(dir, backend)
 			require.NoError(t, err)

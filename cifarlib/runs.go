@@ -2,7 +2,6 @@ package cifarlib
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -66,15 +65,9 @@ type RunRecord struct {
 	// Warning is the first error writing the run folder's TensorBoard events (training went on
 	// without them), "" when there was none.
 	Warning string `json:"warning,omitempty"`
-	// Result is the outcome of a run that ended without error (done or interrupted).
-	Result *TrainResult `json:"result,omitempty"`
-}
-
-// newRunRecord is the record of a run of c (with defaults) starting now.
-func newRunRecord(c *TrainConfig, head, devices int) *RunRecord {
-	return &RunRecord{Status: RunRunning, Started: time.Now(), Dataset: c.Spec.ID(), Model: c.Model, Head: head,
-		Guarded: !c.Unguarded, Devices: devices, BatchSize: c.BatchSize, TargetStep: c.Steps, From: c.From,
-		Precision: c.Precision}
+	// Result is the outcome of a run that ended without error (done or interrupted): the JSON
+	// of the training package's TrainResult, which decodes it (ListRuns reads the few numbers it shows).
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 // ReadRunRecord reads dir/run.json. A folder without one gives an error that wraps
@@ -107,26 +100,4 @@ func (r *RunRecord) write(dir string) error {
 		_, err := w.Write(append(data, '\n'))
 		return err
 	})
-}
-
-// RecordFailedStart records, in cfg.CheckpointDir, a run that failed before its first step
-// with runErr (e.g. *HeadMismatchError from Train), so that ListRuns shows the attempt and its
-// error: the notebooks' Lab.Fit does, for its named runs. It writes only into a new or empty
-// folder, so a folder holding an earlier run keeps that run's record; config errors
-// (*ConfigError) and a config without CheckpointDir record nothing.
-func RecordFailedStart(cfg TrainConfig, runErr error) error {
-	var ce *ConfigError
-	if cfg.CheckpointDir == "" || runErr == nil || errors.As(runErr, &ce) {
-		return nil
-	}
-	if entries, err := os.ReadDir(cfg.CheckpointDir); err == nil && len(entries) > 0 || err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	c, err := cfg.withDefaults()
-	if err != nil {
-		return nil
-	}
-	rec := newRunRecord(&c, c.headWidth(), max(1, c.Devices))
-	rec.Status, rec.Error, rec.Ended = RunFailed, runErr.Error(), time.Now()
-	return rec.write(c.CheckpointDir)
 }

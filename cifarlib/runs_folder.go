@@ -1,9 +1,11 @@
 package cifarlib
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/cifarlab/cifarlab/internal/tfevents"
@@ -123,9 +125,14 @@ func (rf *runFolder) close(res *TrainResult, runErr error) {
 	case runErr != nil:
 		rec.Status, rec.Error = RunFailed, runErr.Error()
 	case res.Interrupted:
-		rec.Status, rec.Result = RunInterrupted, res
+		rec.Status = RunInterrupted
 	default:
-		rec.Status, rec.Result = RunDone, res
+		rec.Status = RunDone
+	}
+	if runErr == nil {
+		result, err := json.Marshal(res)
+		rf.note(err)
+		rec.Result = result
 	}
 	rf.note(rec.write(rf.dir))
 }
@@ -138,4 +145,33 @@ func (rf *runFolder) note(err error) {
 	}
 	rf.lastErr = err
 	fmt.Fprintf(rf.log, "note: %v (training goes on)\n", err)
+}
+
+// newRunRecord is the record of a run of c (with defaults) starting now.
+func newRunRecord(c *TrainConfig, head, devices int) *RunRecord {
+	return &RunRecord{Status: RunRunning, Started: time.Now(), Dataset: c.Spec.ID(), Model: c.Model, Head: head,
+		Guarded: !c.Unguarded, Devices: devices, BatchSize: c.BatchSize, TargetStep: c.Steps, From: c.From,
+		Precision: c.Precision}
+}
+
+// RecordFailedStart records, in cfg.CheckpointDir, a run that failed before its first step
+// with runErr (e.g. *HeadMismatchError from Train), so that ListRuns shows the attempt and its
+// error: the notebooks' Lab.Fit does, for its named runs. It writes only into a new or empty
+// folder, so a folder holding an earlier run keeps that run's record; config errors
+// (*ConfigError) and a config without CheckpointDir record nothing.
+func RecordFailedStart(cfg TrainConfig, runErr error) error {
+	var ce *ConfigError
+	if cfg.CheckpointDir == "" || runErr == nil || errors.As(runErr, &ce) {
+		return nil
+	}
+	if entries, err := os.ReadDir(cfg.CheckpointDir); err == nil && len(entries) > 0 || err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil
+	}
+	rec := newRunRecord(&c, c.headWidth(), max(1, c.Devices))
+	rec.Status, rec.Error, rec.Ended = RunFailed, runErr.Error(), time.Now()
+	return rec.write(c.CheckpointDir)
 }

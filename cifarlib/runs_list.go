@@ -1,6 +1,7 @@
 package cifarlib
 
 import (
+	"encoding/json"
 	"fmt"
 	"html"
 	"io"
@@ -123,7 +124,11 @@ func ReadRun(dir string) RunInfo {
 	}
 	info.Dataset, info.Model, info.Head, info.Guarded, info.Devices = rec.Dataset, rec.Model, rec.Head, rec.Guarded, rec.Devices
 	info.WallTime, info.From, info.Status = rec.WallTime, rec.From, rec.Status
-	if r := rec.Result; r != nil {
+	if rec.Result != nil {
+		var r recordedResult
+		if err := json.Unmarshal(rec.Result, &r); err != nil {
+			return info.broken("%s: result: %v", RunFileName, err)
+		}
 		info.Steps, info.Loss = r.EndStep, r.Loss
 		if r.Eval != nil {
 			info.HasTest, info.TestAccuracy, info.TestTopK = true, r.Eval.Accuracy, r.Eval.TopKAccuracy
@@ -241,4 +246,14 @@ func (rs Runs) Find(name string) (RunInfo, bool) {
 		}
 	}
 	return RunInfo{}, false
+}
+
+// recordedResult is the part of run.json's result that the runs table shows.
+type recordedResult struct {
+	EndStep int     `json:"end_step"`
+	Loss    float64 `json:"loss"`
+	Eval    *struct {
+		Accuracy     float64 `json:"accuracy"`
+		TopKAccuracy float64 `json:"top_k_accuracy"`
+	} `json:"eval"`
 }

@@ -2,6 +2,7 @@ package cifarlib
 
 import (
 	"context"
+	"errors"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
@@ -23,6 +24,9 @@ type trainDevices struct {
 // it returns nil for one device.
 func newTrainDevices(b compute.Backend, cfg *TrainConfig) (*trainDevices, error) {
 	n, err := resolveDevices(b, cfg.Devices)
+	if ve := (*DevicesValueError)(nil); errors.As(err, &ve) {
+		return nil, &ConfigError{Field: "Devices", Value: ve.Value, Reason: ve.Fix}
+	}
 	if err != nil || n < 2 {
 		return nil, err
 	}

@@ -244,8 +244,8 @@ func TestParseDevices(t *testing.T) {
 	}
 	for _, in := range []string{"0", "-2", "two", "2x", ""} {
 		_, err := ParseDevices(in)
-		var ce *ConfigError
-		require.ErrorAs(t, err, &ce, in)
+		var ve *DevicesValueError
+		require.ErrorAs(t, err, &ve, in)
 	}
 }
 

@@ -1,0 +1,98 @@
+package cifarlib
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// runOnce builds graphFn into an executor on backend with the variables of store (nil: fresh
+// ones) and runs it once on inputs. Graph-building panics come back as errors, cifarlib's own
+// typed error when there is one.
+func runOnce[F model.ExecGraphFn](backend compute.Backend, store *model.Store, graphFn F, inputs ...any) ([]*tensors.Tensor, error) {
+	if backend == nil {
+		return nil, ErrNoBackend
+	}
+	if store == nil {
+		store = model.NewStore()
+	}
+	var out []*tensors.Tensor
+	err := trainCatch(func() error {
+		exec, err := model.NewExec(backend, store, graphFn)
+		if err != nil {
+			return err
+		}
+		out, err = exec.Exec(inputs...)
+		return err
+	})
+	if err != nil {
+		return nil, translateRunError(rootError(err), leadingDim(inputs))
+	}
+	return out, nil
+}
+
+// rootError returns cifarlib's own typed error inside err (an input-contract error, or a guard's
+// error as guardErrorOf finds it, under GoMLX's wrapping, e.g. "graph construction failed: ..."),
+// else err.
+func rootError(err error) error {
+	var (
+		shape *InputShapeError
+		dtype *InputDTypeError
+		lbl   *LabelDTypeError
+		lshp  *LabelShapeError
+		bsz   *BatchSizeMismatchError
+	)
+	switch {
+	case errors.As(err, &shape):
+		return shape
+	case errors.As(err, &dtype):
+		return dtype
+	case errors.As(err, &lbl):
+		return lbl
+	case errors.As(err, &lshp):
+		return lshp
+	case errors.As(err, &bsz):
+		return bsz
+	}
+	return guardErrorOf(err)
+}
+
+// guardErrorOf returns the guard's own error when err (from GoMLX's loop, which wraps hook,
+// dataset and graph-building errors in its own messages) carries one, so the message is the
+// guard's; other errors are returned unchanged.
+func guardErrorOf(err error) error {
+	var head *HeadMismatchError
+	var host *LabelRangeError
+	var device *DeviceLabelError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &head):
+		return head
+	case errors.As(err, &host):
+		return host
+	case errors.As(err, &device):
+		return device
+	}
+	return err
+}
+
+// trainCatch runs fn, turning a panic (GoMLX graph code reports errors by panicking) into an
+// error; an error panicked keeps its type for errors.As. PJRT failures (compilation, execution,
+// transfers) come back translated by TranslateRuntimeError.
+func trainCatch(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if pe, ok := p.(error); ok {
+				err = pe
+			} else {
+				err = fmt.Errorf("cifarlib: %v", p)
+			}
+		}
+		err = TranslateRuntimeError(err)
+	}()
+	return fn()
+}
