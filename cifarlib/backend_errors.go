@@ -150,3 +150,20 @@ func leadingDim(inputs []any) int {
 	}
 	return 0
 }
+
+// trainCatch runs fn, turning a panic (GoMLX graph code reports errors by panicking) into an
+// error; an error panicked keeps its type for errors.As. PJRT failures (compilation, execution,
+// transfers) come back translated by TranslateRuntimeError.
+func trainCatch(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if pe, ok := p.(error); ok {
+				err = pe
+			} else {
+				err = fmt.Errorf("cifarlib: %v", p)
+			}
+		}
+		err = TranslateRuntimeError(err)
+	}()
+	return fn()
+}

@@ -157,3 +157,10 @@ func BenchmarkNewBackendCUDANoGPU(b *testing.B) {
 		}
 	}
 }
+
+// withGPU overrides the GPU probe for one test.
+func withGPU(t *testing.T, present bool) {
+	saved := plugins.HasNvidiaGPU
+	plugins.HasNvidiaGPU = func() bool { return present }
+	t.Cleanup(func() { plugins.HasNvidiaGPU = saved })
+}

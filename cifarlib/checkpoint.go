@@ -1,11 +1,9 @@
 package cifarlib
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/gomlx/compute"
@@ -235,29 +233,6 @@ func (tc *trainCheckpoint) save(store *model.Store, history *History) error {
 		return fmt.Errorf("cifarlib: saving checkpoint in %s: %w", tc.dir, err)
 	}
 	return saveHistory(tc.dir, history)
-}
-
-// saveHistory writes history to dir/history.json atomically (temporary file, then rename).
-func saveHistory(dir string, history *History) error {
-	data, err := json.Marshal(history)
-	if err != nil {
-		return fmt.Errorf("cifarlib: encoding history: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, HistoryFileName+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("cifarlib: saving history: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("cifarlib: writing %s: %w", tmp.Name(), errors.Join(werr, cerr))
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, HistoryFileName)); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("cifarlib: saving history: %w", err)
-	}
-	return nil
 }
 
 // LoadedCheckpoint is a trained model loaded from a checkpoint directory, ready to evaluate.

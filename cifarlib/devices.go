@@ -8,6 +8,7 @@ import (
 	"github.com/gomlx/compute/distributed"
 	"github.com/gomlx/go-xla/compute/xla"
 	"github.com/gomlx/go-xla/pjrt"
+	"github.com/gomlx/gomlx/ml/model"
 )
 
 // DevicesAll, as TrainConfig.Devices or the devices argument of NewBackendWithDevices, asks for
@@ -152,4 +153,41 @@ func ListDevices(b compute.Backend) (devices []DeviceInfo) {
 		devices = append(devices, DeviceInfo{Num: i, Description: desc})
 	}
 	return devices
+}
+
+// storeMesh returns the device mesh the variables of store are already distributed on (after
+// data-parallel training: a graph must use the very mesh object of its variables' sharding
+// specs), or a new one of n devices when they are not distributed. Variables distributed on a
+// different number of devices are an error: save a checkpoint and load it, which any device
+// count can evaluate.
+func storeMesh(store *model.Store, n int) (*distributed.DeviceMesh, error) {
+	for v := range store.IterVariables() {
+		spec := v.ShardingSpec()
+		if spec == nil || spec.Mesh == nil {
+			continue
+		}
+		if got := spec.Mesh.NumDevices(); got != n {
+			return nil, &DeviceCountError{Backend: "store", Requested: n, Available: got,
+				Fix: fmt.Sprintf("the variables (%s, ...) are distributed on %d devices: evaluate with %d devices, or "+
+					"save a checkpoint and evaluate a loaded copy with any number of devices", v.Path(), got, got)}
+		}
+		return spec.Mesh, nil
+	}
+	return newDeviceMesh(n)
+}
+
+// replicateUnsharded gives every variable of store without a sharding spec the replicated
+// spec of mesh. GoMLX v0.28.3 creates the random-number state variable (Store.SetRNGStateFromSeed)
+// without a link to its store, so a distributed graph that reads it would otherwise fail on the
+// store's default spec with a nil pointer.
+func replicateUnsharded(store *model.Store, mesh *distributed.DeviceMesh) error {
+	replicated := distributed.NewReplicatedShardingSpec(mesh)
+	for v := range store.IterVariables() {
+		if v.ShardingSpec() == nil {
+			if err := v.SetShardingSpec(replicated); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -119,24 +119,3 @@ func padBatch(t *tensors.Tensor, size int) (*tensors.Tensor, error) {
 	}
 	return out, nil
 }
-
-// storeMesh returns the device mesh the variables of store are already distributed on (after
-// data-parallel training: a graph must use the very mesh object of its variables' sharding
-// specs), or a new one of n devices when they are not distributed. Variables distributed on a
-// different number of devices are an error: save a checkpoint and load it, which any device
-// count can evaluate.
-func storeMesh(store *model.Store, n int) (*distributed.DeviceMesh, error) {
-	for v := range store.IterVariables() {
-		spec := v.ShardingSpec()
-		if spec == nil || spec.Mesh == nil {
-			continue
-		}
-		if got := spec.Mesh.NumDevices(); got != n {
-			return nil, &DeviceCountError{Backend: "store", Requested: n, Available: got,
-				Fix: fmt.Sprintf("the variables (%s, ...) are distributed on %d devices: evaluate with %d devices, or "+
-					"save a checkpoint and evaluate a loaded copy with any number of devices", v.Path(), got, got)}
-		}
-		return spec.Mesh, nil
-	}
-	return newDeviceMesh(n)
-}

@@ -1,7 +1,6 @@
 package cifarlib
 
 import (
-	"context"
 	"errors"
 
 	"github.com/gomlx/compute"
@@ -13,35 +12,6 @@ import (
 // ErrNoBackend is returned by the one-call helpers (Model.Logits, Model.LossOn, Trained's
 // methods) when they are given a nil backend.
 var ErrNoBackend = errors.New("cifarlib: no backend: create one with NewBackend(\"auto\")")
-
-// Trained is a model together with its weights on a backend: what Train returns (embedded in
-// TrainResult) and LoadCheckpoint loads (embedded in LoadedCheckpoint), so that later code, or
-// a later notebook cell, computes with the trained model in one call.
-type Trained struct {
-	// Model is the architecture and head.
-	Model *Model
-	// Store holds the trained variables.
-	Store *model.Store
-	// Backend is where they live and where Logits, Losses and Evaluate run.
-	Backend compute.Backend
-}
-
-// Logits runs the trained model on images (float32 [n, 32, 32, 3]) and returns the logits
-// [n, HeadWidth]: PyTorch's `model(x)`.
-func (t *Trained) Logits(images *tensors.Tensor) (*tensors.Tensor, error) {
-	return t.Model.Logits(t.Backend, t.Store, images)
-}
-
-// Losses returns the loss of every example of b under GoMLX's plain loss, and what the guarded
-// loss makes of the same batch (see ExampleLosses).
-func (t *Trained) Losses(b *Batch) (*ExampleLosses, error) {
-	return t.Model.Losses(t.Backend, t.Store, b)
-}
-
-// Evaluate evaluates the trained model on recs (accuracy, loss, per-class accuracy).
-func (t *Trained) Evaluate(ctx context.Context, recs *Records, opts EvalOptions) (*EvalResult, error) {
-	return Evaluate(ctx, t.Backend, t.Model, t.Store, recs, opts)
-}
 
 // Logits runs the model on images (float32 [n, 32, 32, 3]) with the variables of store and
 // returns the logits [n, HeadWidth]: PyTorch's `model(x)`. A nil store runs freshly initialised
@@ -55,4 +25,75 @@ func (m *Model) Logits(backend compute.Backend, store *model.Store, images *tens
 		return nil, err
 	}
 	return out[0], nil
+}
+
+// runOnce builds graphFn into an executor on backend with the variables of store (nil: fresh
+// ones) and runs it once on inputs. Graph-building panics come back as errors, cifarlib's own
+// typed error when there is one.
+func runOnce[F model.ExecGraphFn](backend compute.Backend, store *model.Store, graphFn F, inputs ...any) ([]*tensors.Tensor, error) {
+	if backend == nil {
+		return nil, ErrNoBackend
+	}
+	if store == nil {
+		store = model.NewStore()
+	}
+	var out []*tensors.Tensor
+	err := trainCatch(func() error {
+		exec, err := model.NewExec(backend, store, graphFn)
+		if err != nil {
+			return err
+		}
+		out, err = exec.Exec(inputs...)
+		return err
+	})
+	if err != nil {
+		return nil, translateRunError(rootError(err), leadingDim(inputs))
+	}
+	return out, nil
+}
+
+// rootError returns cifarlib's own typed error inside err (an input-contract error, or a guard's
+// error as guardErrorOf finds it, under GoMLX's wrapping, e.g. "graph construction failed: ..."),
+// else err.
+func rootError(err error) error {
+	var (
+		shape *InputShapeError
+		dtype *InputDTypeError
+		lbl   *LabelDTypeError
+		lshp  *LabelShapeError
+		bsz   *BatchSizeMismatchError
+	)
+	switch {
+	case errors.As(err, &shape):
+		return shape
+	case errors.As(err, &dtype):
+		return dtype
+	case errors.As(err, &lbl):
+		return lbl
+	case errors.As(err, &lshp):
+		return lshp
+	case errors.As(err, &bsz):
+		return bsz
+	}
+	return guardErrorOf(err)
+}
+
+// guardErrorOf returns the guard's own error when err (from GoMLX's loop, which wraps hook,
+// dataset and graph-building errors in its own messages) carries one, so the message is the
+// guard's; other errors are returned unchanged.
+func guardErrorOf(err error) error {
+	var head *HeadMismatchError
+	var host *LabelRangeError
+	var device *DeviceLabelError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &head):
+		return head
+	case errors.As(err, &host):
+		return host
+	case errors.As(err, &device):
+		return device
+	}
+	return err
 }

@@ -1,7 +1,6 @@
 package cifarlib
 
 import (
-	"context"
 	"errors"
 	"math"
 	"testing"
@@ -18,39 +17,6 @@ func storyRecords(t *testing.T, n int) *Records {
 	recs, err := SynthesizeRecords(CIFAR100(LabelsFine), SplitTrain, SynthOptions{Seed: 3, TrainSize: n, TestSize: 1})
 	require.NoError(t, err)
 	return recs
-}
-
-func TestRecordsBatchMatchesDataset(t *testing.T) {
-	recs := storyRecords(t, 40)
-	b, err := recs.Batch(8, 16)
-	require.NoError(t, err)
-	require.Equal(t, 16, b.Size())
-	require.Equal(t, []int{16, ImageHeight, ImageWidth, ImageChannels}, b.Images.Shape().Dimensions)
-	require.Equal(t, []int{16, 1}, b.Labels.Shape().Dimensions)
-
-	// The same examples as a Dataset yields them, unshuffled: its second batch of 8 and third.
-	ds, err := NewDataset("d", recs, DatasetOptions{BatchSize: 8, Epochs: 1})
-	require.NoError(t, err)
-	var want []*HostBatch
-	for hb, err := range ds.HostBatches() {
-		require.NoError(t, err)
-		want = append(want, hb)
-	}
-	require.Equal(t, append(append([]int32(nil), want[1].Labels...), want[2].Labels...), b.Host.Labels)
-	require.Equal(t, append(append([]int(nil), want[1].Examples...), want[2].Examples...), b.Host.Examples)
-	require.Equal(t, append(append([]float32(nil), want[1].Images...), want[2].Images...), tensors.MustCopyFlatData[float32](b.Images))
-	require.Equal(t, b.Host.Labels, tensors.MustCopyFlatData[int32](b.Labels))
-}
-
-func TestRecordsBatchRange(t *testing.T) {
-	recs := storyRecords(t, 10)
-	for _, c := range []struct{ start, n int }{{0, 0}, {-1, 2}, {5, 6}, {10, 1}} {
-		_, err := recs.Batch(c.start, c.n)
-		require.ErrorContains(t, err, "are not within its 10 records", "Batch(%d, %d)", c.start, c.n)
-	}
-	var nilRecs *Records
-	_, err := nilRecs.Batch(0, 1)
-	require.ErrorContains(t, err, "records are nil")
 }
 
 func TestModelLogits(t *testing.T) {
@@ -163,18 +129,6 @@ func TestLossOn(t *testing.T) {
 	require.ErrorIs(t, err, ErrHeadMismatch)
 }
 
-func TestLabelStats(t *testing.T) {
-	spec := CIFAR10()
-	recs := NewRecords(spec, "hand-made", 5)
-	for i, l := range []byte{3, 9, 0, 3, 7} {
-		recs.RawLabels[i] = l
-	}
-	s := recs.LabelStats(4)
-	require.Equal(t, SplitLabels{Source: "hand-made", Count: 5, Min: 0, Max: 9, Histogram: []int{1, 0, 0, 2, 0, 0, 0, 1, 0, 1},
-		BeyondHead: 2, FirstBeyondHead: []int{1, 4}, HeadWidth: 4}, s)
-	require.Equal(t, "5 labels (hand-made): 0..9, 4 of 10 classes present; 2 (40%) are >= the head's 4 outputs", s.String())
-}
-
 func TestShapeMistakes(t *testing.T) {
 	backend := testBackend(t)
 	m, err := NewModel(CIFAR100(LabelsFine), ArchLinear).Backend(backend).Done()
@@ -210,38 +164,4 @@ func TestShapeMistakes(t *testing.T) {
 	}
 	_, err = ShapeMistakes(backend, m, 10, &Batch{Host: &HostBatch{Labels: []int32{1}}})
 	require.ErrorContains(t, err, "at least 2 examples")
-}
-
-// TestTrainResultCarriesTrained: what Train returns computes with the trained weights, and the
-// same run loaded from its checkpoint gives the same logits and losses.
-func TestTrainResultCarriesTrained(t *testing.T) {
-	backend := testBackend(t)
-	spec := CIFAR100(LabelsFine)
-	recs := storyRecords(t, 128)
-	dir := t.TempDir()
-	res, err := Train(context.Background(), TrainConfig{Spec: spec, TrainRecords: recs, TestRecords: recs, Model: ArchLinear,
-		Backend: backend, Steps: 3, BatchSize: 32, Seed: 1, Progress: ProgressOff, SkipFinalEval: true, CheckpointDir: dir})
-	require.NoError(t, err)
-	require.NotNil(t, res.Trained)
-	b, err := recs.Batch(0, 32)
-	require.NoError(t, err)
-	trained, err := res.Logits(b.Images)
-	require.NoError(t, err)
-	fresh, err := res.Trained.Model.Logits(backend, nil, b.Images)
-	require.NoError(t, err)
-	require.NotEqual(t, tensors.MustCopyFlatData[float32](fresh), tensors.MustCopyFlatData[float32](trained))
-
-	ckpt, err := LoadCheckpoint(dir, backend)
-	require.NoError(t, err)
-	loaded, err := ckpt.Logits(b.Images)
-	require.NoError(t, err)
-	require.Equal(t, tensors.MustCopyFlatData[float32](trained), tensors.MustCopyFlatData[float32](loaded))
-	l1, err := res.Losses(b)
-	require.NoError(t, err)
-	l2, err := ckpt.Losses(b)
-	require.NoError(t, err)
-	require.Equal(t, l1.Plain, l2.Plain)
-	ev, err := ckpt.Evaluate(context.Background(), recs, EvalOptions{})
-	require.NoError(t, err)
-	require.Equal(t, 128, ev.Examples)
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train"
 )
 
@@ -77,22 +76,6 @@ func (t *Trainer) runDistributed(ctx context.Context, steps int) error {
 		return nil
 	}
 	return err
-}
-
-// replicateUnsharded gives every variable of store without a sharding spec the replicated
-// spec of mesh. GoMLX v0.28.3 creates the random-number state variable (Store.SetRNGStateFromSeed)
-// without a link to its store, so a distributed graph that reads it would otherwise fail on the
-// store's default spec with a nil pointer.
-func replicateUnsharded(store *model.Store, mesh *distributed.DeviceMesh) error {
-	replicated := distributed.NewReplicatedShardingSpec(mesh)
-	for v := range store.IterVariables() {
-		if v.ShardingSpec() == nil {
-			if err := v.SetShardingSpec(replicated); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // zeroLossCounts returns the training examples fed to the first steps steps of a distributed
