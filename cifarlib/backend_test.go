@@ -19,21 +19,6 @@ func TestNewBackendGo(t *testing.T) {
 	require.Equal(t, "<no backend>", BackendName(nil))
 }
 
-// xlaCPUPluginOrSkip returns the installed XLA CPU plugin; without one it skips the test, or
-// fails it when CI asks for the plugin (CI=true and CIFARLAB_REQUIRE_XLA_CPU=1).
-func xlaCPUPluginOrSkip(t *testing.T) plugins.Location {
-	t.Helper()
-	loc, err := plugins.FindXLACPU("")
-	require.NoError(t, err)
-	if loc.Path == "" {
-		if os.Getenv("CI") == "true" && os.Getenv("CIFARLAB_REQUIRE_XLA_CPU") == "1" {
-			t.Fatalf("CIFARLAB_REQUIRE_XLA_CPU=1 but no XLA CPU plugin was found: %s", XLACPUInstallHint)
-		}
-		t.Skip("the XLA CPU plugin is not installed (pip install --no-deps lammps-jax-pjrt-cpu into REPO/.venv)")
-	}
-	return loc
-}
-
 func TestNewBackendCPU(t *testing.T) {
 	b, err := NewBackend("cpu")
 	require.NoError(t, err)

@@ -39,7 +39,8 @@ func TestLoadCheckpointErrors(t *testing.T) {
 	require.NoError(t, h.Save())
 	_, err = LoadCheckpoint(foreign, b)
 	require.EqualError(t, err, "cifarlib: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" parameter)`)
-	_, err = NewTrainer(TrainConfig{Spec: CIFAR10(), TrainRecords: testRecords(CIFAR10(), 40), SkipFinalEval: true, Steps: 2,
+	trainRecs, _ := trainTestRecords(t, CIFAR10(), 40, 1, 1)
+	_, err = NewTrainer(TrainConfig{Spec: CIFAR10(), TrainRecords: trainRecs, SkipFinalEval: true, Steps: 2,
 		CheckpointDir: foreign, Backend: b})
 	require.EqualError(t, err, "cifarlib: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" `+
 		"parameter): use another checkpoint directory")

@@ -11,14 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// storyRecords returns n synthetic CIFAR-100 (fine) training records.
-func storyRecords(t *testing.T, n int) *Records {
-	t.Helper()
-	recs, err := SynthesizeRecords(CIFAR100(LabelsFine), SplitTrain, SynthOptions{Seed: 3, TrainSize: n, TestSize: 1})
-	require.NoError(t, err)
-	return recs
-}
-
 func TestModelLogits(t *testing.T) {
 	backend := testBackend(t)
 	m, err := NewModel(CIFAR100(LabelsFine), ArchLinear).Head(10).Backend(backend).Done()

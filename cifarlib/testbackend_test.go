@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/internal/plugins"
 	"github.com/gomlx/compute"
 	"github.com/stretchr/testify/require"
 )
@@ -30,4 +31,19 @@ func testBackend(t testing.TB) compute.Backend {
 	b, err := sharedTestBackend()
 	require.NoError(t, err, "creating the test backend from $%s=%q", compute.ConfigEnvVar, os.Getenv(compute.ConfigEnvVar))
 	return b
+}
+
+// xlaCPUPluginOrSkip returns the installed XLA CPU plugin; without one it skips the test, or
+// fails it when CI asks for the plugin (CI=true and CIFARLAB_REQUIRE_XLA_CPU=1).
+func xlaCPUPluginOrSkip(t *testing.T) plugins.Location {
+	t.Helper()
+	loc, err := plugins.FindXLACPU("")
+	require.NoError(t, err)
+	if loc.Path == "" {
+		if os.Getenv("CI") == "true" && os.Getenv("CIFARLAB_REQUIRE_XLA_CPU") == "1" {
+			t.Fatalf("CIFARLAB_REQUIRE_XLA_CPU=1 but no XLA CPU plugin was found: %s", XLACPUInstallHint)
+		}
+		t.Skip("the XLA CPU plugin is not installed (pip install --no-deps lammps-jax-pjrt-cpu into REPO/.venv)")
+	}
+	return loc
 }

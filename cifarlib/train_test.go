@@ -18,17 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// trainTestRecords synthesizes in-memory train and test splits.
-func trainTestRecords(t testing.TB, spec Spec, trainSize, testSize int, seed int64) (train, test *Records) {
-	t.Helper()
-	opts := SynthOptions{Seed: seed, TrainSize: trainSize, TestSize: testSize}
-	train, err := SynthesizeRecords(spec, SplitTrain, opts)
-	require.NoError(t, err)
-	test, err = SynthesizeRecords(spec, SplitTest, opts)
-	require.NoError(t, err)
-	return train, test
-}
-
 func TestTrainConfigErrors(t *testing.T) {
 	base := TrainConfig{Spec: CIFAR10(), Steps: 10}
 	for _, c := range []struct {
