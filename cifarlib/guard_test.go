@@ -64,16 +64,6 @@ func TestHostGuardListsAllBadLabels(t *testing.T) {
 	require.Contains(t, err.Error(), "position 13 (example 1013) label 39, ... and 18 more: ")
 }
 
-// hostGuardRecords makes CIFAR-100 records (all labels valid for CIFAR-100) with the given fine labels.
-func hostGuardRecords(fine []byte) *Records {
-	recs := NewRecords(CIFAR100(LabelsFine), "host-guard-test", len(fine))
-	for i, l := range fine {
-		recs.RawLabels[2*i] = l / 5
-		recs.RawLabels[2*i+1] = l
-	}
-	return recs
-}
-
 // TestHostGuardStopsTrainingBeforeTheDevice: the seed's bug (CIFAR-100 data, 10-output head)
 // with the host guard in the Dataset stops the loop at the first batch, before any step.
 func TestHostGuardStopsTrainingBeforeTheDevice(t *testing.T) {

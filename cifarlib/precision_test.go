@@ -16,39 +16,6 @@ import (
 // one), so rounding to nearest changes a value by at most 2^-8 = 0.39% of it.
 const bf16UnitRoundoff = 1.0 / 256
 
-// bf16Tolerance bounds the relative L2 difference ||bf16 - f32|| / ||f32|| of a network of depth
-// product layers (convolutions and dense layers one after the other). Each layer rounds its two
-// operands and its result to bfloat16, at most bf16UnitRoundoff of each value; the products are
-// accumulated in float32 (TestPrecisionBF16AccumulatesInFloat32), whose rounding (2^-24) does not
-// count at this scale. Three roundings give each layer's output at most 3u of relative error (u
-// the unit roundoff; independent roundings over a sum of many products average out rather than
-// add, so 3u is generous), and the layers' errors add up at most linearly through ReLU,
-// max-pooling, average pooling (1-Lipschitz), batch norm (which rescales signal and error alike)
-// and the residual sums. Hence depth*3u: the cnn (3 convolutions + head) 12u = 4.7%, resnet20
-// (19 convolutions on its longest path + head) 60u = 23%, against the ~100% of an unrelated
-// network. The same bound serves the losses of a few SGD steps: cross-entropy is smooth in the
-// logits (its gradient, softmax minus one-hot, has norm at most sqrt(2)), and the weights after a
-// few small steps differ by the gradients' rounding, of the same relative size. Measured: logits
-// 0.38-0.55%, losses after 3 steps 0.23-1.3% (XLA CPU with AVX-512 or AVX2, and the pure-Go
-// backend). The lower bound, 2^-16, sits far below bfloat16's rounding and far above float32's
-// (which a float32 run that only claims to be bf16-mixed would show: identical numbers).
-func bf16Tolerance(depth int) (low, high float64) {
-	return 1.0 / 65536, float64(depth) * 3 * bf16UnitRoundoff
-}
-
-// precisionDevicesTolerance bounds |a-b|/(1+|b|) between 1 and 4 devices for every variable
-// after three bf16-mixed SGD steps (learning rate 0.01). Both runs round the same float32
-// computation to bfloat16 at the same places, but XLA may keep a value at excess precision
-// (skip a float32 -> bfloat16 -> float32 round trip) in one partitioning and not in the other, so
-// one value can differ by up to 2u between them (each within u of the exact one; u the unit
-// roundoff). Batch-norm moving averages follow batch means of such values, of magnitude about 1
-// after the batch norms before them (measured: 1.2e-3 for resnet20); weights move by 0.01 times
-// gradients that differ as much, far less (measured: 2.4e-4).
-const precisionDevicesTolerance = 2 * bf16UnitRoundoff
-
-// precisionDepth is the number of product layers on the longest path of each architecture.
-var precisionDepth = map[string]int{ArchCNN: 4, ArchResNet20: 20}
-
 func TestParsePrecision(t *testing.T) {
 	for _, c := range []struct {
 		in   string

@@ -16,18 +16,18 @@ import (
 )
 
 // trainRun trains a small linear CIFAR-100 model into runs/name.
-func trainRun(t *testing.T, runs, name string, edit func(*TrainConfig)) (*TrainResult, error) {
+func trainRun(t *testing.T, runsDir, name string, edit func(*TrainConfig)) (*TrainResult, error) {
 	t.Helper()
-	return trainRunCtx(context.Background(), t, runs, name, edit)
+	return trainRunCtx(context.Background(), t, runsDir, name, edit)
 }
 
 // trainRunCtx is trainRun with a context.
-func trainRunCtx(ctx context.Context, t *testing.T, runs, name string, edit func(*TrainConfig)) (*TrainResult, error) {
+func trainRunCtx(ctx context.Context, t *testing.T, runsDir, name string, edit func(*TrainConfig)) (*TrainResult, error) {
 	t.Helper()
 	train, test := trainTestRecords(t, CIFAR100(LabelsFine), 256, 80, 3)
 	cfg := TrainConfig{Spec: CIFAR100(LabelsFine), TrainRecords: train, TestRecords: test, Model: ArchLinear,
 		Backend: testBackend(t), Steps: 6, BatchSize: 16, Seed: 1, EvalEvery: 3, EvalExamples: 40,
-		CheckpointDir: filepath.Join(runs, name), Progress: ProgressOff}
+		CheckpointDir: filepath.Join(runsDir, name), Progress: ProgressOff}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -41,22 +41,22 @@ func writeTestFile(t *testing.T, path, content string) {
 }
 
 func TestListRuns(t *testing.T) {
-	runs := t.TempDir()
-	done, err := trainRun(t, runs, "a-done", nil)
+	runsDir := t.TempDir()
+	done, err := trainRun(t, runsDir, "a-done", nil)
 	require.NoError(t, err)
-	guarded := TrainConfig{Spec: CIFAR100(LabelsFine), Model: ArchLinear, Head: 10, Steps: 6, CheckpointDir: filepath.Join(runs, "b-guarded")}
+	guarded := TrainConfig{Spec: CIFAR100(LabelsFine), Model: ArchLinear, Head: 10, Steps: 6, CheckpointDir: filepath.Join(runsDir, "b-guarded")}
 	_, err = Train(context.Background(), guarded)
 	require.ErrorIs(t, err, ErrHeadMismatch)
 	require.NoDirExists(t, guarded.CheckpointDir, "Train leaves nothing behind when it fails before the first step")
 	require.NoError(t, RecordFailedStart(guarded, err))
-	require.NoError(t, RecordFailedStart(TrainConfig{Spec: CIFAR10(), Steps: 1, CheckpointDir: filepath.Join(runs, "a-done")}, err),
+	require.NoError(t, RecordFailedStart(TrainConfig{Spec: CIFAR10(), Steps: 1, CheckpointDir: filepath.Join(runsDir, "a-done")}, err),
 		"a folder holding a run keeps its record")
-	require.NoError(t, RecordFailedStart(TrainConfig{Steps: 1, CheckpointDir: filepath.Join(runs, "z-config")}, &ConfigError{Field: "Spec"}))
-	require.NoDirExists(t, filepath.Join(runs, "z-config"), "config errors record nothing")
-	unguarded, err := trainRun(t, runs, "c-unguarded", func(c *TrainConfig) { c.Head, c.Unguarded, c.SkipFinalEval = 10, true, true })
+	require.NoError(t, RecordFailedStart(TrainConfig{Steps: 1, CheckpointDir: filepath.Join(runsDir, "z-config")}, &ConfigError{Field: "Spec"}))
+	require.NoDirExists(t, filepath.Join(runsDir, "z-config"), "config errors record nothing")
+	unguarded, err := trainRun(t, runsDir, "c-unguarded", func(c *TrainConfig) { c.Head, c.Unguarded, c.SkipFinalEval = 10, true, true })
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	interrupted, err := trainRunCtx(ctx, t, runs, "d-interrupted", func(c *TrainConfig) {
+	interrupted, err := trainRunCtx(ctx, t, runsDir, "d-interrupted", func(c *TrainConfig) {
 		c.OnPoint = func(p HistoryPoint) error {
 			if p.Step == 2 {
 				cancel() // like SIGINT: training stops after this step
@@ -67,32 +67,32 @@ func TestListRuns(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, interrupted.Interrupted)
 
-	transferred, err := trainRun(t, runs, "k-transferred", func(c *TrainConfig) {
-		c.Spec, c.From, c.EvalEvery = CIFAR10(), filepath.Join(runs, "a-done"), 0
+	transferred, err := trainRun(t, runsDir, "k-transferred", func(c *TrainConfig) {
+		c.Spec, c.From, c.EvalEvery = CIFAR10(), filepath.Join(runsDir, "a-done"), 0
 		c.TrainRecords, c.TestRecords = trainTestRecords(t, CIFAR10(), 256, 80, 4)
 	})
 	require.NoError(t, err)
 
 	// Hand-made folders: a run killed mid-training (its run.json still says running), one
 	// written before run.json existed, unreadable records, and a folder of something else.
-	running, err := os.ReadFile(filepath.Join(runs, "a-done", RunFileName))
+	running, err := os.ReadFile(filepath.Join(runsDir, "a-done", RunFileName))
 	require.NoError(t, err)
 	var rec RunRecord
 	require.NoError(t, json.Unmarshal(running, &rec))
 	rec.Status, rec.Result = RunRunning, nil
-	require.NoError(t, rec.write(filepath.Join(runs, "e-killed")))
-	hist, err := os.ReadFile(filepath.Join(runs, "a-done", HistoryFileName))
+	require.NoError(t, rec.write(filepath.Join(runsDir, "e-killed")))
+	hist, err := os.ReadFile(filepath.Join(runsDir, "a-done", HistoryFileName))
 	require.NoError(t, err)
-	writeTestFile(t, filepath.Join(runs, "f-legacy", HistoryFileName), string(hist))
-	writeTestFile(t, filepath.Join(runs, "g-torn", RunFileName), `{"status": "done", "started": "2026-`)
-	writeTestFile(t, filepath.Join(runs, "h-bad-history", RunFileName), string(running))
-	writeTestFile(t, filepath.Join(runs, "h-bad-history", HistoryFileName), "not json")
-	writeTestFile(t, filepath.Join(runs, "i-status", RunFileName), `{"status": "finished"}`)
-	writeTestFile(t, filepath.Join(runs, "j-photos", "cat.jpg"), "jpeg")
-	writeTestFile(t, filepath.Join(runs, "notes.txt"), "a file, not a run")
-	writeTestFile(t, filepath.Join(runs, ".cache", RunFileName), `{"status": "done"}`)
+	writeTestFile(t, filepath.Join(runsDir, "f-legacy", HistoryFileName), string(hist))
+	writeTestFile(t, filepath.Join(runsDir, "g-torn", RunFileName), `{"status": "done", "started": "2026-`)
+	writeTestFile(t, filepath.Join(runsDir, "h-bad-history", RunFileName), string(running))
+	writeTestFile(t, filepath.Join(runsDir, "h-bad-history", HistoryFileName), "not json")
+	writeTestFile(t, filepath.Join(runsDir, "i-status", RunFileName), `{"status": "finished"}`)
+	writeTestFile(t, filepath.Join(runsDir, "j-photos", "cat.jpg"), "jpeg")
+	writeTestFile(t, filepath.Join(runsDir, "notes.txt"), "a file, not a run")
+	writeTestFile(t, filepath.Join(runsDir, ".cache", RunFileName), `{"status": "done"}`)
 
-	list, err := ListRuns(runs)
+	list, err := ListRuns(runsDir)
 	require.NoError(t, err)
 	var names []string
 	for _, r := range list {
@@ -124,7 +124,7 @@ func TestListRuns(t *testing.T) {
 			r, ok := list.Find(c.name)
 			require.True(t, ok)
 			require.Equal(t, c.status, r.Status)
-			require.Equal(t, filepath.Join(runs, c.name), r.Dir)
+			require.Equal(t, filepath.Join(runsDir, c.name), r.Dir)
 			if c.reason == "" {
 				require.Empty(t, r.Reason)
 			} else {
@@ -145,7 +145,7 @@ func TestListRuns(t *testing.T) {
 		WallTime: a.WallTime, TensorBoard: true, History: done.History}, a)
 	require.Greater(t, a.WallTime, done.Duration, "the wall time covers training and the final evaluation")
 	k, _ := list.Find("k-transferred")
-	require.Equal(t, []any{filepath.Join(runs, "a-done"), "cifar10", 10}, []any{k.From, k.Dataset, k.Head})
+	require.Equal(t, []any{filepath.Join(runsDir, "a-done"), "cifar10", 10}, []any{k.From, k.Dataset, k.Head})
 	c, _ := list.Find("c-unguarded")
 	require.Equal(t, []any{10, false}, []any{c.Head, c.Guarded})
 	b, _ := list.Find("b-guarded")
@@ -165,7 +165,7 @@ func TestListRuns(t *testing.T) {
 	require.Contains(t, list.HTML(), `<td style="padding:2px 8px;text-align:left">model head has 10 outputs`)
 	require.Equal(t, "no runs", Runs(nil).String())
 
-	_, err = ListRuns(filepath.Join(runs, "missing"))
+	_, err = ListRuns(filepath.Join(runsDir, "missing"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 	require.ErrorContains(t, err, "cifarlib: listing the runs folder")
 }
@@ -175,14 +175,14 @@ func TestListRuns(t *testing.T) {
 // metrics are float32 in the graph, so the float64 in history.json rounds back exactly).
 func TestTensorBoardEqualsHistory(t *testing.T) {
 	tbtest.Python(t) // fails in CI, skips elsewhere, without TensorBoard
-	runs := t.TempDir()
-	first, err := trainRun(t, runs, "run", func(c *TrainConfig) { c.Steps, c.EvalEvery, c.HistoryEvery = 8, 4, 1 })
+	runsDir := t.TempDir()
+	first, err := trainRun(t, runsDir, "run", func(c *TrainConfig) { c.Steps, c.EvalEvery, c.HistoryEvery = 8, 4, 1 })
 	require.NoError(t, err)
-	second, err := trainRun(t, runs, "run", func(c *TrainConfig) { c.Steps, c.EvalEvery, c.HistoryEvery = 12, 4, 1 })
+	second, err := trainRun(t, runsDir, "run", func(c *TrainConfig) { c.Steps, c.EvalEvery, c.HistoryEvery = 12, 4, 1 })
 	require.NoError(t, err)
 	require.True(t, second.Resumed)
 
-	h, err := LoadHistory(filepath.Join(runs, "run"))
+	h, err := LoadHistory(filepath.Join(runsDir, "run"))
 	require.NoError(t, err)
 	require.Len(t, h.Points, 12)
 	want := map[string][]tbtest.Point{}
@@ -206,7 +206,7 @@ func TestTensorBoardEqualsHistory(t *testing.T) {
 		add(TagFinalAccuracy, r.EndStep, r.Eval.Accuracy)
 		add(TagFinalTopK, r.EndStep, r.Eval.TopKAccuracy)
 	}
-	got := tbtest.ReadScalars(t, runs)
+	got := tbtest.ReadScalars(t, runsDir)
 	require.Equal(t, map[string]map[string][]tbtest.Point{"run": want}, got)
 	for _, p := range h.Points {
 		require.Equal(t, p.Loss, float64(float32(p.Loss)), "history.json holds float32 values")
@@ -219,15 +219,15 @@ func TestTensorBoardFailureDoesNotStopTraining(t *testing.T) {
 	saved := createEvents
 	createEvents = func(string) (*tfevents.Writer, error) { return nil, errors.New("tfevents: disk full") }
 	defer func() { createEvents = saved }()
-	runs := t.TempDir()
+	runsDir := t.TempDir()
 	var log bytes.Buffer
-	res, err := trainRun(t, runs, "run", func(c *TrainConfig) { c.Log = &log })
+	res, err := trainRun(t, runsDir, "run", func(c *TrainConfig) { c.Log = &log })
 	require.NoError(t, err)
 	require.Equal(t, 6, res.EndStep)
 	require.Equal(t, 1, strings.Count(log.String(), "note: tfevents: disk full (training goes on)\n"), log.String())
-	rec, err := ReadRunRecord(filepath.Join(runs, "run"))
+	rec, err := ReadRunRecord(filepath.Join(runsDir, "run"))
 	require.NoError(t, err)
 	require.Equal(t, []any{RunDone, "tfevents: disk full"}, []any{rec.Status, rec.Warning})
-	info := ReadRun(filepath.Join(runs, "run"))
+	info := ReadRun(filepath.Join(runsDir, "run"))
 	require.Equal(t, []any{RunDone, "tfevents: disk full", false}, []any{info.Status, info.Reason, info.TensorBoard})
 }

@@ -19,12 +19,12 @@ import (
 // out/browser/tensorboard-runs.png). A run the guard stopped has no events, so it is not listed.
 func TestTensorBoardServesRuns(t *testing.T) {
 	chromium := tbtest.Chromium(t)
-	runs := t.TempDir()
+	runsDir := t.TempDir()
 	for _, name := range []string{"run-one", "run-two"} {
-		_, err := trainRun(t, runs, name, func(c *TrainConfig) { c.Steps, c.EvalEvery = 20, 10 })
+		_, err := trainRun(t, runsDir, name, func(c *TrainConfig) { c.Steps, c.EvalEvery = 20, 10 })
 		require.NoError(t, err)
 	}
-	url := tbtest.Serve(t, runs)
+	url := tbtest.Serve(t, runsDir)
 	require.Equal(t, []string{"run-one", "run-two"}, tbtest.Runs(t, url, 2))
 
 	out := filepath.Join(repo.Dir(), "out", "browser")

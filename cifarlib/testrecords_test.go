@@ -24,3 +24,13 @@ func storyRecords(t *testing.T, n int) *Records {
 	require.NoError(t, err)
 	return recs
 }
+
+// hostGuardRecords makes CIFAR-100 records (all labels valid for CIFAR-100) with the given fine labels.
+func hostGuardRecords(fine []byte) *Records {
+	recs := NewRecords(CIFAR100(LabelsFine), "host-guard-test", len(fine))
+	for i, l := range fine {
+		recs.RawLabels[2*i] = l / 5
+		recs.RawLabels[2*i+1] = l
+	}
+	return recs
+}
