@@ -207,3 +207,7 @@ const precisionDevicesTolerance = 2 * bf16UnitRoundoff
 
 // precisionDepth is the number of product layers on the longest path of each architecture.
 var precisionDepth = map[string]int{ArchCNN: 4, ArchResNet20: 20}
+
+// bf16UnitRoundoff is bfloat16's unit roundoff: 8 significant bits (7 stored and the implicit
+// one), so rounding to nearest changes a value by at most 2^-8 = 0.39% of it.
+const bf16UnitRoundoff = 1.0 / 256

@@ -12,10 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// bf16UnitRoundoff is bfloat16's unit roundoff: 8 significant bits (7 stored and the implicit
-// one), so rounding to nearest changes a value by at most 2^-8 = 0.39% of it.
-const bf16UnitRoundoff = 1.0 / 256
-
 func TestParsePrecision(t *testing.T) {
 	for _, c := range []struct {
 		in   string
