@@ -1,6 +1,7 @@
 package cifarlib
 
 import (
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
@@ -9,7 +10,7 @@ import (
 // linear builds ArchLinear: flatten the pixels, one dense layer to the head.
 func (nb *netBuilder) linear(scope *model.Scope, x *graph.Node) *graph.Node {
 	batch := x.Shape().Dimensions[0]
-	x = nb.mark("flatten", nil, graph.Reshape(x, batch, ImageBytes))
+	x = nb.mark("flatten", nil, graph.Reshape(x, batch, data.ImageBytes))
 	return nb.head(scope, x)
 }
 

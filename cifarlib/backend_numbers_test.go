@@ -5,6 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/internal/testenv"
+
 	"github.com/cifarlab/cifarlab/internal/plugins"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/graph"
@@ -17,11 +20,11 @@ import (
 // sparse cross-entropy and its gradients) on the XLA CPU plugin and on the pure-Go backend:
 // the numbers agree to float32 rounding.
 func TestXLACPUMatchesGo(t *testing.T) {
-	xlaCPUPluginOrSkip(t)
-	xlaB, err := NewBackend("cpu")
+	testenv.XLACPUPluginOrSkip(t)
+	xlaB, err := backends.NewBackend("cpu")
 	require.NoError(t, err)
-	require.Equal(t, "xla:cpu (XLA CPU plugin)", BackendName(xlaB))
-	requireSameNumbersAsGo(t, xlaB, tolReorderOp)
+	require.Equal(t, "xla:cpu (XLA CPU plugin)", backends.BackendName(xlaB))
+	requireSameNumbersAsGo(t, xlaB, testenv.TolReorderOp)
 }
 
 // TestCUDAMatchesGo is the same check on XLA CUDA, when a GPU and the CUDA plugin are there
@@ -31,11 +34,11 @@ func TestCUDAMatchesGo(t *testing.T) {
 	if !plugins.HasNvidiaGPU() {
 		t.Skip("no NVIDIA GPU")
 	}
-	b, err := NewBackend("cuda")
+	b, err := backends.NewBackend("cuda")
 	if err != nil {
 		t.Skipf("no usable CUDA backend: %v", err)
 	}
-	require.Contains(t, BackendName(b), "xla:cuda (XLA CUDA")
+	require.Contains(t, backends.BackendName(b), "xla:cuda (XLA CUDA")
 	requireSameNumbersAsGo(t, b, 5e-3)
 }
 
@@ -43,7 +46,7 @@ func TestCUDAMatchesGo(t *testing.T) {
 // |got-want| <= tol*(1+|want|) element by element.
 func requireSameNumbersAsGo(t *testing.T, b compute.Backend, tol float64) {
 	t.Helper()
-	goB, err := NewBackend("go")
+	goB, err := backends.NewBackend("go")
 	require.NoError(t, err)
 	// Inputs: 2 images 6x6x3, a 3x3x3x4 kernel, a 36x5 dense matrix (after a 2x2 max-pool) and labels.
 	x := make([]float32, 2*6*6*3)
@@ -73,7 +76,7 @@ func requireSameNumbersAsGo(t *testing.T, b compute.Backend, tol float64) {
 		outs, err := graph.ExecOnceN(b, fn,
 			tensors.FromFlatDataAndDimensions(x, 2, 6, 6, 3), tensors.FromFlatDataAndDimensions(k, 3, 3, 3, 4),
 			tensors.FromFlatDataAndDimensions(w, 36, 5), [][]int32{{3}, {1}})
-		require.NoError(t, err, BackendName(b))
+		require.NoError(t, err, backends.BackendName(b))
 		return outs
 	}
 	want, got := run(goB), run(b)
@@ -82,7 +85,7 @@ func requireSameNumbersAsGo(t *testing.T, b compute.Backend, tol float64) {
 	for i, name := range names {
 		require.Equal(t, want[i].Shape().Dimensions, got[i].Shape().Dimensions, name)
 		wv, gv := tensors.MustCopyFlatData[float32](want[i]), tensors.MustCopyFlatData[float32](got[i])
-		requireClose(t, wv, gv, tol, name+" on "+BackendName(b))
+		testenv.RequireClose(t, wv, gv, tol, name+" on "+backends.BackendName(b))
 		nonZero := 0
 		for _, v := range wv {
 			if v != 0 {
@@ -128,4 +131,12 @@ func requireNoKinks(t *testing.T, pre []float32) {
 			}
 		}
 	}
+}
+
+// TestBatchNormForXLACPU: XLA's CPU plugin has the fused batch-norm ops.
+func TestBatchNormForXLACPU(t *testing.T) {
+	testenv.XLACPUPluginOrSkip(t)
+	b, err := backends.NewBackend("cpu")
+	require.NoError(t, err)
+	require.Equal(t, BatchNormBackendOps, BatchNormFor(b), "XLA has the fused batch-norm ops")
 }

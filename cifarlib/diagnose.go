@@ -6,6 +6,9 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/gomlx/compute"
 )
 
@@ -23,7 +26,7 @@ type Diagnosis struct {
 	// Summary is the model's per-layer summary (nil if it could not be built).
 	Summary *Summary `json:"summary,omitempty"`
 	// Splits has the label statistics of the train and test splits.
-	Splits []SplitLabels `json:"splits"`
+	Splits []data.SplitLabels `json:"splits"`
 	// LabelDType and LabelShape describe the label tensor of a training batch as the Dataset
 	// yields it (e.g. "int32", [128, 1]); ImageShape the image tensor.
 	LabelDType string `json:"label_dtype"`
@@ -65,7 +68,7 @@ func DiagnoseWith(m *Model, root string, opts DiagnoseOptions) (*Diagnosis, erro
 		opts.BatchSize = 128
 	}
 	if opts.Backend == nil {
-		b, err := NewBackend(BackendGo)
+		b, err := backends.NewBackend(backends.BackendGo)
 		if err != nil {
 			return nil, err
 		}
@@ -83,25 +86,27 @@ func DiagnoseWith(m *Model, root string, opts DiagnoseOptions) (*Diagnosis, erro
 	}
 
 	dataRoot := root
-	var train *Records
-	for _, split := range []Split{SplitTrain, SplitTest} {
-		recs, err := LoadSplit(dataRoot, m.Spec, split)
-		if err != nil && split == SplitTrain && errors.Is(err, fs.ErrNotExist) {
-			if r2, err2 := LoadSplit(SyntheticDir(root), m.Spec, split); err2 == nil {
-				dataRoot, recs, err = SyntheticDir(root), r2, nil
+	var train *data.Records
+	for _, split := range []data.Split{data.SplitTrain, data.SplitTest} {
+		recs, err := data.LoadSplit(dataRoot, m.Spec, split)
+		if err != nil && split == data.SplitTrain && errors.Is(err, fs.ErrNotExist) {
+			if r2, err2 := data.LoadSplit(data.SyntheticDir(root), m.Spec, split); err2 == nil {
+				dataRoot, recs, err = data.SyntheticDir(root), r2, nil
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
-		if split == SplitTrain {
+		if split == data.SplitTrain {
 			train = recs
 		}
-		d.Splits = append(d.Splits, splitLabels(split.String(), dataRoot, recs, m.NumClasses))
+		labels := recs.LabelStats(m.NumClasses)
+		labels.Split, labels.Source = split.String(), dataRoot
+		d.Splits = append(d.Splits, labels)
 	}
 
 	// The tensors a training Dataset yields, and the input contract on them.
-	ds, err := NewDataset("diagnose", train, DatasetOptions{BatchSize: min(opts.BatchSize, train.Len()), Epochs: 1})
+	ds, err := data.NewDataset("diagnose", train, data.DatasetOptions{BatchSize: min(opts.BatchSize, train.Len()), Epochs: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +155,7 @@ func (d *Diagnosis) verdict(m *Model) {
 	if d.HeadWidth != d.NumClasses {
 		d.Verdict = fmt.Sprintf("MISMATCH: the head has %d outputs but %s has %d classes", d.HeadWidth, d.Dataset, d.NumClasses)
 		labels := "fine"
-		if m.Spec.Labels == LabelsCoarse {
+		if m.Spec.Labels == data.LabelsCoarse {
 			labels = "coarse"
 		}
 		d.Fix = fmt.Sprintf("build the model for the dataset: cifarlib.NewModel(cifarlib.CIFAR%s, %q) without Head(%d) "+
@@ -162,7 +167,7 @@ func (d *Diagnosis) verdict(m *Model) {
 	d.Fix = "feed the model batches from cifarlib's Dataset for the same Spec"
 }
 
-func specConstructor(s Spec, labels string) string {
+func specConstructor(s data.Spec, labels string) string {
 	if s.Name == "cifar10" {
 		return "10()"
 	}
@@ -195,7 +200,7 @@ func (d *Diagnosis) String() string {
 	b.WriteString("\n")
 	for _, s := range d.Splits {
 		fmt.Fprintf(&b, "  %-5s %6d labels, min %d, max %d, classes present %d/%d", s.Split, s.Count, s.Min, s.Max,
-			present(s.Histogram), len(s.Histogram))
+			s.ClassesPresent(), len(s.Histogram))
 		if s.BeyondHead > 0 {
 			fmt.Fprintf(&b, ", %d labels >= head width %d", s.BeyondHead, d.HeadWidth)
 		}

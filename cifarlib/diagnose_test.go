@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -11,13 +13,13 @@ import (
 func diagnoseData(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	require.NoError(t, Synthesize(root, CIFAR100(LabelsFine), SynthOptions{Seed: 3, TrainSize: 300, TestSize: 120}))
+	require.NoError(t, data.Synthesize(root, data.CIFAR100(data.LabelsFine), data.SynthOptions{Seed: 3, TrainSize: 300, TestSize: 120}))
 	return root
 }
 
 func TestDiagnoseHeadMismatch(t *testing.T) {
 	root := diagnoseData(t)
-	m, err := NewModel(CIFAR100(LabelsFine), ArchCNN).Head(10).Done()
+	m, err := NewModel(data.CIFAR100(data.LabelsFine), ArchCNN).Head(10).Done()
 	require.NoError(t, err)
 	d, err := DiagnoseWith(m, root, DiagnoseOptions{BatchSize: 16})
 	require.NoError(t, err)
@@ -30,8 +32,8 @@ func TestDiagnoseHeadMismatch(t *testing.T) {
 	require.Equal(t, []int{16, 32, 32, 3}, d.ImageShape)
 
 	// Label statistics, recomputed here from the records.
-	for i, split := range []Split{SplitTrain, SplitTest} {
-		recs, err := LoadSplit(root, CIFAR100(LabelsFine), split)
+	for i, split := range []data.Split{data.SplitTrain, data.SplitTest} {
+		recs, err := data.LoadSplit(root, data.CIFAR100(data.LabelsFine), split)
 		require.NoError(t, err)
 		hist := make([]int, 100)
 		minL, maxL, beyond := 1000, -1, 0
@@ -67,8 +69,8 @@ func TestDiagnoseHeadMismatch(t *testing.T) {
 
 func TestDiagnoseOK(t *testing.T) {
 	root := diagnoseData(t)
-	for _, labels := range []LabelSet{LabelsFine, LabelsCoarse} {
-		m, err := NewModel(CIFAR100(labels), ArchLinear).Done()
+	for _, labels := range []data.LabelSet{data.LabelsFine, data.LabelsCoarse} {
+		m, err := NewModel(data.CIFAR100(labels), ArchLinear).Done()
 		require.NoError(t, err)
 		d, err := Diagnose(m, root)
 		require.NoError(t, err)
@@ -84,13 +86,13 @@ func TestDiagnoseOK(t *testing.T) {
 
 func TestDiagnoseFindsSyntheticSubfolderAndReportsMissingData(t *testing.T) {
 	root := t.TempDir()
-	require.NoError(t, Synthesize(SyntheticDir(root), CIFAR10(), SynthOptions{Seed: 1, TrainSize: 50, TestSize: 20}))
-	m, err := NewModel(CIFAR10(), ArchLinear).Done()
+	require.NoError(t, data.Synthesize(data.SyntheticDir(root), data.CIFAR10(), data.SynthOptions{Seed: 1, TrainSize: 50, TestSize: 20}))
+	m, err := NewModel(data.CIFAR10(), ArchLinear).Done()
 	require.NoError(t, err)
 	d, err := Diagnose(m, root)
 	require.NoError(t, err)
 	require.True(t, d.OK)
-	require.Equal(t, SyntheticDir(root), d.Splits[0].Source)
+	require.Equal(t, data.SyntheticDir(root), d.Splits[0].Source)
 
 	_, err = Diagnose(m, t.TempDir())
 	require.ErrorContains(t, err, "is missing: run `cifarlab download --dataset cifar10")

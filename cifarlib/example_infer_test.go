@@ -4,19 +4,21 @@ import (
 	"fmt"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 )
 
 // The story's silent failure in one call: a 10-output head on CIFAR-100 labels. Every example
 // whose label is 10 or more gets a loss of exactly 0 from GoMLX's plain loss, while the guarded
 // loss refuses the batch.
 func ExampleModel_Losses() {
-	backend, err := cifarlib.NewBackend(cifarlib.BackendGo)
+	backend, err := backends.NewBackend(backends.BackendGo)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	spec := cifarlib.CIFAR100(cifarlib.LabelsFine)
-	recs, _ := cifarlib.SynthesizeRecords(spec, cifarlib.SplitTest, cifarlib.SynthOptions{Seed: 1, TestSize: 64})
+	spec := data.CIFAR100(data.LabelsFine)
+	recs, _ := data.SynthesizeRecords(spec, data.SplitTest, data.SynthOptions{Seed: 1, TestSize: 64})
 	batch, _ := recs.Batch(0, 64) // images, labels = next(iter(loader))
 	m, _ := cifarlib.NewModel(spec, cifarlib.ArchLinear).Head(10).Backend(backend).Done()
 	losses, err := m.Losses(backend, nil, batch) // fresh weights

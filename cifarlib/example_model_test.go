@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train"
@@ -13,12 +16,12 @@ import (
 
 // The model factory sizes the head from the dataset; an override is recorded.
 func ExampleNewModel() {
-	m, err := cifarlib.NewModel(cifarlib.CIFAR100(cifarlib.LabelsFine), cifarlib.ArchCNN).Done()
+	m, err := cifarlib.NewModel(data.CIFAR100(data.LabelsFine), cifarlib.ArchCNN).Done()
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(m, "->", m.NumClasses, "outputs")
-	bug, _ := cifarlib.NewModel(cifarlib.CIFAR100(cifarlib.LabelsFine), cifarlib.ArchCNN).Head(10).Done()
+	bug, _ := cifarlib.NewModel(data.CIFAR100(data.LabelsFine), cifarlib.ArchCNN).Head(10).Done()
 	fmt.Println(bug)
 	// Output:
 	// cnn for cifar100 (100 classes) -> 100 outputs
@@ -28,11 +31,11 @@ func ExampleNewModel() {
 // Training a 10-output model on CIFAR-100 labels fails at graph build, before any computation,
 // with the static guard's error; GoMLX's plain loss (GuardOff) would train silently.
 func ExampleModel_LossFn() {
-	backend, err := cifarlib.NewBackend("go")
+	backend, err := backends.NewBackend("go")
 	if err != nil {
 		panic(err)
 	}
-	m, _ := cifarlib.NewModel(cifarlib.CIFAR100(cifarlib.LabelsFine), cifarlib.ArchLinear).Head(10).Done()
+	m, _ := cifarlib.NewModel(data.CIFAR100(data.LabelsFine), cifarlib.ArchLinear).Head(10).Done()
 	trainer := train.NewTrainer(backend, model.NewStore(), m.ModelFn, m.LossFn(cifarlib.GuardAll),
 		optimizer.StochasticGradientDescent(), nil, nil)
 	images := make([]float32, 2*32*32*3)
@@ -59,8 +62,8 @@ func ExampleCheckLabels() {
 
 // Shape inspection: a per-layer table like torchsummary.
 func ExampleSummarize() {
-	backend, _ := cifarlib.NewBackend("go")
-	m, _ := cifarlib.NewModel(cifarlib.CIFAR10(), cifarlib.ArchLinear).Done()
+	backend, _ := backends.NewBackend("go")
+	m, _ := cifarlib.NewModel(data.CIFAR10(), cifarlib.ArchLinear).Done()
 	s, err := cifarlib.Summarize(m, backend, 4)
 	if err != nil {
 		panic(err)
@@ -83,13 +86,13 @@ func ExampleSummarize() {
 // Asking for a backend that cannot work here (e.g. "cuda" without a GPU or without the CUDA
 // plugin) fails fast with a *BackendError saying what is missing and how to fix it.
 func ExampleNewBackend() {
-	b, err := cifarlib.NewBackend("go")
+	b, err := backends.NewBackend("go")
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(cifarlib.BackendName(b))
-	_, err = cifarlib.NewBackend("xla:no_such_plugin")
-	fmt.Println(errors.Is(err, cifarlib.ErrBackend))
+	fmt.Println(backends.BackendName(b))
+	_, err = backends.NewBackend("xla:no_such_plugin")
+	fmt.Println(errors.Is(err, backends.ErrBackend))
 	// Output:
 	// go (pure Go, CPU)
 	// true

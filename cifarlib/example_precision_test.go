@@ -5,13 +5,16 @@ import (
 	"fmt"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 // Train with bfloat16 convolutions and matrix products (PyTorch's autocast to bfloat16): the
 // weights, loss, guards and checkpoints stay float32. CheckPrecision says up front whether a
 // backend can; Train refuses a backend that cannot with *PrecisionError.
 func ExampleCheckPrecision() {
-	backend, err := cifarlib.NewBackend("go")
+	backend, err := backends.NewBackend("go")
 	if err != nil {
 		panic(err)
 	}
@@ -21,11 +24,11 @@ func ExampleCheckPrecision() {
 	}
 	fmt.Println("can run:", cifarlib.CheckPrecision(backend, precision) == nil)
 
-	spec := cifarlib.CIFAR10()
-	train, _ := cifarlib.SynthesizeRecords(spec, cifarlib.SplitTrain, cifarlib.SynthOptions{Seed: 1, TrainSize: 64})
-	res, err := cifarlib.Train(context.Background(), cifarlib.TrainConfig{
+	spec := data.CIFAR10()
+	train, _ := data.SynthesizeRecords(spec, data.SplitTrain, data.SynthOptions{Seed: 1, TrainSize: 64})
+	res, err := training.Train(context.Background(), training.TrainConfig{
 		Spec: spec, TrainRecords: train, Model: cifarlib.ArchCNN, Steps: 2, BatchSize: 16,
-		Precision: precision, Backend: backend, SkipFinalEval: true, Progress: cifarlib.ProgressOff,
+		Precision: precision, Backend: backend, SkipFinalEval: true, Progress: training.ProgressOff,
 	})
 	if err != nil {
 		panic(err)

@@ -3,6 +3,8 @@ package cifarlib
 import (
 	"fmt"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
@@ -18,28 +20,28 @@ import (
 // It returns nil or a *LabelRangeError listing all out-of-range labels.
 func CheckLabels(labels []int32, numClasses int, batch int, examples []int) error {
 	n := int32(numClasses)
-	var bad []BadLabel
+	var bad []data.BadLabel
 	for i, l := range labels {
 		if l < 0 || l >= n {
 			ex := -1
 			if i < len(examples) {
 				ex = examples[i]
 			}
-			bad = append(bad, BadLabel{Position: i, Example: ex, Label: int(l)})
+			bad = append(bad, data.BadLabel{Position: i, Example: ex, Label: int(l)})
 		}
 	}
 	if bad == nil {
 		return nil
 	}
-	return &LabelRangeError{Batch: batch, BatchSize: len(labels), NumClasses: numClasses, Bad: bad}
+	return &data.LabelRangeError{Batch: batch, BatchSize: len(labels), NumClasses: numClasses, Bad: bad}
 }
 
 // HostGuard returns the host guard for this model, to set as DatasetOptions.Check: every batch's
 // labels are checked against the head width [0, NumClasses) before the batch becomes tensors,
 // and a *LabelRangeError names the batch number, positions, example indices and values.
-func (m *Model) HostGuard() func(*HostBatch) error {
+func (m *Model) HostGuard() func(*data.HostBatch) error {
 	n := m.NumClasses
-	return func(b *HostBatch) error { return CheckLabels(b.Labels, n, b.Number, b.Examples) }
+	return func(b *data.HostBatch) error { return CheckLabels(b.Labels, n, b.Number, b.Examples) }
 }
 
 // DeviceGuardScope is the model.Store scope where the in-graph label guard writes its report.
@@ -141,7 +143,7 @@ func CheckDeviceLabels(store *model.Store, step int) error {
 	e.Batches, e.BatchSize, e.NumClasses = int(vals["bad_batches"][0]), int(vals["batch_size"][0]), int(vals["num_classes"][0])
 	for i, p := range vals["positions"] {
 		if p >= 0 {
-			e.Bad = append(e.Bad, BadLabel{Position: int(p), Example: -1, Label: int(vals["values"][i])})
+			e.Bad = append(e.Bad, data.BadLabel{Position: int(p), Example: -1, Label: int(vals["values"][i])})
 		}
 	}
 	for _, name := range []string{"bad_count", "bad_batches"} {

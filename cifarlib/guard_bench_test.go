@@ -4,6 +4,8 @@ import (
 	"iter"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -12,8 +14,8 @@ import (
 // benchTrainSteps runs b.N training steps of the small CNN at batch 32 on the go backend, with
 // the host guard in the Dataset when hostGuard is set, and the given loss guard mode.
 func benchTrainSteps(b *testing.B, hostGuard bool, mode GuardMode) {
-	spec := CIFAR10()
-	recs, err := SynthesizeRecords(spec, SplitTrain, SynthOptions{Seed: 1, TrainSize: 256, TestSize: 10})
+	spec := data.CIFAR10()
+	recs, err := data.SynthesizeRecords(spec, data.SplitTrain, data.SynthOptions{Seed: 1, TrainSize: 256, TestSize: 10})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -21,11 +23,11 @@ func benchTrainSteps(b *testing.B, hostGuard bool, mode GuardMode) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := DatasetOptions{BatchSize: 32, Shuffle: true, Seed: 1, DropRemainder: true}
+	opts := data.DatasetOptions{BatchSize: 32, Shuffle: true, Seed: 1, DropRemainder: true}
 	if hostGuard {
 		opts.Check = m.HostGuard()
 	}
-	ds, err := NewDataset("bench", recs, opts)
+	ds, err := data.NewDataset("bench", recs, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 )
 
 // Sentinel errors, one per family of guard failure. Every typed error below matches its
@@ -64,7 +66,7 @@ type DeviceLabelError struct {
 	NumClasses int
 	// Bad lists the first (up to DeviceGuardSlots) offending labels of the latest such batch;
 	// Example is always -1.
-	Bad []BadLabel
+	Bad []data.BadLabel
 }
 
 func (e *DeviceLabelError) Error() string {
@@ -78,14 +80,14 @@ func (e *DeviceLabelError) Error() string {
 		shown := min(len(e.Bad), e.NumBad)
 		return fmt.Sprintf("%s: %d labels that reached the loss on the device in %d batches are out of range [0, %d); "+
 			"in the latest (%d labels): %s: "+fix, where, e.NumBad, e.Batches, e.NumClasses, e.BatchSize,
-			listBadLabels(e.Bad, shown), e.NumClasses)
+			data.ListBadLabels(e.Bad, shown), e.NumClasses)
 	}
 	return fmt.Sprintf("%s: %d of %d labels that reached the loss on the device are out of range [0, %d): %s: "+fix,
-		where, e.NumBad, e.BatchSize, e.NumClasses, listBadLabels(e.Bad, e.NumBad), e.NumClasses)
+		where, e.NumBad, e.BatchSize, e.NumClasses, data.ListBadLabels(e.Bad, e.NumBad), e.NumClasses)
 }
 
 // Is makes errors.Is(err, ErrLabelOutOfRange) true.
-func (e *DeviceLabelError) Is(target error) bool { return target == ErrLabelOutOfRange }
+func (e *DeviceLabelError) Is(target error) bool { return target == data.ErrLabelOutOfRange }
 
 // InputShapeError reports images that are not [batch, 32, 32, 3]. A channels-first
 // [batch, 3, 32, 32] input (PyTorch's layout) is recognised and named as such.
@@ -97,7 +99,7 @@ type InputShapeError struct {
 }
 
 func (e *InputShapeError) Error() string {
-	want := fmt.Sprintf("[batch, %d, %d, %d]", ImageHeight, ImageWidth, ImageChannels)
+	want := fmt.Sprintf("[batch, %d, %d, %d]", data.ImageHeight, data.ImageWidth, data.ImageChannels)
 	switch {
 	case e.ChannelsFirst:
 		return fmt.Sprintf("images have shape %v, which is channels-first [batch, 3, 32, 32] (PyTorch's NCHW): "+
@@ -106,7 +108,7 @@ func (e *InputShapeError) Error() string {
 	case len(e.Dimensions) != 4:
 		return fmt.Sprintf("images have rank %d (shape %v) but a 4D tensor %s is expected: "+
 			"a single image needs a batch axis (graph.InsertAxes(x, 0)); flat rows of %d values need a "+
-			"reshape to [batch, 32, 32, 3]", len(e.Dimensions), e.Dimensions, want, ImageBytes)
+			"reshape to [batch, 32, 32, 3]", len(e.Dimensions), e.Dimensions, want, data.ImageBytes)
 	}
 	return fmt.Sprintf("images have shape %v but %s is expected: CIFAR images are 32x32 RGB, stored "+
 		"channels-last", e.Dimensions, want)

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/internal/labtest"
+
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
@@ -24,10 +27,10 @@ func TestCheckLabels(t *testing.T) {
 	raw := []byte{3, 255, 7}
 	labels := []int32{int32(raw[0]), -1, 10, int32(raw[1]), 9, int32(raw[2])}
 	err := CheckLabels(labels, 10, 7, []int{100, 101, 102, 103, 104, 105})
-	var lre *LabelRangeError
+	var lre *data.LabelRangeError
 	require.ErrorAs(t, err, &lre)
-	require.True(t, errors.Is(err, ErrLabelOutOfRange))
-	require.Equal(t, &LabelRangeError{Batch: 7, BatchSize: 6, NumClasses: 10, Bad: []BadLabel{
+	require.True(t, errors.Is(err, data.ErrLabelOutOfRange))
+	require.Equal(t, &data.LabelRangeError{Batch: 7, BatchSize: 6, NumClasses: 10, Bad: []data.BadLabel{
 		{Position: 1, Example: 101, Label: -1},
 		{Position: 2, Example: 102, Label: 10},
 		{Position: 3, Example: 103, Label: 255},
@@ -45,7 +48,7 @@ func TestCheckLabels(t *testing.T) {
 }
 
 func TestHostGuardListsAllBadLabels(t *testing.T) {
-	m, err := NewModel(CIFAR100(LabelsFine), ArchCNN).Head(10).Done()
+	m, err := NewModel(data.CIFAR100(data.LabelsFine), ArchCNN).Head(10).Done()
 	require.NoError(t, err)
 	labels := make([]int32, 32)
 	examples := make([]int, 32)
@@ -53,12 +56,12 @@ func TestHostGuardListsAllBadLabels(t *testing.T) {
 		labels[i] = int32(i * 3) // 0, 3, ..., 93: positions 4.. are >= 10
 		examples[i] = 1000 + i
 	}
-	err = m.HostGuard()(&HostBatch{Number: 2, Examples: examples, Labels: labels})
-	var lre *LabelRangeError
+	err = m.HostGuard()(&data.HostBatch{Number: 2, Examples: examples, Labels: labels})
+	var lre *data.LabelRangeError
 	require.ErrorAs(t, err, &lre)
 	require.Len(t, lre.Bad, 28)
 	for i, b := range lre.Bad {
-		require.Equal(t, BadLabel{Position: i + 4, Example: 1004 + i, Label: 3 * (i + 4)}, b)
+		require.Equal(t, data.BadLabel{Position: i + 4, Example: 1004 + i, Label: 3 * (i + 4)}, b)
 	}
 	require.Contains(t, err.Error(), "batch 2: 28 of 32 labels out of range [0, 10): position 4 (example 1004) label 12, ")
 	require.Contains(t, err.Error(), "position 13 (example 1013) label 39, ... and 18 more: ")
@@ -67,20 +70,20 @@ func TestHostGuardListsAllBadLabels(t *testing.T) {
 // TestHostGuardStopsTrainingBeforeTheDevice: the seed's bug (CIFAR-100 data, 10-output head)
 // with the host guard in the Dataset stops the loop at the first batch, before any step.
 func TestHostGuardStopsTrainingBeforeTheDevice(t *testing.T) {
-	m, err := NewModel(CIFAR100(LabelsFine), ArchLinear).Head(10).Done()
+	m, err := NewModel(data.CIFAR100(data.LabelsFine), ArchLinear).Head(10).Done()
 	require.NoError(t, err)
-	ds, err := NewDataset("train", hostGuardRecords([]byte{3, 57, 9, 10, 99, 0}),
-		DatasetOptions{BatchSize: 3, Epochs: 1, Check: m.HostGuard()})
+	ds, err := data.NewDataset("train", labtest.HostGuardRecords([]byte{3, 57, 9, 10, 99, 0}),
+		data.DatasetOptions{BatchSize: 3, Epochs: 1, Check: m.HostGuard()})
 	require.NoError(t, err)
 	store := model.NewStore()
-	trainer := train.NewTrainer(testBackend(t), store, m.ModelFn, m.LossFn(GuardOff),
+	trainer := train.NewTrainer(labtest.Backend(t), store, m.ModelFn, m.LossFn(GuardOff),
 		optimizer.StochasticGradientDescent(), nil, nil)
 	loop := train.NewLoop(trainer)
 	_, err = loop.RunEpochs(ds, 1)
-	var lre *LabelRangeError
+	var lre *data.LabelRangeError
 	require.ErrorAs(t, err, &lre)
-	require.Equal(t, &LabelRangeError{Batch: 0, BatchSize: 3, NumClasses: 10,
-		Bad: []BadLabel{{Position: 1, Example: 1, Label: 57}}}, lre)
+	require.Equal(t, &data.LabelRangeError{Batch: 0, BatchSize: 3, NumClasses: 10,
+		Bad: []data.BadLabel{{Position: 1, Example: 1, Label: 57}}}, lre)
 	require.Equal(t, int64(0), optimizer.GetGlobalStep(store), "no step ran")
 	// The dataset adds its name and the epoch; the batch is named once, by the guard.
 	require.Contains(t, err.Error(), `cifarlib: dataset "train" (epoch 0): batch 0: 1 of 3 labels out of range [0, 10): `+
@@ -91,12 +94,12 @@ func TestHostGuardStopsTrainingBeforeTheDevice(t *testing.T) {
 func trainOneStep(t testing.TB, m *Model, labels []int32) (float64, *model.Store) {
 	t.Helper()
 	batch := len(labels)
-	images := make([]float32, batch*ImageBytes)
+	images := make([]float32, batch*data.ImageBytes)
 	for i := range images {
 		images[i] = float32(math.Sin(float64(i) * 0.37))
 	}
 	store := model.NewStore()
-	trainer := train.NewTrainer(testBackend(t), store, m.ModelFn, m.LossFn(GuardAll),
+	trainer := train.NewTrainer(labtest.Backend(t), store, m.ModelFn, m.LossFn(GuardAll),
 		optimizer.Adam().Done(), nil, nil)
 	metrics, err := trainer.TrainStep(train.Batch{
 		Inputs: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(images, batch, 32, 32, 3)},
@@ -117,7 +120,7 @@ func TestTrainStepEachArchitecture(t *testing.T) {
 			if arch == ArchResNet18 && testing.Short() {
 				t.Skip("ResNet-18 train step takes a while on the go backend")
 			}
-			m, err := NewModel(CIFAR10(), arch).Backend(testBackend(t)).Done()
+			m, err := NewModel(data.CIFAR10(), arch).Backend(labtest.Backend(t)).Done()
 			require.NoError(t, err)
 			start := time.Now()
 			lossValue, store := trainOneStep(t, m, []int32{3, 8})
@@ -127,7 +130,7 @@ func TestTrainStepEachArchitecture(t *testing.T) {
 			if arch == ArchResNet18 || arch == ArchResNet20 {
 				// The batch-norm moving averages were updated by the training step.
 				v := store.GetVariable("/" + arch + "/stem/bn/batch_normalization/mean")
-				require.NotNil(t, v, "variables: %v", sortedVariablePaths(store))
+				require.NotNil(t, v, "variables: %v", SortedVariablePaths(store))
 				mean, err := v.Value()
 				require.NoError(t, err)
 				nonZero := false
@@ -143,9 +146,9 @@ func TestTrainStepEachArchitecture(t *testing.T) {
 // TestTrainerSurfacesGuardErrors: errors raised while GoMLX builds the train graph come back
 // from Trainer.TrainStep as errors with the typed value inside.
 func TestTrainerSurfacesGuardErrors(t *testing.T) {
-	m, err := NewModel(CIFAR100(LabelsFine), ArchLinear).Head(10).Done()
+	m, err := NewModel(data.CIFAR100(data.LabelsFine), ArchLinear).Head(10).Done()
 	require.NoError(t, err)
-	trainer := train.NewTrainer(testBackend(t), model.NewStore(), m.ModelFn, m.LossFn(GuardAll),
+	trainer := train.NewTrainer(labtest.Backend(t), model.NewStore(), m.ModelFn, m.LossFn(GuardAll),
 		optimizer.StochasticGradientDescent(), nil, nil)
 	_, err = trainer.TrainStep(train.Batch{
 		Inputs: []*tensors.Tensor{tensors.FromShape(shapes.Make(dtypes.Float32, 2, 32, 32, 3))},
@@ -156,9 +159,9 @@ func TestTrainerSurfacesGuardErrors(t *testing.T) {
 	require.Equal(t, 10, hm.HeadWidth)
 
 	// Channels-first images through the trainer.
-	m, err = NewModel(CIFAR10(), ArchLinear).Done()
+	m, err = NewModel(data.CIFAR10(), ArchLinear).Done()
 	require.NoError(t, err)
-	trainer = train.NewTrainer(testBackend(t), model.NewStore(), m.ModelFn, m.LossFn(GuardAll),
+	trainer = train.NewTrainer(labtest.Backend(t), model.NewStore(), m.ModelFn, m.LossFn(GuardAll),
 		optimizer.StochasticGradientDescent(), nil, nil)
 	_, err = trainer.TrainStep(train.Batch{
 		Inputs: []*tensors.Tensor{tensors.FromShape(shapes.Make(dtypes.Float32, 2, 3, 32, 32))},
@@ -172,25 +175,25 @@ func TestTrainerSurfacesGuardErrors(t *testing.T) {
 // TestDeviceGuardInLoop: labels shifted on the device by a custom loss wrapper are caught
 // after the first step by AttachDeviceGuard, which stops the loop.
 func TestDeviceGuardInLoop(t *testing.T) {
-	m, err := NewModel(CIFAR10(), ArchLinear).Done()
+	m, err := NewModel(data.CIFAR10(), ArchLinear).Done()
 	require.NoError(t, err)
 	guarded := m.LossFn(GuardAll)
 	shifted := func(labels, logits []*graph.Node) *graph.Node {
 		l := labels[0]
 		return guarded([]*graph.Node{graph.AddScalar(l, 8)}, logits) // 0..9 -> 8..17
 	}
-	recs := NewRecords(CIFAR10(), "device-guard-test", 4)
+	recs := data.NewRecords(data.CIFAR10(), "device-guard-test", 4)
 	copy(recs.RawLabels, []byte{0, 1, 2, 3})
-	ds, err := NewDataset("train", recs, DatasetOptions{BatchSize: 4, Epochs: 1})
+	ds, err := data.NewDataset("train", recs, data.DatasetOptions{BatchSize: 4, Epochs: 1})
 	require.NoError(t, err)
 	store := model.NewStore()
-	loop := train.NewLoop(train.NewTrainer(testBackend(t), store, m.ModelFn, shifted,
+	loop := train.NewLoop(train.NewTrainer(labtest.Backend(t), store, m.ModelFn, shifted,
 		optimizer.StochasticGradientDescent(), nil, nil))
 	AttachDeviceGuard(loop)
 	_, err = loop.RunEpochs(ds, 1)
 	var de *DeviceLabelError
 	require.ErrorAs(t, err, &de)
-	require.Equal(t, []BadLabel{{Position: 2, Example: -1, Label: 10}, {Position: 3, Example: -1, Label: 11}}, de.Bad)
+	require.Equal(t, []data.BadLabel{{Position: 2, Example: -1, Label: 10}, {Position: 3, Example: -1, Label: 11}}, de.Bad)
 	require.Equal(t, 2, de.NumBad)
 	require.Equal(t, 4, de.BatchSize)
 }

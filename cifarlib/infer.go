@@ -3,6 +3,9 @@ package cifarlib
 import (
 	"errors"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -38,7 +41,7 @@ func runOnce[F model.ExecGraphFn](backend compute.Backend, store *model.Store, g
 		store = model.NewStore()
 	}
 	var out []*tensors.Tensor
-	err := trainCatch(func() error {
+	err := backends.TrainCatch(func() error {
 		exec, err := model.NewExec(backend, store, graphFn)
 		if err != nil {
 			return err
@@ -47,7 +50,7 @@ func runOnce[F model.ExecGraphFn](backend compute.Backend, store *model.Store, g
 		return err
 	})
 	if err != nil {
-		return nil, translateRunError(rootError(err), leadingDim(inputs))
+		return nil, backends.TranslateRunError(rootError(err), backends.LeadingDim(inputs))
 	}
 	return out, nil
 }
@@ -75,15 +78,15 @@ func rootError(err error) error {
 	case errors.As(err, &bsz):
 		return bsz
 	}
-	return guardErrorOf(err)
+	return GuardErrorOf(err)
 }
 
 // guardErrorOf returns the guard's own error when err (from GoMLX's loop, which wraps hook,
 // dataset and graph-building errors in its own messages) carries one, so the message is the
 // guard's; other errors are returned unchanged.
-func guardErrorOf(err error) error {
+func GuardErrorOf(err error) error {
 	var head *HeadMismatchError
-	var host *LabelRangeError
+	var host *data.LabelRangeError
 	var device *DeviceLabelError
 	switch {
 	case err == nil:

@@ -5,6 +5,10 @@ import (
 	"math"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/internal/labtest"
+	"github.com/cifarlab/cifarlab/internal/testenv"
+
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -12,10 +16,10 @@ import (
 )
 
 func TestModelLogits(t *testing.T) {
-	backend := testBackend(t)
-	m, err := NewModel(CIFAR100(LabelsFine), ArchLinear).Head(10).Backend(backend).Done()
+	backend := labtest.Backend(t)
+	m, err := NewModel(data.CIFAR100(data.LabelsFine), ArchLinear).Head(10).Backend(backend).Done()
 	require.NoError(t, err)
-	b, err := storyRecords(t, 4).Batch(0, 4)
+	b, err := labtest.StoryRecords(t, 4).Batch(0, 4)
 	require.NoError(t, err)
 	store := model.NewStore()
 	logits, err := m.Logits(backend, store, b.Images)
@@ -44,10 +48,10 @@ func TestModelLogits(t *testing.T) {
 // exactly 0, GoMLX's batch loss is the mean of the per-example losses, and the guarded loss
 // refuses the batch with a *HeadMismatchError.
 func TestLossesShowSilentZero(t *testing.T) {
-	backend := testBackend(t)
-	m, err := NewModel(CIFAR100(LabelsFine), ArchLinear).Head(10).Backend(backend).Done()
+	backend := labtest.Backend(t)
+	m, err := NewModel(data.CIFAR100(data.LabelsFine), ArchLinear).Head(10).Backend(backend).Done()
 	require.NoError(t, err)
-	b, err := storyRecords(t, 64).Batch(0, 64)
+	b, err := labtest.StoryRecords(t, 64).Batch(0, 64)
 	require.NoError(t, err)
 	l, err := m.Losses(backend, nil, b)
 	require.NoError(t, err)
@@ -67,7 +71,7 @@ func TestLossesShowSilentZero(t *testing.T) {
 	require.Equal(t, wantBeyond, beyond)
 	require.Equal(t, wantBeyond, zero)
 	require.Greater(t, beyond, 40)
-	require.InDelta(t, sum/64, float64(l.PlainMean), tolFloat32Ref) // A float32 mean of 64 losses near 2.3: sqrt(64)·u·2.3 = 1.1e-6.
+	require.InDelta(t, sum/64, float64(l.PlainMean), testenv.TolFloat32Ref) // A float32 mean of 64 losses near 2.3: sqrt(64)·u·2.3 = 1.1e-6.
 	var head *HeadMismatchError
 	require.ErrorAs(t, l.GuardErr, &head)
 	require.Equal(t, 10, head.HeadWidth)
@@ -76,29 +80,29 @@ func TestLossesShowSilentZero(t *testing.T) {
 
 	// With the factory's head the guarded loss accepts the batch and equals GoMLX's (no label
 	// is out of range).
-	good, err := NewModel(CIFAR100(LabelsFine), ArchLinear).Backend(backend).Done()
+	good, err := NewModel(data.CIFAR100(data.LabelsFine), ArchLinear).Backend(backend).Done()
 	require.NoError(t, err)
 	l, err = good.Losses(backend, nil, b)
 	require.NoError(t, err)
 	require.NoError(t, l.GuardErr)
 	beyond, _ = l.Beyond()
 	require.Zero(t, beyond)
-	require.InDelta(t, float64(l.PlainMean), float64(l.Guarded), tolFloat32Ref)
+	require.InDelta(t, float64(l.PlainMean), float64(l.Guarded), testenv.TolFloat32Ref)
 }
 
 func TestLossOn(t *testing.T) {
-	backend := testBackend(t)
-	spec := CIFAR100(LabelsFine)
+	backend := labtest.Backend(t)
+	spec := data.CIFAR100(data.LabelsFine)
 	m, err := NewModel(spec, ArchLinear).Backend(backend).Done()
 	require.NoError(t, err)
-	b, err := storyRecords(t, 200).Batch(0, 200)
+	b, err := labtest.StoryRecords(t, 200).Batch(0, 200)
 	require.NoError(t, err)
 	store := model.NewStore()
 	plain, err := m.LossOn(backend, b.Images, b.Labels, LossOptions{Guard: GuardOff, Store: store})
 	require.NoError(t, err)
 	guarded, err := m.LossOn(backend, b.Images, b.Labels, LossOptions{Store: store})
 	require.NoError(t, err)
-	require.InDelta(t, float64(plain), float64(guarded), tolFloat32Ref)
+	require.InDelta(t, float64(plain), float64(guarded), testenv.TolFloat32Ref)
 	require.False(t, math.IsNaN(float64(plain)))
 
 	// Labels made 1-based on the device: every 99 becomes 100, which the in-graph guard counts.
@@ -122,10 +126,10 @@ func TestLossOn(t *testing.T) {
 }
 
 func TestShapeMistakes(t *testing.T) {
-	backend := testBackend(t)
-	m, err := NewModel(CIFAR100(LabelsFine), ArchLinear).Backend(backend).Done()
+	backend := labtest.Backend(t)
+	m, err := NewModel(data.CIFAR100(data.LabelsFine), ArchLinear).Backend(backend).Done()
 	require.NoError(t, err)
-	b, err := storyRecords(t, 8).Batch(0, 8)
+	b, err := labtest.StoryRecords(t, 8).Batch(0, 8)
 	require.NoError(t, err)
 	ms, err := ShapeMistakes(backend, m, 10, b)
 	require.NoError(t, err)
@@ -154,6 +158,6 @@ func TestShapeMistakes(t *testing.T) {
 		require.True(t, errors.As(ms[i].Err, w.target), "%s: %T %v", w.name, ms[i].Err, ms[i].Err)
 		require.ErrorContains(t, ms[i].Err, w.text)
 	}
-	_, err = ShapeMistakes(backend, m, 10, &Batch{Host: &HostBatch{Labels: []int32{1}}})
+	_, err = ShapeMistakes(backend, m, 10, &data.Batch{Host: &data.HostBatch{Labels: []int32{1}}})
 	require.ErrorContains(t, err, "at least 2 examples")
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -12,7 +14,7 @@ import (
 )
 
 func TestCheckBatch(t *testing.T) {
-	m, err := NewModel(CIFAR10(), ArchCNN).Done()
+	m, err := NewModel(data.CIFAR10(), ArchCNN).Done()
 	require.NoError(t, err)
 	images := func(dims ...int) *tensors.Tensor { return tensors.FromShape(shapes.Make(dtypes.Float32, dims...)) }
 	labels := func(dt dtypes.DType, dims ...int) *tensors.Tensor { return tensors.FromShape(shapes.Make(dt, dims...)) }

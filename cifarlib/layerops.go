@@ -1,6 +1,7 @@
 package cifarlib
 
 import (
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
@@ -42,7 +43,7 @@ func (k LayerOps) String() string {
 // LayerOpsFor returns the layer lowering that is fastest on the backend: LayerOpsMatmul for the
 // pure-Go backend, LayerOpsNative for XLA (and when backend is nil).
 func LayerOpsFor(backend compute.Backend) LayerOps {
-	if IsGoBackend(backend) {
+	if backends.IsGoBackend(backend) {
 		return LayerOpsMatmul
 	}
 	return LayerOpsNative

@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/internal/labtest"
+	"github.com/cifarlab/cifarlab/internal/testenv"
+
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -29,11 +34,11 @@ func TestIm2colConvolutionMatchesConvolve(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("k%d_s%d_%dx%d_%d-%d", tc.kernel, tc.stride, tc.h, tc.w, tc.cin, tc.cout), func(t *testing.T) {
 			const batch = 2
-			x := tensors.FromFlatDataAndDimensions(sinData(batch*tc.h*tc.w*tc.cin, 0.37, 1), batch, tc.h, tc.w, tc.cin)
-			k := tensors.FromFlatDataAndDimensions(sinData(tc.kernel*tc.kernel*tc.cin*tc.cout, 0.71, 0.3),
+			x := tensors.FromFlatDataAndDimensions(testenv.SinData(batch*tc.h*tc.w*tc.cin, 0.37, 1), batch, tc.h, tc.w, tc.cin)
+			k := tensors.FromFlatDataAndDimensions(testenv.SinData(tc.kernel*tc.kernel*tc.cin*tc.cout, 0.71, 0.3),
 				tc.kernel, tc.kernel, tc.cin, tc.cout)
 			run := func(conv func(x, k *graph.Node) *graph.Node) [][]float32 {
-				exec := graph.MustNewExec(testBackend(t), func(x, k *graph.Node) []*graph.Node {
+				exec := graph.MustNewExec(labtest.Backend(t), func(x, k *graph.Node) []*graph.Node {
 					y := conv(x, k)
 					// A loss that weighs every output differently, so misplaced outputs show.
 					w := graph.Sin(graph.Iota(x.Graph(), y.Shape(), 3))
@@ -53,7 +58,7 @@ func TestIm2colConvolutionMatchesConvolve(t *testing.T) {
 			})
 			got := run(func(x, k *graph.Node) *graph.Node { return im2colConvolution(x, k, tc.stride) })
 			for i, what := range []string{"output", "d/dx", "d/dkernel"} {
-				requireClose(t, want[i], got[i], tolReorderOp, what)
+				testenv.RequireClose(t, want[i], got[i], testenv.TolReorderOp, what)
 			}
 		})
 	}
@@ -62,18 +67,18 @@ func TestIm2colConvolutionMatchesConvolve(t *testing.T) {
 func TestLayerOpsFor(t *testing.T) {
 	require.Equal(t, LayerOpsMatmul, LayerOpsFor(goBackend()))
 	require.Equal(t, LayerOpsNative, LayerOpsFor(nil))
-	if b := testBackend(t); b.String() != BackendGo {
+	if b := labtest.Backend(t); b.String() != backends.BackendGo {
 		require.Equal(t, LayerOpsNative, LayerOpsFor(b), "XLA backends keep their convolution op")
 	}
 	require.Equal(t, "matmul", LayerOpsMatmul.String())
 	require.Equal(t, "native", LayerOpsNative.String())
-	m, err := NewModel(CIFAR10(), ArchCNN).Backend(goBackend()).Done()
+	m, err := NewModel(data.CIFAR10(), ArchCNN).Backend(goBackend()).Done()
 	require.NoError(t, err)
 	require.Equal(t, LayerOpsMatmul, m.LayerOps)
-	m, err = NewModel(CIFAR10(), ArchCNN).Done()
+	m, err = NewModel(data.CIFAR10(), ArchCNN).Done()
 	require.NoError(t, err)
 	require.Equal(t, LayerOpsNative, m.LayerOps)
-	m, err = NewModel(CIFAR10(), ArchCNN).Backend(goBackend()).LayerOps(LayerOpsNative).Done()
+	m, err = NewModel(data.CIFAR10(), ArchCNN).Backend(goBackend()).LayerOps(LayerOpsNative).Done()
 	require.NoError(t, err)
 	require.Equal(t, LayerOpsNative, m.LayerOps)
 }
@@ -87,24 +92,24 @@ func TestLayerOpsShareVariables(t *testing.T) {
 			if arch == ArchResNet18 && testing.Short() {
 				t.Skip("resnet18 forward is slow on the go backend")
 			}
-			images := tensors.FromFlatDataAndDimensions(sinData(2*ImageBytes, 0.0137, 1), 2, 32, 32, 3)
-			store := seededStore(t, spreadSeed(t, 0))
+			images := tensors.FromFlatDataAndDimensions(testenv.SinData(2*data.ImageBytes, 0.0137, 1), 2, 32, 32, 3)
+			store := testenv.SeededStore(t, testenv.SpreadSeed(t, 0))
 			logits := func(kind LayerOps) ([]float32, []string) {
-				m, err := NewModel(CIFAR10(), arch).Backend(testBackend(t)).LayerOps(kind).Done()
+				m, err := NewModel(data.CIFAR10(), arch).Backend(labtest.Backend(t)).LayerOps(kind).Done()
 				require.NoError(t, err)
-				exec, err := model.NewExec(testBackend(t), store, func(scope *model.Scope, x *graph.Node) *graph.Node {
+				exec, err := model.NewExec(labtest.Backend(t), store, func(scope *model.Scope, x *graph.Node) *graph.Node {
 					return m.ModelFn(scope, nil, []*graph.Node{x})[0]
 				})
 				require.NoError(t, err)
 				defer exec.Finalize()
 				out, err := exec.Call(images)
 				require.NoError(t, err)
-				return tensors.MustCopyFlatData[float32](out[0]), sortedVariablePaths(store)
+				return tensors.MustCopyFlatData[float32](out[0]), SortedVariablePaths(store)
 			}
 			want, vars := logits(LayerOpsNative)
 			got, varsAfter := logits(LayerOpsMatmul)
 			require.Equal(t, vars, varsAfter, "the matmul model created variables the native model does not have")
-			requireClose(t, want, got, tolReorder, "logits") // A forward pass: continuous across kinks.
+			testenv.RequireClose(t, want, got, testenv.TolReorder, "logits") // A forward pass: continuous across kinks.
 		})
 	}
 }
@@ -116,9 +121,9 @@ func TestMaxPool2x2MatchesMaxPool(t *testing.T) {
 	for _, dims := range [][]int{{2, 8, 8, 3}, {1, 4, 6, 2}, {2, 5, 4, 1}} {
 		t.Run(fmt.Sprint(dims), func(t *testing.T) {
 			n := dims[0] * dims[1] * dims[2] * dims[3]
-			x := tensors.FromFlatDataAndDimensions(sinData(n, 1.3, 1), dims...)
+			x := tensors.FromFlatDataAndDimensions(testenv.SinData(n, 1.3, 1), dims...)
 			run := func(pool func(x *graph.Node) *graph.Node) [][]float32 {
-				exec := graph.MustNewExec(testBackend(t), func(x *graph.Node) []*graph.Node {
+				exec := graph.MustNewExec(labtest.Backend(t), func(x *graph.Node) []*graph.Node {
 					y := pool(x)
 					w := graph.Cos(graph.Iota(x.Graph(), y.Shape(), 2))
 					return []*graph.Node{y, graph.Gradient(graph.ReduceAllSum(graph.Mul(y, w)), x)[0]}
@@ -134,7 +139,7 @@ func TestMaxPool2x2MatchesMaxPool(t *testing.T) {
 			nb := &netBuilder{m: &Model{LayerOps: LayerOpsMatmul}}
 			got := run(nb.maxPool2x2)
 			require.Equal(t, want[0], got[0], "output")
-			requireClose(t, want[1], got[1], tolReorderOp, "d/dx")
+			testenv.RequireClose(t, want[1], got[1], testenv.TolReorderOp, "d/dx")
 		})
 	}
 }
@@ -147,15 +152,15 @@ func TestMaxPool2x2MatchesMaxPool(t *testing.T) {
 func TestLayerOpsSameGradients(t *testing.T) {
 	for _, arch := range []string{ArchCNN, ArchResNet20} {
 		t.Run(arch, func(t *testing.T) {
-			images := tensors.FromFlatDataAndDimensions(sinData(4*ImageBytes, 0.0173, 1), 4, 32, 32, 3)
+			images := tensors.FromFlatDataAndDimensions(testenv.SinData(4*data.ImageBytes, 0.0173, 1), 4, 32, 32, 3)
 			labels := tensors.FromFlatDataAndDimensions([]int32{3, 8, 0, 9}, 4, 1)
-			store := seededStore(t, spreadSeed(t, 0))
+			store := testenv.SeededStore(t, testenv.SpreadSeed(t, 0))
 			grads := func(kind LayerOps) (names []string, values [][]float32) {
 				// The executor runs in inference mode, where the backend's fused batch norm (XLA)
 				// has no gradient: use the graph-op batch norm, which has one on every backend.
-				m, err := NewModel(CIFAR10(), arch).Backend(testBackend(t)).LayerOps(kind).BatchNorm(BatchNormGraph).Done()
+				m, err := NewModel(data.CIFAR10(), arch).Backend(labtest.Backend(t)).LayerOps(kind).BatchNorm(BatchNormGraph).Done()
 				require.NoError(t, err)
-				exec, err := model.NewExec(testBackend(t), store, func(scope *model.Scope, x, y *graph.Node) []*graph.Node {
+				exec, err := model.NewExec(labtest.Backend(t), store, func(scope *model.Scope, x, y *graph.Node) []*graph.Node {
 					logits := m.ModelFn(scope, nil, []*graph.Node{x})
 					lossValue := m.LossFn(GuardOff)([]*graph.Node{y}, logits)
 					var vars []*graph.Node
@@ -181,7 +186,7 @@ func TestLayerOpsSameGradients(t *testing.T) {
 			require.Equal(t, wantNames, gotNames)
 			require.NotEmpty(t, want)
 			// Through ReLUs: normwise, with the kink tolerance of the 8x8 layers at batch 4.
-			requireAllNormClose(t, wantNames, want, got, kinkTolerance(4, 8*8), "gradient")
+			testenv.RequireAllNormClose(t, wantNames, want, got, testenv.KinkTolerance(4, 8*8), "gradient")
 		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
@@ -68,7 +70,7 @@ type LossBuilder struct {
 }
 
 // NewLoss starts a loss for a dataset: the static guard requires logits with spec.NumClasses entries.
-func NewLoss(spec Spec) *LossBuilder {
+func NewLoss(spec data.Spec) *LossBuilder {
 	return &LossBuilder{dataset: spec.ID(), numClasses: spec.NumClasses}
 }
 

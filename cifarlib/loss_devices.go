@@ -3,6 +3,8 @@ package cifarlib
 import (
 	"fmt"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
 	"github.com/gomlx/gomlx/core/graph"
@@ -35,14 +37,14 @@ func (m *Model) LossOnDevices(backend compute.Backend, devices int, images, labe
 	if images == nil || labels == nil {
 		return 0, fmt.Errorf("cifarlib: LossOnDevices needs images and labels")
 	}
-	n, err := resolveDevices(backend, devices)
+	n, err := backends.ResolveDevices(backend, devices)
 	if err != nil {
 		return 0, err
 	}
 	if n < 2 {
 		return m.LossOn(backend, images, labels, opts)
 	}
-	if err := CheckBatchDivisible("batch", images.Shape().Dimensions[0], n); err != nil {
+	if err := backends.CheckBatchDivisible("batch", images.Shape().Dimensions[0], n); err != nil {
 		return 0, err
 	}
 	store := opts.Store
@@ -53,20 +55,20 @@ func (m *Model) LossOnDevices(backend compute.Backend, devices int, images, labe
 		}
 	}
 	var mesh *distributed.DeviceMesh
-	if mesh, err = storeMesh(store, n); err != nil {
+	if mesh, err = backends.StoreMesh(store, n); err != nil {
 		return 0, err
 	}
-	if err := replicateUnsharded(store, mesh); err != nil {
+	if err := backends.ReplicateUnsharded(store, mesh); err != nil {
 		return 0, err
 	}
-	batchSpec, err := batchShardingSpec(mesh)
+	batchSpec, err := backends.BatchShardingSpec(mesh)
 	if err != nil {
 		return 0, err
 	}
 	replicated := distributed.NewReplicatedShardingSpec(mesh)
 	lossFn := m.LossFn(opts.Guard)
 	var value float32
-	err = trainCatch(func() error {
+	err = backends.TrainCatch(func() error {
 		exec, err := model.NewExec(backend, store, func(scope *model.Scope, images, labels *graph.Node) *graph.Node {
 			logits := m.ModelFn(scope, nil, []*graph.Node{images})[0]
 			if opts.MapLabels != nil {

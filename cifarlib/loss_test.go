@@ -5,6 +5,10 @@ import (
 	"math"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/internal/labtest"
+	"github.com/cifarlab/cifarlab/internal/testenv"
+
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -52,11 +56,11 @@ func labelsColumn(labels []int32) [][]int32 {
 // zero is a negative zero, still == 0): those rows get a loss of exactly 0 and a gradient of
 // exactly 0, but still count in the mean.
 func TestUnguardedLossIsSilent(t *testing.T) {
-	m, err := NewModel(CIFAR10(), ArchLinear).Done()
+	m, err := NewModel(data.CIFAR10(), ArchLinear).Done()
 	require.NoError(t, err)
 	plain := m.LossFn(GuardOff)
 	n := len(silentLabels)
-	outs, err := graph.ExecOnceN(testBackend(t), func(labels, logits *graph.Node) []*graph.Node {
+	outs, err := graph.ExecOnceN(labtest.Backend(t), func(labels, logits *graph.Node) []*graph.Node {
 		results := make([]*graph.Node, 0, n+2)
 		for i := range n {
 			row := func(x *graph.Node) *graph.Node { return graph.Slice(x, graph.AxisRange(i, i+1)) }
@@ -76,11 +80,11 @@ func TestUnguardedLossIsSilent(t *testing.T) {
 			continue
 		}
 		want := crossEntropy64(silentLogits[i], int(l))
-		require.InDelta(t, want, got, tolFloat32Ref, "example %d", i)
+		require.InDelta(t, want, got, testenv.TolFloat32Ref, "example %d", i)
 		sum += want
 	}
 	// Out-of-range rows still count in the mean: divide by 6, not 3.
-	require.InDelta(t, sum/float64(n), float64(tensors.ToScalar[float32](outs[n])), tolFloat32Ref)
+	require.InDelta(t, sum/float64(n), float64(tensors.ToScalar[float32](outs[n])), testenv.TolFloat32Ref)
 	grad := outs[n+1].Value().([][]float32)
 	for _, i := range []int{1, 2, 4} {
 		for j, v := range grad[i] {
@@ -94,7 +98,7 @@ func TestUnguardedLossIsSilent(t *testing.T) {
 func guardedRun(t *testing.T, lossFn loss.LossFn, labels, logits any) (float64, *model.Store, error) {
 	t.Helper()
 	store := model.NewStore()
-	out, err := model.CallOnceN(testBackend(t), store, func(scope *model.Scope, labels, logits *graph.Node) *graph.Node {
+	out, err := model.CallOnceN(labtest.Backend(t), store, func(scope *model.Scope, labels, logits *graph.Node) *graph.Node {
 		return lossFn([]*graph.Node{labels}, []*graph.Node{logits})
 	}, labels, logits)
 	if err != nil {
@@ -104,7 +108,7 @@ func guardedRun(t *testing.T, lossFn loss.LossFn, labels, logits any) (float64, 
 }
 
 func TestGuardedLossValues(t *testing.T) {
-	m, err := NewModel(CIFAR10(), ArchLinear).Done()
+	m, err := NewModel(data.CIFAR10(), ArchLinear).Done()
 	require.NoError(t, err)
 	good := []int32{3, 5, 1, 0, 7, 9}
 	var want float64
@@ -114,7 +118,7 @@ func TestGuardedLossValues(t *testing.T) {
 	want /= float64(len(good))
 	got, store, err := guardedRun(t, m.LossFn(GuardAll), labelsColumn(good), silentLogits)
 	require.NoError(t, err)
-	require.InDelta(t, want, got, tolFloat32Ref)
+	require.InDelta(t, want, got, testenv.TolFloat32Ref)
 	require.NoError(t, CheckDeviceLabels(store, 0))
 
 	// Same loss with uint8 and int64 labels (converted in the graph) and with rank-1 labels.
@@ -126,7 +130,7 @@ func TestGuardedLossValues(t *testing.T) {
 	for _, labels := range []any{u8, i64, good} {
 		got, _, err = guardedRun(t, m.LossFn(GuardAll), labels, silentLogits)
 		require.NoError(t, err)
-		require.InDelta(t, want, got, tolFloat32Ref)
+		require.InDelta(t, want, got, testenv.TolFloat32Ref)
 	}
 
 	// One-hot float labels of the head's width give the same loss.
@@ -137,12 +141,12 @@ func TestGuardedLossValues(t *testing.T) {
 	}
 	got, _, err = guardedRun(t, m.LossFn(GuardAll), oneHot, silentLogits)
 	require.NoError(t, err)
-	require.InDelta(t, want, got, tolFloat32Ref)
+	require.InDelta(t, want, got, testenv.TolFloat32Ref)
 }
 
 // TestStaticGuardHeadMismatch reproduces the bug: a 10-output head with CIFAR-100 labels.
 func TestStaticGuardHeadMismatch(t *testing.T) {
-	m, err := NewModel(CIFAR100(LabelsFine), ArchCNN).Head(10).Done()
+	m, err := NewModel(data.CIFAR100(data.LabelsFine), ArchCNN).Head(10).Done()
 	require.NoError(t, err)
 	_, _, err = guardedRun(t, m.LossFn(GuardAll), labelsColumn(silentLabels), silentLogits)
 	var hm *HeadMismatchError
@@ -153,7 +157,7 @@ func TestStaticGuardHeadMismatch(t *testing.T) {
 		"build the model with cifarlib's factory for cifar100, or set the head to 100", hm.Error())
 
 	// A loss for the dataset alone (no model) says the same without the override note.
-	_, _, err = guardedRun(t, NewLoss(CIFAR100(LabelsCoarse)).Done(), labelsColumn(silentLabels), silentLogits)
+	_, _, err = guardedRun(t, NewLoss(data.CIFAR100(data.LabelsCoarse)).Done(), labelsColumn(silentLabels), silentLogits)
 	require.ErrorAs(t, err, &hm)
 	require.Equal(t, "model head has 10 outputs but dataset cifar100-coarse has 20 classes: "+
 		"build the model with cifarlib's factory for cifar100-coarse, or set the head to 20", hm.Error())
@@ -166,11 +170,11 @@ func TestStaticGuardHeadMismatch(t *testing.T) {
 // TestInGraphGuardCatchesDeviceLabels feeds the guarded loss labels computed on the device
 // (label*7+1 % 100 style arithmetic) and checks the host-side report.
 func TestInGraphGuardCatchesDeviceLabels(t *testing.T) {
-	m, err := NewModel(CIFAR10(), ArchLinear).Done()
+	m, err := NewModel(data.CIFAR10(), ArchLinear).Done()
 	require.NoError(t, err)
 	guarded := m.LossFn(GuardAll)
 	store := model.NewStore()
-	exec, err := model.NewExec(testBackend(t), store, func(scope *model.Scope, labels, logits *graph.Node) *graph.Node {
+	exec, err := model.NewExec(labtest.Backend(t), store, func(scope *model.Scope, labels, logits *graph.Node) *graph.Node {
 		deviceLabels := graph.Sub(graph.MulScalar(labels, 3), graph.Scalar(labels.Graph(), dtypes.Int32, 1))
 		return guarded([]*graph.Node{deviceLabels}, []*graph.Node{logits})
 	})
@@ -190,9 +194,9 @@ func TestInGraphGuardCatchesDeviceLabels(t *testing.T) {
 	err = CheckDeviceLabels(store, 41)
 	var de *DeviceLabelError
 	require.ErrorAs(t, err, &de)
-	require.True(t, errors.Is(err, ErrLabelOutOfRange))
+	require.True(t, errors.Is(err, data.ErrLabelOutOfRange))
 	require.Equal(t, &DeviceLabelError{Step: 41, NumBad: 2, Batches: 1, BatchSize: 6, NumClasses: 10,
-		Bad: []BadLabel{{Position: 2, Example: -1, Label: -1}, {Position: 4, Example: -1, Label: 11}}}, de)
+		Bad: []data.BadLabel{{Position: 2, Example: -1, Label: -1}, {Position: 4, Example: -1, Label: 11}}}, de)
 	require.Equal(t, "in-graph label guard after step 41: 2 of 6 labels that reached the loss on the device "+
 		"are out of range [0, 10): position 2 label -1, position 4 label 11: the labels fed to the loss must be "+
 		"class indices in [0, 10); check the graph code that computes them and that the model head matches the dataset",
@@ -213,7 +217,7 @@ func TestInGraphGuardCatchesDeviceLabels(t *testing.T) {
 	}
 	require.ErrorAs(t, CheckDeviceLabels(store, -1), &de)
 	require.Equal(t, &DeviceLabelError{Step: -1, NumBad: 3, Batches: 2, BatchSize: 6, NumClasses: 10,
-		Bad: []BadLabel{{Position: 2, Example: -1, Label: 11}, {Position: 5, Example: -1, Label: -1}}}, de)
+		Bad: []data.BadLabel{{Position: 2, Example: -1, Label: 11}, {Position: 5, Example: -1, Label: -1}}}, de)
 	require.Equal(t, "in-graph label guard: 3 labels that reached the loss on the device in 2 batches are out of "+
 		"range [0, 10); in the latest (6 labels): position 2 label 11, position 5 label -1: the labels fed to the "+
 		"loss must be class indices in [0, 10); check the graph code that computes them and that the model head "+
@@ -230,7 +234,7 @@ func TestInGraphGuardManyBadLabels(t *testing.T) {
 		labels[i] = int32(10 + i)
 		logits[i] = make([]float32, 10)
 	}
-	m, err := NewModel(CIFAR10(), ArchLinear).Done()
+	m, err := NewModel(data.CIFAR10(), ArchLinear).Done()
 	require.NoError(t, err)
 	got, store, err := guardedRun(t, m.LossFn(GuardAll), labelsColumn(labels), logits)
 	require.NoError(t, err)
@@ -240,37 +244,37 @@ func TestInGraphGuardManyBadLabels(t *testing.T) {
 	require.Equal(t, 40, de.NumBad)
 	require.Len(t, de.Bad, DeviceGuardSlots)
 	for i, b := range de.Bad {
-		require.Equal(t, BadLabel{Position: i, Example: -1, Label: 10 + i}, b)
+		require.Equal(t, data.BadLabel{Position: i, Example: -1, Label: 10 + i}, b)
 	}
 	require.Contains(t, de.Error(), "in-graph label guard: 40 of 40 labels")
 	require.Contains(t, de.Error(), "position 9 label 19, ... and 30 more:")
 }
 
 func TestIgnoreIndex(t *testing.T) {
-	m, err := NewModel(CIFAR10(), ArchLinear).Done()
+	m, err := NewModel(data.CIFAR10(), ArchLinear).Done()
 	require.NoError(t, err)
 	labels := []int32{PyTorchIgnoreIndex, 3, PyTorchIgnoreIndex, 5, 0, 9}
 	want := (crossEntropy64(silentLogits[1], 3) + crossEntropy64(silentLogits[3], 5) +
 		crossEntropy64(silentLogits[4], 0) + crossEntropy64(silentLogits[5], 9)) / 4
 	got, store, err := guardedRun(t, m.Loss().IgnoreIndex(PyTorchIgnoreIndex).Done(), labelsColumn(labels), silentLogits)
 	require.NoError(t, err)
-	require.InDelta(t, want, got, tolFloat32Ref)
+	require.InDelta(t, want, got, testenv.TolFloat32Ref)
 	require.NoError(t, CheckDeviceLabels(store, 0), "ignored labels are not errors")
 
 	// Without the option, -100 is an out-of-range label.
 	got, store, err = guardedRun(t, m.LossFn(GuardAll), labelsColumn(labels), silentLogits)
 	require.NoError(t, err)
-	require.InDelta(t, want, got, tolFloat32Ref)
+	require.InDelta(t, want, got, testenv.TolFloat32Ref)
 	var de *DeviceLabelError
 	require.ErrorAs(t, CheckDeviceLabels(store, 0), &de)
-	require.Equal(t, []BadLabel{{2 - 2, -1, -100}, {2, -1, -100}}, de.Bad)
+	require.Equal(t, []data.BadLabel{{Position: 2 - 2, Example: -1, Label: -100}, {Position: 2, Example: -1, Label: -100}}, de.Bad)
 
 	_, _, err = guardedRun(t, m.Loss().IgnoreIndex(3).Done(), labelsColumn(labels), silentLogits)
 	require.ErrorContains(t, err, "cifarlib: ignore index 3 is a valid class of cifar10 [0, 10): choose a negative value such as -100")
 }
 
 func TestLabelContract(t *testing.T) {
-	m, err := NewModel(CIFAR10(), ArchLinear).Done()
+	m, err := NewModel(data.CIFAR10(), ArchLinear).Done()
 	require.NoError(t, err)
 	lossFn := m.LossFn(GuardAll)
 

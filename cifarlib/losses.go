@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -67,7 +69,7 @@ func (m *Model) LossOn(backend compute.Backend, images, labels *tensors.Tensor, 
 // ExampleLosses is the loss of every example of one batch, as Model.Losses computes it.
 type ExampleLosses struct {
 	// Spec is the dataset and HeadWidth the model's number of logits.
-	Spec      Spec
+	Spec      data.Spec
 	HeadWidth int
 	// Labels are the batch's labels.
 	Labels []int32
@@ -139,7 +141,7 @@ func (e *ExampleLosses) String() string {
 // Losses computes the loss of every example of b under GoMLX's plain loss with the variables
 // of store (nil: fresh weights), GoMLX's loss of the batch, and the guarded loss of the same
 // batch, or the error with which the guarded loss refuses it (see ExampleLosses).
-func (m *Model) Losses(backend compute.Backend, store *model.Store, b *Batch) (*ExampleLosses, error) {
+func (m *Model) Losses(backend compute.Backend, store *model.Store, b *data.Batch) (*ExampleLosses, error) {
 	if store == nil {
 		store = model.NewStore() // the guarded loss below runs on the same weights
 	}

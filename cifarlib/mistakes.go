@@ -3,6 +3,8 @@ package cifarlib
 import (
 	"fmt"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/train"
@@ -22,7 +24,7 @@ type Mistake struct {
 // narrowHead outputs), channels-first images, a single image without a batch axis, fewer labels
 // than images, float labels and one-hot labels. The graph-level checks run when the graph is
 // built on backend (nothing is executed); the batch checks run on the host (Model.CheckBatch).
-func ShapeMistakes(backend compute.Backend, m *Model, narrowHead int, b *Batch) ([]Mistake, error) {
+func ShapeMistakes(backend compute.Backend, m *Model, narrowHead int, b *data.Batch) ([]Mistake, error) {
 	n := b.Size()
 	if n < 2 {
 		return nil, fmt.Errorf("cifarlib: ShapeMistakes needs a batch of at least 2 examples, got %d", n)
@@ -48,9 +50,9 @@ func ShapeMistakes(backend compute.Backend, m *Model, narrowHead int, b *Batch) 
 	return []Mistake{
 		{fmt.Sprintf("head too small (%d outputs, %d classes)", narrowHead, m.Spec.NumClasses), step(narrow, b.Images, b.Labels)},
 		{fmt.Sprintf("channels-first images [%d, 3, 32, 32]", n),
-			step(m, tensors.FromFlatDataAndDimensions(pixels, n, ImageChannels, ImageHeight, ImageWidth), b.Labels)},
+			step(m, tensors.FromFlatDataAndDimensions(pixels, n, data.ImageChannels, data.ImageHeight, data.ImageWidth), b.Labels)},
 		{"a single image without a batch axis [32, 32, 3]",
-			step(m, tensors.FromFlatDataAndDimensions(pixels[:ImageBytes], ImageHeight, ImageWidth, ImageChannels), b.Labels)},
+			step(m, tensors.FromFlatDataAndDimensions(pixels[:data.ImageBytes], data.ImageHeight, data.ImageWidth, data.ImageChannels), b.Labels)},
 		{fmt.Sprintf("%d images but %d labels", n, n-1), batch(m, tensors.FromFlatDataAndDimensions(labels[:n-1], n-1, 1))},
 		{fmt.Sprintf("float labels [%d, 1]", n), step(m, b.Images, tensors.FromFlatDataAndDimensions(floats, n, 1))},
 		{fmt.Sprintf("one-hot labels [%d, %d] into a %d-output head", n, m.Spec.NumClasses, narrowHead),

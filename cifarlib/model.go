@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -72,7 +74,7 @@ func BatchNormFor(backend compute.Backend) BatchNormKind {
 
 // ModelBuilder configures a model; create it with NewModel and finish with Done.
 type ModelBuilder struct {
-	spec      Spec
+	spec      data.Spec
 	arch      string
 	head      int
 	headSet   bool
@@ -85,7 +87,7 @@ type ModelBuilder struct {
 // NewModel starts building a classifier of architecture arch ("linear", "cnn", "resnet18" or
 // "resnet20") for the dataset spec. The classifier head width is taken from spec.NumClasses,
 // like timm's num_classes, so a model built for CIFAR-100 has 100 outputs.
-func NewModel(spec Spec, arch string) *ModelBuilder {
+func NewModel(spec data.Spec, arch string) *ModelBuilder {
 	return &ModelBuilder{spec: spec, arch: strings.ToLower(strings.TrimSpace(arch)), head: spec.NumClasses}
 }
 
@@ -167,7 +169,7 @@ type Model struct {
 	// Arch is the architecture name.
 	Arch string
 	// Spec is the dataset the model was built for.
-	Spec Spec
+	Spec data.Spec
 	// NumClasses is the width of the classifier head (the logits' last dimension).
 	NumClasses int
 	// HeadOverridden is true when the head width was forced with ModelBuilder.Head to a value
@@ -231,9 +233,9 @@ func (m *Model) ModelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*g
 // input as such) or *InputDTypeError.
 func CheckImages(s shapes.Shape) error {
 	dims := append([]int(nil), s.Dimensions...)
-	if len(dims) != 4 || dims[1] != ImageHeight || dims[2] != ImageWidth || dims[3] != ImageChannels {
+	if len(dims) != 4 || dims[1] != data.ImageHeight || dims[2] != data.ImageWidth || dims[3] != data.ImageChannels {
 		return &InputShapeError{Dimensions: dims,
-			ChannelsFirst: len(dims) == 4 && dims[1] == ImageChannels && dims[2] == ImageHeight && dims[3] == ImageWidth}
+			ChannelsFirst: len(dims) == 4 && dims[1] == data.ImageChannels && dims[2] == data.ImageHeight && dims[3] == data.ImageWidth}
 	}
 	if s.DType != dtypes.Float32 {
 		return &InputDTypeError{DType: strings.ToLower(s.DType.String())}
@@ -268,7 +270,7 @@ func (nb *netBuilder) mark(name string, scope *model.Scope, x *graph.Node) *grap
 }
 
 // sortedVariablePaths is used by tests and Summary to list variables deterministically.
-func sortedVariablePaths(store *model.Store) []string {
+func SortedVariablePaths(store *model.Store) []string {
 	var paths []string
 	for v := range store.IterVariables() {
 		paths = append(paths, v.Path())

@@ -7,6 +7,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/internal/labtest"
+
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -20,7 +24,7 @@ import (
 // model, loss and guard tests use testBackend, which follows $GOMLX_BACKEND.
 var goBackend = sync.OnceValue(func() compute.Backend {
 	os.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
-	b, err := NewBackend(BackendGo)
+	b, err := backends.NewBackend(backends.BackendGo)
 	if err != nil {
 		panic(err)
 	}
@@ -31,7 +35,7 @@ var goBackend = sync.OnceValue(func() compute.Backend {
 func forward(t testing.TB, m *Model, batch int) []int {
 	t.Helper()
 	store := model.NewStore()
-	exec, err := model.NewExec(testBackend(t), store, func(scope *model.Scope, x *graph.Node) *graph.Node {
+	exec, err := model.NewExec(labtest.Backend(t), store, func(scope *model.Scope, x *graph.Node) *graph.Node {
 		return m.ModelFn(scope, nil, []*graph.Node{x})[0]
 	})
 	require.NoError(t, err)
@@ -43,16 +47,16 @@ func forward(t testing.TB, m *Model, batch int) []int {
 
 func TestModelOutputDimensions(t *testing.T) {
 	specs := []struct {
-		spec Spec
+		spec data.Spec
 		want int
-	}{{CIFAR10(), 10}, {CIFAR100(LabelsFine), 100}, {CIFAR100(LabelsCoarse), 20}}
+	}{{data.CIFAR10(), 10}, {data.CIFAR100(data.LabelsFine), 100}, {data.CIFAR100(data.LabelsCoarse), 20}}
 	for _, arch := range Architectures() {
 		for _, s := range specs {
 			t.Run(fmt.Sprintf("%s/%s", arch, s.spec.ID()), func(t *testing.T) {
 				if arch == ArchResNet18 && s.spec.ID() != "cifar10" && testing.Short() {
 					t.Skip("resnet18 forward is slow on the go backend")
 				}
-				m, err := NewModel(s.spec, arch).Backend(testBackend(t)).Done()
+				m, err := NewModel(s.spec, arch).Backend(labtest.Backend(t)).Done()
 				require.NoError(t, err)
 				require.Equal(t, s.want, m.NumClasses)
 				require.False(t, m.HeadOverridden)
@@ -63,43 +67,43 @@ func TestModelOutputDimensions(t *testing.T) {
 }
 
 func TestModelString(t *testing.T) {
-	m, err := NewModel(CIFAR100(LabelsFine), "cnn").Done()
+	m, err := NewModel(data.CIFAR100(data.LabelsFine), "cnn").Done()
 	require.NoError(t, err)
 	require.Equal(t, "cnn for cifar100 (100 classes)", m.String())
-	m, err = NewModel(CIFAR100(LabelsFine), "cnn").Head(10).Done()
+	m, err = NewModel(data.CIFAR100(data.LabelsFine), "cnn").Head(10).Done()
 	require.NoError(t, err)
 	require.True(t, m.HeadOverridden)
 	require.Equal(t, 10, m.NumClasses)
 	require.Equal(t, "cnn for cifar100 (100 classes), head overridden to 10", m.String())
 	// Head set to the spec's own width is not an override.
-	m, err = NewModel(CIFAR10(), "linear").Head(10).Done()
+	m, err = NewModel(data.CIFAR10(), "linear").Head(10).Done()
 	require.NoError(t, err)
 	require.False(t, m.HeadOverridden)
 }
 
 func TestNewModelErrors(t *testing.T) {
-	_, err := NewModel(CIFAR10(), "vgg16").Done()
+	_, err := NewModel(data.CIFAR10(), "vgg16").Done()
 	require.EqualError(t, err, `cifarlib: unknown architecture "vgg16": use one of linear, cnn, resnet18, resnet20`)
-	_, err = NewModel(Spec{}, "cnn").Done()
+	_, err = NewModel(data.Spec{}, "cnn").Done()
 	require.EqualError(t, err, "cifarlib: NewModel needs a dataset Spec (use CIFAR10(), CIFAR100(...) or SpecByName)")
-	_, err = NewModel(CIFAR10(), "cnn").Head(0).Done()
+	_, err = NewModel(data.CIFAR10(), "cnn").Head(0).Done()
 	require.EqualError(t, err, "cifarlib: head width must be positive, got 0")
 }
 
 func TestBatchNormFor(t *testing.T) {
 	require.Equal(t, BatchNormGraph, BatchNormFor(goBackend()))
 	require.Equal(t, BatchNormGraph, BatchNormFor(nil))
-	m, err := NewModel(CIFAR10(), ArchResNet20).Backend(goBackend()).Done()
+	m, err := NewModel(data.CIFAR10(), ArchResNet20).Backend(goBackend()).Done()
 	require.NoError(t, err)
 	require.Equal(t, BatchNormGraph, m.BatchNorm)
 }
 
 func TestModelFnRejectsBadImages(t *testing.T) {
-	m, err := NewModel(CIFAR10(), ArchLinear).Done()
+	m, err := NewModel(data.CIFAR10(), ArchLinear).Done()
 	require.NoError(t, err)
 	run := func(shape shapes.Shape) error {
 		store := model.NewStore()
-		_, err := model.CallOnceN(testBackend(t), store, func(scope *model.Scope, x *graph.Node) *graph.Node {
+		_, err := model.CallOnceN(labtest.Backend(t), store, func(scope *model.Scope, x *graph.Node) *graph.Node {
 			return m.ModelFn(scope, nil, []*graph.Node{x})[0]
 		}, tensors.FromShape(shape))
 		return err

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
@@ -97,7 +99,7 @@ func CheckPrecision(backend compute.Backend, p Precision) error {
 		}
 	}
 	if len(missing) > 0 {
-		return &PrecisionError{Precision: p, Backend: BackendName(backend), Missing: strings.Join(missing, ", ")}
+		return &PrecisionError{Precision: p, Backend: backends.BackendName(backend), Missing: strings.Join(missing, ", ")}
 	}
 	return nil
 }

@@ -4,6 +4,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/internal/labtest"
+	"github.com/cifarlab/cifarlab/internal/testenv"
+
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -33,47 +38,26 @@ func TestParsePrecision(t *testing.T) {
 		require.Equal(t, c.want, got)
 	}
 	require.Equal(t, "f32", Precision("").String())
-
-	_, err := NewTrainer(TrainConfig{Spec: CIFAR10(), Steps: 1, Precision: "fp16"})
-	var ce *ConfigError
-	require.ErrorAs(t, err, &ce)
-	require.EqualError(t, err, `cifarlib: training config: Precision="fp16": use f32 or bf16-mixed`)
-	_, err = NewModel(CIFAR10(), ArchCNN).Precision("tf32").Done()
+	_, err := NewModel(data.CIFAR10(), ArchCNN).Precision("tf32").Done()
 	require.EqualError(t, err, `cifarlib: unknown precision "tf32": use f32 or bf16-mixed`)
-}
-
-// noBF16Backend is a real backend whose capabilities leave out the bfloat16 dtype, as a backend
-// without bfloat16 kernels would report.
-type noBF16Backend struct{ compute.Backend }
-
-func (b noBF16Backend) Capabilities() compute.Capabilities {
-	caps := b.Backend.Capabilities().Clone()
-	delete(caps.DTypes, dtypes.BFloat16)
-	return caps
 }
 
 // TestCheckPrecision: the pure-Go backend of compute v0.1.3 and the test backend run bf16-mixed
 // (their DotGeneral and ConvGeneral have bfloat16 kernels); a backend without bfloat16 fails
 // with *PrecisionError before anything is loaded or compiled, and f32 runs there.
 func TestCheckPrecision(t *testing.T) {
-	goBackend, err := NewBackend(BackendGo)
+	goBackend, err := backends.NewBackend(backends.BackendGo)
 	require.NoError(t, err)
-	for _, b := range []compute.Backend{goBackend, testBackend(t)} {
-		require.NoError(t, CheckPrecision(b, PrecisionBF16Mixed), BackendName(b))
+	for _, b := range []compute.Backend{goBackend, labtest.Backend(t)} {
+		require.NoError(t, CheckPrecision(b, PrecisionBF16Mixed), backends.BackendName(b))
 	}
-	noBF16 := noBF16Backend{goBackend}
+	noBF16 := testenv.NoBF16Backend{Backend: goBackend}
 	require.NoError(t, CheckPrecision(noBF16, PrecisionF32))
 	err = CheckPrecision(noBF16, PrecisionBF16Mixed)
 	var pe *PrecisionError
 	require.ErrorAs(t, err, &pe)
 	require.EqualError(t, err, "cifarlib: precision bf16-mixed needs bfloat16 convolutions and matrix products, but backend go (pure Go, CPU) "+
 		"lacks the bfloat16 dtype: use precision f32 (--precision f32, TrainConfig.Precision = PrecisionF32) there, or an XLA backend (cpu, cuda)")
-
-	trainRecs, _ := trainTestRecords(t, CIFAR10(), 8, 4, 1)
-	_, err = NewTrainer(TrainConfig{Spec: CIFAR10(), Backend: noBF16, Precision: PrecisionBF16Mixed, TrainRecords: trainRecs,
-		Steps: 1, SkipFinalEval: true, Progress: ProgressOff})
-	require.ErrorAs(t, err, &pe)
-	require.Equal(t, PrecisionBF16Mixed, pe.Precision)
 }
 
 // TestPrecisionBF16AccumulatesInFloat32: a bfloat16 matrix product of 4096 ones by 4096 ones,
@@ -83,7 +67,7 @@ func TestCheckPrecision(t *testing.T) {
 // accumulator would stall at 256, where adding 1 rounds back to 256.
 func TestPrecisionBF16AccumulatesInFloat32(t *testing.T) {
 	nb := &netBuilder{m: &Model{Precision: PrecisionBF16Mixed}}
-	exec, err := graph.NewExec(testBackend(t), func(x *graph.Node) []*graph.Node {
+	exec, err := graph.NewExec(labtest.Backend(t), func(x *graph.Node) []*graph.Node {
 		g := x.Graph()
 		ones := graph.Ones(g, shapes.Make(dtypes.Float32, 1, 4096))
 		dot := matMul(nb.toCompute(ones), nb.toCompute(graph.Transpose(ones, 0, 1)))
@@ -110,12 +94,12 @@ func TestPrecisionSummarizeAndDiagnose(t *testing.T) {
 		var sums []*Summary
 		var diags []*Diagnosis
 		for _, p := range []Precision{PrecisionF32, PrecisionBF16Mixed} {
-			m, err := NewModel(CIFAR100(LabelsFine), arch).Head(10).Backend(testBackend(t)).Precision(p).Done()
+			m, err := NewModel(data.CIFAR100(data.LabelsFine), arch).Head(10).Backend(labtest.Backend(t)).Precision(p).Done()
 			require.NoError(t, err)
-			sum, err := Summarize(m, testBackend(t), 4)
+			sum, err := Summarize(m, labtest.Backend(t), 4)
 			require.NoError(t, err)
 			sums = append(sums, sum)
-			d, err := DiagnoseWith(m, root, DiagnoseOptions{Backend: testBackend(t), BatchSize: 16})
+			d, err := DiagnoseWith(m, root, DiagnoseOptions{Backend: labtest.Backend(t), BatchSize: 16})
 			require.NoError(t, err)
 			diags = append(diags, d)
 		}

@@ -5,6 +5,8 @@ import (
 	"html"
 	"strings"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -57,7 +59,7 @@ func Summarize(m *Model, backend compute.Backend, batchSize int) (sum *Summary, 
 		return nil, fmt.Errorf("cifarlib: summary of %s: %w", m, err)
 	}
 	defer exec.Finalize()
-	input := shapes.Make(dtypes.Float32, batchSize, ImageHeight, ImageWidth, ImageChannels)
+	input := shapes.Make(dtypes.Float32, batchSize, data.ImageHeight, data.ImageWidth, data.ImageChannels)
 	if err := exceptions.TryCatch[error](func() { _, err = exec.Compile(input) }); err != nil {
 		return nil, fmt.Errorf("cifarlib: summary of %s: %w", m, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,18 +34,18 @@ func resnetParams(stem int, stages []int, blocks int, zeroPad bool, classes int)
 func TestSummaryParamCounts(t *testing.T) {
 	cases := []struct {
 		arch    string
-		spec    Spec
+		spec    data.Spec
 		want    int
 		layers  int
 		literal int // a published count, 0 if none
 	}{
-		{ArchLinear, CIFAR10(), 3072*10 + 10, 2, 0},
-		{ArchCNN, CIFAR10(), 448 + 4640 + 18496 + 1024*10 + 10, 8, 0},
-		{ArchCNN, CIFAR100(LabelsFine), 448 + 4640 + 18496 + 1024*100 + 100, 8, 0},
-		{ArchResNet20, CIFAR10(), resnetParams(16, []int{16, 32, 64}, 3, true, 10), 12, 269722},
-		{ArchResNet20, CIFAR100(LabelsCoarse), resnetParams(16, []int{16, 32, 64}, 3, true, 20), 12, 0},
-		{ArchResNet18, CIFAR10(), resnetParams(64, []int{64, 128, 256, 512}, 2, false, 10), 11, 11173962},
-		{ArchResNet18, CIFAR100(LabelsFine), resnetParams(64, []int{64, 128, 256, 512}, 2, false, 100), 11, 11220132},
+		{ArchLinear, data.CIFAR10(), 3072*10 + 10, 2, 0},
+		{ArchCNN, data.CIFAR10(), 448 + 4640 + 18496 + 1024*10 + 10, 8, 0},
+		{ArchCNN, data.CIFAR100(data.LabelsFine), 448 + 4640 + 18496 + 1024*100 + 100, 8, 0},
+		{ArchResNet20, data.CIFAR10(), resnetParams(16, []int{16, 32, 64}, 3, true, 10), 12, 269722},
+		{ArchResNet20, data.CIFAR100(data.LabelsCoarse), resnetParams(16, []int{16, 32, 64}, 3, true, 20), 12, 0},
+		{ArchResNet18, data.CIFAR10(), resnetParams(64, []int{64, 128, 256, 512}, 2, false, 10), 11, 11173962},
+		{ArchResNet18, data.CIFAR100(data.LabelsFine), resnetParams(64, []int{64, 128, 256, 512}, 2, false, 100), 11, 11220132},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%s", c.arch, c.spec.ID()), func(t *testing.T) {
@@ -63,7 +65,7 @@ func TestSummaryParamCounts(t *testing.T) {
 }
 
 func TestSummaryText(t *testing.T) {
-	m, err := NewModel(CIFAR100(LabelsFine), ArchCNN).Head(10).Done()
+	m, err := NewModel(data.CIFAR100(data.LabelsFine), ArchCNN).Head(10).Done()
 	require.NoError(t, err)
 	s, err := Summarize(m, goBackend(), 8)
 	require.NoError(t, err)
@@ -102,7 +104,7 @@ head: 10 outputs != 100 classes: MISMATCH
 }
 
 func TestSummaryResNet20Layers(t *testing.T) {
-	m, err := NewModel(CIFAR10(), ArchResNet20).Done()
+	m, err := NewModel(data.CIFAR10(), ArchResNet20).Done()
 	require.NoError(t, err)
 	s, err := Summarize(m, goBackend(), 1)
 	require.NoError(t, err)

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 )
 
 // CellLinkFlags are the linker flags of notebook cells, in the kernelspecs' GOFLAGS (CellGoFlags):
@@ -32,7 +32,7 @@ const CellLinkFlags = "'-ldflags=-s -linkmode=internal'"
 func CellGoFlags(b Backend) string {
 	flags := GoEnvPins()["GOFLAGS"] + " " + CellLinkFlags
 	if strings.HasPrefix(strings.ToLower(b.GoMLX), "xla") {
-		flags += " -tags=" + cifarlib.NoGoBackendTag
+		flags += " -tags=" + backends.NoGoBackendTag
 	}
 	return flags
 }

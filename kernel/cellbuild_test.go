@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/semver"
@@ -201,7 +201,7 @@ func TestGoBackendInXLACells(t *testing.T) {
 		require.Equal(t, "ok", c.Status, "%+v", c)
 	}
 	linked := "go (pure Go, CPU) <nil>\n"
-	if !strings.Contains(cpu.Env["GOFLAGS"], cifarlib.NoGoBackendTag) {
+	if !strings.Contains(cpu.Env["GOFLAGS"], backends.NoGoBackendTag) {
 		require.Equal(t, "go", cpu.Env[GoMLXBackendEnv], "only the pure-Go CPU kernel links the pure-Go backend")
 		require.Equal(t, linked, run.Cells[0].Stdout)
 	} else {

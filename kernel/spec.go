@@ -6,7 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+
 	"github.com/cifarlab/cifarlab/internal/plugins"
 )
 
@@ -131,7 +132,7 @@ func ChooseCPUBackend(repo Repo, o BackendOptions) (Backend, error) {
 
 // startXLAPlugin creates (and releases) an XLA backend on the plugin file, to check it loads.
 func startXLAPlugin(path string) error {
-	b, err := cifarlib.NewBackend("xla:" + path)
+	b, err := backends.NewBackend("xla:" + path)
 	if err != nil {
 		return err
 	}

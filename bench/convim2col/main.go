@@ -29,6 +29,9 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
@@ -71,7 +74,7 @@ func main() {
 	layerSet := flag.String("layerset", "cnn", "layer shapes: cnn (cnn's 3 convolutions and 2 ResNet-20-like ones) or resnet18 (its 3x3 stride-1 convolutions)")
 	modelName := flag.String("model", "", "also time a cnn training step with both convolutions (\"cnn\")")
 	flag.Parse()
-	backend, err := cifarlib.NewBackend(*backendName)
+	backend, err := backends.NewBackend(*backendName)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -83,7 +86,7 @@ func main() {
 		return
 	}
 	fmt.Printf("backend %s, batch %d, median of %d runs; fwd+grad = output, d/dx and d/dkernel of sum(y*y)\n",
-		cifarlib.BackendName(backend), *batch, *steps)
+		backends.BackendName(backend), *batch, *steps)
 	fmt.Printf("%-22s %12s %12s %12s %12s %8s  %s\n", "layer [H W Cin->Cout]", "conv fwd ms", "im2col fwd", "conv f+g ms", "im2col f+g", "speedup", "max |diff|")
 	type layer struct{ hw, cin, cout int }
 	set := []layer{{32, 3, 16}, {16, 16, 32}, {8, 32, 64}, {32, 16, 16}, {16, 64, 64}}
@@ -177,11 +180,11 @@ func cnnIm2col(scope *model.Scope, _ any, inputs []*graph.Node) []*graph.Node {
 
 // timeCNN times one SGD training step of cifarlib's cnn and of cnnIm2col.
 func timeCNN(backend compute.Backend, batch, steps int) {
-	m, err := cifarlib.NewModel(cifarlib.CIFAR10(), cifarlib.ArchCNN).Backend(backend).Done()
+	m, err := cifarlib.NewModel(data.CIFAR10(), cifarlib.ArchCNN).Backend(backend).Done()
 	if err != nil {
 		panic(err)
 	}
-	images := make([]float32, batch*cifarlib.ImageBytes)
+	images := make([]float32, batch*data.ImageBytes)
 	for i := range images {
 		images[i] = float32(math.Sin(float64(i) * 0.0137))
 	}

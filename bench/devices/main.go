@@ -26,6 +26,9 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 // Result is one measurement.
@@ -43,7 +46,7 @@ type Result struct {
 }
 
 func main() {
-	backend := flag.String("backend", cifarlib.BackendCPU, "backend: cpu (XLA CPU, devices made on request) or cuda (the GPUs)")
+	backend := flag.String("backend", backends.BackendCPU, "backend: cpu (XLA CPU, devices made on request) or cuda (the GPUs)")
 	model := flag.String("model", cifarlib.ArchCNN, "architecture: linear, cnn, resnet20 or resnet18")
 	batch := flag.Int("batch", 64, "global batch size (a multiple of every device count)")
 	devicesFlag := flag.String("devices", "1,2,4", "comma-separated device counts (or all)")
@@ -61,8 +64,8 @@ func run(backendName, arch string, batch int, devicesFlag string, steps, example
 	if steps < 2 {
 		return fmt.Errorf("-steps %d: at least 2 (the first step compiles and is not timed)", steps)
 	}
-	recs, err := cifarlib.SynthesizeRecords(cifarlib.CIFAR10(), cifarlib.SplitTrain,
-		cifarlib.SynthOptions{Seed: 1, TrainSize: examples, TestSize: 100})
+	recs, err := data.SynthesizeRecords(data.CIFAR10(), data.SplitTrain,
+		data.SynthOptions{Seed: 1, TrainSize: examples, TestSize: 100})
 	if err != nil {
 		return err
 	}
@@ -77,12 +80,12 @@ func run(backendName, arch string, batch int, devicesFlag string, steps, example
 	}
 	var rows []Result
 	for _, s := range strings.Split(devicesFlag, ",") {
-		n, err := cifarlib.ParseDevices(s)
+		n, err := backends.ParseDevices(s)
 		if err != nil {
 			return err
 		}
-		b, err := cifarlib.NewBackendWithDevices(backendName, n)
-		var dce *cifarlib.DeviceCountError
+		b, err := backends.NewBackendWithDevices(backendName, n)
+		var dce *backends.DeviceCountError
 		if errors.As(err, &dce) {
 			fmt.Printf("skip %s devices: %v\n", s, err)
 			continue
@@ -91,15 +94,15 @@ func run(backendName, arch string, batch int, devicesFlag string, steps, example
 			return err
 		}
 		began := time.Now()
-		cfg := cifarlib.TrainConfig{Spec: cifarlib.CIFAR10(), Model: arch, Backend: b, Devices: n, TrainRecords: recs,
-			Steps: steps, BatchSize: batch, Seed: 1, SkipFinalEval: true, Progress: cifarlib.ProgressOff}
-		res, err := cifarlib.Train(context.Background(), cfg)
+		cfg := training.TrainConfig{Spec: data.CIFAR10(), Model: arch, Backend: b, Devices: n, TrainRecords: recs,
+			Steps: steps, BatchSize: batch, Seed: 1, SkipFinalEval: true, Progress: training.ProgressOff}
+		res, err := training.Train(context.Background(), cfg)
 		if err != nil {
 			b.Finalize()
 			return fmt.Errorf("%s devices: %w", s, err)
 		}
 		timed := float64(steps-1) / res.StepsPerSecond
-		r := Result{Backend: cifarlib.BackendName(b), Model: arch, Devices: res.Devices, Batch: batch,
+		r := Result{Backend: backends.BackendName(b), Model: arch, Devices: res.Devices, Batch: batch,
 			PerDevice: batch / res.Devices, Steps: steps - 1, StepsPerSecond: res.StepsPerSecond,
 			ImagesPerSecond: res.ImagesPerSecond, FinalLoss: res.Loss,
 			SetupMS: float64(time.Since(began).Milliseconds()) - 1000*timed}

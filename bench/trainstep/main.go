@@ -32,6 +32,9 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/cifarlab/cifarlab/internal/plugins"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/graph"
@@ -192,8 +195,8 @@ func run(o options, w io.Writer) error {
 			}
 			continue
 		}
-		desc := cifarlib.BackendName(backend)
-		if p := cifarlib.BackendPlugin(backend); p != "" {
+		desc := backends.BackendName(backend)
+		if p := backends.BackendPlugin(backend); p != "" {
 			fmt.Fprintf(w, "# %s: %s, plugin %s\n", key, desc, p)
 		} else {
 			fmt.Fprintf(w, "# %s: %s\n", key, desc)
@@ -229,7 +232,7 @@ func listBackends(keys []string, w io.Writer) {
 			fmt.Fprintf(w, "%s\tunavailable: %v\n", key, err)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", key, cifarlib.BackendName(b), cifarlib.BackendPlugin(b))
+		fmt.Fprintf(w, "%s\t%s\t%s\n", key, backends.BackendName(b), backends.BackendPlugin(b))
 		b.Finalize()
 	}
 }
@@ -237,7 +240,7 @@ func listBackends(keys []string, w io.Writer) {
 // resultKey is the backend name written to the results: the -backends key, with "+simd" added
 // to the pure-Go backend's when this program was built with GOEXPERIMENT=simd.
 func resultKey(key string) string {
-	if simdBuild && (key == cifarlib.BackendGo || strings.HasPrefix(key, cifarlib.BackendGo+":")) {
+	if simdBuild && (key == backends.BackendGo || strings.HasPrefix(key, backends.BackendGo+":")) {
 		return key + "+simd"
 	}
 	return key
@@ -254,9 +257,9 @@ func openBackend(key string) (compute.Backend, error) {
 		if loc.Path == "" {
 			return nil, errors.New("the XLA CPU plugin is not installed (" + plugins.XLACPUInstallHint + ")")
 		}
-		return cifarlib.NewBackend("xla:cpu")
+		return backends.NewBackend("xla:cpu")
 	default:
-		return cifarlib.NewBackend(key)
+		return backends.NewBackend(key)
 	}
 }
 
@@ -300,7 +303,7 @@ func (p *profiler) stop() {
 // batchData makes a deterministic batch: images in [-1, 1) shaped [batch, 32, 32, 3] and labels
 // in [0, 10) shaped [batch, 1].
 func batchData(batch int) (*tensors.Tensor, *tensors.Tensor) {
-	images := make([]float32, batch*cifarlib.ImageBytes)
+	images := make([]float32, batch*data.ImageBytes)
 	for i := range images {
 		images[i] = float32(math.Sin(float64(i)*0.0137)) * 0.99
 	}
@@ -308,7 +311,7 @@ func batchData(batch int) (*tensors.Tensor, *tensors.Tensor) {
 	for i := range labels {
 		labels[i] = int32((i * 7) % 10)
 	}
-	return tensors.FromFlatDataAndDimensions(images, batch, cifarlib.ImageHeight, cifarlib.ImageWidth, cifarlib.ImageChannels),
+	return tensors.FromFlatDataAndDimensions(images, batch, data.ImageHeight, data.ImageWidth, data.ImageChannels),
 		tensors.FromFlatDataAndDimensions(labels, batch, 1)
 }
 
@@ -319,7 +322,7 @@ func measure(backend compute.Backend, arch string, batch int, mode string, o opt
 			err = fmt.Errorf("panic: %v", p)
 		}
 	}()
-	m, err := cifarlib.NewModel(cifarlib.CIFAR10(), arch).Backend(backend).Precision(cifarlib.Precision(r.Precision)).Done()
+	m, err := cifarlib.NewModel(data.CIFAR10(), arch).Backend(backend).Precision(cifarlib.Precision(r.Precision)).Done()
 	if err != nil {
 		return err
 	}

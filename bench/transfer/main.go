@@ -27,6 +27,9 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 // Result is one training run on the target dataset.
@@ -40,7 +43,7 @@ type Result struct {
 }
 
 func main() {
-	backendName := flag.String("backend", cifarlib.BackendCPU, "backend: cpu (XLA CPU), go or cuda")
+	backendName := flag.String("backend", backends.BackendCPU, "backend: cpu (XLA CPU), go or cuda")
 	arch := flag.String("model", cifarlib.ArchCNN, "architecture: cnn, resnet20 or resnet18")
 	dataDir := flag.String("data", "", "folder with the real CIFAR-10 and CIFAR-100 (default: synthetic data in memory)")
 	sourceSteps := flag.Int("source-steps", 400, "training steps of the CIFAR-10 source run")
@@ -58,24 +61,24 @@ func main() {
 }
 
 func run(backendName, arch, dataDir string, sourceSteps, steps, batch int, lr, backboneLR float64, seedsFlag string, asJSON bool) error {
-	backend, err := cifarlib.NewBackend(backendName)
+	backend, err := backends.NewBackend(backendName)
 	if err != nil {
 		return err
 	}
-	c10, c100 := cifarlib.CIFAR10(), cifarlib.CIFAR100(cifarlib.LabelsFine)
-	splits := func(spec cifarlib.Spec) (train, test *cifarlib.Records, err error) {
+	c10, c100 := data.CIFAR10(), data.CIFAR100(data.LabelsFine)
+	splits := func(spec data.Spec) (train, test *data.Records, err error) {
 		if dataDir != "" {
-			if train, err = cifarlib.LoadSplit(dataDir, spec, cifarlib.SplitTrain); err != nil {
+			if train, err = data.LoadSplit(dataDir, spec, data.SplitTrain); err != nil {
 				return nil, nil, err
 			}
-			test, err = cifarlib.LoadSplit(dataDir, spec, cifarlib.SplitTest)
+			test, err = data.LoadSplit(dataDir, spec, data.SplitTest)
 			return train, test, err
 		}
-		opts := cifarlib.SynthOptions{Seed: 1, TrainSize: 5000, TestSize: 1000}
-		if train, err = cifarlib.SynthesizeRecords(spec, cifarlib.SplitTrain, opts); err != nil {
+		opts := data.SynthOptions{Seed: 1, TrainSize: 5000, TestSize: 1000}
+		if train, err = data.SynthesizeRecords(spec, data.SplitTrain, opts); err != nil {
 			return nil, nil, err
 		}
-		test, err = cifarlib.SynthesizeRecords(spec, cifarlib.SplitTest, opts)
+		test, err = data.SynthesizeRecords(spec, data.SplitTest, opts)
 		return train, test, err
 	}
 	train10, test10, err := splits(c10)
@@ -98,7 +101,7 @@ func run(backendName, arch, dataDir string, sourceSteps, steps, batch int, lr, b
 	}
 	if !asJSON {
 		fmt.Printf("backend %s, model %s, batch %d, Adam lr %g (backbone %g when fine-tuning), source: %d steps on cifar10, "+
-			"target: %d steps on cifar100; data %s\n\n", cifarlib.BackendName(backend), arch, batch, lr, backboneLR, sourceSteps, steps, data)
+			"target: %d steps on cifar100; data %s\n\n", backends.BackendName(backend), arch, batch, lr, backboneLR, sourceSteps, steps, data)
 		fmt.Println("| seed | source cifar10 test acc | recipe | cifar100 test top-1 | top-5 | time |")
 		fmt.Println("|---:|---:|---|---:|---:|---:|")
 	}
@@ -108,26 +111,26 @@ func run(backendName, arch, dataDir string, sourceSteps, steps, batch int, lr, b
 			return fmt.Errorf("-seeds %q: %w", seedsFlag, err)
 		}
 		src := filepath.Join(tmp, fmt.Sprintf("cifar10-seed%d", seed))
-		source, err := cifarlib.Train(context.Background(), cifarlib.TrainConfig{Spec: c10, Model: arch, Backend: backend,
+		source, err := training.Train(context.Background(), training.TrainConfig{Spec: c10, Model: arch, Backend: backend,
 			TrainRecords: train10, TestRecords: test10, Steps: sourceSteps, BatchSize: batch, Seed: seed, LearningRate: lr,
-			CheckpointDir: src, Progress: cifarlib.ProgressOff})
+			CheckpointDir: src, Progress: training.ProgressOff})
 		if err != nil {
 			return err
 		}
 		for _, r := range []struct {
 			name string
-			cfg  cifarlib.TrainConfig
+			cfg  training.TrainConfig
 		}{
-			{"fine-tuned from cifar10", cifarlib.TrainConfig{From: src, BackboneLearningRate: backboneLR}},
-			{"from scratch", cifarlib.TrainConfig{}},
-			{"linear probe, trained backbone", cifarlib.TrainConfig{From: src, Freeze: cifarlib.FreezeBackbone}},
-			{"linear probe, random backbone", cifarlib.TrainConfig{Freeze: cifarlib.FreezeBackbone}},
+			{"fine-tuned from cifar10", training.TrainConfig{From: src, BackboneLearningRate: backboneLR}},
+			{"from scratch", training.TrainConfig{}},
+			{"linear probe, trained backbone", training.TrainConfig{From: src, Freeze: training.FreezeBackbone}},
+			{"linear probe, random backbone", training.TrainConfig{Freeze: training.FreezeBackbone}},
 		} {
 			cfg := r.cfg
 			cfg.Spec, cfg.Model, cfg.Backend, cfg.TrainRecords, cfg.TestRecords = c100, arch, backend, train100, test100
-			cfg.Steps, cfg.BatchSize, cfg.Seed, cfg.LearningRate, cfg.Progress = steps, batch, seed, lr, cifarlib.ProgressOff
+			cfg.Steps, cfg.BatchSize, cfg.Seed, cfg.LearningRate, cfg.Progress = steps, batch, seed, lr, training.ProgressOff
 			start := time.Now()
-			res, err := cifarlib.Train(context.Background(), cfg)
+			res, err := training.Train(context.Background(), cfg)
 			if err != nil {
 				return fmt.Errorf("%s (seed %d): %w", r.name, seed, err)
 			}

@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -34,7 +36,7 @@ const (
 // LossChart plots a run's training loss per step (the batch loss, light, and the batch loss
 // smoothed as TensorBoard smooths it, cifarlib.History.SmoothedLoss) and the test loss of the
 // evaluations recorded in the history.
-func LossChart(h *cifarlib.History) (*plot.Plot, error) {
+func LossChart(h *runs.History) (*plot.Plot, error) {
 	p := newChart("loss", "step", "cross-entropy loss")
 	var batch, smooth, test plotter.XYs
 	smoothed := h.SmoothedLoss()
@@ -61,7 +63,7 @@ func LossChart(h *cifarlib.History) (*plot.Plot, error) {
 // AccuracyChart plots a run's training accuracy (moving average) and the test accuracy of the
 // evaluations recorded in the history, in percent, with top-5 accuracies when the history has
 // them (CIFAR-100).
-func AccuracyChart(h *cifarlib.History) (*plot.Plot, error) {
+func AccuracyChart(h *runs.History) (*plot.Plot, error) {
 	p := newChart("accuracy", "step", "accuracy (%)")
 	var train, test, trainTop, testTop plotter.XYs
 	for _, pt := range h.Points {
@@ -94,7 +96,7 @@ func AccuracyChart(h *cifarlib.History) (*plot.Plot, error) {
 
 // LabelChart plots the label histogram of s as bars, those of labels a head of s.HeadWidth
 // outputs cannot represent in red.
-func LabelChart(title string, s cifarlib.SplitLabels) (*plot.Plot, error) {
+func LabelChart(title string, s data.SplitLabels) (*plot.Plot, error) {
 	p := newChart(title, "label", "examples")
 	inside := make(plotter.Values, len(s.Histogram))
 	beyond := make(plotter.Values, len(s.Histogram))

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+
 	"github.com/cifarlab/cifarlab/cifarlib/nb"
 )
 
@@ -21,7 +22,7 @@ func ExampleLive() {
 	live := nb.NewLive(textSink{}, 0)
 	live.Every = time.Hour // no redraw between the first drawing and Finish
 	for step := 1; step <= 3; step++ {
-		_ = live.Add(cifarlib.HistoryPoint{Step: step, Loss: 2 / float64(step), Accuracy: 0.1 * float64(step)})
+		_ = live.Add(runs.HistoryPoint{Step: step, Loss: 2 / float64(step), Accuracy: 0.1 * float64(step)})
 	}
 	live.Finish(nil)
 	// Output:

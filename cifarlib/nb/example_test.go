@@ -5,21 +5,24 @@ import (
 	"io"
 	"os"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+
 	"github.com/cifarlab/cifarlab/cifarlib/nb"
 )
 
 // A notebook's cells share a Lab: one cell trains a named run with Fit, a later cell (a new
 // program in GoNB) loads it with Load and computes with the trained weights.
 func ExampleLab() {
-	backend, err := cifarlib.NewBackend(cifarlib.BackendGo)
+	backend, err := backends.NewBackend(backends.BackendGo)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	dir, _ := os.MkdirTemp("", "lab-example")
 	defer os.RemoveAll(dir)
-	lab, err := nb.New(cifarlib.CIFAR100(cifarlib.LabelsFine), backend, dir) // synthetic data, generated once
+	lab, err := nb.New(data.CIFAR100(data.LabelsFine), backend, dir) // synthetic data, generated once
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -27,7 +30,7 @@ func ExampleLab() {
 	nb.Output = io.Discard // Fit and Load print how long they took
 	defer func() { nb.Output = nil }()
 
-	res, err := lab.Fit("example", cifarlib.TrainConfig{Steps: 2, BatchSize: 16, Seed: 1, SkipFinalEval: true})
+	res, err := lab.Fit("example", training.TrainConfig{Steps: 2, BatchSize: 16, Seed: 1, SkipFinalEval: true})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -50,7 +53,7 @@ func ExampleLab() {
 
 // Outside a notebook, Show prints the plain-text form of what it would draw.
 func ExampleShow() {
-	recs := cifarlib.NewRecords(cifarlib.CIFAR10(), "five records", 5)
+	recs := data.NewRecords(data.CIFAR10(), "five records", 5)
 	copy(recs.RawLabels, []byte{3, 9, 0, 3, 7})
 	nb.Show(recs.LabelStats(4)) // in a notebook: a histogram, labels >= 4 in red
 	// Output: 5 labels (five records): 0..9, 4 of 10 classes present; 2 (40%) are >= the head's 4 outputs

@@ -7,7 +7,8 @@ import (
 	"image/color"
 	"strings"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -27,7 +28,7 @@ const tileSize = 2.4 * vg.Centimeter
 // ImageGrid draws the first n images of recs in a grid of cols columns, each titled with its
 // label and class name, as SVG (each image embedded as a 32x32 PNG, so the document stays small):
 // PyTorch users' torchvision.utils.make_grid with the labels.
-func ImageGrid(recs *cifarlib.Records, n, cols int) (*Image, error) {
+func ImageGrid(recs *data.Records, n, cols int) (*Image, error) {
 	if recs == nil || n < 1 || n > recs.Len() || cols < 1 {
 		return nil, fmt.Errorf("nb: ImageGrid(%d images, %d columns): need 1 to %d images and at least one column",
 			n, cols, recsLen(recs))
@@ -46,7 +47,7 @@ func ImageGrid(recs *cifarlib.Records, n, cols int) (*Image, error) {
 		p.Title.TextStyle.Font.Typeface, p.Title.TextStyle.Font.Variant = chartFont.Typeface, chartFont.Variant
 		p.Title.TextStyle.Font.Size = vg.Points(8)
 		p.HideAxes()
-		p.Add(plotter.NewImage(recordImage(recs, i), 0, 0, cifarlib.ImageWidth, cifarlib.ImageHeight))
+		p.Add(plotter.NewImage(recordImage(recs, i), 0, 0, data.ImageWidth, data.ImageHeight))
 		plots[i/cols][i%cols] = p
 	}
 	canvas := vgsvg.New(tileSize*vg.Length(cols), tileSize*vg.Length(rows))
@@ -66,7 +67,7 @@ func ImageGrid(recs *cifarlib.Records, n, cols int) (*Image, error) {
 	return &Image{SVG: strings.ReplaceAll(b.String(), svgFontFamily, svgFontFallbacks), Text: fmt.Sprintf("first %d images of %s: %s", n, recs.Source, strings.Join(names, ", "))}, nil
 }
 
-func recsLen(r *cifarlib.Records) int {
+func recsLen(r *data.Records) int {
 	if r == nil {
 		return 0
 	}
@@ -74,12 +75,12 @@ func recsLen(r *cifarlib.Records) int {
 }
 
 // recordImage is example i of recs (stored as planar R, G, B planes) as an image.
-func recordImage(recs *cifarlib.Records, i int) image.Image {
+func recordImage(recs *data.Records, i int) image.Image {
 	planar := recs.Image(i)
-	const plane = cifarlib.ImageHeight * cifarlib.ImageWidth
-	img := image.NewNRGBA(image.Rect(0, 0, cifarlib.ImageWidth, cifarlib.ImageHeight))
+	const plane = data.ImageHeight * data.ImageWidth
+	img := image.NewNRGBA(image.Rect(0, 0, data.ImageWidth, data.ImageHeight))
 	for p := range plane {
-		img.SetNRGBA(p%cifarlib.ImageWidth, p/cifarlib.ImageWidth,
+		img.SetNRGBA(p%data.ImageWidth, p/data.ImageWidth,
 			color.NRGBA{R: planar[p], G: planar[plane+p], B: planar[2*plane+p], A: 255})
 	}
 	return img

@@ -10,31 +10,36 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+
 	"github.com/gomlx/compute"
 )
 
 // RunsEnv names the folder where Lab keeps its runs; default: "runs" in the data folder
 // (cifarlib.DefaultDataDir()). `cifarlab runs` lists the same folder.
-const RunsEnv = cifarlib.RunsEnv
+const RunsEnv = runs.RunsEnv
 
 // Lab is what the cells of a notebook share: the kernel's backend, the dataset's splits, the
 // architecture the notebooks train on that backend, and the folder of named runs, so that a
 // cell trains a model with Fit and a later cell, a new program in GoNB, gets it back with Load.
 type Lab struct {
 	// Spec is the dataset.
-	Spec cifarlib.Spec
+	Spec data.Spec
 	// Backend is the one the kernel selected (cifarlib.NewBackend("auto") follows GOMLX_BACKEND).
 	Backend compute.Backend
 	// Arch is the architecture the notebooks train on Backend (see Arch).
 	Arch string
 	// Train and Test are the splits: the real data when DataDir holds it, else synthetic data in
 	// the same format, generated once (cifarlib.LoadPrepared).
-	Train, Test *cifarlib.Records
+	Train, Test *data.Records
 	// Synthetic is true when the splits are the synthetic stand-in.
 	Synthetic bool
 	// Layout is the layout the data was read in: CIFAR's binary files, or torchvision's python
 	// pickles (cifarlib.DetectLayout).
-	Layout cifarlib.Layout
+	Layout data.Layout
 	// DataDir is the data folder (cifarlib.DefaultDataDir()) and RunsDir the folder of runs.
 	DataDir, RunsDir string
 }
@@ -42,32 +47,32 @@ type Lab struct {
 // Open returns the Lab of spec on the kernel's backend, with the data of the default data folder
 // ($CIFARLAB_DATA), and stops the cell when that fails: declare it once, in a notebook's first
 // cell (`var lab = nb.Open(spec)`), and every cell has it.
-func Open(spec cifarlib.Spec) *Lab {
-	backend, err := cifarlib.NewBackend(cifarlib.BackendAuto)
+func Open(spec data.Spec) *Lab {
+	backend, err := backends.NewBackend(backends.BackendAuto)
 	Check(err)
-	return Must(New(spec, backend, cifarlib.DefaultDataDir()))
+	return Must(New(spec, backend, data.DefaultDataDir()))
 }
 
 // New returns the Lab of spec on backend with the data of dataDir (loaded, or synthesised there
 // on first use) and its runs in $CIFARLAB_RUNS, else dataDir/runs.
-func New(spec cifarlib.Spec, backend compute.Backend, dataDir string) (*Lab, error) {
+func New(spec data.Spec, backend compute.Backend, dataDir string) (*Lab, error) {
 	if backend == nil {
 		return nil, cifarlib.ErrNoBackend
 	}
-	root, synthetic, err := cifarlib.PrepareRoot(dataDir, spec, cifarlib.SynthOptions{})
+	root, synthetic, err := data.PrepareRoot(dataDir, spec, data.SynthOptions{})
 	if err != nil {
 		return nil, err
 	}
-	train, err := cifarlib.LoadSplit(root, spec, cifarlib.SplitTrain)
+	train, err := data.LoadSplit(root, spec, data.SplitTrain)
 	if err != nil {
 		return nil, err
 	}
-	test, err := cifarlib.LoadSplit(root, spec, cifarlib.SplitTest)
+	test, err := data.LoadSplit(root, spec, data.SplitTest)
 	if err != nil {
 		return nil, err
 	}
-	_, layout := cifarlib.DataDir(root, spec)
-	runs := cifarlib.DefaultRunsDir(dataDir)
+	_, layout := data.DataDir(root, spec)
+	runs := runs.DefaultRunsDir(dataDir)
 	return &Lab{Spec: spec, Backend: backend, Arch: Arch(backend), Train: train, Test: test,
 		Synthetic: synthetic, Layout: layout, DataDir: dataDir, RunsDir: runs}, nil
 }
@@ -78,7 +83,7 @@ func New(spec cifarlib.Spec, backend compute.Backend, dataDir string) (*Lab, err
 // that must run in a couple of minutes on a laptop. The head, the labels and the guards behave
 // the same on every architecture; a nil backend counts as the pure-Go one.
 func Arch(backend compute.Backend) string {
-	if backend == nil || cifarlib.IsGoBackend(backend) {
+	if backend == nil || backends.IsGoBackend(backend) {
 		return cifarlib.ArchLinear
 	}
 	return cifarlib.ArchCNN
@@ -93,7 +98,7 @@ func (l *Lab) String() string {
 	}
 	s := l.Train.LabelStats(0)
 	return fmt.Sprintf("backend: %s (GOMLX_BACKEND=%q)\ndata:    %s %s, %s layout: %d training and %d test images, from %s\nlabels:  %d..%d",
-		cifarlib.BackendName(l.Backend), os.Getenv("GOMLX_BACKEND"), kind, l.Spec, l.Layout, l.Train.Len(), l.Test.Len(), l.DataDir, s.Min, s.Max)
+		backends.BackendName(l.Backend), os.Getenv("GOMLX_BACKEND"), kind, l.Spec, l.Layout, l.Train.Len(), l.Test.Len(), l.DataDir, s.Min, s.Max)
 }
 
 // RunDir returns the folder of the run called name. Names are single path elements of
@@ -118,7 +123,7 @@ func (l *Lab) RunDir(name string) (string, error) {
 // (Live, at most every LiveEvery; not with cfg.Plot, GoMLX's own plotly figures), and stay as
 // the run's final charts. The run's checkpoint stays in RunDir(name) for Load. It prints how
 // long training took.
-func (l *Lab) Fit(name string, cfg cifarlib.TrainConfig) (*cifarlib.TrainResult, error) {
+func (l *Lab) Fit(name string, cfg training.TrainConfig) (*training.TrainResult, error) {
 	dir, err := l.RunDir(name)
 	if err != nil {
 		return nil, err
@@ -135,8 +140,8 @@ func (l *Lab) Fit(name string, cfg cifarlib.TrainConfig) (*cifarlib.TrainResult,
 	if cfg.Backend == nil {
 		cfg.Backend = l.Backend
 	}
-	if cfg.Progress != cifarlib.ProgressOn {
-		cfg.Progress = cifarlib.ProgressOff
+	if cfg.Progress != training.ProgressOn {
+		cfg.Progress = training.ProgressOff
 	}
 	if cfg.Log == nil && cfg.LogEvery > 0 {
 		cfg.Log = output()
@@ -150,9 +155,9 @@ func (l *Lab) Fit(name string, cfg cifarlib.TrainConfig) (*cifarlib.TrainResult,
 		live = liveFor(&cfg)
 	}
 	start := time.Now()
-	res, err := cifarlib.Train(context.Background(), cfg)
+	res, err := training.Train(context.Background(), cfg)
 	if err != nil {
-		_ = cifarlib.RecordFailedStart(cfg, err) // Runs lists the attempt, with its error
+		_ = training.RecordFailedStart(cfg, err) // Runs lists the attempt, with its error
 		if live != nil {
 			live.Finish(nil) // the curves up to the failure
 		}
@@ -167,10 +172,10 @@ func (l *Lab) Fit(name string, cfg cifarlib.TrainConfig) (*cifarlib.TrainResult,
 
 // liveFor returns a live view on the notebook, fed by cfg.OnPoint (before any hook of the
 // caller's).
-func liveFor(cfg *cifarlib.TrainConfig) *Live {
+func liveFor(cfg *training.TrainConfig) *Live {
 	live := NewLive(NotebookSink{}, cfg.TopK())
 	next := cfg.OnPoint
-	cfg.OnPoint = func(p cifarlib.HistoryPoint) error {
+	cfg.OnPoint = func(p runs.HistoryPoint) error {
 		_ = live.Add(p)
 		if next != nil {
 			return next(p)
@@ -186,13 +191,13 @@ var ErrNoRun = errors.New("nb: no such run")
 // Load returns the model and weights of the run called name, as an earlier cell's Fit saved
 // them, on the lab's backend: a later cell's way to use what an earlier one trained without
 // training again. It prints the step and how long loading took.
-func (l *Lab) Load(name string) (*cifarlib.LoadedCheckpoint, error) {
+func (l *Lab) Load(name string) (*training.LoadedCheckpoint, error) {
 	dir, err := l.existingRun(name)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	ckpt, err := cifarlib.LoadCheckpoint(dir, l.Backend)
+	ckpt, err := training.LoadCheckpoint(dir, l.Backend)
 	if err != nil {
 		return nil, err
 	}
@@ -204,12 +209,12 @@ func (l *Lab) Load(name string) (*cifarlib.LoadedCheckpoint, error) {
 // TryBackend describes what cifarlib.NewBackend(name) gives here: the backend's name, or the
 // error it returns. A name that resolves to the lab's own GPU backend is not created twice.
 func (l *Lab) TryBackend(name string) string {
-	if name == cifarlib.BackendCUDA && strings.HasPrefix(cifarlib.BackendName(l.Backend), "xla:cuda") {
+	if name == backends.BackendCUDA && strings.HasPrefix(backends.BackendName(l.Backend), "xla:cuda") {
 		return "the same GPU as the lab's backend"
 	}
-	b, err := cifarlib.NewBackend(name)
+	b, err := backends.NewBackend(name)
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	return cifarlib.BackendName(b)
+	return backends.BackendName(b)
 }

@@ -5,7 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+
 	"github.com/janpfeifer/gonb/gonbui"
 	"github.com/janpfeifer/gonb/gonbui/protocol"
 	"gonum.org/v1/plot"
@@ -51,7 +52,7 @@ type Live struct {
 	mu      sync.Mutex
 	now     func() time.Time // the clock; time.Now, a fake one in tests
 	ids     []string
-	history cifarlib.History
+	history runs.History
 	drawn   time.Time // when the charts were last drawn; zero: never
 }
 
@@ -59,14 +60,14 @@ type Live struct {
 // top-k accuracies when topK > 0 (cifarlib.History.TopK).
 func NewLive(sink Sink, topK int) *Live {
 	id := gonbui.UniqueID()
-	return &Live{Sink: sink, now: time.Now, history: cifarlib.History{TopK: topK},
+	return &Live{Sink: sink, now: time.Now, history: runs.History{TopK: topK},
 		ids: []string{"cifarlab-live-loss-" + id, "cifarlab-live-accuracy-" + id}}
 }
 
 // Add records a point and redraws the charts if Every has passed since the last drawing (the
 // first drawing waits for two points: a curve of one point has no scale). It never fails, so
 // that it can be a TrainConfig.OnPoint hook: a chart that cannot be drawn is left as it was.
-func (l *Live) Add(p cifarlib.HistoryPoint) error {
+func (l *Live) Add(p runs.HistoryPoint) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.history.Points = append(l.history.Points, p)
@@ -84,7 +85,7 @@ func (l *Live) Add(p cifarlib.HistoryPoint) error {
 // Finish draws the charts a last time, of h when it is not nil (the run's own History, e.g.
 // TrainResult.History), else of the points added: the drawing a saved notebook keeps. It
 // reports whether there was anything to draw (two points or more).
-func (l *Live) Finish(h *cifarlib.History) bool {
+func (l *Live) Finish(h *runs.History) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if h == nil {
@@ -97,7 +98,7 @@ func (l *Live) Finish(h *cifarlib.History) bool {
 	return true
 }
 
-func (l *Live) drawLocked(h *cifarlib.History) {
+func (l *Live) drawLocked(h *runs.History) {
 	for i, c := range historyCharts(h) {
 		if c.err == nil {
 			l.Sink.Update(l.ids[i], c.svg, c.text)
@@ -118,7 +119,7 @@ type chart struct {
 
 // historyCharts draws the loss and accuracy charts of h, in that order, with one legend
 // column width, so that their last steps line up when shown one above the other.
-func historyCharts(h *cifarlib.History) []chart {
+func historyCharts(h *runs.History) []chart {
 	last, _ := h.Last()
 	names := []string{"loss", "accuracy"}
 	plots := make([]*plot.Plot, len(names))

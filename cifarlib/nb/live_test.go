@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,10 +69,10 @@ func TestLiveFinishWithoutEnoughPoints(t *testing.T) {
 	sink := &recordingSink{}
 	live := NewLive(sink, 0)
 	require.False(t, live.Finish(nil), "nothing to draw")
-	require.NoError(t, live.Add(cifarlib.HistoryPoint{Step: 1, Loss: 2}))
+	require.NoError(t, live.Add(runs.HistoryPoint{Step: 1, Loss: 2}))
 	require.Empty(t, sink.updates, "one point has no scale: not drawn")
 	require.False(t, live.Finish(nil))
-	require.NoError(t, live.Add(cifarlib.HistoryPoint{Step: 2, Loss: 1}))
+	require.NoError(t, live.Add(runs.HistoryPoint{Step: 2, Loss: 1}))
 	require.Len(t, sink.updates, 2, "the second point is drawn at once")
 	require.True(t, live.Finish(nil), "Finish(nil) draws the points added")
 	require.Equal(t, []string{curveText("loss", 2), curveText("accuracy", 2), curveText("loss", 2), curveText("accuracy", 2)}, sink.texts())
@@ -81,12 +83,12 @@ func TestLiveFinishWithoutEnoughPoints(t *testing.T) {
 // alternatives).
 func TestShowSkipsChartsDrawnLive(t *testing.T) {
 	buf := captureOutput(t)
-	res := &cifarlib.TrainResult{History: testHistory()}
+	res := &training.TrainResult{History: testHistory()}
 	drawnLive.Store(res.History, struct{}{})
 	t.Cleanup(func() { drawnLive.Delete(res.History) })
 	Show(res)
 	require.NotContains(t, buf.String(), "curve:")
 	buf.Reset()
-	Show(&cifarlib.TrainResult{History: testHistory()})
+	Show(&training.TrainResult{History: testHistory()})
 	require.Contains(t, buf.String(), curveText("loss", 20)+"\n"+curveText("accuracy", 20)+"\n")
 }

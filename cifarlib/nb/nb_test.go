@@ -11,6 +11,11 @@ import (
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/stretchr/testify/require"
 )
@@ -53,13 +58,13 @@ func TestCellTime(t *testing.T) {
 	require.Regexp(t, `^\(cell time \d+\.\ds, compilation excluded\)\n$`, buf.String())
 }
 
-func testHistory() *cifarlib.History {
-	h := &cifarlib.History{TopK: 5}
+func testHistory() *runs.History {
+	h := &runs.History{TopK: 5}
 	for step := 1; step <= 20; step++ {
-		p := cifarlib.HistoryPoint{Step: step, Loss: 4 - 0.1*float64(step), MovingLoss: 4.2 - 0.1*float64(step),
+		p := runs.HistoryPoint{Step: step, Loss: 4 - 0.1*float64(step), MovingLoss: 4.2 - 0.1*float64(step),
 			Accuracy: 0.02 * float64(step), TopK: 0.04 * float64(step)}
 		if step%10 == 0 {
-			p.Eval = &cifarlib.EvalPoint{Examples: 100, Loss: 3, Accuracy: 0.3, TopK: 0.6}
+			p.Eval = &runs.EvalPoint{Examples: 100, Loss: 3, Accuracy: 0.3, TopK: 0.6}
 		}
 		h.Points = append(h.Points, p)
 	}
@@ -99,7 +104,7 @@ func TestHistoryCharts(t *testing.T) {
 	requireSVG(t, svg, ">accuracy<", "train top-5", "test top-5")
 
 	// Without evaluations and top-5 there is no test series and no top-5 series.
-	h = &cifarlib.History{Points: []cifarlib.HistoryPoint{{Step: 1, Loss: 1}, {Step: 2, Loss: 0.5}}}
+	h = &runs.History{Points: []runs.HistoryPoint{{Step: 1, Loss: 1}, {Step: 2, Loss: 0.5}}}
 	p, err = AccuracyChart(h)
 	require.NoError(t, err)
 	svg, err = SVG(p)
@@ -109,7 +114,7 @@ func TestHistoryCharts(t *testing.T) {
 }
 
 func TestLabelChartMarksLabelsBeyondHead(t *testing.T) {
-	s := cifarlib.SplitLabels{Source: "x", Count: 6, Min: 0, Max: 3, Histogram: []int{1, 2, 2, 1}, HeadWidth: 2}
+	s := data.SplitLabels{Source: "x", Count: 6, Min: 0, Max: 3, Histogram: []int{1, 2, 2, 1}, HeadWidth: 2}
 	p, err := LabelChart("labels", s)
 	require.NoError(t, err)
 	svg, err := SVG(p)
@@ -126,10 +131,10 @@ func TestLabelChartMarksLabelsBeyondHead(t *testing.T) {
 	require.NotContains(t, svg, "fill:#E45756")
 }
 
-func synthRecords(t *testing.T, n int) *cifarlib.Records {
+func synthRecords(t *testing.T, n int) *data.Records {
 	t.Helper()
-	recs, err := cifarlib.SynthesizeRecords(cifarlib.CIFAR100(cifarlib.LabelsFine), cifarlib.SplitTrain,
-		cifarlib.SynthOptions{Seed: 1, TrainSize: n, TestSize: 1})
+	recs, err := data.SynthesizeRecords(data.CIFAR100(data.LabelsFine), data.SplitTrain,
+		data.SynthOptions{Seed: 1, TrainSize: n, TestSize: 1})
 	require.NoError(t, err)
 	return recs
 }
@@ -155,11 +160,11 @@ func TestImageGrid(t *testing.T) {
 
 func TestShowText(t *testing.T) {
 	buf := captureOutput(t)
-	s := cifarlib.SplitLabels{Source: "src", Count: 4, Min: 0, Max: 3, Histogram: []int{1, 1, 1, 1}, BeyondHead: 2, HeadWidth: 2}
+	s := data.SplitLabels{Source: "src", Count: 4, Min: 0, Max: 3, Histogram: []int{1, 1, 1, 1}, BeyondHead: 2, HeadWidth: 2}
 	Show(s)
 	Show(testHistory())
-	Show([]cifarlib.Mistake{{Name: "a mistake", Err: &cifarlib.LabelRangeError{Batch: 0, BatchSize: 1, NumClasses: 2,
-		Bad: []cifarlib.BadLabel{{Position: 0, Example: 0, Label: 5}}}}})
+	Show([]cifarlib.Mistake{{Name: "a mistake", Err: &data.LabelRangeError{Batch: 0, BatchSize: 1, NumClasses: 2,
+		Bad: []data.BadLabel{{Position: 0, Example: 0, Label: 5}}}}})
 	Show(&Image{SVG: "<svg/>", Text: "a picture"})
 	Show("plain")
 	require.Equal(t, "4 labels (src): 0..3, 4 of 4 classes present; 2 (50%) are >= the head's 2 outputs\n"+
@@ -188,27 +193,27 @@ func TestRunDirNames(t *testing.T) {
 // the same run again gives the same weights, and a run never trained is a clear error.
 func TestLabFitThenLoad(t *testing.T) {
 	buf := captureOutput(t)
-	backend, err := cifarlib.NewBackend(cifarlib.BackendGo)
+	backend, err := backends.NewBackend(backends.BackendGo)
 	require.NoError(t, err)
-	data := t.TempDir()
+	dataDir := t.TempDir()
 	t.Setenv(RunsEnv, "")
-	spec := cifarlib.CIFAR100(cifarlib.LabelsFine)
-	l, err := New(spec, backend, data)
+	spec := data.CIFAR100(data.LabelsFine)
+	l, err := New(spec, backend, dataDir)
 	require.NoError(t, err)
 	require.True(t, l.Synthetic)
 	require.Equal(t, cifarlib.ArchLinear, l.Arch)
-	require.Equal(t, filepath.Join(data, "runs"), l.RunsDir)
-	require.Contains(t, l.String(), "data:    synthetic cifar100 (100 classes), binary layout: 5000 training and 1000 test images, from "+data+"\nlabels:  0..99")
+	require.Equal(t, filepath.Join(dataDir, "runs"), l.RunsDir)
+	require.Contains(t, l.String(), "data:    synthetic cifar100 (100 classes), binary layout: 5000 training and 1000 test images, from "+dataDir+"\nlabels:  0..99")
 
 	_, err = l.Load("never")
 	require.ErrorIs(t, err, ErrNoRun)
 	require.ErrorContains(t, err, `run the cell that trains it (lab.Fit("never", ...)) first`)
 
-	cfg := cifarlib.TrainConfig{Steps: 5, BatchSize: 16, Seed: 1, SkipFinalEval: true}
+	cfg := training.TrainConfig{Steps: 5, BatchSize: 16, Seed: 1, SkipFinalEval: true}
 	res, err := l.Fit("fit", cfg)
 	require.NoError(t, err)
 	require.Equal(t, 5, res.EndStep)
-	require.Regexp(t, `run "fit": trained 5 steps in \d+\.\ds, saved in `+filepath.Join(data, "runs", "fit"), buf.String())
+	require.Regexp(t, `run "fit": trained 5 steps in \d+\.\ds, saved in `+filepath.Join(dataDir, "runs", "fit"), buf.String())
 	b, err := l.Test.Batch(0, 8)
 	require.NoError(t, err)
 	want, err := res.Logits(b.Images)
@@ -228,12 +233,12 @@ func TestLabFitThenLoad(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, tensors.MustCopyFlatData[float32](want), tensors.MustCopyFlatData[float32](got))
 
-	require.Equal(t, cifarlib.BackendName(backend), l.TryBackend(cifarlib.BackendGo))
+	require.Equal(t, backends.BackendName(backend), l.TryBackend(backends.BackendGo))
 	require.True(t, strings.HasPrefix(l.TryBackend("no-such-backend"), "error: "))
 }
 
 func TestArch(t *testing.T) {
-	backend, err := cifarlib.NewBackend(cifarlib.BackendGo)
+	backend, err := backends.NewBackend(backends.BackendGo)
 	require.NoError(t, err)
 	require.Equal(t, cifarlib.ArchLinear, Arch(backend))
 	require.Equal(t, cifarlib.ArchLinear, Arch(nil))

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 )
 
 // Runs returns the table of every run in the lab's runs folder (cifarlib.ListRuns): name,
@@ -13,26 +13,26 @@ import (
 // for a transferred run, its source. A folder that is half-written (a run still training, or
 // killed) or not a run is a row with its status and the reason. Show displays it as a table;
 // `cifarlab runs` prints the same. No runs folder yet gives an empty table.
-func (l *Lab) Runs() (cifarlib.Runs, error) {
+func (l *Lab) Runs() (runs.Runs, error) {
 	if l.RunsDir == "" {
 		return nil, fmt.Errorf("nb: the lab has no runs folder: create it with nb.Open or nb.New")
 	}
-	runs, err := cifarlib.ListRuns(l.RunsDir)
+	list, err := runs.ListRuns(l.RunsDir)
 	if errors.Is(err, os.ErrNotExist) {
-		return cifarlib.Runs{}, nil
+		return runs.Runs{}, nil
 	}
-	return runs, err
+	return list, err
 }
 
 // Select returns the runs called names, in that order, from runs (a Lab.Runs table), for
 // Compare. A name that is not there is an error listing the runs that are.
-func Select(runs cifarlib.Runs, names ...string) ([]cifarlib.RunInfo, error) {
-	var out []cifarlib.RunInfo
+func Select(list runs.Runs, names ...string) ([]runs.RunInfo, error) {
+	var out []runs.RunInfo
 	for _, name := range names {
-		r, ok := runs.Find(name)
+		r, ok := list.Find(name)
 		if !ok {
 			var have []string
-			for _, r := range runs {
+			for _, r := range list {
 				have = append(have, r.Name)
 			}
 			return nil, fmt.Errorf("nb: no run %q in the runs folder (it has %q): run the cell that trains it first", name, have)

@@ -7,6 +7,10 @@ import (
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,21 +18,21 @@ import (
 // table, and Compare overlays their curves.
 func TestLabRunsAndCompare(t *testing.T) {
 	buf := captureOutput(t)
-	backend, err := cifarlib.NewBackend(cifarlib.BackendGo)
+	backend, err := backends.NewBackend(backends.BackendGo)
 	require.NoError(t, err)
 	t.Setenv(RunsEnv, "")
-	l, err := New(cifarlib.CIFAR100(cifarlib.LabelsFine), backend, t.TempDir())
+	l, err := New(data.CIFAR100(data.LabelsFine), backend, t.TempDir())
 	require.NoError(t, err)
 	empty, err := l.Runs()
 	require.NoError(t, err)
 	require.Empty(t, empty, "no runs folder yet: an empty table")
 
-	cfg := cifarlib.TrainConfig{Steps: 4, BatchSize: 16, Seed: 1, EvalExamples: 50}
+	cfg := training.TrainConfig{Steps: 4, BatchSize: 16, Seed: 1, EvalExamples: 50}
 	fixed, err := l.Fit("b-fixed", cfg)
 	require.NoError(t, err)
-	_, err = l.Fit("c-guarded", cifarlib.TrainConfig{Head: 10, Steps: 4, BatchSize: 16})
+	_, err = l.Fit("c-guarded", training.TrainConfig{Head: 10, Steps: 4, BatchSize: 16})
 	require.ErrorIs(t, err, cifarlib.ErrHeadMismatch)
-	unguarded, err := l.Fit("a-unguarded", cifarlib.TrainConfig{Head: 10, Unguarded: true, Steps: 4, BatchSize: 16, Seed: 1})
+	unguarded, err := l.Fit("a-unguarded", training.TrainConfig{Head: 10, Unguarded: true, Steps: 4, BatchSize: 16, Seed: 1})
 	require.NoError(t, err)
 	require.NoError(t, os.Mkdir(filepath.Join(l.RunsDir, "d-notes"), 0o755))
 

@@ -8,6 +8,10 @@ import (
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+
 	"gonum.org/v1/plot"
 )
 
@@ -31,25 +35,25 @@ func Show(v any) {
 	switch v := v.(type) {
 	case *cifarlib.Summary:
 		DisplayHTML(v.HTML(), v.String())
-	case *cifarlib.EvalResult:
+	case *training.EvalResult:
 		DisplayHTML(v.HTML(), v.Summary())
-	case *cifarlib.History:
+	case *runs.History:
 		showHistory(v)
-	case *cifarlib.TrainResult:
+	case *training.TrainResult:
 		if err := v.WriteSummary(output()); err != nil {
 			fmt.Fprintln(output(), "error:", err)
 		}
 		if _, live := drawnLive.Load(v.History); v.History != nil && len(v.History.Points) > 1 && !live {
 			showHistory(v.History)
 		}
-	case cifarlib.SplitLabels:
+	case data.SplitLabels:
 		showLabels(fmt.Sprintf("labels of %s against a head of %d outputs", filepath.Base(v.Source), v.HeadWidth), v)
 	case *cifarlib.Diagnosis:
 		fmt.Fprint(output(), v.String())
 		if len(v.Splits) > 0 {
 			showLabels(fmt.Sprintf("%s labels of %s against a head of %d", v.Splits[0].Split, v.Dataset, v.HeadWidth), v.Splits[0])
 		}
-	case cifarlib.Runs:
+	case runs.Runs:
 		DisplayHTML(v.HTML(), v.String())
 	case []cifarlib.Mistake:
 		showMistakes(v)
@@ -60,7 +64,7 @@ func Show(v any) {
 	}
 }
 
-func showHistory(h *cifarlib.History) {
+func showHistory(h *runs.History) {
 	for _, c := range historyCharts(h) {
 		if c.err != nil {
 			fmt.Fprintln(output(), "error:", c.err)
@@ -70,7 +74,7 @@ func showHistory(h *cifarlib.History) {
 	}
 }
 
-func showLabels(title string, s cifarlib.SplitLabels) {
+func showLabels(title string, s data.SplitLabels) {
 	svg, err := render(LabelChart(title, s))
 	if err != nil {
 		fmt.Fprintln(output(), "error:", err)

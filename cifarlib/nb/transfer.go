@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 // Transfer trains cfg as the run called name, transferred from the run called from in the same
@@ -17,7 +18,7 @@ import (
 // cfg.BackboneLearningRate gives the backbone its own learning rate. Everything else is as Fit:
 // the run is trained from scratch each time the cell runs, and Load gets it back.
 // res.Transfer says what was carried; Show prints it.
-func (l *Lab) Transfer(name, from string, cfg cifarlib.TrainConfig) (*cifarlib.TrainResult, error) {
+func (l *Lab) Transfer(name, from string, cfg training.TrainConfig) (*training.TrainResult, error) {
 	dir, err := l.existingRun(from)
 	if err != nil {
 		return nil, err
@@ -31,7 +32,7 @@ func (l *Lab) Transfer(name, from string, cfg cifarlib.TrainConfig) (*cifarlib.T
 // trained for another number of classes is refused with *cifarlib.ShapeMismatchError (the
 // head variable, both shapes, both datasets, and the fix: Transfer); a checkpoint is never
 // reshaped to fit.
-func (l *Lab) LoadFor(name string) (*cifarlib.LoadedCheckpoint, error) {
+func (l *Lab) LoadFor(name string) (*training.LoadedCheckpoint, error) {
 	dir, err := l.existingRun(name)
 	if err != nil {
 		return nil, err
@@ -41,7 +42,7 @@ func (l *Lab) LoadFor(name string) (*cifarlib.LoadedCheckpoint, error) {
 		return nil, err
 	}
 	start := time.Now()
-	ckpt, err := cifarlib.LoadCheckpointInto(dir, m, l.Backend)
+	ckpt, err := training.LoadCheckpointInto(dir, m, l.Backend)
 	if err != nil {
 		return nil, err
 	}

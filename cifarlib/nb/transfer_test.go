@@ -4,7 +4,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -13,19 +16,19 @@ import (
 // reports it; a linear probe does too; a missing source is ErrNoRun.
 func TestLabTransfer(t *testing.T) {
 	buf := captureOutput(t)
-	backend, err := cifarlib.NewBackend(cifarlib.BackendGo)
+	backend, err := backends.NewBackend(backends.BackendGo)
 	require.NoError(t, err)
-	data := t.TempDir()
+	dataDir := t.TempDir()
 	t.Setenv(RunsEnv, "")
-	lab10, err := New(cifarlib.CIFAR10(), backend, data)
+	lab10, err := New(data.CIFAR10(), backend, dataDir)
 	require.NoError(t, err)
-	lab100, err := New(cifarlib.CIFAR100(cifarlib.LabelsFine), backend, data)
+	lab100, err := New(data.CIFAR100(data.LabelsFine), backend, dataDir)
 	require.NoError(t, err)
-	_, err = lab10.Fit("c10", cifarlib.TrainConfig{Steps: 3, BatchSize: 16, SkipFinalEval: true})
+	_, err = lab10.Fit("c10", training.TrainConfig{Steps: 3, BatchSize: 16, SkipFinalEval: true})
 	require.NoError(t, err)
 
 	_, err = lab100.LoadFor("c10")
-	var sm *cifarlib.ShapeMismatchError
+	var sm *training.ShapeMismatchError
 	require.ErrorAs(t, err, &sm)
 	require.Equal(t, []int{3072, 10}, sm.Saved)
 	require.Equal(t, []int{3072, 100}, sm.Model)
@@ -34,18 +37,18 @@ func TestLabTransfer(t *testing.T) {
 	require.Equal(t, 3, ck.Info.Step)
 	require.Contains(t, buf.String(), `run "c10": loaded into linear for cifar10 (10 classes) at step 3 in `)
 
-	res, err := lab100.Transfer("c100", "c10", cifarlib.TrainConfig{Steps: 2, BatchSize: 16, SkipFinalEval: true})
+	res, err := lab100.Transfer("c100", "c10", training.TrainConfig{Steps: 2, BatchSize: 16, SkipFinalEval: true})
 	require.NoError(t, err)
-	require.Equal(t, filepath.Join(data, "runs", "c10"), res.Transfer.From)
+	require.Equal(t, filepath.Join(dataDir, "runs", "c10"), res.Transfer.From)
 	require.Equal(t, 100, res.Transfer.Head)
 	require.Equal(t, 100, res.HeadWidth)
-	probe, err := lab100.Transfer("probe", "c10", cifarlib.TrainConfig{Steps: 2, BatchSize: 16, SkipFinalEval: true, Freeze: cifarlib.FreezeBackbone})
+	probe, err := lab100.Transfer("probe", "c10", training.TrainConfig{Steps: 2, BatchSize: 16, SkipFinalEval: true, Freeze: training.FreezeBackbone})
 	require.NoError(t, err)
-	require.Equal(t, cifarlib.FreezeBackbone, probe.Transfer.Freeze)
+	require.Equal(t, training.FreezeBackbone, probe.Transfer.Freeze)
 	back, err := lab100.Load("c100")
 	require.NoError(t, err)
-	require.Equal(t, filepath.Join(data, "runs", "c10"), back.Info.TransferredFrom)
+	require.Equal(t, filepath.Join(dataDir, "runs", "c10"), back.Info.TransferredFrom)
 
-	_, err = lab100.Transfer("x", "never", cifarlib.TrainConfig{Steps: 1})
+	_, err = lab100.Transfer("x", "never", training.TrainConfig{Steps: 1})
 	require.ErrorIs(t, err, ErrNoRun)
 }

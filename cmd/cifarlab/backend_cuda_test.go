@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/cifarlab/cifarlab/internal/plugins"
 	"github.com/stretchr/testify/require"
 )
@@ -36,7 +37,7 @@ func TestTrainCommandCUDAWithoutGPU(t *testing.T) {
 	plugin, err = filepath.Abs(plugin)
 	require.NoError(t, err)
 
-	root := trainTestData(t, cifarlib.CIFAR10())
+	root := trainTestData(t, data.CIFAR10())
 	bin := filepath.Join(t.TempDir(), "cifarlab")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, string(out))

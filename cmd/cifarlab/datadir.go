@@ -5,18 +5,18 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 )
 
 // dataLocation returns the data root to read spec from (root, or cifarlib.SyntheticDir(root)
 // when root has no data for spec but synthetic data is there, as Prepare writes it), the
 // dataset's folder in it and its layout (binary, or python: torchvision's pickles).
-func dataLocation(root string, spec cifarlib.Spec) (dataRoot, dir string, layout cifarlib.Layout) {
-	if _, err := cifarlib.DetectLayout(root, spec); errors.Is(err, os.ErrNotExist) {
-		if _, serr := os.Stat(filepath.Join(cifarlib.SyntheticDir(root), spec.Dir)); serr == nil {
-			root = cifarlib.SyntheticDir(root)
+func dataLocation(root string, spec data.Spec) (dataRoot, dir string, layout data.Layout) {
+	if _, err := data.DetectLayout(root, spec); errors.Is(err, os.ErrNotExist) {
+		if _, serr := os.Stat(filepath.Join(data.SyntheticDir(root), spec.Dir)); serr == nil {
+			root = data.SyntheticDir(root)
 		}
 	}
-	dir, layout = cifarlib.DataDir(root, spec)
+	dir, layout = data.DataDir(root, spec)
 	return root, dir, layout
 }

@@ -7,7 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,13 +26,13 @@ func TestTrainCommandDevicesErrors(t *testing.T) {
 		{[]string{"train", "--steps", "3", "--backend", "go", "--devices", "2"},
 			"cifarlab train: cifarlib: 2 devices asked of the go (pure Go, CPU) backend, which has one device and runs no " +
 				"distributed programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: " +
-				cifarlib.XLACPUInstallHint + ") or cuda for several GPUs, or -devices 1\n"},
+				backends.XLACPUInstallHint + ") or cuda for several GPUs, or -devices 1\n"},
 		{[]string{"train", "--steps", "3", "--devices", "0"}, "cifarlab train: --devices \"0\": use a positive number or all\n"},
 		{[]string{"eval", "--checkpoint", t.TempDir(), "--devices", "many"}, "cifarlab eval: --devices \"many\": use a positive number or all\n"},
 		{[]string{"eval", "--checkpoint", t.TempDir(), "--backend", "go", "--devices", "4"},
 			"cifarlab eval: cifarlib: 4 devices asked of the go (pure Go, CPU) backend, which has one device and runs no " +
 				"distributed programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: " +
-				cifarlib.XLACPUInstallHint + ") or cuda for several GPUs, or -devices 1\n"},
+				backends.XLACPUInstallHint + ") or cuda for several GPUs, or -devices 1\n"},
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, 2, run(c.args, &stdout, &stderr), "%v", c.args)
@@ -40,18 +44,18 @@ func TestTrainCommandDevicesErrors(t *testing.T) {
 // same numbers), and a batch that does not split across the devices.
 func TestTrainCommandDevices(t *testing.T) {
 	t.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
-	if b, err := cifarlib.NewBackend("xla:cpu"); err != nil {
+	if b, err := backends.NewBackend("xla:cpu"); err != nil {
 		t.Skipf("needs XLA's CPU plugin: %v", err)
 	} else {
 		b.Finalize()
 	}
-	root := trainTestData(t, cifarlib.CIFAR10())
+	root := trainTestData(t, data.CIFAR10())
 	ckpt := filepath.Join(t.TempDir(), "ckpt")
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"train", "--data", root, "--model", "cnn", "--steps", "2", "--batch", "16", "--backend", "cpu",
 		"--devices", "4", "--checkpoint", ckpt, "--no-eval", "--json"}, &stdout, &stderr)
 	require.Equal(t, 0, code, stderr.String())
-	var res cifarlib.TrainResult
+	var res training.TrainResult
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
 	require.Equal(t, 4, res.Devices)
 	require.Equal(t, 16, res.BatchSize)
@@ -63,7 +67,7 @@ func TestTrainCommandDevices(t *testing.T) {
 		code = run([]string{"eval", "--data", root, "--checkpoint", ckpt, "--backend", "cpu", "--devices", devices, "--batch", "20",
 			"--json"}, &stdout, &stderr)
 		require.Equal(t, 0, code, stderr.String())
-		var ev cifarlib.EvalResult
+		var ev training.EvalResult
 		require.NoError(t, json.Unmarshal(stdout.Bytes(), &ev))
 		require.Equal(t, 100, ev.Examples)
 		accuracy = append(accuracy, ev.Accuracy)
@@ -76,6 +80,6 @@ func TestTrainCommandDevices(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Equal(t, "cifarlab train: cifarlib: training config: BatchSize=10 does not split across 4 devices (10 is not a "+
 		"multiple of 4): use 8 or 12, or another number of devices\n", stderr.String())
-	_, err := os.Stat(filepath.Join(ckpt, cifarlib.HistoryFileName))
+	_, err := os.Stat(filepath.Join(ckpt, runs.HistoryFileName))
 	require.NoError(t, err)
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 func init() {
@@ -20,7 +22,7 @@ func init() {
 func runDiagnose(args []string, stdout io.Writer) error {
 	fs := newFlagSet("diagnose", "--dataset cifar10|cifar100 [--data DIR] [--model ARCH] [--head N] [--labels fine|coarse] [--from RUN_DIR] [--json]", stdout)
 	dataset := fs.String("dataset", "cifar10", "dataset: cifar10 or cifar100")
-	dataDir := fs.String("data", cifarlib.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+cifarlib.DataDirEnv+")")
+	dataDir := fs.String("data", data.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DataDirEnv+")")
 	arch := fs.String("model", cifarlib.ArchCNN, "architecture: linear, cnn, resnet18 or resnet20")
 	head := fs.Int("head", 0, "override the head width (reproduces the head/label mismatch bug); 0 = the dataset's classes")
 	labels := fs.String("labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
@@ -34,7 +36,7 @@ func runDiagnose(args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return &exitError{code: 2, err: fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
-	spec, err := cifarlib.SpecByName(*dataset, *labels)
+	spec, err := data.SpecByName(*dataset, *labels)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -61,11 +63,11 @@ func runDiagnose(args []string, stdout io.Writer) error {
 
 // diagnoseModelOrRun diagnoses the trained run from (when set) or a fresh model of arch with
 // head against spec's data in dataDir.
-func diagnoseModelOrRun(spec cifarlib.Spec, from, arch string, head int, dataDir string, batch int) (*cifarlib.Diagnosis, error) {
+func diagnoseModelOrRun(spec data.Spec, from, arch string, head int, dataDir string, batch int) (*cifarlib.Diagnosis, error) {
 	opts := cifarlib.DiagnoseOptions{BatchSize: batch}
 	if from != "" {
-		d, err := cifarlib.DiagnoseRun(from, spec, dataDir, opts)
-		var nr *cifarlib.NotRunError
+		d, err := training.DiagnoseRun(from, spec, dataDir, opts)
+		var nr *training.NotRunError
 		if errors.As(err, &nr) {
 			return nil, &exitError{code: 2, err: err}
 		}

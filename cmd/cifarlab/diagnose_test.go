@@ -7,14 +7,16 @@ import (
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/stretchr/testify/require"
 )
 
 func diagnoseTestData(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	require.NoError(t, cifarlib.Synthesize(root, cifarlib.CIFAR100(cifarlib.LabelsFine),
-		cifarlib.SynthOptions{Seed: 5, TrainSize: 200, TestSize: 100}))
+	require.NoError(t, data.Synthesize(root, data.CIFAR100(data.LabelsFine),
+		data.SynthOptions{Seed: 5, TrainSize: 200, TestSize: 100}))
 	return root
 }
 

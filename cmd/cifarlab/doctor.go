@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/cifarlab/cifarlab/kernel"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -28,7 +30,7 @@ func runDoctor(args []string, stdout io.Writer) error {
 	fs := newFlagSet("doctor", "[--json] [--jupyter-data-dir DIR] [--data DIR]", stdout)
 	asJSON := fs.Bool("json", false, "print the checklist as JSON")
 	dataDir := fs.String("jupyter-data-dir", "", "look for the kernelspecs in this Jupyter data `DIR` (default: Jupyter's own search path)")
-	cifarDir := fs.String("data", cifarlib.DefaultDataDir(), "CIFAR data `DIR` to check ($"+cifarlib.DataDirEnv+")")
+	cifarDir := fs.String("data", data.DefaultDataDir(), "CIFAR data `DIR` to check ($"+data.DataDirEnv+")")
 	repoDir := fs.String("repo", "", "the cifarlab checkout (default: found from the working directory or the binary)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -75,10 +77,10 @@ func probeBackends(ctx context.Context) []kernel.Check {
 	}
 	checks := []kernel.Check{c}
 	cpu := kernel.Check{Name: "backend cpu"}
-	if b, err := cifarlib.NewBackend(cifarlib.BackendCPU); err != nil {
+	if b, err := backends.NewBackend(backends.BackendCPU); err != nil {
 		cpu.Status, cpu.Detail, cpu.Fix = kernel.StatusWarn, err.Error(), "the CPU kernel falls back to the pure-Go backend"
 	} else {
-		cpu.Status, cpu.Detail = kernel.StatusOK, "resolves to "+cifarlib.BackendName(b)
+		cpu.Status, cpu.Detail = kernel.StatusOK, "resolves to "+backends.BackendName(b)
 		b.Finalize()
 	}
 	return append(checks, cpu, probeCUDA())
@@ -88,11 +90,11 @@ func probeBackends(ctx context.Context) []kernel.Check {
 // it looks for none before loading the plugin, so this is quick and quiet).
 func probeCUDA() kernel.Check {
 	c := kernel.Check{Name: "backend cuda"}
-	b, err := cifarlib.NewBackend(cifarlib.BackendCUDA)
-	var noGPU *cifarlib.NoGPUError
+	b, err := backends.NewBackend(backends.BackendCUDA)
+	var noGPU *backends.NoGPUError
 	switch {
 	case err == nil:
-		c.Status, c.Detail = kernel.StatusOK, "resolves to "+cifarlib.BackendName(b)
+		c.Status, c.Detail = kernel.StatusOK, "resolves to "+backends.BackendName(b)
 		b.Finalize()
 	case errors.As(err, &noGPU):
 		c.Status, c.Detail = kernel.StatusAbsent, "no NVIDIA GPU ("+noGPU.Checked+")"
@@ -107,7 +109,7 @@ func probeCUDA() kernel.Check {
 }
 
 func runOnePlusTwo(name string) (sum float64, err error) {
-	b, err := cifarlib.NewBackend(name)
+	b, err := backends.NewBackend(name)
 	if err != nil {
 		return 0, err
 	}
@@ -132,15 +134,15 @@ func runOnePlusTwo(name string) (sum float64, err error) {
 func probeData(root string) kernel.Probe {
 	return func(ctx context.Context) []kernel.Check {
 		var checks []kernel.Check
-		for _, spec := range []cifarlib.Spec{cifarlib.CIFAR10(), cifarlib.CIFAR100(cifarlib.LabelsFine)} {
+		for _, spec := range []data.Spec{data.CIFAR10(), data.CIFAR100(data.LabelsFine)} {
 			c := kernel.Check{Name: "data " + spec.Name}
-			dir, layout := cifarlib.DataDir(root, spec)
-			err := cifarlib.Verify(root, spec)
+			dir, layout := data.DataDir(root, spec)
+			err := data.Verify(root, spec)
 			switch {
 			case err == nil:
 				c.Status, c.Detail = kernel.StatusOK, "verified in "+dir+" ("+layout.String()+" layout)"
-			case !exists(dir) && exists(filepath.Join(cifarlib.SyntheticDir(root), spec.Dir, cifarlib.SyntheticMarker)):
-				c.Status, c.Detail = kernel.StatusAbsent, "real data absent; synthetic data in "+filepath.Join(cifarlib.SyntheticDir(root), spec.Dir)
+			case !exists(dir) && exists(filepath.Join(data.SyntheticDir(root), spec.Dir, data.SyntheticMarker)):
+				c.Status, c.Detail = kernel.StatusAbsent, "real data absent; synthetic data in "+filepath.Join(data.SyntheticDir(root), spec.Dir)
 				c.Fix = fmt.Sprintf("optional: cifarlab download --dataset %s --data %s", spec.Name, root)
 			case !exists(dir):
 				c.Status, c.Detail = kernel.StatusAbsent, "absent from "+root+" (notebooks synthesize data on first run)"

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+
 	"github.com/cifarlab/cifarlab/kernel"
 	"github.com/gomlx/compute"
 )
@@ -19,19 +20,19 @@ func probeDevices(ctx context.Context) []kernel.Check {
 		Detail: "1 device (the pure-Go backend runs on one device: --devices 1)"}}
 
 	cpu := kernel.Check{Name: "devices cpu"}
-	if b, err := cifarlib.NewBackend("xla:cpu"); err != nil {
+	if b, err := backends.NewBackend("xla:cpu"); err != nil {
 		cpu.Status, cpu.Detail = kernel.StatusAbsent, "no XLA CPU plugin, so one device (the pure-Go backend)"
-		cpu.Fix = "optional: " + cifarlib.XLACPUInstallHint
+		cpu.Fix = "optional: " + backends.XLACPUInstallHint
 	} else {
 		cpu.Status = kernel.StatusOK
 		cpu.Detail = describeDevices(b) + fmt.Sprintf("; --backend cpu --devices N creates N CPU devices (at most %d), "+
-			"which share the machine's cores", cifarlib.MaxCPUDevices)
+			"which share the machine's cores", backends.MaxCPUDevices)
 		b.Finalize()
 	}
 
 	cuda := kernel.Check{Name: "devices cuda"}
-	b, err := cifarlib.NewBackend(cifarlib.BackendCUDA)
-	var noGPU *cifarlib.NoGPUError
+	b, err := backends.NewBackend(backends.BackendCUDA)
+	var noGPU *backends.NoGPUError
 	switch {
 	case err == nil:
 		cuda.Status, cuda.Detail = kernel.StatusOK, describeDevices(b)+"; --backend cuda --devices all shards each batch across them"
@@ -47,7 +48,7 @@ func probeDevices(ctx context.Context) []kernel.Check {
 
 // describeDevices says, e.g., "4 devices: 0 TFRT_CPU_0, 1 TFRT_CPU_1, 2 TFRT_CPU_2, 3 TFRT_CPU_3".
 func describeDevices(b compute.Backend) string {
-	devices := cifarlib.ListDevices(b)
+	devices := backends.ListDevices(b)
 	names := make([]string, len(devices))
 	for i, d := range devices {
 		names[i] = fmt.Sprintf("%d %s", d.Num, d.Description)

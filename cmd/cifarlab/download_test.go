@@ -13,7 +13,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,7 +24,7 @@ func writeFileForTest(path string, data []byte) error { return os.WriteFile(path
 // official sizes (all-zero records: label 0, black images) and returns it with its SHA-256.
 func officialSizeArchive(t *testing.T) ([]byte, string) {
 	t.Helper()
-	spec := cifarlib.CIFAR10()
+	spec := data.CIFAR10()
 	pr, pw := io.Pipe()
 	go func() {
 		zw, _ := gzip.NewWriterLevel(pw, gzip.BestSpeed)

@@ -8,6 +8,9 @@ import (
 	"io"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 func init() {
@@ -21,11 +24,11 @@ func init() {
 func runEval(args []string, stdout io.Writer) error {
 	fs := newFlagSet("eval", "--checkpoint DIR [--data DIR] [--split test|train] [--batch B] [--max N] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--json]", stdout)
 	ckptDir := fs.String("checkpoint", "", "checkpoint `DIR` written by cifarlab train (required); it records the dataset and the model")
-	dataDir := fs.String("data", cifarlib.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+cifarlib.DataDirEnv+")")
+	dataDir := fs.String("data", data.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DataDirEnv+")")
 	splitName := fs.String("split", "test", "split to evaluate: test or train")
 	batch := fs.Int("batch", 100, "evaluation batch size")
 	maxExamples := fs.Int("max", 0, "evaluate only the first N examples (0: all)")
-	backendName := fs.String("backend", cifarlib.BackendAuto, "compute backend: auto, cpu, go or cuda")
+	backendName := fs.String("backend", backends.BackendAuto, "compute backend: auto, cpu, go or cuda")
 	devicesFlag := fs.String("devices", "1", "shard each evaluation batch across N devices, or all (any count: checkpoints do not depend on it)")
 	precisionFlag := fs.String("precision", string(cifarlib.PrecisionF32), "what convolutions and matrix products compute in: f32 or bf16-mixed "+
 		"(any checkpoint: they hold float32 whatever the training precision)")
@@ -39,7 +42,7 @@ func runEval(args []string, stdout io.Writer) error {
 	if *ckptDir == "" {
 		return &exitError{code: 2, err: fmt.Errorf("--checkpoint is required: the directory given to cifarlab train --checkpoint")}
 	}
-	split, err := cifarlib.ParseSplit(*splitName)
+	split, err := data.ParseSplit(*splitName)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -50,18 +53,18 @@ func runEval(args []string, stdout io.Writer) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	devices, err := cifarlib.ParseDevices(*devicesFlag)
+	devices, err := backends.ParseDevices(*devicesFlag)
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("--devices %q: use a positive number or all", *devicesFlag)}
 	}
-	backend, err := cifarlib.NewBackendWithDevices(*backendName, devices)
-	if errors.Is(err, cifarlib.ErrDevices) {
+	backend, err := backends.NewBackendWithDevices(*backendName, devices)
+	if errors.Is(err, backends.ErrDevices) {
 		return &exitError{code: 2, err: err}
 	}
 	if err != nil {
 		return err
 	}
-	ck, err := cifarlib.LoadCheckpoint(*ckptDir, backend)
+	ck, err := training.LoadCheckpoint(*ckptDir, backend)
 	if err != nil {
 		return err
 	}
@@ -69,14 +72,14 @@ func runEval(args []string, stdout io.Writer) error {
 		return err
 	}
 	ck.Model.Precision = precision
-	recs, err := cifarlib.LoadSplitOrSynthetic(*dataDir, ck.Model.Spec, split)
+	recs, err := training.LoadSplitOrSynthetic(*dataDir, ck.Model.Spec, split)
 	if err != nil {
 		return err
 	}
-	ctx, stop := cifarlib.InterruptContext(context.Background())
+	ctx, stop := training.InterruptContext(context.Background())
 	defer stop()
-	res, err := cifarlib.Evaluate(ctx, backend, ck.Model, ck.Store, recs,
-		cifarlib.EvalOptions{BatchSize: *batch, MaxExamples: *maxExamples, Split: split.String(), Devices: devices})
+	res, err := training.Evaluate(ctx, backend, ck.Model, ck.Store, recs,
+		training.EvalOptions{BatchSize: *batch, MaxExamples: *maxExamples, Split: split.String(), Devices: devices})
 	if err != nil {
 		return err
 	}
@@ -84,9 +87,9 @@ func runEval(args []string, stdout io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Checkpoint cifarlib.CheckpointInfo `json:"checkpoint"`
+			Checkpoint training.CheckpointInfo `json:"checkpoint"`
 			Precision  cifarlib.Precision      `json:"precision"`
-			*cifarlib.EvalResult
+			*training.EvalResult
 		}{ck.Info, precision, res})
 	}
 	fmt.Fprintf(stdout, "checkpoint %s: %s, step %d, precision %s\n", *ckptDir, ck.Model, ck.Info.Step, precision)

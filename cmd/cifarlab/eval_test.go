@@ -7,14 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+
 	"github.com/stretchr/testify/require"
 )
 
 // cifarlab eval on a CIFAR-100 coarse checkpoint: the dataset, label set and head come from
 // the checkpoint; top-5 and the 20 per-class rows are reported.
 func TestEvalCommandCIFAR100Coarse(t *testing.T) {
-	root := trainTestData(t, cifarlib.CIFAR100(cifarlib.LabelsCoarse))
+	root := trainTestData(t, data.CIFAR100(data.LabelsCoarse))
 	ckpt := filepath.Join(t.TempDir(), "ckpt")
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, run([]string{"train", "--dataset", "cifar100", "--labels", "coarse", "--data", root, "--model", "linear",
@@ -24,8 +26,8 @@ func TestEvalCommandCIFAR100Coarse(t *testing.T) {
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--backend", "go", "--json", "--batch", "32"}, &stdout, &stderr), stderr.String())
 	var ev struct {
-		Checkpoint cifarlib.CheckpointInfo `json:"checkpoint"`
-		cifarlib.EvalResult
+		Checkpoint training.CheckpointInfo `json:"checkpoint"`
+		training.EvalResult
 	}
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &ev))
 	require.Equal(t, "coarse", ev.Checkpoint.Labels)

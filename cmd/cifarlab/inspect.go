@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 )
 
 func init() {
@@ -28,9 +28,9 @@ type inspectReport struct {
 	Dir    string `json:"dir"`
 	Layout string `json:"layout"`
 	// Source is "verified" (a checked download), "synthetic" or "unverified".
-	Source    string              `json:"source"`
-	Synthetic *cifarlib.SynthInfo `json:"synthetic,omitempty"`
-	Splits    []splitReport       `json:"splits"`
+	Source    string          `json:"source"`
+	Synthetic *data.SynthInfo `json:"synthetic,omitempty"`
+	Splits    []splitReport   `json:"splits"`
 }
 
 // splitReport summarises one split.
@@ -50,7 +50,7 @@ func runInspect(args []string, stdout io.Writer) error {
 	fs := newFlagSet("inspect", "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--json]", stdout)
 	dataset := fs.String("dataset", "", "dataset: cifar10 or cifar100 (required)")
 	labels := fs.String("labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
-	dataDir := fs.String("data", cifarlib.DefaultDataDir(), "data `DIR` holding the dataset's folder (or its synthetic/ sub-folder) ($"+cifarlib.DataDirEnv+")")
+	dataDir := fs.String("data", data.DefaultDataDir(), "data `DIR` holding the dataset's folder (or its synthetic/ sub-folder) ($"+data.DataDirEnv+")")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -61,7 +61,7 @@ func runInspect(args []string, stdout io.Writer) error {
 	if *dataset == "" {
 		return &exitError{code: 2, err: errors.New("--dataset is required: cifar10 or cifar100")}
 	}
-	spec, err := cifarlib.SpecByName(*dataset, *labels)
+	spec, err := data.SpecByName(*dataset, *labels)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -80,17 +80,17 @@ func runInspect(args []string, stdout io.Writer) error {
 
 // inspectData loads both splits of spec from root (or, if root has no data for it, from
 // cifarlib.SyntheticDir(root), where Prepare puts synthetic data) and summarises them.
-func inspectData(root string, spec cifarlib.Spec) (*inspectReport, error) {
+func inspectData(root string, spec data.Spec) (*inspectReport, error) {
 	root, dir, layout := dataLocation(root, spec)
 	r := &inspectReport{Dataset: spec.Name, Labels: spec.Labels.String(), NumClasses: spec.NumClasses,
 		Dir: dir, Layout: layout.String(), Source: "unverified"}
-	if cifarlib.Verify(root, spec) == nil {
+	if data.Verify(root, spec) == nil {
 		r.Source = "verified"
-	} else if info, err := cifarlib.ReadSynthInfo(root, spec); err == nil {
+	} else if info, err := data.ReadSynthInfo(root, spec); err == nil {
 		r.Source, r.Synthetic = "synthetic", &info
 	}
-	for _, split := range []cifarlib.Split{cifarlib.SplitTrain, cifarlib.SplitTest} {
-		recs, err := cifarlib.LoadSplit(root, spec, split)
+	for _, split := range []data.Split{data.SplitTrain, data.SplitTest} {
+		recs, err := data.LoadSplit(root, spec, split)
 		if err != nil {
 			return nil, err
 		}

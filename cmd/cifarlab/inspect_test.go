@@ -7,33 +7,33 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/stretchr/testify/require"
 )
 
 func TestInspectCommandJSON(t *testing.T) {
-	data := t.TempDir()
-	code, _, stderr := runDataCmd(t, "synth", "--dataset", "cifar100", "--out", data, "--train", "300", "--test", "100", "--seed", "3", "--noise", "0.1")
+	dataDir := t.TempDir()
+	code, _, stderr := runDataCmd(t, "synth", "--dataset", "cifar100", "--out", dataDir, "--train", "300", "--test", "100", "--seed", "3", "--noise", "0.1")
 	require.Equal(t, 0, code, stderr)
 
 	for _, labels := range []string{"fine", "coarse"} {
-		code, stdout, stderr := runDataCmd(t, "inspect", "--dataset", "cifar100", "--labels", labels, "--data", data, "--json")
+		code, stdout, stderr := runDataCmd(t, "inspect", "--dataset", "cifar100", "--labels", labels, "--data", dataDir, "--json")
 		require.Equal(t, 0, code, stderr)
 		var got inspectReport
 		require.NoError(t, json.Unmarshal([]byte(stdout), &got))
 
-		spec, err := cifarlib.SpecByName("cifar100", labels)
+		spec, err := data.SpecByName("cifar100", labels)
 		require.NoError(t, err)
 		require.Equal(t, "cifar100", got.Dataset)
 		require.Equal(t, labels, got.Labels)
 		require.Equal(t, spec.NumClasses, got.NumClasses)
-		require.Equal(t, filepath.Join(data, "cifar-100-binary"), got.Dir)
+		require.Equal(t, filepath.Join(dataDir, "cifar-100-binary"), got.Dir)
 		require.Equal(t, "binary", got.Layout)
 		require.Equal(t, "synthetic", got.Source)
-		require.Equal(t, &cifarlib.SynthInfo{Generator: "cifarlab-synth-v1", Dataset: "cifar100", Seed: 3, TrainSize: 300, TestSize: 100, LabelNoise: 0.1}, got.Synthetic)
+		require.Equal(t, &data.SynthInfo{Generator: "cifarlab-synth-v1", Dataset: "cifar100", Seed: 3, TrainSize: 300, TestSize: 100, LabelNoise: 0.1}, got.Synthetic)
 		require.Len(t, got.Splits, 2)
-		for k, split := range []cifarlib.Split{cifarlib.SplitTrain, cifarlib.SplitTest} {
-			recs, err := cifarlib.LoadSplit(data, spec, split)
+		for k, split := range []data.Split{data.SplitTrain, data.SplitTest} {
+			recs, err := data.LoadSplit(dataDir, spec, split)
 			require.NoError(t, err)
 			s := got.Splits[k]
 			require.Equal(t, split.String(), s.Split)
@@ -54,19 +54,19 @@ func TestInspectCommandJSON(t *testing.T) {
 }
 
 func TestInspectCommandText(t *testing.T) {
-	data := t.TempDir()
-	code, _, stderr := runDataCmd(t, "synth", "--dataset", "cifar10", "--out", data, "--train", "25", "--test", "10")
+	dataDir := t.TempDir()
+	code, _, stderr := runDataCmd(t, "synth", "--dataset", "cifar10", "--out", dataDir, "--train", "25", "--test", "10")
 	require.Equal(t, 0, code, stderr)
-	code, stdout, stderr := runDataCmd(t, "inspect", "--dataset", "cifar10", "--data", data)
+	code, stdout, stderr := runDataCmd(t, "inspect", "--dataset", "cifar10", "--data", dataDir)
 	require.Equal(t, 0, code, stderr)
 	require.Empty(t, stderr)
-	spec := cifarlib.CIFAR10()
-	train, err := cifarlib.LoadSplit(data, spec, cifarlib.SplitTrain)
+	spec := data.CIFAR10()
+	train, err := data.LoadSplit(dataDir, spec, data.SplitTrain)
 	require.NoError(t, err)
 	mean, std := train.ChannelStats()
 	lines := strings.Split(stdout, "\n")
 	require.Equal(t, "dataset:  cifar10, fine labels, 10 classes", lines[0])
-	require.Equal(t, "data:     "+filepath.Join(data, "cifar-10-batches-bin")+" [synthetic (seed 1, label noise 0), binary layout]", lines[1])
+	require.Equal(t, "data:     "+filepath.Join(dataDir, "cifar-10-batches-bin")+" [synthetic (seed 1, label noise 0), binary layout]", lines[1])
 	require.Equal(t, "train: 25 records in data_batch_1.bin, data_batch_2.bin, data_batch_3.bin, data_batch_4.bin, data_batch_5.bin", lines[2])
 	require.Equal(t, "  labels: min 0, max 9, 10 of 10 classes present", lines[3])
 	require.Equal(t, fmt.Sprintf("  mean:   R %.4f  G %.4f  B %.4f", mean[0], mean[1], mean[2]), lines[4])
@@ -77,7 +77,7 @@ func TestInspectCommandText(t *testing.T) {
 
 	// Data that Prepare put in the synthetic/ sub-folder is found too.
 	root := t.TempDir()
-	_, err = cifarlib.Prepare(root, spec, cifarlib.SynthOptions{TrainSize: 5, TestSize: 5})
+	_, err = data.Prepare(root, spec, data.SynthOptions{TrainSize: 5, TestSize: 5})
 	require.NoError(t, err)
 	code, stdout, stderr = runDataCmd(t, "inspect", "--dataset", "cifar10", "--data", root)
 	require.Equal(t, 0, code, stderr)
@@ -100,15 +100,15 @@ func TestInspectCommandErrors(t *testing.T) {
 	require.Equal(t, "cifarlab inspect: --dataset is required: cifar10 or cifar100\n", stderr)
 
 	// A corrupt file is reported with file, record and offset.
-	data := t.TempDir()
-	code, _, stderr = runDataCmd(t, "synth", "--dataset", "cifar10", "--out", data, "--train", "10", "--test", "2")
+	dataDir := t.TempDir()
+	code, _, stderr = runDataCmd(t, "synth", "--dataset", "cifar10", "--out", dataDir, "--train", "10", "--test", "2")
 	require.Equal(t, 0, code, stderr)
-	bad := filepath.Join(data, "cifar-10-batches-bin", "test_batch.bin")
+	bad := filepath.Join(dataDir, "cifar-10-batches-bin", "test_batch.bin")
 	raw := append(make([]byte, 0, 2*3073), make([]byte, 3073)...)
 	raw = append(raw, 57)
 	raw = append(raw, make([]byte, 3072)...)
 	require.NoError(t, writeFileForTest(bad, raw))
-	code, _, stderr = runDataCmd(t, "inspect", "--dataset", "cifar10", "--data", data)
+	code, _, stderr = runDataCmd(t, "inspect", "--dataset", "cifar10", "--data", dataDir)
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "cifarlab inspect: cifarlib: "+bad+": record 1 at byte offset 3073: label byte is 57, outside the cifar10 class range [0, 10)")
 }

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/cifarlab/cifarlab/kernel"
 	"github.com/stretchr/testify/require"
 )
@@ -70,16 +71,16 @@ func TestInspectAndDiagnosePythonLayout(t *testing.T) {
 func TestDownloadCommandPythonFormat(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
-	data := t.TempDir()
-	code, stdout, stderr := runDataCmd(t, "download", "--dataset", "cifar10", "--format", "python", "--data", data,
+	dataDir := t.TempDir()
+	code, stdout, stderr := runDataCmd(t, "download", "--dataset", "cifar10", "--format", "python", "--data", dataDir,
 		"--url", srv.URL+"/cifar-10-python.tar.gz", "--retries", "0", "--quiet")
 	require.Equal(t, 1, code)
 	require.Empty(t, stdout)
 	require.Contains(t, stderr, "HTTP status 404")
 	require.Contains(t, stderr, "check that its SHA-256 is 6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce, and put it at "+
-		filepath.Join(data, "cifar-10-python.tar.gz"))
+		filepath.Join(dataDir, "cifar-10-python.tar.gz"))
 
-	code, _, stderr = runDataCmd(t, "download", "--dataset", "cifar100", "--format", "hdf5", "--data", data)
+	code, _, stderr = runDataCmd(t, "download", "--dataset", "cifar100", "--format", "hdf5", "--data", dataDir)
 	require.Equal(t, 2, code)
 	require.Equal(t, "cifarlab download: cifarlib: unknown data format \"hdf5\": use \"binary\" or \"python\"\n", stderr)
 
@@ -89,7 +90,7 @@ func TestDownloadCommandPythonFormat(t *testing.T) {
 	require.Contains(t, stdout, "-format string")
 
 	require.Equal(t, "85cd44d02ba6437773c5bbd22e183051d648de2e7d6b014e1ef29b855ba677a7",
-		cifarlib.CIFAR100(cifarlib.LabelsFine).InLayout(cifarlib.LayoutPython).ArchiveSHA256)
+		data.CIFAR100(data.LabelsFine).InLayout(data.LayoutPython).ArchiveSHA256)
 }
 
 // TestDoctorDataPythonLayout checks the doctor's data line on torchvision's layout: not
@@ -97,7 +98,7 @@ func TestDownloadCommandPythonFormat(t *testing.T) {
 // `cifarlab download --format python` writes it, naming the layout.
 func TestDoctorDataPythonLayout(t *testing.T) {
 	_, pyRoot := pythonLayoutData(t)
-	spec := cifarlib.CIFAR100(cifarlib.LabelsFine).InLayout(cifarlib.LayoutPython)
+	spec := data.CIFAR100(data.LabelsFine).InLayout(data.LayoutPython)
 	check := func() kernel.Check {
 		for _, c := range probeData(pyRoot)(context.Background()) {
 			if c.Name == "data cifar100" {
@@ -112,7 +113,7 @@ func TestDoctorDataPythonLayout(t *testing.T) {
 	require.Contains(t, c.Detail, "cifar-100-python/train has MD5 ")
 	require.Contains(t, c.Detail, "(torchvision's pin)")
 
-	info := cifarlib.VerifiedInfo{Archive: spec.ArchiveName, SHA256: spec.ArchiveSHA256, Files: map[string]int64{}}
+	info := data.VerifiedInfo{Archive: spec.ArchiveName, SHA256: spec.ArchiveSHA256, Files: map[string]int64{}}
 	for _, name := range []string{"train", "test", "meta"} {
 		fi, err := os.Stat(filepath.Join(pyRoot, spec.Dir, name))
 		require.NoError(t, err)
@@ -120,7 +121,7 @@ func TestDoctorDataPythonLayout(t *testing.T) {
 	}
 	raw, err := json.Marshal(info)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(pyRoot, spec.Dir, cifarlib.VerifiedMarker), raw, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(pyRoot, spec.Dir, data.VerifiedMarker), raw, 0o644))
 	c = check()
 	require.Equal(t, kernel.StatusOK, c.Status)
 	require.Equal(t, "verified in "+filepath.Join(pyRoot, "cifar-100-python")+" (python layout)", c.Detail)

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,7 +16,7 @@ import (
 // its summary and JSON; eval evaluates that checkpoint in either precision and says which; an
 // unknown precision is a usage error (exit 2) naming the choices.
 func TestPrecisionFlag(t *testing.T) {
-	root := trainTestData(t, cifarlib.CIFAR10())
+	root := trainTestData(t, data.CIFAR10())
 	ckpt := filepath.Join(t.TempDir(), "ckpt")
 	var stdout, stderr bytes.Buffer
 	args := []string{"train", "--data", root, "--model", "linear", "--steps", "2", "--batch", "16", "--backend", "go",

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 )
 
 func init() {
@@ -18,8 +19,8 @@ func init() {
 
 func runRuns(args []string, stdout io.Writer) error {
 	fs := newFlagSet("runs", "[--data DIR | --runs DIR] [--json]", stdout)
-	dataDir := fs.String("data", cifarlib.DefaultDataDir(), "CIFAR data `DIR`, whose runs/ sub-folder holds the notebooks' runs ($"+cifarlib.DataDirEnv+")")
-	runsDir := fs.String("runs", "", "the runs `DIR` itself (default: $"+cifarlib.RunsEnv+", else DIR/runs of --data); each run is a sub-folder, "+
+	dataDir := fs.String("data", data.DefaultDataDir(), "CIFAR data `DIR`, whose runs/ sub-folder holds the notebooks' runs ($"+data.DataDirEnv+")")
+	runsDir := fs.String("runs", "", "the runs `DIR` itself (default: $"+runs.RunsEnv+", else DIR/runs of --data); each run is a sub-folder, "+
 		"as `cifarlab train --checkpoint DIR/NAME` and the notebooks' lab.Fit write them")
 	asJSON := fs.Bool("json", false, "print the runs as JSON (one object per run, the fields of cifarlib.RunInfo)")
 	if err := fs.Parse(args); err != nil {
@@ -30,24 +31,24 @@ func runRuns(args []string, stdout io.Writer) error {
 	}
 	dir := *runsDir
 	if dir == "" {
-		dir = cifarlib.DefaultRunsDir(*dataDir)
+		dir = runs.DefaultRunsDir(*dataDir)
 	}
-	runs, err := cifarlib.ListRuns(dir)
+	list, err := runs.ListRuns(dir)
 	if err != nil {
 		return fmt.Errorf("%w: pass the folder of runs with --runs DIR (or the data folder with --data)", err)
 	}
 	if *asJSON {
-		if runs == nil {
-			runs = cifarlib.Runs{}
+		if list == nil {
+			list = runs.Runs{}
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(runs)
+		return enc.Encode(list)
 	}
-	if len(runs) == 0 {
+	if len(list) == 0 {
 		_, err := fmt.Fprintf(stdout, "no runs in %s\n", dir)
 		return err
 	}
 	fmt.Fprintf(stdout, "runs in %s (TensorBoard: tensorboard --logdir %s)\n", dir, dir)
-	return runs.WriteTable(stdout)
+	return list.WriteTable(stdout)
 }

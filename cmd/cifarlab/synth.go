@@ -6,7 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 )
 
 func init() {
@@ -21,8 +21,8 @@ func runSynth(args []string, stdout io.Writer) error {
 	fs := newFlagSet("synth", "--dataset cifar10|cifar100 --out DIR [--train N] [--test N] [--seed S] [--noise F]", stdout)
 	dataset := fs.String("dataset", "", "dataset to imitate: cifar10 or cifar100 (required)")
 	out := fs.String("out", "", "output `DIR`; files go to DIR/cifar-10-batches-bin or DIR/cifar-100-binary (required)")
-	train := fs.Int("train", cifarlib.DefaultSynthTrainSize, "number of training records")
-	test := fs.Int("test", cifarlib.DefaultSynthTestSize, "number of test records")
+	train := fs.Int("train", data.DefaultSynthTrainSize, "number of training records")
+	test := fs.Int("test", data.DefaultSynthTestSize, "number of test records")
 	seed := fs.Int64("seed", 1, "random seed: the same seed and sizes give identical files")
 	noise := fs.Float64("noise", 0, "fraction of training labels replaced by a wrong class, in [0, 1)")
 	if err := fs.Parse(args); err != nil {
@@ -40,12 +40,12 @@ func runSynth(args []string, stdout io.Writer) error {
 	if *train <= 0 || *test <= 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--train %d and --test %d must be positive", *train, *test)}
 	}
-	spec, err := cifarlib.SpecByName(*dataset, "")
+	spec, err := data.SpecByName(*dataset, "")
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	opts := cifarlib.SynthOptions{Seed: *seed, TrainSize: *train, TestSize: *test, LabelNoise: *noise}
-	if err := cifarlib.Synthesize(*out, spec, opts); err != nil {
+	opts := data.SynthOptions{Seed: *seed, TrainSize: *train, TestSize: *test, LabelNoise: *noise}
+	if err := data.Synthesize(*out, spec, opts); err != nil {
 		return err
 	}
 	files := "1 file"

@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,16 +27,16 @@ func TestSynthCommand(t *testing.T) {
 	dir := filepath.Join(out, "cifar-10-batches-bin")
 	require.Equal(t, "wrote synthetic cifar10 to "+dir+": 23 train records in 5 files, 7 test records (seed 5, label noise 0.25)\n", stdout)
 
-	spec := cifarlib.CIFAR10()
-	train, err := cifarlib.LoadSplit(out, spec, cifarlib.SplitTrain)
+	spec := data.CIFAR10()
+	train, err := data.LoadSplit(out, spec, data.SplitTrain)
 	require.NoError(t, err)
 	require.Equal(t, 23, train.Len())
-	want, err := cifarlib.SynthesizeRecords(spec, cifarlib.SplitTrain, cifarlib.SynthOptions{Seed: 5, TrainSize: 23, TestSize: 7, LabelNoise: 0.25})
+	want, err := data.SynthesizeRecords(spec, data.SplitTrain, data.SynthOptions{Seed: 5, TrainSize: 23, TestSize: 7, LabelNoise: 0.25})
 	require.NoError(t, err)
 	require.Equal(t, want.RawLabels, train.RawLabels, "the CLI writes what the library generates")
-	info, err := cifarlib.ReadSynthInfo(out, spec)
+	info, err := data.ReadSynthInfo(out, spec)
 	require.NoError(t, err)
-	require.Equal(t, cifarlib.SynthInfo{Generator: "cifarlab-synth-v1", Dataset: "cifar10", Seed: 5, TrainSize: 23, TestSize: 7, LabelNoise: 0.25}, info)
+	require.Equal(t, data.SynthInfo{Generator: "cifarlab-synth-v1", Dataset: "cifar10", Seed: 5, TrainSize: 23, TestSize: 7, LabelNoise: 0.25}, info)
 
 	code, stdout, stderr = runDataCmd(t, "synth", "--dataset", "cifar-100", "--out", out, "--train", "1", "--test", "1")
 	require.Equal(t, 0, code, stderr)

@@ -12,6 +12,9 @@ import (
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 // exitInterrupted is the exit status of a training run stopped by SIGINT/SIGTERM after saving
@@ -49,14 +52,14 @@ func runTrain(args []string, stdout io.Writer) error {
 	var f trainFlags
 	fs.StringVar(&f.dataset, "dataset", "cifar10", "dataset: cifar10 or cifar100")
 	fs.StringVar(&f.labels, "labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
-	fs.StringVar(&f.dataDir, "data", cifarlib.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+cifarlib.DataDirEnv+")")
+	fs.StringVar(&f.dataDir, "data", data.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DataDirEnv+")")
 	fs.StringVar(&f.arch, "model", cifarlib.ArchCNN, "architecture: linear, cnn, resnet18 or resnet20")
 	fs.IntVar(&f.head, "head", 0, "override the head width (reproduces the head/label mismatch bug); 0 = the dataset's classes")
 	fs.BoolVar(&f.guard, "guard", true, "guard the loss: refuse a head/dataset mismatch and out-of-range labels; with false, GoMLX's plain loss "+
 		"silently gives such labels zero loss, and the summary says how many")
 	fs.IntVar(&f.steps, "steps", 0, "train up to this global `step` (required); a resumed run continues to it")
 	fs.IntVar(&f.batch, "batch", 32, "batch size")
-	fs.StringVar(&f.backend, "backend", cifarlib.BackendAuto, "compute backend: auto, cpu, go or cuda")
+	fs.StringVar(&f.backend, "backend", backends.BackendAuto, "compute backend: auto, cpu, go or cuda")
 	fs.StringVar(&f.devices, "devices", "1", "data parallelism: shard each batch across N devices, or all (cpu: XLA CPU devices, "+
 		"made on request; cuda: the GPUs); --batch must be a multiple of N")
 	fs.StringVar(&f.precision, "precision", string(cifarlib.PrecisionF32), "what convolutions and matrix products compute in: f32, or "+
@@ -68,7 +71,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	fs.StringVar(&f.optimizer, "optimizer", "adam", "optimizer: adam, adamw, adamax, rmsprop or sgd")
 	fs.Float64Var(&f.lr, "lr", 0, "learning rate (0: 0.001 for the Adam family, 0.1 for sgd)")
 	fs.Float64Var(&f.weightDecay, "weight-decay", 0, "AdamW weight decay (0: 0.004 with adamw)")
-	fs.StringVar(&f.schedule, "schedule", cifarlib.ScheduleConstant, "learning-rate schedule: constant or cosine")
+	fs.StringVar(&f.schedule, "schedule", training.ScheduleConstant, "learning-rate schedule: constant or cosine")
 	fs.IntVar(&f.warmup, "warmup", 0, "linear warm-up steps (cosine schedule)")
 	fs.Float64Var(&f.minLR, "min-lr", 0, "final learning rate of the cosine schedule")
 	fs.Int64Var(&f.seed, "seed", 0, "seed of the weight initialisation and of the data order")
@@ -97,15 +100,15 @@ func runTrain(args []string, stdout io.Writer) error {
 
 	// The first SIGINT (Ctrl-C) or SIGTERM stops training after the current step and saves the
 	// checkpoint; a second one kills the process as usual.
-	ctx, stop := cifarlib.InterruptContext(context.Background())
+	ctx, stop := training.InterruptContext(context.Background())
 	defer stop()
 
-	res, err := cifarlib.Train(ctx, cfg)
+	res, err := training.Train(ctx, cfg)
 	if err != nil {
-		var ce *cifarlib.ConfigError
-		var nr *cifarlib.NotRunError
-		var am *cifarlib.ArchMismatchError
-		if errors.As(err, &ce) || errors.Is(err, cifarlib.ErrDevices) || errors.As(err, &nr) || errors.As(err, &am) {
+		var ce *training.ConfigError
+		var nr *training.NotRunError
+		var am *training.ArchMismatchError
+		if errors.As(err, &ce) || errors.Is(err, backends.ErrDevices) || errors.As(err, &nr) || errors.As(err, &am) {
 			return &exitError{code: 2, err: err}
 		}
 		return err
@@ -132,39 +135,39 @@ func runTrain(args []string, stdout io.Writer) error {
 }
 
 // config turns the flags into a TrainConfig.
-func (f *trainFlags) config() (cifarlib.TrainConfig, error) {
-	spec, err := cifarlib.SpecByName(f.dataset, f.labels)
+func (f *trainFlags) config() (training.TrainConfig, error) {
+	spec, err := data.SpecByName(f.dataset, f.labels)
 	if err != nil {
-		return cifarlib.TrainConfig{}, err
+		return training.TrainConfig{}, err
 	}
 	if !slices.Contains(cifarlib.Architectures(), strings.ToLower(f.arch)) {
-		return cifarlib.TrainConfig{}, fmt.Errorf("unknown --model %q: use one of %s", f.arch, strings.Join(cifarlib.Architectures(), ", "))
+		return training.TrainConfig{}, fmt.Errorf("unknown --model %q: use one of %s", f.arch, strings.Join(cifarlib.Architectures(), ", "))
 	}
 	if f.steps <= 0 {
-		return cifarlib.TrainConfig{}, fmt.Errorf("--steps is required: the global step to train to (e.g. --steps 1000)")
+		return training.TrainConfig{}, fmt.Errorf("--steps is required: the global step to train to (e.g. --steps 1000)")
 	}
-	progress := cifarlib.ProgressAuto
+	progress := training.ProgressAuto
 	switch f.progress {
 	case "auto":
 	case "on":
-		progress = cifarlib.ProgressOn
+		progress = training.ProgressOn
 	case "off":
-		progress = cifarlib.ProgressOff
+		progress = training.ProgressOff
 	default:
-		return cifarlib.TrainConfig{}, fmt.Errorf("--progress %q: use auto, on or off", f.progress)
+		return training.TrainConfig{}, fmt.Errorf("--progress %q: use auto, on or off", f.progress)
 	}
 	if f.asJSON {
-		progress = cifarlib.ProgressOff // The progress bar writes to stdout.
+		progress = training.ProgressOff // The progress bar writes to stdout.
 	}
-	devices, err := cifarlib.ParseDevices(f.devices)
+	devices, err := backends.ParseDevices(f.devices)
 	if err != nil {
-		return cifarlib.TrainConfig{}, fmt.Errorf("--devices %q: use a positive number or all", f.devices)
+		return training.TrainConfig{}, fmt.Errorf("--devices %q: use a positive number or all", f.devices)
 	}
 	precision, err := parsePrecisionFlag(f.precision)
 	if err != nil {
-		return cifarlib.TrainConfig{}, err
+		return training.TrainConfig{}, err
 	}
-	return cifarlib.TrainConfig{
+	return training.TrainConfig{
 		Spec: spec, DataDir: f.dataDir, Head: f.head, Unguarded: !f.guard,
 		BackendName: f.backend, Devices: devices, Steps: f.steps, BatchSize: f.batch, Seed: f.seed, Augment: f.augment,
 		Optimizer: f.optimizer, LearningRate: f.lr, WeightDecay: f.weightDecay, Schedule: f.schedule,

@@ -15,23 +15,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+
 	"github.com/stretchr/testify/require"
 )
 
 // trainTestData writes small synthetic datasets for the train/eval command tests.
-func trainTestData(t *testing.T, spec cifarlib.Spec) string {
+func trainTestData(t *testing.T, spec data.Spec) string {
 	t.Helper()
 	t.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
 	root := t.TempDir()
-	require.NoError(t, cifarlib.Synthesize(root, spec, cifarlib.SynthOptions{Seed: 2, TrainSize: 256, TestSize: 100}))
+	require.NoError(t, data.Synthesize(root, spec, data.SynthOptions{Seed: 2, TrainSize: 256, TestSize: 100}))
 	return root
 }
 
 // The seed's bug through the CLI: a 10-class head on CIFAR-100 stops before the first step
 // with the static guard's message, a non-zero exit, and no checkpoint written.
 func TestTrainCommandHeadMismatchStops(t *testing.T) {
-	root := trainTestData(t, cifarlib.CIFAR100(cifarlib.LabelsFine))
+	root := trainTestData(t, data.CIFAR100(data.LabelsFine))
 	ckpt := filepath.Join(t.TempDir(), "ckpt")
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"train", "--dataset", "cifar100", "--data", root, "--model", "cnn", "--head", "10", "--steps", "5",
@@ -47,15 +49,15 @@ func TestTrainCommandHeadMismatchStops(t *testing.T) {
 // With --guard=false the same bug trains, and the summary says what fraction of the training
 // examples contributed exactly zero loss.
 func TestTrainCommandUnguardedReportsZeroLoss(t *testing.T) {
-	spec := cifarlib.CIFAR100(cifarlib.LabelsFine)
+	spec := data.CIFAR100(data.LabelsFine)
 	root := trainTestData(t, spec)
 	args := []string{"train", "--dataset", "cifar100", "--data", root, "--model", "linear", "--head", "10", "--guard=false",
 		"--steps", "4", "--batch", "16", "--seed", "9", "--backend", "go"}
 
 	// Expected: labels >= 10 in the first 4 batches of the training order.
-	recs, err := cifarlib.LoadSplit(root, spec, cifarlib.SplitTrain)
+	recs, err := data.LoadSplit(root, spec, data.SplitTrain)
 	require.NoError(t, err)
-	ds, err := cifarlib.NewDataset("expected", recs, cifarlib.DatasetOptions{BatchSize: 16, Shuffle: true, Seed: 9, DropRemainder: true})
+	ds, err := data.NewDataset("expected", recs, data.DatasetOptions{BatchSize: 16, Shuffle: true, Seed: 9, DropRemainder: true})
 	require.NoError(t, err)
 	bad := 0
 	for hb, err := range ds.HostBatches() {
@@ -72,7 +74,7 @@ func TestTrainCommandUnguardedReportsZeroLoss(t *testing.T) {
 
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, run(append(args, "--json"), &stdout, &stderr), stderr.String())
-	var res cifarlib.TrainResult
+	var res training.TrainResult
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
 	require.False(t, res.Guarded)
 	require.Equal(t, int64(64), res.ZeroLoss.Seen)
@@ -88,14 +90,14 @@ func TestTrainCommandUnguardedReportsZeroLoss(t *testing.T) {
 
 // train with a checkpoint, resume it to more steps, and evaluate it with cifarlab eval.
 func TestTrainResumeAndEvalCommands(t *testing.T) {
-	root := trainTestData(t, cifarlib.CIFAR10())
+	root := trainTestData(t, data.CIFAR10())
 	ckpt := filepath.Join(t.TempDir(), "ckpt")
-	train := func(steps string) cifarlib.TrainResult {
+	train := func(steps string) training.TrainResult {
 		var stdout, stderr bytes.Buffer
 		code := run([]string{"train", "--dataset", "cifar10", "--data", root, "--model", "linear", "--steps", steps,
 			"--batch", "16", "--backend", "go", "--checkpoint", ckpt, "--json"}, &stdout, &stderr)
 		require.Equal(t, 0, code, stderr.String())
-		var res cifarlib.TrainResult
+		var res training.TrainResult
 		require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
 		return res
 	}
@@ -112,8 +114,8 @@ func TestTrainResumeAndEvalCommands(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--backend", "go", "--json"}, &stdout, &stderr), stderr.String())
 	var ev struct {
-		Checkpoint cifarlib.CheckpointInfo `json:"checkpoint"`
-		cifarlib.EvalResult
+		Checkpoint training.CheckpointInfo `json:"checkpoint"`
+		training.EvalResult
 	}
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &ev))
 	require.Equal(t, 5, ev.Checkpoint.Step)
@@ -172,7 +174,7 @@ func TestTrainCommandSIGINTSavesAndResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the cifarlab binary")
 	}
-	root := trainTestData(t, cifarlib.CIFAR10())
+	root := trainTestData(t, data.CIFAR10())
 	bin := filepath.Join(t.TempDir(), "cifarlab")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	out, err := build.CombinedOutput()
@@ -214,7 +216,7 @@ func TestTrainCommandSIGINTSavesAndResumes(t *testing.T) {
 	require.ErrorAs(t, err, &exitErr, stderrText.String())
 	require.Equal(t, 130, exitErr.ExitCode(), stderrText.String())
 
-	var res cifarlib.TrainResult
+	var res training.TrainResult
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res), stdout.String())
 	require.True(t, res.Interrupted)
 	require.GreaterOrEqual(t, res.EndStep, 3)
@@ -231,7 +233,7 @@ func TestTrainCommandSIGINTSavesAndResumes(t *testing.T) {
 	resume.Env = cmd.Env
 	out, err = resume.Output()
 	require.NoError(t, err)
-	var res2 cifarlib.TrainResult
+	var res2 training.TrainResult
 	require.NoError(t, json.Unmarshal(out, &res2))
 	require.True(t, res2.Resumed)
 	require.False(t, res2.Interrupted)

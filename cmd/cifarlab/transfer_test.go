@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,8 +18,8 @@ import (
 // train --from (the model taken from the run) whose summary and --json say it was transferred
 // and from what, a resume of the transferred run, its eval, and a linear probe.
 func TestTransferCommands(t *testing.T) {
-	root := trainTestData(t, cifarlib.CIFAR10())
-	require.NoError(t, cifarlib.Synthesize(root, cifarlib.CIFAR100(cifarlib.LabelsFine), cifarlib.SynthOptions{Seed: 3, TrainSize: 256, TestSize: 100}))
+	root := trainTestData(t, data.CIFAR10())
+	require.NoError(t, data.Synthesize(root, data.CIFAR100(data.LabelsFine), data.SynthOptions{Seed: 3, TrainSize: 256, TestSize: 100}))
 	src := filepath.Join(t.TempDir(), "c10")
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, run([]string{"train", "--dataset", "cifar10", "--data", root, "--model", "cnn", "--steps", "2", "--batch", "16",
@@ -41,12 +43,12 @@ func TestTransferCommands(t *testing.T) {
 		"(built for cifar100, head of 100)")
 
 	dst := filepath.Join(t.TempDir(), "c100")
-	transfer := func(steps string, extra ...string) cifarlib.TrainResult {
+	transfer := func(steps string, extra ...string) training.TrainResult {
 		var stdout, stderr bytes.Buffer
 		args := append([]string{"train", "--from", src, "--dataset", "cifar100", "--data", root, "--steps", steps, "--batch", "16",
 			"--backend", "go", "--json"}, extra...)
 		require.Equal(t, 0, run(args, &stdout, &stderr), stderr.String())
-		var res cifarlib.TrainResult
+		var res training.TrainResult
 		require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
 		return res
 	}

@@ -1,0 +1,340 @@
+package backends
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cifarlab/cifarlab/internal/plugins"
+	"github.com/gomlx/compute"
+	"github.com/gomlx/go-xla/compute/xla"
+	"github.com/gomlx/go-xla/pjrt"
+)
+
+// Backend short names accepted by NewBackend.
+const (
+	// BackendAuto picks $GOMLX_BACKEND when set, else XLA CUDA when a GPU and its plugin are
+	// present, else CPU.
+	BackendAuto = "auto"
+	// BackendCPU is XLA's CPU plugin when installed (see NewBackend), else the pure-Go backend.
+	BackendCPU = "cpu"
+	// BackendGo is the pure-Go backend (github.com/gomlx/compute/gobackend): slow for
+	// convolutions, and available in every program not built with NoGoBackendTag.
+	BackendGo = "go"
+	// BackendCUDA is XLA with the CUDA PJRT plugin. It fails fast when there is no GPU or no plugin.
+	BackendCUDA = "cuda"
+)
+
+// XLACPUInstallHint says how to get XLA's CPU PJRT plugin; it is part of BackendError messages.
+const XLACPUInstallHint = plugins.XLACPUInstallHint
+
+// BackendError is returned by NewBackend when the requested backend cannot be created: it says
+// what is missing and how to get it. NewBackend never falls back silently from an explicit request.
+type BackendError struct {
+	// Requested is the name given to NewBackend.
+	Requested string
+	// Missing says what is missing, e.g. "an NVIDIA GPU" or "the CUDA PJRT plugin".
+	Missing string
+	// Fix says how to install or configure it.
+	Fix string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *BackendError) Error() string {
+	msg := fmt.Sprintf("backend %q unavailable: %s", e.Requested, e.Missing)
+	if e.Err != nil {
+		msg += fmt.Sprintf(" (%s)", firstLine(e.Err.Error()))
+	}
+	if e.Fix != "" {
+		msg += ": " + e.Fix
+	}
+	return msg
+}
+
+// Unwrap returns the underlying error.
+func (e *BackendError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrBackend) true.
+func (e *BackendError) Is(target error) bool { return target == ErrBackend }
+
+// BackendCreateTimeout bounds how long NewBackend waits for an XLA plugin to create its client
+// (loading CUDA can take a while, but it must never hang).
+var BackendCreateTimeout = 2 * time.Minute
+
+// xlaSetup disables go-xla's plugin auto-installer once: cifarlib never downloads plugins.
+var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
+
+// NewBackend returns a GoMLX compute backend from a short name:
+//
+//   - "go": the pure-Go backend; available unless the program was built with NoGoBackendTag
+//     (as the XLA notebook kernels build cells), where it is a *BackendError saying so.
+//   - "cpu": XLA's CPU PJRT plugin when installed (the first of $CIFARLAB_XLA_CPU_PLUGIN, go-xla's
+//     plugin folders, pip's lammps-jax-pjrt-cpu in the repository's .venv, where the repository
+//     is $CIFARLAB_REPO or found above the working directory, and $VIRTUAL_ENV), else the
+//     pure-Go backend. Options for the XLA plugin can follow after a comma. BackendName says
+//     which one was picked.
+//   - "cuda": XLA with the CUDA PJRT plugin ($CIFARLAB_CUDA_PLUGIN, e.g. jax-cuda13-pjrt's
+//     xla_cuda_plugin.so, else a "cuda" plugin in go-xla's folders). Without an NVIDIA GPU or without the plugin it
+//     returns a *BackendError saying what is missing and how to install it; it never falls back.
+//     Options for the XLA plugin can follow after a comma, e.g. "cuda,memory_fraction=0.5".
+//   - "auto" or "": $GOMLX_BACKEND when set (any of these names, or a raw GoMLX configuration
+//     such as "xla:cpu" or "go"), else "cuda" when a GPU and its plugin are present, else "cpu".
+//
+// Raw GoMLX configurations ("xla:cuda", "xla:/abs/path/plugin.so", "go:ops_sequential", ...) are
+// accepted too; "xla:cpu" finds the CPU plugin as "cpu" does, but never falls back to Go.
+// The XLA plugin auto-installer is always disabled: nothing is downloaded. The pure-Go backend
+// runs its ops sequentially unless told "go:ops_parallel" (see GoBackendDefaultOptions: the
+// parallel executor of compute v0.1.3 can deadlock on convolutions).
+func NewBackend(name string) (compute.Backend, error) {
+	xlaSetup()
+	requested := strings.TrimSpace(name)
+	lower := strings.ToLower(requested)
+	switch {
+	case lower == "" || lower == BackendAuto:
+		if env := strings.TrimSpace(os.Getenv(compute.ConfigEnvVar)); env != "" && strings.ToLower(env) != BackendAuto {
+			b, err := NewBackend(env)
+			if err != nil {
+				return nil, fmt.Errorf("cifarlib: $%s=%q: %w", compute.ConfigEnvVar, env, err)
+			}
+			return b, nil
+		}
+		if plugins.HasNvidiaGPU() {
+			if plugin, err := plugins.FindCUDA(); err != nil || plugin != "" {
+				return NewBackend(BackendCUDA)
+			}
+		}
+		return NewBackend(BackendCPU)
+	case lower == BackendGo || strings.HasPrefix(lower, BackendGo+":"):
+		_, config, _ := strings.Cut(requested, ":")
+		return newGoBackend(requested, config)
+	case lower == BackendCPU || strings.HasPrefix(lower, BackendCPU+","):
+		options := strings.TrimPrefix(requested[len(BackendCPU):], ",")
+		loc, err := findXLACPUPluginFor(requested)
+		if err != nil {
+			return nil, err
+		}
+		if loc.Path != "" {
+			b, err := newXLA(requested, withOptions(loc.Path, options), nil)
+			if err == nil || loc.Explicit {
+				return b, err
+			}
+			// A plugin found by searching that does not start: the pure-Go backend still works.
+		}
+		return newGoBackend(requested, "")
+	case lower == BackendCUDA || strings.HasPrefix(lower, BackendCUDA+","):
+		options := strings.TrimPrefix(requested[len(BackendCUDA):], ",")
+		return newCUDA(requested, "", options)
+	case strings.HasPrefix(lower, "xla:") || lower == "xla":
+		_, config, _ := strings.Cut(requested, ":")
+		plugin, options, _ := strings.Cut(config, ",")
+		if pjrt.IsCUDAName(plugin) {
+			if !filepath.IsAbs(plugin) {
+				plugin = "" // "xla:cuda": search as "cuda" does
+			}
+			return newCUDA(requested, plugin, options)
+		}
+		if plugin == "" {
+			plugin = "cpu"
+		}
+		if plugin == "cpu" {
+			loc, err := findXLACPUPluginFor(requested)
+			if err != nil {
+				return nil, err
+			}
+			if loc.Path == "" {
+				return nil, &BackendError{Requested: requested, Missing: "the XLA CPU PJRT plugin is not installed",
+					Fix: plugins.XLACPUInstallHint}
+			}
+			return newXLA(requested, withOptions(loc.Path, options), nil)
+		}
+		found := plugins.GoXLAName(plugin)
+		if found == "" && !filepath.IsAbs(plugin) {
+			return nil, &BackendError{Requested: requested,
+				Missing: fmt.Sprintf("the XLA PJRT plugin %q is not installed (found: %s)", plugin, plugins.DescribeGoXLA()),
+				Fix: "install it with `go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest`, set " +
+					"PJRT_PLUGIN_LIBRARY_PATH to its folder, or use -backend go"}
+		}
+		if found == "" {
+			found = plugin
+		}
+		if options != "" {
+			found += "," + options
+		}
+		return newXLA(requested, found, nil)
+	}
+	return nil, &BackendError{Requested: requested, Missing: "unknown backend name",
+		Fix: "use one of \"auto\", \"cpu\", \"go\", \"cuda\" (or a GoMLX configuration such as \"xla:cpu\")"}
+}
+
+// findXLACPUPluginFor is plugins.FindXLACPU with errors naming the requested backend.
+func findXLACPUPluginFor(requested string) (plugins.Location, error) {
+	loc, err := plugins.FindXLACPU("")
+	return loc, envBackendError(requested, err)
+}
+
+// envBackendError turns a *plugins.EnvError (a variable naming a missing plugin file) into a
+// *BackendError for the requested backend; other errors are returned unchanged.
+func envBackendError(requested string, err error) error {
+	var ee *plugins.EnvError
+	if errors.As(err, &ee) {
+		return &BackendError{Requested: requested, Missing: ee.Missing(), Err: ee.Err, Fix: ee.Fix}
+	}
+	return err
+}
+
+// newCUDA checks for a GPU and for the plugin before asking XLA for a CUDA client. plugin is an
+// absolute plugin path given in the request, or "" to search (see findCUDAPlugin).
+func newCUDA(requested, plugin, options string) (compute.Backend, error) {
+	if !plugins.HasNvidiaGPU() {
+		return nil, newNoGPUError(requested, nil)
+	}
+	if plugin != "" {
+		if fi, err := os.Stat(plugin); err != nil || !fi.Mode().IsRegular() {
+			return nil, &BackendError{Requested: requested, Missing: "the CUDA PJRT plugin " + plugin + " does not exist",
+				Fix: plugins.CUDAInstallHint}
+		}
+		plugins.PrepareJaxCUDA(plugin)
+		return newXLA(requested, withOptions(plugin, options), nil)
+	}
+	plugin, err := plugins.FindCUDA()
+	if err != nil {
+		return nil, envBackendError(requested, err)
+	}
+	if plugin == "" {
+		return nil, &BackendError{Requested: requested,
+			Missing: fmt.Sprintf("the CUDA PJRT plugin is not installed (plugins found: %s; searched %s)",
+				plugins.DescribeGoXLA(), plugins.GoXLASearchDescription()),
+			Fix: plugins.CUDAInstallHint}
+	}
+	path := plugin // a go-xla name, or an absolute path from $CIFARLAB_CUDA_PLUGIN
+	if !filepath.IsAbs(path) {
+		path = plugins.GoXLA()[plugin]
+	}
+	plugins.PrepareJaxCUDA(path)
+	return newXLA(requested, withOptions(plugin, options), nil)
+}
+
+// withOptions appends XLA plugin options ("memory_fraction=0.5,...") to a plugin name or path.
+func withOptions(plugin, options string) string {
+	if options == "" {
+		return plugin
+	}
+	return plugin + "," + options
+}
+
+// newXLA creates an XLA backend on config (a plugin name or path, with go-xla's options after a
+// comma) with PJRT client options (nil: none), with a timeout, translating failures into
+// *BackendError; a CUDA failure TranslateRuntimeError knows (driver, cuDNN, ...) is kept under it
+// (errors.As finds the typed error) and its advice is the fix. NewBackend and
+// NewBackendWithDevices both create their clients here.
+func newXLA(requested, config string, options pjrt.NamedValuesMap) (compute.Backend, error) {
+	b, err, timedOut := startWithTimeout(func() (compute.Backend, error) {
+		xb, err := xla.NewWithOptions(config, options)
+		if err != nil {
+			return nil, err
+		}
+		return xb, nil
+	})
+	what := "plugin " + config
+	if len(options) > 0 {
+		what += fmt.Sprintf(" with %v", options)
+	}
+	switch {
+	case timedOut:
+		fix := "check that no other process holds the GPU (nvidia-smi), or use -backend cpu"
+		if len(options) > 0 {
+			fix = "use -devices 1, or -backend go"
+		}
+		return nil, &BackendError{Requested: requested,
+			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", config, BackendCreateTimeout), Fix: fix}
+	case err != nil:
+		if pjrt.IsCUDAName(config) && isNoGPUMessage(err.Error()) {
+			return nil, newNoGPUError(requested, err)
+		}
+		be := &BackendError{Requested: requested, Missing: "XLA could not start " + what, Err: err}
+		var cuda *CUDAError
+		switch translated := TranslateRuntimeError(err); {
+		case errors.As(translated, &cuda):
+			be.Err, be.Fix = translated, cuda.Advice
+		case pjrt.IsCUDAName(config):
+			be.Fix = "check the NVIDIA driver (nvidia-smi) and that the plugin's CUDA libraries match it (cifarlab doctor); " +
+				plugins.CUDAInstallHint
+		case len(options) > 0:
+			be.Fix = "reinstall the plugin, ask for fewer devices, or use -devices 1"
+		default:
+			be.Fix = "reinstall the plugin or use -backend go"
+		}
+		return nil, be
+	}
+	return b, nil
+}
+
+// startWithTimeout runs create in a goroutine, turning a panic into an error, and waits for it
+// at most BackendCreateTimeout (a plugin that hangs, e.g. on a GPU held by another process).
+func startWithTimeout(create func() (compute.Backend, error)) (b compute.Backend, err error, timedOut bool) {
+	type result struct {
+		b   compute.Backend
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				r.err = fmt.Errorf("panic: %v", p)
+			}
+			done <- r
+		}()
+		r.b, r.err = create()
+	}()
+	select {
+	case r := <-done:
+		return r.b, r.err, false
+	case <-time.After(BackendCreateTimeout):
+		return nil, nil, true
+	}
+}
+
+// BackendName describes a backend for display, e.g. "go (pure Go, CPU)",
+// "xla:cpu (XLA CPU plugin)" or "xla:cuda (XLA CUDA: NVIDIA H100 ...)".
+func BackendName(b compute.Backend) string {
+	if b == nil {
+		return "<no backend>"
+	}
+	if IsGoBackend(b) {
+		return "go (pure Go, CPU)"
+	}
+	if xb, ok := b.(*xla.Backend); ok {
+		if xb.IsCUDA() {
+			desc := ""
+			func() {
+				defer func() { _ = recover() }()
+				if b.NumDevices() > 0 {
+					desc = b.DeviceDescription(0)
+				}
+			}()
+			if desc != "" {
+				return fmt.Sprintf("xla:cuda (XLA CUDA: %s)", desc)
+			}
+			return "xla:cuda (XLA CUDA)"
+		}
+		if xb.IsCPU() {
+			return "xla:cpu (XLA CPU plugin)"
+		}
+	}
+	return fmt.Sprintf("%s (%s)", b.String(), b.Name())
+}
+
+// BackendPlugin returns the PJRT plugin an XLA backend runs on (a name such as "cuda", or the
+// absolute path of the plugin file), or "" for other backends.
+func BackendPlugin(b compute.Backend) string {
+	if xb, ok := b.(*xla.Backend); ok {
+		return xb.PluginName()
+	}
+	return ""
+}

@@ -1,0 +1,45 @@
+package backends
+
+import (
+	"strings"
+
+	"github.com/gomlx/compute"
+)
+
+// GoBackendDefaultOptions are the options NewBackend adds to the pure-Go backend's configuration
+// unless the caller chooses an ops execution mode itself ("go:ops_parallel").
+//
+// Why: in github.com/gomlx/compute v0.1.3 the Go backend's parallel ops executor runs every graph
+// node as a task of its worker pool (default size 2 x GOMAXPROCS), and convolution, reduce-window,
+// select-and-scatter and matmul nodes then wait for more tasks of the same pool for their own
+// chunks. When every pool slot holds such a node, each waits for a slot the others hold: the step
+// never finishes and uses no CPU. A ResNet backward pass has enough independent convolutions to
+// fill 4 slots; on a loaded 2-core CI machine TestTrainStepEachArchitecture hung until the
+// 75-minute test timeout, and "go:parallelism=2" hangs on the first conv step. With ops run one
+// after another on the calling goroutine, pool tasks are leaves that never wait on the pool, so
+// the deadlock cannot happen; large ops keep their internal parallelism.
+const GoBackendDefaultOptions = "ops_sequential"
+
+// NoGoBackendTag is the build tag that leaves the pure-Go backend (github.com/gomlx/compute/gobackend,
+// 2.2 MB of code) out of a program: NewBackend("go") then returns a *BackendError saying so.
+// The XLA notebook kernels build cells with it, because every cell is linked again as a new
+// program and that backend is the largest part of cifarlib a cell on XLA never runs
+// (bench/RESULTS-cells.md); a cell links it back with `%goflags -tags=`.
+const NoGoBackendTag = "cifarlab_nogobackend"
+
+// IsGoBackend reports whether b is the pure-Go backend.
+func IsGoBackend(b compute.Backend) bool { return b != nil && b.String() == BackendGo }
+
+// goBackendConfig returns config with GoBackendDefaultOptions added unless config already picks
+// "ops_sequential" or "ops_parallel".
+func goBackendConfig(config string) string {
+	for _, opt := range strings.Split(config, ",") {
+		if opt = strings.TrimSpace(opt); opt == "ops_sequential" || opt == "ops_parallel" {
+			return config
+		}
+	}
+	if strings.TrimSpace(config) == "" {
+		return GoBackendDefaultOptions
+	}
+	return config + "," + GoBackendDefaultOptions
+}

@@ -1,0 +1,126 @@
+package data
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/nlpodyssey/gopickle/types"
+)
+
+// Kinds of pickle error, besides ErrTruncated, ErrLabelRange and ErrNoRecords, which a
+// *PickleError wraps with the same meaning as for binary files.
+var (
+	// ErrUnsafePickle: the pickle names a global other than numpy's array and dtype
+	// reconstructors, or uses an opcode that builds or looks up arbitrary objects. Nothing of it
+	// is executed.
+	ErrUnsafePickle = errors.New("unsafe pickle")
+	// ErrPickleLayout: the pickle is well-formed but not a CIFAR batch or meta file: wrong or
+	// missing keys, a wrong array shape or dtype, lists of the wrong length or element type.
+	ErrPickleLayout = errors.New("not a CIFAR pickle")
+)
+
+// PickleError reports a Python-layout file (a pickle) that cifarlib refuses. It names the
+// file, where in it the problem is (byte offset of the pickle opcode, dict key, record) and
+// the offending value.
+type PickleError struct {
+	// File is the file name (or the description given to ReadPickle).
+	File string
+	// Offset is the byte offset of the opcode being decoded, or -1 when the problem was found
+	// after decoding (a wrong key, shape or label).
+	Offset int64
+	// Key is the dict key concerned ("data", "fine_labels", ...), or "".
+	Key string
+	// Record is the 0-based index of the offending record, or -1.
+	Record int
+	// Value is the offending value as text ("" when there is none to show).
+	Value string
+	// Reason says what is wrong and how to fix it.
+	Reason string
+	// Kind is one of ErrUnsafePickle, ErrPickleLayout, ErrTruncated, ErrLabelRange, ErrNoRecords.
+	Kind error
+}
+
+// Error implements error: "cifarlib: FILE: at byte offset O: key K: record R: value V: REASON",
+// leaving out the parts that do not apply.
+func (e *PickleError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cifarlib: %s: ", e.File)
+	if e.Offset >= 0 {
+		fmt.Fprintf(&b, "at byte offset %d: ", e.Offset)
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, "key %q: ", e.Key)
+	}
+	if e.Record >= 0 {
+		fmt.Fprintf(&b, "record %d: ", e.Record)
+	}
+	if e.Value != "" {
+		fmt.Fprintf(&b, "value %s: ", e.Value)
+	}
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+// Unwrap returns the kind of the error, for errors.Is.
+func (e *PickleError) Unwrap() error { return e.Kind }
+
+// shortValue formats a decoded pickle value for an error message, cut to a readable length.
+// Decoded values can nest deeply, share parts and contain themselves: the formatting looks
+// at most two levels down and stops at 80 characters.
+func shortValue(v any) string {
+	var b strings.Builder
+	writeShortValue(&b, v, 2)
+	s := b.String()
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+func writeShortValue(b *strings.Builder, v any, depth int) {
+	if b.Len() > 80 {
+		return
+	}
+	switch x := v.(type) {
+	case string:
+		if len(x) > 80 {
+			x = x[:80]
+		}
+		fmt.Fprintf(b, "%q", x)
+	case []byte:
+		if len(x) > 80 {
+			x = x[:80]
+		}
+		fmt.Fprintf(b, "b%q", x)
+	case nil:
+		b.WriteString("None")
+	case int, bool, float64, *big.Int:
+		fmt.Fprint(b, x)
+	case *types.Tuple:
+		if depth == 0 {
+			fmt.Fprintf(b, "a tuple of %d items", x.Len())
+			return
+		}
+		b.WriteString("(")
+		for i := range x.Len() {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if b.Len() > 80 {
+				b.WriteString("...")
+				break
+			}
+			writeShortValue(b, x.Get(i), depth-1)
+		}
+		b.WriteString(")")
+	case *types.List:
+		fmt.Fprintf(b, "a list of %d items", x.Len())
+	case *types.Dict:
+		fmt.Fprintf(b, "a dict of %d items", x.Len())
+	default:
+		// Not %v: containers decoded from a pickle may contain themselves.
+		fmt.Fprintf(b, "a value of type %T", x)
+	}
+}

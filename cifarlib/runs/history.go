@@ -1,0 +1,151 @@
+package runs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gomlx/gomlx/ml/train/metric"
+	"github.com/gomlx/gomlx/ui/gonb/plotly"
+	"github.com/gomlx/gomlx/ui/plot"
+)
+
+// HistoryPoint is one sample of a training run's curves, taken after global step Step.
+type HistoryPoint struct {
+	// Step is the global step just completed (1 after the first step).
+	Step int `json:"step"`
+	// Loss is the loss of the batch of this step.
+	Loss float64 `json:"loss"`
+	// MovingLoss is GoMLX's exponential moving average of the batch loss.
+	MovingLoss float64 `json:"moving_loss"`
+	// Accuracy is the moving average of the training batches' accuracy.
+	Accuracy float64 `json:"accuracy"`
+	// TopK is the moving average of the training batches' top-5 accuracy (CIFAR-100 only, else 0).
+	TopK float64 `json:"top_k,omitempty"`
+	// LearningRate is the learning rate used by this step.
+	LearningRate float64 `json:"learning_rate"`
+	// Eval holds an evaluation on the test split made at this step, if any (TrainConfig.EvalEvery).
+	Eval *EvalPoint `json:"eval,omitempty"`
+}
+
+// EvalPoint is an evaluation recorded in a History.
+type EvalPoint struct {
+	// Examples is the number of test examples evaluated.
+	Examples int `json:"examples"`
+	// Loss, Accuracy and TopK (top-5, CIFAR-100 only) are means over those examples.
+	Loss     float64 `json:"loss"`
+	Accuracy float64 `json:"accuracy"`
+	TopK     float64 `json:"top_k,omitempty"`
+}
+
+// History holds the loss and accuracy curves of a training run, across resumes: it is saved
+// next to the checkpoints (history.json) and reloaded when a run resumes.
+type History struct {
+	// TopK is 5 when the points carry top-5 accuracies (CIFAR-100), else 0.
+	TopK int `json:"top_k,omitempty"`
+	// Points are in increasing Step order.
+	Points []HistoryPoint `json:"points"`
+}
+
+// add appends a point, dropping any later points left by a run that was resumed from an
+// earlier checkpoint.
+func (h *History) Add(p HistoryPoint) {
+	for len(h.Points) > 0 && h.Points[len(h.Points)-1].Step >= p.Step {
+		h.Points = h.Points[:len(h.Points)-1]
+	}
+	h.Points = append(h.Points, p)
+}
+
+// Last returns the last point, or false when the history is empty.
+func (h *History) Last() (HistoryPoint, bool) {
+	if h == nil || len(h.Points) == 0 {
+		return HistoryPoint{}, false
+	}
+	return h.Points[len(h.Points)-1], true
+}
+
+// PlotPoints converts the history into GoMLX plot points, the input of GoMLX's plotly and
+// margaid plots: training moving-average loss and accuracy (and top-5), the learning rate, and
+// the test-split evaluations. Points of the same MetricType ("loss", "accuracy",
+// "learning rate") share a figure.
+func (h *History) PlotPoints() []plot.Point {
+	var pts []plot.Point
+	topName := fmt.Sprintf("Top-%d", h.TopK)
+	for _, p := range h.Points {
+		step := float64(p.Step)
+		pts = append(pts,
+			plot.Point{MetricName: "Train: Moving Average Loss", Short: "T/~loss", MetricType: metric.LossMetricType, Step: step, Value: p.MovingLoss},
+			plot.Point{MetricName: "Train: Moving Average Accuracy", Short: "T/~acc", MetricType: metric.AccuracyMetricType, Step: step, Value: p.Accuracy})
+		if h.TopK > 0 {
+			pts = append(pts, plot.Point{MetricName: "Train: Moving Average " + topName + " Accuracy", Short: fmt.Sprintf("T/~top%d", h.TopK),
+				MetricType: metric.AccuracyMetricType, Step: step, Value: p.TopK})
+		}
+		pts = append(pts, plot.Point{MetricName: "Learning Rate", Short: "lr", MetricType: "learning rate", Step: step, Value: p.LearningRate})
+		if e := p.Eval; e != nil {
+			pts = append(pts,
+				plot.Point{MetricName: "Test: Mean Loss", Short: "loss(test)", MetricType: metric.LossMetricType, Step: step, Value: e.Loss},
+				plot.Point{MetricName: "Test: Accuracy", Short: "acc(test)", MetricType: metric.AccuracyMetricType, Step: step, Value: e.Accuracy})
+			if h.TopK > 0 {
+				pts = append(pts, plot.Point{MetricName: "Test: " + topName + " Accuracy", Short: fmt.Sprintf("top%d(test)", h.TopK),
+					MetricType: metric.AccuracyMetricType, Step: step, Value: e.TopK})
+			}
+		}
+	}
+	return pts
+}
+
+// Plot draws the curves in a GoNB notebook cell with GoMLX's plotly support (one interactive
+// figure per metric type, log-scaled axes as GoMLX draws them). Outside a notebook it draws
+// nothing and returns nil.
+func (h *History) Plot() error {
+	pc := plotly.New()
+	for _, p := range h.PlotPoints() {
+		pc.AddPoint(p)
+	}
+	return pc.Plot()
+}
+
+// HistoryFileName is the file, inside a checkpoint directory, holding the run's History.
+const HistoryFileName = "history.json"
+
+// LoadHistory reads the History saved in a checkpoint directory. A directory without one
+// gives an empty History and no error.
+func LoadHistory(dir string) (*History, error) {
+	data, err := os.ReadFile(filepath.Join(dir, HistoryFileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return &History{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: reading history: %w", err)
+	}
+	h := &History{}
+	if err := json.Unmarshal(data, h); err != nil {
+		return nil, fmt.Errorf("cifarlib: %s: %w: delete the file to start a new history", filepath.Join(dir, HistoryFileName), err)
+	}
+	return h, nil
+}
+
+// saveHistory writes history to dir/history.json atomically (temporary file, then rename).
+func SaveHistory(dir string, history *History) error {
+	data, err := json.Marshal(history)
+	if err != nil {
+		return fmt.Errorf("cifarlib: encoding history: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, HistoryFileName+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("cifarlib: saving history: %w", err)
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("cifarlib: writing %s: %w", tmp.Name(), errors.Join(werr, cerr))
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, HistoryFileName)); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("cifarlib: saving history: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package runs
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/internal/atomicfile"
+)
+
+// RunFileName is the file, in a run's folder (TrainConfig.CheckpointDir), where Train records
+// the run: written when training starts (status running) and rewritten when it ends.
+const RunFileName = "run.json"
+
+// RunStatus says where a run stands, as ListRuns finds it.
+type RunStatus string
+
+// The statuses of a run. Train writes the first four into run.json; ListRuns adds the others
+// for folders it can only partly read.
+const (
+	// RunRunning: training started and run.json was not rewritten since: the run is still
+	// training, or its process died (ListRuns reports it as RunIncomplete).
+	RunRunning RunStatus = "running"
+	// RunDone: trained to its target step (and evaluated, unless SkipFinalEval).
+	RunDone RunStatus = "done"
+	// RunInterrupted: stopped early by its context (SIGINT); the checkpoint resumes it.
+	RunInterrupted RunStatus = "interrupted"
+	// RunFailed: stopped by an error (a guard, a failed step); the error is recorded.
+	RunFailed RunStatus = "failed"
+	// RunIncomplete: a run folder without a finished record: still training, killed, or written
+	// by a cifarlab that kept no run.json.
+	RunIncomplete RunStatus = "incomplete"
+	// RunBroken: run.json or history.json is there but cannot be read.
+	RunBroken RunStatus = "broken"
+	// RunForeign: a folder of the runs folder with nothing cifarlab writes in it.
+	RunForeign RunStatus = "foreign"
+)
+
+// RunRecord is the content of run.json.
+type RunRecord struct {
+	// Status is RunRunning, RunDone, RunInterrupted or RunFailed.
+	Status RunStatus `json:"status"`
+	// Error is the error that stopped a failed run.
+	Error string `json:"error,omitempty"`
+	// Started is when this run (or its latest resume) started, Ended when it ended.
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitzero"`
+	// WallTime is the time spent in Train, resumes added up (training, compilation and
+	// evaluations).
+	WallTime time.Duration `json:"wall_time_ns"`
+	// What was trained, from the config: dataset id, architecture, head width, guards, devices,
+	// global batch and target step.
+	Dataset    string `json:"dataset"`
+	Model      string `json:"model"`
+	Head       int    `json:"head"`
+	Guarded    bool   `json:"guarded"`
+	Devices    int    `json:"devices"`
+	BatchSize  int    `json:"batch_size"`
+	TargetStep int    `json:"target_step"`
+	// Precision is TrainConfig.Precision ("" before the config's defaults were filled in: f32).
+	Precision cifarlib.Precision `json:"precision,omitempty"`
+	// From is the run a transferred run was carried from (TrainConfig.From), "" otherwise.
+	From string `json:"from,omitempty"`
+	// Warning is the first error writing the run folder's TensorBoard events (training went on
+	// without them), "" when there was none.
+	Warning string `json:"warning,omitempty"`
+	// Result is the outcome of a run that ended without error (done or interrupted): the JSON
+	// of the training package's TrainResult, which decodes it (ListRuns reads the few numbers it shows).
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// ReadRunRecord reads dir/run.json. A folder without one gives an error that wraps
+// os.ErrNotExist.
+func ReadRunRecord(dir string) (*RunRecord, error) {
+	path := filepath.Join(dir, RunFileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: reading the run record: %w", err)
+	}
+	rec := &RunRecord{}
+	if err := json.Unmarshal(data, rec); err != nil {
+		return nil, fmt.Errorf("cifarlib: %s: %w: the file is not a cifarlib run record", path, err)
+	}
+	switch rec.Status {
+	case RunRunning, RunDone, RunInterrupted, RunFailed:
+	default:
+		return nil, fmt.Errorf("cifarlib: %s: unknown status %q (want running, done, interrupted or failed)", path, rec.Status)
+	}
+	return rec, nil
+}
+
+// write saves the record to dir/run.json atomically (a temporary file, then rename).
+func (r *RunRecord) Write(dir string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cifarlib: encoding the run record: %w", err)
+	}
+	return atomicfile.WriteFileAtomic(filepath.Join(dir, RunFileName), func(w io.Writer) error {
+		_, err := w.Write(append(data, '\n'))
+		return err
+	})
+}

@@ -1,0 +1,259 @@
+package runs
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cifarlab/cifarlab/internal/tfevents"
+)
+
+// RunsEnv names the folder of runs that the notebooks' Lab and `cifarlab runs` use; default:
+// "runs" in the data folder (DefaultRunsDir).
+const RunsEnv = "CIFARLAB_RUNS"
+
+// DefaultRunsDir is the folder of runs: $CIFARLAB_RUNS, else dataDir/runs.
+func DefaultRunsDir(dataDir string) string {
+	if dir := os.Getenv(RunsEnv); dir != "" {
+		return dir
+	}
+	return filepath.Join(dataDir, "runs")
+}
+
+// RunInfo is one run of a runs folder, as ListRuns finds it: a row of the runs table.
+type RunInfo struct {
+	// Name is the folder's name, Dir its path.
+	Name string `json:"name"`
+	Dir  string `json:"dir"`
+	// Status says where the run stands; Reason says why, for every status but RunDone
+	// (the error of a failed run, what is missing from an incomplete or broken one).
+	Status RunStatus `json:"status"`
+	Reason string    `json:"reason,omitempty"`
+	// Dataset, Model, Head (classifier width), Guarded and Devices describe what was trained.
+	Dataset string `json:"dataset,omitempty"`
+	Model   string `json:"model,omitempty"`
+	Head    int    `json:"head,omitempty"`
+	Guarded bool   `json:"guarded"`
+	Devices int    `json:"devices,omitempty"`
+	// Steps is the global step reached (the last History point's, for an incomplete run).
+	Steps int `json:"steps"`
+	// Loss is the last batch loss recorded.
+	Loss float64 `json:"loss"`
+	// TestAccuracy and TestTopK are the final evaluation on the test split (top-5: CIFAR-100);
+	// HasTest is false when the run has none (SkipFinalEval, interrupted, failed).
+	TestAccuracy float64 `json:"test_accuracy,omitempty"`
+	TestTopK     float64 `json:"test_top_k,omitempty"`
+	HasTest      bool    `json:"has_test"`
+	// WallTime is the time spent in Train, resumes added up (0 when not recorded).
+	WallTime time.Duration `json:"wall_time_ns"`
+	// From is the run a transferred run was carried from (TrainConfig.From), "" otherwise.
+	From string `json:"from,omitempty"`
+	// TensorBoard is true when the folder holds TensorBoard event files.
+	TensorBoard bool `json:"tensorboard"`
+	// History is the run's curves (nil when it has none).
+	History *History `json:"-"`
+}
+
+// Runs is the table ListRuns returns, one row per run folder.
+type Runs []RunInfo
+
+// ListRuns lists the run folders of dir (a runs folder: TrainConfig.CheckpointDir of each run
+// is one of its sub-folders), in name order. A folder it cannot fully read is listed with its
+// status and the reason, never an error: a run still training or killed (RunIncomplete), an
+// unreadable run.json or history.json (RunBroken), a folder of something else (RunForeign).
+// Files and hidden folders are left out. The error is for dir itself (missing, unreadable).
+func ListRuns(dir string) (Runs, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: listing the runs folder: %w", err)
+	}
+	var runs Runs
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		runs = append(runs, ReadRun(filepath.Join(dir, e.Name()))) // os.ReadDir: in name order
+	}
+	return runs, nil
+}
+
+// ReadRun reads the run in dir: its run.json, history.json and what else it holds. What it
+// cannot read is reported in the Status and Reason fields (see ListRuns).
+func ReadRun(dir string) RunInfo {
+	info := RunInfo{Name: filepath.Base(dir), Dir: dir}
+	names := map[string]bool{}
+	var events, checkpoints bool
+	if entries, err := os.ReadDir(dir); err == nil {
+		for _, e := range entries {
+			names[e.Name()] = true
+			events = events || strings.HasPrefix(e.Name(), tfevents.FilePrefix)
+			checkpoints = checkpoints || strings.HasPrefix(e.Name(), "checkpoint-")
+		}
+	} else {
+		return info.broken("cannot read the folder: %v", err)
+	}
+	info.TensorBoard = events
+
+	if names[HistoryFileName] {
+		h, err := LoadHistory(dir)
+		if err != nil {
+			return info.broken("%v", err)
+		}
+		info.History = h
+		if last, ok := h.Last(); ok {
+			info.Steps, info.Loss = last.Step, last.Loss
+		}
+	}
+	if !names[RunFileName] {
+		if info.History == nil && !checkpoints {
+			info.Status, info.Reason = RunForeign, "not a cifarlab run: no "+RunFileName+", "+HistoryFileName+" or checkpoint"
+			return info
+		}
+		info.Status, info.Reason = RunIncomplete, "no "+RunFileName+": written by a cifarlab that kept none, or its training was killed before it started"
+		return info
+	}
+	rec, err := ReadRunRecord(dir)
+	if err != nil {
+		return info.broken("%v", err)
+	}
+	info.Dataset, info.Model, info.Head, info.Guarded, info.Devices = rec.Dataset, rec.Model, rec.Head, rec.Guarded, rec.Devices
+	info.WallTime, info.From, info.Status = rec.WallTime, rec.From, rec.Status
+	if rec.Result != nil {
+		var r recordedResult
+		if err := json.Unmarshal(rec.Result, &r); err != nil {
+			return info.broken("%s: result: %v", RunFileName, err)
+		}
+		info.Steps, info.Loss = r.EndStep, r.Loss
+		if r.Eval != nil {
+			info.HasTest, info.TestAccuracy, info.TestTopK = true, r.Eval.Accuracy, r.Eval.TopKAccuracy
+		}
+	}
+	switch rec.Status {
+	case RunRunning:
+		info.Status = RunIncomplete
+		info.Reason = fmt.Sprintf("started %s and not finished: still training, or its process was killed (the checkpoint, if any, resumes it)",
+			rec.Started.Local().Format("2006-01-02 15:04:05"))
+	case RunFailed:
+		info.Reason = rec.Error
+	case RunInterrupted:
+		info.Reason = fmt.Sprintf("interrupted at step %d of %d: train again with the same folder to resume", info.Steps, rec.TargetStep)
+	}
+	if rec.Warning != "" {
+		info.Reason = strings.TrimPrefix(info.Reason+"; "+rec.Warning, "; ")
+	}
+	return info
+}
+
+func (info RunInfo) broken(format string, args ...any) RunInfo {
+	info.Status, info.Reason = RunBroken, fmt.Sprintf(format, args...)
+	return info
+}
+
+// runColumns are the columns of the runs table.
+var runColumns = []string{"run", "status", "dataset", "model", "head", "guard", "devices", "steps", "loss", "test acc", "test top-5", "wall time", "from", "note"}
+
+// cells formats a run as the table's cells.
+func (info RunInfo) cells() []string {
+	from := info.From
+	if from != "" && filepath.Clean(filepath.Dir(from)) == filepath.Dir(info.Dir) {
+		from = filepath.Base(from) // a run of the same folder: its name
+	}
+	c := []string{info.Name, string(info.Status), info.Dataset, info.Model, "", "", "", "", "", "", "", "", from, info.Reason}
+	if info.Head > 0 {
+		c[4] = fmt.Sprint(info.Head)
+	}
+	if info.Dataset != "" {
+		c[5] = map[bool]string{true: "guarded", false: "UNGUARDED"}[info.Guarded]
+	}
+	if info.Devices > 0 {
+		c[6] = fmt.Sprint(info.Devices)
+	}
+	if info.Steps > 0 {
+		c[7], c[8] = fmt.Sprint(info.Steps), fmt.Sprintf("%.4f", info.Loss)
+	}
+	if info.HasTest {
+		c[9] = fmt.Sprintf("%.2f%%", 100*info.TestAccuracy)
+		if info.TestTopK > 0 {
+			c[10] = fmt.Sprintf("%.2f%%", 100*info.TestTopK)
+		}
+	}
+	if info.WallTime > 0 {
+		c[11] = info.WallTime.Round(100 * time.Millisecond).String()
+	}
+	return c
+}
+
+// WriteTable writes the runs as an aligned text table (what `cifarlab runs` prints).
+func (rs Runs) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(runColumns, "\t"))
+	for _, r := range rs {
+		fmt.Fprintln(tw, strings.Join(r.cells(), "\t"))
+	}
+	return tw.Flush()
+}
+
+// String is the text table; "no runs" when there are none.
+func (rs Runs) String() string {
+	if len(rs) == 0 {
+		return "no runs"
+	}
+	var b strings.Builder
+	_ = rs.WriteTable(&b)
+	return b.String()
+}
+
+// HTML is the table as an HTML table (what nb.Show displays), a row's status as its class:
+// numbers right-aligned, words left-aligned, and only the note column wraps.
+func (rs Runs) HTML() string {
+	style := func(i int) string {
+		switch runColumns[i] {
+		case "head", "devices", "steps", "loss", "test acc", "test top-5", "wall time":
+			return `padding:2px 8px;text-align:right;white-space:nowrap`
+		case "note":
+			return `padding:2px 8px;text-align:left`
+		}
+		return `padding:2px 8px;text-align:left;white-space:nowrap`
+	}
+	var b strings.Builder
+	b.WriteString(`<table class="cifarlab-runs"><thead><tr>`)
+	for i, c := range runColumns {
+		fmt.Fprintf(&b, `<th style="%s">%s</th>`, style(i), html.EscapeString(c))
+	}
+	b.WriteString("</tr></thead><tbody>")
+	for _, r := range rs {
+		fmt.Fprintf(&b, `<tr class="%s">`, html.EscapeString(string(r.Status)))
+		for i, c := range r.cells() {
+			fmt.Fprintf(&b, `<td style="%s">%s</td>`, style(i), html.EscapeString(c))
+		}
+		b.WriteString("</tr>")
+	}
+	b.WriteString("</tbody></table>")
+	return b.String()
+}
+
+// Find returns the run called name, or false.
+func (rs Runs) Find(name string) (RunInfo, bool) {
+	for _, r := range rs {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return RunInfo{}, false
+}
+
+// recordedResult is the part of run.json's result that the runs table shows.
+type recordedResult struct {
+	EndStep int     `json:"end_step"`
+	Loss    float64 `json:"loss"`
+	Eval    *struct {
+		Accuracy     float64 `json:"accuracy"`
+		TopKAccuracy float64 `json:"top_k_accuracy"`
+	} `json:"eval"`
+}

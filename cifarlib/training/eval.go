@@ -1,0 +1,300 @@
+package training
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// EvalResult is an evaluation of a model on one split: overall loss, accuracy and top-k
+// accuracy, per-class accuracy and the confusion matrix.
+type EvalResult struct {
+	// Dataset is the dataset id ("cifar10", "cifar100", "cifar100-coarse") and Split the split
+	// evaluated ("test" or "train").
+	Dataset string `json:"dataset"`
+	Split   string `json:"split"`
+	// HeadWidth is the number of logits of the model.
+	HeadWidth int `json:"head_width"`
+	// Examples is the number of examples evaluated.
+	Examples int `json:"examples"`
+	// Loss is the mean cross-entropy over the examples whose label lies within the head
+	// (OutOfRange examples have no defined loss and are left out).
+	Loss float64 `json:"loss"`
+	// Accuracy is the fraction of all examples whose arg-max logit is their label.
+	Accuracy float64 `json:"accuracy"`
+	// TopK is k of TopKAccuracy: 5 for CIFAR-100 (fine and coarse), 0 (not computed) otherwise.
+	TopK int `json:"top_k,omitempty"`
+	// TopKAccuracy is the fraction of examples whose label is among the k largest logits.
+	TopKAccuracy float64 `json:"top_k_accuracy,omitempty"`
+	// OutOfRange counts examples whose label is outside [0, HeadWidth): the model cannot
+	// predict them (a head narrower than the dataset); they count as misses.
+	OutOfRange int `json:"out_of_range"`
+	// PerClass has one entry per class of the dataset, in label order.
+	PerClass []ClassAccuracy `json:"per_class"`
+	// Confusion[label][prediction] counts examples; it has one row per class of the dataset and
+	// HeadWidth columns.
+	Confusion [][]int `json:"confusion"`
+}
+
+// ClassAccuracy is the accuracy of one class.
+type ClassAccuracy struct {
+	Label int    `json:"label"`
+	Name  string `json:"name"`
+	// Examples of this class evaluated, and how many were predicted correctly.
+	Examples int `json:"examples"`
+	Correct  int `json:"correct"`
+	// Accuracy is Correct/Examples (0 when there are no examples).
+	Accuracy float64 `json:"accuracy"`
+}
+
+// EvalOptions tune Evaluate. The zero value evaluates the whole split at batch size 100.
+type EvalOptions struct {
+	// BatchSize of the evaluation batches. Default 100.
+	BatchSize int
+	// MaxExamples limits the evaluation to the first MaxExamples examples (0: all).
+	MaxExamples int
+	// Split names the split in the result ("test" by default).
+	Split string
+	// Devices shards each batch across this many devices of the backend (DevicesAll: all of
+	// them; 0 or 1: one device). See Evaluator.useDevices.
+	Devices int
+}
+
+// Evaluator evaluates a model whose variables are in a GoMLX model.Store. It compiles its
+// graph once per batch shape and can be reused, e.g. for periodic evaluations during training.
+type Evaluator struct {
+	backend compute.Backend
+	model   *cifarlib.Model
+	store   *model.Store
+	topK    int
+	exec    *model.Exec
+	// devices is the number of devices exec shards batches across (0: one device, unsharded).
+	devices int
+}
+
+// NewEvaluator returns an Evaluator of m, with the variables of store, on backend.
+func NewEvaluator(backend compute.Backend, m *cifarlib.Model, store *model.Store) (*Evaluator, error) {
+	if backend == nil || m == nil || store == nil {
+		return nil, fmt.Errorf("cifarlib: NewEvaluator needs a backend, a model and a store (got %v, %v, %v)", backend != nil, m != nil, store != nil)
+	}
+	e := &Evaluator{backend: backend, model: m, store: store}
+	if m.Spec.NumClasses > 10 && m.NumClasses > 5 {
+		e.topK = 5
+	}
+	var err error
+	e.exec, err = model.NewExec(backend, store, e.graph)
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: creating the evaluation graph: %w", err)
+	}
+	return e, nil
+}
+
+// graph computes, per example: the predicted class, whether the label is in the top k, and
+// the cross-entropy loss (0 for labels outside the head).
+func (e *Evaluator) graph(scope *model.Scope, images, labels *graph.Node) (pred, topHit, loss *graph.Node) {
+	g := images.Graph()
+	scope.Store().SetTraining(g, false)
+	logits := e.model.ModelFn(scope, nil, []*graph.Node{images})[0]
+	n := logits.Shape().Dimensions[logits.Rank()-1]
+	pred = graph.ArgMax(logits, -1, dtypes.Int32)
+	k := max(e.topK, 1)
+	topHit = topKHits(labels, logits, k)
+	lab := graph.ConvertDType(graph.Reshape(labels, labels.Shape().Dimensions[0]), dtypes.Int32)
+	oneHot := graph.OneHot(lab, n, logits.DType())
+	loss = graph.Neg(graph.ReduceSum(graph.Mul(oneHot, graph.LogSoftmax(logits)), -1))
+	return pred, topHit, loss
+}
+
+// Evaluate runs the model over recs (in order, without augmentation) and returns the overall
+// and per-class results. Cancelling ctx stops it between batches with ctx's error.
+func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
+	if recs == nil || recs.Len() == 0 {
+		return nil, fmt.Errorf("cifarlib: Evaluate: no examples to evaluate")
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 100
+	}
+	if opts.Split == "" {
+		opts.Split = "test"
+	}
+	if err := e.useDevices(opts.Devices); err != nil {
+		return nil, err
+	}
+	if opts.MaxExamples > 0 && opts.MaxExamples < recs.Len() {
+		recs = recsPrefix(recs, opts.MaxExamples)
+	}
+	spec := recs.Spec
+	head := e.model.NumClasses
+	res := &EvalResult{Dataset: spec.ID(), Split: opts.Split, HeadWidth: head, TopK: e.topK,
+		PerClass: make([]ClassAccuracy, spec.NumClasses), Confusion: make([][]int, spec.NumClasses)}
+	for c := range res.PerClass {
+		res.PerClass[c] = ClassAccuracy{Label: c, Name: spec.ClassName(c)}
+		res.Confusion[c] = make([]int, head)
+	}
+	ds, err := data.NewDataset("eval-"+opts.Split, recs, data.DatasetOptions{BatchSize: opts.BatchSize, Epochs: 1})
+	if err != nil {
+		return nil, err
+	}
+	var lossSum float64
+	var lossCount, hits, topHits int
+	err = backends.TrainCatch(func() error {
+		for batch, err := range ds.Iter() {
+			if err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				_ = batch.Finalize()
+				return err
+			}
+			labels, err := tensors.CopyFlatData[int32](batch.Labels[0])
+			if err != nil {
+				return err
+			}
+			outs, err := e.call(batch.Inputs[0], batch.Labels[0])
+			_ = batch.Finalize()
+			if err != nil {
+				return err
+			}
+			preds := tensors.MustCopyFlatData[int32](outs[0])
+			top := tensors.MustCopyFlatData[float32](outs[1])
+			losses := tensors.MustCopyFlatData[float32](outs[2])
+			for _, o := range outs {
+				_ = o.FinalizeAll()
+			}
+			for i, l := range labels {
+				res.Examples++
+				p := int(preds[i])
+				inRange := l >= 0 && int(l) < head
+				if !inRange {
+					res.OutOfRange++
+				} else {
+					lossSum += float64(losses[i])
+					lossCount++
+				}
+				if top[i] > 0 {
+					topHits++
+				}
+				if int(l) >= 0 && int(l) < spec.NumClasses {
+					pc := &res.PerClass[l]
+					pc.Examples++
+					if p >= 0 && p < head {
+						res.Confusion[l][p]++
+					}
+					if p == int(l) {
+						pc.Correct++
+					}
+				}
+				if p == int(l) {
+					hits++
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, backends.TranslateRunError(err, opts.BatchSize)
+	}
+	if res.Examples == 0 {
+		return nil, fmt.Errorf("cifarlib: Evaluate: the dataset yielded no batches")
+	}
+	res.Accuracy = float64(hits) / float64(res.Examples)
+	if e.topK > 0 {
+		res.TopKAccuracy = float64(topHits) / float64(res.Examples)
+	}
+	if lossCount > 0 {
+		res.Loss = lossSum / float64(lossCount)
+	} else {
+		res.Loss = math.NaN()
+	}
+	for c := range res.PerClass {
+		if pc := &res.PerClass[c]; pc.Examples > 0 {
+			pc.Accuracy = float64(pc.Correct) / float64(pc.Examples)
+		}
+	}
+	return res, nil
+}
+
+// Evaluate evaluates m, with the variables in store, on recs. See Evaluator.Evaluate.
+func Evaluate(ctx context.Context, backend compute.Backend, m *cifarlib.Model, store *model.Store, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
+	e, err := NewEvaluator(backend, m, store)
+	if err != nil {
+		return nil, err
+	}
+	return e.Evaluate(ctx, recs, opts)
+}
+
+// recsPrefix returns the first n records of r (sharing memory).
+func recsPrefix(r *data.Records, n int) *data.Records {
+	c := *r
+	c.Pixels = r.Pixels[:n*data.ImageBytes]
+	c.RawLabels = r.RawLabels[:n*r.Spec.LabelBytes]
+	return &c
+}
+
+// Worst returns the n classes with the lowest accuracy (ties by label), for reports.
+func (r *EvalResult) Worst(n int) []ClassAccuracy {
+	cs := append([]ClassAccuracy(nil), r.PerClass...)
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Accuracy < cs[j].Accuracy })
+	return cs[:min(n, len(cs))]
+}
+
+// Summary returns a one-line summary, e.g.
+// "test accuracy 71.20% (7120/10000), loss 0.8123, top-5 92.10% [cifar100, head 100]".
+func (r *EvalResult) Summary() string {
+	var b strings.Builder
+	hits := int(math.Round(r.Accuracy * float64(r.Examples)))
+	fmt.Fprintf(&b, "%s accuracy %.2f%% (%d/%d), loss %.4f", r.Split, 100*r.Accuracy, hits, r.Examples, r.Loss)
+	if r.TopK > 0 {
+		fmt.Fprintf(&b, ", top-%d %.2f%%", r.TopK, 100*r.TopKAccuracy)
+	}
+	fmt.Fprintf(&b, " [%s, head %d]", r.Dataset, r.HeadWidth)
+	if r.OutOfRange > 0 {
+		fmt.Fprintf(&b, "; %d of %d examples (%.1f%%) have labels outside the head's %d outputs and can never be predicted",
+			r.OutOfRange, r.Examples, 100*float64(r.OutOfRange)/float64(r.Examples), r.HeadWidth)
+	}
+	return b.String()
+}
+
+// WriteReport writes the summary and the per-class accuracy table to w.
+func (r *EvalResult) WriteReport(w io.Writer) error {
+	if _, err := fmt.Fprintln(w, r.Summary()); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "%5s  %-30s %8s %8s %9s\n", "label", "class", "correct", "examples", "accuracy"); err != nil {
+		return err
+	}
+	for _, c := range r.PerClass {
+		if _, err := fmt.Fprintf(w, "%5d  %-30s %8d %8d %8.2f%%\n", c.Label, c.Name, c.Correct, c.Examples, 100*c.Accuracy); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// HTML returns the summary and the per-class accuracy table as an HTML fragment, for a
+// notebook cell (nb.Show displays it).
+func (r *EvalResult) HTML() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<p>%s</p>\n<table>\n<tr><th>label</th><th>class</th><th>correct</th><th>examples</th><th>accuracy</th></tr>\n",
+		html.EscapeString(r.Summary()))
+	for _, c := range r.PerClass {
+		fmt.Fprintf(&b, "<tr><td>%d</td><td>%s</td><td>%d</td><td>%d</td><td>%.2f%%</td></tr>\n",
+			c.Label, html.EscapeString(c.Name), c.Correct, c.Examples, 100*c.Accuracy)
+	}
+	b.WriteString("</table>\n")
+	return b.String()
+}

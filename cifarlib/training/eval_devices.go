@@ -1,0 +1,123 @@
+package training
+
+import (
+	"fmt"
+
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+
+	"github.com/gomlx/compute/distributed"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/core/tensors/dtensor"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// useDevices makes the evaluator shard its batches across devices devices of its backend
+// (DevicesAll: all of them; 0 or 1: one device). The evaluation graph is then one program
+// partitioned by XLA (GoMLX's AutoSharding): images and labels are split on the batch axis,
+// the variables replicated, and the per-example outputs gathered back in batch order. A batch
+// whose size is not a multiple of the device count (the last one of a split) is padded with
+// zero images, whose outputs are dropped: evaluation uses the batch-norm moving averages, so
+// padding changes nothing. Changing the count recompiles.
+func (e *Evaluator) useDevices(devices int) error {
+	n, err := backends.ResolveDevices(e.backend, devices)
+	if err != nil {
+		return err
+	}
+	if n <= 1 {
+		n = 0
+	}
+	if n == e.devices {
+		return nil
+	}
+	exec, err := model.NewExec(e.backend, e.store, e.graph)
+	if err != nil {
+		return fmt.Errorf("cifarlib: creating the evaluation graph: %w", err)
+	}
+	if n > 0 {
+		mesh, err := backends.StoreMesh(e.store, n)
+		if err != nil {
+			return err
+		}
+		spec, err := backends.BatchShardingSpec(mesh)
+		if err != nil {
+			return err
+		}
+		if err := backends.ReplicateUnsharded(e.store, mesh); err != nil {
+			return err
+		}
+		exec = exec.AutoSharding(mesh).WithInputShardingSpecs(spec, spec).WithOutputShardingSpecs(spec, spec, spec)
+		if err := exec.SetDefaultShardingSpec(distributed.NewReplicatedShardingSpec(mesh)); err != nil {
+			return err
+		}
+	}
+	if e.exec != nil {
+		e.exec.Finalize()
+	}
+	e.exec, e.devices = exec, n
+	return nil
+}
+
+// call runs the evaluation graph on one batch: directly on one device, or sharded across
+// e.devices devices (see useDevices). It returns pred, topHit and loss, one value per example
+// (padded examples at the end, if any, are to be ignored).
+func (e *Evaluator) call(images, labels *tensors.Tensor) ([]*tensors.Tensor, error) {
+	if e.devices <= 1 {
+		return e.exec.Call(images, labels)
+	}
+	b := images.Shape().Dimensions[0]
+	if padded := (b + e.devices - 1) / e.devices * e.devices; padded != b {
+		var err error
+		if images, err = padBatch(images, padded); err != nil {
+			return nil, err
+		}
+		defer func() { _ = images.FinalizeAll() }()
+		if labels, err = padBatch(labels, padded); err != nil {
+			return nil, err
+		}
+		defer func() { _ = labels.FinalizeAll() }()
+	}
+	spec := e.exec.DefaultShardingSpec()
+	batchSpec, err := backends.BatchShardingSpec(spec.Mesh)
+	if err != nil {
+		return nil, err
+	}
+	var args []any
+	for _, t := range []*tensors.Tensor{images, labels} {
+		dt, err := dtensor.ShardTensor(batchSpec, t)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = dt.FinalizeAll() }()
+		args = append(args, dt)
+	}
+	outs, err := e.exec.DistributedExec(args...)
+	if err != nil {
+		return nil, err
+	}
+	merged := make([]*tensors.Tensor, len(outs))
+	for i, o := range outs {
+		if merged[i], err = o.Merge(); err != nil {
+			return nil, err
+		}
+		_ = o.FinalizeAll()
+	}
+	return merged, nil
+}
+
+// padBatch returns a copy of t (batch on axis 0) with zero examples appended up to size.
+func padBatch(t *tensors.Tensor, size int) (*tensors.Tensor, error) {
+	shape := t.Shape().Clone()
+	shape.Dimensions[0] = size
+	out := tensors.FromShape(shape)
+	var err error
+	if cerr := t.ConstBytes(func(src []byte) {
+		err = out.MutableBytes(func(dst []byte) { copy(dst, src) })
+	}); cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = out.FinalizeAll()
+		return nil, fmt.Errorf("cifarlib: padding an evaluation batch to %d examples: %w", size, err)
+	}
+	return out, nil
+}

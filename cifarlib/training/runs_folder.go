@@ -1,0 +1,179 @@
+package training
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+
+	"github.com/cifarlab/cifarlab/internal/tfevents"
+)
+
+// TensorBoard tags of the scalars a run writes into its folder (see runFolder.point).
+const (
+	TagTrainLoss     = "train/loss"          // the batch loss (HistoryPoint.Loss)
+	TagTrainAccuracy = "train/accuracy"      // HistoryPoint.Accuracy
+	TagTrainTopK     = "train/top5"          // HistoryPoint.TopK (CIFAR-100)
+	TagLearningRate  = "train/learning_rate" // HistoryPoint.LearningRate
+	TagTestLoss      = "test/loss"           // HistoryPoint.Eval.Loss (TrainConfig.EvalEvery)
+	TagTestAccuracy  = "test/accuracy"       // HistoryPoint.Eval.Accuracy
+	TagTestTopK      = "test/top5"           // HistoryPoint.Eval.TopK
+	TagFinalLoss     = "final/test_loss"     // TrainResult.Eval.Loss, at the last step
+	TagFinalAccuracy = "final/test_accuracy" // TrainResult.Eval.Accuracy
+	TagFinalTopK     = "final/test_top5"     // TrainResult.Eval.TopKAccuracy
+)
+
+// createEvents starts a run's TensorBoard event file (a variable for the test of a failing one).
+var createEvents = tfevents.Create
+
+// runFolder is what a Trainer with a CheckpointDir writes besides the checkpoints: run.json
+// (RunRecord) when it starts and ends, and TensorBoard scalars as the History points come.
+// A TensorBoard write error does not stop training: it is logged once and the events stop.
+type runFolder struct {
+	dir     string
+	record  *runs.RunRecord
+	opened  time.Time
+	prior   time.Duration // WallTime of the runs before a resume
+	events  *tfevents.Writer
+	log     io.Writer
+	evtErr  error
+	topK    bool
+	lastErr error
+}
+
+// openRunFolder records the start of a run of t in its checkpoint directory and opens a new
+// TensorBoard event file there, starting at the step after start (a resume supersedes the
+// points a crashed run wrote past its checkpoint). It returns nil without a checkpoint
+// directory.
+func (t *Trainer) openRunFolder(start int) *runFolder {
+	if t.ckpt == nil {
+		return nil
+	}
+	cfg := &t.cfg
+	rf := &runFolder{dir: cfg.CheckpointDir, opened: time.Now(), log: cfg.Log, topK: cfg.topK() > 0,
+		record: newRunRecord(cfg, t.model.NumClasses, t.dist.numDevices())}
+	if start > 0 { // a resume: the record of the runs before it
+		if prev, err := runs.ReadRunRecord(rf.dir); err == nil {
+			rf.prior = prev.WallTime
+			if rf.record.From == "" {
+				rf.record.From = prev.From
+			}
+		}
+	}
+	rf.note(rf.record.Write(rf.dir))
+	if rf.events, rf.evtErr = createEvents(rf.dir); rf.evtErr == nil {
+		rf.evtErr = rf.events.Start(int64(start + 1))
+	}
+	rf.note(rf.evtErr)
+	return rf
+}
+
+// point writes a History point's scalars to TensorBoard.
+func (rf *runFolder) point(p runs.HistoryPoint) {
+	if rf == nil {
+		return
+	}
+	values := []tfevents.Scalar{{Tag: TagTrainLoss, Value: float32(p.Loss)}, {Tag: TagTrainAccuracy, Value: float32(p.Accuracy)}}
+	if rf.topK {
+		values = append(values, tfevents.Scalar{Tag: TagTrainTopK, Value: float32(p.TopK)})
+	}
+	values = append(values, tfevents.Scalar{Tag: TagLearningRate, Value: float32(p.LearningRate)})
+	if e := p.Eval; e != nil {
+		values = append(values, tfevents.Scalar{Tag: TagTestLoss, Value: float32(e.Loss)}, tfevents.Scalar{Tag: TagTestAccuracy, Value: float32(e.Accuracy)})
+		if rf.topK {
+			values = append(values, tfevents.Scalar{Tag: TagTestTopK, Value: float32(e.TopK)})
+		}
+	}
+	rf.scalars(int64(p.Step), values)
+}
+
+func (rf *runFolder) scalars(step int64, values []tfevents.Scalar) {
+	if rf.evtErr != nil {
+		return
+	}
+	rf.evtErr = rf.events.Scalars(step, values...)
+	rf.note(rf.evtErr)
+}
+
+// close records how the run ended: res when it ended without error, else runErr.
+func (rf *runFolder) close(res *TrainResult, runErr error) {
+	if rf == nil {
+		return
+	}
+	if runErr == nil && res != nil && res.Eval != nil {
+		values := []tfevents.Scalar{{Tag: TagFinalLoss, Value: float32(res.Eval.Loss)}, {Tag: TagFinalAccuracy, Value: float32(res.Eval.Accuracy)}}
+		if rf.topK {
+			values = append(values, tfevents.Scalar{Tag: TagFinalTopK, Value: float32(res.Eval.TopKAccuracy)})
+		}
+		rf.scalars(int64(res.EndStep), values)
+	}
+	if rf.events != nil {
+		if err := rf.events.Close(); rf.evtErr == nil {
+			rf.evtErr = err
+			rf.note(err)
+		}
+	}
+	rec := rf.record
+	if rf.evtErr != nil {
+		rec.Warning = rf.evtErr.Error()
+	}
+	rec.Ended = time.Now()
+	rec.WallTime = rf.prior + rec.Ended.Sub(rf.opened)
+	switch {
+	case runErr != nil:
+		rec.Status, rec.Error = runs.RunFailed, runErr.Error()
+	case res.Interrupted:
+		rec.Status = runs.RunInterrupted
+	default:
+		rec.Status = runs.RunDone
+	}
+	if runErr == nil {
+		result, err := json.Marshal(res)
+		rf.note(err)
+		rec.Result = result
+	}
+	rf.note(rec.Write(rf.dir))
+}
+
+// note logs an error of the run folder once per distinct error; training goes on. The first
+// TensorBoard error is also recorded in run.json (RunRecord.Warning).
+func (rf *runFolder) note(err error) {
+	if err == nil || rf.log == nil || (rf.lastErr != nil && errors.Is(err, rf.lastErr)) {
+		return
+	}
+	rf.lastErr = err
+	fmt.Fprintf(rf.log, "note: %v (training goes on)\n", err)
+}
+
+// newRunRecord is the record of a run of c (with defaults) starting now.
+func newRunRecord(c *TrainConfig, head, devices int) *runs.RunRecord {
+	return &runs.RunRecord{Status: runs.RunRunning, Started: time.Now(), Dataset: c.Spec.ID(), Model: c.Model, Head: head,
+		Guarded: !c.Unguarded, Devices: devices, BatchSize: c.BatchSize, TargetStep: c.Steps, From: c.From,
+		Precision: c.Precision}
+}
+
+// RecordFailedStart records, in cfg.CheckpointDir, a run that failed before its first step
+// with runErr (e.g. *HeadMismatchError from Train), so that ListRuns shows the attempt and its
+// error: the notebooks' Lab.Fit does, for its named runs. It writes only into a new or empty
+// folder, so a folder holding an earlier run keeps that run's record; config errors
+// (*ConfigError) and a config without CheckpointDir record nothing.
+func RecordFailedStart(cfg TrainConfig, runErr error) error {
+	var ce *ConfigError
+	if cfg.CheckpointDir == "" || runErr == nil || errors.As(runErr, &ce) {
+		return nil
+	}
+	if entries, err := os.ReadDir(cfg.CheckpointDir); err == nil && len(entries) > 0 || err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil
+	}
+	rec := newRunRecord(&c, c.headWidth(), max(1, c.Devices))
+	rec.Status, rec.Error, rec.Ended = runs.RunFailed, runErr.Error(), time.Now()
+	return rec.Write(c.CheckpointDir)
+}

@@ -1,0 +1,276 @@
+package training
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+
+	"github.com/gomlx/compute"
+)
+
+// Learning-rate schedules accepted by TrainConfig.Schedule.
+const (
+	// ScheduleConstant keeps the learning rate fixed (the default).
+	ScheduleConstant = "constant"
+	// ScheduleCosine anneals the learning rate from LearningRate to MinLearningRate along half a
+	// cosine over the run's Steps, after WarmupSteps of linear warm-up (GoMLX's cosineschedule).
+	ScheduleCosine = "cosine"
+)
+
+// Optimizers accepted by TrainConfig.Optimizer (GoMLX's optimizer package).
+var trainOptimizers = []string{"adam", "adamw", "adamax", "rmsprop", "sgd"}
+
+// ProgressMode says whether Train shows GoMLX's progress bar.
+type ProgressMode int
+
+const (
+	// ProgressAuto shows the progress bar in a GoNB notebook or when stdout is a terminal.
+	ProgressAuto ProgressMode = iota
+	// ProgressOn always shows it (it writes to stdout).
+	ProgressOn
+	// ProgressOff never shows it.
+	ProgressOff
+)
+
+// TrainConfig describes one training run. Only Spec and Steps are required; the zero value of
+// every other field picks the documented default. The guarded loss is on unless Unguarded is set.
+type TrainConfig struct {
+	// Spec is the dataset: CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse).
+	Spec data.Spec
+	// DataDir is the folder holding the dataset (as given to LoadSplit). Default: DefaultDataDir().
+	DataDir string
+	// TrainRecords and TestRecords, when set, are used instead of loading the splits from DataDir.
+	TrainRecords, TestRecords *data.Records
+
+	// Model is the architecture: "cnn" (default), "linear", "resnet18" or "resnet20".
+	Model string
+	// Head overrides the classifier head width; 0 (the default) sizes it from Spec. A head that
+	// differs from Spec.NumClasses only exists to reproduce the CIFAR-100/10-class-head bug: with the
+	// guard on, training stops before the first step with a *HeadMismatchError.
+	Head int
+	// Unguarded switches the guards off and trains with GoMLX's plain loss, where a label outside
+	// the head gets exactly zero loss. TrainResult.ZeroLoss then says how many examples that hit.
+	Unguarded bool
+
+	// Backend is the compute backend to use; when nil one is created with NewBackend(BackendName).
+	Backend compute.Backend
+	// BackendName is given to NewBackend when Backend is nil: "auto" (default), "cpu", "go", "cuda".
+	BackendName string
+	// Devices is the number of devices each global batch is sharded across (data parallelism,
+	// one program partitioned by XLA; see NewDistributedDataset): 0 or 1 trains on one device,
+	// DevicesAll on every device of the backend. BatchSize must be a multiple of it. With
+	// Backend nil and an XLA CPU backend, the backend is created with that many CPU devices
+	// (NewBackendWithDevices). Results do not depend on it, beyond float32 rounding.
+	Devices int
+	// Precision is what the convolutions and matrix products compute in: PrecisionF32 (""
+	// or "f32", the default) or PrecisionBF16Mixed ("bf16-mixed": bfloat16 products, float32
+	// variables, loss, guards and checkpoints; see Precision). A backend that cannot compute it
+	// fails with *PrecisionError, never silently in float32.
+	Precision cifarlib.Precision
+
+	// Steps is the global step to train to. A run resumed from a checkpoint at step s trains
+	// Steps-s more steps.
+	Steps int
+	// BatchSize is the number of images per step. Default 32.
+	BatchSize int
+	// Seed seeds the weight initialisation and the order (and augmentation) of the training data.
+	Seed int64
+	// Augment turns on the dataset's random flips and crops.
+	Augment bool
+
+	// Optimizer is "adam" (default), "adamw", "adamax", "rmsprop" or "sgd" (plain, no decay).
+	Optimizer string
+	// LearningRate is the peak learning rate. Default: 0.001 for the Adam family, 0.1 for sgd.
+	LearningRate float64
+	// WeightDecay is AdamW's decoupled weight decay. Default 0.004 for "adamw", else 0.
+	WeightDecay float64
+	// Schedule is ScheduleConstant (default) or ScheduleCosine.
+	Schedule string
+	// WarmupSteps of linear warm-up before the cosine schedule (cosine only).
+	WarmupSteps int
+	// MinLearningRate is where the cosine schedule ends. Default 0.
+	MinLearningRate float64
+
+	// CheckpointDir, when set, is where checkpoints are saved, and where a run resumes from: if it
+	// holds a checkpoint, training continues from its step with the same data order, so the
+	// parameters equal those of an uninterrupted run (resuming at step s draws and discards s
+	// batches on the host). It is saved at the end, when interrupted and every CheckpointEvery
+	// steps; not after a failed step.
+	CheckpointDir string
+	// CheckpointEvery saves a checkpoint every this many steps; 0 saves only at the end or on
+	// interruption.
+	CheckpointEvery int
+	// CheckpointKeep is the number of checkpoints kept in CheckpointDir. Default 2.
+	CheckpointKeep int
+
+	// EvalEvery evaluates on the test split every this many steps (recorded in the History);
+	// 0 evaluates only once, at the end.
+	EvalEvery int
+	// EvalExamples limits the periodic evaluations to the first this many test examples (0: all).
+	// The final evaluation always uses the whole test split.
+	EvalExamples int
+	// EvalBatchSize is the batch size of evaluations. Default 100.
+	EvalBatchSize int
+	// SkipFinalEval skips the evaluation on the test split at the end of Train.
+	SkipFinalEval bool
+
+	// HistoryEvery records a History point every this many steps. Default: Steps/200, at least 1.
+	HistoryEvery int
+	// Progress controls GoMLX's progress bar (terminal and GoNB). Default ProgressAuto.
+	Progress ProgressMode
+	// Plot draws loss and accuracy curves that update during training, in a GoNB notebook
+	// (GoMLX's plotly support); outside a notebook it does nothing.
+	Plot bool
+	// Log receives one line per LogEvery steps and notes such as "resumed from step N"; nil: silent.
+	Log io.Writer
+	// LogEvery is the period, in steps, of the lines written to Log. Default: HistoryEvery.
+	LogEvery int
+	// OnPoint, when set, is called with each History point as it is recorded; an error stops
+	// training (the checkpoint is still saved).
+	OnPoint func(runs.HistoryPoint) error
+
+	// From, when set, is the checkpoint directory of a trained cifarlib run to transfer from
+	// (see transfer.go): its backbone is carried bit for bit, the head is initialised afresh at
+	// Spec's width, and the optimizer state and global step start again. Model "" takes the run's.
+	From string
+	// Freeze is "" (fine-tune everything) or FreezeBackbone (a linear probe: only the head
+	// trains; the backbone's weights and batch-norm statistics stay as carried). Without From the
+	// backbone stays as initialised from Seed: the random-feature baseline of a linear probe.
+	Freeze string
+	// BackboneLearningRate is the backbone's learning rate when fine-tuning a transferred run
+	// (the head uses LearningRate); 0: the same as LearningRate. Needs From, not with Freeze.
+	BackboneLearningRate float64
+}
+
+// ConfigError reports an invalid TrainConfig field: which field, its value and how to fix it.
+type ConfigError struct {
+	// Field is the TrainConfig field name, e.g. "Steps".
+	Field string
+	// Value is the offending value, formatted.
+	Value string
+	// Reason says what is wrong and what to use instead.
+	Reason string
+}
+
+// Error implements error: "cifarlib: training config: FIELD=VALUE: REASON".
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("cifarlib: training config: %s=%s: %s", e.Field, e.Value, e.Reason)
+}
+
+// headWidth is the classifier width the config asks for.
+func (c *TrainConfig) headWidth() int {
+	if c.Head > 0 {
+		return c.Head
+	}
+	return c.Spec.NumClasses
+}
+
+// topK returns 5 for CIFAR-100-sized heads (fine and coarse) and 0 (no top-k metric) otherwise.
+func (c *TrainConfig) topK() int {
+	if c.Spec.NumClasses > 10 && c.headWidth() > 5 {
+		return 5
+	}
+	return 0
+}
+
+// withDefaults returns a copy with defaults filled in, or a *ConfigError.
+func (c TrainConfig) withDefaults() (TrainConfig, error) {
+	if c.Spec.NumClasses <= 0 || c.Spec.Name == "" {
+		return c, &ConfigError{Field: "Spec", Value: "(zero)", Reason: "set it to CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse)"}
+	}
+	if c.DataDir == "" {
+		c.DataDir = data.DefaultDataDir()
+	}
+	c.Model = strings.ToLower(strings.TrimSpace(c.Model))
+	if c.Model == "" {
+		c.Model = "cnn"
+	}
+	if c.Head < 0 {
+		return c, &ConfigError{Field: "Head", Value: fmt.Sprint(c.Head), Reason: "use 0 to size the head from the dataset, or a positive width"}
+	}
+	if c.BackendName == "" {
+		c.BackendName = backends.BackendAuto
+	}
+	precision, err := cifarlib.ParsePrecision(string(c.Precision))
+	if err != nil {
+		return c, &ConfigError{Field: "Precision", Value: fmt.Sprintf("%q", c.Precision), Reason: "use " + strings.Join(cifarlib.Precisions(), " or ")}
+	}
+	c.Precision = precision
+	if c.Steps <= 0 {
+		return c, &ConfigError{Field: "Steps", Value: fmt.Sprint(c.Steps), Reason: "set the number of training steps (> 0)"}
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 32
+	}
+	if c.BatchSize < 0 {
+		return c, &ConfigError{Field: "BatchSize", Value: fmt.Sprint(c.BatchSize), Reason: "use a positive batch size, e.g. 32 or 128"}
+	}
+	c.Optimizer = strings.ToLower(strings.TrimSpace(c.Optimizer))
+	if c.Optimizer == "" {
+		c.Optimizer = "adam"
+	}
+	known := false
+	for _, o := range trainOptimizers {
+		known = known || o == c.Optimizer
+	}
+	if !known {
+		return c, &ConfigError{Field: "Optimizer", Value: fmt.Sprintf("%q", c.Optimizer), Reason: "use one of " + strings.Join(trainOptimizers, ", ")}
+	}
+	if c.LearningRate < 0 || c.MinLearningRate < 0 || c.WeightDecay < 0 {
+		return c, &ConfigError{Field: "LearningRate", Value: fmt.Sprintf("%g (min %g, weight decay %g)", c.LearningRate, c.MinLearningRate, c.WeightDecay),
+			Reason: "learning rates and weight decay must not be negative"}
+	}
+	if c.LearningRate == 0 {
+		c.LearningRate = 0.001
+		if c.Optimizer == "sgd" {
+			c.LearningRate = 0.1
+		}
+	}
+	if c.Optimizer == "adamw" && c.WeightDecay == 0 {
+		c.WeightDecay = 0.004
+	}
+	if c.WeightDecay > 0 && c.Optimizer != "adamw" {
+		return c, &ConfigError{Field: "WeightDecay", Value: fmt.Sprint(c.WeightDecay), Reason: "weight decay needs Optimizer \"adamw\""}
+	}
+	c.Schedule = strings.ToLower(strings.TrimSpace(c.Schedule))
+	if c.Schedule == "" {
+		c.Schedule = ScheduleConstant
+	}
+	switch c.Schedule {
+	case ScheduleConstant:
+		if c.WarmupSteps != 0 || c.MinLearningRate != 0 {
+			return c, &ConfigError{Field: "Schedule", Value: c.Schedule, Reason: "WarmupSteps and MinLearningRate need Schedule \"cosine\""}
+		}
+	case ScheduleCosine:
+		if c.WarmupSteps < 0 || c.WarmupSteps >= c.Steps {
+			return c, &ConfigError{Field: "WarmupSteps", Value: fmt.Sprint(c.WarmupSteps), Reason: fmt.Sprintf("use 0 <= WarmupSteps < Steps (%d)", c.Steps)}
+		}
+		if c.MinLearningRate >= c.LearningRate {
+			return c, &ConfigError{Field: "MinLearningRate", Value: fmt.Sprint(c.MinLearningRate), Reason: fmt.Sprintf("must be below LearningRate (%g)", c.LearningRate)}
+		}
+	default:
+		return c, &ConfigError{Field: "Schedule", Value: fmt.Sprintf("%q", c.Schedule), Reason: "use \"constant\" or \"cosine\""}
+	}
+	if c.CheckpointEvery < 0 || c.EvalEvery < 0 || c.EvalExamples < 0 || c.HistoryEvery < 0 || c.LogEvery < 0 || c.CheckpointKeep < 0 || c.EvalBatchSize < 0 {
+		return c, &ConfigError{Field: "CheckpointEvery/EvalEvery/EvalExamples/EvalBatchSize/HistoryEvery/LogEvery/CheckpointKeep",
+			Value: "negative", Reason: "periods and counts must be >= 0 (0 picks the default)"}
+	}
+	if c.CheckpointKeep == 0 {
+		c.CheckpointKeep = 2
+	}
+	if c.EvalBatchSize == 0 {
+		c.EvalBatchSize = 100
+	}
+	if c.HistoryEvery == 0 {
+		c.HistoryEvery = max(1, c.Steps/200)
+	}
+	if c.LogEvery == 0 {
+		c.LogEvery = c.HistoryEvery
+	}
+	return c, nil
+}

@@ -1,0 +1,162 @@
+package training
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+)
+
+// ZeroLossStats counts the training examples whose label lies outside the classifier head,
+// [0, HeadWidth). GoMLX's plain sparse cross-entropy one-hots such a label into an all-zero row:
+// the example contributes exactly zero loss and zero gradient, but still counts in the batch
+// mean. With the guards on (the default) there are none: training stops at the first such label.
+type ZeroLossStats struct {
+	// HeadWidth is the number of logits.
+	HeadWidth int `json:"head_width"`
+	// Seen is the number of training examples fed to the steps of this run (resumed runs count
+	// from the resume), and OutOfRange how many of them had a label outside the head.
+	Seen       int64 `json:"seen"`
+	OutOfRange int64 `json:"out_of_range"`
+	// SplitExamples is the size of the training split and SplitOutOfRange how many of its
+	// examples have a label outside the head.
+	SplitExamples   int `json:"split_examples"`
+	SplitOutOfRange int `json:"split_out_of_range"`
+}
+
+// Fraction is OutOfRange/Seen: the share of the training examples seen that contributed
+// exactly zero loss (0 when none were seen).
+func (z ZeroLossStats) Fraction() float64 {
+	if z.Seen == 0 {
+		return 0
+	}
+	return float64(z.OutOfRange) / float64(z.Seen)
+}
+
+// String says it in words, e.g. "28800 of 32000 training examples seen (90.0%) had labels
+// outside the head's 10 outputs and contributed exactly zero loss (training split: 45000 of
+// 50000, 90.0%)".
+func (z ZeroLossStats) String() string {
+	split := 0.0
+	if z.SplitExamples > 0 {
+		split = float64(z.SplitOutOfRange) / float64(z.SplitExamples)
+	}
+	return fmt.Sprintf("%d of %d training examples seen (%.1f%%) had labels outside the head's %d outputs and "+
+		"contributed exactly zero loss (training split: %d of %d, %.1f%%)",
+		z.OutOfRange, z.Seen, 100*z.Fraction(), z.HeadWidth, z.SplitOutOfRange, z.SplitExamples, 100*split)
+}
+
+// TrainResult is the outcome of Train or Trainer.Run.
+type TrainResult struct {
+	// Dataset is the dataset id, Model the architecture and HeadWidth its number of logits.
+	Dataset   string `json:"dataset"`
+	Model     string `json:"model"`
+	HeadWidth int    `json:"head_width"`
+	// Guarded is false when the run used GoMLX's plain loss without guards.
+	Guarded bool `json:"guarded"`
+	// Backend describes the compute backend.
+	Backend string `json:"backend"`
+	// Precision is what the convolutions and matrix products computed in (TrainConfig.Precision).
+	Precision cifarlib.Precision `json:"precision"`
+	// Devices is the number of devices each batch was sharded across (TrainConfig.Devices).
+	Devices int `json:"devices"`
+	// BatchSize is the number of images per step (the global batch, across all devices).
+	BatchSize int `json:"batch_size"`
+
+	// StartStep is the global step the run started from (non-zero when resumed), EndStep the
+	// global step reached, TargetStep the one asked for (TrainConfig.Steps).
+	StartStep  int `json:"start_step"`
+	EndStep    int `json:"end_step"`
+	TargetStep int `json:"target_step"`
+	// Resumed is true when the run continued from a checkpoint.
+	Resumed bool `json:"resumed"`
+	// Interrupted is true when the context was cancelled (e.g. SIGINT) before TargetStep; the
+	// checkpoint, if configured, holds EndStep and a new run with the same config resumes there.
+	Interrupted bool `json:"interrupted"`
+	// CheckpointDir is where checkpoints were saved ("" when not configured).
+	CheckpointDir string `json:"checkpoint_dir,omitempty"`
+	// Transfer says what a transferred run (TrainConfig.From) carried from its source and what
+	// it initialised afresh; nil for a run trained from scratch.
+	Transfer *TransferReport `json:"transfer,omitempty"`
+
+	// Loss is the last batch loss, MovingLoss its moving average; Accuracy and TopK are the
+	// moving averages of the training accuracy and top-5 accuracy (CIFAR-100).
+	Loss       float64 `json:"loss"`
+	MovingLoss float64 `json:"moving_loss"`
+	Accuracy   float64 `json:"train_accuracy"`
+	TopK       float64 `json:"train_top_k,omitempty"`
+
+	// ZeroLoss counts the examples whose label is outside the head (exactly zero loss).
+	ZeroLoss ZeroLossStats `json:"zero_loss"`
+
+	// Duration is the wall time of the training steps of this run (graph compilation included);
+	// StepsPerSecond and ImagesPerSecond exclude the first step, which compiles the graph.
+	Duration        time.Duration `json:"duration_ns"`
+	StepsPerSecond  float64       `json:"steps_per_second"`
+	ImagesPerSecond float64       `json:"images_per_second"`
+
+	// Eval is the final evaluation on the test split (nil if skipped or interrupted).
+	Eval *EvalResult `json:"eval,omitempty"`
+	// History holds the curves of the whole run, including the part before a resume.
+	History *runs.History `json:"-"`
+
+	// Trained is the trained model with its weights, for what comes after training: its
+	// Logits, Losses and Evaluate methods are promoted (res.Logits(images)).
+	*Trained `json:"-"`
+}
+
+// StepsRun is the number of steps this run trained.
+func (r *TrainResult) StepsRun() int { return r.EndStep - r.StartStep }
+
+// WriteSummary writes a human-readable summary of the run to w.
+func (r *TrainResult) WriteSummary(w io.Writer) error {
+	var b strings.Builder
+	guard := "guarded loss"
+	if !r.Guarded {
+		guard = "UNGUARDED plain loss"
+	}
+	fmt.Fprintf(&b, "trained %s (head %d) on %s with %s, backend %s, precision %s, batch %d", r.Model, r.HeadWidth, r.Dataset, guard,
+		r.Backend, r.Precision, r.BatchSize)
+	if r.Devices > 1 {
+		fmt.Fprintf(&b, " sharded across %d devices (%d per device)", r.Devices, r.BatchSize/r.Devices)
+	}
+	b.WriteString("\n")
+	if r.Transfer != nil {
+		b.WriteString(r.Transfer.String())
+	}
+	switch {
+	case r.Interrupted:
+		fmt.Fprintf(&b, "interrupted at step %d of %d (started at %d)", r.EndStep, r.TargetStep, r.StartStep)
+		if r.CheckpointDir != "" {
+			fmt.Fprintf(&b, "; checkpoint saved in %s: run the same command again to resume", r.CheckpointDir)
+		}
+		b.WriteString("\n")
+	case r.Resumed:
+		fmt.Fprintf(&b, "resumed at step %d, trained to step %d\n", r.StartStep, r.EndStep)
+	default:
+		fmt.Fprintf(&b, "steps: %d\n", r.EndStep)
+	}
+	if r.StepsRun() > 0 {
+		fmt.Fprintf(&b, "loss %.4f (moving average %.4f), train accuracy %.2f%%", r.Loss, r.MovingLoss, 100*r.Accuracy)
+		if r.TopK > 0 {
+			fmt.Fprintf(&b, ", train top-5 %.2f%%", 100*r.TopK)
+		}
+		fmt.Fprintf(&b, "\nspeed: %.2f steps/s, %.1f images/s (%s for %d steps)\n", r.StepsPerSecond, r.ImagesPerSecond,
+			r.Duration.Round(time.Millisecond), r.StepsRun())
+		fmt.Fprintf(&b, "zero-loss examples: %s\n", r.ZeroLoss)
+		if r.ZeroLoss.OutOfRange > 0 {
+			fmt.Fprintf(&b, "WARNING: %.1f%% of the training examples taught the model nothing: the head has %d outputs "+
+				"but the labels need %s's classes; rebuild the model for the dataset (drop --head) and keep the guard on\n",
+				100*r.ZeroLoss.Fraction(), r.HeadWidth, r.Dataset)
+		}
+	}
+	if r.Eval != nil {
+		b.WriteString(r.Eval.Summary())
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

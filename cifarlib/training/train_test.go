@@ -1,0 +1,342 @@
+package training
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/internal/labtest"
+
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTrainConfigErrors(t *testing.T) {
+	base := TrainConfig{Spec: data.CIFAR10(), Steps: 10}
+	for _, c := range []struct {
+		name  string
+		edit  func(*TrainConfig)
+		field string
+		msg   string
+	}{
+		{"no spec", func(c *TrainConfig) { c.Spec = data.Spec{} }, "Spec",
+			"cifarlib: training config: Spec=(zero): set it to CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse)"},
+		{"no steps", func(c *TrainConfig) { c.Steps = 0 }, "Steps",
+			"cifarlib: training config: Steps=0: set the number of training steps (> 0)"},
+		{"negative head", func(c *TrainConfig) { c.Head = -1 }, "Head",
+			"cifarlib: training config: Head=-1: use 0 to size the head from the dataset, or a positive width"},
+		{"negative batch", func(c *TrainConfig) { c.BatchSize = -4 }, "BatchSize",
+			"cifarlib: training config: BatchSize=-4: use a positive batch size, e.g. 32 or 128"},
+		{"optimizer", func(c *TrainConfig) { c.Optimizer = "lion" }, "Optimizer",
+			`cifarlib: training config: Optimizer="lion": use one of adam, adamw, adamax, rmsprop, sgd`},
+		{"schedule", func(c *TrainConfig) { c.Schedule = "step" }, "Schedule",
+			`cifarlib: training config: Schedule="step": use "constant" or "cosine"`},
+		{"warmup without cosine", func(c *TrainConfig) { c.WarmupSteps = 5 }, "Schedule",
+			"cifarlib: training config: Schedule=constant: WarmupSteps and MinLearningRate need Schedule \"cosine\""},
+		{"warmup too long", func(c *TrainConfig) { c.Schedule, c.WarmupSteps = ScheduleCosine, 10 }, "WarmupSteps",
+			"cifarlib: training config: WarmupSteps=10: use 0 <= WarmupSteps < Steps (10)"},
+		{"weight decay", func(c *TrainConfig) { c.WeightDecay = 0.01 }, "WeightDecay",
+			`cifarlib: training config: WeightDecay=0.01: weight decay needs Optimizer "adamw"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := base
+			c.edit(&cfg)
+			_, err := NewTrainer(cfg)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, c.field, ce.Field)
+			require.EqualError(t, err, c.msg)
+		})
+	}
+
+	cfg, err := TrainConfig{Spec: data.CIFAR100(data.LabelsFine), Steps: 1000, Optimizer: "SGD"}.withDefaults()
+	require.NoError(t, err)
+	require.Equal(t, "cnn", cfg.Model)
+	require.Equal(t, 32, cfg.BatchSize)
+	require.Equal(t, "sgd", cfg.Optimizer)
+	require.Equal(t, 0.1, cfg.LearningRate)
+	require.Equal(t, ScheduleConstant, cfg.Schedule)
+	require.Equal(t, 5, cfg.HistoryEvery)
+	require.Equal(t, 5, cfg.LogEvery)
+	require.Equal(t, 2, cfg.CheckpointKeep)
+	require.Equal(t, 100, cfg.EvalBatchSize)
+	require.Equal(t, 5, cfg.topK())
+	require.Equal(t, 0, (&TrainConfig{Spec: data.CIFAR10()}).topK())
+}
+
+// The seed's bug: a 10-class head on CIFAR-100. With the guard on, NewTrainer fails with the
+// static guard's error before anything is loaded (the data folder does not even exist).
+func TestTrainStaticGuardStopsBeforeFirstStep(t *testing.T) {
+	b := labtest.Backend(t)
+	missing := filepath.Join(t.TempDir(), "no-data-here")
+	res, err := Train(context.Background(), TrainConfig{Spec: data.CIFAR100(data.LabelsFine), DataDir: missing, Model: cifarlib.ArchCNN, Head: 10,
+		Steps: 5, Backend: b, Progress: ProgressOff})
+	require.Nil(t, res)
+	var hm *cifarlib.HeadMismatchError
+	require.ErrorAs(t, err, &hm)
+	require.True(t, errors.Is(err, cifarlib.ErrHeadMismatch))
+	require.Equal(t, &cifarlib.HeadMismatchError{Dataset: "cifar100", HeadWidth: 10, NumClasses: 100, Overridden: true}, hm)
+	require.EqualError(t, err, "model head has 10 outputs but dataset cifar100 has 100 classes (head overridden to 10): "+
+		"build the model with cifarlib's factory for cifar100, or set the head to 100")
+	_, statErr := os.Stat(missing)
+	require.True(t, errors.Is(statErr, os.ErrNotExist))
+}
+
+// With the guard off, the same bug trains silently; the result counts the examples that
+// contributed exactly zero loss.
+func TestTrainUnguardedCountsZeroLossExamples(t *testing.T) {
+	b := labtest.Backend(t)
+	spec := data.CIFAR100(data.LabelsFine)
+	train, test := labtest.TrainTestRecords(t, spec, 320, 100, 3)
+	const steps, batch, seed = 5, 32, 11
+	var log bytes.Buffer
+	res, err := Train(context.Background(), TrainConfig{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear,
+		Head: 10, Unguarded: true, Steps: steps, BatchSize: batch, Seed: seed, Backend: b, Progress: ProgressOff, Log: &log})
+	require.NoError(t, err)
+
+	// Expected: the labels >= 10 among the examples of the first 5 batches of the same data order.
+	ds, err := data.NewDataset("expected", train, data.DatasetOptions{BatchSize: batch, Shuffle: true, Seed: seed, DropRemainder: true})
+	require.NoError(t, err)
+	var seen, bad int64
+	for hb, err := range ds.HostBatches() {
+		require.NoError(t, err)
+		for _, l := range hb.Labels {
+			seen++
+			if l >= 10 {
+				bad++
+			}
+		}
+		if hb.Number == steps-1 {
+			break
+		}
+	}
+	splitBad := 0
+	for _, l := range train.Labels() {
+		if l >= 10 {
+			splitBad++
+		}
+	}
+	require.Equal(t, int64(steps*batch), seen)
+	require.Greater(t, bad, int64(steps*batch/2), "synthetic CIFAR-100 labels are spread over 100 classes")
+	require.Equal(t, ZeroLossStats{HeadWidth: 10, Seen: seen, OutOfRange: bad, SplitExamples: 320, SplitOutOfRange: splitBad}, res.ZeroLoss)
+	require.False(t, res.Guarded)
+	require.Equal(t, steps, res.EndStep)
+
+	var summary bytes.Buffer
+	require.NoError(t, res.WriteSummary(&summary))
+	require.Contains(t, summary.String(), "with UNGUARDED plain loss")
+	require.Contains(t, summary.String(), "zero-loss examples: "+res.ZeroLoss.String()+"\n")
+	require.Contains(t, res.ZeroLoss.String(), " of 160 training examples seen (")
+	require.Contains(t, summary.String(), "WARNING: ")
+
+	// The evaluation cannot predict those classes either.
+	testBad := 0
+	for _, l := range test.Labels() {
+		if l >= 10 {
+			testBad++
+		}
+	}
+	require.Equal(t, testBad, res.Eval.OutOfRange)
+	require.Len(t, res.Eval.PerClass, 100)
+	require.Len(t, res.Eval.Confusion[0], 10)
+	for _, c := range res.Eval.PerClass[10:] {
+		require.Zero(t, c.Correct)
+	}
+	require.Contains(t, log.String(), "step 5/5: loss ")
+}
+
+// trainVars returns the values of all variables of a store except the metrics' accumulators.
+func trainVars(t *testing.T, store *model.Store) map[string][]byte {
+	t.Helper()
+	vars := map[string][]byte{}
+	for v := range store.IterVariables() {
+		if strings.HasPrefix(v.Path(), "/metrics/") {
+			continue
+		}
+		value, err := v.Value()
+		require.NoError(t, err)
+		require.NoError(t, value.ConstBytes(func(data []byte) { vars[v.Path()] = slices.Clone(data) }))
+	}
+	return vars
+}
+
+// SIGINT in-process: the context is cancelled after step 2 of 4; the checkpoint is saved and a
+// new run resumes from it. The parameters (and optimizer state) then equal, bit for bit, those of
+// a run trained straight through for the same 4 steps.
+func TestTrainInterruptResumeEqualsStraightRun(t *testing.T) {
+	b := labtest.Backend(t)
+	spec := data.CIFAR10()
+	train, test := labtest.TrainTestRecords(t, spec, 96, 40, 5)
+	cfg := TrainConfig{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchCNN, Steps: 4, BatchSize: 8, Seed: 7,
+		Augment: true, Optimizer: "adamw", LearningRate: 0.003, Schedule: ScheduleCosine, WarmupSteps: 1,
+		SkipFinalEval: true, Backend: b, Progress: ProgressOff}
+
+	straight, err := NewTrainer(cfg)
+	require.NoError(t, err)
+	resA, err := straight.Run(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 4, resA.EndStep)
+	require.False(t, resA.Interrupted)
+
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	interrupted := cfg
+	interrupted.CheckpointDir = dir
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	interrupted.OnPoint = func(p runs.HistoryPoint) error {
+		if p.Step == 2 {
+			cancel() // What cifarlab train does on SIGINT.
+		}
+		return nil
+	}
+	var log bytes.Buffer
+	interrupted.Log = &log
+	resB, err := Train(ctx, interrupted)
+	require.NoError(t, err)
+	require.True(t, resB.Interrupted)
+	require.Equal(t, 0, resB.StartStep)
+	require.Equal(t, 2, resB.EndStep)
+	require.Nil(t, resB.Eval)
+	require.Contains(t, log.String(), "interrupted: checkpoint saved at step 2 in "+dir+"\n")
+	files, err := filepath.Glob(filepath.Join(dir, "checkpoint-*-step-00000002.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	hist, err := runs.LoadHistory(dir)
+	require.NoError(t, err)
+	require.Len(t, hist.Points, 2)
+
+	resumedCfg := cfg
+	resumedCfg.CheckpointDir = dir
+	log.Reset()
+	resumedCfg.Log = &log
+	resumed, err := NewTrainer(resumedCfg)
+	require.NoError(t, err)
+	step, ok := resumed.Resumed()
+	require.True(t, ok)
+	require.Equal(t, 2, step)
+	resC, err := resumed.Run(context.Background())
+	require.NoError(t, err)
+	require.True(t, resC.Resumed)
+	require.Equal(t, 2, resC.StartStep)
+	require.Equal(t, 4, resC.EndStep)
+	require.Equal(t, int64(16), resC.ZeroLoss.Seen)
+	require.True(t, strings.HasPrefix(log.String(), "resumed from checkpoint "+dir+" at step 2 of 4\n"), log.String())
+
+	want, got := trainVars(t, straight.Store()), trainVars(t, resumed.Store())
+	require.Contains(t, want, "/global_step")
+	require.Contains(t, want, "/cnn/head/dense/weights")
+	require.Equal(t, len(want), len(got))
+	for path, value := range want {
+		require.Equal(t, value, got[path], "variable %s differs between the straight and the resumed run", path)
+	}
+
+	// The history continues across the resume, and its per-step losses and learning rates are
+	// those of the straight run.
+	require.Len(t, resC.History.Points, 4)
+	for i, p := range resC.History.Points {
+		require.Equal(t, i+1, p.Step)
+		require.Equal(t, resA.History.Points[i].Loss, p.Loss, "step %d", p.Step)
+		require.Equal(t, resA.History.Points[i].LearningRate, p.LearningRate, "step %d", p.Step)
+	}
+	// Cosine schedule with 1 warm-up step: 0 at step 1 (warm-up starts at 0), then the peak,
+	// then down along the cosine over the remaining 3 steps.
+	require.Equal(t, 0.0, resA.History.Points[0].LearningRate)
+	require.InDelta(t, 0.003, resA.History.Points[1].LearningRate, 1e-9)
+	require.InDelta(t, 0.003*(1+math.Cos(math.Pi/3))/2, resA.History.Points[2].LearningRate, 1e-9)
+
+	// Evaluating the saved checkpoint (as cifarlab eval does) gives the resumed model's results.
+	ck, err := LoadCheckpoint(dir, b)
+	require.NoError(t, err)
+	require.Equal(t, CheckpointInfo{Dir: dir, Step: 4, Dataset: "cifar10", Labels: "fine", Model: "cnn", Head: 10, BatchSize: 8,
+		Seed: 7, Augment: true, Optimizer: "adamw", LearningRate: 0.003, WeightDecay: 0.004, Schedule: "cosine", WarmupSteps: 1,
+		Steps: 4}, ck.Info)
+	require.Len(t, ck.History.Points, 4)
+	fromCkpt, err := Evaluate(context.Background(), b, ck.Model, ck.Store, test, EvalOptions{})
+	require.NoError(t, err)
+	fromTrainer, err := resumed.Evaluate(context.Background(), test, EvalOptions{})
+	require.NoError(t, err)
+	require.Equal(t, fromTrainer, fromCkpt)
+	require.Equal(t, 40, fromCkpt.Examples)
+}
+
+func TestTrainResumeRefusesDifferentSettings(t *testing.T) {
+	b := labtest.Backend(t)
+	spec := data.CIFAR10()
+	train, _ := labtest.TrainTestRecords(t, spec, 64, 10, 1)
+	dir := t.TempDir()
+	cfg := TrainConfig{Spec: spec, TrainRecords: train, Model: cifarlib.ArchLinear, Steps: 1, BatchSize: 16, SkipFinalEval: true,
+		CheckpointDir: dir, Backend: b, Progress: ProgressOff}
+	_, err := Train(context.Background(), cfg)
+	require.NoError(t, err)
+
+	other := cfg
+	other.Seed, other.BatchSize, other.Steps = 3, 8, 2
+	_, err = NewTrainer(other)
+	var me *CheckpointMismatchError
+	require.ErrorAs(t, err, &me)
+	require.Equal(t, []string{"batch size: saved 16, requested 8", "seed: saved 0, requested 3"}, me.Diffs)
+	require.EqualError(t, err, "cifarlib: checkpoint "+dir+" was saved by a run with different settings (batch size: saved 16, "+
+		"requested 8; seed: saved 0, requested 3): resume with the same settings, or use a new checkpoint directory")
+
+	// Asking for no more steps than the checkpoint has trains nothing.
+	res, err := Train(context.Background(), cfg)
+	require.NoError(t, err)
+	require.True(t, res.Resumed)
+	require.Equal(t, 1, res.StartStep)
+	require.Equal(t, 0, res.StepsRun())
+}
+
+func TestTopKAccuracyGraph(t *testing.T) {
+	b := labtest.Backend(t)
+	logits := tensors.FromValue([][]float32{
+		{0, 1, 2, 3, 4, 5, 6}, // label 6: rank 0
+		{0, 1, 2, 3, 4, 5, 6}, // label 2: 4 larger -> hit for k=5
+		{0, 1, 2, 3, 4, 5, 6}, // label 1: 5 larger -> miss
+		{3, 3, 3, 3, 3, 3, 3}, // label 0: all tied -> hit
+		{0, 1, 2, 3, 4, 5, 6}, // label 7: out of range -> miss
+		{0, 1, 2, 3, 4, 5, 6}, // label -1: out of range -> miss
+	})
+	labels := tensors.FromValue([][]int32{{6}, {2}, {1}, {0}, {7}, {-1}})
+	hits, err := model.CallOnce(b, model.NewStore(), func(_ *model.Scope, labels, logits *graph.Node) *graph.Node {
+		return topKHits(labels, logits, 5)
+	}, labels, logits)
+	require.NoError(t, err)
+	require.Equal(t, []float32{1, 1, 0, 1, 0, 0}, hits.Value())
+	mean, err := model.CallOnce(b, model.NewStore(), func(s *model.Scope, labels, logits *graph.Node) *graph.Node {
+		return TopKAccuracyGraph(1)(s, []*graph.Node{labels}, []*graph.Node{logits})
+	}, labels, logits)
+	require.NoError(t, err)
+	require.InDelta(t, 2.0/6, mean.Value(), 1e-7) // k=1: row 0 (6 is the max) and row 3 (tie).
+}
+
+// Guard errors reach the caller as the guard's own error, not inside GoMLX's loop messages.
+func TestTrainGuardErrorUnwrapped(t *testing.T) {
+	host := &data.LabelRangeError{Batch: 3, BatchSize: 2, NumClasses: 10, Bad: []data.BadLabel{{Position: 1, Example: 7, Label: 12}}}
+	wrapped := fmt.Errorf("Loop.RunEpochs(1): failed reading from Dataset (LoopStep=3): %w",
+		fmt.Errorf("cifarlib: dataset \"train\" batch 3 (epoch 0): %w", host))
+	require.Same(t, host, cifarlib.GuardErrorOf(wrapped))
+	device := &cifarlib.DeviceLabelError{Step: 4, NumBad: 1, BatchSize: 8, NumClasses: 10}
+	require.Same(t, device, cifarlib.GuardErrorOf(fmt.Errorf("train.Loop.OnStep(hook %q): %w", "guard", device)))
+	other := errors.New("batch loss is NaN, training interrupted")
+	require.Same(t, other, cifarlib.GuardErrorOf(other))
+	require.NoError(t, cifarlib.GuardErrorOf(nil))
+}
+
+func TestTrainRecordsMustMatchSpec(t *testing.T) {
+	train, _ := labtest.TrainTestRecords(t, data.CIFAR100(data.LabelsFine), 40, 10, 1)
+	_, err := NewTrainer(TrainConfig{Spec: data.CIFAR10(), TrainRecords: train, Steps: 1, SkipFinalEval: true, Backend: labtest.Backend(t)})
+	require.EqualError(t, err, "cifarlib: training config: TrainRecords/TestRecords=cifar100: the records are cifar100 (100 classes) "+
+		"but Spec is cifar10 (10 classes): load them with the same Spec")
+}
