@@ -21,9 +21,9 @@ import (
 // the numbers agree to float32 rounding.
 func TestXLACPUMatchesGo(t *testing.T) {
 	testenv.XLACPUPluginOrSkip(t)
-	xlaB, err := backends.NewBackend("cpu")
+	xlaB, err := backends.New("cpu")
 	require.NoError(t, err)
-	require.Equal(t, "xla:cpu (XLA CPU plugin)", backends.BackendName(xlaB))
+	require.Equal(t, "xla:cpu (XLA CPU plugin)", backends.Name(xlaB))
 	requireSameNumbersAsGo(t, xlaB, testenv.TolReorderOp)
 }
 
@@ -34,11 +34,11 @@ func TestCUDAMatchesGo(t *testing.T) {
 	if !plugins.HasNvidiaGPU() {
 		t.Skip("no NVIDIA GPU")
 	}
-	b, err := backends.NewBackend("cuda")
+	b, err := backends.New("cuda")
 	if err != nil {
 		t.Skipf("no usable CUDA backend: %v", err)
 	}
-	require.Contains(t, backends.BackendName(b), "xla:cuda (XLA CUDA")
+	require.Contains(t, backends.Name(b), "xla:cuda (XLA CUDA")
 	requireSameNumbersAsGo(t, b, 5e-3)
 }
 
@@ -46,7 +46,7 @@ func TestCUDAMatchesGo(t *testing.T) {
 // |got-want| <= tol*(1+|want|) element by element.
 func requireSameNumbersAsGo(t *testing.T, b compute.Backend, tol float64) {
 	t.Helper()
-	goB, err := backends.NewBackend("go")
+	goB, err := backends.New("go")
 	require.NoError(t, err)
 	// Inputs: 2 images 6x6x3, a 3x3x3x4 kernel, a 36x5 dense matrix (after a 2x2 max-pool) and labels.
 	x := make([]float32, 2*6*6*3)
@@ -76,7 +76,7 @@ func requireSameNumbersAsGo(t *testing.T, b compute.Backend, tol float64) {
 		outs, err := graph.ExecOnceN(b, fn,
 			tensors.FromFlatDataAndDimensions(x, 2, 6, 6, 3), tensors.FromFlatDataAndDimensions(k, 3, 3, 3, 4),
 			tensors.FromFlatDataAndDimensions(w, 36, 5), [][]int32{{3}, {1}})
-		require.NoError(t, err, backends.BackendName(b))
+		require.NoError(t, err, backends.Name(b))
 		return outs
 	}
 	want, got := run(goB), run(b)
@@ -85,7 +85,7 @@ func requireSameNumbersAsGo(t *testing.T, b compute.Backend, tol float64) {
 	for i, name := range names {
 		require.Equal(t, want[i].Shape().Dimensions, got[i].Shape().Dimensions, name)
 		wv, gv := tensors.MustCopyFlatData[float32](want[i]), tensors.MustCopyFlatData[float32](got[i])
-		testenv.RequireClose(t, wv, gv, tol, name+" on "+backends.BackendName(b))
+		testenv.RequireClose(t, wv, gv, tol, name+" on "+backends.Name(b))
 		nonZero := 0
 		for _, v := range wv {
 			if v != 0 {
@@ -136,7 +136,7 @@ func requireNoKinks(t *testing.T, pre []float32) {
 // TestBatchNormForXLACPU: XLA's CPU plugin has the fused batch-norm ops.
 func TestBatchNormForXLACPU(t *testing.T) {
 	testenv.XLACPUPluginOrSkip(t)
-	b, err := backends.NewBackend("cpu")
+	b, err := backends.New("cpu")
 	require.NoError(t, err)
 	require.Equal(t, BatchNormBackendOps, BatchNormFor(b), "XLA has the fused batch-norm ops")
 }

@@ -68,7 +68,7 @@ func DiagnoseWith(m *Model, root string, opts DiagnoseOptions) (*Diagnosis, erro
 		opts.BatchSize = 128
 	}
 	if opts.Backend == nil {
-		b, err := backends.NewBackend(backends.BackendGo)
+		b, err := backends.New(backends.Go)
 		if err != nil {
 			return nil, err
 		}

@@ -12,7 +12,7 @@ import (
 // whose label is 10 or more gets a loss of exactly 0 from GoMLX's plain loss, while the guarded
 // loss refuses the batch.
 func ExampleModel_Losses() {
-	backend, err := backends.NewBackend(backends.BackendGo)
+	backend, err := backends.New(backends.Go)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -31,7 +31,7 @@ func ExampleNewModel() {
 // Training a 10-output model on CIFAR-100 labels fails at graph build, before any computation,
 // with the static guard's error; GoMLX's plain loss (GuardOff) would train silently.
 func ExampleModel_LossFn() {
-	backend, err := backends.NewBackend("go")
+	backend, err := backends.New("go")
 	if err != nil {
 		panic(err)
 	}
@@ -62,7 +62,7 @@ func ExampleCheckLabels() {
 
 // Shape inspection: a per-layer table like torchsummary.
 func ExampleSummarize() {
-	backend, _ := backends.NewBackend("go")
+	backend, _ := backends.New("go")
 	m, _ := cifarlib.NewModel(data.CIFAR10(), cifarlib.ArchLinear).Done()
 	s, err := cifarlib.Summarize(m, backend, 4)
 	if err != nil {
@@ -81,19 +81,4 @@ func ExampleSummarize() {
 	// Total params: 30,730
 	// Non-trainable (batch-norm statistics): 0
 	// head: 10 outputs = 10 classes: OK
-}
-
-// Asking for a backend that cannot work here (e.g. "cuda" without a GPU or without the CUDA
-// plugin) fails fast with a *BackendError saying what is missing and how to fix it.
-func ExampleNewBackend() {
-	b, err := backends.NewBackend("go")
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(backends.BackendName(b))
-	_, err = backends.NewBackend("xla:no_such_plugin")
-	fmt.Println(errors.Is(err, backends.ErrBackend))
-	// Output:
-	// go (pure Go, CPU)
-	// true
 }

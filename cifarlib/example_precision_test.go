@@ -14,7 +14,7 @@ import (
 // weights, loss, guards and checkpoints stay float32. CheckPrecision says up front whether a
 // backend can; Train refuses a backend that cannot with *PrecisionError.
 func ExampleCheckPrecision() {
-	backend, err := backends.NewBackend("go")
+	backend, err := backends.New("go")
 	if err != nil {
 		panic(err)
 	}
@@ -26,7 +26,7 @@ func ExampleCheckPrecision() {
 
 	spec := data.CIFAR10()
 	train, _ := data.SynthesizeRecords(spec, data.SplitTrain, data.SynthOptions{Seed: 1, TrainSize: 64})
-	res, err := training.Train(context.Background(), training.TrainConfig{
+	res, err := training.Train(context.Background(), training.Config{
 		Spec: spec, TrainRecords: train, Model: cifarlib.ArchCNN, Steps: 2, BatchSize: 16,
 		Precision: precision, Backend: backend, SkipFinalEval: true, Progress: training.ProgressOff,
 	})

@@ -67,7 +67,7 @@ func TestIm2colConvolutionMatchesConvolve(t *testing.T) {
 func TestLayerOpsFor(t *testing.T) {
 	require.Equal(t, LayerOpsMatmul, LayerOpsFor(goBackend()))
 	require.Equal(t, LayerOpsNative, LayerOpsFor(nil))
-	if b := labtest.Backend(t); b.String() != backends.BackendGo {
+	if b := labtest.Backend(t); b.String() != backends.Go {
 		require.Equal(t, LayerOpsNative, LayerOpsFor(b), "XLA backends keep their convolution op")
 	}
 	require.Equal(t, "matmul", LayerOpsMatmul.String())

@@ -24,7 +24,7 @@ import (
 // model, loss and guard tests use testBackend, which follows $GOMLX_BACKEND.
 var goBackend = sync.OnceValue(func() compute.Backend {
 	os.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
-	b, err := backends.NewBackend(backends.BackendGo)
+	b, err := backends.New(backends.Go)
 	if err != nil {
 		panic(err)
 	}

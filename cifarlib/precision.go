@@ -99,7 +99,7 @@ func CheckPrecision(backend compute.Backend, p Precision) error {
 		}
 	}
 	if len(missing) > 0 {
-		return &PrecisionError{Precision: p, Backend: backends.BackendName(backend), Missing: strings.Join(missing, ", ")}
+		return &PrecisionError{Precision: p, Backend: backends.Name(backend), Missing: strings.Join(missing, ", ")}
 	}
 	return nil
 }

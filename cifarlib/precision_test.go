@@ -46,10 +46,10 @@ func TestParsePrecision(t *testing.T) {
 // (their DotGeneral and ConvGeneral have bfloat16 kernels); a backend without bfloat16 fails
 // with *PrecisionError before anything is loaded or compiled, and f32 runs there.
 func TestCheckPrecision(t *testing.T) {
-	goBackend, err := backends.NewBackend(backends.BackendGo)
+	goBackend, err := backends.New(backends.Go)
 	require.NoError(t, err)
 	for _, b := range []compute.Backend{goBackend, labtest.Backend(t)} {
-		require.NoError(t, CheckPrecision(b, PrecisionBF16Mixed), backends.BackendName(b))
+		require.NoError(t, CheckPrecision(b, PrecisionBF16Mixed), backends.Name(b))
 	}
 	noBF16 := testenv.NoBF16Backend{Backend: goBackend}
 	require.NoError(t, CheckPrecision(noBF16, PrecisionF32))

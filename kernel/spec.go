@@ -132,7 +132,7 @@ func ChooseCPUBackend(repo Repo, o BackendOptions) (Backend, error) {
 
 // startXLAPlugin creates (and releases) an XLA backend on the plugin file, to check it loads.
 func startXLAPlugin(path string) error {
-	b, err := backends.NewBackend("xla:" + path)
+	b, err := backends.New("xla:" + path)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func main() {
 	layerSet := flag.String("layerset", "cnn", "layer shapes: cnn (cnn's 3 convolutions and 2 ResNet-20-like ones) or resnet18 (its 3x3 stride-1 convolutions)")
 	modelName := flag.String("model", "", "also time a cnn training step with both convolutions (\"cnn\")")
 	flag.Parse()
-	backend, err := backends.NewBackend(*backendName)
+	backend, err := backends.New(*backendName)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -86,7 +86,7 @@ func main() {
 		return
 	}
 	fmt.Printf("backend %s, batch %d, median of %d runs; fwd+grad = output, d/dx and d/dkernel of sum(y*y)\n",
-		backends.BackendName(backend), *batch, *steps)
+		backends.Name(backend), *batch, *steps)
 	fmt.Printf("%-22s %12s %12s %12s %12s %8s  %s\n", "layer [H W Cin->Cout]", "conv fwd ms", "im2col fwd", "conv f+g ms", "im2col f+g", "speedup", "max |diff|")
 	type layer struct{ hw, cin, cout int }
 	set := []layer{{32, 3, 16}, {16, 16, 32}, {8, 32, 64}, {32, 16, 16}, {16, 64, 64}}

@@ -46,7 +46,7 @@ type Result struct {
 }
 
 func main() {
-	backend := flag.String("backend", backends.BackendCPU, "backend: cpu (XLA CPU, devices made on request) or cuda (the GPUs)")
+	backend := flag.String("backend", backends.CPU, "backend: cpu (XLA CPU, devices made on request) or cuda (the GPUs)")
 	model := flag.String("model", cifarlib.ArchCNN, "architecture: linear, cnn, resnet20 or resnet18")
 	batch := flag.Int("batch", 64, "global batch size (a multiple of every device count)")
 	devicesFlag := flag.String("devices", "1,2,4", "comma-separated device counts (or all)")
@@ -84,7 +84,7 @@ func run(backendName, arch string, batch int, devicesFlag string, steps, example
 		if err != nil {
 			return err
 		}
-		b, err := backends.NewBackendWithDevices(backendName, n)
+		b, err := backends.NewWithDevices(backendName, n)
 		var dce *backends.DeviceCountError
 		if errors.As(err, &dce) {
 			fmt.Printf("skip %s devices: %v\n", s, err)
@@ -94,7 +94,7 @@ func run(backendName, arch string, batch int, devicesFlag string, steps, example
 			return err
 		}
 		began := time.Now()
-		cfg := training.TrainConfig{Spec: data.CIFAR10(), Model: arch, Backend: b, Devices: n, TrainRecords: recs,
+		cfg := training.Config{Spec: data.CIFAR10(), Model: arch, Backend: b, Devices: n, TrainRecords: recs,
 			Steps: steps, BatchSize: batch, Seed: 1, SkipFinalEval: true, Progress: training.ProgressOff}
 		res, err := training.Train(context.Background(), cfg)
 		if err != nil {
@@ -102,7 +102,7 @@ func run(backendName, arch string, batch int, devicesFlag string, steps, example
 			return fmt.Errorf("%s devices: %w", s, err)
 		}
 		timed := float64(steps-1) / res.StepsPerSecond
-		r := Result{Backend: backends.BackendName(b), Model: arch, Devices: res.Devices, Batch: batch,
+		r := Result{Backend: backends.Name(b), Model: arch, Devices: res.Devices, Batch: batch,
 			PerDevice: batch / res.Devices, Steps: steps - 1, StepsPerSecond: res.StepsPerSecond,
 			ImagesPerSecond: res.ImagesPerSecond, FinalLoss: res.Loss,
 			SetupMS: float64(time.Since(began).Milliseconds()) - 1000*timed}

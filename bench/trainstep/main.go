@@ -195,8 +195,8 @@ func run(o options, w io.Writer) error {
 			}
 			continue
 		}
-		desc := backends.BackendName(backend)
-		if p := backends.BackendPlugin(backend); p != "" {
+		desc := backends.Name(backend)
+		if p := backends.Plugin(backend); p != "" {
 			fmt.Fprintf(w, "# %s: %s, plugin %s\n", key, desc, p)
 		} else {
 			fmt.Fprintf(w, "# %s: %s\n", key, desc)
@@ -232,7 +232,7 @@ func listBackends(keys []string, w io.Writer) {
 			fmt.Fprintf(w, "%s\tunavailable: %v\n", key, err)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", key, backends.BackendName(b), backends.BackendPlugin(b))
+		fmt.Fprintf(w, "%s\t%s\t%s\n", key, backends.Name(b), backends.Plugin(b))
 		b.Finalize()
 	}
 }
@@ -240,7 +240,7 @@ func listBackends(keys []string, w io.Writer) {
 // resultKey is the backend name written to the results: the -backends key, with "+simd" added
 // to the pure-Go backend's when this program was built with GOEXPERIMENT=simd.
 func resultKey(key string) string {
-	if simdBuild && (key == backends.BackendGo || strings.HasPrefix(key, backends.BackendGo+":")) {
+	if simdBuild && (key == backends.Go || strings.HasPrefix(key, backends.Go+":")) {
 		return key + "+simd"
 	}
 	return key
@@ -257,9 +257,9 @@ func openBackend(key string) (compute.Backend, error) {
 		if loc.Path == "" {
 			return nil, errors.New("the XLA CPU plugin is not installed (" + plugins.XLACPUInstallHint + ")")
 		}
-		return backends.NewBackend("xla:cpu")
+		return backends.New("xla:cpu")
 	default:
-		return backends.NewBackend(key)
+		return backends.New(key)
 	}
 }
 

@@ -43,7 +43,7 @@ type Result struct {
 }
 
 func main() {
-	backendName := flag.String("backend", backends.BackendCPU, "backend: cpu (XLA CPU), go or cuda")
+	backendName := flag.String("backend", backends.CPU, "backend: cpu (XLA CPU), go or cuda")
 	arch := flag.String("model", cifarlib.ArchCNN, "architecture: cnn, resnet20 or resnet18")
 	dataDir := flag.String("data", "", "folder with the real CIFAR-10 and CIFAR-100 (default: synthetic data in memory)")
 	sourceSteps := flag.Int("source-steps", 400, "training steps of the CIFAR-10 source run")
@@ -61,7 +61,7 @@ func main() {
 }
 
 func run(backendName, arch, dataDir string, sourceSteps, steps, batch int, lr, backboneLR float64, seedsFlag string, asJSON bool) error {
-	backend, err := backends.NewBackend(backendName)
+	backend, err := backends.New(backendName)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func run(backendName, arch, dataDir string, sourceSteps, steps, batch int, lr, b
 	}
 	if !asJSON {
 		fmt.Printf("backend %s, model %s, batch %d, Adam lr %g (backbone %g when fine-tuning), source: %d steps on cifar10, "+
-			"target: %d steps on cifar100; data %s\n\n", backends.BackendName(backend), arch, batch, lr, backboneLR, sourceSteps, steps, data)
+			"target: %d steps on cifar100; data %s\n\n", backends.Name(backend), arch, batch, lr, backboneLR, sourceSteps, steps, data)
 		fmt.Println("| seed | source cifar10 test acc | recipe | cifar100 test top-1 | top-5 | time |")
 		fmt.Println("|---:|---:|---|---:|---:|---:|")
 	}
@@ -111,7 +111,7 @@ func run(backendName, arch, dataDir string, sourceSteps, steps, batch int, lr, b
 			return fmt.Errorf("-seeds %q: %w", seedsFlag, err)
 		}
 		src := filepath.Join(tmp, fmt.Sprintf("cifar10-seed%d", seed))
-		source, err := training.Train(context.Background(), training.TrainConfig{Spec: c10, Model: arch, Backend: backend,
+		source, err := training.Train(context.Background(), training.Config{Spec: c10, Model: arch, Backend: backend,
 			TrainRecords: train10, TestRecords: test10, Steps: sourceSteps, BatchSize: batch, Seed: seed, LearningRate: lr,
 			CheckpointDir: src, Progress: training.ProgressOff})
 		if err != nil {
@@ -119,12 +119,12 @@ func run(backendName, arch, dataDir string, sourceSteps, steps, batch int, lr, b
 		}
 		for _, r := range []struct {
 			name string
-			cfg  training.TrainConfig
+			cfg  training.Config
 		}{
-			{"fine-tuned from cifar10", training.TrainConfig{From: src, BackboneLearningRate: backboneLR}},
-			{"from scratch", training.TrainConfig{}},
-			{"linear probe, trained backbone", training.TrainConfig{From: src, Freeze: training.FreezeBackbone}},
-			{"linear probe, random backbone", training.TrainConfig{Freeze: training.FreezeBackbone}},
+			{"fine-tuned from cifar10", training.Config{From: src, BackboneLearningRate: backboneLR}},
+			{"from scratch", training.Config{}},
+			{"linear probe, trained backbone", training.Config{From: src, Freeze: training.FreezeBackbone}},
+			{"linear probe, random backbone", training.Config{Freeze: training.FreezeBackbone}},
 		} {
 			cfg := r.cfg
 			cfg.Spec, cfg.Model, cfg.Backend, cfg.TrainRecords, cfg.TestRecords = c100, arch, backend, train100, test100

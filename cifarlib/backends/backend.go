@@ -19,14 +19,14 @@ import (
 const (
 	// BackendAuto picks $GOMLX_BACKEND when set, else XLA CUDA when a GPU and its plugin are
 	// present, else CPU.
-	BackendAuto = "auto"
+	Auto = "auto"
 	// BackendCPU is XLA's CPU plugin when installed (see NewBackend), else the pure-Go backend.
-	BackendCPU = "cpu"
+	CPU = "cpu"
 	// BackendGo is the pure-Go backend (github.com/gomlx/compute/gobackend): slow for
 	// convolutions, and available in every program not built with NoGoBackendTag.
-	BackendGo = "go"
+	Go = "go"
 	// BackendCUDA is XLA with the CUDA PJRT plugin. It fails fast when there is no GPU or no plugin.
-	BackendCUDA = "cuda"
+	CUDA = "cuda"
 )
 
 // XLACPUInstallHint says how to get XLA's CPU PJRT plugin; it is part of BackendError messages.
@@ -64,7 +64,7 @@ func (e *BackendError) Is(target error) bool { return target == ErrBackend }
 
 // BackendCreateTimeout bounds how long NewBackend waits for an XLA plugin to create its client
 // (loading CUDA can take a while, but it must never hang).
-var BackendCreateTimeout = 2 * time.Minute
+var CreateTimeout = 2 * time.Minute
 
 // xlaSetup disables go-xla's plugin auto-installer once: cifarlib never downloads plugins.
 var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
@@ -90,14 +90,14 @@ var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
 // The XLA plugin auto-installer is always disabled: nothing is downloaded. The pure-Go backend
 // runs its ops sequentially unless told "go:ops_parallel" (see GoBackendDefaultOptions: the
 // parallel executor of compute v0.1.3 can deadlock on convolutions).
-func NewBackend(name string) (compute.Backend, error) {
+func New(name string) (compute.Backend, error) {
 	xlaSetup()
 	requested := strings.TrimSpace(name)
 	lower := strings.ToLower(requested)
 	switch {
-	case lower == "" || lower == BackendAuto:
-		if env := strings.TrimSpace(os.Getenv(compute.ConfigEnvVar)); env != "" && strings.ToLower(env) != BackendAuto {
-			b, err := NewBackend(env)
+	case lower == "" || lower == Auto:
+		if env := strings.TrimSpace(os.Getenv(compute.ConfigEnvVar)); env != "" && strings.ToLower(env) != Auto {
+			b, err := New(env)
 			if err != nil {
 				return nil, fmt.Errorf("cifarlib: $%s=%q: %w", compute.ConfigEnvVar, env, err)
 			}
@@ -105,15 +105,15 @@ func NewBackend(name string) (compute.Backend, error) {
 		}
 		if plugins.HasNvidiaGPU() {
 			if plugin, err := plugins.FindCUDA(); err != nil || plugin != "" {
-				return NewBackend(BackendCUDA)
+				return New(CUDA)
 			}
 		}
-		return NewBackend(BackendCPU)
-	case lower == BackendGo || strings.HasPrefix(lower, BackendGo+":"):
+		return New(CPU)
+	case lower == Go || strings.HasPrefix(lower, Go+":"):
 		_, config, _ := strings.Cut(requested, ":")
 		return newGoBackend(requested, config)
-	case lower == BackendCPU || strings.HasPrefix(lower, BackendCPU+","):
-		options := strings.TrimPrefix(requested[len(BackendCPU):], ",")
+	case lower == CPU || strings.HasPrefix(lower, CPU+","):
+		options := strings.TrimPrefix(requested[len(CPU):], ",")
 		loc, err := findXLACPUPluginFor(requested)
 		if err != nil {
 			return nil, err
@@ -126,8 +126,8 @@ func NewBackend(name string) (compute.Backend, error) {
 			// A plugin found by searching that does not start: the pure-Go backend still works.
 		}
 		return newGoBackend(requested, "")
-	case lower == BackendCUDA || strings.HasPrefix(lower, BackendCUDA+","):
-		options := strings.TrimPrefix(requested[len(BackendCUDA):], ",")
+	case lower == CUDA || strings.HasPrefix(lower, CUDA+","):
+		options := strings.TrimPrefix(requested[len(CUDA):], ",")
 		return newCUDA(requested, "", options)
 	case strings.HasPrefix(lower, "xla:") || lower == "xla":
 		_, config, _ := strings.Cut(requested, ":")
@@ -251,7 +251,7 @@ func newXLA(requested, config string, options pjrt.NamedValuesMap) (compute.Back
 			fix = "use -devices 1, or -backend go"
 		}
 		return nil, &BackendError{Requested: requested,
-			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", config, BackendCreateTimeout), Fix: fix}
+			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", config, CreateTimeout), Fix: fix}
 	case err != nil:
 		if pjrt.IsCUDAName(config) && isNoGPUMessage(err.Error()) {
 			return nil, newNoGPUError(requested, err)
@@ -295,14 +295,14 @@ func startWithTimeout(create func() (compute.Backend, error)) (b compute.Backend
 	select {
 	case r := <-done:
 		return r.b, r.err, false
-	case <-time.After(BackendCreateTimeout):
+	case <-time.After(CreateTimeout):
 		return nil, nil, true
 	}
 }
 
 // BackendName describes a backend for display, e.g. "go (pure Go, CPU)",
 // "xla:cpu (XLA CPU plugin)" or "xla:cuda (XLA CUDA: NVIDIA H100 ...)".
-func BackendName(b compute.Backend) string {
+func Name(b compute.Backend) string {
 	if b == nil {
 		return "<no backend>"
 	}
@@ -332,7 +332,7 @@ func BackendName(b compute.Backend) string {
 
 // BackendPlugin returns the PJRT plugin an XLA backend runs on (a name such as "cuda", or the
 // absolute path of the plugin file), or "" for other backends.
-func BackendPlugin(b compute.Backend) string {
+func Plugin(b compute.Backend) string {
 	if xb, ok := b.(*xla.Backend); ok {
 		return xb.PluginName()
 	}

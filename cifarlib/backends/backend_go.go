@@ -28,7 +28,7 @@ const GoBackendDefaultOptions = "ops_sequential"
 const NoGoBackendTag = "cifarlab_nogobackend"
 
 // IsGoBackend reports whether b is the pure-Go backend.
-func IsGoBackend(b compute.Backend) bool { return b != nil && b.String() == BackendGo }
+func IsGoBackend(b compute.Backend) bool { return b != nil && b.String() == Go }
 
 // goBackendConfig returns config with GoBackendDefaultOptions added unless config already picks
 // "ops_sequential" or "ops_parallel".

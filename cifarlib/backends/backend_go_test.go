@@ -49,7 +49,7 @@ func TestNewBackendGoRunsOpsSequentially(t *testing.T) {
 		{"go:parallelism=2", sequential},
 		{"go:ops_parallel", parallel},
 	} {
-		b, err := NewBackend(tc.name)
+		b, err := New(tc.name)
 		require.NoError(t, err, tc.name)
 		require.Equal(t, tc.want, goOpsExecutionType(t, b), tc.name)
 	}
@@ -60,7 +60,7 @@ func TestNewBackendGoRunsOpsSequentially(t *testing.T) {
 // graph hangs (two conv nodes hold both pool slots and wait for slots for their chunks; try
 // "go:ops_parallel,parallelism=2"); NewBackend's sequential default must finish it.
 func TestGoBackendManyConvolutionsDoNotDeadlock(t *testing.T) {
-	b, err := NewBackend("go:parallelism=2")
+	b, err := New("go:parallelism=2")
 	require.NoError(t, err)
 	const branches = 16
 	const deadlockTimeout = 3 * time.Minute
@@ -105,9 +105,9 @@ func TestGoBackendManyConvolutionsDoNotDeadlock(t *testing.T) {
 }
 
 func TestIsGoBackend(t *testing.T) {
-	require.Equal(t, gobackend.BackendName, BackendGo, "IsGoBackend compares String() with BackendGo")
-	for _, name := range []string{BackendGo, "cpu"} {
-		b, err := NewBackend(name)
+	require.Equal(t, gobackend.BackendName, Go, "IsGoBackend compares String() with BackendGo")
+	for _, name := range []string{Go, "cpu"} {
+		b, err := New(name)
 		require.NoError(t, err)
 		require.Equal(t, b.String() == gobackend.BackendName, IsGoBackend(b), name)
 	}

@@ -54,7 +54,7 @@ func TestNewBackendCUDANoGPURealPlugin(t *testing.T) {
 	t.Setenv("GOMLX_BACKEND", "")
 	t.Setenv(plugins.CUDAEnv, plugin)
 	for _, name := range []string{"cuda", "CUDA", "cuda,memory_fraction=0.5", "xla:cuda", "xla:" + plugin} {
-		b, err := NewBackend(name)
+		b, err := New(name)
 		require.Nil(t, b)
 		var ne *NoGPUError
 		require.ErrorAs(t, err, &ne, name)
@@ -72,7 +72,7 @@ func TestNewBackendCUDANoGPURealPlugin(t *testing.T) {
 	require.NoError(t, os.Symlink(plugin, filepath.Join(links, "pjrt_c_api_cuda_plugin.so")))
 	t.Setenv(plugins.PJRTPathEnv, links)
 	t.Setenv("GOMLX_BACKEND", "xla:cuda")
-	_, err := NewBackend("auto")
+	_, err := New("auto")
 	require.True(t, errors.Is(err, ErrNoGPU))
 	require.Equal(t, `cifarlib: $GOMLX_BACKEND="xla:cuda": `+noGPUMessage("xla:cuda", desc), err.Error())
 }
@@ -85,7 +85,7 @@ func TestNewBackendCUDANoGPUFormat(t *testing.T) {
 	t.Setenv(plugins.PJRTPathEnv, t.TempDir())
 	t.Setenv(repo.Env, t.TempDir()) // no checkout: no .venv to find a plugin in
 	t.Setenv("VIRTUAL_ENV", "")
-	_, err := NewBackend("cuda")
+	_, err := New("cuda")
 	require.True(t, errors.Is(err, ErrNoGPU))
 	require.Equal(t, `backend "cuda" unavailable: no NVIDIA GPU on this machine (`+plugins.DescribeGPUProbe()+
 		`); no CUDA PJRT plugin is installed either: check for the GPU and its driver with `+"`nvidia-smi -L`"+
@@ -111,7 +111,7 @@ func TestNewBackendCUDAPluginSeesNoGPU(t *testing.T) {
 	const childEnv = "CIFARLAB_TEST_CHILD"
 	if os.Getenv(childEnv) == "plugin-sees-no-gpu" {
 		withGPU(t, true)
-		_, err := NewBackend("xla:" + os.Getenv(plugins.CUDAEnv))
+		_, err := New("xla:" + os.Getenv(plugins.CUDAEnv))
 		var ne *NoGPUError
 		fmt.Printf("\nRESULT %v|%v\n", errors.As(err, &ne) && ne.Err != nil, err)
 		return
@@ -152,7 +152,7 @@ func BenchmarkNewBackendCUDANoGPU(b *testing.B) {
 	b.Setenv("GOMLX_BACKEND", "")
 	b.Setenv(plugins.CUDAEnv, realCUDAPluginOrSkip(b))
 	for b.Loop() {
-		if _, err := NewBackend("cuda"); !errors.Is(err, ErrNoGPU) {
+		if _, err := New("cuda"); !errors.Is(err, ErrNoGPU) {
 			b.Fatalf("NewBackend(\"cuda\") without a GPU: got %v, want ErrNoGPU", err)
 		}
 	}

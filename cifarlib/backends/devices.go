@@ -51,11 +51,11 @@ func ParseDevices(s string) (int, error) {
 // they are: asking for more than there are is a *DeviceCountError that says how many exist.
 // The pure-Go backend has one device: devices > 1 is a *DevicesUnsupportedError, and so is
 // "cpu" when the XLA CPU plugin is not installed (it falls back to the pure-Go backend).
-func NewBackendWithDevices(name string, devices int) (compute.Backend, error) {
+func NewWithDevices(name string, devices int) (compute.Backend, error) {
 	if devices < DevicesAll {
 		return nil, &DevicesValueError{Value: fmt.Sprint(devices), Fix: "use a positive number of devices or DevicesAll"}
 	}
-	b, err := NewBackend(name)
+	b, err := New(name)
 	if err != nil || devices == 0 || devices == 1 {
 		return b, err
 	}
@@ -70,12 +70,12 @@ func NewBackendWithDevices(name string, devices int) (compute.Backend, error) {
 	}
 	// XLA CPU: create the client again with the number of devices asked for.
 	if devices > MaxCPUDevices {
-		name := BackendName(b)
+		name := Name(b)
 		b.Finalize()
 		return nil, &DeviceCountError{Backend: name, Requested: devices, Available: MaxCPUDevices,
 			Fix: fmt.Sprintf("cifarlib creates at most %d XLA CPU devices (they share the machine's cores); ask for fewer", MaxCPUDevices)}
 	}
-	plugin := BackendPlugin(b)
+	plugin := Plugin(b)
 	b.Finalize()
 	return newXLA(name, plugin, pjrt.NamedValuesMap{xlaCPUDeviceCountOption: int64(devices)})
 }
@@ -93,7 +93,7 @@ func ResolveDevices(b compute.Backend, requested int) (int, error) {
 		if requested == DevicesAll {
 			return 1, nil
 		}
-		return 0, &DevicesUnsupportedError{Backend: BackendName(b), Requested: requested}
+		return 0, &DevicesUnsupportedError{Backend: Name(b), Requested: requested}
 	}
 	available := b.NumDevices()
 	if requested == DevicesAll {
@@ -108,7 +108,7 @@ func ResolveDevices(b compute.Backend, requested int) (int, error) {
 			fix = fmt.Sprintf("this host has %d GPUs visible to XLA (check nvidia-smi and CUDA_VISIBLE_DEVICES); "+
 				"use -devices %d or all", available, available)
 		}
-		return 0, &DeviceCountError{Backend: BackendName(b), Requested: requested, Available: available, Fix: fix}
+		return 0, &DeviceCountError{Backend: Name(b), Requested: requested, Available: available, Fix: fix}
 	}
 	return requested, nil
 }

@@ -12,8 +12,8 @@ import (
 // asked (NewBackendWithDevices("cpu", 4)), the GPUs are what they are, and the pure-Go backend
 // has one, so asking it for two is a typed error. A global batch must split evenly, and ShardOf
 // says on which device a position of the global batch (as the guards report it) was.
-func ExampleNewBackendWithDevices() {
-	_, err := backends.NewBackendWithDevices(backends.BackendGo, 2)
+func ExampleNewWithDevices() {
+	_, err := backends.NewWithDevices(backends.Go, 2)
 	var unsupported *backends.DevicesUnsupportedError
 	fmt.Println(errors.As(err, &unsupported), errors.Is(err, backends.ErrDevices))
 

@@ -9,7 +9,7 @@ import (
 )
 
 // DataDirEnv is the environment variable that overrides DefaultDataDir.
-const DataDirEnv = "CIFARLAB_DATA"
+const DirEnv = "CIFARLAB_DATA"
 
 // VerifiedMarker is the file, inside spec.Dir, that Download writes after it verified the
 // archive's SHA-256 and extracted it. It holds a VerifiedInfo as JSON.
@@ -31,8 +31,8 @@ type VerifiedInfo struct {
 
 // DefaultDataDir returns the folder for datasets: $CIFARLAB_DATA if set, else
 // os.UserCacheDir()/cifarlab (e.g. ~/.cache/cifarlab), else os.TempDir()/cifarlab.
-func DefaultDataDir() string {
-	if dir := os.Getenv(DataDirEnv); dir != "" {
+func DefaultDir() string {
+	if dir := os.Getenv(DirEnv); dir != "" {
 		return dir
 	}
 	if cache, err := os.UserCacheDir(); err == nil {

@@ -111,7 +111,7 @@ func ExampleReadRecords() {
 func ExampleDownload() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	root := data.DefaultDataDir()
+	root := data.DefaultDir()
 	spec := data.CIFAR10()
 	if err := data.Download(ctx, root, spec, data.DownloadOptions{Progress: os.Stderr, Retries: 2}); err != nil {
 		fmt.Println(err)

@@ -154,7 +154,7 @@ func DetectLayout(root string, spec Spec) (Layout, error) {
 
 // DataDir returns the folder LoadSplit reads spec from under root, and its layout (see
 // DetectLayout; the binary folder when there is none).
-func DataDir(root string, spec Spec) (dir string, layout Layout) {
+func Dir(root string, spec Spec) (dir string, layout Layout) {
 	layout, _ = DetectLayout(root, spec)
 	return filepath.Join(root, spec.InLayout(layout).Dir), layout
 }

@@ -149,7 +149,7 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("cifarlib: %w", err)
 	}
-	return atomicfile.WriteFileAtomic(path, func(w io.Writer) error {
+	return atomicfile.WriteFile(path, func(w io.Writer) error {
 		_, err := w.Write(append(data, '\n'))
 		return err
 	})

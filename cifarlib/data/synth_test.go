@@ -283,9 +283,9 @@ func TestPrepareSynthesizesOnce(t *testing.T) {
 }
 
 func TestDefaultDataDir(t *testing.T) {
-	t.Setenv(DataDirEnv, "/some/where")
-	require.Equal(t, "/some/where", DefaultDataDir())
-	t.Setenv(DataDirEnv, "")
+	t.Setenv(DirEnv, "/some/where")
+	require.Equal(t, "/some/where", DefaultDir())
+	t.Setenv(DirEnv, "")
 	t.Setenv("XDG_CACHE_HOME", "/cache/home")
-	require.Equal(t, "/cache/home/cifarlab", DefaultDataDir())
+	require.Equal(t, "/cache/home/cifarlab", DefaultDir())
 }

@@ -40,5 +40,5 @@ func WriteRecords(w io.Writer, recs *Records) error {
 // syncs it and renames it over path, so readers never see a partial file. The folder is
 // created if needed.
 func WriteFile(path string, recs *Records) error {
-	return atomicfile.WriteFileAtomic(path, func(w io.Writer) error { return WriteRecords(w, recs) })
+	return atomicfile.WriteFile(path, func(w io.Writer) error { return WriteRecords(w, recs) })
 }

@@ -21,9 +21,9 @@ var (
 
 // CompareLossChart overlays the training loss of runs, each smoothed as LossChart smooths it
 // (cifarlib.History.SmoothedLoss), one colour per run. Runs without curves are left out.
-func CompareLossChart(list ...runs.RunInfo) (*plot.Plot, error) {
+func CompareLossChart(list ...runs.Info) (*plot.Plot, error) {
 	p := newChart("training loss (smoothed), by run", "step", "cross-entropy loss")
-	err := eachCurve(p, list, func(r runs.RunInfo) (string, plotter.XYs) {
+	err := eachCurve(p, list, func(r runs.Info) (string, plotter.XYs) {
 		smoothed := r.History.SmoothedLoss()
 		xys := make(plotter.XYs, len(r.History.Points))
 		for i, pt := range r.History.Points {
@@ -37,9 +37,9 @@ func CompareLossChart(list ...runs.RunInfo) (*plot.Plot, error) {
 
 // CompareAccuracyChart overlays the training accuracy (moving average) of runs, in percent (the
 // runs table has their test accuracies). Runs without curves are left out.
-func CompareAccuracyChart(list ...runs.RunInfo) (*plot.Plot, error) {
+func CompareAccuracyChart(list ...runs.Info) (*plot.Plot, error) {
 	p := newChart("training accuracy, by run", "step", "accuracy (%)")
-	err := eachCurve(p, list, func(r runs.RunInfo) (string, plotter.XYs) {
+	err := eachCurve(p, list, func(r runs.Info) (string, plotter.XYs) {
 		xys := make(plotter.XYs, len(r.History.Points))
 		for i, pt := range r.History.Points {
 			xys[i] = plotter.XY{X: float64(pt.Step), Y: 100 * pt.Accuracy}
@@ -51,7 +51,7 @@ func CompareAccuracyChart(list ...runs.RunInfo) (*plot.Plot, error) {
 }
 
 // eachCurve adds one line per run that has History points, in the run's colour and dashes.
-func eachCurve(p *plot.Plot, list []runs.RunInfo, curve func(runs.RunInfo) (string, plotter.XYs)) error {
+func eachCurve(p *plot.Plot, list []runs.Info, curve func(runs.Info) (string, plotter.XYs)) error {
 	i := 0
 	for _, r := range list {
 		if r.History == nil || len(r.History.Points) == 0 {
@@ -69,7 +69,7 @@ func eachCurve(p *plot.Plot, list []runs.RunInfo, curve func(runs.RunInfo) (stri
 // Compare shows the curves of runs (from Lab.Runs, e.g. through Select) overlaid: the
 // training loss, then the training accuracy. Its plain-text form lists the runs compared, and
 // says which had no curves (a run that failed before its first step, a foreign folder).
-func Compare(list ...runs.RunInfo) {
+func Compare(list ...runs.Info) {
 	var text strings.Builder
 	for _, r := range list {
 		if r.History == nil || len(r.History.Points) == 0 {
@@ -83,7 +83,7 @@ func Compare(list ...runs.RunInfo) {
 		last, _ := r.History.Last()
 		fmt.Fprintf(&text, "%s: %d points, to step %d, last loss %.4f\n", r.Name, len(r.History.Points), last.Step, last.Loss)
 	}
-	for i, chart := range []func(...runs.RunInfo) (*plot.Plot, error){CompareLossChart, CompareAccuracyChart} {
+	for i, chart := range []func(...runs.Info) (*plot.Plot, error){CompareLossChart, CompareAccuracyChart} {
 		svg, err := render(chart(list...))
 		if err != nil {
 			fmt.Fprintln(output(), "error:", err)

@@ -15,7 +15,7 @@ import (
 // A notebook's cells share a Lab: one cell trains a named run with Fit, a later cell (a new
 // program in GoNB) loads it with Load and computes with the trained weights.
 func ExampleLab() {
-	backend, err := backends.NewBackend(backends.BackendGo)
+	backend, err := backends.New(backends.Go)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -30,7 +30,7 @@ func ExampleLab() {
 	nb.Output = io.Discard // Fit and Load print how long they took
 	defer func() { nb.Output = nil }()
 
-	res, err := lab.Fit("example", training.TrainConfig{Steps: 2, BatchSize: 16, Seed: 1, SkipFinalEval: true})
+	res, err := lab.Fit("example", training.Config{Steps: 2, BatchSize: 16, Seed: 1, SkipFinalEval: true})
 	if err != nil {
 		fmt.Println(err)
 		return

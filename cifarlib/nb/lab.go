@@ -20,7 +20,7 @@ import (
 
 // RunsEnv names the folder where Lab keeps its runs; default: "runs" in the data folder
 // (cifarlib.DefaultDataDir()). `cifarlab runs` lists the same folder.
-const RunsEnv = runs.RunsEnv
+const RunsEnv = runs.DirEnv
 
 // Lab is what the cells of a notebook share: the kernel's backend, the dataset's splits, the
 // architecture the notebooks train on that backend, and the folder of named runs, so that a
@@ -48,9 +48,9 @@ type Lab struct {
 // ($CIFARLAB_DATA), and stops the cell when that fails: declare it once, in a notebook's first
 // cell (`var lab = nb.Open(spec)`), and every cell has it.
 func Open(spec data.Spec) *Lab {
-	backend, err := backends.NewBackend(backends.BackendAuto)
+	backend, err := backends.New(backends.Auto)
 	Check(err)
-	return Must(New(spec, backend, data.DefaultDataDir()))
+	return Must(New(spec, backend, data.DefaultDir()))
 }
 
 // New returns the Lab of spec on backend with the data of dataDir (loaded, or synthesised there
@@ -71,8 +71,8 @@ func New(spec data.Spec, backend compute.Backend, dataDir string) (*Lab, error) 
 	if err != nil {
 		return nil, err
 	}
-	_, layout := data.DataDir(root, spec)
-	runs := runs.DefaultRunsDir(dataDir)
+	_, layout := data.Dir(root, spec)
+	runs := runs.DefaultDir(dataDir)
 	return &Lab{Spec: spec, Backend: backend, Arch: Arch(backend), Train: train, Test: test,
 		Synthetic: synthetic, Layout: layout, DataDir: dataDir, RunsDir: runs}, nil
 }
@@ -98,7 +98,7 @@ func (l *Lab) String() string {
 	}
 	s := l.Train.LabelStats(0)
 	return fmt.Sprintf("backend: %s (GOMLX_BACKEND=%q)\ndata:    %s %s, %s layout: %d training and %d test images, from %s\nlabels:  %d..%d",
-		backends.BackendName(l.Backend), os.Getenv("GOMLX_BACKEND"), kind, l.Spec, l.Layout, l.Train.Len(), l.Test.Len(), l.DataDir, s.Min, s.Max)
+		backends.Name(l.Backend), os.Getenv("GOMLX_BACKEND"), kind, l.Spec, l.Layout, l.Train.Len(), l.Test.Len(), l.DataDir, s.Min, s.Max)
 }
 
 // RunDir returns the folder of the run called name. Names are single path elements of
@@ -123,7 +123,7 @@ func (l *Lab) RunDir(name string) (string, error) {
 // (Live, at most every LiveEvery; not with cfg.Plot, GoMLX's own plotly figures), and stay as
 // the run's final charts. The run's checkpoint stays in RunDir(name) for Load. It prints how
 // long training took.
-func (l *Lab) Fit(name string, cfg training.TrainConfig) (*training.TrainResult, error) {
+func (l *Lab) Fit(name string, cfg training.Config) (*training.Result, error) {
 	dir, err := l.RunDir(name)
 	if err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ func (l *Lab) Fit(name string, cfg training.TrainConfig) (*training.TrainResult,
 
 // liveFor returns a live view on the notebook, fed by cfg.OnPoint (before any hook of the
 // caller's).
-func liveFor(cfg *training.TrainConfig) *Live {
+func liveFor(cfg *training.Config) *Live {
 	live := NewLive(NotebookSink{}, cfg.TopK())
 	next := cfg.OnPoint
 	cfg.OnPoint = func(p runs.HistoryPoint) error {
@@ -209,12 +209,12 @@ func (l *Lab) Load(name string) (*training.LoadedCheckpoint, error) {
 // TryBackend describes what cifarlib.NewBackend(name) gives here: the backend's name, or the
 // error it returns. A name that resolves to the lab's own GPU backend is not created twice.
 func (l *Lab) TryBackend(name string) string {
-	if name == backends.BackendCUDA && strings.HasPrefix(backends.BackendName(l.Backend), "xla:cuda") {
+	if name == backends.CUDA && strings.HasPrefix(backends.Name(l.Backend), "xla:cuda") {
 		return "the same GPU as the lab's backend"
 	}
-	b, err := backends.NewBackend(name)
+	b, err := backends.New(name)
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	return backends.BackendName(b)
+	return backends.Name(b)
 }

@@ -83,12 +83,12 @@ func TestLiveFinishWithoutEnoughPoints(t *testing.T) {
 // alternatives).
 func TestShowSkipsChartsDrawnLive(t *testing.T) {
 	buf := captureOutput(t)
-	res := &training.TrainResult{History: testHistory()}
+	res := &training.Result{History: testHistory()}
 	drawnLive.Store(res.History, struct{}{})
 	t.Cleanup(func() { drawnLive.Delete(res.History) })
 	Show(res)
 	require.NotContains(t, buf.String(), "curve:")
 	buf.Reset()
-	Show(&training.TrainResult{History: testHistory()})
+	Show(&training.Result{History: testHistory()})
 	require.Contains(t, buf.String(), curveText("loss", 20)+"\n"+curveText("accuracy", 20)+"\n")
 }

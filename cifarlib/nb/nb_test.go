@@ -193,7 +193,7 @@ func TestRunDirNames(t *testing.T) {
 // the same run again gives the same weights, and a run never trained is a clear error.
 func TestLabFitThenLoad(t *testing.T) {
 	buf := captureOutput(t)
-	backend, err := backends.NewBackend(backends.BackendGo)
+	backend, err := backends.New(backends.Go)
 	require.NoError(t, err)
 	dataDir := t.TempDir()
 	t.Setenv(RunsEnv, "")
@@ -209,7 +209,7 @@ func TestLabFitThenLoad(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoRun)
 	require.ErrorContains(t, err, `run the cell that trains it (lab.Fit("never", ...)) first`)
 
-	cfg := training.TrainConfig{Steps: 5, BatchSize: 16, Seed: 1, SkipFinalEval: true}
+	cfg := training.Config{Steps: 5, BatchSize: 16, Seed: 1, SkipFinalEval: true}
 	res, err := l.Fit("fit", cfg)
 	require.NoError(t, err)
 	require.Equal(t, 5, res.EndStep)
@@ -233,12 +233,12 @@ func TestLabFitThenLoad(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, tensors.MustCopyFlatData[float32](want), tensors.MustCopyFlatData[float32](got))
 
-	require.Equal(t, backends.BackendName(backend), l.TryBackend(backends.BackendGo))
+	require.Equal(t, backends.Name(backend), l.TryBackend(backends.Go))
 	require.True(t, strings.HasPrefix(l.TryBackend("no-such-backend"), "error: "))
 }
 
 func TestArch(t *testing.T) {
-	backend, err := backends.NewBackend(backends.BackendGo)
+	backend, err := backends.New(backends.Go)
 	require.NoError(t, err)
 	require.Equal(t, cifarlib.ArchLinear, Arch(backend))
 	require.Equal(t, cifarlib.ArchLinear, Arch(nil))

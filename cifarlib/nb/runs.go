@@ -13,21 +13,21 @@ import (
 // for a transferred run, its source. A folder that is half-written (a run still training, or
 // killed) or not a run is a row with its status and the reason. Show displays it as a table;
 // `cifarlab runs` prints the same. No runs folder yet gives an empty table.
-func (l *Lab) Runs() (runs.Runs, error) {
+func (l *Lab) Runs() (runs.Table, error) {
 	if l.RunsDir == "" {
 		return nil, fmt.Errorf("nb: the lab has no runs folder: create it with nb.Open or nb.New")
 	}
-	list, err := runs.ListRuns(l.RunsDir)
+	list, err := runs.List(l.RunsDir)
 	if errors.Is(err, os.ErrNotExist) {
-		return runs.Runs{}, nil
+		return runs.Table{}, nil
 	}
 	return list, err
 }
 
 // Select returns the runs called names, in that order, from runs (a Lab.Runs table), for
 // Compare. A name that is not there is an error listing the runs that are.
-func Select(list runs.Runs, names ...string) ([]runs.RunInfo, error) {
-	var out []runs.RunInfo
+func Select(list runs.Table, names ...string) ([]runs.Info, error) {
+	var out []runs.Info
 	for _, name := range names {
 		r, ok := list.Find(name)
 		if !ok {

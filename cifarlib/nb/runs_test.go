@@ -18,7 +18,7 @@ import (
 // table, and Compare overlays their curves.
 func TestLabRunsAndCompare(t *testing.T) {
 	buf := captureOutput(t)
-	backend, err := backends.NewBackend(backends.BackendGo)
+	backend, err := backends.New(backends.Go)
 	require.NoError(t, err)
 	t.Setenv(RunsEnv, "")
 	l, err := New(data.CIFAR100(data.LabelsFine), backend, t.TempDir())
@@ -27,12 +27,12 @@ func TestLabRunsAndCompare(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, empty, "no runs folder yet: an empty table")
 
-	cfg := training.TrainConfig{Steps: 4, BatchSize: 16, Seed: 1, EvalExamples: 50}
+	cfg := training.Config{Steps: 4, BatchSize: 16, Seed: 1, EvalExamples: 50}
 	fixed, err := l.Fit("b-fixed", cfg)
 	require.NoError(t, err)
-	_, err = l.Fit("c-guarded", training.TrainConfig{Head: 10, Steps: 4, BatchSize: 16})
+	_, err = l.Fit("c-guarded", training.Config{Head: 10, Steps: 4, BatchSize: 16})
 	require.ErrorIs(t, err, cifarlib.ErrHeadMismatch)
-	unguarded, err := l.Fit("a-unguarded", training.TrainConfig{Head: 10, Unguarded: true, Steps: 4, BatchSize: 16, Seed: 1})
+	unguarded, err := l.Fit("a-unguarded", training.Config{Head: 10, Unguarded: true, Steps: 4, BatchSize: 16, Seed: 1})
 	require.NoError(t, err)
 	require.NoError(t, os.Mkdir(filepath.Join(l.RunsDir, "d-notes"), 0o755))
 

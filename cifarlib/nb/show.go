@@ -39,7 +39,7 @@ func Show(v any) {
 		DisplayHTML(v.HTML(), v.Summary())
 	case *runs.History:
 		showHistory(v)
-	case *training.TrainResult:
+	case *training.Result:
 		if err := v.WriteSummary(output()); err != nil {
 			fmt.Fprintln(output(), "error:", err)
 		}
@@ -53,7 +53,7 @@ func Show(v any) {
 		if len(v.Splits) > 0 {
 			showLabels(fmt.Sprintf("%s labels of %s against a head of %d", v.Splits[0].Split, v.Dataset, v.HeadWidth), v.Splits[0])
 		}
-	case runs.Runs:
+	case runs.Table:
 		DisplayHTML(v.HTML(), v.String())
 	case []cifarlib.Mistake:
 		showMistakes(v)

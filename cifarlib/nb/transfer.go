@@ -18,7 +18,7 @@ import (
 // cfg.BackboneLearningRate gives the backbone its own learning rate. Everything else is as Fit:
 // the run is trained from scratch each time the cell runs, and Load gets it back.
 // res.Transfer says what was carried; Show prints it.
-func (l *Lab) Transfer(name, from string, cfg training.TrainConfig) (*training.TrainResult, error) {
+func (l *Lab) Transfer(name, from string, cfg training.Config) (*training.Result, error) {
 	dir, err := l.existingRun(from)
 	if err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 // reports it; a linear probe does too; a missing source is ErrNoRun.
 func TestLabTransfer(t *testing.T) {
 	buf := captureOutput(t)
-	backend, err := backends.NewBackend(backends.BackendGo)
+	backend, err := backends.New(backends.Go)
 	require.NoError(t, err)
 	dataDir := t.TempDir()
 	t.Setenv(RunsEnv, "")
@@ -24,7 +24,7 @@ func TestLabTransfer(t *testing.T) {
 	require.NoError(t, err)
 	lab100, err := New(data.CIFAR100(data.LabelsFine), backend, dataDir)
 	require.NoError(t, err)
-	_, err = lab10.Fit("c10", training.TrainConfig{Steps: 3, BatchSize: 16, SkipFinalEval: true})
+	_, err = lab10.Fit("c10", training.Config{Steps: 3, BatchSize: 16, SkipFinalEval: true})
 	require.NoError(t, err)
 
 	_, err = lab100.LoadFor("c10")
@@ -37,18 +37,18 @@ func TestLabTransfer(t *testing.T) {
 	require.Equal(t, 3, ck.Info.Step)
 	require.Contains(t, buf.String(), `run "c10": loaded into linear for cifar10 (10 classes) at step 3 in `)
 
-	res, err := lab100.Transfer("c100", "c10", training.TrainConfig{Steps: 2, BatchSize: 16, SkipFinalEval: true})
+	res, err := lab100.Transfer("c100", "c10", training.Config{Steps: 2, BatchSize: 16, SkipFinalEval: true})
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dataDir, "runs", "c10"), res.Transfer.From)
 	require.Equal(t, 100, res.Transfer.Head)
 	require.Equal(t, 100, res.HeadWidth)
-	probe, err := lab100.Transfer("probe", "c10", training.TrainConfig{Steps: 2, BatchSize: 16, SkipFinalEval: true, Freeze: training.FreezeBackbone})
+	probe, err := lab100.Transfer("probe", "c10", training.Config{Steps: 2, BatchSize: 16, SkipFinalEval: true, Freeze: training.FreezeBackbone})
 	require.NoError(t, err)
 	require.Equal(t, training.FreezeBackbone, probe.Transfer.Freeze)
 	back, err := lab100.Load("c100")
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dataDir, "runs", "c10"), back.Info.TransferredFrom)
 
-	_, err = lab100.Transfer("x", "never", training.TrainConfig{Steps: 1})
+	_, err = lab100.Transfer("x", "never", training.Config{Steps: 1})
 	require.ErrorIs(t, err, ErrNoRun)
 }

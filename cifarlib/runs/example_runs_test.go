@@ -16,8 +16,8 @@ import (
 // Each run trained with a CheckpointDir in a runs folder is a row of ListRuns' table (what
 // `cifarlab runs` prints and the notebooks' lab.Runs() returns), with TensorBoard scalars in
 // its folder; a folder that is not a run is listed as such.
-func ExampleListRuns() {
-	backend, err := backends.NewBackend("go")
+func ExampleList() {
+	backend, err := backends.New("go")
 	if err != nil {
 		panic(err)
 	}
@@ -28,7 +28,7 @@ func ExampleListRuns() {
 	train, _ := data.SynthesizeRecords(spec, data.SplitTrain, synth)
 	test, _ := data.SynthesizeRecords(spec, data.SplitTest, synth)
 	for _, steps := range []int{4, 8} {
-		_, err := training.Train(context.Background(), training.TrainConfig{
+		_, err := training.Train(context.Background(), training.Config{
 			Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear, Steps: steps,
 			BatchSize: 16, Backend: backend, Progress: training.ProgressOff,
 			CheckpointDir: filepath.Join(runsDir, fmt.Sprintf("linear-%d", steps)),
@@ -39,7 +39,7 @@ func ExampleListRuns() {
 	}
 	_ = os.Mkdir(filepath.Join(runsDir, "photos"), 0o755)
 
-	list, err := runs.ListRuns(runsDir)
+	list, err := runs.List(runsDir)
 	if err != nil {
 		panic(err)
 	}

@@ -14,36 +14,36 @@ import (
 
 // RunFileName is the file, in a run's folder (TrainConfig.CheckpointDir), where Train records
 // the run: written when training starts (status running) and rewritten when it ends.
-const RunFileName = "run.json"
+const FileName = "run.json"
 
 // RunStatus says where a run stands, as ListRuns finds it.
-type RunStatus string
+type Status string
 
 // The statuses of a run. Train writes the first four into run.json; ListRuns adds the others
 // for folders it can only partly read.
 const (
 	// RunRunning: training started and run.json was not rewritten since: the run is still
 	// training, or its process died (ListRuns reports it as RunIncomplete).
-	RunRunning RunStatus = "running"
+	RunRunning Status = "running"
 	// RunDone: trained to its target step (and evaluated, unless SkipFinalEval).
-	RunDone RunStatus = "done"
+	RunDone Status = "done"
 	// RunInterrupted: stopped early by its context (SIGINT); the checkpoint resumes it.
-	RunInterrupted RunStatus = "interrupted"
+	RunInterrupted Status = "interrupted"
 	// RunFailed: stopped by an error (a guard, a failed step); the error is recorded.
-	RunFailed RunStatus = "failed"
+	RunFailed Status = "failed"
 	// RunIncomplete: a run folder without a finished record: still training, killed, or written
 	// by a cifarlab that kept no run.json.
-	RunIncomplete RunStatus = "incomplete"
+	RunIncomplete Status = "incomplete"
 	// RunBroken: run.json or history.json is there but cannot be read.
-	RunBroken RunStatus = "broken"
+	RunBroken Status = "broken"
 	// RunForeign: a folder of the runs folder with nothing cifarlab writes in it.
-	RunForeign RunStatus = "foreign"
+	RunForeign Status = "foreign"
 )
 
 // RunRecord is the content of run.json.
-type RunRecord struct {
+type Record struct {
 	// Status is RunRunning, RunDone, RunInterrupted or RunFailed.
-	Status RunStatus `json:"status"`
+	Status Status `json:"status"`
 	// Error is the error that stopped a failed run.
 	Error string `json:"error,omitempty"`
 	// Started is when this run (or its latest resume) started, Ended when it ended.
@@ -75,13 +75,13 @@ type RunRecord struct {
 
 // ReadRunRecord reads dir/run.json. A folder without one gives an error that wraps
 // os.ErrNotExist.
-func ReadRunRecord(dir string) (*RunRecord, error) {
-	path := filepath.Join(dir, RunFileName)
+func ReadRecord(dir string) (*Record, error) {
+	path := filepath.Join(dir, FileName)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cifarlib: reading the run record: %w", err)
 	}
-	rec := &RunRecord{}
+	rec := &Record{}
 	if err := json.Unmarshal(data, rec); err != nil {
 		return nil, fmt.Errorf("cifarlib: %s: %w: the file is not a cifarlib run record", path, err)
 	}
@@ -94,12 +94,12 @@ func ReadRunRecord(dir string) (*RunRecord, error) {
 }
 
 // write saves the record to dir/run.json atomically (a temporary file, then rename).
-func (r *RunRecord) Write(dir string) error {
+func (r *Record) Write(dir string) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("cifarlib: encoding the run record: %w", err)
 	}
-	return atomicfile.WriteFileAtomic(filepath.Join(dir, RunFileName), func(w io.Writer) error {
+	return atomicfile.WriteFile(filepath.Join(dir, FileName), func(w io.Writer) error {
 		_, err := w.Write(append(data, '\n'))
 		return err
 	})

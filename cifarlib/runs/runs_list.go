@@ -16,24 +16,24 @@ import (
 
 // RunsEnv names the folder of runs that the notebooks' Lab and `cifarlab runs` use; default:
 // "runs" in the data folder (DefaultRunsDir).
-const RunsEnv = "CIFARLAB_RUNS"
+const DirEnv = "CIFARLAB_RUNS"
 
 // DefaultRunsDir is the folder of runs: $CIFARLAB_RUNS, else dataDir/runs.
-func DefaultRunsDir(dataDir string) string {
-	if dir := os.Getenv(RunsEnv); dir != "" {
+func DefaultDir(dataDir string) string {
+	if dir := os.Getenv(DirEnv); dir != "" {
 		return dir
 	}
 	return filepath.Join(dataDir, "runs")
 }
 
 // RunInfo is one run of a runs folder, as ListRuns finds it: a row of the runs table.
-type RunInfo struct {
+type Info struct {
 	// Name is the folder's name, Dir its path.
 	Name string `json:"name"`
 	Dir  string `json:"dir"`
 	// Status says where the run stands; Reason says why, for every status but RunDone
 	// (the error of a failed run, what is missing from an incomplete or broken one).
-	Status RunStatus `json:"status"`
+	Status Status `json:"status"`
 	Reason string    `json:"reason,omitempty"`
 	// Dataset, Model, Head (classifier width), Guarded and Devices describe what was trained.
 	Dataset string `json:"dataset,omitempty"`
@@ -61,32 +61,32 @@ type RunInfo struct {
 }
 
 // Runs is the table ListRuns returns, one row per run folder.
-type Runs []RunInfo
+type Table []Info
 
 // ListRuns lists the run folders of dir (a runs folder: TrainConfig.CheckpointDir of each run
 // is one of its sub-folders), in name order. A folder it cannot fully read is listed with its
 // status and the reason, never an error: a run still training or killed (RunIncomplete), an
 // unreadable run.json or history.json (RunBroken), a folder of something else (RunForeign).
 // Files and hidden folders are left out. The error is for dir itself (missing, unreadable).
-func ListRuns(dir string) (Runs, error) {
+func List(dir string) (Table, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("cifarlib: listing the runs folder: %w", err)
 	}
-	var runs Runs
+	var runs Table
 	for _, e := range entries {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		runs = append(runs, ReadRun(filepath.Join(dir, e.Name()))) // os.ReadDir: in name order
+		runs = append(runs, Read(filepath.Join(dir, e.Name()))) // os.ReadDir: in name order
 	}
 	return runs, nil
 }
 
 // ReadRun reads the run in dir: its run.json, history.json and what else it holds. What it
 // cannot read is reported in the Status and Reason fields (see ListRuns).
-func ReadRun(dir string) RunInfo {
-	info := RunInfo{Name: filepath.Base(dir), Dir: dir}
+func Read(dir string) Info {
+	info := Info{Name: filepath.Base(dir), Dir: dir}
 	names := map[string]bool{}
 	var events, checkpoints bool
 	if entries, err := os.ReadDir(dir); err == nil {
@@ -110,15 +110,15 @@ func ReadRun(dir string) RunInfo {
 			info.Steps, info.Loss = last.Step, last.Loss
 		}
 	}
-	if !names[RunFileName] {
+	if !names[FileName] {
 		if info.History == nil && !checkpoints {
-			info.Status, info.Reason = RunForeign, "not a cifarlab run: no "+RunFileName+", "+HistoryFileName+" or checkpoint"
+			info.Status, info.Reason = RunForeign, "not a cifarlab run: no "+FileName+", "+HistoryFileName+" or checkpoint"
 			return info
 		}
-		info.Status, info.Reason = RunIncomplete, "no "+RunFileName+": written by a cifarlab that kept none, or its training was killed before it started"
+		info.Status, info.Reason = RunIncomplete, "no "+FileName+": written by a cifarlab that kept none, or its training was killed before it started"
 		return info
 	}
-	rec, err := ReadRunRecord(dir)
+	rec, err := ReadRecord(dir)
 	if err != nil {
 		return info.broken("%v", err)
 	}
@@ -127,7 +127,7 @@ func ReadRun(dir string) RunInfo {
 	if rec.Result != nil {
 		var r recordedResult
 		if err := json.Unmarshal(rec.Result, &r); err != nil {
-			return info.broken("%s: result: %v", RunFileName, err)
+			return info.broken("%s: result: %v", FileName, err)
 		}
 		info.Steps, info.Loss = r.EndStep, r.Loss
 		if r.Eval != nil {
@@ -150,7 +150,7 @@ func ReadRun(dir string) RunInfo {
 	return info
 }
 
-func (info RunInfo) broken(format string, args ...any) RunInfo {
+func (info Info) broken(format string, args ...any) Info {
 	info.Status, info.Reason = RunBroken, fmt.Sprintf(format, args...)
 	return info
 }
@@ -159,7 +159,7 @@ func (info RunInfo) broken(format string, args ...any) RunInfo {
 var runColumns = []string{"run", "status", "dataset", "model", "head", "guard", "devices", "steps", "loss", "test acc", "test top-5", "wall time", "from", "note"}
 
 // cells formats a run as the table's cells.
-func (info RunInfo) cells() []string {
+func (info Info) cells() []string {
 	from := info.From
 	if from != "" && filepath.Clean(filepath.Dir(from)) == filepath.Dir(info.Dir) {
 		from = filepath.Base(from) // a run of the same folder: its name
@@ -190,7 +190,7 @@ func (info RunInfo) cells() []string {
 }
 
 // WriteTable writes the runs as an aligned text table (what `cifarlab runs` prints).
-func (rs Runs) WriteTable(w io.Writer) error {
+func (rs Table) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(runColumns, "\t"))
 	for _, r := range rs {
@@ -200,7 +200,7 @@ func (rs Runs) WriteTable(w io.Writer) error {
 }
 
 // String is the text table; "no runs" when there are none.
-func (rs Runs) String() string {
+func (rs Table) String() string {
 	if len(rs) == 0 {
 		return "no runs"
 	}
@@ -211,7 +211,7 @@ func (rs Runs) String() string {
 
 // HTML is the table as an HTML table (what nb.Show displays), a row's status as its class:
 // numbers right-aligned, words left-aligned, and only the note column wraps.
-func (rs Runs) HTML() string {
+func (rs Table) HTML() string {
 	style := func(i int) string {
 		switch runColumns[i] {
 		case "head", "devices", "steps", "loss", "test acc", "test top-5", "wall time":
@@ -239,13 +239,13 @@ func (rs Runs) HTML() string {
 }
 
 // Find returns the run called name, or false.
-func (rs Runs) Find(name string) (RunInfo, bool) {
+func (rs Table) Find(name string) (Info, bool) {
 	for _, r := range rs {
 		if r.Name == name {
 			return r, true
 		}
 	}
-	return RunInfo{}, false
+	return Info{}, false
 }
 
 // recordedResult is the part of run.json's result that the runs table shows.

@@ -78,7 +78,7 @@ type CheckpointInfo struct {
 func (ci *CheckpointInfo) Spec() (data.Spec, error) { return data.SpecByName(ci.Dataset, ci.Labels) }
 
 // checkpointInfoFromConfig is the info a run with config c records.
-func checkpointInfoFromConfig(c *TrainConfig) CheckpointInfo {
+func checkpointInfoFromConfig(c *Config) CheckpointInfo {
 	return CheckpointInfo{Dir: c.CheckpointDir, Dataset: c.Spec.Name, Labels: c.Spec.Labels.String(), Model: c.Model,
 		Head: c.headWidth(), BatchSize: c.BatchSize, Seed: c.Seed, Augment: c.Augment, Optimizer: c.Optimizer,
 		LearningRate: c.LearningRate, WeightDecay: c.WeightDecay, Schedule: c.Schedule, WarmupSteps: c.WarmupSteps,
@@ -193,7 +193,7 @@ type trainCheckpoint struct {
 
 // openTrainCheckpoint creates (or loads) the checkpoint directory for a run of config c into
 // store, before any of the run's parameters are set. A loaded checkpoint must match c.
-func openTrainCheckpoint(store *model.Store, c *TrainConfig) (*trainCheckpoint, error) {
+func openTrainCheckpoint(store *model.Store, c *Config) (*trainCheckpoint, error) {
 	setAside, err := setAsideIncompleteCheckpoints(c.CheckpointDir)
 	if err != nil {
 		return nil, err

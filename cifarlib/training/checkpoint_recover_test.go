@@ -48,7 +48,7 @@ func TestResumeSetsAsideIncompleteCheckpoint(t *testing.T) {
 	spec := data.CIFAR10()
 	train, test := labtest.TrainTestRecords(t, spec, 64, 16, 3)
 	dir := filepath.Join(t.TempDir(), "ckpt")
-	cfg := TrainConfig{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear, Steps: 2, BatchSize: 8, Seed: 3,
+	cfg := Config{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear, Steps: 2, BatchSize: 8, Seed: 3,
 		SkipFinalEval: true, Backend: b, Progress: ProgressOff, CheckpointDir: dir}
 	res, err := Train(context.Background(), cfg)
 	require.NoError(t, err)

@@ -43,14 +43,14 @@ func TestLoadCheckpointErrors(t *testing.T) {
 	_, err = LoadCheckpoint(foreign, b)
 	require.EqualError(t, err, "cifarlib: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" parameter)`)
 	trainRecs, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 40, 1, 1)
-	_, err = NewTrainer(TrainConfig{Spec: data.CIFAR10(), TrainRecords: trainRecs, SkipFinalEval: true, Steps: 2,
+	_, err = NewTrainer(Config{Spec: data.CIFAR10(), TrainRecords: trainRecs, SkipFinalEval: true, Steps: 2,
 		CheckpointDir: foreign, Backend: b})
 	require.EqualError(t, err, "cifarlib: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" `+
 		"parameter): use another checkpoint directory")
 }
 
 func TestCheckpointInfoCompare(t *testing.T) {
-	cfg, err := TrainConfig{Spec: data.CIFAR100(data.LabelsCoarse), Steps: 100, Schedule: ScheduleCosine, WarmupSteps: 10}.withDefaults()
+	cfg, err := Config{Spec: data.CIFAR100(data.LabelsCoarse), Steps: 100, Schedule: ScheduleCosine, WarmupSteps: 10}.withDefaults()
 	require.NoError(t, err)
 	saved := checkpointInfoFromConfig(&cfg)
 	require.Equal(t, CheckpointInfo{Dataset: "cifar100", Labels: "coarse", Model: "cnn", Head: 20, BatchSize: 32, Optimizer: "adam",

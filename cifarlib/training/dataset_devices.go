@@ -40,7 +40,7 @@ func NewDistributedDataset(backend compute.Backend, source train.Dataset, device
 		return nil, err
 	}
 	if n < 2 {
-		return nil, &backends.DeviceCountError{Backend: backends.BackendName(backend), Requested: devices, Available: backend.NumDevices(),
+		return nil, &backends.DeviceCountError{Backend: backends.Name(backend), Requested: devices, Available: backend.NumDevices(),
 			Fix: "a distributed dataset needs at least 2 devices; use the dataset itself for one device"}
 	}
 	mesh, err := backends.NewDeviceMesh(n)

@@ -15,7 +15,7 @@ import (
 // then read the test accuracy, per-class accuracy and the curves (History.Plot draws them in
 // a GoNB notebook).
 func ExampleTrain() {
-	backend, err := backends.NewBackend("go")
+	backend, err := backends.New("go")
 	if err != nil {
 		panic(err)
 	}
@@ -24,7 +24,7 @@ func ExampleTrain() {
 	train, _ := data.SynthesizeRecords(spec, data.SplitTrain, synth)
 	test, _ := data.SynthesizeRecords(spec, data.SplitTest, synth)
 
-	res, err := training.Train(context.Background(), training.TrainConfig{
+	res, err := training.Train(context.Background(), training.Config{
 		Spec: spec, TrainRecords: train, TestRecords: test,
 		Model: cifarlib.ArchLinear, Steps: 30, BatchSize: 32,
 		Backend: backend, Progress: training.ProgressOff,
@@ -48,10 +48,10 @@ func ExampleTrain() {
 // training stops before the first step; unguarded, GoMLX trains silently and the result says
 // how many examples contributed zero loss.
 func ExampleTrain_headMismatch() {
-	backend, _ := backends.NewBackend("go")
+	backend, _ := backends.New("go")
 	spec := data.CIFAR100(data.LabelsFine)
 	train, _ := data.SynthesizeRecords(spec, data.SplitTrain, data.SynthOptions{Seed: 1, TrainSize: 200, TestSize: 100})
-	cfg := training.TrainConfig{Spec: spec, TrainRecords: train, Model: cifarlib.ArchLinear, Head: 10, Steps: 3, BatchSize: 20,
+	cfg := training.Config{Spec: spec, TrainRecords: train, Model: cifarlib.ArchLinear, Head: 10, Steps: 3, BatchSize: 20,
 		SkipFinalEval: true, Backend: backend, Progress: training.ProgressOff}
 
 	_, err := training.Train(context.Background(), cfg)

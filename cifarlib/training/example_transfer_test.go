@@ -16,8 +16,8 @@ import (
 // Carry a CIFAR-10 run to CIFAR-100: loading it as it is into a 100-class model is refused
 // with PyTorch's size-mismatch message; TrainConfig.From transfers it (backbone bit for bit, a
 // new head of 100 from the seed, the optimizer state and step restarted).
-func ExampleTrainConfig_from() {
-	backend, _ := backends.NewBackend("go")
+func ExampleConfig_from() {
+	backend, _ := backends.New("go")
 	tmp, _ := os.MkdirTemp("", "example-transfer-")
 	defer os.RemoveAll(tmp)
 	synth := data.SynthOptions{Seed: 1, TrainSize: 64, TestSize: 16}
@@ -26,7 +26,7 @@ func ExampleTrainConfig_from() {
 	train100, _ := data.SynthesizeRecords(c100, data.SplitTrain, synth)
 
 	run10 := filepath.Join(tmp, "c10")
-	if _, err := training.Train(context.Background(), training.TrainConfig{Spec: c10, TrainRecords: train10, Model: cifarlib.ArchCNN,
+	if _, err := training.Train(context.Background(), training.Config{Spec: c10, TrainRecords: train10, Model: cifarlib.ArchCNN,
 		Steps: 2, BatchSize: 16, SkipFinalEval: true, CheckpointDir: run10, Backend: backend, Progress: training.ProgressOff}); err != nil {
 		panic(err)
 	}
@@ -38,7 +38,7 @@ func ExampleTrainConfig_from() {
 		fmt.Println("plain load:", mismatch.Variable, mismatch.Saved, "->", mismatch.Model)
 	}
 
-	res, err := training.Train(context.Background(), training.TrainConfig{Spec: c100, From: run10, TrainRecords: train100,
+	res, err := training.Train(context.Background(), training.Config{Spec: c100, From: run10, TrainRecords: train100,
 		Steps: 2, BatchSize: 16, BackboneLearningRate: 0.0001, SkipFinalEval: true, Backend: backend, Progress: training.ProgressOff})
 	if err != nil {
 		panic(err)

@@ -26,10 +26,10 @@ import (
 
 // precisionTrain trains arch for steps SGD steps at precision p on backend (on devices devices,
 // with checkpoints in dir unless it is "") and returns the result and the trainer.
-func precisionTrain(t *testing.T, backend compute.Backend, arch string, devices int, p cifarlib.Precision, dir string, steps int) (*TrainResult, *Trainer) {
+func precisionTrain(t *testing.T, backend compute.Backend, arch string, devices int, p cifarlib.Precision, dir string, steps int) (*Result, *Trainer) {
 	t.Helper()
 	trainRecs, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 64, 20, 3)
-	cfg := TrainConfig{Spec: data.CIFAR10(), Model: arch, Backend: backend, Devices: devices, Precision: p, TrainRecords: trainRecs,
+	cfg := Config{Spec: data.CIFAR10(), Model: arch, Backend: backend, Devices: devices, Precision: p, TrainRecords: trainRecs,
 		Steps: steps, BatchSize: 16, Seed: 7, Optimizer: "sgd", LearningRate: 0.01, HistoryEvery: 1,
 		SkipFinalEval: true, CheckpointDir: dir, Progress: ProgressOff}
 	tr, err := NewTrainer(cfg)
@@ -52,7 +52,7 @@ func TestPrecisionBF16CloseToF32(t *testing.T) {
 	batch, err := recs.Batch(0, 16)
 	require.NoError(t, err)
 	for _, arch := range []string{cifarlib.ArchCNN, cifarlib.ArchResNet20} {
-		if arch == cifarlib.ArchResNet20 && backend.String() == backends.BackendGo {
+		if arch == cifarlib.ArchResNet20 && backend.String() == backends.Go {
 			continue // The pure-Go backend's resnet20 steps take 40 s here; the XLA CPU pass runs them.
 		}
 		low, high := testenv.Bf16Tolerance(precisionDepth[arch])
@@ -98,7 +98,7 @@ func TestPrecisionGuardsIdentical(t *testing.T) {
 	messages := map[string][]string{}
 	var zeroLoss []ZeroLossStats
 	for _, p := range []cifarlib.Precision{cifarlib.PrecisionF32, cifarlib.PrecisionBF16Mixed} {
-		base := TrainConfig{Spec: data.CIFAR10(), Model: cifarlib.ArchCNN, Backend: backend, Precision: p, Steps: 2, BatchSize: 8,
+		base := Config{Spec: data.CIFAR10(), Model: cifarlib.ArchCNN, Backend: backend, Precision: p, Steps: 2, BatchSize: 8,
 			SkipFinalEval: true, Progress: ProgressOff}
 
 		cfg := base
@@ -191,10 +191,10 @@ func TestPrecisionResumeAcrossPrecisions(t *testing.T) {
 			require.Equal(t, 2, second.StartStep)
 			require.Equal(t, 4, second.EndStep)
 			require.Len(t, second.History.Points, 4)
-			rec, err := runs.ReadRunRecord(dir)
+			rec, err := runs.ReadRecord(dir)
 			require.NoError(t, err)
 			require.Equal(t, order[1], rec.Precision)
-			var result TrainResult
+			var result Result
 			require.NoError(t, json.Unmarshal(rec.Result, &result))
 			require.Equal(t, order[1], result.Precision)
 
@@ -227,16 +227,16 @@ func TestPrecisionResumeAcrossPrecisions(t *testing.T) {
 // TestTrainConfigPrecision: Train checks TrainConfig.Precision, and the backend's bfloat16
 // support before anything is loaded or compiled (*cifarlib.PrecisionError).
 func TestTrainConfigPrecision(t *testing.T) {
-	_, err := NewTrainer(TrainConfig{Spec: data.CIFAR10(), Steps: 1, Precision: "fp16"})
+	_, err := NewTrainer(Config{Spec: data.CIFAR10(), Steps: 1, Precision: "fp16"})
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
 	require.EqualError(t, err, `cifarlib: training config: Precision="fp16": use f32 or bf16-mixed`)
 
-	goBackend, err := backends.NewBackend(backends.BackendGo)
+	goBackend, err := backends.New(backends.Go)
 	require.NoError(t, err)
 	noBF16 := testenv.NoBF16Backend{Backend: goBackend}
 	trainRecs, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 8, 4, 1)
-	_, err = NewTrainer(TrainConfig{Spec: data.CIFAR10(), Backend: noBF16, Precision: cifarlib.PrecisionBF16Mixed, TrainRecords: trainRecs,
+	_, err = NewTrainer(Config{Spec: data.CIFAR10(), Backend: noBF16, Precision: cifarlib.PrecisionBF16Mixed, TrainRecords: trainRecs,
 		Steps: 1, SkipFinalEval: true, Progress: ProgressOff})
 	var pe *cifarlib.PrecisionError
 	require.ErrorAs(t, err, &pe)

@@ -35,7 +35,7 @@ var createEvents = tfevents.Create
 // A TensorBoard write error does not stop training: it is logged once and the events stop.
 type runFolder struct {
 	dir     string
-	record  *runs.RunRecord
+	record  *runs.Record
 	opened  time.Time
 	prior   time.Duration // WallTime of the runs before a resume
 	events  *tfevents.Writer
@@ -57,7 +57,7 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 	rf := &runFolder{dir: cfg.CheckpointDir, opened: time.Now(), log: cfg.Log, topK: cfg.topK() > 0,
 		record: newRunRecord(cfg, t.model.NumClasses, t.dist.numDevices())}
 	if start > 0 { // a resume: the record of the runs before it
-		if prev, err := runs.ReadRunRecord(rf.dir); err == nil {
+		if prev, err := runs.ReadRecord(rf.dir); err == nil {
 			rf.prior = prev.WallTime
 			if rf.record.From == "" {
 				rf.record.From = prev.From
@@ -100,7 +100,7 @@ func (rf *runFolder) scalars(step int64, values []tfevents.Scalar) {
 }
 
 // close records how the run ended: res when it ended without error, else runErr.
-func (rf *runFolder) close(res *TrainResult, runErr error) {
+func (rf *runFolder) close(res *Result, runErr error) {
 	if rf == nil {
 		return
 	}
@@ -150,8 +150,8 @@ func (rf *runFolder) note(err error) {
 }
 
 // newRunRecord is the record of a run of c (with defaults) starting now.
-func newRunRecord(c *TrainConfig, head, devices int) *runs.RunRecord {
-	return &runs.RunRecord{Status: runs.RunRunning, Started: time.Now(), Dataset: c.Spec.ID(), Model: c.Model, Head: head,
+func newRunRecord(c *Config, head, devices int) *runs.Record {
+	return &runs.Record{Status: runs.RunRunning, Started: time.Now(), Dataset: c.Spec.ID(), Model: c.Model, Head: head,
 		Guarded: !c.Unguarded, Devices: devices, BatchSize: c.BatchSize, TargetStep: c.Steps, From: c.From,
 		Precision: c.Precision}
 }
@@ -161,7 +161,7 @@ func newRunRecord(c *TrainConfig, head, devices int) *runs.RunRecord {
 // error: the notebooks' Lab.Fit does, for its named runs. It writes only into a new or empty
 // folder, so a folder holding an earlier run keeps that run's record; config errors
 // (*ConfigError) and a config without CheckpointDir record nothing.
-func RecordFailedStart(cfg TrainConfig, runErr error) error {
+func RecordFailedStart(cfg Config, runErr error) error {
 	var ce *ConfigError
 	if cfg.CheckpointDir == "" || runErr == nil || errors.As(runErr, &ce) {
 		return nil

@@ -21,16 +21,16 @@ import (
 )
 
 // trainRun trains a small linear CIFAR-100 model into runs/name.
-func trainRun(t *testing.T, runsDir, name string, edit func(*TrainConfig)) (*TrainResult, error) {
+func trainRun(t *testing.T, runsDir, name string, edit func(*Config)) (*Result, error) {
 	t.Helper()
 	return trainRunCtx(context.Background(), t, runsDir, name, edit)
 }
 
 // trainRunCtx is trainRun with a context.
-func trainRunCtx(ctx context.Context, t *testing.T, runsDir, name string, edit func(*TrainConfig)) (*TrainResult, error) {
+func trainRunCtx(ctx context.Context, t *testing.T, runsDir, name string, edit func(*Config)) (*Result, error) {
 	t.Helper()
 	train, test := labtest.TrainTestRecords(t, data.CIFAR100(data.LabelsFine), 256, 80, 3)
-	cfg := TrainConfig{Spec: data.CIFAR100(data.LabelsFine), TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear,
+	cfg := Config{Spec: data.CIFAR100(data.LabelsFine), TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear,
 		Backend: labtest.Backend(t), Steps: 6, BatchSize: 16, Seed: 1, EvalEvery: 3, EvalExamples: 40,
 		CheckpointDir: filepath.Join(runsDir, name), Progress: ProgressOff}
 	if edit != nil {
@@ -49,19 +49,19 @@ func TestListRuns(t *testing.T) {
 	runsDir := t.TempDir()
 	done, err := trainRun(t, runsDir, "a-done", nil)
 	require.NoError(t, err)
-	guarded := TrainConfig{Spec: data.CIFAR100(data.LabelsFine), Model: cifarlib.ArchLinear, Head: 10, Steps: 6, CheckpointDir: filepath.Join(runsDir, "b-guarded")}
+	guarded := Config{Spec: data.CIFAR100(data.LabelsFine), Model: cifarlib.ArchLinear, Head: 10, Steps: 6, CheckpointDir: filepath.Join(runsDir, "b-guarded")}
 	_, err = Train(context.Background(), guarded)
 	require.ErrorIs(t, err, cifarlib.ErrHeadMismatch)
 	require.NoDirExists(t, guarded.CheckpointDir, "Train leaves nothing behind when it fails before the first step")
 	require.NoError(t, RecordFailedStart(guarded, err))
-	require.NoError(t, RecordFailedStart(TrainConfig{Spec: data.CIFAR10(), Steps: 1, CheckpointDir: filepath.Join(runsDir, "a-done")}, err),
+	require.NoError(t, RecordFailedStart(Config{Spec: data.CIFAR10(), Steps: 1, CheckpointDir: filepath.Join(runsDir, "a-done")}, err),
 		"a folder holding a run keeps its record")
-	require.NoError(t, RecordFailedStart(TrainConfig{Steps: 1, CheckpointDir: filepath.Join(runsDir, "z-config")}, &ConfigError{Field: "Spec"}))
+	require.NoError(t, RecordFailedStart(Config{Steps: 1, CheckpointDir: filepath.Join(runsDir, "z-config")}, &ConfigError{Field: "Spec"}))
 	require.NoDirExists(t, filepath.Join(runsDir, "z-config"), "config errors record nothing")
-	unguarded, err := trainRun(t, runsDir, "c-unguarded", func(c *TrainConfig) { c.Head, c.Unguarded, c.SkipFinalEval = 10, true, true })
+	unguarded, err := trainRun(t, runsDir, "c-unguarded", func(c *Config) { c.Head, c.Unguarded, c.SkipFinalEval = 10, true, true })
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	interrupted, err := trainRunCtx(ctx, t, runsDir, "d-interrupted", func(c *TrainConfig) {
+	interrupted, err := trainRunCtx(ctx, t, runsDir, "d-interrupted", func(c *Config) {
 		c.OnPoint = func(p runs.HistoryPoint) error {
 			if p.Step == 2 {
 				cancel() // like SIGINT: training stops after this step
@@ -72,7 +72,7 @@ func TestListRuns(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, interrupted.Interrupted)
 
-	transferred, err := trainRun(t, runsDir, "k-transferred", func(c *TrainConfig) {
+	transferred, err := trainRun(t, runsDir, "k-transferred", func(c *Config) {
 		c.Spec, c.From, c.EvalEvery = data.CIFAR10(), filepath.Join(runsDir, "a-done"), 0
 		c.TrainRecords, c.TestRecords = labtest.TrainTestRecords(t, data.CIFAR10(), 256, 80, 4)
 	})
@@ -80,24 +80,24 @@ func TestListRuns(t *testing.T) {
 
 	// Hand-made folders: a run killed mid-training (its run.json still says running), one
 	// written before run.json existed, unreadable records, and a folder of something else.
-	running, err := os.ReadFile(filepath.Join(runsDir, "a-done", runs.RunFileName))
+	running, err := os.ReadFile(filepath.Join(runsDir, "a-done", runs.FileName))
 	require.NoError(t, err)
-	var rec runs.RunRecord
+	var rec runs.Record
 	require.NoError(t, json.Unmarshal(running, &rec))
 	rec.Status, rec.Result = runs.RunRunning, nil
 	require.NoError(t, rec.Write(filepath.Join(runsDir, "e-killed")))
 	hist, err := os.ReadFile(filepath.Join(runsDir, "a-done", runs.HistoryFileName))
 	require.NoError(t, err)
 	writeTestFile(t, filepath.Join(runsDir, "f-legacy", runs.HistoryFileName), string(hist))
-	writeTestFile(t, filepath.Join(runsDir, "g-torn", runs.RunFileName), `{"status": "done", "started": "2026-`)
-	writeTestFile(t, filepath.Join(runsDir, "h-bad-history", runs.RunFileName), string(running))
+	writeTestFile(t, filepath.Join(runsDir, "g-torn", runs.FileName), `{"status": "done", "started": "2026-`)
+	writeTestFile(t, filepath.Join(runsDir, "h-bad-history", runs.FileName), string(running))
 	writeTestFile(t, filepath.Join(runsDir, "h-bad-history", runs.HistoryFileName), "not json")
-	writeTestFile(t, filepath.Join(runsDir, "i-status", runs.RunFileName), `{"status": "finished"}`)
+	writeTestFile(t, filepath.Join(runsDir, "i-status", runs.FileName), `{"status": "finished"}`)
 	writeTestFile(t, filepath.Join(runsDir, "j-photos", "cat.jpg"), "jpeg")
 	writeTestFile(t, filepath.Join(runsDir, "notes.txt"), "a file, not a run")
-	writeTestFile(t, filepath.Join(runsDir, ".cache", runs.RunFileName), `{"status": "done"}`)
+	writeTestFile(t, filepath.Join(runsDir, ".cache", runs.FileName), `{"status": "done"}`)
 
-	list, err := runs.ListRuns(runsDir)
+	list, err := runs.List(runsDir)
 	require.NoError(t, err)
 	var names []string
 	for _, r := range list {
@@ -107,7 +107,7 @@ func TestListRuns(t *testing.T) {
 
 	for _, c := range []struct {
 		name   string
-		status runs.RunStatus
+		status runs.Status
 		reason string // a part of Reason ("" for none)
 		steps  int
 		loss   float64
@@ -145,7 +145,7 @@ func TestListRuns(t *testing.T) {
 		})
 	}
 	a, _ := list.Find("a-done")
-	require.Equal(t, runs.RunInfo{Name: "a-done", Dir: a.Dir, Status: runs.RunDone, Dataset: "cifar100", Model: cifarlib.ArchLinear, Head: 100, Guarded: true,
+	require.Equal(t, runs.Info{Name: "a-done", Dir: a.Dir, Status: runs.RunDone, Dataset: "cifar100", Model: cifarlib.ArchLinear, Head: 100, Guarded: true,
 		Devices: 1, Steps: 6, Loss: done.Loss, TestAccuracy: done.Eval.Accuracy, TestTopK: done.Eval.TopKAccuracy, HasTest: true,
 		WallTime: a.WallTime, TensorBoard: true, History: done.History}, a)
 	require.Greater(t, a.WallTime, done.Duration, "the wall time covers training and the final evaluation")
@@ -168,9 +168,9 @@ func TestListRuns(t *testing.T) {
 	require.Contains(t, list.HTML(), `<tr class="failed">`+left+`b-guarded</td>`+left+`failed</td>`+left+`cifar100</td>`+left+`linear</td>`+
 		right+`10</td>`+left+`guarded</td>`)
 	require.Contains(t, list.HTML(), `<td style="padding:2px 8px;text-align:left">model head has 10 outputs`)
-	require.Equal(t, "no runs", runs.Runs(nil).String())
+	require.Equal(t, "no runs", runs.Table(nil).String())
 
-	_, err = runs.ListRuns(filepath.Join(runsDir, "missing"))
+	_, err = runs.List(filepath.Join(runsDir, "missing"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 	require.ErrorContains(t, err, "cifarlib: listing the runs folder")
 }
@@ -181,9 +181,9 @@ func TestListRuns(t *testing.T) {
 func TestTensorBoardEqualsHistory(t *testing.T) {
 	tbtest.Python(t) // fails in CI, skips elsewhere, without TensorBoard
 	runsDir := t.TempDir()
-	first, err := trainRun(t, runsDir, "run", func(c *TrainConfig) { c.Steps, c.EvalEvery, c.HistoryEvery = 8, 4, 1 })
+	first, err := trainRun(t, runsDir, "run", func(c *Config) { c.Steps, c.EvalEvery, c.HistoryEvery = 8, 4, 1 })
 	require.NoError(t, err)
-	second, err := trainRun(t, runsDir, "run", func(c *TrainConfig) { c.Steps, c.EvalEvery, c.HistoryEvery = 12, 4, 1 })
+	second, err := trainRun(t, runsDir, "run", func(c *Config) { c.Steps, c.EvalEvery, c.HistoryEvery = 12, 4, 1 })
 	require.NoError(t, err)
 	require.True(t, second.Resumed)
 
@@ -206,7 +206,7 @@ func TestTensorBoardEqualsHistory(t *testing.T) {
 		}
 	}
 	require.Len(t, want[TagTestAccuracy], 3)
-	for _, r := range []*TrainResult{first, second} { // each run's final evaluation, at its last step
+	for _, r := range []*Result{first, second} { // each run's final evaluation, at its last step
 		add(TagFinalLoss, r.EndStep, r.Eval.Loss)
 		add(TagFinalAccuracy, r.EndStep, r.Eval.Accuracy)
 		add(TagFinalTopK, r.EndStep, r.Eval.TopKAccuracy)
@@ -226,13 +226,13 @@ func TestTensorBoardFailureDoesNotStopTraining(t *testing.T) {
 	defer func() { createEvents = saved }()
 	runsDir := t.TempDir()
 	var log bytes.Buffer
-	res, err := trainRun(t, runsDir, "run", func(c *TrainConfig) { c.Log = &log })
+	res, err := trainRun(t, runsDir, "run", func(c *Config) { c.Log = &log })
 	require.NoError(t, err)
 	require.Equal(t, 6, res.EndStep)
 	require.Equal(t, 1, strings.Count(log.String(), "note: tfevents: disk full (training goes on)\n"), log.String())
-	rec, err := runs.ReadRunRecord(filepath.Join(runsDir, "run"))
+	rec, err := runs.ReadRecord(filepath.Join(runsDir, "run"))
 	require.NoError(t, err)
 	require.Equal(t, []any{runs.RunDone, "tfevents: disk full"}, []any{rec.Status, rec.Warning})
-	info := runs.ReadRun(filepath.Join(runsDir, "run"))
+	info := runs.Read(filepath.Join(runsDir, "run"))
 	require.Equal(t, []any{runs.RunDone, "tfevents: disk full", false}, []any{info.Status, info.Reason, info.TensorBoard})
 }

@@ -33,7 +33,7 @@ import (
 // when cfg.CheckpointDir is set, and returns the result with Interrupted set and a nil error.
 // A head that does not match the dataset stops before the first step with *HeadMismatchError
 // (unless cfg.Unguarded).
-func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
+func Train(ctx context.Context, cfg Config) (*Result, error) {
 	t, err := NewTrainer(cfg)
 	if err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func InterruptContext(parent context.Context) (ctx context.Context, stop context
 // train.Loop, with the guarded loss, metrics, checkpoints, progress bar and curves wired in.
 // Create it with NewTrainer, then call Run once.
 type Trainer struct {
-	cfg     TrainConfig
+	cfg     Config
 	backend compute.Backend
 	model   *cifarlib.Model
 	store   *model.Store
@@ -89,7 +89,7 @@ type Trainer struct {
 // opens (or resumes from) the checkpoint directory. Nothing is compiled or run yet, except the
 // static head check: with the guard on, a head that differs from the dataset's number of
 // classes fails here, with *HeadMismatchError.
-func NewTrainer(cfg TrainConfig) (*Trainer, error) {
+func NewTrainer(cfg Config) (*Trainer, error) {
 	transfer, err := openTransfer(&cfg) // nil without cfg.From
 	if err != nil {
 		return nil, err
@@ -102,8 +102,8 @@ func NewTrainer(cfg TrainConfig) (*Trainer, error) {
 	// Backend and model: the static guard runs before the data is even loaded.
 	t.backend = cfg.Backend
 	if t.backend == nil {
-		if t.backend, err = backends.NewBackendWithDevices(cfg.BackendName, cfg.Devices); err != nil {
-			return nil, err
+		if t.backend, err = backends.NewWithDevices(cfg.BackendName, cfg.Devices); err != nil {
+			return nil, devicesConfigError(err)
 		}
 	}
 	if t.dist, err = newTrainDevices(t.backend, &cfg); err != nil {
@@ -199,7 +199,7 @@ func (t *Trainer) loadRecords(given *data.Records, split data.Split) (*data.Reco
 	case filepath.Dir(filepath.Dir(recs.Source)) == filepath.Clean(data.SyntheticDir(dir)):
 		t.logf("note: no %s data in %s; using the synthetic data in %s", spec.Name, dir, data.SyntheticDir(dir))
 	case split == data.SplitTrain:
-		folder, layout := data.DataDir(dir, spec)
+		folder, layout := data.Dir(dir, spec)
 		t.logf("data: %s in %s (%s layout)", spec.Name, folder, layout)
 	}
 	return recs, err
@@ -220,7 +220,7 @@ func staticGuardCheck(backend compute.Backend, m *cifarlib.Model) error {
 }
 
 // trainOptimizer builds the GoMLX optimizer named in c.
-func trainOptimizer(c *TrainConfig) (optimizer.Interface, error) {
+func trainOptimizer(c *Config) (optimizer.Interface, error) {
 	switch c.Optimizer {
 	case "sgd":
 		return optimizer.StochasticGradientDescent().WithLearningRate(c.LearningRate).WithDecay(false).Done(), nil
@@ -254,7 +254,7 @@ func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []
 }
 
 // Config returns the configuration with its defaults filled in.
-func (t *Trainer) Config() TrainConfig { return t.cfg }
+func (t *Trainer) Config() Config { return t.cfg }
 
 // Model returns the model being trained.
 func (t *Trainer) Model() *cifarlib.Model { return t.model }
@@ -295,15 +295,15 @@ func (t *Trainer) Resumed() (step int, ok bool) {
 // Cancelling ctx stops after the current step; the checkpoint (if configured) is saved and the
 // result has Interrupted set, with a nil error. Errors from the guards (*HeadMismatchError,
 // *LabelRangeError, *DeviceLabelError) stop training and are returned as they are.
-func (t *Trainer) Run(ctx context.Context) (result *TrainResult, err error) {
+func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 	if t.ran {
 		return nil, errors.New("cifarlib: Trainer.Run called twice: create a new Trainer (with the same CheckpointDir it resumes)")
 	}
 	t.ran = true
 	cfg := &t.cfg
 	start := t.GlobalStep()
-	res := &TrainResult{Dataset: cfg.Spec.ID(), Model: cfg.Model, HeadWidth: t.model.NumClasses, Guarded: !cfg.Unguarded, Precision: cfg.Precision,
-		Backend: backends.BackendName(t.backend), Devices: t.dist.numDevices(), BatchSize: cfg.BatchSize, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
+	res := &Result{Dataset: cfg.Spec.ID(), Model: cfg.Model, HeadWidth: t.model.NumClasses, Guarded: !cfg.Unguarded, Precision: cfg.Precision,
+		Backend: backends.Name(t.backend), Devices: t.dist.numDevices(), BatchSize: cfg.BatchSize, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
 		Resumed: t.ckpt != nil && t.ckpt.resumed != nil, CheckpointDir: cfg.CheckpointDir, History: t.history,
 		Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}, Transfer: t.Transfer()}
 	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.trainRecs.Len()}
@@ -341,7 +341,7 @@ func (t *Trainer) Run(ctx context.Context) (result *TrainResult, err error) {
 }
 
 // runSteps runs GoMLX's loop from global step start to cfg.Steps and fills res.
-func (t *Trainer) runSteps(ctx context.Context, start int, res *TrainResult) error {
+func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 	cfg := &t.cfg
 	check := func(*data.HostBatch) error { return nil }
 	if !cfg.Unguarded {

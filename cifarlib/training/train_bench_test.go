@@ -37,13 +37,13 @@ func benchmarkTrain(b *testing.B, arch string, batch int) {
 	b.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
 	name := os.Getenv("CIFARLAB_BENCH_BACKEND")
 	if name == "" {
-		name = backends.BackendGo
+		name = backends.Go
 	}
-	backend, err := backends.NewBackend(name)
+	backend, err := backends.New(name)
 	require.NoError(b, err)
 	train, _ := labtest.TrainTestRecords(b, data.CIFAR10(), 4*batch, 1, 1)
 	var timedFrom time.Time
-	cfg := TrainConfig{Spec: data.CIFAR10(), TrainRecords: train, Model: arch, Steps: b.N + 1, BatchSize: batch,
+	cfg := Config{Spec: data.CIFAR10(), TrainRecords: train, Model: arch, Steps: b.N + 1, BatchSize: batch,
 		SkipFinalEval: true, Backend: backend, Progress: ProgressOff, HistoryEvery: 1,
 		OnPoint: func(p runs.HistoryPoint) error {
 			if p.Step == 1 {

@@ -39,7 +39,7 @@ const (
 
 // TrainConfig describes one training run. Only Spec and Steps are required; the zero value of
 // every other field picks the documented default. The guarded loss is on unless Unguarded is set.
-type TrainConfig struct {
+type Config struct {
 	// Spec is the dataset: CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse).
 	Spec data.Spec
 	// DataDir is the folder holding the dataset (as given to LoadSplit). Default: DefaultDataDir().
@@ -163,7 +163,7 @@ func (e *ConfigError) Error() string {
 }
 
 // headWidth is the classifier width the config asks for.
-func (c *TrainConfig) headWidth() int {
+func (c *Config) headWidth() int {
 	if c.Head > 0 {
 		return c.Head
 	}
@@ -171,7 +171,7 @@ func (c *TrainConfig) headWidth() int {
 }
 
 // topK returns 5 for CIFAR-100-sized heads (fine and coarse) and 0 (no top-k metric) otherwise.
-func (c *TrainConfig) topK() int {
+func (c *Config) topK() int {
 	if c.Spec.NumClasses > 10 && c.headWidth() > 5 {
 		return 5
 	}
@@ -179,12 +179,12 @@ func (c *TrainConfig) topK() int {
 }
 
 // withDefaults returns a copy with defaults filled in, or a *ConfigError.
-func (c TrainConfig) withDefaults() (TrainConfig, error) {
+func (c Config) withDefaults() (Config, error) {
 	if c.Spec.NumClasses <= 0 || c.Spec.Name == "" {
 		return c, &ConfigError{Field: "Spec", Value: "(zero)", Reason: "set it to CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse)"}
 	}
 	if c.DataDir == "" {
-		c.DataDir = data.DefaultDataDir()
+		c.DataDir = data.DefaultDir()
 	}
 	c.Model = strings.ToLower(strings.TrimSpace(c.Model))
 	if c.Model == "" {
@@ -194,7 +194,7 @@ func (c TrainConfig) withDefaults() (TrainConfig, error) {
 		return c, &ConfigError{Field: "Head", Value: fmt.Sprint(c.Head), Reason: "use 0 to size the head from the dataset, or a positive width"}
 	}
 	if c.BackendName == "" {
-		c.BackendName = backends.BackendAuto
+		c.BackendName = backends.Auto
 	}
 	precision, err := cifarlib.ParsePrecision(string(c.Precision))
 	if err != nil {

@@ -24,13 +24,10 @@ type trainDevices struct {
 
 // newTrainDevices resolves cfg.Devices on backend b and checks that the batch splits evenly;
 // it returns nil for one device.
-func newTrainDevices(b compute.Backend, cfg *TrainConfig) (*trainDevices, error) {
+func newTrainDevices(b compute.Backend, cfg *Config) (*trainDevices, error) {
 	n, err := backends.ResolveDevices(b, cfg.Devices)
-	if ve := (*backends.DevicesValueError)(nil); errors.As(err, &ve) {
-		return nil, &ConfigError{Field: "Devices", Value: ve.Value, Reason: ve.Fix}
-	}
 	if err != nil || n < 2 {
-		return nil, err
+		return nil, devicesConfigError(err)
 	}
 	if err := backends.CheckBatchDivisible("BatchSize", cfg.BatchSize, n); err != nil {
 		return nil, err
@@ -88,4 +85,13 @@ func (d *trainDevices) zeroLossCounts(steps, batchSize int) (seen, outOfRange in
 		return 0, 0
 	}
 	return int64(steps) * int64(batchSize), d.split.outOfRange(steps)
+}
+
+// devicesConfigError reports the backends' *DevicesValueError for Config.Devices as a
+// *ConfigError of the Devices field; other errors pass unchanged.
+func devicesConfigError(err error) error {
+	if ve := (*backends.DevicesValueError)(nil); errors.As(err, &ve) {
+		return &ConfigError{Field: "Devices", Value: ve.Value, Reason: ve.Fix}
+	}
+	return err
 }

@@ -118,7 +118,7 @@ func TestDevicesHostGuard(t *testing.T) {
 func TestDevicesCheckpoints(t *testing.T) {
 	backend := devicesTestBackend(t, 4)
 	trainRecs, testRecs := labtest.TrainTestRecords(t, data.CIFAR10(), 64, 30, 5)
-	cfg := TrainConfig{Spec: data.CIFAR10(), Model: cifarlib.ArchCNN, Backend: backend, TrainRecords: trainRecs, TestRecords: testRecs,
+	cfg := Config{Spec: data.CIFAR10(), Model: cifarlib.ArchCNN, Backend: backend, TrainRecords: trainRecs, TestRecords: testRecs,
 		Steps: 4, BatchSize: 16, Seed: 3, Optimizer: "sgd", LearningRate: 0.01, SkipFinalEval: true, Progress: ProgressOff}
 	straight, err := NewTrainer(cfg)
 	require.NoError(t, err)
@@ -168,12 +168,12 @@ func TestDevicesCheckpoints(t *testing.T) {
 // TestDevicesErrors: the typed errors for a device count that cannot work, with their messages.
 func TestDevicesErrors(t *testing.T) {
 	recs, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 32, 10, 1)
-	base := TrainConfig{Spec: data.CIFAR10(), Model: cifarlib.ArchLinear, TrainRecords: recs, Steps: 1, BatchSize: 8, SkipFinalEval: true,
+	base := Config{Spec: data.CIFAR10(), Model: cifarlib.ArchLinear, TrainRecords: recs, Steps: 1, BatchSize: 8, SkipFinalEval: true,
 		Progress: ProgressOff}
 
 	t.Run("go backend", func(t *testing.T) {
 		cfg := base
-		cfg.BackendName, cfg.Devices = backends.BackendGo, 2
+		cfg.BackendName, cfg.Devices = backends.Go, 2
 		_, err := NewTrainer(cfg)
 		var due *backends.DevicesUnsupportedError
 		require.ErrorAs(t, err, &due)
@@ -183,7 +183,7 @@ func TestDevicesErrors(t *testing.T) {
 			"no distributed programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: "+backends.XLACPUInstallHint+
 			") or cuda for several GPUs, or -devices 1")
 		// "all" on the pure-Go backend is its one device.
-		b, err := backends.NewBackendWithDevices(backends.BackendGo, backends.DevicesAll)
+		b, err := backends.NewWithDevices(backends.Go, backends.DevicesAll)
 		require.NoError(t, err)
 		n, err := backends.ResolveDevices(b, backends.DevicesAll)
 		require.NoError(t, err)
@@ -192,7 +192,7 @@ func TestDevicesErrors(t *testing.T) {
 
 	t.Run("negative", func(t *testing.T) {
 		cfg := base
-		cfg.BackendName, cfg.Devices = backends.BackendGo, -3
+		cfg.BackendName, cfg.Devices = backends.Go, -3
 		_, err := NewTrainer(cfg)
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce)
@@ -229,7 +229,7 @@ func TestDevicesErrors(t *testing.T) {
 		require.Equal(t, 2, dce.Available)
 		require.EqualError(t, err, "cifarlib: 4 devices asked for, but the xla:cpu (XLA CPU plugin) backend has 2: create the "+
 			"backend with NewBackendWithDevices(name, 4) (XLA's CPU plugin makes as many devices as asked), or use at most 2")
-		_, err = backends.NewBackendWithDevices("cpu", backends.MaxCPUDevices+1)
+		_, err = backends.NewWithDevices("cpu", backends.MaxCPUDevices+1)
 		require.ErrorAs(t, err, &dce)
 		require.Equal(t, backends.MaxCPUDevices, dce.Available)
 
@@ -259,13 +259,13 @@ func TestParseDevices(t *testing.T) {
 func TestNewBackendWithDevices(t *testing.T) {
 	devicesTestBackend(t, 2) // Skips on the pure-Go test backend.
 	for _, n := range []int{2, 3, 8} {
-		b, err := backends.NewBackendWithDevices(backends.BackendCPU, n)
+		b, err := backends.NewWithDevices(backends.CPU, n)
 		require.NoError(t, err)
 		require.Equal(t, n, b.NumDevices())
 		require.Len(t, backends.ListDevices(b), n)
 		b.Finalize()
 	}
-	b, err := backends.NewBackendWithDevices(backends.BackendCPU, backends.DevicesAll)
+	b, err := backends.NewWithDevices(backends.CPU, backends.DevicesAll)
 	require.NoError(t, err)
 	require.Equal(t, 4, b.NumDevices(), "the XLA CPU plugin's default")
 	b.Finalize()

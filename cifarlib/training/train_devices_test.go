@@ -40,12 +40,12 @@ func devicesTestBackend(t *testing.T, n int) compute.Backend {
 	t.Helper()
 	xb, ok := labtest.Backend(t).(*xla.Backend)
 	if !ok || !xb.IsCPU() {
-		t.Skipf("multi-device tests run on XLA's CPU plugin (the test backend is %s): set GOMLX_BACKEND=cpu", backends.BackendName(labtest.Backend(t)))
+		t.Skipf("multi-device tests run on XLA's CPU plugin (the test backend is %s): set GOMLX_BACKEND=cpu", backends.Name(labtest.Backend(t)))
 	}
 	if b, ok := devicesTestBackends.Load(n); ok {
 		return b.(compute.Backend)
 	}
-	b, err := backends.NewBackendWithDevices("xla:"+xb.PluginName(), n)
+	b, err := backends.NewWithDevices("xla:"+xb.PluginName(), n)
 	require.NoError(t, err)
 	require.Equal(t, n, b.NumDevices())
 	actual, _ := devicesTestBackends.LoadOrStore(n, b)
@@ -54,9 +54,9 @@ func devicesTestBackend(t *testing.T, n int) compute.Backend {
 
 // devicesRun trains a small config on backend with the given device count and returns the
 // result and the trainer.
-func devicesRun(t *testing.T, backend compute.Backend, arch string, devices int, trainRecs, testRecs *data.Records) (*TrainResult, *Trainer) {
+func devicesRun(t *testing.T, backend compute.Backend, arch string, devices int, trainRecs, testRecs *data.Records) (*Result, *Trainer) {
 	t.Helper()
-	cfg := TrainConfig{Spec: data.CIFAR10(), Model: arch, Backend: backend, Devices: devices, TrainRecords: trainRecs,
+	cfg := Config{Spec: data.CIFAR10(), Model: arch, Backend: backend, Devices: devices, TrainRecords: trainRecs,
 		TestRecords: testRecs, Steps: 3, BatchSize: 16, Seed: testenv.SpreadSeed(t, 7), Optimizer: "sgd", LearningRate: 0.01, HistoryEvery: 1, EvalBatchSize: 20, Progress: ProgressOff}
 	tr, err := NewTrainer(cfg)
 	require.NoError(t, err)
@@ -95,7 +95,7 @@ const (
 // which moves no float32 weight by a rounding step (and a zero weight by 1e-30). Batch-norm
 // moving averages do take that step's batch statistics, so only trainable variables are read
 // from it.
-func initialValues(t *testing.T, cfg TrainConfig) map[string][]float32 {
+func initialValues(t *testing.T, cfg Config) map[string][]float32 {
 	t.Helper()
 	cfg.Steps, cfg.LearningRate, cfg.SkipFinalEval, cfg.TestRecords, cfg.CheckpointDir = 1, 1e-30, true, nil, ""
 	tr, err := NewTrainer(cfg)
@@ -209,7 +209,7 @@ func TestDevicesSameAsOneDevice(t *testing.T) {
 		backend := devicesTestBackend(t, 4)
 		var curves [][]runs.HistoryPoint
 		for _, n := range []int{1, 4} {
-			res, err := Train(context.Background(), TrainConfig{Spec: data.CIFAR10(), Model: cifarlib.ArchCNN, Backend: backend, Devices: n,
+			res, err := Train(context.Background(), Config{Spec: data.CIFAR10(), Model: cifarlib.ArchCNN, Backend: backend, Devices: n,
 				TrainRecords: trainRecs, Steps: 5, BatchSize: devicesBatch, Seed: testenv.SpreadSeed(t, 7), Optimizer: "adam", LearningRate: 0.001,
 				HistoryEvery: 1, SkipFinalEval: true, Progress: ProgressOff})
 			require.NoError(t, err)
@@ -256,7 +256,7 @@ func TestDevicesInterruptAndZeroLoss(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg := TrainConfig{Spec: data.CIFAR10(), Model: cifarlib.ArchLinear, Backend: backend, Devices: 2, TrainRecords: trainRecs, Steps: 5,
+	cfg := Config{Spec: data.CIFAR10(), Model: cifarlib.ArchLinear, Backend: backend, Devices: 2, TrainRecords: trainRecs, Steps: 5,
 		BatchSize: 8, HistoryEvery: 1, SkipFinalEval: true, CheckpointDir: dir, Progress: ProgressOff,
 		TestRecords: testRecs, EvalEvery: 1, EvalExamples: 6, EvalBatchSize: 4, // Periodic evaluations on 2 devices, padded.
 		OnPoint: func(p runs.HistoryPoint) error {
@@ -298,7 +298,7 @@ func TestDevicesInterruptAndZeroLoss(t *testing.T) {
 	fine, _ := labtest.TrainTestRecords(t, spec, 64, 10, 4)
 	var stats []ZeroLossStats
 	for _, n := range []int{1, 2} {
-		res, err := Train(context.Background(), TrainConfig{Spec: spec, Model: cifarlib.ArchLinear, Head: 10, Unguarded: true,
+		res, err := Train(context.Background(), Config{Spec: spec, Model: cifarlib.ArchLinear, Head: 10, Unguarded: true,
 			Backend: backend, Devices: n, TrainRecords: fine, Steps: 3, BatchSize: 8, SkipFinalEval: true, Progress: ProgressOff})
 		require.NoError(t, err)
 		stats = append(stats, res.ZeroLoss)

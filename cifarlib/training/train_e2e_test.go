@@ -17,7 +17,7 @@ import (
 // steps at about 0.26 s each (batch 32, 2 idle cores, LayerOpsMatmul); -short skips them.
 
 // trainE2E trains cnn on synthetic data of spec and returns the result.
-func trainE2E(t *testing.T, spec data.Spec, steps int) *TrainResult {
+func trainE2E(t *testing.T, spec data.Spec, steps int) *Result {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end training skipped with -short")
@@ -25,7 +25,7 @@ func trainE2E(t *testing.T, spec data.Spec, steps int) *TrainResult {
 	b := labtest.Backend(t)
 	train, test := labtest.TrainTestRecords(t, spec, 1000, 200, 1)
 	var log bytes.Buffer
-	res, err := Train(context.Background(), TrainConfig{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchCNN,
+	res, err := Train(context.Background(), Config{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchCNN,
 		Steps: steps, BatchSize: 32, LearningRate: 0.003, Seed: 1, Backend: b, Progress: ProgressOff, Log: &log, LogEvery: 5})
 	require.NoError(t, err)
 	var summary bytes.Buffer

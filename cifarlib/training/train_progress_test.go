@@ -36,7 +36,7 @@ func TestTrainProgressBar(t *testing.T) {
 	b := labtest.Backend(t)
 	spec := data.CIFAR100(data.LabelsFine)
 	train, _ := labtest.TrainTestRecords(t, spec, 64, 10, 1)
-	cfg := TrainConfig{Spec: spec, TrainRecords: train, Model: cifarlib.ArchLinear, Steps: 3, BatchSize: 8, SkipFinalEval: true,
+	cfg := Config{Spec: spec, TrainRecords: train, Model: cifarlib.ArchLinear, Steps: 3, BatchSize: 8, SkipFinalEval: true,
 		Backend: b, Progress: ProgressOn}
 	out := trainCaptureStdout(t, func() {
 		_, err := Train(context.Background(), cfg)

@@ -50,7 +50,7 @@ func (z ZeroLossStats) String() string {
 }
 
 // TrainResult is the outcome of Train or Trainer.Run.
-type TrainResult struct {
+type Result struct {
 	// Dataset is the dataset id, Model the architecture and HeadWidth its number of logits.
 	Dataset   string `json:"dataset"`
 	Model     string `json:"model"`
@@ -109,10 +109,10 @@ type TrainResult struct {
 }
 
 // StepsRun is the number of steps this run trained.
-func (r *TrainResult) StepsRun() int { return r.EndStep - r.StartStep }
+func (r *Result) StepsRun() int { return r.EndStep - r.StartStep }
 
 // WriteSummary writes a human-readable summary of the run to w.
-func (r *TrainResult) WriteSummary(w io.Writer) error {
+func (r *Result) WriteSummary(w io.Writer) error {
 	var b strings.Builder
 	guard := "guarded loss"
 	if !r.Guarded {

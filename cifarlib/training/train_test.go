@@ -24,30 +24,30 @@ import (
 )
 
 func TestTrainConfigErrors(t *testing.T) {
-	base := TrainConfig{Spec: data.CIFAR10(), Steps: 10}
+	base := Config{Spec: data.CIFAR10(), Steps: 10}
 	for _, c := range []struct {
 		name  string
-		edit  func(*TrainConfig)
+		edit  func(*Config)
 		field string
 		msg   string
 	}{
-		{"no spec", func(c *TrainConfig) { c.Spec = data.Spec{} }, "Spec",
+		{"no spec", func(c *Config) { c.Spec = data.Spec{} }, "Spec",
 			"cifarlib: training config: Spec=(zero): set it to CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse)"},
-		{"no steps", func(c *TrainConfig) { c.Steps = 0 }, "Steps",
+		{"no steps", func(c *Config) { c.Steps = 0 }, "Steps",
 			"cifarlib: training config: Steps=0: set the number of training steps (> 0)"},
-		{"negative head", func(c *TrainConfig) { c.Head = -1 }, "Head",
+		{"negative head", func(c *Config) { c.Head = -1 }, "Head",
 			"cifarlib: training config: Head=-1: use 0 to size the head from the dataset, or a positive width"},
-		{"negative batch", func(c *TrainConfig) { c.BatchSize = -4 }, "BatchSize",
+		{"negative batch", func(c *Config) { c.BatchSize = -4 }, "BatchSize",
 			"cifarlib: training config: BatchSize=-4: use a positive batch size, e.g. 32 or 128"},
-		{"optimizer", func(c *TrainConfig) { c.Optimizer = "lion" }, "Optimizer",
+		{"optimizer", func(c *Config) { c.Optimizer = "lion" }, "Optimizer",
 			`cifarlib: training config: Optimizer="lion": use one of adam, adamw, adamax, rmsprop, sgd`},
-		{"schedule", func(c *TrainConfig) { c.Schedule = "step" }, "Schedule",
+		{"schedule", func(c *Config) { c.Schedule = "step" }, "Schedule",
 			`cifarlib: training config: Schedule="step": use "constant" or "cosine"`},
-		{"warmup without cosine", func(c *TrainConfig) { c.WarmupSteps = 5 }, "Schedule",
+		{"warmup without cosine", func(c *Config) { c.WarmupSteps = 5 }, "Schedule",
 			"cifarlib: training config: Schedule=constant: WarmupSteps and MinLearningRate need Schedule \"cosine\""},
-		{"warmup too long", func(c *TrainConfig) { c.Schedule, c.WarmupSteps = ScheduleCosine, 10 }, "WarmupSteps",
+		{"warmup too long", func(c *Config) { c.Schedule, c.WarmupSteps = ScheduleCosine, 10 }, "WarmupSteps",
 			"cifarlib: training config: WarmupSteps=10: use 0 <= WarmupSteps < Steps (10)"},
-		{"weight decay", func(c *TrainConfig) { c.WeightDecay = 0.01 }, "WeightDecay",
+		{"weight decay", func(c *Config) { c.WeightDecay = 0.01 }, "WeightDecay",
 			`cifarlib: training config: WeightDecay=0.01: weight decay needs Optimizer "adamw"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -61,7 +61,7 @@ func TestTrainConfigErrors(t *testing.T) {
 		})
 	}
 
-	cfg, err := TrainConfig{Spec: data.CIFAR100(data.LabelsFine), Steps: 1000, Optimizer: "SGD"}.withDefaults()
+	cfg, err := Config{Spec: data.CIFAR100(data.LabelsFine), Steps: 1000, Optimizer: "SGD"}.withDefaults()
 	require.NoError(t, err)
 	require.Equal(t, "cnn", cfg.Model)
 	require.Equal(t, 32, cfg.BatchSize)
@@ -73,7 +73,7 @@ func TestTrainConfigErrors(t *testing.T) {
 	require.Equal(t, 2, cfg.CheckpointKeep)
 	require.Equal(t, 100, cfg.EvalBatchSize)
 	require.Equal(t, 5, cfg.topK())
-	require.Equal(t, 0, (&TrainConfig{Spec: data.CIFAR10()}).topK())
+	require.Equal(t, 0, (&Config{Spec: data.CIFAR10()}).topK())
 }
 
 // The seed's bug: a 10-class head on CIFAR-100. With the guard on, NewTrainer fails with the
@@ -81,7 +81,7 @@ func TestTrainConfigErrors(t *testing.T) {
 func TestTrainStaticGuardStopsBeforeFirstStep(t *testing.T) {
 	b := labtest.Backend(t)
 	missing := filepath.Join(t.TempDir(), "no-data-here")
-	res, err := Train(context.Background(), TrainConfig{Spec: data.CIFAR100(data.LabelsFine), DataDir: missing, Model: cifarlib.ArchCNN, Head: 10,
+	res, err := Train(context.Background(), Config{Spec: data.CIFAR100(data.LabelsFine), DataDir: missing, Model: cifarlib.ArchCNN, Head: 10,
 		Steps: 5, Backend: b, Progress: ProgressOff})
 	require.Nil(t, res)
 	var hm *cifarlib.HeadMismatchError
@@ -102,7 +102,7 @@ func TestTrainUnguardedCountsZeroLossExamples(t *testing.T) {
 	train, test := labtest.TrainTestRecords(t, spec, 320, 100, 3)
 	const steps, batch, seed = 5, 32, 11
 	var log bytes.Buffer
-	res, err := Train(context.Background(), TrainConfig{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear,
+	res, err := Train(context.Background(), Config{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear,
 		Head: 10, Unguarded: true, Steps: steps, BatchSize: batch, Seed: seed, Backend: b, Progress: ProgressOff, Log: &log})
 	require.NoError(t, err)
 
@@ -179,7 +179,7 @@ func TestTrainInterruptResumeEqualsStraightRun(t *testing.T) {
 	b := labtest.Backend(t)
 	spec := data.CIFAR10()
 	train, test := labtest.TrainTestRecords(t, spec, 96, 40, 5)
-	cfg := TrainConfig{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchCNN, Steps: 4, BatchSize: 8, Seed: 7,
+	cfg := Config{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchCNN, Steps: 4, BatchSize: 8, Seed: 7,
 		Augment: true, Optimizer: "adamw", LearningRate: 0.003, Schedule: ScheduleCosine, WarmupSteps: 1,
 		SkipFinalEval: true, Backend: b, Progress: ProgressOff}
 
@@ -276,7 +276,7 @@ func TestTrainResumeRefusesDifferentSettings(t *testing.T) {
 	spec := data.CIFAR10()
 	train, _ := labtest.TrainTestRecords(t, spec, 64, 10, 1)
 	dir := t.TempDir()
-	cfg := TrainConfig{Spec: spec, TrainRecords: train, Model: cifarlib.ArchLinear, Steps: 1, BatchSize: 16, SkipFinalEval: true,
+	cfg := Config{Spec: spec, TrainRecords: train, Model: cifarlib.ArchLinear, Steps: 1, BatchSize: 16, SkipFinalEval: true,
 		CheckpointDir: dir, Backend: b, Progress: ProgressOff}
 	_, err := Train(context.Background(), cfg)
 	require.NoError(t, err)
@@ -336,7 +336,7 @@ func TestTrainGuardErrorUnwrapped(t *testing.T) {
 
 func TestTrainRecordsMustMatchSpec(t *testing.T) {
 	train, _ := labtest.TrainTestRecords(t, data.CIFAR100(data.LabelsFine), 40, 10, 1)
-	_, err := NewTrainer(TrainConfig{Spec: data.CIFAR10(), TrainRecords: train, Steps: 1, SkipFinalEval: true, Backend: labtest.Backend(t)})
+	_, err := NewTrainer(Config{Spec: data.CIFAR10(), TrainRecords: train, Steps: 1, SkipFinalEval: true, Backend: labtest.Backend(t)})
 	require.EqualError(t, err, "cifarlib: training config: TrainRecords/TestRecords=cifar100: the records are cifar100 (100 classes) "+
 		"but Spec is cifar10 (10 classes): load them with the same Spec")
 }

@@ -19,7 +19,7 @@ func TestTrainResultCarriesTrained(t *testing.T) {
 	spec := data.CIFAR100(data.LabelsFine)
 	recs := labtest.StoryRecords(t, 128)
 	dir := t.TempDir()
-	res, err := Train(context.Background(), TrainConfig{Spec: spec, TrainRecords: recs, TestRecords: recs, Model: cifarlib.ArchLinear,
+	res, err := Train(context.Background(), Config{Spec: spec, TrainRecords: recs, TestRecords: recs, Model: cifarlib.ArchLinear,
 		Backend: backend, Steps: 3, BatchSize: 32, Seed: 1, Progress: ProgressOff, SkipFinalEval: true, CheckpointDir: dir})
 	require.NoError(t, err)
 	require.NotNil(t, res.Trained)

@@ -141,7 +141,7 @@ func (tt *trainTransfer) isBackbone(path string) bool {
 // left empty becomes the source's. Without From it returns nil, or, with Freeze, a transfer
 // without a source (report nil): the backbone as initialised from the seed, frozen (the
 // random-feature baseline of a linear probe).
-func openTransfer(cfg *TrainConfig) (*trainTransfer, error) {
+func openTransfer(cfg *Config) (*trainTransfer, error) {
 	if cfg.From == "" {
 		if cfg.BackboneLearningRate != 0 {
 			return nil, &ConfigError{Field: "BackboneLearningRate", Value: fmt.Sprint(cfg.BackboneLearningRate),
@@ -209,7 +209,7 @@ func specID(info CheckpointInfo) string {
 }
 
 // check validates the transfer against cfg (defaults filled in) and the model built for it.
-func (tt *trainTransfer) check(cfg *TrainConfig, m *cifarlib.Model) error {
+func (tt *trainTransfer) check(cfg *Config, m *cifarlib.Model) error {
 	if tt == nil {
 		return nil
 	}

@@ -23,7 +23,7 @@ func transferSource(t *testing.T, arch string) (string, *LoadedCheckpoint) {
 	t.Helper()
 	train, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 48, 10, 11)
 	dir := filepath.Join(t.TempDir(), "cifar10-"+arch)
-	_, err := Train(context.Background(), TrainConfig{Spec: data.CIFAR10(), TrainRecords: train, Model: arch, Steps: 3, BatchSize: 8,
+	_, err := Train(context.Background(), Config{Spec: data.CIFAR10(), TrainRecords: train, Model: arch, Steps: 3, BatchSize: 8,
 		Seed: 3, SkipFinalEval: true, CheckpointDir: dir, Backend: labtest.Backend(t), Progress: ProgressOff})
 	require.NoError(t, err)
 	src, err := LoadCheckpoint(dir, labtest.Backend(t))
@@ -32,9 +32,9 @@ func transferSource(t *testing.T, arch string) (string, *LoadedCheckpoint) {
 }
 
 // transferConfig is a CIFAR-100 (fine) transfer of the run in from.
-func transferConfig(t *testing.T, from string, steps int) TrainConfig {
+func transferConfig(t *testing.T, from string, steps int) Config {
 	train, test := labtest.TrainTestRecords(t, data.CIFAR100(data.LabelsFine), 48, 12, 12)
-	return TrainConfig{Spec: data.CIFAR100(data.LabelsFine), From: from, TrainRecords: train, TestRecords: test, Steps: steps,
+	return Config{Spec: data.CIFAR100(data.LabelsFine), From: from, TrainRecords: train, TestRecords: test, Steps: steps,
 		BatchSize: 8, Seed: 5, SkipFinalEval: true, Backend: labtest.Backend(t), Progress: ProgressOff}
 }
 
@@ -376,18 +376,18 @@ func TestTransferErrors(t *testing.T) {
 		"or cifarlab train --from "+from+" --dataset cifar100 --labels coarse, with a new --checkpoint directory)")
 
 	for _, c := range []struct {
-		edit func(*TrainConfig)
+		edit func(*Config)
 		msg  string
 	}{
-		{func(c *TrainConfig) { c.From = ""; c.BackboneLearningRate = 0.1 },
+		{func(c *Config) { c.From = ""; c.BackboneLearningRate = 0.1 },
 			`cifarlib: training config: BackboneLearningRate=0.1: it applies to a transferred run: set From to the trained run's checkpoint directory`},
-		{func(c *TrainConfig) { c.Freeze = "head" },
+		{func(c *Config) { c.Freeze = "head" },
 			`cifarlib: training config: Freeze="head": use "" (fine-tune everything) or "backbone" (linear probe)`},
-		{func(c *TrainConfig) { c.Freeze, c.BackboneLearningRate = FreezeBackbone, 0.1 },
+		{func(c *Config) { c.Freeze, c.BackboneLearningRate = FreezeBackbone, 0.1 },
 			`cifarlib: training config: BackboneLearningRate=0.1: a frozen backbone does not train: leave it 0 with Freeze "backbone"`},
-		{func(c *TrainConfig) { c.BackboneLearningRate = -1 },
+		{func(c *Config) { c.BackboneLearningRate = -1 },
 			`cifarlib: training config: BackboneLearningRate=-1: must not be negative (0: the same as LearningRate)`},
-		{func(c *TrainConfig) { c.Head = 10 },
+		{func(c *Config) { c.Head = 10 },
 			`cifarlib: training config: Head=10: a transferred run's head is sized from Spec: leave Head 0`},
 	} {
 		cfg := transferConfig(t, from, 1)
@@ -414,7 +414,7 @@ func TestTransferDevicesSameAsOneDevice(t *testing.T) {
 	kinkTol := testenv.KinkTolerance(devicesBatch, devicesMinHW)
 	for _, freeze := range []string{"", FreezeBackbone} {
 		t.Run(fmt.Sprintf("freeze=%q", freeze), func(t *testing.T) {
-			var results []*TrainResult
+			var results []*Result
 			var trainers []*Trainer
 			for _, n := range []int{1, 4} {
 				cfg := transferConfig(t, from, 3)
@@ -521,7 +521,7 @@ func TestTransferHeadWidths(t *testing.T) {
 	from10, _ := transferSource(t, cifarlib.ArchCNN)
 	train100, _ := labtest.TrainTestRecords(t, data.CIFAR100(data.LabelsFine), 32, 4, 2)
 	from100 := filepath.Join(t.TempDir(), "cifar100-cnn")
-	_, err := Train(context.Background(), TrainConfig{Spec: data.CIFAR100(data.LabelsFine), TrainRecords: train100, Model: cifarlib.ArchCNN, Steps: 1,
+	_, err := Train(context.Background(), Config{Spec: data.CIFAR100(data.LabelsFine), TrainRecords: train100, Model: cifarlib.ArchCNN, Steps: 1,
 		BatchSize: 8, SkipFinalEval: true, CheckpointDir: from100, Backend: labtest.Backend(t), Progress: ProgressOff})
 	require.NoError(t, err)
 	for _, c := range []struct {
@@ -531,7 +531,7 @@ func TestTransferHeadWidths(t *testing.T) {
 	}{{from10, data.CIFAR100(data.LabelsFine), 100}, {from10, data.CIFAR100(data.LabelsCoarse), 20}, {from100, data.CIFAR10(), 10}} {
 		t.Run(c.spec.ID(), func(t *testing.T) {
 			train, _ := labtest.TrainTestRecords(t, c.spec, 16, 4, 3)
-			res, err := Train(context.Background(), TrainConfig{Spec: c.spec, From: c.from, TrainRecords: train, Steps: 1, BatchSize: 8,
+			res, err := Train(context.Background(), Config{Spec: c.spec, From: c.from, TrainRecords: train, Steps: 1, BatchSize: 8,
 				SkipFinalEval: true, Backend: labtest.Backend(t), Progress: ProgressOff})
 			require.NoError(t, err)
 			require.Equal(t, c.head, res.HeadWidth)

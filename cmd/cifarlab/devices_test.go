@@ -44,7 +44,7 @@ func TestTrainCommandDevicesErrors(t *testing.T) {
 // same numbers), and a batch that does not split across the devices.
 func TestTrainCommandDevices(t *testing.T) {
 	t.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
-	if b, err := backends.NewBackend("xla:cpu"); err != nil {
+	if b, err := backends.New("xla:cpu"); err != nil {
 		t.Skipf("needs XLA's CPU plugin: %v", err)
 	} else {
 		b.Finalize()
@@ -55,7 +55,7 @@ func TestTrainCommandDevices(t *testing.T) {
 	code := run([]string{"train", "--data", root, "--model", "cnn", "--steps", "2", "--batch", "16", "--backend", "cpu",
 		"--devices", "4", "--checkpoint", ckpt, "--no-eval", "--json"}, &stdout, &stderr)
 	require.Equal(t, 0, code, stderr.String())
-	var res training.TrainResult
+	var res training.Result
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
 	require.Equal(t, 4, res.Devices)
 	require.Equal(t, 16, res.BatchSize)

@@ -30,7 +30,7 @@ func runDoctor(args []string, stdout io.Writer) error {
 	fs := newFlagSet("doctor", "[--json] [--jupyter-data-dir DIR] [--data DIR]", stdout)
 	asJSON := fs.Bool("json", false, "print the checklist as JSON")
 	dataDir := fs.String("jupyter-data-dir", "", "look for the kernelspecs in this Jupyter data `DIR` (default: Jupyter's own search path)")
-	cifarDir := fs.String("data", data.DefaultDataDir(), "CIFAR data `DIR` to check ($"+data.DataDirEnv+")")
+	cifarDir := fs.String("data", data.DefaultDir(), "CIFAR data `DIR` to check ($"+data.DirEnv+")")
 	repoDir := fs.String("repo", "", "the cifarlab checkout (default: found from the working directory or the binary)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -77,10 +77,10 @@ func probeBackends(ctx context.Context) []kernel.Check {
 	}
 	checks := []kernel.Check{c}
 	cpu := kernel.Check{Name: "backend cpu"}
-	if b, err := backends.NewBackend(backends.BackendCPU); err != nil {
+	if b, err := backends.New(backends.CPU); err != nil {
 		cpu.Status, cpu.Detail, cpu.Fix = kernel.StatusWarn, err.Error(), "the CPU kernel falls back to the pure-Go backend"
 	} else {
-		cpu.Status, cpu.Detail = kernel.StatusOK, "resolves to "+backends.BackendName(b)
+		cpu.Status, cpu.Detail = kernel.StatusOK, "resolves to "+backends.Name(b)
 		b.Finalize()
 	}
 	return append(checks, cpu, probeCUDA())
@@ -90,11 +90,11 @@ func probeBackends(ctx context.Context) []kernel.Check {
 // it looks for none before loading the plugin, so this is quick and quiet).
 func probeCUDA() kernel.Check {
 	c := kernel.Check{Name: "backend cuda"}
-	b, err := backends.NewBackend(backends.BackendCUDA)
+	b, err := backends.New(backends.CUDA)
 	var noGPU *backends.NoGPUError
 	switch {
 	case err == nil:
-		c.Status, c.Detail = kernel.StatusOK, "resolves to "+backends.BackendName(b)
+		c.Status, c.Detail = kernel.StatusOK, "resolves to "+backends.Name(b)
 		b.Finalize()
 	case errors.As(err, &noGPU):
 		c.Status, c.Detail = kernel.StatusAbsent, "no NVIDIA GPU ("+noGPU.Checked+")"
@@ -109,7 +109,7 @@ func probeCUDA() kernel.Check {
 }
 
 func runOnePlusTwo(name string) (sum float64, err error) {
-	b, err := backends.NewBackend(name)
+	b, err := backends.New(name)
 	if err != nil {
 		return 0, err
 	}
@@ -136,7 +136,7 @@ func probeData(root string) kernel.Probe {
 		var checks []kernel.Check
 		for _, spec := range []data.Spec{data.CIFAR10(), data.CIFAR100(data.LabelsFine)} {
 			c := kernel.Check{Name: "data " + spec.Name}
-			dir, layout := data.DataDir(root, spec)
+			dir, layout := data.Dir(root, spec)
 			err := data.Verify(root, spec)
 			switch {
 			case err == nil:

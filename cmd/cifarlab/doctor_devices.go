@@ -20,7 +20,7 @@ func probeDevices(ctx context.Context) []kernel.Check {
 		Detail: "1 device (the pure-Go backend runs on one device: --devices 1)"}}
 
 	cpu := kernel.Check{Name: "devices cpu"}
-	if b, err := backends.NewBackend("xla:cpu"); err != nil {
+	if b, err := backends.New("xla:cpu"); err != nil {
 		cpu.Status, cpu.Detail = kernel.StatusAbsent, "no XLA CPU plugin, so one device (the pure-Go backend)"
 		cpu.Fix = "optional: " + backends.XLACPUInstallHint
 	} else {
@@ -31,7 +31,7 @@ func probeDevices(ctx context.Context) []kernel.Check {
 	}
 
 	cuda := kernel.Check{Name: "devices cuda"}
-	b, err := backends.NewBackend(backends.BackendCUDA)
+	b, err := backends.New(backends.CUDA)
 	var noGPU *backends.NoGPUError
 	switch {
 	case err == nil:

@@ -21,7 +21,7 @@ func TestDoctorListsDevices(t *testing.T) {
 		Detail: "1 device (the pure-Go backend runs on one device: --devices 1)"}, checks[0])
 	cpu := checks[1]
 	require.Equal(t, "devices cpu", cpu.Name)
-	if b, err := backends.NewBackend("xla:cpu"); err == nil {
+	if b, err := backends.New("xla:cpu"); err == nil {
 		b.Finalize()
 		require.Equal(t, kernel.StatusOK, cpu.Status)
 		require.True(t, strings.HasPrefix(cpu.Detail, "4 devices: 0 "), cpu.Detail)

@@ -26,12 +26,12 @@ func runDownload(args []string, stdout io.Writer) error {
 		"  python  cifar-10-python.tar.gz -> cifar-10-batches-py/ (data_batch_1..5, test_batch, batches.meta),\n"+
 		"          cifar-100-python.tar.gz -> cifar-100-python/ (train, test, meta): the pickles torchvision and\n"+
 		"          Keras download. A folder torchvision already downloaded works as it is: point --data (or\n"+
-		"          $"+data.DataDirEnv+") at the folder holding cifar-10-batches-py/ or cifar-100-python/.\n"+
+		"          $"+data.DirEnv+") at the folder holding cifar-10-batches-py/ or cifar-100-python/.\n"+
 		"The archive is checked against its official SHA-256 and every file (for the python layout, every\n"+
 		"pickle, decoded without executing anything) before it is installed.\n", stdout)
 	dataset := fs.String("dataset", "", "dataset: cifar10 or cifar100 (required)")
 	format := fs.String("format", "binary", "archive to fetch: binary (cifar-*-binary.tar.gz) or python (cifar-*-python.tar.gz, torchvision's pickles)")
-	dataDir := fs.String("data", data.DefaultDataDir(), "data `DIR` to download into ($"+data.DataDirEnv+")")
+	dataDir := fs.String("data", data.DefaultDir(), "data `DIR` to download into ($"+data.DirEnv+")")
 	url := fs.String("url", "", "download from this mirror `URL` instead of the official address")
 	sha := fs.String("sha256", "", "expected SHA-256 of the archive (default: the official checksum)")
 	retries := fs.Int("retries", 2, "extra attempts after an interrupted transfer")

@@ -24,11 +24,11 @@ func init() {
 func runEval(args []string, stdout io.Writer) error {
 	fs := newFlagSet("eval", "--checkpoint DIR [--data DIR] [--split test|train] [--batch B] [--max N] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--json]", stdout)
 	ckptDir := fs.String("checkpoint", "", "checkpoint `DIR` written by cifarlab train (required); it records the dataset and the model")
-	dataDir := fs.String("data", data.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DataDirEnv+")")
+	dataDir := fs.String("data", data.DefaultDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DirEnv+")")
 	splitName := fs.String("split", "test", "split to evaluate: test or train")
 	batch := fs.Int("batch", 100, "evaluation batch size")
 	maxExamples := fs.Int("max", 0, "evaluate only the first N examples (0: all)")
-	backendName := fs.String("backend", backends.BackendAuto, "compute backend: auto, cpu, go or cuda")
+	backendName := fs.String("backend", backends.Auto, "compute backend: auto, cpu, go or cuda")
 	devicesFlag := fs.String("devices", "1", "shard each evaluation batch across N devices, or all (any count: checkpoints do not depend on it)")
 	precisionFlag := fs.String("precision", string(cifarlib.PrecisionF32), "what convolutions and matrix products compute in: f32 or bf16-mixed "+
 		"(any checkpoint: they hold float32 whatever the training precision)")
@@ -57,7 +57,7 @@ func runEval(args []string, stdout io.Writer) error {
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("--devices %q: use a positive number or all", *devicesFlag)}
 	}
-	backend, err := backends.NewBackendWithDevices(*backendName, devices)
+	backend, err := backends.NewWithDevices(*backendName, devices)
 	if errors.Is(err, backends.ErrDevices) {
 		return &exitError{code: 2, err: err}
 	}

@@ -50,7 +50,7 @@ func runInspect(args []string, stdout io.Writer) error {
 	fs := newFlagSet("inspect", "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--json]", stdout)
 	dataset := fs.String("dataset", "", "dataset: cifar10 or cifar100 (required)")
 	labels := fs.String("labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
-	dataDir := fs.String("data", data.DefaultDataDir(), "data `DIR` holding the dataset's folder (or its synthetic/ sub-folder) ($"+data.DataDirEnv+")")
+	dataDir := fs.String("data", data.DefaultDir(), "data `DIR` holding the dataset's folder (or its synthetic/ sub-folder) ($"+data.DirEnv+")")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err

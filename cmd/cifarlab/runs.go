@@ -19,8 +19,8 @@ func init() {
 
 func runRuns(args []string, stdout io.Writer) error {
 	fs := newFlagSet("runs", "[--data DIR | --runs DIR] [--json]", stdout)
-	dataDir := fs.String("data", data.DefaultDataDir(), "CIFAR data `DIR`, whose runs/ sub-folder holds the notebooks' runs ($"+data.DataDirEnv+")")
-	runsDir := fs.String("runs", "", "the runs `DIR` itself (default: $"+runs.RunsEnv+", else DIR/runs of --data); each run is a sub-folder, "+
+	dataDir := fs.String("data", data.DefaultDir(), "CIFAR data `DIR`, whose runs/ sub-folder holds the notebooks' runs ($"+data.DirEnv+")")
+	runsDir := fs.String("runs", "", "the runs `DIR` itself (default: $"+runs.DirEnv+", else DIR/runs of --data); each run is a sub-folder, "+
 		"as `cifarlab train --checkpoint DIR/NAME` and the notebooks' lab.Fit write them")
 	asJSON := fs.Bool("json", false, "print the runs as JSON (one object per run, the fields of cifarlib.RunInfo)")
 	if err := fs.Parse(args); err != nil {
@@ -31,15 +31,15 @@ func runRuns(args []string, stdout io.Writer) error {
 	}
 	dir := *runsDir
 	if dir == "" {
-		dir = runs.DefaultRunsDir(*dataDir)
+		dir = runs.DefaultDir(*dataDir)
 	}
-	list, err := runs.ListRuns(dir)
+	list, err := runs.List(dir)
 	if err != nil {
 		return fmt.Errorf("%w: pass the folder of runs with --runs DIR (or the data folder with --data)", err)
 	}
 	if *asJSON {
 		if list == nil {
-			list = runs.Runs{}
+			list = runs.Table{}
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

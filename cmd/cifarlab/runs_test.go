@@ -17,7 +17,7 @@ import (
 // Runs trained with `cifarlab train --checkpoint` are listed by `cifarlab runs`, as a table and
 // as JSON; a folder of something else is listed as foreign.
 func TestRunsCommand(t *testing.T) {
-	t.Setenv(runs.RunsEnv, "")
+	t.Setenv(runs.DirEnv, "")
 	root := trainTestData(t, data.CIFAR100(data.LabelsFine))
 	runsDir := filepath.Join(root, "runs")
 	for _, r := range []struct{ name, head, guard string }{{"fixed", "0", "true"}, {"unguarded", "10", "false"}} {
@@ -40,14 +40,14 @@ func TestRunsCommand(t *testing.T) {
 
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"runs", "--runs", runsDir, "--json"}, &stdout, &stderr), stderr.String())
-	var got []runs.RunInfo
+	var got []runs.Info
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got))
-	want, err := runs.ListRuns(runsDir)
+	want, err := runs.List(runsDir)
 	require.NoError(t, err)
 	for i := range want {
 		want[i].History = nil // not in the JSON
 	}
-	require.Equal(t, []runs.RunInfo(want), got)
+	require.Equal(t, []runs.Info(want), got)
 
 	stdout.Reset()
 	stderr.Reset()

@@ -52,14 +52,14 @@ func runTrain(args []string, stdout io.Writer) error {
 	var f trainFlags
 	fs.StringVar(&f.dataset, "dataset", "cifar10", "dataset: cifar10 or cifar100")
 	fs.StringVar(&f.labels, "labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
-	fs.StringVar(&f.dataDir, "data", data.DefaultDataDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DataDirEnv+")")
+	fs.StringVar(&f.dataDir, "data", data.DefaultDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DirEnv+")")
 	fs.StringVar(&f.arch, "model", cifarlib.ArchCNN, "architecture: linear, cnn, resnet18 or resnet20")
 	fs.IntVar(&f.head, "head", 0, "override the head width (reproduces the head/label mismatch bug); 0 = the dataset's classes")
 	fs.BoolVar(&f.guard, "guard", true, "guard the loss: refuse a head/dataset mismatch and out-of-range labels; with false, GoMLX's plain loss "+
 		"silently gives such labels zero loss, and the summary says how many")
 	fs.IntVar(&f.steps, "steps", 0, "train up to this global `step` (required); a resumed run continues to it")
 	fs.IntVar(&f.batch, "batch", 32, "batch size")
-	fs.StringVar(&f.backend, "backend", backends.BackendAuto, "compute backend: auto, cpu, go or cuda")
+	fs.StringVar(&f.backend, "backend", backends.Auto, "compute backend: auto, cpu, go or cuda")
 	fs.StringVar(&f.devices, "devices", "1", "data parallelism: shard each batch across N devices, or all (cpu: XLA CPU devices, "+
 		"made on request; cuda: the GPUs); --batch must be a multiple of N")
 	fs.StringVar(&f.precision, "precision", string(cifarlib.PrecisionF32), "what convolutions and matrix products compute in: f32, or "+
@@ -135,16 +135,16 @@ func runTrain(args []string, stdout io.Writer) error {
 }
 
 // config turns the flags into a TrainConfig.
-func (f *trainFlags) config() (training.TrainConfig, error) {
+func (f *trainFlags) config() (training.Config, error) {
 	spec, err := data.SpecByName(f.dataset, f.labels)
 	if err != nil {
-		return training.TrainConfig{}, err
+		return training.Config{}, err
 	}
 	if !slices.Contains(cifarlib.Architectures(), strings.ToLower(f.arch)) {
-		return training.TrainConfig{}, fmt.Errorf("unknown --model %q: use one of %s", f.arch, strings.Join(cifarlib.Architectures(), ", "))
+		return training.Config{}, fmt.Errorf("unknown --model %q: use one of %s", f.arch, strings.Join(cifarlib.Architectures(), ", "))
 	}
 	if f.steps <= 0 {
-		return training.TrainConfig{}, fmt.Errorf("--steps is required: the global step to train to (e.g. --steps 1000)")
+		return training.Config{}, fmt.Errorf("--steps is required: the global step to train to (e.g. --steps 1000)")
 	}
 	progress := training.ProgressAuto
 	switch f.progress {
@@ -154,20 +154,20 @@ func (f *trainFlags) config() (training.TrainConfig, error) {
 	case "off":
 		progress = training.ProgressOff
 	default:
-		return training.TrainConfig{}, fmt.Errorf("--progress %q: use auto, on or off", f.progress)
+		return training.Config{}, fmt.Errorf("--progress %q: use auto, on or off", f.progress)
 	}
 	if f.asJSON {
 		progress = training.ProgressOff // The progress bar writes to stdout.
 	}
 	devices, err := backends.ParseDevices(f.devices)
 	if err != nil {
-		return training.TrainConfig{}, fmt.Errorf("--devices %q: use a positive number or all", f.devices)
+		return training.Config{}, fmt.Errorf("--devices %q: use a positive number or all", f.devices)
 	}
 	precision, err := parsePrecisionFlag(f.precision)
 	if err != nil {
-		return training.TrainConfig{}, err
+		return training.Config{}, err
 	}
-	return training.TrainConfig{
+	return training.Config{
 		Spec: spec, DataDir: f.dataDir, Head: f.head, Unguarded: !f.guard,
 		BackendName: f.backend, Devices: devices, Steps: f.steps, BatchSize: f.batch, Seed: f.seed, Augment: f.augment,
 		Optimizer: f.optimizer, LearningRate: f.lr, WeightDecay: f.weightDecay, Schedule: f.schedule,

@@ -74,7 +74,7 @@ func TestTrainCommandUnguardedReportsZeroLoss(t *testing.T) {
 
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, run(append(args, "--json"), &stdout, &stderr), stderr.String())
-	var res training.TrainResult
+	var res training.Result
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
 	require.False(t, res.Guarded)
 	require.Equal(t, int64(64), res.ZeroLoss.Seen)
@@ -92,12 +92,12 @@ func TestTrainCommandUnguardedReportsZeroLoss(t *testing.T) {
 func TestTrainResumeAndEvalCommands(t *testing.T) {
 	root := trainTestData(t, data.CIFAR10())
 	ckpt := filepath.Join(t.TempDir(), "ckpt")
-	train := func(steps string) training.TrainResult {
+	train := func(steps string) training.Result {
 		var stdout, stderr bytes.Buffer
 		code := run([]string{"train", "--dataset", "cifar10", "--data", root, "--model", "linear", "--steps", steps,
 			"--batch", "16", "--backend", "go", "--checkpoint", ckpt, "--json"}, &stdout, &stderr)
 		require.Equal(t, 0, code, stderr.String())
-		var res training.TrainResult
+		var res training.Result
 		require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
 		return res
 	}
@@ -216,7 +216,7 @@ func TestTrainCommandSIGINTSavesAndResumes(t *testing.T) {
 	require.ErrorAs(t, err, &exitErr, stderrText.String())
 	require.Equal(t, 130, exitErr.ExitCode(), stderrText.String())
 
-	var res training.TrainResult
+	var res training.Result
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res), stdout.String())
 	require.True(t, res.Interrupted)
 	require.GreaterOrEqual(t, res.EndStep, 3)
@@ -233,7 +233,7 @@ func TestTrainCommandSIGINTSavesAndResumes(t *testing.T) {
 	resume.Env = cmd.Env
 	out, err = resume.Output()
 	require.NoError(t, err)
-	var res2 training.TrainResult
+	var res2 training.Result
 	require.NoError(t, json.Unmarshal(out, &res2))
 	require.True(t, res2.Resumed)
 	require.False(t, res2.Interrupted)

@@ -43,12 +43,12 @@ func TestTransferCommands(t *testing.T) {
 		"(built for cifar100, head of 100)")
 
 	dst := filepath.Join(t.TempDir(), "c100")
-	transfer := func(steps string, extra ...string) training.TrainResult {
+	transfer := func(steps string, extra ...string) training.Result {
 		var stdout, stderr bytes.Buffer
 		args := append([]string{"train", "--from", src, "--dataset", "cifar100", "--data", root, "--steps", steps, "--batch", "16",
 			"--backend", "go", "--json"}, extra...)
 		require.Equal(t, 0, run(args, &stdout, &stderr), stderr.String())
-		var res training.TrainResult
+		var res training.Result
 		require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
 		return res
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // writeFileAtomic creates path atomically with the content written by fill.
-func WriteFileAtomic(path string, fill func(w io.Writer) error) (err error) {
+func WriteFile(path string, fill func(w io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cifarlib: creating folder for %s: %w", path, err)

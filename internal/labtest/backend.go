@@ -15,10 +15,10 @@ import (
 var sharedTestBackend = sync.OnceValues(func() (compute.Backend, error) {
 	os.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
 	name := strings.TrimSpace(os.Getenv(compute.ConfigEnvVar))
-	if name == "" || strings.EqualFold(name, backends.BackendAuto) {
-		name = backends.BackendGo
+	if name == "" || strings.EqualFold(name, backends.Auto) {
+		name = backends.Go
 	}
-	return backends.NewBackend(name)
+	return backends.New(name)
 })
 
 // testBackend returns the backend the model, loss, guard and training tests run on:
