@@ -170,7 +170,7 @@ func TestShowText(t *testing.T) {
 	require.Equal(t, "4 labels (src): 0..3, 4 of 4 classes present; 2 (50%) are >= the head's 2 outputs\n"+
 		"loss curve: 20 points, to step 20\n"+
 		"accuracy curve: 20 points, to step 20\n"+
-		"1. a mistake\n   *cifarlib.LabelRangeError: batch 0: 1 of 1 labels out of range [0, 2): position 0 (example 0) label 5: "+
+		"1. a mistake\n   *data.LabelRangeError: batch 0: 1 of 1 labels out of range [0, 2): position 0 (example 0) label 5: "+
 		"labels must be class indices in [0, 2); the labels come from a dataset with more classes than the model's head "+
 		"(e.g. CIFAR-100 labels for a 10-class model): build the model and the dataset from the same Spec\n\n"+
 		"a picture\nplain\n", buf.String())

@@ -34,7 +34,7 @@ type Info struct {
 	// Status says where the run stands; Reason says why, for every status but RunDone
 	// (the error of a failed run, what is missing from an incomplete or broken one).
 	Status Status `json:"status"`
-	Reason string    `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// Dataset, Model, Head (classifier width), Guarded and Devices describe what was trained.
 	Dataset string `json:"dataset,omitempty"`
 	Model   string `json:"model,omitempty"`

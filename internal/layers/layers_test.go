@@ -1,0 +1,74 @@
+package layers
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/internal/repo"
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/cifarlab/cifarlab/"
+
+// allowed lists, for each package of the module, the packages of the module it may import
+// directly (its non-test files). A package missing from the table fails the test: add it with
+// the stage it belongs to.
+var allowed = map[string][]string{
+	"internal/atomicfile":      nil,
+	"internal/repo":            nil,
+	"internal/tfevents":        nil,
+	"internal/plugins":         {"internal/repo"},
+	"internal/tfevents/tbtest": {"internal/repo"},
+	"internal/testenv":         {"internal/plugins", "internal/repo"},
+	"internal/labtest":         {"cifarlib/data", "cifarlib/backends"},
+	"internal/layers":          nil,
+	"cifarlib/data":            {"internal/atomicfile"},
+	"cifarlib/backends":        {"internal/plugins", "internal/repo"},
+	"cifarlib":                 {"cifarlib/data", "cifarlib/backends", "internal/atomicfile", "internal/plugins"},
+	"cifarlib/runs": {"cifarlib", "cifarlib/data", "cifarlib/backends", "internal/atomicfile",
+		"internal/tfevents"},
+	"cifarlib/training": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs",
+		"internal/atomicfile", "internal/tfevents", "internal/plugins"},
+	"cifarlib/nb": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs", "cifarlib/training",
+		"internal/repo"},
+	"kernel": {"cifarlib/backends", "internal/plugins", "internal/repo"},
+	"cmd/cifarlab": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs", "cifarlib/training",
+		"kernel", "internal/plugins", "internal/repo"},
+	"bench/convim2col":   {"cifarlib", "cifarlib/data", "cifarlib/backends"},
+	"bench/devices":      {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
+	"bench/trainstep":    {"cifarlib", "cifarlib/data", "cifarlib/backends", "internal/plugins"},
+	"bench/transfer":     {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
+	"docker/pjrtinstall": nil,
+	"notebooks":          nil,
+}
+
+// TestImportDirection lists every package of the module with `go list` and requires each
+// import of the module's own packages to be in the package's allowed set: an import that
+// reaches up a stage (or sideways between data and backends) fails with its name.
+func TestImportDirection(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
+	cmd.Dir = repo.Dir()
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go list: %s", out)
+	seen := 0
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		allow, known := allowed[pkg]
+		if !known {
+			t.Errorf("package %s is not in the import table of internal/layers: add it with the packages it may import", pkg)
+			continue
+		}
+		seen++
+		for _, imp := range fields[1:] {
+			dep, ok := strings.CutPrefix(imp, module)
+			if ok && !slices.Contains(allow, dep) {
+				t.Errorf("%s imports %s, which its stage may not import (allowed: %s): move the code to the stage "+
+					"that owns it, or pass the value down as a parameter", pkg, dep, strings.Join(allow, ", "))
+			}
+		}
+	}
+	require.Equal(t, len(allowed), seen, "every package of the table exists")
+}
