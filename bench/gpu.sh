@@ -4,7 +4,7 @@
 #
 # Here, first (this machine has the Go module cache; the GPU machine may have no Go at all):
 #
-#   bash bench/gpu.sh --build          # -> bench/out/gpu/{cifarlib.test,trainstep,devices,cifarlab,gpusmoke}
+#   bash bench/gpu.sh --build          # -> bench/out/gpu/{cifarlib,backends,training}.test, {trainstep,devices,cifarlab,gpusmoke}
 #                                      #    (110 MB, stripped) and bench/out/gpu.tar.gz (38 MB) to carry
 #
 # Then on the GPU machine, from the repository root, in one device call carrying the archive:
@@ -21,7 +21,8 @@
 #      libraries come from SITE/nvidia (the plugin's RPATH) and ptxas/libdevice from SITE/nvidia/cu13.
 #   3. Doctor: `cifarlab doctor`'s lines for the NVIDIA libraries and tools (found, path, version).
 #   4. Smoke: kernel/gpu-smoke.sh with the carried gpusmoke (raw go-xla, then cifarlib.NewBackend("cuda")).
-#   5. Guard tests with GOMLX_BACKEND=cuda: the prebuilt cifarlib test binary, -test.run GUARD_TESTS, and
+#   5. Guard tests with GOMLX_BACKEND=cuda: the prebuilt test binaries of cifarlib, cifarlib/backends and
+#      cifarlib/training (TEST_PKGS), -test.run GUARD_TESTS, and
 #      one line per guard (static, host, in-graph).
 #   6. Training: a short resnet20 run on synthetic CIFAR-10 with --checkpoint, then resumed to more steps.
 #   7. Devices: --devices 4 on a host with fewer GPUs is refused with cifarlib's DeviceCountError.
@@ -46,13 +47,21 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 BIN="$REPO/bench/out/gpu"
 
-# The guard, loss and model tests (backend-generic, via testBackend) plus the CUDA checks.
+# The guard, loss and model tests (backend-generic, via labtest.Backend) plus the CUDA checks, in
+# the packages of TEST_PKGS: the story's core (guards, losses, models), backends (CUDA creation)
+# and training (mixed-precision training).
+TEST_PKGS="cifarlib cifarlib/backends cifarlib/training"
+# build_tests compiles the test binary of each package of TEST_PKGS into $BIN/<name>.test.
+build_tests() {
+  local pkg
+  for pkg in $TEST_PKGS; do go test -c "$@" -o "$BIN/$(basename "$pkg").test" "./$pkg" || return 1; done
+}
 GUARD_TESTS="${GUARD_TESTS:-^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestCUDAMatchesGo|TestNewBackendCUDA.*|TestCheckPrecision|TestPrecision.*)\$}"
 
 if [ "${1:-}" = "--build" ]; then
   set -e
   mkdir -p "$BIN"
-  go test -c -ldflags='-s -w' -o "$BIN/cifarlib.test" ./cifarlib
+  build_tests -ldflags='-s -w'
   go build -ldflags='-s -w' -o "$BIN/trainstep" ./bench/trainstep
   go build -ldflags='-s -w' -o "$BIN/devices" ./bench/devices
   go build -ldflags='-s -w' -o "$BIN/cifarlab" ./cmd/cifarlab
@@ -139,7 +148,7 @@ if [ ! -x "$BIN/cifarlib.test" ] || [ ! -x "$BIN/trainstep" ]; then
   if command -v go >/dev/null; then
     say "-- no prebuilt binaries in $BIN: building offline with $(go version)"
     mkdir -p "$BIN"
-    GOFLAGS="${GOFLAGS:-} -mod=mod" GOPROXY=off go test -c -o "$BIN/cifarlib.test" ./cifarlib > "$OUTDIR/build.log" 2>&1 &&
+    GOFLAGS="${GOFLAGS:-} -mod=mod" GOPROXY=off build_tests > "$OUTDIR/build.log" 2>&1 &&
       GOFLAGS="${GOFLAGS:-} -mod=mod" GOPROXY=off go build -o "$BIN/trainstep" ./bench/trainstep >> "$OUTDIR/build.log" 2>&1 ||
       result FAIL "build: $(tail -3 "$OUTDIR/build.log" | tr '\n' ' ') (run bash bench/gpu.sh --build where the module cache is, and carry bench/out/gpu.tar.gz)"
   else
@@ -195,10 +204,16 @@ fi
 
 # 5. Guard tests on CUDA.
 if stage 5; then
-say "-- guard tests: GOMLX_BACKEND=cuda cifarlib.test -test.run '$GUARD_TESTS' -test.short"
+say "-- guard tests: GOMLX_BACKEND=cuda {cifarlib,backends,training}.test -test.run '$GUARD_TESTS' -test.short"
 start=$(date +%s)
-if (cd cifarlib && GOMLX_BACKEND=cuda timeout "$(left 150)" "$BIN/cifarlib.test" -test.run "$GUARD_TESTS" -test.short -test.v -test.count=1) \
-     > "$OUTDIR/guard-tests.log" 2>&1; then
+guard_tests() {
+  local pkg rc=0
+  for pkg in $TEST_PKGS; do
+    (cd "$pkg" && GOMLX_BACKEND=cuda timeout "$(left 150)" "$BIN/$(basename "$pkg").test" -test.run "$GUARD_TESTS" -test.short -test.v -test.count=1) || rc=1
+  done
+  return $rc
+}
+if guard_tests > "$OUTDIR/guard-tests.log" 2>&1; then
   result ok "guard tests on cuda: $(grep -c '^--- PASS' "$OUTDIR/guard-tests.log") passed, $(grep -c '^--- SKIP' "$OUTDIR/guard-tests.log") skipped in $(( $(date +%s) - start )) s"
 else
   result FAIL "guard tests on cuda ($(( $(date +%s) - start )) s): $(grep -E '^(--- FAIL|FAIL|panic)' "$OUTDIR/guard-tests.log" | head -8 | tr '\n' ' ')"

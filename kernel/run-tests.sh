@@ -16,6 +16,8 @@ echo "== go vet"
 go vet ./...
 # cifarlib as the XLA kernels build notebook cells: without the pure-Go backend (kernel.CellGoFlags).
 go vet -tags cifarlab_nogobackend ./cifarlib/...
+echo "== go mod tidy -diff (go.mod and go.sum as go mod tidy leaves them)"
+go mod tidy -diff
 echo "== gofmt"
 unformatted="$(gofmt -l cifarlib cmd internal kernel bench docker notebooks 2>/dev/null || true)"
 if [ -n "$unformatted" ]; then
@@ -32,7 +34,7 @@ echo "== go test cifarlib (models, losses, guards, training, backends) and inter
 plugin="$(ls "$repo"/.venv/lib/python3*/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so | tail -1)"
 GOMLX_BACKEND="xla:$plugin" CIFARLAB_REQUIRE_XLA_CPU=1 go test -count=1 -timeout 30m \
   -run '^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestTrain.*|TestTopKAccuracyGraph|TestIm2colConvolutionMatchesConvolve|TestMaxPool2x2MatchesMaxPool|TestLayerOps.*|TestNewBackend.*|TestXLACPUMatchesGo|TestFindXLACPUPluginSearch|TestFindXLACPUPluginGoXLAFolders|TestDevices.*|TestParseDevices|TestCheckPrecision|TestPrecision.*|TestTransferDevicesSameAsOneDevice|TestTransferFrozenBackboneUnchanged)$' \
-  ./cifarlib ./internal/plugins
+  ./cifarlib ./cifarlib/backends ./cifarlib/training ./internal/plugins
 
 echo "== docker lint (the full image build is docker/test.sh, see docker/README.md)"
 bash docker/lint.sh
@@ -48,6 +50,6 @@ fi
 # Fuzz targets for a fixed budget of executions (counts, not durations: a duration budget can
 # fail spuriously with "context deadline exceeded" on a loaded machine, golang/go#75804).
 echo "== fuzz (fixed budget)"
-go test -run '^$' -fuzz '^FuzzReadRecords$' -fuzztime 10000x -fuzzminimizetime 50x ./cifarlib
-go test -run '^$' -fuzz '^FuzzExtract$' -fuzztime 3000x -fuzzminimizetime 50x ./cifarlib
-go test -run '^$' -fuzz '^FuzzReadPickle$' -fuzztime 10000x -fuzzminimizetime 50x ./cifarlib
+go test -run '^$' -fuzz '^FuzzReadRecords$' -fuzztime 10000x -fuzzminimizetime 50x ./cifarlib/data
+go test -run '^$' -fuzz '^FuzzExtract$' -fuzztime 3000x -fuzzminimizetime 50x ./cifarlib/data
+go test -run '^$' -fuzz '^FuzzReadPickle$' -fuzztime 10000x -fuzzminimizetime 50x ./cifarlib/data
