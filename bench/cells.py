@@ -7,7 +7,7 @@ its reply; the first run of each kind pays for compiling what changed and is rep
 the median of the others is the turnaround a user gets while working:
 
   floor     `fmt.Println(2)`: no cifarlib, GoNB's own floor (goimports, compile, link, run)
-  cifarlib  `fmt.Println(cifarlib.CIFAR10().NumClasses)`: a cell that links cifarlib
+  cifarlib  `fmt.Println(data.CIFAR10().NumClasses)`: a cell that links cifarlib's data package
   nb        `fmt.Println(nb.Arch(nil))`: links the notebook helpers (charts, gonbui), no nb.Open
   lab       `fmt.Println(lab.Arch)` after `var lab = nb.Open(...)`: every later cell re-runs
             the program, so it pays for whatever nb.Open does at start
@@ -45,15 +45,15 @@ import time
 
 CELLS = [
     ("floor", "%%\nfmt.Println(2)"),
-    ("cifarlib", 'import "github.com/cifarlab/cifarlab/cifarlib"\n\n%%\nfmt.Println(cifarlib.CIFAR10().NumClasses)'),
+    ("cifarlib", 'import "github.com/cifarlab/cifarlab/cifarlib/data"\n\n%%\nfmt.Println(data.CIFAR10().NumClasses)'),
     ("nb", 'import "github.com/cifarlab/cifarlab/cifarlib/nb"\n\n%%\nfmt.Println(nb.Arch(nil))'),
-    ("lab", 'var lab = nb.Open(cifarlib.CIFAR10())\n\n%%\nfmt.Println(lab.Arch)'),
+    ("lab", 'var lab = nb.Open(data.CIFAR10())\n\n%%\nfmt.Println(lab.Arch)'),
 ]
 
 # What each kind's repeated cell runs once its declarations are memorized.
 REPEAT = {
     "floor": "%%\nfmt.Println(2)",
-    "cifarlib": "%%\nfmt.Println(cifarlib.CIFAR10().NumClasses)",
+    "cifarlib": "%%\nfmt.Println(data.CIFAR10().NumClasses)",
     "nb": "%%\nfmt.Println(nb.Arch(nil))",
     "lab": "%%\nfmt.Println(lab.Arch)",
 }

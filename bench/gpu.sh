@@ -20,7 +20,7 @@
 #      pointed at that environment with the one setting CIFARLAB_CUDA_SITE=SITE (issue 20), so its NVIDIA
 #      libraries come from SITE/nvidia (the plugin's RPATH) and ptxas/libdevice from SITE/nvidia/cu13.
 #   3. Doctor: `cifarlab doctor`'s lines for the NVIDIA libraries and tools (found, path, version).
-#   4. Smoke: kernel/gpu-smoke.sh with the carried gpusmoke (raw go-xla, then cifarlib.NewBackend("cuda")).
+#   4. Smoke: kernel/gpu-smoke.sh with the carried gpusmoke (raw go-xla, then backends.New("cuda")).
 #   5. Guard tests with GOMLX_BACKEND=cuda: the prebuilt test binaries of cifarlib, cifarlib/backends and
 #      cifarlib/training (TEST_PKGS), -test.run GUARD_TESTS, and
 #      one line per guard (static, host, in-graph).
@@ -169,9 +169,9 @@ fi
 
 # Does cifarlib pick the plugin up?
 if timeout "$(left 120)" "$BIN/trainstep" -list -backends cuda > "$OUTDIR/backend.txt" 2>&1 && grep -q "xla:cuda" "$OUTDIR/backend.txt"; then
-  result ok "cifarlib.NewBackend(\"cuda\"): $(grep -v '^[WIE][0-9]\{4\}' "$OUTDIR/backend.txt" | head -1 | tr '\t' ' ')"
+  result ok "backends.New(\"cuda\"): $(grep -v '^[WIE][0-9]\{4\}' "$OUTDIR/backend.txt" | head -1 | tr '\t' ' ')"
 else
-  result FAIL "cifarlib.NewBackend(\"cuda\"): $(tail -5 "$OUTDIR/backend.txt" | tr '\n' ' ')"
+  result FAIL "backends.New(\"cuda\"): $(tail -5 "$OUTDIR/backend.txt" | tr '\n' ' ')"
 fi
 say "XLA_FLAGS seen by the Go side: set by cifarlib when SITE/nvidia/cu13 has ptxas or libdevice"
 
@@ -190,7 +190,7 @@ elif stage 3; then
   result FAIL "doctor: $BIN/cifarlab missing (bash bench/gpu.sh --build)"
 fi
 
-# 4. The smoke test (kernel/gpu-smoke.sh: raw go-xla, then cifarlib.NewBackend("cuda"), with the
+# 4. The smoke test (kernel/gpu-smoke.sh: raw go-xla, then backends.New("cuda"), with the
 # carried gpusmoke; its notebook stage needs Go and is skipped without it).
 if stage 4; then
   if GPUSMOKE_BIN="$BIN/gpusmoke" OUT="$OUTDIR/smoke" CIFARLAB_CUDA_PLUGIN="${PLUGIN:-}" timeout "$(left 180)" \
@@ -265,7 +265,7 @@ if stage 7 && [ -x "$BIN/cifarlab" ]; then
     msg="$(grep -v '^[WI][0-9]\{4\} ' "$OUTDIR/devices4.err" | tail -1)"
     say "$msg"
     if [ "$rc" = 1 ] && [[ "$msg" == *"4 devices asked for, but the"*"backend has $ngpu"* ]]; then
-      result ok "devices: --devices 4 on $ngpu GPU refused clearly (exit 1, cifarlib.DeviceCountError)"
+      result ok "devices: --devices 4 on $ngpu GPU refused clearly (exit 1, backends.DeviceCountError)"
     else
       result FAIL "devices: --devices 4 on $ngpu GPU gave exit $rc: $msg"
     fi

@@ -261,7 +261,7 @@ doctor="$(podman "${storage[@]}" exec "$ctr" cifarlab doctor)" || { echo "$docto
 echo "$doctor"
 if [ -n "$cpu_plugin" ]; then
   # doctor computed 1+2 on the pure-Go backend and loaded the CPU plugin as the lab user.
-  grep -q "backend cpu .*resolves to xla:cpu" <<<"$doctor" || fail "cifarlib.NewBackend(\"cpu\") is not XLA CPU inside the image"
+  grep -q "backend cpu .*resolves to xla:cpu" <<<"$doctor" || fail "backends.New(\"cpu\") is not XLA CPU inside the image"
 fi
 
 # ---------------------------------------------------------------------------------------------

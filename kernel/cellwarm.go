@@ -9,10 +9,11 @@ import (
 	"strings"
 )
 
-// cellImports are the packages a notebook cell imports from the checkout: the story's library
-// and its notebook package. A cell-like module importing both has the build list of every
-// notebook's cells.
-var cellImports = []string{ModulePath + "/cifarlib", ModulePath + "/cifarlib/nb"}
+// cellImports are the packages a notebook cell imports from the checkout: the story's core, the
+// stages the cells name (data, backends, runs, training) and the notebook package. A cell-like
+// module importing them all has the build list of every notebook's cells.
+var cellImports = []string{ModulePath + "/cifarlib", ModulePath + "/cifarlib/data", ModulePath + "/cifarlib/backends",
+	ModulePath + "/cifarlib/runs", ModulePath + "/cifarlib/training", ModulePath + "/cifarlib/nb"}
 
 // WriteCellModule writes, into the empty folder dir, a module like the one GoNB builds a cell in:
 // a main package importing cellImports from repo (a replace, as GoNB's go.work adds to the

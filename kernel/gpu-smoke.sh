@@ -14,7 +14,7 @@
 #      cu13/nvvm/libdevice for XLA).
 #   3. Raw go-xla: loads the plugin by absolute path (GOMLX_BACKEND=xla:/abs/xla_cuda_plugin.so
 #      style: go-xla's xla.New accepts an absolute plugin path) and runs the forward pass.
-#   4. cifarlib: the same through cifarlib.NewBackend("cuda"), configured exactly as the
+#   4. cifarlib: the same through backends.New("cuda"), configured exactly as the
 #      "Go (cifarlab, CUDA)" kernelspec does it (see kernel.JaxCUDABackend): a folder with
 #      pjrt_c_api_cuda_plugin.so -> the jax file and nvidia -> SITE/nvidia, named by
 #      PJRT_PLUGIN_LIBRARY_PATH, and XLA_FLAGS=--xla_gpu_cuda_data_dir=SITE/nvidia/cu13.
@@ -121,7 +121,7 @@ else
   result FAIL "raw go-xla forward pass (output above)"
 fi
 
-# 4. cifarlib.NewBackend("cuda") with the kernelspec's configuration.
+# 4. backends.New("cuda") with the kernelspec's configuration.
 LINKS="$WORK/pjrt-cuda"
 PDIR="$LINKS/jax_plugins/$(basename "$(dirname "$PLUGIN")")"
 mkdir -p "$PDIR"
@@ -131,10 +131,10 @@ say "-- cifarlib: PJRT_PLUGIN_LIBRARY_PATH=$PDIR GOMLX_BACKEND=xla:cuda ${DATA:+
 if timeout 300 env PJRT_PLUGIN_LIBRARY_PATH="$PDIR" GOMLX_BACKEND=xla:cuda ${DATA:+XLA_FLAGS=--xla_gpu_cuda_data_dir=$DATA} \
      "$WORK/gpusmoke" -backend cuda > "$WORK/cifarlib.out" 2>&1; then
   cat "$WORK/cifarlib.out" >> "$LOG"; tail -5 "$WORK/cifarlib.out"
-  result ok "cifarlib.NewBackend(\"cuda\") forward pass on the GPU"
+  result ok "backends.New(\"cuda\") forward pass on the GPU"
 else
   cat "$WORK/cifarlib.out" >> "$LOG"; tail -5 "$WORK/cifarlib.out" | cut -c1-300
-  result FAIL "cifarlib.NewBackend(\"cuda\") forward pass (output above)"
+  result FAIL "backends.New(\"cuda\") forward pass (output above)"
 fi
 
 # 5. The notebook through the real GoNB kernel with the CUDA kernelspec.

@@ -25,9 +25,9 @@ func TestLiveViewUpdatesInPlace(t *testing.T) {
 	dir := t.TempDir()
 	const steps = 150
 	cells := []string{
-		"import (\n\t\"github.com/cifarlab/cifarlab/cifarlib\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/nb\"\n)\n\n" +
-			"var lab = nb.Open(cifarlib.CIFAR10())\n\n%%\nfmt.Println(lab.Arch)",
-		fmt.Sprintf("%%%%\nres := nb.Must(lab.Fit(\"live\", cifarlib.TrainConfig{Steps: %d, BatchSize: 64, Seed: 1}))\nnb.Show(res)", steps),
+		"import (\n\t\"github.com/cifarlab/cifarlab/cifarlib/data\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/nb\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/training\"\n)\n\n" +
+			"var lab = nb.Open(data.CIFAR10())\n\n%%\nfmt.Println(lab.Arch)",
+		fmt.Sprintf("%%%%\nres := nb.Must(lab.Fit(\"live\", training.Config{Steps: %d, BatchSize: 64, Seed: 1}))\nnb.Show(res)", steps),
 	}
 	var files []string
 	for i, c := range cells {

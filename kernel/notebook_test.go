@@ -174,7 +174,7 @@ func TestSmokeNotebook(t *testing.T) {
 		// rejected in workspace mode, CGO_ENABLED=0 cannot build go-xla, GO111MODULE=off no modules.
 		run := runNotebook(t, repo, dataDir, notebook, CPUKernel,
 			"GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0", "GO111MODULE=off")
-		// The CPU kernel runs what cifarlib.NewBackend("cpu") picks: the XLA CPU plugin that
+		// The CPU kernel runs what backends.New("cpu") picks: the XLA CPU plugin that
 		// kernel/setup.sh installs into .venv, else the pure-Go backend.
 		cpu, err := ChooseCPUBackend(repo, BackendOptions{})
 		require.NoError(t, err)

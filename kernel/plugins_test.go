@@ -56,7 +56,7 @@ func TestChooseCPUBackend(t *testing.T) {
 	require.Contains(t, b.Reason, "pure-Go backend (the XLA CPU plugin "+venvPlugin+" in the venv "+
 		filepath.Join(repo.Dir, ".venv")+" does not start: ")
 
-	// pip's lammps-jax-pjrt-cpu in the repository's venv, a real one: what cifarlib.NewBackend("cpu") loads.
+	// pip's lammps-jax-pjrt-cpu in the repository's venv, a real one: what backends.New("cpu") loads.
 	if real, err := plugins.FindXLACPU(""); err == nil && real.Path != "" {
 		require.NoError(t, os.Remove(venvPlugin))
 		require.NoError(t, os.Symlink(real.Path, venvPlugin))

@@ -108,7 +108,7 @@ if [ "$SKIP_VENV" != 1 ]; then
   fi
   "$VENV/bin/jupyter" --version | grep -E "^(jupyterlab|nbclient|nbformat|ipykernel) "
 
-  # 2b. XLA's CPU PJRT plugin from PyPI (hash-pinned, no dependencies): cifarlib.NewBackend("cpu")
+  # 2b. XLA's CPU PJRT plugin from PyPI (hash-pinned, no dependencies): backends.New("cpu")
   # finds it in this venv and uses it instead of the pure-Go backend. SKIP_XLA_CPU=1 leaves it out.
   if [ "$SKIP_XLA_CPU" != 1 ]; then
     if compgen -G "$VENV/lib/python3*/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so" >/dev/null; then
