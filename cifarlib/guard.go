@@ -45,11 +45,11 @@ func (m *Model) HostGuard() func(*data.HostBatch) error {
 }
 
 // DeviceGuardScope is the model.Store scope where the in-graph label guard writes its report.
-const DeviceGuardScope = "/cifarlib/label_guard"
+const deviceGuardScope = "/cifarlib/label_guard"
 
 // DeviceGuardSlots is how many out-of-range positions the in-graph guard records per step (the
 // count is always exact).
-const DeviceGuardSlots = 16
+const deviceGuardSlots = 16
 
 // recordDeviceLabels adds to the graph the in-graph guard's report, kept in non-trainable
 // variables under DeviceGuardScope that model.Exec writes back after each run: the number of bad
@@ -62,8 +62,8 @@ func recordDeviceLabels(g *graph.Graph, labels, bad *graph.Node, numClasses int)
 		panic(fmt.Errorf("cifarlib: the in-graph label guard (GuardAll) needs a model.Store: build the graph " +
 			"with model.NewExec or train.Trainer, or use GuardStatic"))
 	}
-	scope := store.Scope(DeviceGuardScope)
-	empty := make([]int32, DeviceGuardSlots)
+	scope := store.Scope(deviceGuardScope)
+	empty := make([]int32, deviceGuardSlots)
 	for i := range empty {
 		empty[i] = -1
 	}
@@ -82,20 +82,20 @@ func recordDeviceLabels(g *graph.Graph, labels, bad *graph.Node, numClasses int)
 	badI := graph.ConvertDType(bad, dtypes.Int32)
 	// rank[i] is the 0-based order of position i among the bad positions.
 	rank := graph.Sub(graph.CumSum(badI, 0), graph.OnesLike(badI))
-	grid := shapes.Make(dtypes.Int32, DeviceGuardSlots, batch)
+	grid := shapes.Make(dtypes.Int32, deviceGuardSlots, batch)
 	slot := graph.Iota(g, grid, 0)
 	position := graph.Iota(g, grid, 1)
 	sel := graph.LogicalAnd(
-		graph.Equal(graph.BroadcastToDims(graph.InsertAxes(rank, 0), DeviceGuardSlots, batch), slot),
-		graph.BroadcastToDims(graph.InsertAxes(bad, 0), DeviceGuardSlots, batch))
+		graph.Equal(graph.BroadcastToDims(graph.InsertAxes(rank, 0), deviceGuardSlots, batch), slot),
+		graph.BroadcastToDims(graph.InsertAxes(bad, 0), deviceGuardSlots, batch))
 	zeros := graph.ZerosLike(position)
 	filled := graph.GreaterThan(graph.ReduceSum(graph.ConvertDType(sel, dtypes.Int32), 1),
 		graph.ScalarZero(g, dtypes.Int32))
 	minusOnes := graph.Scalar(g, dtypes.Int32, -1)
 	pos := graph.ReduceSum(graph.Where(sel, position, zeros), 1)
-	val := graph.ReduceSum(graph.Where(sel, graph.BroadcastToDims(graph.InsertAxes(labels, 0), DeviceGuardSlots, batch), zeros), 1)
-	pos = graph.Where(filled, pos, graph.BroadcastToDims(minusOnes, DeviceGuardSlots))
-	val = graph.Where(filled, val, graph.BroadcastToDims(minusOnes, DeviceGuardSlots))
+	val := graph.ReduceSum(graph.Where(sel, graph.BroadcastToDims(graph.InsertAxes(labels, 0), deviceGuardSlots, batch), zeros), 1)
+	pos = graph.Where(filled, pos, graph.BroadcastToDims(minusOnes, deviceGuardSlots))
+	val = graph.Where(filled, val, graph.BroadcastToDims(minusOnes, deviceGuardSlots))
 
 	newBad := graph.ReduceAllSum(badI)
 	hasBad := graph.GreaterThan(newBad, graph.ScalarZero(g, dtypes.Int32))
@@ -117,8 +117,8 @@ func recordDeviceLabels(g *graph.Graph, labels, bad *graph.Node, numClasses int)
 // every label was in range, or when no GuardAll loss has run on this store (e.g. with GuardOff).
 // Call it after each Trainer.TrainStep (or use AttachDeviceGuard with a train.Loop), and after
 // Trainer.Eval.
-func CheckDeviceLabels(store *model.Store, step int) error {
-	countVar := store.GetVariable(DeviceGuardScope + model.ScopeSeparator + "bad_count")
+func checkDeviceLabels(store *model.Store, step int) error {
+	countVar := store.GetVariable(deviceGuardScope + model.ScopeSeparator + "bad_count")
 	if countVar == nil {
 		return nil
 	}
@@ -132,7 +132,7 @@ func CheckDeviceLabels(store *model.Store, step int) error {
 	e := &DeviceLabelError{Step: step, NumBad: int(count[0])}
 	vals := map[string][]int32{}
 	for _, name := range []string{"bad_batches", "batch_size", "num_classes", "positions", "values"} {
-		v := store.GetVariable(DeviceGuardScope + model.ScopeSeparator + name)
+		v := store.GetVariable(deviceGuardScope + model.ScopeSeparator + name)
 		if v == nil {
 			return fmt.Errorf("cifarlib: in-graph label guard report is incomplete: %s missing", name)
 		}
@@ -147,7 +147,7 @@ func CheckDeviceLabels(store *model.Store, step int) error {
 		}
 	}
 	for _, name := range []string{"bad_count", "bad_batches"} {
-		v := store.GetVariable(DeviceGuardScope + model.ScopeSeparator + name)
+		v := store.GetVariable(deviceGuardScope + model.ScopeSeparator + name)
 		if err := v.SetValue(tensors.FromScalar(int32(0))); err != nil {
 			return fmt.Errorf("cifarlib: clearing the in-graph label guard: %w", err)
 		}
@@ -168,7 +168,7 @@ func readInt32s(v *model.Variable) ([]int32, error) {
 // *DeviceLabelError (errors.As works on the loop's error).
 func AttachDeviceGuard(loop *train.Loop) {
 	loop.OnStep("cifarlib in-graph label guard", -1000, func(loop *train.Loop, _ []*tensors.Tensor) error {
-		return CheckDeviceLabels(loop.Trainer.Store(), loop.LoopStep)
+		return checkDeviceLabels(loop.Trainer.Store(), loop.LoopStep)
 	})
 }
 

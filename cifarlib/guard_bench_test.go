@@ -44,7 +44,7 @@ func benchTrainSteps(b *testing.B, hostGuard bool, mode GuardMode) {
 			b.Fatal(err)
 		}
 		if mode == GuardAll {
-			if err := CheckDeviceLabels(trainer.Store(), -1); err != nil {
+			if err := checkDeviceLabels(trainer.Store(), -1); err != nil {
 				b.Fatal(err)
 			}
 		}

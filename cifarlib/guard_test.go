@@ -8,6 +8,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/internal/labtest"
+	"github.com/cifarlab/cifarlab/internal/testenv"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -106,7 +107,7 @@ func trainOneStep(t testing.TB, m *Model, labels []int32) (float64, *model.Store
 		Labels: []*tensors.Tensor{tensors.FromFlatDataAndDimensions(labels, batch, 1)},
 	})
 	require.NoError(t, err)
-	require.NoError(t, CheckDeviceLabels(store, 1))
+	require.NoError(t, checkDeviceLabels(store, 1))
 	require.Equal(t, int64(1), optimizer.GetGlobalStep(store))
 	return float64(tensors.ToScalar[float32](metrics[0])), store
 }
@@ -130,7 +131,7 @@ func TestTrainStepEachArchitecture(t *testing.T) {
 			if arch == ArchResNet18 || arch == ArchResNet20 {
 				// The batch-norm moving averages were updated by the training step.
 				v := store.GetVariable("/" + arch + "/stem/bn/batch_normalization/mean")
-				require.NotNil(t, v, "variables: %v", SortedVariablePaths(store))
+				require.NotNil(t, v, "variables: %v", testenv.SortedVariablePaths(store))
 				mean, err := v.Value()
 				require.NoError(t, err)
 				nonZero := false

@@ -50,7 +50,7 @@ func runOnce[F model.ExecGraphFn](backend compute.Backend, store *model.Store, g
 		return err
 	})
 	if err != nil {
-		return nil, backends.TranslateRunError(rootError(err), backends.LeadingDim(inputs))
+		return nil, backends.TranslateRunError(rootError(err), leadingDim(inputs))
 	}
 	return out, nil
 }
@@ -99,4 +99,16 @@ func GuardErrorOf(err error) error {
 		return device
 	}
 	return err
+}
+
+// leadingDim returns the first axis of the first input when it is a tensor (the batch size of
+// Logits and the one-call losses), else 0.
+func leadingDim(inputs []any) int {
+	if len(inputs) == 0 {
+		return 0
+	}
+	if t, ok := inputs[0].(*tensors.Tensor); ok && t != nil && t.Rank() > 0 {
+		return t.Shape().Dimensions[0]
+	}
+	return 0
 }

@@ -18,13 +18,13 @@ func (m *Model) CheckBatch(b train.Batch) error {
 		return fmt.Errorf("cifarlib: %s takes exactly one input tensor (the images), got %d", m, len(b.Inputs))
 	}
 	images := b.Inputs[0].Shape()
-	if err := CheckImages(images); err != nil {
+	if err := checkImages(images); err != nil {
 		return err
 	}
 	if len(b.Labels) == 0 || b.Labels[0] == nil {
 		return fmt.Errorf("cifarlib: batch has no labels: the loss needs one label tensor [batch, 1]")
 	}
-	return CheckLabelTensor(b.Labels[0].Shape(), images.Dimensions[0], m.NumClasses)
+	return checkLabelTensor(b.Labels[0].Shape(), images.Dimensions[0], m.NumClasses)
 }
 
 // LabelsToInt32 converts host labels to the int32 class indices cifarlib's guards and

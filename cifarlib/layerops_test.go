@@ -104,7 +104,7 @@ func TestLayerOpsShareVariables(t *testing.T) {
 				defer exec.Finalize()
 				out, err := exec.Call(images)
 				require.NoError(t, err)
-				return tensors.MustCopyFlatData[float32](out[0]), SortedVariablePaths(store)
+				return tensors.MustCopyFlatData[float32](out[0]), testenv.SortedVariablePaths(store)
 			}
 			want, vars := logits(LayerOpsNative)
 			got, varsAfter := logits(LayerOpsMatmul)

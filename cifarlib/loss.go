@@ -56,7 +56,7 @@ func ParseGuardMode(s string) (GuardMode, error) {
 
 // PyTorchIgnoreIndex is PyTorch's default ignore_index for cross-entropy (-100). Pass it to
 // LossBuilder.IgnoreIndex to treat labels equal to -100 as "no label".
-const PyTorchIgnoreIndex = -100
+const pyTorchIgnoreIndex = -100
 
 // LossBuilder configures the guarded sparse cross-entropy; create it with NewLoss or Model.Loss
 // and finish with Done.
@@ -120,7 +120,7 @@ func (l *LossBuilder) Done() loss.LossFn {
 	}
 	if cfg.useIgnore && cfg.ignoreIndex >= 0 && cfg.ignoreIndex < cfg.numClasses {
 		err := fmt.Errorf("cifarlib: ignore index %d is a valid class of %s [0, %d): choose a negative value such as %d",
-			cfg.ignoreIndex, cfg.dataset, cfg.numClasses, PyTorchIgnoreIndex)
+			cfg.ignoreIndex, cfg.dataset, cfg.numClasses, pyTorchIgnoreIndex)
 		return func(_, _ []*graph.Node) *graph.Node { panic(err) }
 	}
 	return func(labels, predictions []*graph.Node) *graph.Node {
@@ -193,14 +193,14 @@ func (l *LossBuilder) checkStatic(labels, logits shapes.Shape) error {
 	if width != l.numClasses {
 		return &HeadMismatchError{Dataset: l.dataset, HeadWidth: width, NumClasses: l.numClasses, Overridden: l.overridden}
 	}
-	return CheckLabelTensor(labels, logits.Dimensions[0], width)
+	return checkLabelTensor(labels, logits.Dimensions[0], width)
 }
 
 // CheckLabelTensor verifies the label side of the input contract for a batch of batchSize
 // examples and a head of headWidth outputs: integer class indices shaped [batch] or [batch, 1],
 // or float one-hot labels shaped [batch, headWidth]. It returns *BatchSizeMismatchError,
 // *LabelDTypeError or *LabelShapeError.
-func CheckLabelTensor(labels shapes.Shape, batchSize, headWidth int) error {
+func checkLabelTensor(labels shapes.Shape, batchSize, headWidth int) error {
 	dims := append([]int(nil), labels.Dimensions...)
 	if len(dims) == 0 || len(dims) > 2 {
 		return &LabelShapeError{Dimensions: dims, HeadWidth: headWidth}

@@ -108,7 +108,7 @@ func (m *Model) LossOnDevices(backend compute.Backend, devices int, images, labe
 		return 0, rootError(err)
 	}
 	if opts.Guard == GuardAll {
-		return value, CheckDeviceLabels(store, 0)
+		return value, checkDeviceLabels(store, 0)
 	}
 	return value, nil
 }

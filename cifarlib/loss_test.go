@@ -119,7 +119,7 @@ func TestGuardedLossValues(t *testing.T) {
 	got, store, err := guardedRun(t, m.LossFn(GuardAll), labelsColumn(good), silentLogits)
 	require.NoError(t, err)
 	require.InDelta(t, want, got, testenv.TolFloat32Ref)
-	require.NoError(t, CheckDeviceLabels(store, 0))
+	require.NoError(t, checkDeviceLabels(store, 0))
 
 	// Same loss with uint8 and int64 labels (converted in the graph) and with rank-1 labels.
 	u8 := make([]uint8, len(good))
@@ -191,7 +191,7 @@ func TestInGraphGuardCatchesDeviceLabels(t *testing.T) {
 	require.InDelta(t, want/4, float64(tensors.ToScalar[float32](out[0])), 1e-5,
 		"out-of-range rows are excluded from the mean")
 
-	err = CheckDeviceLabels(store, 41)
+	err = checkDeviceLabels(store, 41)
 	var de *DeviceLabelError
 	require.ErrorAs(t, err, &de)
 	require.True(t, errors.Is(err, data.ErrLabelOutOfRange))
@@ -202,12 +202,12 @@ func TestInGraphGuardCatchesDeviceLabels(t *testing.T) {
 		"class indices in [0, 10); check the graph code that computes them and that the model head matches the dataset",
 		de.Error())
 	// The report is cleared once read.
-	require.NoError(t, CheckDeviceLabels(store, 42))
+	require.NoError(t, checkDeviceLabels(store, 42))
 
 	// A clean batch leaves a clean report.
 	_, err = exec.Call(labelsColumn([]int32{1, 2, 3, 1, 2, 3}), silentLogits)
 	require.NoError(t, err)
-	require.NoError(t, CheckDeviceLabels(store, 43))
+	require.NoError(t, checkDeviceLabels(store, 43))
 
 	// Without a check in between (e.g. during Trainer.Eval) the report accumulates: two bad
 	// batches (1 and 2 bad labels) and a clean one give the total count and the latest bad batch's positions.
@@ -215,14 +215,14 @@ func TestInGraphGuardCatchesDeviceLabels(t *testing.T) {
 		_, err = exec.Call(labelsColumn(labels), silentLogits)
 		require.NoError(t, err)
 	}
-	require.ErrorAs(t, CheckDeviceLabels(store, -1), &de)
+	require.ErrorAs(t, checkDeviceLabels(store, -1), &de)
 	require.Equal(t, &DeviceLabelError{Step: -1, NumBad: 3, Batches: 2, BatchSize: 6, NumClasses: 10,
 		Bad: []data.BadLabel{{Position: 2, Example: -1, Label: 11}, {Position: 5, Example: -1, Label: -1}}}, de)
 	require.Equal(t, "in-graph label guard: 3 labels that reached the loss on the device in 2 batches are out of "+
 		"range [0, 10); in the latest (6 labels): position 2 label 11, position 5 label -1: the labels fed to the "+
 		"loss must be class indices in [0, 10); check the graph code that computes them and that the model head "+
 		"matches the dataset", de.Error())
-	require.NoError(t, CheckDeviceLabels(store, -1))
+	require.NoError(t, checkDeviceLabels(store, -1))
 }
 
 func TestInGraphGuardManyBadLabels(t *testing.T) {
@@ -240,9 +240,9 @@ func TestInGraphGuardManyBadLabels(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0.0, got, "no row counted: the loss is 0, not NaN")
 	var de *DeviceLabelError
-	require.ErrorAs(t, CheckDeviceLabels(store, -1), &de)
+	require.ErrorAs(t, checkDeviceLabels(store, -1), &de)
 	require.Equal(t, 40, de.NumBad)
-	require.Len(t, de.Bad, DeviceGuardSlots)
+	require.Len(t, de.Bad, deviceGuardSlots)
 	for i, b := range de.Bad {
 		require.Equal(t, data.BadLabel{Position: i, Example: -1, Label: 10 + i}, b)
 	}
@@ -253,20 +253,20 @@ func TestInGraphGuardManyBadLabels(t *testing.T) {
 func TestIgnoreIndex(t *testing.T) {
 	m, err := NewModel(data.CIFAR10(), ArchLinear).Done()
 	require.NoError(t, err)
-	labels := []int32{PyTorchIgnoreIndex, 3, PyTorchIgnoreIndex, 5, 0, 9}
+	labels := []int32{pyTorchIgnoreIndex, 3, pyTorchIgnoreIndex, 5, 0, 9}
 	want := (crossEntropy64(silentLogits[1], 3) + crossEntropy64(silentLogits[3], 5) +
 		crossEntropy64(silentLogits[4], 0) + crossEntropy64(silentLogits[5], 9)) / 4
-	got, store, err := guardedRun(t, m.Loss().IgnoreIndex(PyTorchIgnoreIndex).Done(), labelsColumn(labels), silentLogits)
+	got, store, err := guardedRun(t, m.Loss().IgnoreIndex(pyTorchIgnoreIndex).Done(), labelsColumn(labels), silentLogits)
 	require.NoError(t, err)
 	require.InDelta(t, want, got, testenv.TolFloat32Ref)
-	require.NoError(t, CheckDeviceLabels(store, 0), "ignored labels are not errors")
+	require.NoError(t, checkDeviceLabels(store, 0), "ignored labels are not errors")
 
 	// Without the option, -100 is an out-of-range label.
 	got, store, err = guardedRun(t, m.LossFn(GuardAll), labelsColumn(labels), silentLogits)
 	require.NoError(t, err)
 	require.InDelta(t, want, got, testenv.TolFloat32Ref)
 	var de *DeviceLabelError
-	require.ErrorAs(t, CheckDeviceLabels(store, 0), &de)
+	require.ErrorAs(t, checkDeviceLabels(store, 0), &de)
 	require.Equal(t, []data.BadLabel{{Position: 2 - 2, Example: -1, Label: -100}, {Position: 2, Example: -1, Label: -100}}, de.Bad)
 
 	_, _, err = guardedRun(t, m.Loss().IgnoreIndex(3).Done(), labelsColumn(labels), silentLogits)

@@ -61,7 +61,7 @@ func (m *Model) LossOn(backend compute.Backend, images, labels *tensors.Tensor, 
 	}
 	value := tensors.ToScalar[float32](out[0])
 	if opts.Guard == GuardAll {
-		return value, CheckDeviceLabels(store, 0)
+		return value, checkDeviceLabels(store, 0)
 	}
 	return value, nil
 }

@@ -3,7 +3,6 @@ package cifarlib
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
@@ -206,7 +205,7 @@ func (m *Model) ModelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*g
 		panic(fmt.Errorf("cifarlib: %s takes exactly one input (the images), got %d", m, len(inputs)))
 	}
 	x := inputs[0]
-	if err := CheckImages(x.Shape()); err != nil {
+	if err := checkImages(x.Shape()); err != nil {
 		panic(err)
 	}
 	rec, _ := spec.(*layerRecorder)
@@ -231,7 +230,7 @@ func (m *Model) ModelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*g
 // CheckImages verifies the image side of the input contract: float32 images shaped
 // [batch, 32, 32, 3]. It returns *InputShapeError (naming a channels-first [batch, 3, 32, 32]
 // input as such) or *InputDTypeError.
-func CheckImages(s shapes.Shape) error {
+func checkImages(s shapes.Shape) error {
 	dims := append([]int(nil), s.Dimensions...)
 	if len(dims) != 4 || dims[1] != data.ImageHeight || dims[2] != data.ImageWidth || dims[3] != data.ImageChannels {
 		return &InputShapeError{Dimensions: dims,
@@ -267,14 +266,4 @@ func (nb *netBuilder) mark(name string, scope *model.Scope, x *graph.Node) *grap
 			OutputShape: append([]int(nil), x.Shape().Dimensions...)})
 	}
 	return x
-}
-
-// sortedVariablePaths is used by tests and Summary to list variables deterministically.
-func SortedVariablePaths(store *model.Store) []string {
-	var paths []string
-	for v := range store.IterVariables() {
-		paths = append(paths, v.Path())
-	}
-	sort.Strings(paths)
-	return paths
 }

@@ -29,9 +29,6 @@ const (
 	CUDA = "cuda"
 )
 
-// XLACPUInstallHint says how to get XLA's CPU PJRT plugin; it is part of BackendError messages.
-const XLACPUInstallHint = plugins.XLACPUInstallHint
-
 // BackendError is returned by NewBackend when the requested backend cannot be created: it says
 // what is missing and how to get it. NewBackend never falls back silently from an explicit request.
 type BackendError struct {
@@ -64,7 +61,7 @@ func (e *BackendError) Is(target error) bool { return target == ErrBackend }
 
 // BackendCreateTimeout bounds how long NewBackend waits for an XLA plugin to create its client
 // (loading CUDA can take a while, but it must never hang).
-var CreateTimeout = 2 * time.Minute
+var createTimeout = 2 * time.Minute
 
 // xlaSetup disables go-xla's plugin auto-installer once: cifarlib never downloads plugins.
 var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
@@ -251,7 +248,7 @@ func newXLA(requested, config string, options pjrt.NamedValuesMap) (compute.Back
 			fix = "use -devices 1, or -backend go"
 		}
 		return nil, &BackendError{Requested: requested,
-			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", config, CreateTimeout), Fix: fix}
+			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", config, createTimeout), Fix: fix}
 	case err != nil:
 		if pjrt.IsCUDAName(config) && isNoGPUMessage(err.Error()) {
 			return nil, newNoGPUError(requested, err)
@@ -295,7 +292,7 @@ func startWithTimeout(create func() (compute.Backend, error)) (b compute.Backend
 	select {
 	case r := <-done:
 		return r.b, r.err, false
-	case <-time.After(CreateTimeout):
+	case <-time.After(createTimeout):
 		return nil, nil, true
 	}
 }

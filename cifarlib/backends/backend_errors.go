@@ -6,15 +6,6 @@ import (
 	"strings"
 
 	"github.com/cifarlab/cifarlab/internal/plugins"
-	"github.com/gomlx/gomlx/core/tensors"
-)
-
-// Sentinel errors of the backends, matched with errors.Is by their typed errors.
-var (
-	// ErrBackend: a compute backend could not be created.
-	ErrBackend = errors.New("cifarlib: backend unavailable")
-	// ErrDeviceMemory: the accelerator ran out of memory.
-	ErrDeviceMemory = errors.New("cifarlib: out of device memory")
 )
 
 // DeviceMemoryError is an accelerator out-of-memory failure translated by TranslateRuntimeError,
@@ -137,18 +128,6 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-// leadingDim returns the first axis of the first input when it is a tensor (the batch size of
-// Logits and the one-call losses), else 0.
-func LeadingDim(inputs []any) int {
-	if len(inputs) == 0 {
-		return 0
-	}
-	if t, ok := inputs[0].(*tensors.Tensor); ok && t != nil && t.Rank() > 0 {
-		return t.Shape().Dimensions[0]
-	}
-	return 0
 }
 
 // trainCatch runs fn, turning a panic (GoMLX graph code reports errors by panicking) into an

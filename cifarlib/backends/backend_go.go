@@ -18,7 +18,7 @@ import (
 // 75-minute test timeout, and "go:parallelism=2" hangs on the first conv step. With ops run one
 // after another on the calling goroutine, pool tasks are leaves that never wait on the pool, so
 // the deadlock cannot happen; large ops keep their internal parallelism.
-const GoBackendDefaultOptions = "ops_sequential"
+const goBackendDefaultOptions = "ops_sequential"
 
 // NoGoBackendTag is the build tag that leaves the pure-Go backend (github.com/gomlx/compute/gobackend,
 // 2.2 MB of code) out of a program: NewBackend("go") then returns a *BackendError saying so.
@@ -39,7 +39,7 @@ func goBackendConfig(config string) string {
 		}
 	}
 	if strings.TrimSpace(config) == "" {
-		return GoBackendDefaultOptions
+		return goBackendDefaultOptions
 	}
-	return config + "," + GoBackendDefaultOptions
+	return config + "," + goBackendDefaultOptions
 }

@@ -95,7 +95,7 @@ func TestGoBackendManyConvolutionsDoNotDeadlock(t *testing.T) {
 		require.NoError(t, err)
 	case <-time.After(deadlockTimeout):
 		t.Fatalf("%d independent convolutions on the Go backend did not finish in %s: the parallel "+
-			"ops executor deadlocked (NewBackend must configure %s)", branches, deadlockTimeout, GoBackendDefaultOptions)
+			"ops executor deadlocked (NewBackend must configure %s)", branches, deadlockTimeout, goBackendDefaultOptions)
 	}
 	// Each output of an all-ones 16x16x8 image convolved with an all-ones 3x3x8x8 kernel (SAME
 	// padding) counts the in-image neighbours times 8 input channels; summed over the 16x16

@@ -1,16 +1,11 @@
 package backends
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/internal/plugins"
 )
-
-// ErrNoGPU is matched (errors.Is) by the *NoGPUError NewBackend returns for CUDA on a machine
-// without a usable NVIDIA GPU.
-var ErrNoGPU = errors.New("cifarlib: no NVIDIA GPU")
 
 // NoGPUError is returned by NewBackend for "cuda" (also "xla:cuda", or "auto" with
 // $GOMLX_BACKEND naming CUDA, as in the CUDA kernel) when this machine has no NVIDIA GPU, or the

@@ -125,7 +125,7 @@ func TestNewBackendNeverDownloads(t *testing.T) {
 	t.Setenv("HOME", home)
 	_, err := New("xla:cpu")
 	if loc, _ := plugins.FindXLACPU(""); loc.Path == "" {
-		require.EqualError(t, err, `backend "xla:cpu" unavailable: the XLA CPU PJRT plugin is not installed: `+XLACPUInstallHint)
+		require.EqualError(t, err, `backend "xla:cpu" unavailable: the XLA CPU PJRT plugin is not installed: `+plugins.XLACPUInstallHint)
 	} else {
 		require.NoError(t, err)
 	}

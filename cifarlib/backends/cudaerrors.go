@@ -1,15 +1,9 @@
 package backends
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
-
-// ErrCUDARuntime is matched (errors.Is) by every typed CUDA runtime error TranslateRuntimeError
-// returns (*CuDNNError, *CuBLASError, *CUDAToolsError, *DriverError, *KernelLaunchError,
-// *DeviceMismatchError); a device-memory failure is ErrDeviceMemory instead.
-var ErrCUDARuntime = errors.New("cifarlib: CUDA runtime failure")
 
 // RuntimeErrorClass is one class of accelerator failure that TranslateRuntimeError recognises:
 // the texts XLA prints for it and what cifarlib advises.

@@ -1,13 +1,10 @@
 package backends
 
 import (
-	"errors"
 	"fmt"
-)
 
-// ErrDevices is matched by errors.Is for every device-count error: *DevicesUnsupportedError,
-// *DeviceCountError and *BatchDivisibilityError.
-var ErrDevices = errors.New("cifarlib: device count")
+	"github.com/cifarlab/cifarlab/internal/plugins"
+)
 
 // DevicesUnsupportedError is returned when more than one device is asked of a backend that has
 // only one, the pure-Go backend.
@@ -21,7 +18,7 @@ type DevicesUnsupportedError struct {
 func (e *DevicesUnsupportedError) Error() string {
 	return fmt.Sprintf("cifarlib: %s devices asked of the %s backend, which has one device and runs no distributed "+
 		"programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: %s) or cuda for "+
-		"several GPUs, or -devices 1", devicesWord(e.Requested), e.Backend, XLACPUInstallHint)
+		"several GPUs, or -devices 1", devicesWord(e.Requested), e.Backend, plugins.XLACPUInstallHint)
 }
 
 // Is makes errors.Is(err, ErrDevices) true.

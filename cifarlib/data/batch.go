@@ -34,7 +34,7 @@ func (r *Records) Batch(start, n int) (*Batch, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	norm, err := NewNormalizer(r.Spec.Mean, r.Spec.Std)
+	norm, err := newNormalizer(r.Spec.Mean, r.Spec.Std)
 	if err != nil {
 		return nil, fmt.Errorf("cifarlib: Batch of %s: %w", r.Source, err)
 	}

@@ -2,7 +2,6 @@ package data
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,9 +13,6 @@ const DirEnv = "CIFARLAB_DATA"
 // VerifiedMarker is the file, inside spec.Dir, that Download writes after it verified the
 // archive's SHA-256 and extracted it. It holds a VerifiedInfo as JSON.
 const VerifiedMarker = "cifarlab-verified.json"
-
-// ErrNotVerified is wrapped by Verify's errors: the verified data is absent or incomplete.
-var ErrNotVerified = errors.New("no verified data")
 
 // VerifiedInfo is the content of the VerifiedMarker file.
 type VerifiedInfo struct {

@@ -12,7 +12,7 @@ import (
 )
 
 // AugmentPadding is the padding, in pixels, of the random-crop augmentation.
-const AugmentPadding = 4
+const augmentPadding = 4
 
 // HostBatch is one batch decoded on the host, before it becomes tensors.
 type HostBatch struct {
@@ -69,7 +69,7 @@ type Dataset struct {
 	name string
 	recs *Records
 	opts DatasetOptions
-	norm *Normalizer
+	norm *normalizer
 	// epochs counts the epochs started, across Iter calls.
 	epochs atomic.Int64
 }
@@ -101,7 +101,7 @@ func NewDataset(name string, recs *Records, opts DatasetOptions) (*Dataset, erro
 	if opts.Std != ([ImageChannels]float32{}) {
 		mean, std = opts.Mean, opts.Std
 	}
-	norm, err := NewNormalizer(mean, std)
+	norm, err := newNormalizer(mean, std)
 	if err != nil {
 		return nil, fmt.Errorf("cifarlib: dataset %q: %w", name, err)
 	}
@@ -206,7 +206,7 @@ func (d *Dataset) batches(reuse bool) iter.Seq2[*HostBatch, error] {
 					hb.Labels[k] = int32(d.recs.Label(ex))
 					dst := hb.Images[k*ImageBytes : (k+1)*ImageBytes]
 					if d.opts.Augment {
-						ox, oy := augRng.IntN(2*AugmentPadding+1), augRng.IntN(2*AugmentPadding+1)
+						ox, oy := augRng.IntN(2*augmentPadding+1), augRng.IntN(2*augmentPadding+1)
 						flip := augRng.IntN(2) == 1
 						augmentImage(d.norm, d.recs.Image(ex), dst, ox, oy, flip)
 					} else {
@@ -237,16 +237,16 @@ func (d *Dataset) batches(reuse bool) iter.Seq2[*HostBatch, error] {
 // augmentImage decodes planar into dst (HWC) as the 32x32 crop at (ox, oy) of the image
 // padded with AugmentPadding black pixels on each side, then mirrored left-right if flip
 // (the order of torchvision's RandomCrop(32, padding=4) + RandomHorizontalFlip).
-func augmentImage(norm *Normalizer, planar []byte, dst []float32, ox, oy int, flip bool) {
+func augmentImage(norm *normalizer, planar []byte, dst []float32, ox, oy int, flip bool) {
 	const plane = ImageHeight * ImageWidth
 	for y := range ImageHeight {
-		sy := y + oy - AugmentPadding
+		sy := y + oy - augmentPadding
 		for x := range ImageWidth {
 			cx := x
 			if flip {
 				cx = ImageWidth - 1 - x
 			}
-			sx := cx + ox - AugmentPadding
+			sx := cx + ox - augmentPadding
 			d := dst[(y*ImageWidth+x)*ImageChannels : (y*ImageWidth+x+1)*ImageChannels]
 			if sy < 0 || sy >= ImageHeight || sx < 0 || sx >= ImageWidth {
 				for c := range ImageChannels {

@@ -175,11 +175,11 @@ func TestDatasetIterTensors(t *testing.T) {
 
 // findAugmentation searches the crop offsets and flip that turn img into hwc.
 func findAugmentation(spec Spec, img []byte, hwc []float32) (ox, oy int, flip, ok bool) {
-	norm, _ := NewNormalizer(spec.Mean, spec.Std)
+	norm, _ := newNormalizer(spec.Mean, spec.Std)
 	got := make([]float32, ImageBytes)
 	for _, flip := range []bool{false, true} {
-		for oy := range 2*AugmentPadding + 1 {
-			for ox := range 2*AugmentPadding + 1 {
+		for oy := range 2*augmentPadding + 1 {
+			for ox := range 2*augmentPadding + 1 {
 				augmentImage(norm, img, got, ox, oy, flip)
 				if slices.Equal(got, hwc) {
 					return ox, oy, flip, true
@@ -194,7 +194,7 @@ func TestDatasetAugment(t *testing.T) {
 	spec := CIFAR10()
 	recs := testRecords(spec, 64)
 	// augmentImage against the definition, for one crop: shift right/down by 4, flipped.
-	norm, err := NewNormalizer(spec.Mean, spec.Std)
+	norm, err := newNormalizer(spec.Mean, spec.Std)
 	require.NoError(t, err)
 	got := make([]float32, ImageBytes)
 	img := recs.Image(5)
@@ -211,7 +211,7 @@ func TestDatasetAugment(t *testing.T) {
 			}
 		}
 	}
-	augmentImage(norm, img, got, AugmentPadding, AugmentPadding, false)
+	augmentImage(norm, img, got, augmentPadding, augmentPadding, false)
 	requireDecoded(t, spec, img, got)
 
 	ds, err := NewDataset("aug", recs, DatasetOptions{BatchSize: 64, Epochs: 2, Augment: true, Seed: 11})
@@ -224,7 +224,7 @@ func TestDatasetAugment(t *testing.T) {
 			if flip {
 				flips++
 			}
-			if ox != AugmentPadding || oy != AugmentPadding {
+			if ox != augmentPadding || oy != augmentPadding {
 				shifted++
 			}
 		}
@@ -311,8 +311,8 @@ func TestDecodeFile(t *testing.T) {
 	recs, err := SynthesizeRecords(spec, SplitTrain, SynthOptions{Seed: 1, TrainSize: 2100, TestSize: 1})
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "train.bin")
-	require.NoError(t, WriteFile(path, recs))
-	images, labels, err := DecodeFile(path, spec)
+	require.NoError(t, writeFile(path, recs))
+	images, labels, err := decodeFile(path, spec)
 	require.NoError(t, err)
 	require.Equal(t, []int{2100, 32, 32, 3}, images.Shape().Dimensions)
 	require.Equal(t, []int{2100, 1}, labels.Shape().Dimensions)
@@ -321,7 +321,7 @@ func TestDecodeFile(t *testing.T) {
 	for _, i := range []int{0, 1, 2047, 2048, 2099} { // across the chunk boundary
 		requireDecoded(t, spec, recs.Image(i), gotImages[i*ImageBytes:(i+1)*ImageBytes])
 	}
-	norm, err := NewNormalizer(spec.Mean, spec.Std)
+	norm, err := newNormalizer(spec.Mean, spec.Std)
 	require.NoError(t, err)
 	want := make([]float32, len(gotImages))
 	norm.DecodeImages(recs, 0, recs.Len(), want)
@@ -334,15 +334,15 @@ func TestDecodeFile(t *testing.T) {
 	data := encodeByHand(recs)
 	data[2050*3074+1] = 100
 	bad := writeRaw(t, "bad.bin", data)
-	_, _, err = DecodeFile(bad, spec)
+	_, _, err = decodeFile(bad, spec)
 	var fe *FormatError
 	require.ErrorAs(t, err, &fe)
 	require.Equal(t, 2050, fe.Record)
 	require.Equal(t, int64(2050*3074+1), fe.Offset)
 	require.ErrorIs(t, err, ErrLabelRange)
-	_, _, err = DecodeFile(writeRaw(t, "partial.bin", data[:5000]), spec)
+	_, _, err = decodeFile(writeRaw(t, "partial.bin", data[:5000]), spec)
 	require.ErrorIs(t, err, ErrPartialRecord)
-	_, _, err = DecodeFile(filepath.Join(t.TempDir(), "missing.bin"), spec)
+	_, _, err = decodeFile(filepath.Join(t.TempDir(), "missing.bin"), spec)
 	require.Error(t, err)
 	require.False(t, math.IsNaN(float64(gotImages[0])))
 }

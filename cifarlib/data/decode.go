@@ -15,15 +15,15 @@ import (
 
 // Normalizer turns channel-planar pixel bytes into normalised float32 NHWC values,
 // (v/255 - Mean[c]) / Std[c], through a 256-entry table per channel.
-type Normalizer struct {
+type normalizer struct {
 	// Mean and Std are the per-channel statistics, on pixel values scaled to [0, 1].
 	Mean, Std [ImageChannels]float32
 	lut       [ImageChannels][256]float32
 }
 
 // NewNormalizer returns a Normalizer for the given per-channel mean and std (std must be > 0).
-func NewNormalizer(mean, std [ImageChannels]float32) (*Normalizer, error) {
-	n := &Normalizer{Mean: mean, Std: std}
+func newNormalizer(mean, std [ImageChannels]float32) (*normalizer, error) {
+	n := &normalizer{Mean: mean, Std: std}
 	for c := range ImageChannels {
 		if !(std[c] > 0) {
 			return nil, fmt.Errorf("cifarlib: normalisation std %v must be positive in every channel", std)
@@ -36,11 +36,11 @@ func NewNormalizer(mean, std [ImageChannels]float32) (*Normalizer, error) {
 }
 
 // Value returns the normalised value of pixel byte v in channel c.
-func (n *Normalizer) Value(c int, v byte) float32 { return n.lut[c][v] }
+func (n *normalizer) Value(c int, v byte) float32 { return n.lut[c][v] }
 
 // DecodeImage writes one image: planar holds ImageBytes channel-planar bytes (as in Records),
 // dst receives ImageBytes float32 values in HWC order (32x32x3).
-func (n *Normalizer) DecodeImage(planar []byte, dst []float32) {
+func (n *normalizer) DecodeImage(planar []byte, dst []float32) {
 	const plane = ImageHeight * ImageWidth
 	r := planar[0:plane:plane]
 	g := planar[plane : 2*plane : 2*plane]
@@ -57,7 +57,7 @@ func (n *Normalizer) DecodeImage(planar []byte, dst []float32) {
 
 // DecodeImages decodes images [first, first+count) of recs into dst (count*ImageBytes
 // float32 values, NHWC), using all CPUs for large counts.
-func (n *Normalizer) DecodeImages(recs *Records, first, count int, dst []float32) {
+func (n *normalizer) DecodeImages(recs *Records, first, count int, dst []float32) {
 	parallelFor(count, 64, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			n.DecodeImage(recs.Image(first+i), dst[i*ImageBytes:(i+1)*ImageBytes])
@@ -85,7 +85,7 @@ func parallelFor(n, minChunk int, fn func(lo, hi int)) {
 }
 
 // specNormalizer returns the Normalizer for a spec's Mean and Std.
-func specNormalizer(spec Spec) (*Normalizer, error) { return NewNormalizer(spec.Mean, spec.Std) }
+func specNormalizer(spec Spec) (*normalizer, error) { return newNormalizer(spec.Mean, spec.Std) }
 
 // decodeChunkRecords is the number of records read per chunk while streaming a file (6 MiB).
 const decodeChunkRecords = 2048
@@ -94,7 +94,7 @@ const decodeChunkRecords = 2048
 // [N, 32, 32, 3] (NHWC) normalised with spec.Mean and spec.Std, and labels int32 [N, 1] of the
 // spec's label set. It streams the file in chunks and validates it like ReadFile, so its peak
 // memory is the two tensors plus a few MiB. Decoding runs on all CPUs while the next chunk is read.
-func DecodeFile(path string, spec Spec) (images, labels *tensors.Tensor, err error) {
+func decodeFile(path string, spec Spec) (images, labels *tensors.Tensor, err error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, nil, err
 	}
@@ -147,7 +147,7 @@ type decodeChunk struct {
 
 // decodeStream reads n records from r and decodes them into images (n*ImageBytes, NHWC) and
 // labels (n). A reader goroutine fills chunks while the caller decodes the previous one.
-func decodeStream(r io.Reader, source string, spec Spec, norm *Normalizer, n int, images []float32, labels []int32) error {
+func decodeStream(r io.Reader, source string, spec Spec, norm *normalizer, n int, images []float32, labels []int32) error {
 	rb := spec.RecordBytes()
 	chunks := make(chan *decodeChunk, 1)
 	free := make(chan *decodeChunk, 2)

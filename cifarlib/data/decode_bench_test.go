@@ -44,7 +44,7 @@ func writeBenchFile(b *testing.B) string {
 		recs.RawLabels[2*i] = byte(CIFAR100CoarseOf(i % 100))
 	}
 	path := filepath.Join(b.TempDir(), "train.bin")
-	if err := WriteFile(path, recs); err != nil {
+	if err := writeFile(path, recs); err != nil {
 		b.Fatal(err)
 	}
 	return path
@@ -123,7 +123,7 @@ func BenchmarkDecodeCIFAR100(b *testing.B) {
 	path := writeBenchFile(b)
 	spec := CIFAR100(LabelsFine)
 	reportDecode(b, func() (*tensors.Tensor, *tensors.Tensor) {
-		images, labels, err := DecodeFile(path, spec)
+		images, labels, err := decodeFile(path, spec)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func gomlxStyleLoad(path string, n int) (images, labels *tensors.Tensor, err err
 
 // benchInMemory returns the records of the benchmark file, in memory, for the kernel benchmarks.
 func benchInMemory(b *testing.B) *Records {
-	recs, err := ReadFile(writeBenchFile(b), CIFAR100(LabelsFine))
+	recs, err := readFile(writeBenchFile(b), CIFAR100(LabelsFine))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func benchInMemory(b *testing.B) *Records {
 // in memory into a reused float32 buffer (no file reading, no allocation, no page faults).
 func BenchmarkDecodeKernel(b *testing.B) {
 	recs := benchInMemory(b)
-	norm, err := NewNormalizer(recs.Spec.Mean, recs.Spec.Std)
+	norm, err := newNormalizer(recs.Spec.Mean, recs.Spec.Std)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -243,10 +243,10 @@ func TestGoMLXStyleLoaderAgrees(t *testing.T) {
 	recs, err := SynthesizeRecords(spec, SplitTest, SynthOptions{TrainSize: 1, TestSize: 7})
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "test.bin")
-	require.NoError(t, WriteFile(path, recs))
+	require.NoError(t, writeFile(path, recs))
 	images, labels, err := gomlxStyleLoad(path, 7)
 	require.NoError(t, err)
-	ours, ourLabels, err := DecodeFile(path, spec)
+	ours, ourLabels, err := decodeFile(path, spec)
 	require.NoError(t, err)
 	theirs := tensors.MustCopyFlatData[float32](images)
 	mine := tensors.MustCopyFlatData[float32](ours)

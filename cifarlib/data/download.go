@@ -16,10 +16,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 )
 
-// ErrChecksum is wrapped when a downloaded (or pre-placed) archive does not have the
-// expected SHA-256.
-var ErrChecksum = errors.New("SHA-256 mismatch")
-
 // DownloadOptions controls Download. The zero value downloads the official archive quietly.
 type DownloadOptions struct {
 	// URL overrides spec.ArchiveURL (a mirror, or a test server).

@@ -12,13 +12,6 @@ import (
 	"strings"
 )
 
-// ErrUnsafeArchive is wrapped by every refusal of an archive entry: absolute paths, "..",
-// links, special files, unexpected names or sizes, duplicates.
-var ErrUnsafeArchive = errors.New("unsafe or unexpected archive entry")
-
-// ErrIncompleteArchive is wrapped when an archive ends early or lacks some data file.
-var ErrIncompleteArchive = errors.New("incomplete archive")
-
 // maxMetadataBytes bounds the small text files (label names, readme) the archives carry.
 const maxMetadataBytes = 1 << 20
 

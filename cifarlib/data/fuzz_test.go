@@ -54,7 +54,7 @@ func FuzzReadRecords(f *testing.F) {
 			require.Equal(t, len(data)/rb, recs.Len())
 			require.Zero(t, len(data)%rb)
 			var buf bytes.Buffer
-			require.NoError(t, WriteRecords(&buf, recs))
+			require.NoError(t, writeRecords(&buf, recs))
 			require.True(t, bytes.Equal(data, buf.Bytes()), "round trip changed the bytes")
 			for i := range recs.Len() {
 				require.Less(t, recs.Label(i), spec.NumClasses)

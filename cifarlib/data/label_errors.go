@@ -1,13 +1,9 @@
 package data
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
-
-// ErrLabelOutOfRange: a label is outside [0, numClasses) (host guard or in-graph guard).
-var ErrLabelOutOfRange = errors.New("cifarlib: label out of range")
 
 // BadLabel is one out-of-range label found by a guard.
 type BadLabel struct {

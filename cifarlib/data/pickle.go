@@ -145,7 +145,7 @@ func pickleLabelKeys(spec Spec) []string {
 // refused, nothing is executed, and the errors are *PickleError values naming the file,
 // offset, key, record and value. The pixel data is read once, straight into the returned
 // Records.
-func ReadPickle(r io.Reader, size int64, source string, spec Spec) (*Records, error) {
+func readPickle(r io.Reader, size int64, source string, spec Spec) (*Records, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func ReadPickleFile(path string, spec Spec) (*Records, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadPickle(f, size, path, spec)
+	return readPickle(f, size, path, spec)
 }
 
 // openPickle opens a Python-layout file and returns its size.
@@ -302,7 +302,7 @@ func checkStringList(source, key string, v any, n int) error {
 // (10) of CIFAR-10's batches.meta, or "fine_label_names" (100) and "coarse_label_names" (20)
 // of CIFAR-100's meta, and returns those of spec's label set. The checks and errors are
 // ReadPickle's.
-func ReadPickleMeta(path string, spec Spec) ([]string, error) {
+func readPickleMetaFile(path string, spec Spec) ([]string, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func reportRecords(b *testing.B, read func() *Records) {
 func BenchmarkReadFileCIFAR100(b *testing.B) {
 	path := writeBenchFile(b)
 	reportRecords(b, func() *Records {
-		recs, err := ReadFile(path, CIFAR100(LabelsFine))
+		recs, err := readFile(path, CIFAR100(LabelsFine))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func BenchmarkReadFileCIFAR100(b *testing.B) {
 // layout, reads the meta file and decodes the pickle with gopickle.
 func BenchmarkReadPickleCIFAR100(b *testing.B) {
 	spec := CIFAR100(LabelsFine)
-	recs, err := ReadFile(writeBenchFile(b), spec)
+	recs, err := readFile(writeBenchFile(b), spec)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,24 +1,11 @@
 package data
 
 import (
-	"errors"
 	"fmt"
 	"math/big"
 	"strings"
 
 	"github.com/nlpodyssey/gopickle/types"
-)
-
-// Kinds of pickle error, besides ErrTruncated, ErrLabelRange and ErrNoRecords, which a
-// *PickleError wraps with the same meaning as for binary files.
-var (
-	// ErrUnsafePickle: the pickle names a global other than numpy's array and dtype
-	// reconstructors, or uses an opcode that builds or looks up arbitrary objects. Nothing of it
-	// is executed.
-	ErrUnsafePickle = errors.New("unsafe pickle")
-	// ErrPickleLayout: the pickle is well-formed but not a CIFAR batch or meta file: wrong or
-	// missing keys, a wrong array shape or dtype, lists of the wrong length or element type.
-	ErrPickleLayout = errors.New("not a CIFAR pickle")
 )
 
 // PickleError reports a Python-layout file (a pickle) that cifarlib refuses. It names the

@@ -38,7 +38,7 @@ func FuzzReadPickle(f *testing.F) {
 				require.Len(t, names, spec.NumClasses)
 			}
 		} else {
-			recs, err = ReadPickle(bytes.NewReader(data), int64(len(data)), "fuzz", spec)
+			recs, err = readPickle(bytes.NewReader(data), int64(len(data)), "fuzz", spec)
 		}
 		if err != nil {
 			var pe *PickleError
@@ -63,7 +63,7 @@ func FuzzReadPickle(f *testing.F) {
 		require.NoError(t, recs.Validate())
 		require.Positive(t, recs.Len())
 		again := py2Batch(recs)
-		back, err := ReadPickle(bytes.NewReader(again), int64(len(again)), "again", spec)
+		back, err := readPickle(bytes.NewReader(again), int64(len(again)), "again", spec)
 		require.NoError(t, err)
 		require.Equal(t, recs.Pixels, back.Pixels)
 		require.Equal(t, recs.RawLabels, back.RawLabels)

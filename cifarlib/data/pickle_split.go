@@ -34,7 +34,7 @@ func loadPythonSplit(root string, spec Spec, split Split) (*Records, error) {
 			spec.Name, split, path, spec.Name, root, py.Dir, err)
 	}
 	metaPath := filepath.Join(dir, py.MetaFile())
-	names, err := ReadPickleMeta(metaPath, spec)
+	names, err := readPickleMetaFile(metaPath, spec)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, missing(metaPath, err)
 	}
@@ -175,7 +175,7 @@ func checkPythonStaging(staging string, spec Spec) error {
 			if err != nil {
 				return err
 			}
-			recs, err := ReadPickle(f, size, source, spec)
+			recs, err := readPickle(f, size, source, spec)
 			f.Close()
 			if err != nil {
 				return err

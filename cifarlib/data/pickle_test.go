@@ -46,8 +46,8 @@ func TestReadPickleMatchesBinaryReader(t *testing.T) {
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			binPath := filepath.Join(t.TempDir(), "batch.bin")
-			require.NoError(t, WriteFile(binPath, testRecords(tc.spec, 2)))
-			want, err := ReadFile(binPath, tc.spec)
+			require.NoError(t, writeFile(binPath, testRecords(tc.spec, 2)))
+			want, err := readFile(binPath, tc.spec)
 			require.NoError(t, err)
 
 			got, err := ReadPickleFile(pickleFixture(tc.fixture), tc.spec)
@@ -72,33 +72,33 @@ func TestGoPickleWriterIsPython2(t *testing.T) {
 	require.Len(t, want, 158, "the official batches.meta has 158 bytes too")
 
 	recs := testRecords(CIFAR100(LabelsFine), 2)
-	got, err := ReadPickle(bytes.NewReader(py2Batch(recs)), int64(len(py2Batch(recs))), "go", recs.Spec)
+	got, err := readPickle(bytes.NewReader(py2Batch(recs)), int64(len(py2Batch(recs))), "go", recs.Spec)
 	require.NoError(t, err)
 	require.Equal(t, recs.Pixels, got.Pixels)
 	require.Equal(t, recs.RawLabels, got.RawLabels)
 }
 
 func TestReadPickleMeta(t *testing.T) {
-	names, err := ReadPickleMeta(pickleFixture("cifar10_meta"), CIFAR10())
+	names, err := readPickleMetaFile(pickleFixture("cifar10_meta"), CIFAR10())
 	require.NoError(t, err)
 	require.Equal(t, CIFAR10().ClassNames, names)
 	for _, fixture := range []string{"cifar100_meta", "cifar100_meta_p4"} {
-		fine, err := ReadPickleMeta(pickleFixture(fixture), CIFAR100(LabelsFine))
+		fine, err := readPickleMetaFile(pickleFixture(fixture), CIFAR100(LabelsFine))
 		require.NoError(t, err)
 		require.Len(t, fine, 100)
 		require.Equal(t, "fine07", fine[7])
-		coarse, err := ReadPickleMeta(pickleFixture(fixture), CIFAR100(LabelsCoarse))
+		coarse, err := readPickleMetaFile(pickleFixture(fixture), CIFAR100(LabelsCoarse))
 		require.NoError(t, err)
 		require.Len(t, coarse, 20)
 		require.Equal(t, "coarse19", coarse[19])
 	}
-	_, err = ReadPickleMeta(pickleFixture("cifar10_meta"), CIFAR100(LabelsFine))
+	_, err = readPickleMetaFile(pickleFixture("cifar10_meta"), CIFAR100(LabelsFine))
 	var pe *PickleError
 	require.ErrorAs(t, err, &pe)
 	require.ErrorIs(t, err, ErrPickleLayout)
 	require.Equal(t, "label_names", pe.Key)
 	require.Contains(t, err.Error(), "this is a CIFAR-10 file: use --dataset cifar10")
-	_, err = ReadPickleMeta(pickleFixture("cifar10_p2"), CIFAR10())
+	_, err = readPickleMetaFile(pickleFixture("cifar10_p2"), CIFAR10())
 	require.ErrorContains(t, err, "unexpected key: this file has the keys [\"batch_label\", \"data\", \"filenames\", \"labels\"]; want label_names")
 }
 
@@ -157,7 +157,7 @@ func TestReadPickleExecutesNothing(t *testing.T) {
 	marker := filepath.Join(dir, "pwned")
 	data := []byte("\x80\x02cposix\nsystem\nq\x00X\x0e\x00\x00\x00touch " + "./pwned" + "q\x01\x85q\x02Rq\x03.")
 	t.Chdir(dir)
-	_, err := ReadPickle(bytes.NewReader(data), int64(len(data)), "evil", CIFAR10())
+	_, err := readPickle(bytes.NewReader(data), int64(len(data)), "evil", CIFAR10())
 	require.ErrorIs(t, err, ErrUnsafePickle)
 	require.NoFileExists(t, marker)
 }
@@ -177,7 +177,7 @@ func TestReadPickleInPlace(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	got, err := ReadPickle(bytes.NewReader(data), int64(len(data)), "mem", CIFAR10())
+	got, err := readPickle(bytes.NewReader(data), int64(len(data)), "mem", CIFAR10())
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
 	require.Equal(t, recs.Pixels, got.Pixels)
@@ -362,7 +362,7 @@ func TestReadPickleBounded(t *testing.T) {
 		{"trailing bytes", append(py2Meta(CIFAR10()), 'x'), ErrPickleLayout, "1 bytes after the pickle's STOP opcode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ReadPickle(bytes.NewReader(tc.data), int64(len(tc.data)), "bounded", CIFAR10())
+			_, err := readPickle(bytes.NewReader(tc.data), int64(len(tc.data)), "bounded", CIFAR10())
 			require.ErrorIs(t, err, tc.kind)
 			require.ErrorContains(t, err, tc.msg)
 		})

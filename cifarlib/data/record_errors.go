@@ -1,23 +1,7 @@
 package data
 
 import (
-	"errors"
 	"fmt"
-)
-
-// Kinds of format error. A *FormatError wraps exactly one of them, so callers can test the
-// kind with errors.Is(err, ErrTruncated) and still get the file, record and offset with errors.As.
-var (
-	// ErrPartialRecord: a file's size is not a whole number of records.
-	ErrPartialRecord = errors.New("size is not a whole number of records")
-	// ErrTruncated: the data ended in the middle of a record.
-	ErrTruncated = errors.New("truncated record")
-	// ErrLabelRange: a label byte is outside the spec's class range.
-	ErrLabelRange = errors.New("label byte out of range")
-	// ErrNoRecords: a file or stream holds no records at all.
-	ErrNoRecords = errors.New("no records")
-	// ErrInconsistent: a Records value whose slices disagree in length with each other or its Spec.
-	ErrInconsistent = errors.New("inconsistent records")
 )
 
 // FormatError reports CIFAR binary data that does not match its Spec: it names the file,

@@ -278,7 +278,7 @@ func partialRecordError(spec Spec, source string, size int64) error {
 
 // ReadFile reads a CIFAR binary file. It checks the file size first: a size that is not a
 // whole number of records is an ErrPartialRecord error before anything is read.
-func ReadFile(path string, spec Spec) (*Records, error) {
+func readFile(path string, spec Spec) (*Records, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 		t.Run(spec.ID(), func(t *testing.T) {
 			recs := testRecords(spec, 7)
 			var buf bytes.Buffer
-			require.NoError(t, WriteRecords(&buf, recs))
+			require.NoError(t, writeRecords(&buf, recs))
 			want := encodeByHand(recs)
 			require.Len(t, want, 7*spec.RecordBytes())
 			require.True(t, bytes.Equal(want, buf.Bytes()), "writer output differs from the CIFAR layout")
@@ -59,11 +59,11 @@ func TestRecordsRoundTrip(t *testing.T) {
 			require.Equal(t, "mem", got.Source)
 
 			path := filepath.Join(t.TempDir(), "sub", "data.bin")
-			require.NoError(t, WriteFile(path, recs))
+			require.NoError(t, writeFile(path, recs))
 			onDisk, err := os.ReadFile(path)
 			require.NoError(t, err)
 			require.True(t, bytes.Equal(want, onDisk))
-			fromFile, err := ReadFile(path, spec)
+			fromFile, err := readFile(path, spec)
 			require.NoError(t, err)
 			require.Equal(t, recs.Pixels, fromFile.Pixels)
 			require.Equal(t, recs.RawLabels, fromFile.RawLabels)
@@ -207,7 +207,7 @@ func TestReadFileBadInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeRaw(t, "data.bin", tc.data)
-			recs, err := ReadFile(path, tc.spec)
+			recs, err := readFile(path, tc.spec)
 			require.Nil(t, recs)
 			require.ErrorIs(t, err, tc.kind)
 			var fe *FormatError
@@ -229,7 +229,7 @@ func TestReadFileBadInput(t *testing.T) {
 			}
 		})
 	}
-	_, err := ReadFile(filepath.Join(t.TempDir(), "nope.bin"), c10)
+	_, err := readFile(filepath.Join(t.TempDir(), "nope.bin"), c10)
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
@@ -269,18 +269,18 @@ func TestWriteRecordsRefusesBadRecords(t *testing.T) {
 	recs := testRecords(spec, 2)
 	recs.RawLabels[3] = 100 // fine label of record 1
 	var buf bytes.Buffer
-	err := WriteRecords(&buf, recs)
+	err := writeRecords(&buf, recs)
 	require.ErrorIs(t, err, ErrLabelRange)
 	require.Contains(t, err.Error(), "record 1 at byte offset 3075")
 	require.Zero(t, buf.Len())
 
 	recs = testRecords(spec, 2)
 	recs.RawLabels = recs.RawLabels[:3]
-	require.ErrorIs(t, WriteRecords(&buf, recs), ErrInconsistent)
-	require.ErrorIs(t, WriteRecords(&buf, NewRecords(spec, "none", 0)), ErrNoRecords)
+	require.ErrorIs(t, writeRecords(&buf, recs), ErrInconsistent)
+	require.ErrorIs(t, writeRecords(&buf, NewRecords(spec, "none", 0)), ErrNoRecords)
 
 	path := filepath.Join(t.TempDir(), "bad.bin")
-	require.Error(t, WriteFile(path, recs))
+	require.Error(t, writeFile(path, recs))
 	_, err = os.Stat(path)
 	require.ErrorIs(t, err, os.ErrNotExist, "a failed WriteFile must not leave a file")
 	entries, _ := os.ReadDir(filepath.Dir(path))
@@ -297,7 +297,7 @@ func TestLoadSplit(t *testing.T) {
 		part := &Records{Spec: spec, Source: name,
 			Pixels:    all.Pixels[first*ImageBytes : (first+sizes[k])*ImageBytes],
 			RawLabels: all.RawLabels[first : first+sizes[k]]}
-		require.NoError(t, WriteFile(filepath.Join(root, spec.Dir, name), part))
+		require.NoError(t, writeFile(filepath.Join(root, spec.Dir, name), part))
 		first += sizes[k]
 	}
 	got, err := LoadSplit(root, spec, SplitTrain)
@@ -368,6 +368,6 @@ func TestSplitAndSuperclasses(t *testing.T) {
 	require.Equal(t, "fruit_and_vegetables", name("sweet_pepper"))
 	require.Equal(t, 0, CIFAR100CoarseOf(4)) // beaver
 	require.Equal(t, -1, CIFAR100CoarseOf(100))
-	require.Equal(t, []int{4, 30, 55, 72, 95}, CIFAR100FinesOf(0))
-	require.Nil(t, CIFAR100FinesOf(20))
+	require.Equal(t, []int{4, 30, 55, 72, 95}, cifar100FinesOf(0))
+	require.Nil(t, cifar100FinesOf(20))
 }

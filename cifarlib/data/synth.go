@@ -119,7 +119,7 @@ func Synthesize(root string, spec Spec, opts SynthOptions) error {
 			part := &Records{Spec: spec, Source: filepath.Join(dir, name),
 				Pixels:    recs.Pixels[lo*ImageBytes : hi*ImageBytes],
 				RawLabels: recs.RawLabels[lo*spec.LabelBytes : hi*spec.LabelBytes]}
-			if err := WriteFile(part.Source, part); err != nil {
+			if err := writeFile(part.Source, part); err != nil {
 				return err
 			}
 		}

@@ -12,7 +12,7 @@ import (
 // bytes followed by the channel-planar pixels. It refuses records that ReadRecords would
 // reject (inconsistent slices or a label byte out of range), so that what it writes always
 // reads back byte for byte.
-func WriteRecords(w io.Writer, recs *Records) error {
+func writeRecords(w io.Writer, recs *Records) error {
 	if err := recs.Validate(); err != nil {
 		return err
 	}
@@ -39,6 +39,6 @@ func WriteRecords(w io.Writer, recs *Records) error {
 // WriteFile writes recs to path atomically: it writes a temporary file in the same folder,
 // syncs it and renames it over path, so readers never see a partial file. The folder is
 // created if needed.
-func WriteFile(path string, recs *Records) error {
-	return atomicfile.WriteFile(path, func(w io.Writer) error { return WriteRecords(w, recs) })
+func writeFile(path string, recs *Records) error {
+	return atomicfile.WriteFile(path, func(w io.Writer) error { return writeRecords(w, recs) })
 }

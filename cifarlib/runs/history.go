@@ -127,9 +127,9 @@ func LoadHistory(dir string) (*History, error) {
 	return h, nil
 }
 
-// saveHistory writes history to dir/history.json atomically (temporary file, then rename).
-func SaveHistory(dir string, history *History) error {
-	data, err := json.Marshal(history)
+// Save writes the history to dir/history.json atomically (temporary file, then rename).
+func (h *History) Save(dir string) error {
+	data, err := json.Marshal(h)
 	if err != nil {
 		return fmt.Errorf("cifarlib: encoding history: %w", err)
 	}

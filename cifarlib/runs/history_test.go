@@ -46,7 +46,7 @@ func TestHistorySaveLoad(t *testing.T) {
 	dir := t.TempDir()
 	h := &History{TopK: 5, Points: []HistoryPoint{{Step: 3, Loss: 1.5, MovingLoss: 2, Accuracy: 0.5, LearningRate: 0.01,
 		Eval: &EvalPoint{Examples: 10, Loss: 1, Accuracy: 0.7, TopK: 0.9}}}}
-	require.NoError(t, SaveHistory(dir, h))
+	require.NoError(t, h.Save(dir))
 	got, err := LoadHistory(dir)
 	require.NoError(t, err)
 	require.Equal(t, h, got)

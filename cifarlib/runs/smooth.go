@@ -6,7 +6,7 @@ import "math"
 // TensorBoard's exponential moving average, per History point. 0.9 averages about the last 10
 // points (with the default HistoryEvery, the last 5% of a run), so the curve follows the batch
 // loss closely while hiding its batch-to-batch noise.
-const LossSmoothing = 0.9
+const lossSmoothing = 0.9
 
 // Smooth returns values smoothed the way TensorBoard's scalar charts smooth them: an
 // exponential moving average with the given weight of the past (0: no smoothing, towards 1:
@@ -43,5 +43,5 @@ func (h *History) SmoothedLoss() []float64 {
 	for i, p := range h.Points {
 		losses[i] = p.Loss
 	}
-	return Smooth(losses, LossSmoothing)
+	return Smooth(losses, lossSmoothing)
 }

@@ -236,7 +236,7 @@ func (tc *trainCheckpoint) save(store *model.Store, history *runs.History) error
 	if err := tc.handler.Save(); err != nil {
 		return fmt.Errorf("cifarlib: saving checkpoint in %s: %w", tc.dir, err)
 	}
-	return runs.SaveHistory(tc.dir, history)
+	return history.Save(tc.dir)
 }
 
 // LoadedCheckpoint is a trained model loaded from a checkpoint directory, ready to evaluate.

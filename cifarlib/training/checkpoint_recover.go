@@ -14,7 +14,7 @@ import (
 
 // IncompleteCheckpointSuffix is appended to the files of a checkpoint that a save left
 // incomplete when a resumed run sets them aside.
-const IncompleteCheckpointSuffix = ".incomplete"
+const incompleteCheckpointSuffix = ".incomplete"
 
 // IncompleteCheckpointError reports that the newest checkpoint in a directory was not completely
 // written (GoMLX's checkpoint.Save writes its files in place, and a crash or kill during a save
@@ -93,7 +93,7 @@ func setAsideIncompleteCheckpoints(dir string) ([]string, error) {
 	for _, name := range names {
 		for _, suffix := range []string{checkpoint.JsonNameSuffix, checkpoint.BinDataSuffix} {
 			from := filepath.Join(dir, name+suffix)
-			if err := os.Rename(from, from+IncompleteCheckpointSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.Rename(from, from+incompleteCheckpointSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, fmt.Errorf("cifarlib: setting aside the incomplete checkpoint %s: %w", from, err)
 			}
 		}

@@ -31,7 +31,7 @@ import (
 // (*BatchDivisibilityError otherwise, yielded by the iteration). Errors of source (such as
 // the host guard's *LabelRangeError, which names global positions since it checks the batch
 // before it is cut) are yielded unchanged.
-func NewDistributedDataset(backend compute.Backend, source train.Dataset, devices int) (train.DistributedDataset, error) {
+func newDistributedDataset(backend compute.Backend, source train.Dataset, devices int) (train.DistributedDataset, error) {
 	if backend == nil || source == nil {
 		return nil, errors.New("cifarlib: NewDistributedDataset needs a backend and a source dataset")
 	}

@@ -37,7 +37,7 @@ func evalFixedModel(t *testing.T, spec data.Spec, head int, bias []float32) (*Ev
 	_, err = ev.Evaluate(context.Background(), one, EvalOptions{}) // Creates the variables.
 	require.NoError(t, err)
 	w := store.GetVariable("/linear/head/dense/weights")
-	require.NotNil(t, w, "variables: %v", cifarlib.SortedVariablePaths(store))
+	require.NotNil(t, w, "variables: %v", testenv.SortedVariablePaths(store))
 	require.NoError(t, w.SetValue(tensors.FromFlatDataAndDimensions(make([]float32, data.ImageBytes*head), data.ImageBytes, head)))
 	require.NoError(t, store.GetVariable("/linear/head/dense/biases").SetValue(tensors.FromFlatDataAndDimensions(bias, head)))
 	return ev, m, store

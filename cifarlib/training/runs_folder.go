@@ -15,16 +15,16 @@ import (
 
 // TensorBoard tags of the scalars a run writes into its folder (see runFolder.point).
 const (
-	TagTrainLoss     = "train/loss"          // the batch loss (HistoryPoint.Loss)
-	TagTrainAccuracy = "train/accuracy"      // HistoryPoint.Accuracy
-	TagTrainTopK     = "train/top5"          // HistoryPoint.TopK (CIFAR-100)
-	TagLearningRate  = "train/learning_rate" // HistoryPoint.LearningRate
-	TagTestLoss      = "test/loss"           // HistoryPoint.Eval.Loss (TrainConfig.EvalEvery)
-	TagTestAccuracy  = "test/accuracy"       // HistoryPoint.Eval.Accuracy
-	TagTestTopK      = "test/top5"           // HistoryPoint.Eval.TopK
-	TagFinalLoss     = "final/test_loss"     // TrainResult.Eval.Loss, at the last step
-	TagFinalAccuracy = "final/test_accuracy" // TrainResult.Eval.Accuracy
-	TagFinalTopK     = "final/test_top5"     // TrainResult.Eval.TopKAccuracy
+	tagTrainLoss     = "train/loss"          // the batch loss (HistoryPoint.Loss)
+	tagTrainAccuracy = "train/accuracy"      // HistoryPoint.Accuracy
+	tagTrainTopK     = "train/top5"          // HistoryPoint.TopK (CIFAR-100)
+	tagLearningRate  = "train/learning_rate" // HistoryPoint.LearningRate
+	tagTestLoss      = "test/loss"           // HistoryPoint.Eval.Loss (TrainConfig.EvalEvery)
+	tagTestAccuracy  = "test/accuracy"       // HistoryPoint.Eval.Accuracy
+	tagTestTopK      = "test/top5"           // HistoryPoint.Eval.TopK
+	tagFinalLoss     = "final/test_loss"     // TrainResult.Eval.Loss, at the last step
+	tagFinalAccuracy = "final/test_accuracy" // TrainResult.Eval.Accuracy
+	tagFinalTopK     = "final/test_top5"     // TrainResult.Eval.TopKAccuracy
 )
 
 // createEvents starts a run's TensorBoard event file (a variable for the test of a failing one).
@@ -77,15 +77,15 @@ func (rf *runFolder) point(p runs.HistoryPoint) {
 	if rf == nil {
 		return
 	}
-	values := []tfevents.Scalar{{Tag: TagTrainLoss, Value: float32(p.Loss)}, {Tag: TagTrainAccuracy, Value: float32(p.Accuracy)}}
+	values := []tfevents.Scalar{{Tag: tagTrainLoss, Value: float32(p.Loss)}, {Tag: tagTrainAccuracy, Value: float32(p.Accuracy)}}
 	if rf.topK {
-		values = append(values, tfevents.Scalar{Tag: TagTrainTopK, Value: float32(p.TopK)})
+		values = append(values, tfevents.Scalar{Tag: tagTrainTopK, Value: float32(p.TopK)})
 	}
-	values = append(values, tfevents.Scalar{Tag: TagLearningRate, Value: float32(p.LearningRate)})
+	values = append(values, tfevents.Scalar{Tag: tagLearningRate, Value: float32(p.LearningRate)})
 	if e := p.Eval; e != nil {
-		values = append(values, tfevents.Scalar{Tag: TagTestLoss, Value: float32(e.Loss)}, tfevents.Scalar{Tag: TagTestAccuracy, Value: float32(e.Accuracy)})
+		values = append(values, tfevents.Scalar{Tag: tagTestLoss, Value: float32(e.Loss)}, tfevents.Scalar{Tag: tagTestAccuracy, Value: float32(e.Accuracy)})
 		if rf.topK {
-			values = append(values, tfevents.Scalar{Tag: TagTestTopK, Value: float32(e.TopK)})
+			values = append(values, tfevents.Scalar{Tag: tagTestTopK, Value: float32(e.TopK)})
 		}
 	}
 	rf.scalars(int64(p.Step), values)
@@ -105,9 +105,9 @@ func (rf *runFolder) close(res *Result, runErr error) {
 		return
 	}
 	if runErr == nil && res != nil && res.Eval != nil {
-		values := []tfevents.Scalar{{Tag: TagFinalLoss, Value: float32(res.Eval.Loss)}, {Tag: TagFinalAccuracy, Value: float32(res.Eval.Accuracy)}}
+		values := []tfevents.Scalar{{Tag: tagFinalLoss, Value: float32(res.Eval.Loss)}, {Tag: tagFinalAccuracy, Value: float32(res.Eval.Accuracy)}}
 		if rf.topK {
-			values = append(values, tfevents.Scalar{Tag: TagFinalTopK, Value: float32(res.Eval.TopKAccuracy)})
+			values = append(values, tfevents.Scalar{Tag: tagFinalTopK, Value: float32(res.Eval.TopKAccuracy)})
 		}
 		rf.scalars(int64(res.EndStep), values)
 	}

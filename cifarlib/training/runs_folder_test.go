@@ -195,21 +195,21 @@ func TestTensorBoardEqualsHistory(t *testing.T) {
 		want[tag] = append(want[tag], tbtest.Point{Step: int64(step), Value: float32(v)})
 	}
 	for _, p := range h.Points {
-		add(TagTrainLoss, p.Step, p.Loss)
-		add(TagTrainAccuracy, p.Step, p.Accuracy)
-		add(TagTrainTopK, p.Step, p.TopK)
-		add(TagLearningRate, p.Step, p.LearningRate)
+		add(tagTrainLoss, p.Step, p.Loss)
+		add(tagTrainAccuracy, p.Step, p.Accuracy)
+		add(tagTrainTopK, p.Step, p.TopK)
+		add(tagLearningRate, p.Step, p.LearningRate)
 		if e := p.Eval; e != nil {
-			add(TagTestLoss, p.Step, e.Loss)
-			add(TagTestAccuracy, p.Step, e.Accuracy)
-			add(TagTestTopK, p.Step, e.TopK)
+			add(tagTestLoss, p.Step, e.Loss)
+			add(tagTestAccuracy, p.Step, e.Accuracy)
+			add(tagTestTopK, p.Step, e.TopK)
 		}
 	}
-	require.Len(t, want[TagTestAccuracy], 3)
+	require.Len(t, want[tagTestAccuracy], 3)
 	for _, r := range []*Result{first, second} { // each run's final evaluation, at its last step
-		add(TagFinalLoss, r.EndStep, r.Eval.Loss)
-		add(TagFinalAccuracy, r.EndStep, r.Eval.Accuracy)
-		add(TagFinalTopK, r.EndStep, r.Eval.TopKAccuracy)
+		add(tagFinalLoss, r.EndStep, r.Eval.Loss)
+		add(tagFinalAccuracy, r.EndStep, r.Eval.Accuracy)
+		add(tagFinalTopK, r.EndStep, r.Eval.TopKAccuracy)
 	}
 	got := tbtest.ReadScalars(t, runsDir)
 	require.Equal(t, map[string]map[string][]tbtest.Point{"run": want}, got)

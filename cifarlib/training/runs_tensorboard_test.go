@@ -38,7 +38,7 @@ func TestTensorBoardServesRuns(t *testing.T) {
 	require.NoError(t, err)
 	// The run selector lists both runs; the first cards (groups in name order: final, test,
 	// train; the page renders the cards in view) show the evaluations.
-	for _, want := range []string{`>\s*run-one\s*<`, `>\s*run-two\s*<`, regexp.QuoteMeta(TagFinalAccuracy), regexp.QuoteMeta(TagTestAccuracy)} {
+	for _, want := range []string{`>\s*run-one\s*<`, `>\s*run-two\s*<`, regexp.QuoteMeta(tagFinalAccuracy), regexp.QuoteMeta(tagTestAccuracy)} {
 		require.True(t, regexp.MustCompile(want).Match(dom), "TensorBoard's page, as Chromium renders it, has no %s", want)
 	}
 	require.NoError(t, exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000",

@@ -146,7 +146,7 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 		}
 		for _, name := range t.ckpt.setAside {
 			t.logf("checkpoint %s in %s was incomplete (an interrupted save): set aside as %s.{json,bin}%s",
-				name, cfg.CheckpointDir, name, IncompleteCheckpointSuffix)
+				name, cfg.CheckpointDir, name, incompleteCheckpointSuffix)
 		}
 		if t.ckpt.resumed != nil {
 			if t.history, err = runs.LoadHistory(cfg.CheckpointDir); err != nil {

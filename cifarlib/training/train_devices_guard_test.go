@@ -11,6 +11,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/internal/labtest"
+	"github.com/cifarlab/cifarlab/internal/plugins"
 	"github.com/cifarlab/cifarlab/internal/testenv"
 
 	"github.com/gomlx/gomlx/core/graph"
@@ -51,7 +52,7 @@ func TestDevicesInGraphGuard(t *testing.T) {
 				}
 				ds, err := data.NewDataset("train", devicesGuardRecords(c.positions...), data.DatasetOptions{BatchSize: 8, Epochs: 1})
 				require.NoError(t, err)
-				dds, err := NewDistributedDataset(backend, ds, n)
+				dds, err := newDistributedDataset(backend, ds, n)
 				require.NoError(t, err)
 				loop := train.NewLoop(train.NewTrainer(backend, model.NewStore(), m.ModelFn, shifted,
 					optimizer.StochasticGradientDescent(), nil, nil))
@@ -90,7 +91,7 @@ func TestDevicesHostGuard(t *testing.T) {
 			setFine(14, 57) // The second batch of 8, position 6: on the last shard.
 			ds, err := data.NewDataset("train", recs, data.DatasetOptions{BatchSize: 8, Epochs: 1, Check: m.HostGuard()})
 			require.NoError(t, err)
-			dds, err := NewDistributedDataset(backend, ds, n)
+			dds, err := newDistributedDataset(backend, ds, n)
 			require.NoError(t, err)
 			batches := 0
 			for batch, err := range dds.DistributedIter() {
@@ -180,7 +181,7 @@ func TestDevicesErrors(t *testing.T) {
 		require.True(t, errors.Is(err, backends.ErrDevices))
 		require.Equal(t, 2, due.Requested)
 		require.EqualError(t, err, "cifarlib: 2 devices asked of the go (pure Go, CPU) backend, which has one device and runs "+
-			"no distributed programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: "+backends.XLACPUInstallHint+
+			"no distributed programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: "+plugins.XLACPUInstallHint+
 			") or cuda for several GPUs, or -devices 1")
 		// "all" on the pure-Go backend is its one device.
 		b, err := backends.NewWithDevices(backends.Go, backends.DevicesAll)
@@ -235,7 +236,7 @@ func TestDevicesErrors(t *testing.T) {
 
 		ds, err := data.NewDataset("train", recs, data.DatasetOptions{BatchSize: 8})
 		require.NoError(t, err)
-		_, err = NewDistributedDataset(cfg.Backend, ds, 1)
+		_, err = newDistributedDataset(cfg.Backend, ds, 1)
 		require.ErrorAs(t, err, &dce)
 		require.Contains(t, err.Error(), "a distributed dataset needs at least 2 devices")
 	})

@@ -71,7 +71,7 @@ func devicesRun(t *testing.T, backend compute.Backend, arch string, devices int,
 func storeValues(t *testing.T, store *model.Store) map[string][]float32 {
 	t.Helper()
 	out := map[string][]float32{}
-	for _, path := range cifarlib.SortedVariablePaths(store) {
+	for _, path := range testenv.SortedVariablePaths(store) {
 		v := store.GetVariable(path)
 		if v.DType() != dtypes.Float32 || strings.HasPrefix(path, "/metrics/") {
 			continue // Metric state has per-trainer names.

@@ -28,7 +28,7 @@ const (
 // than k logits are strictly greater than the true class's logit (ties favour the true class).
 // Labels outside [0, numClasses) are always misses. labels[0] must be integer [batch, 1] and
 // logits[0] float [batch, numClasses].
-func TopKAccuracyGraph(k int) metric.BaseMetricGraph {
+func topKAccuracyGraph(k int) metric.BaseMetricGraph {
 	return func(_ *model.Scope, labels, logits []*graph.Node) *graph.Node {
 		return graph.ReduceAllMean(topKHits(labels[0], logits[0], k))
 	}
@@ -73,7 +73,7 @@ func trainMetricsFor(topK int, unguarded bool, headWidth int) []metric.Interface
 	ms := []metric.Interface{metric.NewMovingAverageSparseCategoricalAccuracy("Moving Average Accuracy", "~acc", trainAccuracyWeight)}
 	if topK > 0 {
 		ms = append(ms, metric.NewExponentialMovingAverageMetric(fmt.Sprintf("Moving Average Top-%d Accuracy", topK),
-			fmt.Sprintf("~top%d", topK), metric.AccuracyMetricType, TopKAccuracyGraph(topK), trainPrettyPercent, trainAccuracyWeight))
+			fmt.Sprintf("~top%d", topK), metric.AccuracyMetricType, topKAccuracyGraph(topK), trainPrettyPercent, trainAccuracyWeight))
 	}
 	if unguarded {
 		ms = append(ms, cifarlib.LabelGuardMetric(headWidth))
@@ -87,7 +87,7 @@ func evalMetricsFor(topK int) []metric.Interface {
 	ms := []metric.Interface{metric.NewSparseCategoricalAccuracy("Mean Accuracy", "#acc")}
 	if topK > 0 {
 		ms = append(ms, metric.NewMeanMetric(fmt.Sprintf("Mean Top-%d Accuracy", topK), fmt.Sprintf("#top%d", topK),
-			metric.AccuracyMetricType, TopKAccuracyGraph(topK), trainPrettyPercent))
+			metric.AccuracyMetricType, topKAccuracyGraph(topK), trainPrettyPercent))
 	}
 	return ms
 }

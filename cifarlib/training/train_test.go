@@ -315,7 +315,7 @@ func TestTopKAccuracyGraph(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []float32{1, 1, 0, 1, 0, 0}, hits.Value())
 	mean, err := model.CallOnce(b, model.NewStore(), func(s *model.Scope, labels, logits *graph.Node) *graph.Node {
-		return TopKAccuracyGraph(1)(s, []*graph.Node{labels}, []*graph.Node{logits})
+		return topKAccuracyGraph(1)(s, []*graph.Node{labels}, []*graph.Node{logits})
 	}, labels, logits)
 	require.NoError(t, err)
 	require.InDelta(t, 2.0/6, mean.Value(), 1e-7) // k=1: row 0 (6 is the max) and row 3 (tie).

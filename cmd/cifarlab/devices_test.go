@@ -11,6 +11,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/internal/plugins"
 
 	"github.com/stretchr/testify/require"
 )
@@ -26,13 +27,13 @@ func TestTrainCommandDevicesErrors(t *testing.T) {
 		{[]string{"train", "--steps", "3", "--backend", "go", "--devices", "2"},
 			"cifarlab train: cifarlib: 2 devices asked of the go (pure Go, CPU) backend, which has one device and runs no " +
 				"distributed programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: " +
-				backends.XLACPUInstallHint + ") or cuda for several GPUs, or -devices 1\n"},
+				plugins.XLACPUInstallHint + ") or cuda for several GPUs, or -devices 1\n"},
 		{[]string{"train", "--steps", "3", "--devices", "0"}, "cifarlab train: --devices \"0\": use a positive number or all\n"},
 		{[]string{"eval", "--checkpoint", t.TempDir(), "--devices", "many"}, "cifarlab eval: --devices \"many\": use a positive number or all\n"},
 		{[]string{"eval", "--checkpoint", t.TempDir(), "--backend", "go", "--devices", "4"},
 			"cifarlab eval: cifarlib: 4 devices asked of the go (pure Go, CPU) backend, which has one device and runs no " +
 				"distributed programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: " +
-				backends.XLACPUInstallHint + ") or cuda for several GPUs, or -devices 1\n"},
+				plugins.XLACPUInstallHint + ") or cuda for several GPUs, or -devices 1\n"},
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, 2, run(c.args, &stdout, &stderr), "%v", c.args)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/internal/plugins"
 
 	"github.com/cifarlab/cifarlab/kernel"
 	"github.com/gomlx/compute"
@@ -22,7 +23,7 @@ func probeDevices(ctx context.Context) []kernel.Check {
 	cpu := kernel.Check{Name: "devices cpu"}
 	if b, err := backends.New("xla:cpu"); err != nil {
 		cpu.Status, cpu.Detail = kernel.StatusAbsent, "no XLA CPU plugin, so one device (the pure-Go backend)"
-		cpu.Fix = "optional: " + backends.XLACPUInstallHint
+		cpu.Fix = "optional: " + plugins.XLACPUInstallHint
 	} else {
 		cpu.Status = kernel.StatusOK
 		cpu.Detail = describeDevices(b) + fmt.Sprintf("; --backend cpu --devices N creates N CPU devices (at most %d), "+
