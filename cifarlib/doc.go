@@ -1,19 +1,16 @@
-// Package cifarlib is a GoMLX library for CIFAR-10/100 experiments that refuses to let a
-// classifier head and its labels disagree silently.
+// Package cifarlib is the story's core: a GoMLX model factory for CIFAR-10/100 whose head is
+// sized from the dataset, and guarded losses that turn a head/label mismatch into a clear Go
+// error instead of GoMLX's silent zero loss.
 //
-// It provides CIFAR-10/100 loaders for the real binary format and for torchvision's python
-// layout (pickles decoded with gopickle, nothing executed; see DetectLayout, ReadPickle), a
-// verified downloader,
-// a synthetic data generator writing the same format, a model factory whose head is sized
-// from the dataset, guarded losses that turn a head/label mismatch into a clear Go error,
-// shape inspection, backend selection (XLA CUDA, CPU) and a training loop built on GoMLX's.
+// It is stage 4 of the module's pipeline (see internal/layers): it imports data and backends
+// (and internal plumbing) and must not import runs, training, nb or cmd.
 //
-// The steps of the debugging story are one call each: a batch of Records as tensors
-// (Records.Batch), the logits of a model for its weights (Model.Logits, Trained.Logits), the
-// loss of every example under GoMLX's plain and cifarlib's guarded loss (Model.Losses), one
-// guarded or logged loss step (Model.LossOn), label statistics (Records.LabelStats), the usual
-// shape mistakes (ShapeMistakes). Train's result and LoadCheckpoint's carry the trained model
-// (Trained). The story's move itself, a trained run carried to another dataset, is
-// TrainConfig.From (backbone carried bit for bit, a new head; see transfer.go), with the
-// dataset-switch checklist in DiagnoseRun. Package nb puts them in notebook cells.
+// The steps of the debugging story are one call each: the logits of a model for its weights
+// (Model.Logits), the loss of every example under GoMLX's plain and cifarlib's guarded loss
+// (Model.Losses), one guarded or logged loss step (Model.LossOn, and Model.LossOnDevices with
+// the batch sharded across devices), the three guards (static: the head width when the graph is
+// built; host: CheckLabels before a batch leaves the host; in-graph: AttachDeviceGuard), the
+// usual shape mistakes (ShapeMistakes), the model summary (Summarize) and the dataset check
+// (Diagnose). The data comes from package data, the backend from package backends, training
+// from package training; package nb puts them in notebook cells.
 package cifarlib

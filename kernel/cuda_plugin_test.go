@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cifarlab/cifarlab/internal/plugins"
+	"github.com/cifarlab/cifarlab/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,7 +19,7 @@ func realCUDAPlugin(t *testing.T, repo Repo) string {
 	t.Helper()
 	found, _ := filepath.Glob(filepath.Join(repo.VenvDir(), "lib", "python3*", "site-packages", "jax_plugins", "xla_cuda13", "xla_cuda_plugin.so"))
 	if len(found) == 0 {
-		if inCI() && os.Getenv("SKIP_CUDA_PLUGIN") != "1" {
+		if testenv.InCI() && os.Getenv("SKIP_CUDA_PLUGIN") != "1" {
 			t.Fatal("CI: PyPI's jax-cuda13-pjrt is missing from " + repo.VenvDir() + " (kernel/setup.sh installs it)")
 		}
 		return ""

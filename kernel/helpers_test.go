@@ -4,19 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
-
-// inCI reports whether the tests run in CI ($CI set to anything but "", "0" or "false"),
-// where the lab's components are installed by kernel/setup.sh and must not be skipped.
-func inCI() bool {
-	v := strings.ToLower(os.Getenv("CI"))
-	return v != "" && v != "0" && v != "false"
-}
 
 // requireLab returns the lab venv's python. Without the venv the test is skipped with a
 // message saying how to enable it, except in CI, where it fails.
@@ -27,7 +20,7 @@ func requireLab(t *testing.T, repo Repo) string {
 		return py
 	}
 	msg := "the lab venv " + repo.VenvDir() + " (JupyterLab, nbclient) is missing: run `bash kernel/setup.sh`"
-	if inCI() {
+	if testenv.InCI() {
 		t.Fatal("CI: " + msg + " before the tests")
 	}
 	t.Skip(msg + " to run this test")

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cifarlab/cifarlab/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -184,7 +185,7 @@ func TestLabWithoutToken(t *testing.T) {
 // Without JupyterLab, `cifarlab lab` says how to install it.
 func TestLabWithoutJupyterSaysHowToInstall(t *testing.T) {
 	repo := testRepo(t)
-	if !fileExists(filepath.Join(repo.Dir, ".bin", "gonb")) && !inCI() {
+	if !fileExists(filepath.Join(repo.Dir, ".bin", "gonb")) && !testenv.InCI() {
 		t.Skip("needs the Go toolchain only, but builds cifarlab: run kernel/setup.sh first")
 	}
 	bin := cifarlabBinary(t, repo)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cifarlab/cifarlab/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -38,12 +39,6 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// inCI reports whether CI is set: then a missing prerequisite fails the test instead of skipping it.
-func inCI() bool {
-	v := strings.ToLower(os.Getenv("CI"))
-	return v != "" && v != "0" && v != "false"
-}
-
 // need skips (or, in CI, fails) the test when a prerequisite is missing.
 func need(t *testing.T, ok bool, what, fix string) {
 	t.Helper()
@@ -51,7 +46,7 @@ func need(t *testing.T, ok bool, what, fix string) {
 		return
 	}
 	msg := fmt.Sprintf("%s is missing: %s", what, fix)
-	if inCI() {
+	if testenv.InCI() {
 		t.Fatal(msg + " (CI is set, so this fails instead of skipping)")
 	}
 	t.Skip(msg)

@@ -1,3 +1,5 @@
+// Package atomicfile writes files atomically (temporary file, then rename), for every stage that
+// writes records, markers or run files. It is internal plumbing (stage 1, see internal/layers).
 package atomicfile
 
 import (
@@ -7,7 +9,8 @@ import (
 	"path/filepath"
 )
 
-// writeFileAtomic creates path atomically with the content written by fill.
+// WriteFile creates path atomically with the content written by fill: a temporary file in the
+// same folder, synced, then renamed over path, so a reader sees the old file or the whole new one.
 func WriteFile(path string, fill func(w io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

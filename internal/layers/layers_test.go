@@ -20,7 +20,7 @@ var allowed = map[string][]string{
 	"internal/repo":            nil,
 	"internal/tfevents":        nil,
 	"internal/plugins":         {"internal/repo"},
-	"internal/tfevents/tbtest": {"internal/repo"},
+	"internal/tfevents/tbtest": {"internal/repo", "internal/testenv"},
 	"internal/testenv":         {"internal/plugins", "internal/repo"},
 	"internal/labtest":         {"cifarlib/data", "cifarlib/backends"},
 	"internal/layers":          nil,

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cifarlab/cifarlab/internal/testenv"
 )
 
 // ChromiumPath is Debian's Chromium (apt-get install chromium; kernel/setup.sh installs it).
@@ -85,15 +87,9 @@ func Chromium(tb testing.TB) string {
 		return ChromiumPath
 	}
 	msg := ChromiumPath + " is missing: apt-get install chromium (kernel/setup.sh does it)"
-	if inCI() {
+	if testenv.InCI() {
 		tb.Fatal("CI: " + msg)
 	}
 	tb.Skip(msg)
 	return ""
-}
-
-// inCI reports whether $CI is set to anything but "", "0" or "false".
-func inCI() bool {
-	v := strings.ToLower(os.Getenv("CI"))
-	return v != "" && v != "0" && v != "false"
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/cifarlab/cifarlab/internal/repo"
+	"github.com/cifarlab/cifarlab/internal/testenv"
 )
 
 // Point is one scalar as TensorBoard read it: its step and its value (a float32).
@@ -33,7 +34,7 @@ func Python(tb testing.TB) string {
 	}
 	msg := "TensorBoard's reader is missing from " + py + " (" + strings.TrimSpace(string(out)) + "): run `bash kernel/setup.sh`, " +
 		"which installs kernel/requirements-tensorboard.txt"
-	if inCI() {
+	if testenv.InCI() {
 		tb.Fatal("CI: " + msg)
 	}
 	tb.Skip(msg)

@@ -3,7 +3,7 @@
 // kernel/gpu-smoke.sh runs it on a GPU machine before trying the notebook itself, so a
 // failure can be told apart: plugin and libraries, cifarlib's backend selection, or the kernel.
 //
-// With -raw it skips cifarlib.NewBackend and asks go-xla directly for the plugin file given
+// With -raw it skips backends.New and asks go-xla directly for the plugin file given
 // to -plugin (GOMLX_BACKEND=xla:/path/to/xla_cuda_plugin.so style), to check the plugin alone.
 package main
 
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/go-xla/compute/xla"
 	"github.com/gomlx/gomlx/core/graph"
@@ -24,7 +26,7 @@ import (
 
 func main() {
 	name := flag.String("backend", "cuda", "cifarlib backend name")
-	raw := flag.Bool("raw", false, "load -plugin with go-xla directly instead of cifarlib.NewBackend")
+	raw := flag.Bool("raw", false, "load -plugin with go-xla directly instead of backends.New")
 	plugin := flag.String("plugin", "", "absolute path of the PJRT plugin for -raw")
 	flag.Parse()
 	start := time.Now()
@@ -34,22 +36,20 @@ func main() {
 		xla.EnableAutoInstall(false)
 		backend, err = xla.New(*plugin)
 	} else {
-		backend, err = cifarlib.NewBackend(*name)
+		backend, err = backends.New(*name)
 	}
 	check("backend", err)
-	fmt.Printf("backend: %s (%.1f s)\n", cifarlib.BackendName(backend), time.Since(start).Seconds())
+	fmt.Printf("backend: %s (%.1f s)\n", backends.Name(backend), time.Since(start).Seconds())
 
-	spec := cifarlib.CIFAR10()
+	spec := data.CIFAR10()
 	m, err := cifarlib.NewModel(spec, cifarlib.ArchCNN).Backend(backend).Done()
 	check("model", err)
 	const batch = 8
-	recs, err := cifarlib.SynthesizeRecords(spec, cifarlib.SplitTrain, cifarlib.SynthOptions{Seed: 1, TrainSize: batch, TestSize: batch})
+	recs, err := data.SynthesizeRecords(spec, data.SplitTrain, data.SynthOptions{Seed: 1, TrainSize: batch, TestSize: batch})
 	check("data", err)
-	norm, err := cifarlib.NewNormalizer(spec.Mean, spec.Std)
-	check("normalizer", err)
-	pixels := make([]float32, batch*cifarlib.ImageBytes)
-	norm.DecodeImages(recs, 0, batch, pixels)
-	images := tensors.FromFlatDataAndDimensions(pixels, batch, cifarlib.ImageHeight, cifarlib.ImageWidth, cifarlib.ImageChannels)
+	b, err := recs.Batch(0, batch) // normalised with the spec's mean and std
+	check("batch", err)
+	images := b.Images
 	exec, err := model.NewExec(backend, model.NewStore(), func(scope *model.Scope, x *graph.Node) *graph.Node {
 		return m.ModelFn(scope, nil, []*graph.Node{x})[0]
 	})

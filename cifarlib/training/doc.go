@@ -1,0 +1,10 @@
+// Package training trains the models of package cifarlib on the data of package data: Train
+// and Trainer (Config, Result), checkpoints and their recovery, evaluation (Evaluate,
+// Evaluator), data parallelism over the devices of package backends (the device-sharded
+// dataset), transfer from a trained run (Config.From, DiagnoseRun's dataset-switch checklist),
+// mixed precision, interrupts, and the run folder (run.json and TensorBoard scalars, through
+// package runs).
+//
+// It is stage 6 of the module's pipeline (see internal/layers): it may import every stage below
+// it (data, backends, cifarlib, runs) and must not import nb or cmd.
+package training
