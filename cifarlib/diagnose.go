@@ -158,7 +158,7 @@ func (d *Diagnosis) verdict(m *Model) {
 		if m.Spec.Labels == data.LabelsCoarse {
 			labels = "coarse"
 		}
-		d.Fix = fmt.Sprintf("build the model for the dataset: cifarlib.NewModel(cifarlib.CIFAR%s, %q) without Head(%d) "+
+		d.Fix = fmt.Sprintf("build the model for the dataset: cifarlib.NewModel(data.CIFAR%s, %q) without Head(%d) "+
 			"(CLI: drop --head %d), so the head has %d outputs",
 			specConstructor(m.Spec, labels), d.Arch, d.HeadWidth, d.HeadWidth, d.NumClasses)
 		return
@@ -172,9 +172,9 @@ func specConstructor(s data.Spec, labels string) string {
 		return "10()"
 	}
 	if labels == "coarse" {
-		return "100(cifarlib.LabelsCoarse)"
+		return "100(data.LabelsCoarse)"
 	}
-	return "100(cifarlib.LabelsFine)"
+	return "100(data.LabelsFine)"
 }
 
 func (d *Diagnosis) splitNames() string {

@@ -60,7 +60,7 @@ func TestDiagnoseHeadMismatch(t *testing.T) {
 	require.Equal(t, "model head has 10 outputs but dataset cifar100 has 100 classes (head overridden to 10): "+
 		"build the model with cifarlib's factory for cifar100, or set the head to 100", d.Problems[0])
 	require.Equal(t, "MISMATCH: the head has 10 outputs but cifar100 has 100 classes", d.Verdict)
-	require.Equal(t, `build the model for the dataset: cifarlib.NewModel(cifarlib.CIFAR100(cifarlib.LabelsFine), "cnn") `+
+	require.Equal(t, `build the model for the dataset: cifarlib.NewModel(data.CIFAR100(data.LabelsFine), "cnn") `+
 		`without Head(10) (CLI: drop --head 10), so the head has 100 outputs`, d.Fix)
 	text := d.String()
 	require.Contains(t, text, "head: 10 outputs != 100 classes: MISMATCH\n")

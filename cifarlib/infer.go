@@ -14,7 +14,7 @@ import (
 
 // ErrNoBackend is returned by the one-call helpers (Model.Logits, Model.LossOn, Trained's
 // methods) when they are given a nil backend.
-var ErrNoBackend = errors.New("cifarlib: no backend: create one with NewBackend(\"auto\")")
+var ErrNoBackend = errors.New("cifarlib: no backend: create one with backends.New(\"auto\")")
 
 // Logits runs the model on images (float32 [n, 32, 32, 3]) with the variables of store and
 // returns the logits [n, HeadWidth]: PyTorch's `model(x)`. A nil store runs freshly initialised

@@ -83,7 +83,7 @@ type options struct {
 func main() {
 	var o options
 	var backends, models, modes, batches, skip, precisions string
-	flag.StringVar(&backends, "backends", "go,xla-cpu", "comma-separated backends: go, xla-cpu, cuda, or any cifarlib.NewBackend name")
+	flag.StringVar(&backends, "backends", "go,xla-cpu", "comma-separated backends: go, xla-cpu, cuda, or any backends.New name")
 	flag.StringVar(&models, "models", "cnn,resnet20,resnet18", "comma-separated architectures")
 	flag.StringVar(&batches, "batches", "32,128", "comma-separated batch sizes")
 	flag.StringVar(&modes, "modes", "train,infer", "what to time: train (forward, backward, SGD update) and/or infer (forward only, inference mode)")

@@ -38,7 +38,7 @@ func (e *NoGPUError) Error() string {
 		b.WriteString("; no CUDA PJRT plugin is installed either")
 	}
 	b.WriteString(": check for the GPU and its driver with `nvidia-smi -L`; without a GPU use the CPU: " +
-		"the \"Go (cifarlab, CPU)\" kernel, -backend cpu, or cifarlib.NewBackend(\"cpu\")")
+		"the \"Go (cifarlab, CPU)\" kernel, -backend cpu, or backends.New(\"cpu\")")
 	return b.String()
 }
 

@@ -63,7 +63,7 @@ type Record struct {
 	TargetStep int    `json:"target_step"`
 	// Precision is TrainConfig.Precision ("" before the config's defaults were filled in: f32).
 	Precision cifarlib.Precision `json:"precision,omitempty"`
-	// From is the run a transferred run was carried from (TrainConfig.From), "" otherwise.
+	// From is the run a transferred run was carried from (training.Config.From), "" otherwise.
 	From string `json:"from,omitempty"`
 	// Warning is the first error writing the run folder's TensorBoard events (training went on
 	// without them), "" when there was none.

@@ -52,7 +52,7 @@ type Info struct {
 	HasTest      bool    `json:"has_test"`
 	// WallTime is the time spent in Train, resumes added up (0 when not recorded).
 	WallTime time.Duration `json:"wall_time_ns"`
-	// From is the run a transferred run was carried from (TrainConfig.From), "" otherwise.
+	// From is the run a transferred run was carried from (training.Config.From), "" otherwise.
 	From string `json:"from,omitempty"`
 	// TensorBoard is true when the folder holds TensorBoard event files.
 	TensorBoard bool `json:"tensorboard"`

@@ -339,7 +339,7 @@ func headShapeCheck(h *checkpoint.Handler, info CheckpointInfo, dataset string, 
 // LoadCheckpointInto loads the latest checkpoint in dir into the model m, as it is: PyTorch's
 // model.load_state_dict(checkpoint), strict. The run must have m's architecture
 // (*ArchMismatchError) and head width (*ShapeMismatchError, naming the head variable, both shapes
-// and both datasets): a checkpoint is never reshaped to fit; a transfer (TrainConfig.From) is
+// and both datasets): a checkpoint is never reshaped to fit; a transfer (training.Config.From) is
 // how a trained run moves to a dataset with another number of classes.
 func LoadCheckpointInto(dir string, m *cifarlib.Model, backend compute.Backend) (*LoadedCheckpoint, error) {
 	store, h, info, err := readRunCheckpoint(dir)

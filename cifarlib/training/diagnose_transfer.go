@@ -36,7 +36,7 @@ func DiagnoseRun(runDir string, target data.Spec, root string, opts cifarlib.Dia
 		return nil, err
 	}
 	d.From, d.FromDataset = runDir, source.ID()
-	transfer := fmt.Sprintf("transfer the run: cifarlab train --from %s --dataset %s (TrainConfig.From), which carries the "+
+	transfer := fmt.Sprintf("transfer the run: cifarlab train --from %s --dataset %s (training.Config.From), which carries the "+
 		"backbone and initialises a new head of %d", runDir, datasetFlags(target.ID()), target.NumClasses)
 	d.Checklist = switchChecklist(info.Head, source, target, d.Splits, transfer)
 	if i := slices.IndexFunc(d.Checklist, func(c cifarlib.CheckItem) bool { return c.Status == cifarlib.CheckFail }); i >= 0 {

@@ -68,7 +68,7 @@ type Trainer struct {
 	ckpt    *trainCheckpoint
 	history *runs.History
 	dist    *trainDevices // nil on one device
-	// transfer is the source of a transferred run (TrainConfig.From); nil otherwise.
+	// transfer is the source of a transferred run (training.Config.From); nil otherwise.
 	transfer *trainTransfer
 
 	trainRecs, testRecs *data.Records

@@ -78,7 +78,7 @@ type Result struct {
 	Interrupted bool `json:"interrupted"`
 	// CheckpointDir is where checkpoints were saved ("" when not configured).
 	CheckpointDir string `json:"checkpoint_dir,omitempty"`
-	// Transfer says what a transferred run (TrainConfig.From) carried from its source and what
+	// Transfer says what a transferred run (training.Config.From) carried from its source and what
 	// it initialised afresh; nil for a run trained from scratch.
 	Transfer *TransferReport `json:"transfer,omitempty"`
 

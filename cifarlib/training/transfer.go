@@ -1,6 +1,6 @@
 package training
 
-// Transfer: a run trained on one dataset carried to another (TrainConfig.From).
+// Transfer: a run trained on one dataset carried to another (training.Config.From).
 //
 // GoMLX v0.28 has no partial checkpoint load (ml/model/checkpoint's TODO "Allow to specify
 // parts of the model to load ... for transfer learning"): a checkpoint whose head differs
@@ -374,7 +374,7 @@ func (t *Trainer) startTransfer() error {
 	return nil
 }
 
-// Transfer returns the report of a transferred run (TrainConfig.From), or nil.
+// Transfer returns the report of a transferred run (training.Config.From), or nil.
 func (t *Trainer) Transfer() *TransferReport {
 	if t.transfer == nil {
 		return nil

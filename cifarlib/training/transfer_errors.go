@@ -77,7 +77,7 @@ type ShapeMismatchError struct {
 
 // Error implements error.
 func (e *ShapeMismatchError) Error() string {
-	fix := fmt.Sprintf("TrainConfig{From: %q, Spec: %s} or cifarlab train --from %s --dataset %s", e.Dir,
+	fix := fmt.Sprintf("training.Config{From: %q, Spec: %s} or cifarlab train --from %s --dataset %s", e.Dir,
 		specGoName(e.ModelDataset), e.Dir, datasetFlags(e.ModelDataset))
 	what := "loading"
 	if e.Resume {
@@ -95,11 +95,11 @@ func (e *ShapeMismatchError) Error() string {
 func specGoName(id string) string {
 	switch id {
 	case "cifar100":
-		return "cifarlib.CIFAR100(cifarlib.LabelsFine)"
+		return "data.CIFAR100(data.LabelsFine)"
 	case "cifar100-coarse":
-		return "cifarlib.CIFAR100(cifarlib.LabelsCoarse)"
+		return "data.CIFAR100(data.LabelsCoarse)"
 	}
-	return "cifarlib.CIFAR10()"
+	return "data.CIFAR10()"
 }
 
 // datasetFlags is the cifarlab flags naming the dataset with the given Spec ID.

@@ -345,7 +345,7 @@ func TestTransferErrors(t *testing.T) {
 	require.EqualError(t, err, "cifarlib: loading "+from+": size mismatch for /linear/head/dense/weights: copying a variable with "+
 		"shape [3072 10] from checkpoint (trained for cifar10, head of 10), the shape in the current model is [3072 100] (built "+
 		"for cifar100, head of 100); a saved variable is never reshaped: transfer the run instead, which carries the backbone "+
-		`and initialises a new head of 100 (TrainConfig{From: "`+from+`", Spec: cifarlib.CIFAR100(cifarlib.LabelsFine)} `+
+		`and initialises a new head of 100 (training.Config{From: "`+from+`", Spec: data.CIFAR100(data.LabelsFine)} `+
 		"or cifarlab train --from "+from+" --dataset cifar100)")
 	m10, err := cifarlib.NewModel(data.CIFAR10(), cifarlib.ArchLinear).Done()
 	require.NoError(t, err)
@@ -372,7 +372,7 @@ func TestTransferErrors(t *testing.T) {
 	coarse.TrainRecords, coarse.TestRecords = labtest.TrainTestRecords(t, coarse.Spec, 16, 4, 1)
 	coarse.Model, coarse.CheckpointDir = cifarlib.ArchLinear, from
 	_, err = NewTrainer(coarse)
-	require.ErrorContains(t, err, "head of 20 (TrainConfig{From: \""+from+"\", Spec: cifarlib.CIFAR100(cifarlib.LabelsCoarse)} "+
+	require.ErrorContains(t, err, "head of 20 (training.Config{From: \""+from+"\", Spec: data.CIFAR100(data.LabelsCoarse)} "+
 		"or cifarlab train --from "+from+" --dataset cifar100 --labels coarse, with a new --checkpoint directory)")
 
 	for _, c := range []struct {
@@ -505,7 +505,7 @@ func TestDiagnoseRunChecklist(t *testing.T) {
 			require.Equal(t, 10, d.HeadWidth)
 			if !c.ok {
 				require.Equal(t, "transfer the run: cifarlab train --from "+from+" --dataset "+datasetFlags(c.spec.ID())+
-					fmt.Sprintf(" (TrainConfig.From), which carries the backbone and initialises a new head of %d", c.spec.NumClasses), d.Fix)
+					fmt.Sprintf(" (training.Config.From), which carries the backbone and initialises a new head of %d", c.spec.NumClasses), d.Fix)
 				require.Contains(t, d.String(), "  [FAIL] head width    the run's head has 10 outputs, "+c.spec.ID()+" has "+fmt.Sprint(c.spec.NumClasses)+" classes\n")
 			}
 		})

@@ -22,7 +22,7 @@ func runRuns(args []string, stdout io.Writer) error {
 	dataDir := fs.String("data", data.DefaultDir(), "CIFAR data `DIR`, whose runs/ sub-folder holds the notebooks' runs ($"+data.DirEnv+")")
 	runsDir := fs.String("runs", "", "the runs `DIR` itself (default: $"+runs.DirEnv+", else DIR/runs of --data); each run is a sub-folder, "+
 		"as `cifarlab train --checkpoint DIR/NAME` and the notebooks' lab.Fit write them")
-	asJSON := fs.Bool("json", false, "print the runs as JSON (one object per run, the fields of cifarlib.RunInfo)")
+	asJSON := fs.Bool("json", false, "print the runs as JSON (one object per run, the fields of runs.Info)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
