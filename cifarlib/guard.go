@@ -44,18 +44,18 @@ func (m *Model) HostGuard() func(*data.HostBatch) error {
 	return func(b *data.HostBatch) error { return CheckLabels(b.Labels, n, b.Number, b.Examples) }
 }
 
-// DeviceGuardScope is the model.Store scope where the in-graph label guard writes its report.
+// deviceGuardScope is the model.Store scope where the in-graph label guard writes its report.
 const deviceGuardScope = "/cifarlib/label_guard"
 
-// DeviceGuardSlots is how many out-of-range positions the in-graph guard records per step (the
+// deviceGuardSlots is how many out-of-range positions the in-graph guard records per step (the
 // count is always exact).
 const deviceGuardSlots = 16
 
 // recordDeviceLabels adds to the graph the in-graph guard's report, kept in non-trainable
-// variables under DeviceGuardScope that model.Exec writes back after each run: the number of bad
-// labels and of batches with bad labels, accumulated until CheckDeviceLabels clears them (so a
+// variables under deviceGuardScope that model.Exec writes back after each run: the number of bad
+// labels and of batches with bad labels, accumulated until checkDeviceLabels clears them (so a
 // whole Trainer.Eval can be checked once), and, for the latest batch with bad labels, its size,
-// the head width and the first DeviceGuardSlots bad positions and values.
+// the head width and the first deviceGuardSlots bad positions and values.
 func recordDeviceLabels(g *graph.Graph, labels, bad *graph.Node, numClasses int) {
 	store := model.GetStore(g)
 	if store == nil {
@@ -111,7 +111,7 @@ func recordDeviceLabels(g *graph.Graph, labels, bad *graph.Node, numClasses int)
 	keep(valVar, val)
 }
 
-// CheckDeviceLabels reads the in-graph guard's report left in store by the graphs built with a
+// checkDeviceLabels reads the in-graph guard's report left in store by the graphs built with a
 // GuardAll loss since the previous check, and returns a *DeviceLabelError (with the step number,
 // -1 if unknown) when labels were out of range; it then clears the report. It returns nil when
 // every label was in range, or when no GuardAll loss has run on this store (e.g. with GuardOff).
@@ -164,7 +164,7 @@ func readInt32s(v *model.Variable) ([]int32, error) {
 }
 
 // AttachDeviceGuard makes loop check the in-graph label guard after every training step
-// (CheckDeviceLabels): a step whose labels were out of range stops the loop with a
+// (checkDeviceLabels): a step whose labels were out of range stops the loop with a
 // *DeviceLabelError (errors.As works on the loop's error).
 func AttachDeviceGuard(loop *train.Loop) {
 	loop.OnStep("cifarlib in-graph label guard", -1000, func(loop *train.Loop, _ []*tensors.Tensor) error {

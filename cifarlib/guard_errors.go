@@ -11,7 +11,7 @@ import (
 // Sentinel errors, one per family of guard failure. Every typed error below matches its
 // sentinel with errors.Is, so callers can test the kind without knowing the concrete type:
 //
-//	if errors.Is(err, cifarlib.ErrLabelOutOfRange) { ... }
+//	if errors.Is(err, data.ErrLabelOutOfRange) { ... }
 //
 // Use errors.As with the concrete type (*HeadMismatchError, *LabelRangeError, ...) to read the numbers.
 var (
@@ -64,7 +64,7 @@ type DeviceLabelError struct {
 	BatchSize int
 	// NumClasses is the head width the labels were checked against.
 	NumClasses int
-	// Bad lists the first (up to DeviceGuardSlots) offending labels of the latest such batch;
+	// Bad lists the first (up to deviceGuardSlots) offending labels of the latest such batch;
 	// Example is always -1.
 	Bad []data.BadLabel
 }

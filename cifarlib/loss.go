@@ -19,7 +19,7 @@ const (
 	// GuardAll (the default) applies the static guard at graph build (head width vs the
 	// dataset's classes, label dtype/shape, batch sizes) and the in-graph guard: out-of-range
 	// labels are excluded from the loss, counted with their positions into the model.Store,
-	// and reported on the host by CheckDeviceLabels after the step.
+	// and reported on the host by checkDeviceLabels after the step.
 	GuardAll GuardMode = iota
 	// GuardStatic applies only the static guard at graph build; out-of-range labels are still
 	// excluded from the loss but are not recorded.
@@ -54,7 +54,7 @@ func ParseGuardMode(s string) (GuardMode, error) {
 	return GuardAll, fmt.Errorf("cifarlib: unknown guard mode %q: use \"all\", \"static\" or \"off\"", s)
 }
 
-// PyTorchIgnoreIndex is PyTorch's default ignore_index for cross-entropy (-100). Pass it to
+// pyTorchIgnoreIndex is PyTorch's default ignore_index for cross-entropy (-100). Pass it to
 // LossBuilder.IgnoreIndex to treat labels equal to -100 as "no label".
 const pyTorchIgnoreIndex = -100
 
@@ -94,7 +94,7 @@ func (l *LossBuilder) Mode(mode GuardMode) *LossBuilder {
 
 // IgnoreIndex makes labels equal to index count as "no label", like PyTorch's ignore_index:
 // those rows contribute neither loss nor gradient, are left out of the mean's denominator, and
-// are not reported as out of range. Use PyTorchIgnoreIndex for PyTorch's -100. The index must
+// are not reported as out of range. Use pyTorchIgnoreIndex for PyTorch's -100. The index must
 // be outside [0, numClasses), else building the graph fails with an error. Without this option
 // every label must be in range.
 // If every label of a batch is ignored the loss is 0 (PyTorch returns NaN).
@@ -196,7 +196,7 @@ func (l *LossBuilder) checkStatic(labels, logits shapes.Shape) error {
 	return checkLabelTensor(labels, logits.Dimensions[0], width)
 }
 
-// CheckLabelTensor verifies the label side of the input contract for a batch of batchSize
+// checkLabelTensor verifies the label side of the input contract for a batch of batchSize
 // examples and a head of headWidth outputs: integer class indices shaped [batch] or [batch, 1],
 // or float one-hot labels shaped [batch, headWidth]. It returns *BatchSizeMismatchError,
 // *LabelDTypeError or *LabelShapeError.

@@ -14,22 +14,22 @@ import (
 )
 
 // LossOnDevices is Model.LossOn with the batch sharded across devices devices of backend, as
-// data-parallel training shards it (TrainConfig.Devices): images and labels are cut into
+// data-parallel training shards it (training.Config.Devices): images and labels are cut into
 // devices consecutive shards on the batch axis, the weights replicated, and one program is
 // partitioned by XLA. The guards see the whole batch: the in-graph guard (GuardAll) counts the
 // out-of-range labels of every shard and reports their positions in the global batch
 // (*DeviceLabelError); ShardOf says which device held a position. The batch size must be a
 // multiple of devices (*BatchDivisibilityError), and backend must have that many devices
-// (NewBackendWithDevices). In a notebook, a label made out of range on the device on the last
+// (backends.NewWithDevices). In a notebook, a label made out of range on the device on the last
 // device's shard:
 //
-//	cpu4, _ := cifarlib.NewBackendWithDevices("cpu", 4)
+//	cpu4, _ := backends.NewWithDevices("cpu", 4)
 //	b, _ := test.Batch(0, 16)
 //	_, err := m.LossOnDevices(cpu4, 4, b.Images, b.Labels,
-//		cifarlib.LossOptions{MapLabels: cifarlib.ReplaceLabelOnDevice(13, 57)})
+//		LossOptions{MapLabels: ReplaceLabelOnDevice(13, 57)})
 //	// err: in-graph label guard after step 0: 1 of 16 labels that reached the loss on the device
 //	// are out of range [0, 10): position 13 label 57: ...
-//	device, local := cifarlib.ShardOf(13, 16, 4) // 3, 1: the last device, its second example
+//	device, local := ShardOf(13, 16, 4) // 3, 1: the last device, its second example
 func (m *Model) LossOnDevices(backend compute.Backend, devices int, images, labels *tensors.Tensor, opts LossOptions) (float32, error) {
 	if backend == nil {
 		return 0, ErrNoBackend

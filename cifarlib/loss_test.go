@@ -227,7 +227,7 @@ func TestInGraphGuardCatchesDeviceLabels(t *testing.T) {
 
 func TestInGraphGuardManyBadLabels(t *testing.T) {
 	// 40 labels, all out of range for 10 classes (CIFAR-100 labels >= 10): the count is exact,
-	// the first DeviceGuardSlots positions are listed.
+	// the first deviceGuardSlots positions are listed.
 	labels := make([]int32, 40)
 	logits := make([][]float32, 40)
 	for i := range labels {

@@ -227,7 +227,7 @@ func (m *Model) ModelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*g
 	return []*graph.Node{logits}
 }
 
-// CheckImages verifies the image side of the input contract: float32 images shaped
+// checkImages verifies the image side of the input contract: float32 images shaped
 // [batch, 32, 32, 3]. It returns *InputShapeError (naming a channels-first [batch, 3, 32, 32]
 // input as such) or *InputDTypeError.
 func checkImages(s shapes.Shape) error {

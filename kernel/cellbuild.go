@@ -25,7 +25,7 @@ import (
 const CellLinkFlags = "'-ldflags=-s -linkmode=internal'"
 
 // CellGoFlags returns the GOFLAGS of a kernel's cells on backend b: GoEnvPins' flags, then
-// CellLinkFlags, then, on an XLA backend, -tags=cifarlib.NoGoBackendTag, which leaves the
+// CellLinkFlags, then, on an XLA backend, -tags=backends.NoGoBackendTag, which leaves the
 // pure-Go backend (the largest part of what a cell links, and one such a kernel never runs) out
 // of every cell. A cell that wants it anyway says `%goflags -tags=`: command-line flags come
 // after GOFLAGS.

@@ -189,7 +189,7 @@ func TestPanickingCellNamesItsLine(t *testing.T) {
 }
 
 // TestGoBackendInXLACells runs kernel/testdata/gobackend.ipynb through the real CPU kernel: on
-// XLA its cells leave the pure-Go backend out (CellGoFlags), NewBackend("go") says so and how
+// XLA its cells leave the pure-Go backend out (CellGoFlags), backends.New("go") says so and how
 // to link it back, and `%goflags -tags=` does link it back.
 func TestGoBackendInXLACells(t *testing.T) {
 	repo := testRepo(t)

@@ -56,7 +56,7 @@ type DoctorOptions struct {
 	Repo Repo
 	// RepoErr is why the repository was not found, if it was not.
 	RepoErr error
-	// DataDir, when set, is the Jupyter data directory to look for the kernelspecs in
+	// data.Dir, when set, is the Jupyter data directory to look for the kernelspecs in
 	// (passed to jupyter as JUPYTER_DATA_DIR); otherwise Jupyter's own search path is used.
 	DataDir string
 	// Probes run after the built-in checks, in order.
@@ -355,7 +355,7 @@ func (r Report) WriteText(w io.Writer) {
 	}
 }
 
-// checkXLACPUPlugin reports the XLA CPU plugin that cifarlib.NewBackend("cpu") and the CPU
+// checkXLACPUPlugin reports the XLA CPU plugin that backends.New("cpu") and the CPU
 // kernel use (plugins.FindXLACPU), or its absence: optional, the pure-Go backend works.
 func checkXLACPUPlugin(repo Repo) Check {
 	loc, err := plugins.FindXLACPU(repo.Dir)

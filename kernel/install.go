@@ -20,7 +20,7 @@ const ManifestName = "kernels-manifest.json"
 type InstallOptions struct {
 	// Repo is the repository the kernels compile against.
 	Repo Repo
-	// DataDir is the Jupyter data directory; kernelspecs go to DataDir/kernels/NAME.
+	// data.Dir is the Jupyter data directory; kernelspecs go to data.Dir/kernels/NAME.
 	// See DataDirFor.
 	DataDir string
 	// Backends steers the backend of each kernel (zero value: detect).

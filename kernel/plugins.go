@@ -16,7 +16,7 @@ const (
 	// jax-cuda13-pjrt package.
 	CUDAPluginEnv = plugins.CUDAEnv
 	// CPUPluginEnv names an XLA CPU PJRT plugin file ($CIFARLAB_XLA_CPU_PLUGIN, read by
-	// cifarlib.NewBackend, wins over it).
+	// backends.New, wins over it).
 	CPUPluginEnv = plugins.KernelCPUEnv
 	// PJRTPluginPathEnv is go-xla's list of folders to search for plugins (":"-separated).
 	PJRTPluginPathEnv = plugins.PJRTPathEnv

@@ -98,7 +98,7 @@ type BackendOptions struct {
 }
 
 // ChooseCPUBackend picks the CPU kernel's backend: a forced value, an explicit plugin file,
-// else the XLA CPU plugin that cifarlib.NewBackend("cpu") would load (plugins.FindXLACPU:
+// else the XLA CPU plugin that backends.New("cpu") would load (plugins.FindXLACPU:
 // $CIFARLAB_XLA_CPU_PLUGIN or $CIFARLAB_CPU_PLUGIN, go-xla's plugin folders, pip's
 // lammps-jax-pjrt-cpu in repo's .venv, the active venv) when it starts, else the pure-Go backend
 // "go", which always works. So the CPU kernel and "cpu" in code mean the same backend. A plugin
@@ -186,7 +186,7 @@ func ChooseCUDABackend(ctx context.Context, repo Repo, linkDir string, o Backend
 // linkDir/jax_plugins/xla_cuda13 holding pjrt_c_api_cuda_plugin.so -> the jax file, next to
 // linkDir/nvidia -> SITE/nvidia: $ORIGIN/../../nvidia resolves to the pip libraries whether
 // the loader keeps the link's folder or the file's. The kernel then uses GOMLX_BACKEND=xla:cuda
-// with PJRT_PLUGIN_LIBRARY_PATH on that folder (what cifarlib.NewBackend("cuda") searches), and
+// with PJRT_PLUGIN_LIBRARY_PATH on that folder (what backends.New("cuda") searches), and
 // XLA_FLAGS=--xla_gpu_cuda_data_dir=SITE/nvidia/cu13 when pip's ptxas is there.
 func JaxCUDABackend(plugin, linkDir, reason string) (Backend, error) {
 	abs, err := filepath.Abs(plugin)

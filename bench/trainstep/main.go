@@ -11,7 +11,7 @@
 //
 // Backends: "go" (pure Go), "xla-cpu" (XLA's CPU PJRT plugin, found by
 // internal/plugins.FindXLACPU; skipped with a note when it is not installed), "cuda", or any name
-// cifarlib.NewBackend accepts. The pure-Go backend's ResNet-18 steps take minutes each (about 7
+// backends.New accepts. The pure-Go backend's ResNet-18 steps take minutes each (about 7
 // minutes at batch 128 on 2 cores), so -skip leaves them out by default; pass -skip "" to run them.
 package main
 

@@ -1,5 +1,5 @@
 // Command transfer measures what carrying a trained model to another dataset is worth
-// (cifarlib's TrainConfig.From): a model trained on CIFAR-10, then, for the same number of steps
+// (cifarlib's training.Config.From): a model trained on CIFAR-10, then, for the same number of steps
 // on CIFAR-100 (fine labels), fine-tuned against trained from scratch, and a linear probe (only
 // the head trains) on the trained backbone against one on a random backbone (the seed's, frozen).
 // It reports the test accuracy (top-1 and top-5) of each on the whole test split, per seed.

@@ -15,24 +15,24 @@ import (
 	"github.com/gomlx/go-xla/pjrt"
 )
 
-// Backend short names accepted by NewBackend.
+// Backend short names accepted by New.
 const (
-	// BackendAuto picks $GOMLX_BACKEND when set, else XLA CUDA when a GPU and its plugin are
+	// Auto picks $GOMLX_BACKEND when set, else XLA CUDA when a GPU and its plugin are
 	// present, else CPU.
 	Auto = "auto"
-	// BackendCPU is XLA's CPU plugin when installed (see NewBackend), else the pure-Go backend.
+	// CPU is XLA's CPU plugin when installed (see New), else the pure-Go backend.
 	CPU = "cpu"
-	// BackendGo is the pure-Go backend (github.com/gomlx/compute/gobackend): slow for
+	// Go is the pure-Go backend (github.com/gomlx/compute/gobackend): slow for
 	// convolutions, and available in every program not built with NoGoBackendTag.
 	Go = "go"
-	// BackendCUDA is XLA with the CUDA PJRT plugin. It fails fast when there is no GPU or no plugin.
+	// CUDA is XLA with the CUDA PJRT plugin. It fails fast when there is no GPU or no plugin.
 	CUDA = "cuda"
 )
 
-// BackendError is returned by NewBackend when the requested backend cannot be created: it says
-// what is missing and how to get it. NewBackend never falls back silently from an explicit request.
+// BackendError is returned by New when the requested backend cannot be created: it says
+// what is missing and how to get it. New never falls back silently from an explicit request.
 type BackendError struct {
-	// Requested is the name given to NewBackend.
+	// Requested is the name given to New.
 	Requested string
 	// Missing says what is missing, e.g. "an NVIDIA GPU" or "the CUDA PJRT plugin".
 	Missing string
@@ -59,21 +59,21 @@ func (e *BackendError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrBackend) true.
 func (e *BackendError) Is(target error) bool { return target == ErrBackend }
 
-// BackendCreateTimeout bounds how long NewBackend waits for an XLA plugin to create its client
+// createTimeout bounds how long New waits for an XLA plugin to create its client
 // (loading CUDA can take a while, but it must never hang).
 var createTimeout = 2 * time.Minute
 
 // xlaSetup disables go-xla's plugin auto-installer once: cifarlib never downloads plugins.
 var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
 
-// NewBackend returns a GoMLX compute backend from a short name:
+// New returns a GoMLX compute backend from a short name:
 //
 //   - "go": the pure-Go backend; available unless the program was built with NoGoBackendTag
 //     (as the XLA notebook kernels build cells), where it is a *BackendError saying so.
 //   - "cpu": XLA's CPU PJRT plugin when installed (the first of $CIFARLAB_XLA_CPU_PLUGIN, go-xla's
 //     plugin folders, pip's lammps-jax-pjrt-cpu in the repository's .venv, where the repository
 //     is $CIFARLAB_REPO or found above the working directory, and $VIRTUAL_ENV), else the
-//     pure-Go backend. Options for the XLA plugin can follow after a comma. BackendName says
+//     pure-Go backend. Options for the XLA plugin can follow after a comma. Name says
 //     which one was picked.
 //   - "cuda": XLA with the CUDA PJRT plugin ($CIFARLAB_CUDA_PLUGIN, e.g. jax-cuda13-pjrt's
 //     xla_cuda_plugin.so, else a "cuda" plugin in go-xla's folders). Without an NVIDIA GPU or without the plugin it
@@ -85,7 +85,7 @@ var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
 // Raw GoMLX configurations ("xla:cuda", "xla:/abs/path/plugin.so", "go:ops_sequential", ...) are
 // accepted too; "xla:cpu" finds the CPU plugin as "cpu" does, but never falls back to Go.
 // The XLA plugin auto-installer is always disabled: nothing is downloaded. The pure-Go backend
-// runs its ops sequentially unless told "go:ops_parallel" (see GoBackendDefaultOptions: the
+// runs its ops sequentially unless told "go:ops_parallel" (see goBackendDefaultOptions: the
 // parallel executor of compute v0.1.3 can deadlock on convolutions).
 func New(name string) (compute.Backend, error) {
 	xlaSetup()
@@ -227,8 +227,8 @@ func withOptions(plugin, options string) string {
 // newXLA creates an XLA backend on config (a plugin name or path, with go-xla's options after a
 // comma) with PJRT client options (nil: none), with a timeout, translating failures into
 // *BackendError; a CUDA failure TranslateRuntimeError knows (driver, cuDNN, ...) is kept under it
-// (errors.As finds the typed error) and its advice is the fix. NewBackend and
-// NewBackendWithDevices both create their clients here.
+// (errors.As finds the typed error) and its advice is the fix. New and
+// NewWithDevices both create their clients here.
 func newXLA(requested, config string, options pjrt.NamedValuesMap) (compute.Backend, error) {
 	b, err, timedOut := startWithTimeout(func() (compute.Backend, error) {
 		xb, err := xla.NewWithOptions(config, options)
@@ -272,7 +272,7 @@ func newXLA(requested, config string, options pjrt.NamedValuesMap) (compute.Back
 }
 
 // startWithTimeout runs create in a goroutine, turning a panic into an error, and waits for it
-// at most BackendCreateTimeout (a plugin that hangs, e.g. on a GPU held by another process).
+// at most createTimeout (a plugin that hangs, e.g. on a GPU held by another process).
 func startWithTimeout(create func() (compute.Backend, error)) (b compute.Backend, err error, timedOut bool) {
 	type result struct {
 		b   compute.Backend
@@ -297,7 +297,7 @@ func startWithTimeout(create func() (compute.Backend, error)) (b compute.Backend
 	}
 }
 
-// BackendName describes a backend for display, e.g. "go (pure Go, CPU)",
+// Name describes a backend for display, e.g. "go (pure Go, CPU)",
 // "xla:cpu (XLA CPU plugin)" or "xla:cuda (XLA CUDA: NVIDIA H100 ...)".
 func Name(b compute.Backend) string {
 	if b == nil {
@@ -327,7 +327,7 @@ func Name(b compute.Backend) string {
 	return fmt.Sprintf("%s (%s)", b.String(), b.Name())
 }
 
-// BackendPlugin returns the PJRT plugin an XLA backend runs on (a name such as "cuda", or the
+// Plugin returns the PJRT plugin an XLA backend runs on (a name such as "cuda", or the
 // absolute path of the plugin file), or "" for other backends.
 func Plugin(b compute.Backend) string {
 	if xb, ok := b.(*xla.Backend); ok {

@@ -6,7 +6,7 @@ import (
 	"github.com/gomlx/compute"
 )
 
-// GoBackendDefaultOptions are the options NewBackend adds to the pure-Go backend's configuration
+// goBackendDefaultOptions are the options New adds to the pure-Go backend's configuration
 // unless the caller chooses an ops execution mode itself ("go:ops_parallel").
 //
 // Why: in github.com/gomlx/compute v0.1.3 the Go backend's parallel ops executor runs every graph
@@ -21,7 +21,7 @@ import (
 const goBackendDefaultOptions = "ops_sequential"
 
 // NoGoBackendTag is the build tag that leaves the pure-Go backend (github.com/gomlx/compute/gobackend,
-// 2.2 MB of code) out of a program: NewBackend("go") then returns a *BackendError saying so.
+// 2.2 MB of code) out of a program: New("go") then returns a *BackendError saying so.
 // The XLA notebook kernels build cells with it, because every cell is linked again as a new
 // program and that backend is the largest part of cifarlib a cell on XLA never runs
 // (bench/RESULTS-cells.md); a cell links it back with `%goflags -tags=`.
@@ -30,7 +30,7 @@ const NoGoBackendTag = "cifarlab_nogobackend"
 // IsGoBackend reports whether b is the pure-Go backend.
 func IsGoBackend(b compute.Backend) bool { return b != nil && b.String() == Go }
 
-// goBackendConfig returns config with GoBackendDefaultOptions added unless config already picks
+// goBackendConfig returns config with goBackendDefaultOptions added unless config already picks
 // "ops_sequential" or "ops_parallel".
 func goBackendConfig(config string) string {
 	for _, opt := range strings.Split(config, ",") {

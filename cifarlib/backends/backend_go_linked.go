@@ -8,8 +8,8 @@ import (
 )
 
 // newGoBackend creates the pure-Go backend from a configuration (the part after "go:"), adding
-// GoBackendDefaultOptions unless config names an ops execution mode. requested is the name given
-// to NewBackend, for its errors.
+// goBackendDefaultOptions unless config names an ops execution mode. requested is the name given
+// to New, for its errors.
 func newGoBackend(requested, config string) (compute.Backend, error) {
 	b, err := gobackend.New(goBackendConfig(config))
 	if err != nil {

@@ -58,7 +58,7 @@ func TestNewBackendGoRunsOpsSequentially(t *testing.T) {
 // TestGoBackendManyConvolutionsDoNotDeadlock runs a graph of 16 independent convolutions on
 // the Go backend with a 2-task worker pool. With compute v0.1.3's parallel ops executor this
 // graph hangs (two conv nodes hold both pool slots and wait for slots for their chunks; try
-// "go:ops_parallel,parallelism=2"); NewBackend's sequential default must finish it.
+// "go:ops_parallel,parallelism=2"); New's sequential default must finish it.
 func TestGoBackendManyConvolutionsDoNotDeadlock(t *testing.T) {
 	b, err := New("go:parallelism=2")
 	require.NoError(t, err)
@@ -115,7 +115,7 @@ func TestIsGoBackend(t *testing.T) {
 }
 
 // TestNoGoBackendTag builds cifarlib with NoGoBackendTag, as the XLA notebook kernels build
-// cells: none of the pure-Go backend's packages is linked, and NewBackend("go") is a
+// cells: none of the pure-Go backend's packages is linked, and New("go") is a
 // *BackendError that says why and how to link it back.
 func TestNoGoBackendTag(t *testing.T) {
 	if testing.Short() {

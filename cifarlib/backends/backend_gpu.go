@@ -7,14 +7,14 @@ import (
 	"github.com/cifarlab/cifarlab/internal/plugins"
 )
 
-// NoGPUError is returned by NewBackend for "cuda" (also "xla:cuda", or "auto" with
+// NoGPUError is returned by New for "cuda" (also "xla:cuda", or "auto" with
 // $GOMLX_BACKEND naming CUDA, as in the CUDA kernel) when this machine has no NVIDIA GPU, or the
 // CUDA plugin sees none. It says what was checked, which CUDA plugin is installed, how to check
-// the GPU and that the CPU is the fallback. NewBackend looks for the GPU before it loads the
+// the GPU and that the CPU is the fallback. New looks for the GPU before it loads the
 // plugin, so nothing of XLA's own output reaches the user. errors.Is(err, ErrNoGPU) and
 // errors.Is(err, ErrBackend) are true.
 type NoGPUError struct {
-	// Requested is the name given to NewBackend.
+	// Requested is the name given to New.
 	Requested string
 	// Checked says what was looked at and found, e.g. "no /dev/nvidia[0-9]* device;
 	// nvidia-smi is not on PATH".

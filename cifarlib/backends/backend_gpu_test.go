@@ -65,7 +65,7 @@ func TestNewBackendCUDANoGPURealPlugin(t *testing.T) {
 	}
 
 	// The CUDA kernel: GOMLX_BACKEND=xla:cuda and PJRT_PLUGIN_LIBRARY_PATH on a folder holding a
-	// link named as go-xla wants it (kernel.JaxCUDABackend); notebooks call NewBackend("auto").
+	// link named as go-xla wants it (kernel.JaxCUDABackend); notebooks call New("auto").
 	t.Setenv(plugins.CUDAEnv, "")
 	links := filepath.Join(t.TempDir(), "jax_plugins", "xla_cuda13")
 	require.NoError(t, os.MkdirAll(links, 0o755))
@@ -141,7 +141,7 @@ func TestNewBackendCUDAPluginSeesNoGPU(t *testing.T) {
 	require.NotContains(t, stderr.String()+result, "invalid state")
 }
 
-// BenchmarkNewBackendCUDANoGPU measures how long NewBackend("cuda") takes to return the no-GPU
+// BenchmarkNewBackendCUDANoGPU measures how long New("cuda") takes to return the no-GPU
 // error with the real CUDA plugin installed and no GPU (the plugin is loaded once per process,
 // so every iteration after the first is the GPU probe and the error). Stop 15 measured under
 // 1 ms; go-xla's own path fails only when creating the client, after loading 134 MB.

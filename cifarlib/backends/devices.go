@@ -11,11 +11,11 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// DevicesAll, as TrainConfig.Devices or the devices argument of NewBackendWithDevices, asks for
+// DevicesAll, as training.Config.Devices or the devices argument of NewWithDevices, asks for
 // every device the backend has ("--devices all").
 const DevicesAll = -1
 
-// MaxCPUDevices is the largest number of devices NewBackendWithDevices asks XLA's CPU plugin
+// MaxCPUDevices is the largest number of devices NewWithDevices asks XLA's CPU plugin
 // for. XLA CPU devices are virtual: they share the machine's cores.
 const MaxCPUDevices = 64
 
@@ -41,8 +41,8 @@ func ParseDevices(s string) (int, error) {
 	return n, nil
 }
 
-// NewBackendWithDevices is NewBackend(name) for data-parallel training over devices devices
-// (DevicesAll: every device the backend has; 0 or 1: one device, the same as NewBackend).
+// NewWithDevices is New(name) for data-parallel training over devices devices
+// (DevicesAll: every device the backend has; 0 or 1: one device, the same as New).
 //
 // On XLA's CPU plugin ("cpu", "xla:cpu", an "xla:/path/pjrt_c_api_cpu_plugin.so", or "auto"
 // resolving to one of them) the client is created with the plugin option cpu_device_count set

@@ -9,7 +9,7 @@ import (
 // DevicesUnsupportedError is returned when more than one device is asked of a backend that has
 // only one, the pure-Go backend.
 type DevicesUnsupportedError struct {
-	// Backend describes the backend (BackendName).
+	// Backend describes the backend (Name).
 	Backend string
 	// Requested is the number of devices asked for (DevicesAll for "all").
 	Requested int
@@ -26,7 +26,7 @@ func (e *DevicesUnsupportedError) Is(target error) bool { return target == ErrDe
 
 // DeviceCountError is returned when more devices are asked for than the backend has.
 type DeviceCountError struct {
-	// Backend describes the backend (BackendName).
+	// Backend describes the backend (Name).
 	Backend string
 	// Requested is the number of devices asked for; Available how many the backend has.
 	Requested, Available int
@@ -45,7 +45,7 @@ func (e *DeviceCountError) Is(target error) bool { return target == ErrDevices }
 // BatchDivisibilityError is returned when a global batch cannot be split evenly across the
 // devices: every device gets BatchSize/Devices examples.
 type BatchDivisibilityError struct {
-	// Field is the TrainConfig field holding the batch size ("BatchSize" or "EvalBatchSize").
+	// Field is the training.Config field holding the batch size ("BatchSize" or "EvalBatchSize").
 	Field string
 	// BatchSize is the global batch size and Devices the number of devices.
 	BatchSize, Devices int

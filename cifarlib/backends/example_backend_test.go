@@ -7,9 +7,9 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 )
 
-// Asking for CUDA on a machine without an NVIDIA GPU gives a *cifarlib.NoGPUError at once,
+// Asking for CUDA on a machine without an NVIDIA GPU gives a *NoGPUError at once,
 // before any plugin is loaded: it names what is missing, how to check it (nvidia-smi -L) and
-// the CPU fallback, which the caller may take explicitly (NewBackend never falls back by itself).
+// the CPU fallback, which the caller may take explicitly (New never falls back by itself).
 func ExampleNew_cudaOrCPU() {
 	backend, err := backends.New(backends.CUDA)
 	if errors.Is(err, backends.ErrNoGPU) {

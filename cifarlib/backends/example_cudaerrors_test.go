@@ -8,7 +8,7 @@ import (
 )
 
 // A CUDA failure as go-xla reports it becomes a typed error that says what to do and keeps
-// XLA's text; Train, Evaluate, Logits and NewBackend return their failures translated so.
+// XLA's text; Train, Evaluate, Logits and New return their failures translated so.
 func ExampleTranslateRuntimeError() {
 	raw := errors.New("PJRT error (code=14): UNAVAILABLE: No PTX compilation provider is available. " +
 		"Neither ptxas/nvlink nor nvjtlink is available.")

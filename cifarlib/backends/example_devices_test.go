@@ -9,7 +9,7 @@ import (
 )
 
 // Data parallelism asks the backend for devices: XLA's CPU plugin makes as many CPU devices as
-// asked (NewBackendWithDevices("cpu", 4)), the GPUs are what they are, and the pure-Go backend
+// asked (NewWithDevices("cpu", 4)), the GPUs are what they are, and the pure-Go backend
 // has one, so asking it for two is a typed error. A global batch must split evenly, and ShardOf
 // says on which device a position of the global batch (as the guards report it) was.
 func ExampleNewWithDevices() {

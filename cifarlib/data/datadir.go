@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 )
 
-// DataDirEnv is the environment variable that overrides DefaultDataDir.
+// DirEnv is the environment variable that overrides DefaultDir.
 const DirEnv = "CIFARLAB_DATA"
 
 // VerifiedMarker is the file, inside spec.Dir, that Download writes after it verified the
@@ -25,7 +25,7 @@ type VerifiedInfo struct {
 	Files map[string]int64 `json:"files"`
 }
 
-// DefaultDataDir returns the folder for datasets: $CIFARLAB_DATA if set, else
+// DefaultDir returns the folder for datasets: $CIFARLAB_DATA if set, else
 // os.UserCacheDir()/cifarlab (e.g. ~/.cache/cifarlab), else os.TempDir()/cifarlab.
 func DefaultDir() string {
 	if dir := os.Getenv(DirEnv); dir != "" {

@@ -11,7 +11,7 @@ import (
 	"github.com/gomlx/gomlx/ml/train"
 )
 
-// AugmentPadding is the padding, in pixels, of the random-crop augmentation.
+// augmentPadding is the padding, in pixels, of the random-crop augmentation.
 const augmentPadding = 4
 
 // HostBatch is one batch decoded on the host, before it becomes tensors.
@@ -235,7 +235,7 @@ func (d *Dataset) batches(reuse bool) iter.Seq2[*HostBatch, error] {
 }
 
 // augmentImage decodes planar into dst (HWC) as the 32x32 crop at (ox, oy) of the image
-// padded with AugmentPadding black pixels on each side, then mirrored left-right if flip
+// padded with augmentPadding black pixels on each side, then mirrored left-right if flip
 // (the order of torchvision's RandomCrop(32, padding=4) + RandomHorizontalFlip).
 func augmentImage(norm *normalizer, planar []byte, dst []float32, ox, oy int, flip bool) {
 	const plane = ImageHeight * ImageWidth

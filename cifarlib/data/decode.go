@@ -13,7 +13,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
-// Normalizer turns channel-planar pixel bytes into normalised float32 NHWC values,
+// normalizer turns channel-planar pixel bytes into normalised float32 NHWC values,
 // (v/255 - Mean[c]) / Std[c], through a 256-entry table per channel.
 type normalizer struct {
 	// Mean and Std are the per-channel statistics, on pixel values scaled to [0, 1].
@@ -21,7 +21,7 @@ type normalizer struct {
 	lut       [ImageChannels][256]float32
 }
 
-// NewNormalizer returns a Normalizer for the given per-channel mean and std (std must be > 0).
+// newNormalizer returns a normalizer for the given per-channel mean and std (std must be > 0).
 func newNormalizer(mean, std [ImageChannels]float32) (*normalizer, error) {
 	n := &normalizer{Mean: mean, Std: std}
 	for c := range ImageChannels {
@@ -84,15 +84,15 @@ func parallelFor(n, minChunk int, fn func(lo, hi int)) {
 	wg.Wait()
 }
 
-// specNormalizer returns the Normalizer for a spec's Mean and Std.
+// specNormalizer returns the normalizer for a spec's Mean and Std.
 func specNormalizer(spec Spec) (*normalizer, error) { return newNormalizer(spec.Mean, spec.Std) }
 
 // decodeChunkRecords is the number of records read per chunk while streaming a file (6 MiB).
 const decodeChunkRecords = 2048
 
-// DecodeFile reads a CIFAR binary file and decodes it straight into tensors: images float32
+// decodeFile reads a CIFAR binary file and decodes it straight into tensors: images float32
 // [N, 32, 32, 3] (NHWC) normalised with spec.Mean and spec.Std, and labels int32 [N, 1] of the
-// spec's label set. It streams the file in chunks and validates it like ReadFile, so its peak
+// spec's label set. It streams the file in chunks and validates it like readFile, so its peak
 // memory is the two tensors plus a few MiB. Decoding runs on all CPUs while the next chunk is read.
 func decodeFile(path string, spec Spec) (images, labels *tensors.Tensor, err error) {
 	if err := checkSpec(spec); err != nil {

@@ -25,7 +25,7 @@ const benchRecords = 50000
 const decodedTensorBytes = benchRecords * ImageBytes * 4
 
 // writeBenchFile writes a 50,000-record CIFAR-100 file with pseudo-random pixels and valid
-// labels to a temporary folder (with WriteFile; not timed) and returns its path.
+// labels to a temporary folder (with writeFile; not timed) and returns its path.
 func writeBenchFile(b *testing.B) string {
 	b.Helper()
 	spec := CIFAR100(LabelsFine)
@@ -116,7 +116,7 @@ func reportDecode(b *testing.B, decode func() (*tensors.Tensor, *tensors.Tensor)
 }
 
 // BenchmarkDecodeCIFAR100 decodes a 50,000-record CIFAR-100 file into normalised float32
-// NHWC images and int32 labels with DecodeFile. MB/s counts file bytes. alloc/tensor is the
+// NHWC images and int32 labels with decodeFile. MB/s counts file bytes. alloc/tensor is the
 // Go heap allocated by one decode over the size of the decoded image tensor (614.4 MB): an
 // upper bound of its peak heap; peakRSS/tensor is the growth of peak resident memory.
 func BenchmarkDecodeCIFAR100(b *testing.B) {
@@ -192,7 +192,7 @@ func benchInMemory(b *testing.B) *Records {
 	return recs
 }
 
-// BenchmarkDecodeKernel measures the pixel work alone: Normalizer.DecodeImages from records
+// BenchmarkDecodeKernel measures the pixel work alone: normalizer.DecodeImages from records
 // in memory into a reused float32 buffer (no file reading, no allocation, no page faults).
 func BenchmarkDecodeKernel(b *testing.B) {
 	recs := benchInMemory(b)
@@ -236,7 +236,7 @@ func BenchmarkDecodeKernelGoMLXStyle(b *testing.B) {
 	b.ReportMetric(float64(benchRecords)*float64(b.N)/b.Elapsed().Seconds(), "images/s")
 }
 
-// TestGoMLXStyleLoaderAgrees checks that the comparison loader decodes like DecodeFile (up
+// TestGoMLXStyleLoaderAgrees checks that the comparison loader decodes like decodeFile (up
 // to the mean/std step), so that the two benchmarks compare the same work.
 func TestGoMLXStyleLoaderAgrees(t *testing.T) {
 	spec := CIFAR100(LabelsFine)

@@ -51,7 +51,7 @@ func extractTarGz(r io.Reader, root string, spec Spec) (map[string]int64, error)
 // every data file is present are they renamed into root/spec.Dir. On error nothing in
 // root/spec.Dir changes. It returns the data files and their sizes. For a spec in the
 // Python layout (Spec.InLayout) the pickles' sizes are bounded instead, and every pickle is
-// decoded (ReadPickle, ReadPickleMeta) in the staging folder, with its split's record count,
+// decoded (readPickle, readPickleMetaFile) in the staging folder, with its split's record count,
 // before anything is installed.
 func extractTar(r io.Reader, root string, spec Spec) (files map[string]int64, err error) {
 	return extractTarThen(r, root, spec, nil)

@@ -19,7 +19,7 @@ import (
 var fuzzSpecs = []Spec{CIFAR10(), CIFAR100(LabelsFine), CIFAR100(LabelsCoarse)}
 
 // FuzzReadRecords feeds arbitrary bytes to ReadRecords and to the streaming decoder behind
-// DecodeFile. Neither may panic; both must agree; accepted input must round-trip byte for
+// decodeFile. Neither may panic; both must agree; accepted input must round-trip byte for
 // byte; rejected input must get a *FormatError that points inside the data.
 func FuzzReadRecords(f *testing.F) {
 	for _, seed := range readRecordsSeeds() {
@@ -61,7 +61,7 @@ func FuzzReadRecords(f *testing.F) {
 			}
 		}
 
-		// The streaming decoder sees whole records only (DecodeFile checks the size first).
+		// The streaming decoder sees whole records only (decodeFile checks the size first).
 		if len(data) == 0 || len(data)%rb != 0 {
 			return
 		}

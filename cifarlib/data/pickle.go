@@ -135,7 +135,7 @@ func pickleLabelKeys(spec Spec) []string {
 	return []string{"labels"}
 }
 
-// ReadPickle decodes one batch file of the Python layout (data_batch_1..5, test_batch,
+// readPickle decodes one batch file of the Python layout (data_batch_1..5, test_batch,
 // train, test) from r, which holds exactly size bytes (size bounds every length field in
 // the pickle, so pass the file's size). It accepts exactly the structure torchvision reads:
 // a dict with str or bytes keys, "data" a NumPy uint8 array of shape [N, 3072] rebuilt by
@@ -156,7 +156,7 @@ func readPickle(r io.Reader, size int64, source string, spec Spec) (*Records, er
 	return recs, nil
 }
 
-// ReadPickleFile reads a batch file of the Python layout; see ReadPickle.
+// ReadPickleFile reads a batch file of the Python layout; see readPickle.
 func ReadPickleFile(path string, spec Spec) (*Records, error) {
 	f, size, err := openPickle(path, spec)
 	if err != nil {
@@ -298,10 +298,10 @@ func checkStringList(source, key string, v any, n int) error {
 	return nil
 }
 
-// ReadPickleMeta reads the class names from the Python layout's meta file: "label_names"
+// readPickleMetaFile reads the class names from the Python layout's meta file: "label_names"
 // (10) of CIFAR-10's batches.meta, or "fine_label_names" (100) and "coarse_label_names" (20)
 // of CIFAR-100's meta, and returns those of spec's label set. The checks and errors are
-// ReadPickle's.
+// readPickle's.
 func readPickleMetaFile(path string, spec Spec) ([]string, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, err
@@ -318,7 +318,7 @@ func readPickleMetaFile(path string, spec Spec) ([]string, error) {
 	return readPickleMeta(f, size, path, spec)
 }
 
-// readPickleMeta decodes a meta pickle; see ReadPickleMeta.
+// readPickleMeta decodes a meta pickle; see readPickleMetaFile.
 func readPickleMeta(r io.Reader, size int64, source string, spec Spec) ([]string, error) {
 	dict, _, err := decodePickle(r, size, source, func(n int) []byte { return make([]byte, n) })
 	if err != nil {

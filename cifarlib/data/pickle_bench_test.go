@@ -34,7 +34,7 @@ func reportRecords(b *testing.B, read func() *Records) {
 }
 
 // BenchmarkReadFileCIFAR100 reads the 50,000-record binary train.bin into Records with
-// ReadFile: the baseline of BenchmarkReadPickleCIFAR100.
+// readFile: the baseline of BenchmarkReadPickleCIFAR100.
 func BenchmarkReadFileCIFAR100(b *testing.B) {
 	path := writeBenchFile(b)
 	reportRecords(b, func() *Records {

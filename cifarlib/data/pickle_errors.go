@@ -12,7 +12,7 @@ import (
 // file, where in it the problem is (byte offset of the pickle opcode, dict key, record) and
 // the offending value.
 type PickleError struct {
-	// File is the file name (or the description given to ReadPickle).
+	// File is the file name (or the description given to readPickle).
 	File string
 	// Offset is the byte offset of the opcode being decoded, or -1 when the problem was found
 	// after decoding (a wrong key, shape or label).

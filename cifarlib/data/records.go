@@ -129,7 +129,7 @@ func (r *Records) WithSpec(spec Spec) (*Records, error) {
 }
 
 // Validate checks that the slices agree with each other and with the Spec and that every
-// label byte is within the Spec's range. Records from ReadRecords, ReadFile and LoadSplit
+// label byte is within the Spec's range. Records from ReadRecords, readFile and LoadSplit
 // are already valid; Validate is for records built by hand.
 func (r *Records) Validate() error {
 	if err := checkSpec(r.Spec); err != nil {
@@ -276,7 +276,7 @@ func partialRecordError(spec Spec, source string, size int64) error {
 	return &FormatError{File: source, Record: int(whole), Offset: whole * rb, Kind: ErrPartialRecord, Reason: reason}
 }
 
-// ReadFile reads a CIFAR binary file. It checks the file size first: a size that is not a
+// readFile reads a CIFAR binary file. It checks the file size first: a size that is not a
 // whole number of records is an ErrPartialRecord error before anything is read.
 func readFile(path string, spec Spec) (*Records, error) {
 	if err := checkSpec(spec); err != nil {
@@ -339,7 +339,7 @@ func readRecordsAt(r io.Reader, recs *Records, first, n int) error {
 // official order. root is the folder that contains spec.Dir (as extracted from the official
 // archive or written by Synthesize). When root has no binary folder but the Python layout's
 // (cifar-10-batches-py, cifar-100-python, as torchvision and Keras download them), the
-// pickles are read instead (see DetectLayout and ReadPickle), with the class names of their
+// pickles are read instead (see DetectLayout and readPickle), with the class names of their
 // meta file; the records are the same either way.
 func LoadSplit(root string, spec Spec, split Split) (*Records, error) {
 	if err := checkSpec(spec); err != nil {

@@ -30,7 +30,7 @@ func testRecords(spec Spec, n int) *Records {
 	return recs
 }
 
-// encodeByHand builds the on-disk bytes of recs independently of WriteRecords.
+// encodeByHand builds the on-disk bytes of recs independently of writeRecords.
 func encodeByHand(recs *Records) []byte {
 	var out []byte
 	lb := recs.Spec.LabelBytes

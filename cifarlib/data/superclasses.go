@@ -64,7 +64,7 @@ func CIFAR100CoarseOf(fine int) int {
 	return fineToCoarse[fine]
 }
 
-// CIFAR100FinesOf returns the five fine labels of a CIFAR-100 coarse label, or nil if coarse
+// cifar100FinesOf returns the five fine labels of a CIFAR-100 coarse label, or nil if coarse
 // is not in [0, 20).
 func cifar100FinesOf(coarse int) []int {
 	if coarse < 0 || coarse >= len(cifar100Superclasses) {

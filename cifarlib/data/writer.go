@@ -8,7 +8,7 @@ import (
 	"github.com/cifarlab/cifarlab/internal/atomicfile"
 )
 
-// WriteRecords writes recs in the CIFAR binary format of recs.Spec: per record the label
+// writeRecords writes recs in the CIFAR binary format of recs.Spec: per record the label
 // bytes followed by the channel-planar pixels. It refuses records that ReadRecords would
 // reject (inconsistent slices or a label byte out of range), so that what it writes always
 // reads back byte for byte.
@@ -36,7 +36,7 @@ func writeRecords(w io.Writer, recs *Records) error {
 	return nil
 }
 
-// WriteFile writes recs to path atomically: it writes a temporary file in the same folder,
+// writeFile writes recs to path atomically: it writes a temporary file in the same folder,
 // syncs it and renames it over path, so readers never see a partial file. The folder is
 // created if needed.
 func writeFile(path string, recs *Records) error {

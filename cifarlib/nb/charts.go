@@ -34,7 +34,7 @@ const (
 )
 
 // LossChart plots a run's training loss per step (the batch loss, light, and the batch loss
-// smoothed as TensorBoard smooths it, cifarlib.History.SmoothedLoss) and the test loss of the
+// smoothed as TensorBoard smooths it, runs.History.SmoothedLoss) and the test loss of the
 // evaluations recorded in the history.
 func LossChart(h *runs.History) (*plot.Plot, error) {
 	p := newChart("loss", "step", "cross-entropy loss")

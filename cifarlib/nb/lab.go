@@ -18,8 +18,8 @@ import (
 	"github.com/gomlx/compute"
 )
 
-// RunsEnv names the folder where Lab keeps its runs; default: "runs" in the data folder
-// (cifarlib.DefaultDataDir()). `cifarlab runs` lists the same folder.
+// runs.DirEnv names the folder where Lab keeps its runs; default: "runs" in the data folder
+// (data.DefaultDir()). `cifarlab runs` lists the same folder.
 const RunsEnv = runs.DirEnv
 
 // Lab is what the cells of a notebook share: the kernel's backend, the dataset's splits, the
@@ -28,19 +28,19 @@ const RunsEnv = runs.DirEnv
 type Lab struct {
 	// Spec is the dataset.
 	Spec data.Spec
-	// Backend is the one the kernel selected (cifarlib.NewBackend("auto") follows GOMLX_BACKEND).
+	// Backend is the one the kernel selected (backends.New("auto") follows GOMLX_BACKEND).
 	Backend compute.Backend
 	// Arch is the architecture the notebooks train on Backend (see Arch).
 	Arch string
-	// Train and Test are the splits: the real data when DataDir holds it, else synthetic data in
-	// the same format, generated once (cifarlib.LoadPrepared).
+	// Train and Test are the splits: the real data when data.Dir holds it, else synthetic data in
+	// the same format, generated once (data.LoadPrepared).
 	Train, Test *data.Records
 	// Synthetic is true when the splits are the synthetic stand-in.
 	Synthetic bool
 	// Layout is the layout the data was read in: CIFAR's binary files, or torchvision's python
-	// pickles (cifarlib.DetectLayout).
+	// pickles (data.DetectLayout).
 	Layout data.Layout
-	// DataDir is the data folder (cifarlib.DefaultDataDir()) and RunsDir the folder of runs.
+	// data.Dir is the data folder (data.DefaultDir()) and RunsDir the folder of runs.
 	DataDir, RunsDir string
 }
 
@@ -206,7 +206,7 @@ func (l *Lab) Load(name string) (*training.LoadedCheckpoint, error) {
 	return ckpt, nil
 }
 
-// TryBackend describes what cifarlib.NewBackend(name) gives here: the backend's name, or the
+// TryBackend describes what backends.New(name) gives here: the backend's name, or the
 // error it returns. A name that resolves to the lab's own GPU backend is not created twice.
 func (l *Lab) TryBackend(name string) string {
 	if name == backends.CUDA && strings.HasPrefix(backends.Name(l.Backend), "xla:cuda") {

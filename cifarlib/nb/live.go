@@ -41,7 +41,7 @@ func (NotebookSink) Update(id, svg, text string) {
 }
 
 // Live is the live view of a training run: the loss and accuracy charts of the run so far,
-// redrawn in place as History points arrive (Add, the TrainConfig.OnPoint hook), at most every
+// redrawn in place as History points arrive (Add, the training.Config.OnPoint hook), at most every
 // Every, and drawn a last time, always, by Finish. lab.Fit uses one in a notebook.
 type Live struct {
 	// Sink receives the charts; Every is the shortest time between two redraws (LiveEvery
@@ -57,7 +57,7 @@ type Live struct {
 }
 
 // NewLive returns a live view that sends its charts to sink, for a run whose history records
-// top-k accuracies when topK > 0 (cifarlib.History.TopK).
+// top-k accuracies when topK > 0 (runs.History.TopK).
 func NewLive(sink Sink, topK int) *Live {
 	id := gonbui.UniqueID()
 	return &Live{Sink: sink, now: time.Now, history: runs.History{TopK: topK},
@@ -66,7 +66,7 @@ func NewLive(sink Sink, topK int) *Live {
 
 // Add records a point and redraws the charts if Every has passed since the last drawing (the
 // first drawing waits for two points: a curve of one point has no scale). It never fails, so
-// that it can be a TrainConfig.OnPoint hook: a chart that cannot be drawn is left as it was.
+// that it can be a training.Config.OnPoint hook: a chart that cannot be drawn is left as it was.
 func (l *Live) Add(p runs.HistoryPoint) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -83,7 +83,7 @@ func (l *Live) Add(p runs.HistoryPoint) error {
 }
 
 // Finish draws the charts a last time, of h when it is not nil (the run's own History, e.g.
-// TrainResult.History), else of the points added: the drawing a saved notebook keeps. It
+// training.Result.History), else of the points added: the drawing a saved notebook keeps. It
 // reports whether there was anything to draw (two points or more).
 func (l *Live) Finish(h *runs.History) bool {
 	l.mu.Lock()
@@ -107,7 +107,7 @@ func (l *Live) drawLocked(h *runs.History) {
 }
 
 // drawnLive holds the histories a live view of this program has drawn to the end (lab.Fit),
-// so that Show of their TrainResult does not draw the same charts a second time. A notebook
+// so that Show of their training.Result does not draw the same charts a second time. A notebook
 // cell is a program of its own, so it holds the few runs of one cell.
 var drawnLive sync.Map // *cifarlib.History -> struct{}
 

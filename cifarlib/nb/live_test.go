@@ -78,7 +78,7 @@ func TestLiveFinishWithoutEnoughPoints(t *testing.T) {
 	require.Equal(t, []string{curveText("loss", 2), curveText("accuracy", 2), curveText("loss", 2), curveText("accuracy", 2)}, sink.texts())
 }
 
-// TestShowSkipsChartsDrawnLive: Show of a TrainResult whose curves lab.Fit's live view drew
+// TestShowSkipsChartsDrawnLive: Show of a training.Result whose curves lab.Fit's live view drew
 // prints the summary only; any other history gets its charts (outside a notebook, their text
 // alternatives).
 func TestShowSkipsChartsDrawnLive(t *testing.T) {

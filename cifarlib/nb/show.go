@@ -18,15 +18,15 @@ import (
 // Show displays v in the cell in the richest form it has, with a plain-text alternative (what
 // text-only viewers, tests and terminals get):
 //
-//   - *cifarlib.Summary and *cifarlib.EvalResult: an HTML table;
-//   - *cifarlib.History: loss and accuracy charts;
-//   - *cifarlib.TrainResult: the run's summary, then its History's charts (unless lab.Fit's
+//   - *cifarlib.Summary and *training.EvalResult: an HTML table;
+//   - *runs.History: loss and accuracy charts;
+//   - *training.Result: the run's summary, then its History's charts (unless lab.Fit's
 //     live view drew them already, above);
-//   - cifarlib.SplitLabels (Records.LabelStats): the label histogram as a chart, with the
+//   - data.SplitLabels (Records.LabelStats): the label histogram as a chart, with the
 //     labels the head cannot represent in red;
 //   - *cifarlib.Diagnosis: its report, then the training split's label chart;
 //   - []cifarlib.Mistake (cifarlib.ShapeMistakes): a table of mistakes and errors;
-//   - cifarlib.Runs (Lab.Runs): the runs table;
+//   - runs.Table (Lab.Runs): the runs table;
 //   - *Image (ImageGrid): the picture;
 //   - anything else: as fmt.Println prints it.
 //

@@ -14,7 +14,7 @@ import (
 // runs folder (trained by another Lab's Fit, e.g. the CIFAR-10 lab's): cfg.From is set to that
 // run's folder, so its backbone is carried bit for bit, the head is initialised afresh at the
 // lab's number of classes, and the optimizer state and global step start again (see
-// cifarlib.TrainConfig.From). cfg.Freeze = cifarlib.FreezeBackbone makes it a linear probe;
+// training.Config.From). cfg.Freeze = training.FreezeBackbone makes it a linear probe;
 // cfg.BackboneLearningRate gives the backbone its own learning rate. Everything else is as Fit:
 // the run is trained from scratch each time the cell runs, and Load gets it back.
 // res.Transfer says what was carried; Show prints it.
@@ -29,7 +29,7 @@ func (l *Lab) Transfer(name, from string, cfg training.Config) (*training.Result
 
 // LoadFor loads the run called name into a model built for the lab's dataset, as it is:
 // PyTorch's `model = resnet18(num_classes=100); model.load_state_dict(checkpoint)`. A run
-// trained for another number of classes is refused with *cifarlib.ShapeMismatchError (the
+// trained for another number of classes is refused with *training.ShapeMismatchError (the
 // head variable, both shapes, both datasets, and the fix: Transfer); a checkpoint is never
 // reshaped to fit.
 func (l *Lab) LoadFor(name string) (*training.LoadedCheckpoint, error) {

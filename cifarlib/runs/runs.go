@@ -12,18 +12,18 @@ import (
 	"github.com/cifarlab/cifarlab/internal/atomicfile"
 )
 
-// RunFileName is the file, in a run's folder (TrainConfig.CheckpointDir), where Train records
+// FileName is the file, in a run's folder (training.Config.CheckpointDir), where Train records
 // the run: written when training starts (status running) and rewritten when it ends.
 const FileName = "run.json"
 
-// RunStatus says where a run stands, as ListRuns finds it.
+// Status says where a run stands, as List finds it.
 type Status string
 
-// The statuses of a run. Train writes the first four into run.json; ListRuns adds the others
+// The statuses of a run. Train writes the first four into run.json; List adds the others
 // for folders it can only partly read.
 const (
 	// RunRunning: training started and run.json was not rewritten since: the run is still
-	// training, or its process died (ListRuns reports it as RunIncomplete).
+	// training, or its process died (List reports it as RunIncomplete).
 	RunRunning Status = "running"
 	// RunDone: trained to its target step (and evaluated, unless SkipFinalEval).
 	RunDone Status = "done"
@@ -40,7 +40,7 @@ const (
 	RunForeign Status = "foreign"
 )
 
-// RunRecord is the content of run.json.
+// Record is the content of run.json.
 type Record struct {
 	// Status is RunRunning, RunDone, RunInterrupted or RunFailed.
 	Status Status `json:"status"`
@@ -61,7 +61,7 @@ type Record struct {
 	Devices    int    `json:"devices"`
 	BatchSize  int    `json:"batch_size"`
 	TargetStep int    `json:"target_step"`
-	// Precision is TrainConfig.Precision ("" before the config's defaults were filled in: f32).
+	// Precision is training.Config.Precision ("" before the config's defaults were filled in: f32).
 	Precision cifarlib.Precision `json:"precision,omitempty"`
 	// From is the run a transferred run was carried from (training.Config.From), "" otherwise.
 	From string `json:"from,omitempty"`
@@ -69,11 +69,11 @@ type Record struct {
 	// without them), "" when there was none.
 	Warning string `json:"warning,omitempty"`
 	// Result is the outcome of a run that ended without error (done or interrupted): the JSON
-	// of the training package's TrainResult, which decodes it (ListRuns reads the few numbers it shows).
+	// of the training package's training.Result, which decodes it (List reads the few numbers it shows).
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
-// ReadRunRecord reads dir/run.json. A folder without one gives an error that wraps
+// ReadRecord reads dir/run.json. A folder without one gives an error that wraps
 // os.ErrNotExist.
 func ReadRecord(dir string) (*Record, error) {
 	path := filepath.Join(dir, FileName)

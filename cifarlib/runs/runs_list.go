@@ -14,11 +14,11 @@ import (
 	"github.com/cifarlab/cifarlab/internal/tfevents"
 )
 
-// RunsEnv names the folder of runs that the notebooks' Lab and `cifarlab runs` use; default:
-// "runs" in the data folder (DefaultRunsDir).
+// DirEnv names the folder of runs that the notebooks' Lab and `cifarlab runs` use; default:
+// "runs" in the data folder (DefaultDir).
 const DirEnv = "CIFARLAB_RUNS"
 
-// DefaultRunsDir is the folder of runs: $CIFARLAB_RUNS, else dataDir/runs.
+// DefaultDir is the folder of runs: $CIFARLAB_RUNS, else dataDir/runs.
 func DefaultDir(dataDir string) string {
 	if dir := os.Getenv(DirEnv); dir != "" {
 		return dir
@@ -26,7 +26,7 @@ func DefaultDir(dataDir string) string {
 	return filepath.Join(dataDir, "runs")
 }
 
-// RunInfo is one run of a runs folder, as ListRuns finds it: a row of the runs table.
+// Info is one run of a runs folder, as List finds it: a row of the runs table.
 type Info struct {
 	// Name is the folder's name, Dir its path.
 	Name string `json:"name"`
@@ -60,10 +60,10 @@ type Info struct {
 	History *History `json:"-"`
 }
 
-// Runs is the table ListRuns returns, one row per run folder.
+// Table is the table List returns, one row per run folder.
 type Table []Info
 
-// ListRuns lists the run folders of dir (a runs folder: TrainConfig.CheckpointDir of each run
+// List lists the run folders of dir (a runs folder: training.Config.CheckpointDir of each run
 // is one of its sub-folders), in name order. A folder it cannot fully read is listed with its
 // status and the reason, never an error: a run still training or killed (RunIncomplete), an
 // unreadable run.json or history.json (RunBroken), a folder of something else (RunForeign).
@@ -83,8 +83,8 @@ func List(dir string) (Table, error) {
 	return runs, nil
 }
 
-// ReadRun reads the run in dir: its run.json, history.json and what else it holds. What it
-// cannot read is reported in the Status and Reason fields (see ListRuns).
+// Read reads the run in dir: its run.json, history.json and what else it holds. What it
+// cannot read is reported in the Status and Reason fields (see List).
 func Read(dir string) Info {
 	info := Info{Name: filepath.Base(dir), Dir: dir}
 	names := map[string]bool{}

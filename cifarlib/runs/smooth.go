@@ -2,7 +2,7 @@ package runs
 
 import "math"
 
-// LossSmoothing is the smoothing weight of History.SmoothedLoss: the weight of the past in
+// lossSmoothing is the smoothing weight of History.SmoothedLoss: the weight of the past in
 // TensorBoard's exponential moving average, per History point. 0.9 averages about the last 10
 // points (with the default HistoryEvery, the last 5% of a run), so the curve follows the batch
 // loss closely while hiding its batch-to-batch noise.
@@ -36,7 +36,7 @@ func Smooth(values []float64, weight float64) []float64 {
 	return out
 }
 
-// SmoothedLoss returns the batch loss of every point, smoothed with Smooth and LossSmoothing:
+// SmoothedLoss returns the batch loss of every point, smoothed with Smooth and lossSmoothing:
 // what the loss charts draw as the training curve.
 func (h *History) SmoothedLoss() []float64 {
 	losses := make([]float64, len(h.Points))

@@ -32,7 +32,7 @@ const (
 	ckptParamMinLR     = "cifarlab_min_learning_rate"
 	ckptParamDecay     = "cifarlab_weight_decay"
 	ckptParamUnguarded = "cifarlab_unguarded"
-	// A transferred run's source and recipe (TrainConfig.From, Freeze, BackboneLearningRate).
+	// A transferred run's source and recipe (Config.From, Freeze, BackboneLearningRate).
 	ckptParamFrom       = "cifarlab_transferred_from"
 	ckptParamFreeze     = "cifarlab_freeze"
 	ckptParamBackboneLR = "cifarlab_backbone_learning_rate"
@@ -67,7 +67,7 @@ type CheckpointInfo struct {
 	Steps int `json:"steps"`
 	// Unguarded is true when that run trained with the guards off.
 	Unguarded bool `json:"unguarded"`
-	// TransferredFrom is the run a transferred run started from (TrainConfig.From; "" when it
+	// TransferredFrom is the run a transferred run started from (Config.From; "" when it
 	// trained from scratch), with its Freeze and BackboneLearningRate.
 	TransferredFrom      string  `json:"transferred_from,omitempty"`
 	Freeze               string  `json:"freeze,omitempty"`

@@ -12,7 +12,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
 )
 
-// IncompleteCheckpointSuffix is appended to the files of a checkpoint that a save left
+// incompleteCheckpointSuffix is appended to the files of a checkpoint that a save left
 // incomplete when a resumed run sets them aside.
 const incompleteCheckpointSuffix = ".incomplete"
 

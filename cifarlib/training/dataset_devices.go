@@ -16,7 +16,7 @@ import (
 	"github.com/gomlx/gomlx/ml/train"
 )
 
-// NewDistributedDataset spreads each batch of source (a global batch, e.g. of a Dataset) across
+// newDistributedDataset spreads each batch of source (a global batch, e.g. of a Dataset) across
 // devices devices of backend for data-parallel training or evaluation with GoMLX's train.Loop
 // and train.Trainer (DistributedTrainStep / DistributedEval): every global batch of B examples
 // is cut on the host into devices consecutive shards of B/devices examples, which GoMLX's
@@ -27,7 +27,7 @@ import (
 // results equal those of one device at batch B up to float32 rounding.
 //
 // devices is a count (>= 2) or DevicesAll; the backend must have that many devices (see
-// NewBackendWithDevices) and every batch size must be a multiple of it
+// backends.NewWithDevices) and every batch size must be a multiple of it
 // (*BatchDivisibilityError otherwise, yielded by the iteration). Errors of source (such as
 // the host guard's *LabelRangeError, which names global positions since it checks the batch
 // before it is cut) are yielded unchanged.

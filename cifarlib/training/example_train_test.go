@@ -11,7 +11,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
-// Train a model in one call: synthetic CIFAR-10 here (TrainConfig.DataDir loads real data),
+// Train a model in one call: synthetic CIFAR-10 here (Config.DataDir loads real data),
 // then read the test accuracy, per-class accuracy and the curves (History.Plot draws them in
 // a GoNB notebook).
 func ExampleTrain() {

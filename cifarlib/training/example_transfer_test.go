@@ -14,7 +14,7 @@ import (
 )
 
 // Carry a CIFAR-10 run to CIFAR-100: loading it as it is into a 100-class model is refused
-// with PyTorch's size-mismatch message; TrainConfig.From transfers it (backbone bit for bit, a
+// with PyTorch's size-mismatch message; Config.From transfers it (backbone bit for bit, a
 // new head of 100 from the seed, the optimizer state and step restarted).
 func ExampleConfig_from() {
 	backend, _ := backends.New("go")

@@ -224,7 +224,7 @@ func TestPrecisionResumeAcrossPrecisions(t *testing.T) {
 	}
 }
 
-// TestTrainConfigPrecision: Train checks TrainConfig.Precision, and the backend's bfloat16
+// TestTrainConfigPrecision: Train checks Config.Precision, and the backend's bfloat16
 // support before anything is loaded or compiled (*cifarlib.PrecisionError).
 func TestTrainConfigPrecision(t *testing.T) {
 	_, err := NewTrainer(Config{Spec: data.CIFAR10(), Steps: 1, Precision: "fp16"})

@@ -31,7 +31,7 @@ const (
 var createEvents = tfevents.Create
 
 // runFolder is what a Trainer with a CheckpointDir writes besides the checkpoints: run.json
-// (RunRecord) when it starts and ends, and TensorBoard scalars as the History points come.
+// (runs.Record) when it starts and ends, and TensorBoard scalars as the History points come.
 // A TensorBoard write error does not stop training: it is logged once and the events stop.
 type runFolder struct {
 	dir     string
@@ -140,7 +140,7 @@ func (rf *runFolder) close(res *Result, runErr error) {
 }
 
 // note logs an error of the run folder once per distinct error; training goes on. The first
-// TensorBoard error is also recorded in run.json (RunRecord.Warning).
+// TensorBoard error is also recorded in run.json (runs.Record.Warning).
 func (rf *runFolder) note(err error) {
 	if err == nil || rf.log == nil || (rf.lastErr != nil && errors.Is(err, rf.lastErr)) {
 		return
@@ -157,7 +157,7 @@ func newRunRecord(c *Config, head, devices int) *runs.Record {
 }
 
 // RecordFailedStart records, in cfg.CheckpointDir, a run that failed before its first step
-// with runErr (e.g. *HeadMismatchError from Train), so that ListRuns shows the attempt and its
+// with runErr (e.g. *HeadMismatchError from Train), so that runs.List shows the attempt and its
 // error: the notebooks' Lab.Fit does, for its named runs. It writes only into a new or empty
 // folder, so a folder holding an earlier run keeps that run's record; config errors
 // (*ConfigError) and a config without CheckpointDir record nothing.

@@ -289,7 +289,7 @@ func (t *Trainer) Resumed() (step int, ok bool) {
 	return t.ckpt.resumed.Step, true
 }
 
-// Run trains up to TrainConfig.Steps, then evaluates on the test split (unless SkipFinalEval).
+// Run trains up to Config.Steps, then evaluates on the test split (unless SkipFinalEval).
 // It can be called once per Trainer.
 //
 // Cancelling ctx stops after the current step; the checkpoint (if configured) is saved and the

@@ -13,7 +13,7 @@ import (
 	"github.com/gomlx/compute"
 )
 
-// Learning-rate schedules accepted by TrainConfig.Schedule.
+// Learning-rate schedules accepted by Config.Schedule.
 const (
 	// ScheduleConstant keeps the learning rate fixed (the default).
 	ScheduleConstant = "constant"
@@ -22,7 +22,7 @@ const (
 	ScheduleCosine = "cosine"
 )
 
-// Optimizers accepted by TrainConfig.Optimizer (GoMLX's optimizer package).
+// Optimizers accepted by Config.Optimizer (GoMLX's optimizer package).
 var trainOptimizers = []string{"adam", "adamw", "adamax", "rmsprop", "sgd"}
 
 // ProgressMode says whether Train shows GoMLX's progress bar.
@@ -37,14 +37,14 @@ const (
 	ProgressOff
 )
 
-// TrainConfig describes one training run. Only Spec and Steps are required; the zero value of
+// Config describes one training run. Only Spec and Steps are required; the zero value of
 // every other field picks the documented default. The guarded loss is on unless Unguarded is set.
 type Config struct {
 	// Spec is the dataset: CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse).
 	Spec data.Spec
-	// DataDir is the folder holding the dataset (as given to LoadSplit). Default: DefaultDataDir().
+	// data.Dir is the folder holding the dataset (as given to LoadSplit). Default: data.DefaultDir().
 	DataDir string
-	// TrainRecords and TestRecords, when set, are used instead of loading the splits from DataDir.
+	// TrainRecords and TestRecords, when set, are used instead of loading the splits from data.Dir.
 	TrainRecords, TestRecords *data.Records
 
 	// Model is the architecture: "cnn" (default), "linear", "resnet18" or "resnet20".
@@ -54,18 +54,18 @@ type Config struct {
 	// guard on, training stops before the first step with a *HeadMismatchError.
 	Head int
 	// Unguarded switches the guards off and trains with GoMLX's plain loss, where a label outside
-	// the head gets exactly zero loss. TrainResult.ZeroLoss then says how many examples that hit.
+	// the head gets exactly zero loss. Result.ZeroLoss then says how many examples that hit.
 	Unguarded bool
 
-	// Backend is the compute backend to use; when nil one is created with NewBackend(BackendName).
+	// Backend is the compute backend to use; when nil one is created with backends.New(backends.Name).
 	Backend compute.Backend
-	// BackendName is given to NewBackend when Backend is nil: "auto" (default), "cpu", "go", "cuda".
+	// backends.Name is given to backends.New when Backend is nil: "auto" (default), "cpu", "go", "cuda".
 	BackendName string
 	// Devices is the number of devices each global batch is sharded across (data parallelism,
-	// one program partitioned by XLA; see NewDistributedDataset): 0 or 1 trains on one device,
+	// one program partitioned by XLA; see newDistributedDataset): 0 or 1 trains on one device,
 	// DevicesAll on every device of the backend. BatchSize must be a multiple of it. With
 	// Backend nil and an XLA CPU backend, the backend is created with that many CPU devices
-	// (NewBackendWithDevices). Results do not depend on it, beyond float32 rounding.
+	// (backends.NewWithDevices). Results do not depend on it, beyond float32 rounding.
 	Devices int
 	// Precision is what the convolutions and matrix products compute in: PrecisionF32 (""
 	// or "f32", the default) or PrecisionBF16Mixed ("bf16-mixed": bfloat16 products, float32
@@ -147,9 +147,9 @@ type Config struct {
 	BackboneLearningRate float64
 }
 
-// ConfigError reports an invalid TrainConfig field: which field, its value and how to fix it.
+// ConfigError reports an invalid Config field: which field, its value and how to fix it.
 type ConfigError struct {
-	// Field is the TrainConfig field name, e.g. "Steps".
+	// Field is the Config field name, e.g. "Steps".
 	Field string
 	// Value is the offending value, formatted.
 	Value string

@@ -23,7 +23,7 @@ const (
 	trainMetricTopK
 )
 
-// TopKAccuracyGraph returns a GoMLX metric graph function for top-k accuracy: the fraction of
+// topKAccuracyGraph returns a GoMLX metric graph function for top-k accuracy: the fraction of
 // examples whose true class is among the k largest logits. An example counts as a hit when fewer
 // than k logits are strictly greater than the true class's logit (ties favour the true class).
 // Labels outside [0, numClasses) are always misses. labels[0] must be integer [batch, 1] and

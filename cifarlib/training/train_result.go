@@ -49,7 +49,7 @@ func (z ZeroLossStats) String() string {
 		z.OutOfRange, z.Seen, 100*z.Fraction(), z.HeadWidth, z.SplitOutOfRange, z.SplitExamples, 100*split)
 }
 
-// TrainResult is the outcome of Train or Trainer.Run.
+// Result is the outcome of Train or Trainer.Run.
 type Result struct {
 	// Dataset is the dataset id, Model the architecture and HeadWidth its number of logits.
 	Dataset   string `json:"dataset"`
@@ -59,15 +59,15 @@ type Result struct {
 	Guarded bool `json:"guarded"`
 	// Backend describes the compute backend.
 	Backend string `json:"backend"`
-	// Precision is what the convolutions and matrix products computed in (TrainConfig.Precision).
+	// Precision is what the convolutions and matrix products computed in (Config.Precision).
 	Precision cifarlib.Precision `json:"precision"`
-	// Devices is the number of devices each batch was sharded across (TrainConfig.Devices).
+	// Devices is the number of devices each batch was sharded across (Config.Devices).
 	Devices int `json:"devices"`
 	// BatchSize is the number of images per step (the global batch, across all devices).
 	BatchSize int `json:"batch_size"`
 
 	// StartStep is the global step the run started from (non-zero when resumed), EndStep the
-	// global step reached, TargetStep the one asked for (TrainConfig.Steps).
+	// global step reached, TargetStep the one asked for (Config.Steps).
 	StartStep  int `json:"start_step"`
 	EndStep    int `json:"end_step"`
 	TargetStep int `json:"target_step"`

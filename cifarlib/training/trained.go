@@ -12,7 +12,7 @@ import (
 )
 
 // Trained is a model together with its weights on a backend: what Train returns (embedded in
-// TrainResult) and LoadCheckpoint loads (embedded in LoadedCheckpoint), so that later code, or
+// Result) and LoadCheckpoint loads (embedded in LoadedCheckpoint), so that later code, or
 // a later notebook cell, computes with the trained model in one call.
 type Trained struct {
 	// Model is the architecture and head.

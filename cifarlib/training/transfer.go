@@ -33,7 +33,7 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
-// FreezeBackbone is the TrainConfig.Freeze value of a linear probe: only the head trains.
+// FreezeBackbone is the Config.Freeze value of a linear probe: only the head trains.
 const FreezeBackbone = "backbone"
 
 // TransferVariable is one variable of a transfer: its path and shape (and, for a
@@ -45,7 +45,7 @@ type TransferVariable struct {
 }
 
 // TransferReport says what a transferred run carried from its source, what it initialised
-// afresh and why, and what it dropped. TrainResult.Transfer holds it; nb.Show and the CLI print
+// afresh and why, and what it dropped. Result.Transfer holds it; nb.Show and the CLI print
 // it (String).
 type TransferReport struct {
 	// From is the source run's checkpoint directory, FromStep the step it was saved at,

@@ -4,7 +4,7 @@ import (
 	"fmt"
 )
 
-// NotRunError reports that a folder given as a trained run (TrainConfig.From, cifarlab
+// NotRunError reports that a folder given as a trained run (Config.From, cifarlab
 // --from) is not the checkpoint directory of a cifarlib run: it is missing, a file, empty, or
 // holds a GoMLX checkpoint that cifarlib did not write. errors.Is(err, ErrNoCheckpoint) holds.
 type NotRunError struct {
@@ -71,7 +71,7 @@ type ShapeMismatchError struct {
 	// SavedHead and ModelHead their head widths.
 	SavedDataset, ModelDataset string
 	SavedHead, ModelHead       int
-	// Resume is true when the load was a resume (TrainConfig.CheckpointDir).
+	// Resume is true when the load was a resume (Config.CheckpointDir).
 	Resume bool
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 )
 
-// dataLocation returns the data root to read spec from (root, or cifarlib.SyntheticDir(root)
+// dataLocation returns the data root to read spec from (root, or data.SyntheticDir(root)
 // when root has no data for spec but synthetic data is there, as Prepare writes it), the
 // dataset's folder in it and its layout (binary, or python: torchvision's pickles).
 func dataLocation(root string, spec data.Spec) (dataRoot, dir string, layout data.Layout) {

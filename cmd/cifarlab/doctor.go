@@ -86,7 +86,7 @@ func probeBackends(ctx context.Context) []kernel.Check {
 	return append(checks, cpu, probeCUDA())
 }
 
-// probeCUDA reports what NewBackend("cuda") gives: the GPU's backend, or why not (without a GPU
+// probeCUDA reports what backends.New("cuda") gives: the GPU's backend, or why not (without a GPU
 // it looks for none before loading the plugin, so this is quick and quiet).
 func probeCUDA() kernel.Check {
 	c := kernel.Check{Name: "backend cuda"}

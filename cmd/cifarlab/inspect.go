@@ -79,7 +79,7 @@ func runInspect(args []string, stdout io.Writer) error {
 }
 
 // inspectData loads both splits of spec from root (or, if root has no data for it, from
-// cifarlib.SyntheticDir(root), where Prepare puts synthetic data) and summarises them.
+// data.SyntheticDir(root), where Prepare puts synthetic data) and summarises them.
 func inspectData(root string, spec data.Spec) (*inspectReport, error) {
 	root, dir, layout := dataLocation(root, spec)
 	r := &inspectReport{Dataset: spec.Name, Labels: spec.Labels.String(), NumClasses: spec.NumClasses,

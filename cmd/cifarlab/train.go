@@ -134,7 +134,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// config turns the flags into a TrainConfig.
+// config turns the flags into a training.Config.
 func (f *trainFlags) config() (training.Config, error) {
 	spec, err := data.SpecByName(f.dataset, f.labels)
 	if err != nil {

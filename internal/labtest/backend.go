@@ -22,7 +22,7 @@ var sharedTestBackend = sync.OnceValues(func() (compute.Backend, error) {
 })
 
 // testBackend returns the backend the model, loss, guard and training tests run on:
-// $GOMLX_BACKEND given to NewBackend ("go", "cpu", "xla:/abs/path/pjrt_c_api_cpu_plugin.so",
+// $GOMLX_BACKEND given to backends.New ("go", "cpu", "xla:/abs/path/pjrt_c_api_cpu_plugin.so",
 // "cuda", ...), or the pure-Go backend when it is unset or "auto". CI runs these tests once
 // with GOMLX_BACKEND=go and once with the XLA CPU plugin. The backend is shared by all tests;
 // a backend that cannot be created fails the test.

@@ -16,7 +16,7 @@ import (
 // relative to site-packages: jax_plugins/xla_cuda13/xla_cuda_plugin.so.
 const JaxCUDAFile = "jax_plugins/xla_cuda*/xla_cuda_plugin.so"
 
-// FindCUDA returns the CUDA plugin cifarlib.NewBackend("cuda") loads: the absolute path in
+// FindCUDA returns the CUDA plugin backends.New("cuda") loads: the absolute path in
 // $CIFARLAB_CUDA_PLUGIN, else the plugin in $CIFARLAB_CUDA_SITE, else the name of a "cuda"
 // plugin go-xla finds; "" when there is none. A set variable naming a missing file or folder
 // gives an *EnvError.

@@ -10,7 +10,7 @@ import (
 // CUDASiteEnv names a Python site-packages folder that already holds pip's jax-cuda13-pjrt and
 // its nvidia-* wheels (a GPU machine's JAX environment): the one setting that points the lab at
 // it. kernel/setup.sh then installs neither, `cifarlab kernel install` configures the CUDA kernel
-// on its plugin, doctor checks its libraries, and cifarlib.NewBackend("cuda") loads its plugin
+// on its plugin, doctor checks its libraries, and backends.New("cuda") loads its plugin
 // ($CIFARLAB_CUDA_PLUGIN, naming a plugin file, still wins).
 const CUDASiteEnv = "CIFARLAB_CUDA_SITE"
 

@@ -1,7 +1,7 @@
 // Package plugins finds the PJRT plugins the lab runs on, without loading or downloading
 // anything: XLA's CPU plugin (PyPI's lammps-jax-pjrt-cpu in the checkout's .venv, go-xla's
 // folders, or a file named by a variable), the CUDA plugin (PyPI's jax-cuda13-pjrt or go-xla's),
-// and whether an NVIDIA GPU is present. It is the lab's plumbing, shared by cifarlib.NewBackend,
+// and whether an NVIDIA GPU is present. It is the lab's plumbing, shared by backends.New,
 // the kernel installer and doctor.
 package plugins
 
@@ -34,7 +34,7 @@ const (
 // see kernel/requirements-xla-cpu.txt) inside a virtual environment.
 const XLACPUVenvGlob = "lib/python3*/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"
 
-// Install hints, part of the error messages of cifarlib.NewBackend and of doctor.
+// Install hints, part of the error messages of backends.New and of doctor.
 const (
 	// XLACPUInstallHint says how to get XLA's CPU PJRT plugin.
 	XLACPUInstallHint = "install it into the repository's venv with `.venv/bin/pip install --no-deps --require-hashes " +
