@@ -152,9 +152,9 @@ func DetectLayout(root string, spec Spec) (Layout, error) {
 		root, spec.Name, bin.Dir, py.Dir, spec.Name, root, fs.ErrNotExist)
 }
 
-// Dir returns the folder LoadSplit reads spec from under root, and its layout (see
+// Locate returns the folder LoadSplit reads spec from under root, and its layout (see
 // DetectLayout; the binary folder when there is none).
-func Dir(root string, spec Spec) (dir string, layout Layout) {
+func Locate(root string, spec Spec) (dir string, layout Layout) {
 	layout, _ = DetectLayout(root, spec)
 	return filepath.Join(root, spec.InLayout(layout).Dir), layout
 }

@@ -227,7 +227,7 @@ func TestPythonLayoutMatchesBinary(t *testing.T) {
 				layout, err := DetectLayout(pyRoot, spec)
 				require.NoError(t, err)
 				require.Equal(t, LayoutPython, layout)
-				dir, layout := Dir(pyRoot, spec)
+				dir, layout := Locate(pyRoot, spec)
 				require.Equal(t, LayoutPython, layout)
 				require.Equal(t, filepath.Join(pyRoot, spec.InLayout(LayoutPython).Dir), dir)
 				for _, split := range []Split{SplitTrain, SplitTest} {

@@ -71,7 +71,7 @@ func New(spec data.Spec, backend compute.Backend, dataDir string) (*Lab, error) 
 	if err != nil {
 		return nil, err
 	}
-	_, layout := data.Dir(root, spec)
+	_, layout := data.Locate(root, spec)
 	runs := runs.DefaultDir(dataDir)
 	return &Lab{Spec: spec, Backend: backend, Arch: Arch(backend), Train: train, Test: test,
 		Synthetic: synthetic, Layout: layout, DataDir: dataDir, RunsDir: runs}, nil

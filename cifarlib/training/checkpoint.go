@@ -1,16 +1,17 @@
 package training
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -239,54 +240,6 @@ func (tc *trainCheckpoint) save(store *model.Store, history *runs.History) error
 	return history.Save(tc.dir)
 }
 
-// LoadedCheckpoint is a trained model loaded from a checkpoint directory, ready to evaluate.
-type LoadedCheckpoint struct {
-	// Info describes the run that saved it.
-	Info CheckpointInfo
-	// Trained is the model, rebuilt from Info with the model factory (same architecture and
-	// head), with the checkpoint's variables in its Store (loaded lazily as the model graph asks
-	// for them), on the backend given to LoadCheckpoint.
-	*Trained
-	// History is the run's History (empty if none was saved).
-	History *runs.History
-}
-
-// LoadCheckpoint loads the latest checkpoint in dir, rebuilding its model for backend.
-func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, error) {
-	store, _, info, err := readRunCheckpoint(dir)
-	if err != nil {
-		return nil, err
-	}
-	spec, err := info.Spec()
-	if err != nil {
-		return nil, fmt.Errorf("cifarlib: checkpoint %s: %w", dir, err)
-	}
-	m, err := info.modelBuilder(spec).Backend(backend).Done()
-	if err != nil {
-		return nil, fmt.Errorf("cifarlib: checkpoint %s: rebuilding model %s: %w", dir, info.Model, err)
-	}
-	return loadedCheckpoint(store, info, m, backend)
-}
-
-// modelBuilder starts the run's model (its architecture and head width) for spec; the head is
-// marked overridden only when it differs from spec's classes.
-func (ci *CheckpointInfo) modelBuilder(spec data.Spec) *cifarlib.ModelBuilder {
-	b := cifarlib.NewModel(spec, ci.Model)
-	if ci.Head != spec.NumClasses {
-		b = b.Head(ci.Head)
-	}
-	return b
-}
-
-// loadedCheckpoint pairs the checkpoint's store with the model m and reads the run's History.
-func loadedCheckpoint(store *model.Store, info CheckpointInfo, m *cifarlib.Model, backend compute.Backend) (*LoadedCheckpoint, error) {
-	hist, err := runs.LoadHistory(info.Dir)
-	if err != nil {
-		return nil, err
-	}
-	return &LoadedCheckpoint{Info: info, Trained: &Trained{Model: m, Store: store, Backend: backend}, History: hist}, nil
-}
-
 // readRunCheckpoint opens the latest checkpoint of the cifarlib run in dir into a new Store
 // (its variables loaded lazily, the handler's LoadedVariables holding them until then) and
 // returns what the run recorded. Errors: ErrNoCheckpoint (wrapped) for a missing, empty or file
@@ -336,21 +289,91 @@ func headShapeCheck(h *checkpoint.Handler, info CheckpointInfo, dataset string, 
 		SavedDataset: specID(info), ModelDataset: dataset, SavedHead: info.Head, ModelHead: head, Resume: resume}
 }
 
-// LoadCheckpointInto loads the latest checkpoint in dir into the model m, as it is: PyTorch's
-// model.load_state_dict(checkpoint), strict. The run must have m's architecture
-// (*ArchMismatchError) and head width (*ShapeMismatchError, naming the head variable, both shapes
-// and both datasets): a checkpoint is never reshaped to fit; a transfer (training.Config.From) is
-// how a trained run moves to a dataset with another number of classes.
-func LoadCheckpointInto(dir string, m *cifarlib.Model, backend compute.Backend) (*LoadedCheckpoint, error) {
-	store, h, info, err := readRunCheckpoint(dir)
+// incompleteCheckpointSuffix is appended to the files of a checkpoint that a save left
+// incomplete when a resumed run sets them aside.
+const incompleteCheckpointSuffix = ".incomplete"
+
+// IncompleteCheckpointError reports that the newest checkpoint in a directory was not completely
+// written (GoMLX's checkpoint.Save writes its files in place, and a crash or kill during a save
+// leaves an empty or truncated .json): loading it would fail, and resuming from it is impossible.
+type IncompleteCheckpointError struct {
+	// Dir is the checkpoint directory.
+	Dir string
+	// Files are the base names (without .json/.bin) of the incomplete checkpoints, newest last.
+	Files []string
+	// Reason says what is wrong with the newest one.
+	Reason string
+}
+
+func (e *IncompleteCheckpointError) Error() string {
+	return fmt.Sprintf("cifarlib: checkpoint %s in %s is incomplete (%s; a save was interrupted): resume "+
+		"training with the same --checkpoint directory to set it aside and continue from the previous one, "+
+		"or delete its .json and .bin files", e.Files[len(e.Files)-1], e.Dir, e.Reason)
+}
+
+// incompleteCheckpoints returns the base names of the checkpoints in dir that are newer than
+// its newest complete one and incomplete themselves, oldest first, with the reason for the newest.
+// A checkpoint is complete when its .json (written last by GoMLX, after the .bin is closed)
+// parses and names its variables, and its .bin exists.
+func incompleteCheckpoints(dir string) (names []string, reason string, err error) {
+	matches, err := filepath.Glob(filepath.Join(dir, "checkpoint-*"+checkpoint.JsonNameSuffix))
 	if err != nil {
+		return nil, "", err
+	}
+	sort.Strings(matches) // GoMLX names them checkpoint-nNNNNNNN-..., so this is oldest first
+	for i := len(matches) - 1; i >= 0; i-- {
+		base := strings.TrimSuffix(matches[i], checkpoint.JsonNameSuffix)
+		why := checkpointProblem(base)
+		if why == "" {
+			break
+		}
+		if reason == "" {
+			reason = why
+		}
+		names = append([]string{filepath.Base(base)}, names...)
+	}
+	return names, reason, nil
+}
+
+// checkpointProblem says what is wrong with the checkpoint files base.json and base.bin, or "".
+func checkpointProblem(base string) string {
+	data, err := os.ReadFile(base + checkpoint.JsonNameSuffix)
+	if err != nil {
+		return err.Error()
+	}
+	if len(data) == 0 {
+		return "its .json is empty"
+	}
+	var meta struct {
+		Variables []json.RawMessage `json:"Variables"`
+	}
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return "its .json does not parse: " + err.Error()
+	}
+	if meta.Variables == nil {
+		return "its .json lists no variables"
+	}
+	if _, err := os.Stat(base + checkpoint.BinDataSuffix); err != nil {
+		return "its .bin is missing"
+	}
+	return ""
+}
+
+// setAsideIncompleteCheckpoints renames the incomplete newest checkpoints of dir (see
+// incompleteCheckpoints) to NAME.json.incomplete and NAME.bin.incomplete, so that GoMLX loads the
+// newest complete one. It returns the base names it moved.
+func setAsideIncompleteCheckpoints(dir string) ([]string, error) {
+	names, _, err := incompleteCheckpoints(dir)
+	if err != nil || len(names) == 0 {
 		return nil, err
 	}
-	if info.Model != m.Arch {
-		return nil, &ArchMismatchError{Dir: dir, Saved: info.Model, Requested: m.Arch}
+	for _, name := range names {
+		for _, suffix := range []string{checkpoint.JsonNameSuffix, checkpoint.BinDataSuffix} {
+			from := filepath.Join(dir, name+suffix)
+			if err := os.Rename(from, from+incompleteCheckpointSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("cifarlib: setting aside the incomplete checkpoint %s: %w", from, err)
+			}
+		}
 	}
-	if err := headShapeCheck(h, info, m.Spec.ID(), m.NumClasses, m.Arch, false); err != nil {
-		return nil, err
-	}
-	return loadedCheckpoint(store, info, m, backend)
+	return names, nil
 }

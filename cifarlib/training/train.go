@@ -199,7 +199,7 @@ func (t *Trainer) loadRecords(given *data.Records, split data.Split) (*data.Reco
 	case filepath.Dir(filepath.Dir(recs.Source)) == filepath.Clean(data.SyntheticDir(dir)):
 		t.logf("note: no %s data in %s; using the synthetic data in %s", spec.Name, dir, data.SyntheticDir(dir))
 	case split == data.SplitTrain:
-		folder, layout := data.Dir(dir, spec)
+		folder, layout := data.Locate(dir, spec)
 		t.logf("data: %s in %s (%s layout)", spec.Name, folder, layout)
 	}
 	return recs, err

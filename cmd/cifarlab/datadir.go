@@ -17,6 +17,6 @@ func dataLocation(root string, spec data.Spec) (dataRoot, dir string, layout dat
 			root = data.SyntheticDir(root)
 		}
 	}
-	dir, layout = data.Dir(root, spec)
+	dir, layout = data.Locate(root, spec)
 	return root, dir, layout
 }

@@ -136,7 +136,7 @@ func probeData(root string) kernel.Probe {
 		var checks []kernel.Check
 		for _, spec := range []data.Spec{data.CIFAR10(), data.CIFAR100(data.LabelsFine)} {
 			c := kernel.Check{Name: "data " + spec.Name}
-			dir, layout := data.Dir(root, spec)
+			dir, layout := data.Locate(root, spec)
 			err := data.Verify(root, spec)
 			switch {
 			case err == nil:

@@ -1,0 +1,78 @@
+package training
+
+import (
+	"fmt"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// LoadedCheckpoint is a trained model loaded from a checkpoint directory, ready to evaluate.
+type LoadedCheckpoint struct {
+	// Info describes the run that saved it.
+	Info CheckpointInfo
+	// Trained is the model, rebuilt from Info with the model factory (same architecture and
+	// head), with the checkpoint's variables in its Store (loaded lazily as the model graph asks
+	// for them), on the backend given to LoadCheckpoint.
+	*Trained
+	// History is the run's History (empty if none was saved).
+	History *runs.History
+}
+
+// LoadCheckpoint loads the latest checkpoint in dir, rebuilding its model for backend.
+func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, error) {
+	store, _, info, err := readRunCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := info.Spec()
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: checkpoint %s: %w", dir, err)
+	}
+	m, err := info.modelBuilder(spec).Backend(backend).Done()
+	if err != nil {
+		return nil, fmt.Errorf("cifarlib: checkpoint %s: rebuilding model %s: %w", dir, info.Model, err)
+	}
+	return loadedCheckpoint(store, info, m, backend)
+}
+
+// modelBuilder starts the run's model (its architecture and head width) for spec; the head is
+// marked overridden only when it differs from spec's classes.
+func (ci *CheckpointInfo) modelBuilder(spec data.Spec) *cifarlib.ModelBuilder {
+	b := cifarlib.NewModel(spec, ci.Model)
+	if ci.Head != spec.NumClasses {
+		b = b.Head(ci.Head)
+	}
+	return b
+}
+
+// loadedCheckpoint pairs the checkpoint's store with the model m and reads the run's History.
+func loadedCheckpoint(store *model.Store, info CheckpointInfo, m *cifarlib.Model, backend compute.Backend) (*LoadedCheckpoint, error) {
+	hist, err := runs.LoadHistory(info.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return &LoadedCheckpoint{Info: info, Trained: &Trained{Model: m, Store: store, Backend: backend}, History: hist}, nil
+}
+
+// LoadCheckpointInto loads the latest checkpoint in dir into the model m, as it is: PyTorch's
+// model.load_state_dict(checkpoint), strict. The run must have m's architecture
+// (*ArchMismatchError) and head width (*ShapeMismatchError, naming the head variable, both shapes
+// and both datasets): a checkpoint is never reshaped to fit; a transfer (training.Config.From) is
+// how a trained run moves to a dataset with another number of classes.
+func LoadCheckpointInto(dir string, m *cifarlib.Model, backend compute.Backend) (*LoadedCheckpoint, error) {
+	store, h, info, err := readRunCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	if info.Model != m.Arch {
+		return nil, &ArchMismatchError{Dir: dir, Saved: info.Model, Requested: m.Arch}
+	}
+	if err := headShapeCheck(h, info, m.Spec.ID(), m.NumClasses, m.Arch, false); err != nil {
+		return nil, err
+	}
+	return loadedCheckpoint(store, info, m, backend)
+}
