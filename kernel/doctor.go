@@ -56,7 +56,7 @@ type DoctorOptions struct {
 	Repo Repo
 	// RepoErr is why the repository was not found, if it was not.
 	RepoErr error
-	// data.Dir, when set, is the Jupyter data directory to look for the kernelspecs in
+	// DataDir, when set, is the Jupyter data directory to look for the kernelspecs in
 	// (passed to jupyter as JUPYTER_DATA_DIR); otherwise Jupyter's own search path is used.
 	DataDir string
 	// Probes run after the built-in checks, in order.

@@ -20,7 +20,7 @@ const ManifestName = "kernels-manifest.json"
 type InstallOptions struct {
 	// Repo is the repository the kernels compile against.
 	Repo Repo
-	// data.Dir is the Jupyter data directory; kernelspecs go to data.Dir/kernels/NAME.
+	// DataDir is the Jupyter data directory; kernelspecs go to DataDir/kernels/NAME.
 	// See DataDirFor.
 	DataDir string
 	// Backends steers the backend of each kernel (zero value: detect).

@@ -35,7 +35,7 @@ type LabOptions struct {
 	// NoToken turns token authentication off. Token sets the token (default: random).
 	NoToken bool
 	Token   string
-	// data.Dir, when set, is passed to the server as JUPYTER_DATA_DIR (and the kernels are
+	// DataDir, when set, is passed to the server as JUPYTER_DATA_DIR (and the kernels are
 	// installed there when missing).
 	DataDir string
 	// Log receives the server's output (nil: discarded) and Progress the steps (nil: discarded).

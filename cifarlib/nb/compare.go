@@ -20,7 +20,7 @@ var (
 )
 
 // CompareLossChart overlays the training loss of runs, each smoothed as LossChart smooths it
-// (runs.History.SmoothedLoss), one colour per run. runs.Table without curves are left out.
+// (runs.History.SmoothedLoss), one colour per run. Runs without curves are left out.
 func CompareLossChart(list ...runs.Info) (*plot.Plot, error) {
 	p := newChart("training loss (smoothed), by run", "step", "cross-entropy loss")
 	err := eachCurve(p, list, func(r runs.Info) (string, plotter.XYs) {
@@ -36,7 +36,7 @@ func CompareLossChart(list ...runs.Info) (*plot.Plot, error) {
 }
 
 // CompareAccuracyChart overlays the training accuracy (moving average) of runs, in percent (the
-// runs table has their test accuracies). runs.Table without curves are left out.
+// runs table has their test accuracies). Runs without curves are left out.
 func CompareAccuracyChart(list ...runs.Info) (*plot.Plot, error) {
 	p := newChart("training accuracy, by run", "step", "accuracy (%)")
 	err := eachCurve(p, list, func(r runs.Info) (string, plotter.XYs) {

@@ -18,7 +18,7 @@ import (
 	"github.com/gomlx/compute"
 )
 
-// runs.DirEnv names the folder where Lab keeps its runs; default: "runs" in the data folder
+// RunsEnv names the folder where Lab keeps its runs; default: "runs" in the data folder
 // (data.DefaultDir()). `cifarlab runs` lists the same folder.
 const RunsEnv = runs.DirEnv
 
@@ -32,7 +32,7 @@ type Lab struct {
 	Backend compute.Backend
 	// Arch is the architecture the notebooks train on Backend (see Arch).
 	Arch string
-	// Train and Test are the splits: the real data when data.Dir holds it, else synthetic data in
+	// Train and Test are the splits: the real data when DataDir holds it, else synthetic data in
 	// the same format, generated once (data.LoadPrepared).
 	Train, Test *data.Records
 	// Synthetic is true when the splits are the synthetic stand-in.
@@ -40,7 +40,7 @@ type Lab struct {
 	// Layout is the layout the data was read in: CIFAR's binary files, or torchvision's python
 	// pickles (data.DetectLayout).
 	Layout data.Layout
-	// data.Dir is the data folder (data.DefaultDir()) and RunsDir the folder of runs.
+	// DataDir is the data folder (data.DefaultDir()) and RunsDir the folder of runs.
 	DataDir, RunsDir string
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 )
 
-// runs.Table returns the table of every run in the lab's runs folder (runs.List): name,
+// Runs returns the table of every run in the lab's runs folder (runs.List): name,
 // status, dataset, model, head, guard, devices, steps, final loss, test accuracy, wall time and,
 // for a transferred run, its source. A folder that is half-written (a run still training, or
 // killed) or not a run is a row with its status and the reason. Show displays it as a table;

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestLabRunsAndCompare: the runs a lab trains (and the one the guard stops) are its runs.Table
+// TestLabRunsAndCompare: the runs a lab trains (and the one the guard stops) are its Runs
 // table, and Compare overlays their curves.
 func TestLabRunsAndCompare(t *testing.T) {
 	buf := captureOutput(t)

@@ -42,9 +42,9 @@ const (
 type Config struct {
 	// Spec is the dataset: CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse).
 	Spec data.Spec
-	// data.Dir is the folder holding the dataset (as given to LoadSplit). Default: data.DefaultDir().
+	// DataDir is the folder holding the dataset (as given to LoadSplit). Default: data.DefaultDir().
 	DataDir string
-	// TrainRecords and TestRecords, when set, are used instead of loading the splits from data.Dir.
+	// TrainRecords and TestRecords, when set, are used instead of loading the splits from DataDir.
 	TrainRecords, TestRecords *data.Records
 
 	// Model is the architecture: "cnn" (default), "linear", "resnet18" or "resnet20".

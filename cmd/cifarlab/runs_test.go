@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// runs.Table trained with `cifarlab train --checkpoint` are listed by `cifarlab runs`, as a table and
+// Runs trained with `cifarlab train --checkpoint` are listed by `cifarlab runs`, as a table and
 // as JSON; a folder of something else is listed as foreign.
 func TestRunsCommand(t *testing.T) {
 	t.Setenv(runs.DirEnv, "")

@@ -58,7 +58,7 @@ func Serve(tb testing.TB, logdir string) string {
 	}
 }
 
-// runs.Table returns the runs a TensorBoard server lists (its /data/runs), once it lists want of
+// Runs returns the runs a TensorBoard server lists (its /data/runs), once it lists want of
 // them (it loads the folder in the background), or what it lists after 60 s.
 func Runs(tb testing.TB, url string, want int) []string {
 	tb.Helper()
