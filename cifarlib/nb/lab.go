@@ -72,6 +72,7 @@ func New(spec data.Spec, backend compute.Backend, dataDir string) (*Lab, error) 
 		return nil, err
 	}
 	_, layout := data.Locate(root, spec)
+	train.Source, test.Source = shownPath(train.Source), shownPath(test.Source)
 	runs := runs.DefaultDir(dataDir)
 	return &Lab{Spec: spec, Backend: backend, Arch: Arch(backend), Train: train, Test: test,
 		Synthetic: synthetic, Layout: layout, DataDir: dataDir, RunsDir: runs}, nil
@@ -98,7 +99,7 @@ func (l *Lab) String() string {
 	}
 	s := l.Train.LabelStats(0)
 	return fmt.Sprintf("backend: %s (GOMLX_BACKEND=%q)\ndata:    %s %s, %s layout: %d training and %d test images, from %s\nlabels:  %d..%d",
-		backends.Name(l.Backend), os.Getenv("GOMLX_BACKEND"), kind, l.Spec, l.Layout, l.Train.Len(), l.Test.Len(), l.DataDir, s.Min, s.Max)
+		backends.Name(l.Backend), os.Getenv("GOMLX_BACKEND"), kind, l.Spec, l.Layout, l.Train.Len(), l.Test.Len(), shownPath(l.DataDir), s.Min, s.Max)
 }
 
 // RunDir returns the folder of the run called name. Names are single path elements of
@@ -166,7 +167,7 @@ func (l *Lab) Fit(name string, cfg training.Config) (*training.Result, error) {
 	if live != nil && live.Finish(res.History) {
 		drawnLive.Store(res.History, struct{}{})
 	}
-	fmt.Fprintf(output(), "run %q: trained %d steps in %.1fs, saved in %s\n", name, res.StepsRun(), time.Since(start).Seconds(), dir)
+	fmt.Fprintf(output(), "run %q: trained %d steps in %.1fs, saved in %s\n", name, res.StepsRun(), time.Since(start).Seconds(), shownPath(dir))
 	return res, nil
 }
 
@@ -202,7 +203,7 @@ func (l *Lab) Load(name string) (*training.LoadedCheckpoint, error) {
 		return nil, err
 	}
 	last, _ := ckpt.History.Last()
-	fmt.Fprintf(output(), "run %q: loaded %s at step %d in %.1fs, from %s\n", name, ckpt.Model, last.Step, time.Since(start).Seconds(), dir)
+	fmt.Fprintf(output(), "run %q: loaded %s at step %d in %.1fs, from %s\n", name, ckpt.Model, last.Step, time.Since(start).Seconds(), shownPath(dir))
 	return ckpt, nil
 }
 

@@ -1,0 +1,27 @@
+package nb
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+)
+
+// shownPath is path as a cell prints it: a path in the data folder that $CIFARLAB_DATA names
+// (the notebooks' data, with their runs) is written $CIFARLAB_DATA/..., so that a notebook's
+// outputs do not carry one machine's absolute paths; any other path is printed as it is.
+func shownPath(path string) string {
+	root := os.Getenv(data.DirEnv)
+	if root == "" || !filepath.IsAbs(path) {
+		return path
+	}
+	rel, err := filepath.Rel(root, path)
+	switch {
+	case err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)):
+		return path
+	case rel == ".":
+		return "$" + data.DirEnv
+	}
+	return "$" + data.DirEnv + "/" + filepath.ToSlash(rel)
+}
