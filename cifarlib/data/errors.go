@@ -1,6 +1,10 @@
 package data
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cifarlab/cifarlab/internal/archive"
+)
 
 // Sentinel errors of the data stage. The typed errors wrap them, so callers test the kind with
 // errors.Is and read the details with errors.As: a *FormatError wraps exactly one of the format
@@ -37,7 +41,7 @@ var (
 	ErrChecksum = errors.New("SHA-256 mismatch")
 	// ErrUnsafeArchive is wrapped by every refusal of an archive entry: absolute paths, "..",
 	// links, special files, unexpected names or sizes, duplicates.
-	ErrUnsafeArchive = errors.New("unsafe or unexpected archive entry")
+	ErrUnsafeArchive = archive.ErrUnsafe
 	// ErrIncompleteArchive is wrapped when an archive ends early or lacks some data file.
-	ErrIncompleteArchive = errors.New("incomplete archive")
+	ErrIncompleteArchive = archive.ErrIncomplete
 )

@@ -1,15 +1,14 @@
 package data
 
 import (
-	"archive/tar"
 	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
+
+	"github.com/cifarlab/cifarlab/internal/archive"
 )
 
 // maxMetadataBytes bounds the small text files (label names, readme) the archives carry.
@@ -58,192 +57,44 @@ func extractTar(r io.Reader, root string, spec Spec) (files map[string]int64, er
 }
 
 // extractTarThen is extractTar with a check run after the archive was read and before
-// anything is installed (nil: none).
+// anything is installed (nil: none). The tar safety rules are internal/archive's; the CIFAR
+// parts (which files, their sizes, their label bytes, the pickles) are the spec's.
 func extractTarThen(r io.Reader, root string, spec Spec, check func() error) (files map[string]int64, err error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("cifarlib: %w", err)
-	}
-	staging, err := os.MkdirTemp(root, ".cifarlab-extract-*")
-	if err != nil {
-		return nil, fmt.Errorf("cifarlib: %w", err)
-	}
-	defer func() { _ = os.RemoveAll(staging) }()
-
 	expected := expectedFiles(spec)
 	python := spec.Layout() == LayoutPython
 	if python {
 		expected = pythonArchiveFiles(spec)
 	}
-	seen := map[string]bool{}
-	files = map[string]int64{}
-	tr := tar.NewReader(r)
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cifarlib: reading %s: %w: %v", spec.ArchiveName, ErrIncompleteArchive, err)
-		}
-		base, isData, err := checkEntry(hdr, spec, expected)
-		if err != nil {
-			return nil, err
-		}
-		if base == "" { // the spec.Dir directory entry, or a pax global header
-			continue
-		}
-		if seen[base] {
-			return nil, unsafeEntry(spec, hdr.Name, "appears twice")
-		}
-		seen[base] = true
-		if err := extractEntry(tr, hdr, filepath.Join(staging, base), spec, isData); err != nil {
-			return nil, err
-		}
-		if isData {
-			files[base] = hdr.Size
-		}
-	}
-	for name := range expected {
-		if !seen[name] {
-			return nil, fmt.Errorf("cifarlib: %s: %w: it has no %s/%s", spec.ArchiveName, ErrIncompleteArchive, spec.Dir, name)
-		}
-	}
-	if check != nil {
-		if err := check(); err != nil {
-			return nil, err
-		}
-	}
-	if python {
-		if err := checkPythonStaging(staging, spec); err != nil {
-			return nil, err
-		}
-	}
-	dir := filepath.Join(root, spec.Dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cifarlib: %w", err)
-	}
-	// The data is about to change: it is not verified any more until the caller says so.
-	if err := os.Remove(filepath.Join(dir, VerifiedMarker)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("cifarlib: %w", err)
-	}
-	for base := range seen {
-		if err := syncFile(filepath.Join(staging, base)); err != nil {
-			return nil, err
-		}
-	}
-	for base := range seen {
-		if err := os.Rename(filepath.Join(staging, base), filepath.Join(dir, base)); err != nil {
-			return nil, fmt.Errorf("cifarlib: installing %s: %w", base, err)
-		}
-	}
-	return files, nil
-}
-
-// unsafeEntry builds the error for a refused archive entry.
-func unsafeEntry(spec Spec, name, why string) error {
-	return fmt.Errorf("cifarlib: %s: %w: entry %q %s; the archive is not the official %s archive: delete it and download again",
-		spec.ArchiveName, ErrUnsafeArchive, name, why, spec.Name)
-}
-
-// checkEntry validates one tar header. It returns the file name to extract inside spec.Dir
-// ("" for entries to skip) and whether it is a data file.
-func checkEntry(hdr *tar.Header, spec Spec, expected map[string]int64) (base string, isData bool, err error) {
-	name := hdr.Name
-	if hdr.Typeflag == tar.TypeXGlobalHeader {
-		return "", false, nil
-	}
-	if name == "" || strings.ContainsAny(name, "\x00\\:") {
-		return "", false, unsafeEntry(spec, name, "has an empty name or a NUL, backslash or colon in it")
-	}
-	if strings.HasPrefix(name, "/") || filepath.IsAbs(name) {
-		return "", false, unsafeEntry(spec, name, "has an absolute path")
-	}
-	for _, elem := range strings.Split(name, "/") {
-		if elem == ".." {
-			return "", false, unsafeEntry(spec, name, "contains \"..\"")
-		}
-	}
-	clean := path.Clean(name)
-	switch hdr.Typeflag {
-	case tar.TypeDir:
-		if clean != spec.Dir {
-			return "", false, unsafeEntry(spec, name, "is an unexpected directory (only "+spec.Dir+"/ is expected)")
-		}
-		return "", false, nil
-	case tar.TypeReg, tar.TypeRegA: //nolint:staticcheck // old archives use TypeRegA
-	case tar.TypeSymlink, tar.TypeLink:
-		return "", false, unsafeEntry(spec, name, fmt.Sprintf("is a link (to %q); links are not allowed", hdr.Linkname))
-	default:
-		return "", false, unsafeEntry(spec, name, fmt.Sprintf("has type %q; only regular files are allowed", hdr.Typeflag))
-	}
-	dir, base := path.Split(clean)
-	if dir != spec.Dir+"/" {
-		return "", false, unsafeEntry(spec, name, "is outside "+spec.Dir+"/")
-	}
-	if want, ok := expected[base]; ok {
-		if want < 0 { // python layout: at most -want bytes, checked by decoding before install
-			if hdr.Size < 1 || hdr.Size > -want {
-				return "", false, unsafeEntry(spec, name, fmt.Sprintf("has %d bytes, but the %s file %s has at most %d", hdr.Size, spec.Name, base, -want))
+	contents := archive.Contents{Name: spec.ArchiveName, Official: spec.Name, Dir: spec.Dir, Data: expected,
+		Metadata: archiveMetadataFiles, MaxMetadataBytes: maxMetadataBytes,
+		Staged: func(staging string) error {
+			if check != nil {
+				if err := check(); err != nil {
+					return err
+				}
 			}
-			return base, true, nil
+			if python {
+				return checkPythonStaging(staging, spec)
+			}
+			return nil
+		},
+		// The data is about to change: it is not verified any more until the caller says so.
+		Installing: func(dir string) error {
+			if err := os.Remove(filepath.Join(dir, VerifiedMarker)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("cifarlib: %w", err)
+			}
+			return nil
+		},
+	}
+	if !python {
+		contents.CheckData = func(entry string, w io.Writer) io.Writer {
+			return &labelChecker{w: w, spec: spec, source: spec.ArchiveName + ":" + entry}
 		}
-		if hdr.Size != want {
-			return "", false, unsafeEntry(spec, name, fmt.Sprintf("has %d bytes, but the %s data file %s has %d", hdr.Size, spec.Name, base, want))
-		}
-		return base, true, nil
 	}
-	if archiveMetadataFiles[base] {
-		if hdr.Size < 0 || hdr.Size > maxMetadataBytes {
-			return "", false, unsafeEntry(spec, name, fmt.Sprintf("has %d bytes, more than the %d allowed for a metadata file", hdr.Size, maxMetadataBytes))
-		}
-		return base, false, nil
-	}
-	return "", false, unsafeEntry(spec, name, "is not a file of the "+spec.Name+" archive")
-}
-
-// extractEntry copies the current entry (exactly hdr.Size bytes) to a new file at dst. Data
-// files have their label bytes checked as they stream through. Files are synced to disk only
-// once the whole archive was accepted.
-func extractEntry(tr io.Reader, hdr *tar.Header, dst string, spec Spec, isData bool) (err error) {
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("cifarlib: %w", err)
-	}
-	defer func() {
-		if cerr := f.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("cifarlib: %w", cerr)
-		}
-	}()
-	var w io.Writer = f
-	if isData && spec.Layout() == LayoutBinary {
-		w = &labelChecker{w: f, spec: spec, source: spec.ArchiveName + ":" + hdr.Name}
-	}
-	n, err := io.CopyN(w, tr, hdr.Size)
-	if err != nil {
-		var fe *FormatError
-		if errors.As(err, &fe) {
-			return err
-		}
-		return fmt.Errorf("cifarlib: %s: %w: entry %q ends after %d of %d bytes: %v",
-			spec.ArchiveName, ErrIncompleteArchive, hdr.Name, n, hdr.Size, err)
-	}
-	return nil
-}
-
-// syncFile flushes a file to disk before it is renamed into place.
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("cifarlib: %w", err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("cifarlib: syncing %s: %w", path, err)
-	}
-	return nil
+	return archive.Extract(r, root, contents)
 }
 
 // labelChecker passes a record stream through to w and checks every label byte on the way.

@@ -1,7 +1,7 @@
 // Package layers holds the import rule of the module's packages, and its test enforces it: each
 // package imports only the stages below it. Bottom to top:
 //
-//  1. internal/...: the plumbing (atomic writes, plugin discovery, the repository, the
+//  1. internal/...: the plumbing (atomic writes, safe archive extraction, plugin discovery, the repository, the
 //     TensorBoard event writer) and the test helpers (testenv, labtest);
 //  2. cifarlib/data: specs, records, both layouts, download, synthetic data, datasets;
 //  3. cifarlib/backends: backend creation, devices, the translation of CUDA errors;

@@ -17,6 +17,7 @@ const module = "github.com/cifarlab/cifarlab/"
 // the stage it belongs to.
 var allowed = map[string][]string{
 	"internal/atomicfile":      nil,
+	"internal/archive":         nil,
 	"internal/repo":            nil,
 	"internal/tfevents":        nil,
 	"internal/plugins":         {"internal/repo"},
@@ -24,7 +25,7 @@ var allowed = map[string][]string{
 	"internal/testenv":         {"internal/plugins", "internal/repo"},
 	"internal/labtest":         {"cifarlib/data", "cifarlib/backends"},
 	"internal/layers":          nil,
-	"cifarlib/data":            {"internal/atomicfile"},
+	"cifarlib/data":            {"internal/atomicfile", "internal/archive"},
 	"cifarlib/backends":        {"internal/plugins", "internal/repo"},
 	"cifarlib":                 {"cifarlib/data", "cifarlib/backends", "internal/atomicfile", "internal/plugins"},
 	"cifarlib/runs": {"cifarlib", "cifarlib/data", "cifarlib/backends", "internal/atomicfile",
