@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
-	"github.com/cifarlab/cifarlab/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/internal/testenv"
 
 	"github.com/gomlx/compute/dtypes"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
-	"github.com/cifarlab/cifarlab/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/internal/testenv"
 
 	"github.com/gomlx/compute"

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
-	"github.com/cifarlab/cifarlab/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/stretchr/testify/require"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
-	"github.com/cifarlab/cifarlab/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/internal/testenv"
 
 	"github.com/gomlx/gomlx/core/tensors"

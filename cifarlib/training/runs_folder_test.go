@@ -14,7 +14,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
-	"github.com/cifarlab/cifarlab/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/internal/tfevents"
 	"github.com/cifarlab/cifarlab/internal/tfevents/tbtest"
 	"github.com/stretchr/testify/require"

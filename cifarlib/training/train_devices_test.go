@@ -11,8 +11,8 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
-	"github.com/cifarlab/cifarlab/internal/labtest"
 	"github.com/cifarlab/cifarlab/internal/testenv"
 
 	"github.com/gomlx/compute"

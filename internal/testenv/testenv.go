@@ -2,7 +2,7 @@
 // tests run in CI (InCI), the float32 tolerances and comparisons of the numeric tests, the XLA
 // CPU plugin or a skip, a backend without bfloat16. Tests of every stage may import it; it
 // imports only internal plumbing (see internal/layers). The helpers that need the library's data
-// or backends are in internal/labtest.
+// or backends are in cifarlib/internal/labtest.
 package testenv
 
 import (
