@@ -5,7 +5,7 @@
 # Here, first (this machine has the Go module cache; the GPU machine may have no Go at all):
 #
 #   bash bench/gpu.sh --build          # -> bench/out/gpu/{cifarlib,backends,training}.test, {trainstep,devices,cifarlab,gpusmoke}
-#                                      #    (110 MB, stripped) and bench/out/gpu.tar.gz (38 MB) to carry
+#                                      #    (155 MB, stripped) and bench/out/gpu.tar.gz (51 MB) to carry
 #
 # Then on the GPU machine, from the repository root, in one device call carrying the archive:
 #
@@ -71,7 +71,7 @@ if [ "${1:-}" = "--build" ]; then
   objdump -T "$BIN"/* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -V | tail -n 1 | sed 's/GLIBC_//' > "$BIN/GLIBC"
   echo "built on $(uname -m) with $(go version | cut -d' ' -f3), needs glibc >= $(cat "$BIN/GLIBC")"
   ls -la "$BIN"
-  # The device tool carries at most 64 MiB: the binaries travel gzipped (110 MB -> 38 MB).
+  # The device tool carries at most 64 MiB: the binaries travel gzipped (155 MB -> 51 MB).
   tar -C "$REPO/bench/out" -czf "$REPO/bench/out/gpu.tar.gz" gpu
   echo "carry: bench/out/gpu.tar.gz ($(du -h "$REPO/bench/out/gpu.tar.gz" | cut -f1)); then: bash bench/gpu.sh"
   exit 0
