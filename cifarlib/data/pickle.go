@@ -1,7 +1,6 @@
 package data
 
 import (
-	"crypto/rand"
 	"fmt"
 	"io"
 	"os"
@@ -9,61 +8,43 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nlpodyssey/gopickle/pickle"
+	"github.com/cifarlab/cifarlab/internal/pickle"
 	"github.com/nlpodyssey/gopickle/types"
 )
 
-// maxPickleFileBytes bounds a Python-layout file: the official CIFAR-100 train file has
-// 50,000 images (about 155 MB); this allows 100,000 with their lists.
-const maxPickleFileBytes = maxPickleBlob + 64<<20
+// maxPickleBlob bounds the pixel data of one file (100,000 images); maxPickleFileBytes bounds a
+// Python-layout file: the official CIFAR-100 train file has 50,000 images (about 155 MB); this
+// allows 100,000 with their lists.
+const (
+	maxPickleBlob      = 100_000 * ImageBytes
+	maxPickleFileBytes = maxPickleBlob + 64<<20
+)
 
-// pickleDecoder decodes one pickle through gopickle with the lexer and the numpy globals.
-type pickleDecoder struct {
-	lex   *pickleLexer
-	token [16]byte
-}
-
-// decodePickle unpickles r (size bytes) and returns the top-level dict. alloc provides the
-// buffer the pixel data is read into. gopickle's panics on malformed input are returned as
-// errors.
-func decodePickle(r io.Reader, size int64, source string, alloc func(n int) []byte) (dict *types.Dict, d *pickleDecoder, err error) {
-	d = &pickleDecoder{}
-	if _, err := rand.Read(d.token[:]); err != nil {
-		return nil, nil, fmt.Errorf("cifarlib: %s: %w", source, err)
-	}
+// decodePickle unpickles r (size bytes) with the safe decoder of internal/pickle and returns
+// the top-level dict. alloc provides the buffer the pixel data is read into.
+func decodePickle(r io.Reader, size int64, source string, alloc func(n int) []byte) (*types.Dict, error) {
 	if size > maxPickleFileBytes {
-		return nil, nil, &PickleError{File: source, Offset: -1, Record: -1, Value: fmt.Sprintf("%d bytes", size), Kind: ErrPickleLayout,
+		return nil, &PickleError{File: source, Offset: -1, Record: -1, Value: fmt.Sprintf("%d bytes", size), Kind: ErrPickleLayout,
 			Reason: fmt.Sprintf("file larger than %d bytes: not a CIFAR batch file", int64(maxPickleFileBytes))}
 	}
 	if size == 0 {
-		return nil, nil, &PickleError{File: source, Offset: 0, Record: -1, Kind: ErrNoRecords,
+		return nil, &PickleError{File: source, Offset: 0, Record: -1, Kind: ErrNoRecords,
 			Reason: "the file is empty; re-download it"}
 	}
-	d.lex = newPickleLexer(r, size, source, d.token, alloc)
-	u := pickle.NewUnpickler(d.lex)
-	u.FindClass = d.findClass
-	defer func() {
-		if p := recover(); p != nil {
-			dict = nil
-			err = d.lex.fail(ErrPickleLayout, "", "malformed pickle (the unpickler failed: %v)", p)
-		}
-	}()
-	v, err := u.Load()
-	if d.lex.err != nil {
-		return nil, d, d.lex.err
-	}
+	v, err := pickle.Decode(r, &pickle.Options{Source: source, Size: size, MaxBlob: maxPickleBlob, ImageBytes: ImageBytes,
+		Alloc: alloc, Truncated: ErrTruncated, Layout: ErrPickleLayout, Unsafe: ErrUnsafePickle,
+		Fail: func(kind error, offset int64, value, reason string) error {
+			return &PickleError{File: source, Offset: offset, Record: -1, Value: value, Kind: kind, Reason: reason}
+		}})
 	if err != nil {
-		return nil, d, d.lex.fail(ErrPickleLayout, "", "malformed pickle: %v", err)
-	}
-	if err := d.lex.finish(); err != nil {
-		return nil, d, err
+		return nil, err
 	}
 	dict, ok := v.(*types.Dict)
 	if !ok {
-		return nil, d, &PickleError{File: source, Offset: -1, Record: -1, Value: shortValue(v), Kind: ErrPickleLayout,
+		return nil, &PickleError{File: source, Offset: -1, Record: -1, Value: pickle.ShortValue(v), Kind: ErrPickleLayout,
 			Reason: "the pickle is not a dict: a CIFAR batch or meta file is a dict"}
 	}
-	return dict, d, nil
+	return dict, nil
 }
 
 // pickleKeys returns the entries of a dict by their key (str or bytes), refusing other keys,
@@ -76,9 +57,9 @@ func pickleKeys(source string, dict *types.Dict, required, optional []string) (m
 	got := map[string]any{}
 	unexpected := ""
 	for _, e := range *dict {
-		k, ok := pyString(e.Key)
+		k, ok := pickle.PyString(e.Key)
 		if !ok {
-			return nil, &PickleError{File: source, Offset: -1, Record: -1, Value: shortValue(e.Key), Kind: ErrPickleLayout,
+			return nil, &PickleError{File: source, Offset: -1, Record: -1, Value: pickle.ShortValue(e.Key), Kind: ErrPickleLayout,
 				Reason: "dict key is not a string"}
 		}
 		if _, dup := got[k]; dup {
@@ -121,7 +102,7 @@ func keyHint(required []string, extra string) string {
 func dictKeys(dict *types.Dict) string {
 	var keys []string
 	for _, e := range *dict {
-		keys = append(keys, shortValue(e.Key))
+		keys = append(keys, pickle.ShortValue(e.Key))
 	}
 	sort.Strings(keys)
 	return "[" + strings.Join(keys, ", ") + "]"
@@ -189,7 +170,7 @@ func openPickle(path string, spec Spec) (*os.File, int64, error) {
 // recs.Pixels, the data is read in place.
 func readPickleInto(r io.Reader, size int64, recs *Records, alloc func(n int) []byte) error {
 	spec, source := recs.Spec, recs.Source
-	dict, _, err := decodePickle(r, size, source, alloc)
+	dict, err := decodePickle(r, size, source, alloc)
 	if err != nil {
 		return err
 	}
@@ -198,19 +179,19 @@ func readPickleInto(r io.Reader, size int64, recs *Records, alloc func(n int) []
 	if err != nil {
 		return err
 	}
-	arr, ok := vals["data"].(*npArray)
-	if !ok || !arr.built {
-		return &PickleError{File: source, Offset: -1, Record: -1, Key: "data", Value: shortValue(vals["data"]), Kind: ErrPickleLayout,
+	arr, ok := vals["data"].(*pickle.Array)
+	if !ok || !arr.Built() {
+		return &PickleError{File: source, Offset: -1, Record: -1, Key: "data", Value: pickle.ShortValue(vals["data"]), Kind: ErrPickleLayout,
 			Reason: "not a NumPy array: want a uint8 array of shape [N, 3072]"}
 	}
-	n := arr.rows
+	n := arr.Rows
 	if n == 0 {
 		return &PickleError{File: source, Offset: -1, Record: -1, Key: "data", Kind: ErrNoRecords,
 			Reason: "no records: the array has shape [0, 3072]; re-download the file"}
 	}
 	if v, ok := vals["batch_label"]; ok {
-		if _, ok := pyString(v); !ok {
-			return &PickleError{File: source, Offset: -1, Record: -1, Key: "batch_label", Value: shortValue(v), Kind: ErrPickleLayout,
+		if _, ok := pickle.PyString(v); !ok {
+			return &PickleError{File: source, Offset: -1, Record: -1, Key: "batch_label", Value: pickle.ShortValue(v), Kind: ErrPickleLayout,
 				Reason: "batch_label is not a string"}
 		}
 	}
@@ -223,7 +204,7 @@ func readPickleInto(r io.Reader, size int64, recs *Records, alloc func(n int) []
 	for j, key := range labelKeys {
 		l, ok := vals[key].(*types.List)
 		if !ok || l.Len() != n {
-			got := shortValue(vals[key])
+			got := pickle.ShortValue(vals[key])
 			if ok {
 				got = fmt.Sprintf("%d labels", l.Len())
 			}
@@ -248,13 +229,13 @@ func readPickleInto(r io.Reader, size int64, recs *Records, alloc func(n int) []
 				} else {
 					reason += "; the file is corrupt: re-download it"
 				}
-				return &PickleError{File: source, Offset: -1, Record: i, Key: labelKeys[j], Value: shortValue(v), Kind: kind, Reason: reason}
+				return &PickleError{File: source, Offset: -1, Record: i, Key: labelKeys[j], Value: pickle.ShortValue(v), Kind: kind, Reason: reason}
 			}
 			labels[(first+i)*lb+j] = byte(label)
 		}
 	}
 	recs.RawLabels = labels
-	recs.Pixels = appendPixels(recs.Pixels, arr.data)
+	recs.Pixels = appendPixels(recs.Pixels, arr.Data)
 	return nil
 }
 
@@ -282,7 +263,7 @@ func appendPixels(pixels, data []byte) []byte {
 func checkStringList(source, key string, v any, n int) error {
 	l, ok := v.(*types.List)
 	if !ok || (n >= 0 && l.Len() != n) {
-		got := shortValue(v)
+		got := pickle.ShortValue(v)
 		if ok {
 			got = fmt.Sprintf("%d entries", l.Len())
 		}
@@ -290,8 +271,8 @@ func checkStringList(source, key string, v any, n int) error {
 			Reason: fmt.Sprintf("want a list of %d strings", n)}
 	}
 	for i := range l.Len() {
-		if _, ok := pyString(l.Get(i)); !ok {
-			return &PickleError{File: source, Offset: -1, Record: i, Key: key, Value: shortValue(l.Get(i)), Kind: ErrPickleLayout,
+		if _, ok := pickle.PyString(l.Get(i)); !ok {
+			return &PickleError{File: source, Offset: -1, Record: i, Key: key, Value: pickle.ShortValue(l.Get(i)), Kind: ErrPickleLayout,
 				Reason: "not a string"}
 		}
 	}
@@ -320,7 +301,7 @@ func readPickleMetaFile(path string, spec Spec) ([]string, error) {
 
 // readPickleMeta decodes a meta pickle; see readPickleMetaFile.
 func readPickleMeta(r io.Reader, size int64, source string, spec Spec) ([]string, error) {
-	dict, _, err := decodePickle(r, size, source, func(n int) []byte { return make([]byte, n) })
+	dict, err := decodePickle(r, size, source, func(n int) []byte { return make([]byte, n) })
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +318,7 @@ func readPickleMeta(r io.Reader, size int64, source string, spec Spec) ([]string
 	for _, k := range optional {
 		if v, ok := vals[k]; ok {
 			if _, isInt := v.(int); !isInt {
-				return nil, &PickleError{File: source, Offset: -1, Record: -1, Key: k, Value: shortValue(v), Kind: ErrPickleLayout, Reason: "not an int"}
+				return nil, &PickleError{File: source, Offset: -1, Record: -1, Key: k, Value: pickle.ShortValue(v), Kind: ErrPickleLayout, Reason: "not an int"}
 			}
 		}
 	}
@@ -353,7 +334,7 @@ func readPickleMeta(r io.Reader, size int64, source string, spec Spec) ([]string
 	l := vals[key].(*types.List)
 	names := make([]string, l.Len())
 	for i := range names {
-		names[i], _ = pyString(l.Get(i))
+		names[i], _ = pickle.PyString(l.Get(i))
 	}
 	return names, nil
 }

@@ -1,7 +1,8 @@
 // Package layers holds the import rule of the module's packages, and its test enforces it: each
 // package imports only the stages below it. Bottom to top:
 //
-//  1. internal/...: the plumbing (atomic writes, safe archive extraction, plugin discovery,
+//  1. internal/...: the plumbing (atomic writes, safe archive extraction, the pickle codec,
+//     plugin discovery,
 //     the repository, the TensorBoard event writer) and the test helpers of testenv
 //     (cifarlib/internal/labtest holds those that need data and backends, for the tests of the
 //     stages above them);

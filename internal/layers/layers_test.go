@@ -18,6 +18,7 @@ const module = "github.com/cifarlab/cifarlab/"
 var allowed = map[string][]string{
 	"internal/atomicfile":       nil,
 	"internal/archive":          nil,
+	"internal/pickle":           nil,
 	"internal/repo":             nil,
 	"internal/tfevents":         nil,
 	"internal/plugins":          {"internal/repo"},
@@ -25,7 +26,7 @@ var allowed = map[string][]string{
 	"internal/testenv":          {"internal/plugins", "internal/repo"},
 	"cifarlib/internal/labtest": {"cifarlib/data", "cifarlib/backends"},
 	"internal/layers":           nil,
-	"cifarlib/data":             {"internal/atomicfile", "internal/archive"},
+	"cifarlib/data":             {"internal/atomicfile", "internal/archive", "internal/pickle"},
 	"cifarlib/backends":         {"internal/plugins", "internal/repo"},
 	"cifarlib":                  {"cifarlib/data", "cifarlib/backends", "internal/atomicfile", "internal/plugins"},
 	"cifarlib/runs": {"cifarlib", "cifarlib/data", "cifarlib/backends", "internal/atomicfile",

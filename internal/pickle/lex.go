@@ -1,4 +1,4 @@
-package data
+package pickle
 
 import (
 	"bufio"
@@ -34,8 +34,6 @@ const (
 	maxPickleLine = 256
 	// blobThreshold is the size from which a string or bytes value is taken as the pixel data.
 	blobThreshold = 4096
-	// maxPickleBlob bounds the pixel data of one file (100,000 images).
-	maxPickleBlob = 100_000 * ImageBytes
 )
 
 // gopickleBuiltinModules are the modules of the globals gopickle resolves without calling
@@ -45,14 +43,14 @@ var gopickleBuiltinModules = map[string]bool{"collections": true, "__builtin__":
 // pickleLexer is an io.Reader and io.ByteReader of the checked (and rewritten) opcode stream.
 type pickleLexer struct {
 	src    *bufio.Reader
-	source string
+	o      *Options
 	size   int64 // total bytes of the pickle
 	pos    int64 // bytes consumed from src
 	opAt   int64 // offset of the opcode being decoded
 	ops    int
 	out    []byte // bytes of the current opcode for gopickle
 	outPos int
-	err    error // sticky error (a *PickleError)
+	err    error // sticky error (Options.Fail's)
 	done   bool  // STOP was passed on
 
 	token [16]byte
@@ -61,8 +59,8 @@ type pickleLexer struct {
 	blobN int // number of large strings seen
 }
 
-func newPickleLexer(r io.Reader, size int64, source string, token [16]byte, alloc func(n int) []byte) *pickleLexer {
-	return &pickleLexer{src: bufio.NewReaderSize(r, 64<<10), source: source, size: size, token: token, alloc: alloc}
+func newPickleLexer(r io.Reader, o *Options, token [16]byte) *pickleLexer {
+	return &pickleLexer{src: bufio.NewReaderSize(r, 64<<10), o: o, size: o.Size, token: token, alloc: o.Alloc}
 }
 
 // fail records and returns a sticky error at the current opcode. The bytes of the refused
@@ -71,15 +69,14 @@ func newPickleLexer(r io.Reader, size int64, source string, token [16]byte, allo
 func (l *pickleLexer) fail(kind error, value, format string, args ...any) error {
 	l.out, l.outPos = l.out[:0], 0
 	if l.err == nil {
-		l.err = &PickleError{File: l.source, Offset: l.opAt, Record: -1, Value: value, Kind: kind,
-			Reason: fmt.Sprintf(format, args...)}
+		l.err = l.o.Fail(kind, l.opAt, value, fmt.Sprintf(format, args...))
 	}
 	return l.err
 }
 
 // truncated reports that the file ends inside the current opcode.
 func (l *pickleLexer) truncated(what string) error {
-	return l.fail(ErrTruncated, "", "the pickle ends (after %d bytes) inside %s; the file is incomplete: "+
+	return l.fail(l.o.Truncated, "", "the pickle ends (after %d bytes) inside %s; the file is incomplete: "+
 		"re-download it (or run `cifarlab download --format python`)", l.size, what)
 }
 
@@ -136,14 +133,14 @@ func (l *pickleLexer) readError(err error, what string) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return l.truncated(what)
 	}
-	return l.fail(ErrTruncated, "", "reading %s: %v", what, err)
+	return l.fail(l.o.Truncated, "", "reading %s: %v", what, err)
 }
 
 // next lexes one opcode into out.
 func (l *pickleLexer) next() {
 	l.out, l.outPos = l.out[:0], 0
 	if l.ops++; l.ops > maxPickleOps {
-		l.fail(ErrPickleLayout, "", "more than %d pickle opcodes: not a CIFAR batch file", maxPickleOps)
+		l.fail(l.o.Layout, "", "more than %d pickle opcodes: not a CIFAR batch file", maxPickleOps)
 		return
 	}
 	l.opAt = l.pos
@@ -162,7 +159,7 @@ func (l *pickleLexer) next() {
 		// No argument.
 	case 0x80: // PROTO
 		if b, err := l.readN(1, "the PROTO opcode"); err == nil && b[0] > 4 {
-			l.fail(ErrUnsafePickle, fmt.Sprint(b[0]), "pickle protocol %d is not supported: the official files use "+
+			l.fail(l.o.Unsafe, fmt.Sprint(b[0]), "pickle protocol %d is not supported: the official files use "+
 				"protocol 2; re-save with pickle protocol 4 or lower", b[0])
 		}
 	case 'K', 'h', 'q': // BININT1, BINGET, BINPUT
@@ -215,11 +212,11 @@ func (l *pickleLexer) next() {
 		}
 		mod := string(module[:len(module)-1])
 		if gopickleBuiltinModules[mod] {
-			l.fail(ErrUnsafePickle, mod+"."+string(name[:len(name)-1]), "global not allowed: a CIFAR pickle names only "+
+			l.fail(l.o.Unsafe, mod+"."+string(name[:len(name)-1]), "global not allowed: a CIFAR pickle names only "+
 				"numpy's array and dtype reconstructors; nothing of this file was executed")
 		}
 	default:
-		l.fail(ErrUnsafePickle, fmt.Sprintf("0x%02x", op), "pickle opcode not allowed in a CIFAR file "+
+		l.fail(l.o.Unsafe, fmt.Sprintf("0x%02x", op), "pickle opcode not allowed in a CIFAR file "+
 			"(persistent ids, extensions, INST/OBJ/NEWOBJ, out-of-band buffers and unknown opcodes are refused); "+
 			"nothing of this file was executed")
 	}
@@ -239,7 +236,7 @@ func (l *pickleLexer) line() ([]byte, error) {
 			return l.out[start:], nil
 		}
 		if len(l.out)-start > maxPickleLine {
-			return nil, l.fail(ErrPickleLayout, "", "text argument longer than %d bytes: not a CIFAR pickle", maxPickleLine)
+			return nil, l.fail(l.o.Layout, "", "text argument longer than %d bytes: not a CIFAR pickle", maxPickleLine)
 		}
 	}
 }
@@ -261,7 +258,7 @@ func (l *pickleLexer) long(op byte) {
 		n = int64(int32(binary.LittleEndian.Uint32(b)))
 	}
 	if n < 1 || n > 8 {
-		l.fail(ErrPickleLayout, fmt.Sprint(n), "integer of %d bytes: a CIFAR pickle holds no such integer", n)
+		l.fail(l.o.Layout, fmt.Sprint(n), "integer of %d bytes: a CIFAR pickle holds no such integer", n)
 		return
 	}
 	_, _ = l.readN(n, "an integer")
@@ -283,11 +280,11 @@ func (l *pickleLexer) str(op byte, n int64, lenBytes int) {
 		return
 	}
 	if l.blobN++; l.blobN > 1 {
-		l.fail(ErrPickleLayout, fmt.Sprintf("%d bytes", n), "a second large string: a CIFAR pickle has one, the pixel array's data")
+		l.fail(l.o.Layout, fmt.Sprintf("%d bytes", n), "a second large string: a CIFAR pickle has one, the pixel array's data")
 		return
 	}
-	if n > maxPickleBlob {
-		l.fail(ErrPickleLayout, fmt.Sprintf("%d bytes", n), "string larger than %d bytes (100,000 images): not a CIFAR batch", maxPickleBlob)
+	if n > l.o.MaxBlob {
+		l.fail(l.o.Layout, fmt.Sprintf("%d bytes", n), "string larger than %d bytes (100,000 images): not a CIFAR batch", l.o.MaxBlob)
 		return
 	}
 	l.blob = l.alloc(int(n))
@@ -304,7 +301,7 @@ func (l *pickleLexer) str(op byte, n int64, lenBytes int) {
 // checkString refuses a string that could name one of gopickle's built-in globals.
 func (l *pickleLexer) checkString(s string) {
 	if gopickleBuiltinModules[s] {
-		l.fail(ErrUnsafePickle, fmt.Sprintf("%q", s), "the string names a module of globals that are not allowed "+
+		l.fail(l.o.Unsafe, fmt.Sprintf("%q", s), "the string names a module of globals that are not allowed "+
 			"(it could only serve STACK_GLOBAL); nothing of this file was executed")
 	}
 }
@@ -316,7 +313,7 @@ func (l *pickleLexer) finish() error {
 	}
 	if l.pos != l.size {
 		l.opAt = l.pos
-		return l.fail(ErrPickleLayout, "", "%d bytes after the pickle's STOP opcode: not a CIFAR pickle", l.size-l.pos)
+		return l.fail(l.o.Layout, "", "%d bytes after the pickle's STOP opcode: not a CIFAR pickle", l.size-l.pos)
 	}
 	return nil
 }
