@@ -2,10 +2,9 @@
 // package imports only the stages below it. Bottom to top:
 //
 //  1. internal/...: the plumbing (atomic writes, safe archive extraction, the pickle codec,
-//     plugin discovery,
-//     the repository, the TensorBoard event writer) and the test helpers of testenv
-//     (cifarlib/internal/labtest holds those that need data and backends, for the tests of the
-//     stages above them);
+//     plugin discovery, the repository, the TensorBoard event writer) and the test helpers of
+//     testenv (cifarlib/internal/labtest holds those that need data and backends, for the tests
+//     of the stages above them);
 //  2. cifarlib/data: specs, records, both layouts, download, synthetic data, datasets;
 //  3. cifarlib/backends: backend creation, devices, the translation of CUDA errors;
 //  4. cifarlib: the story's core (model factory, guarded losses, guards, inspection);
