@@ -176,17 +176,17 @@ func (t *Tensor) Int64() ([]int64, error) {
 // problem.
 func checkView(shape, strides []int, offset int, st *Storage) string {
 	if len(shape) != len(strides) {
-		return fmt.Sprintf("size %v and stride %v have different lengths", shape, strides)
+		return fmt.Sprintf("size %s and stride %s have different lengths", shapeString(shape), shapeString(strides))
 	}
 	n := 1
 	for i, d := range shape {
 		if d < 0 || strides[i] < 0 || offset < 0 {
-			return fmt.Sprintf("negative size, stride or offset (size %v, stride %v, offset %d)", shape, strides, offset)
+			return fmt.Sprintf("negative size, stride or offset (size %s, stride %s, offset %d)", shapeString(shape), shapeString(strides), offset)
 		}
 		if d == 0 {
 			n = 0
 		} else if n > 0 && n > st.Numel/d {
-			return fmt.Sprintf("size %v has more elements than its storage (%d)", shape, st.Numel)
+			return fmt.Sprintf("size %s has more elements than its storage (%d)", shapeString(shape), st.Numel)
 		} else {
 			n *= d
 		}
@@ -200,8 +200,8 @@ func checkView(shape, strides []int, offset int, st *Storage) string {
 	last := offset
 	for i, d := range shape {
 		if d > 1 && strides[i] > (st.Numel-1-last)/(d-1) {
-			return fmt.Sprintf("storage offset %d with size %v and stride %v overruns the storage of %d elements",
-				offset, shape, strides, st.Numel)
+			return fmt.Sprintf("storage offset %d with size %s and stride %s overruns the storage of %d elements",
+				offset, shapeString(shape), shapeString(strides), st.Numel)
 		}
 		last += (d - 1) * strides[i]
 	}
