@@ -7,7 +7,7 @@
 #      go-xla's cgo, git, and chromium for the browser test),
 #   2. creates the venv $VENV (default REPO/.venv) with /usr/bin/python3 and pip-installs
 #      kernel/requirements.txt under kernel/constraints.txt (JupyterLab, nbclient, ...),
-#      the XLA CPU plugin, NumPy (tests only: kernel/requirements-test.txt) and TensorBoard,
+#      the XLA CPU plugin, NumPy and safetensors (tests only: kernel/requirements-test.txt) and TensorBoard,
 #   3. builds the pinned gonb, goimports and gopls from tools/go.mod into REPO/.bin,
 #   4. builds the cifarlab command into REPO/.bin, and cifarlib as notebook cells build it
 #      (warming the build cache for the first cell),
@@ -120,10 +120,10 @@ if [ "$SKIP_VENV" != 1 ]; then
     fi
   fi
 
-  # 2c. NumPy for the tests that write torchvision-layout CIFAR pickles with Python
-  # (cifarlib/testdata/pickles/make_fixtures.py), hash-pinned in kernel/requirements-test.txt.
-  if "$VENV/bin/python" -c "import numpy" 2>/dev/null; then
-    echo "numpy already installed"
+  # 2c. NumPy and safetensors for the tests that write files with Python (torchvision-layout
+  # CIFAR pickles, safetensors files), hash-pinned in kernel/requirements-test.txt.
+  if "$VENV/bin/python" -c "import numpy, safetensors" 2>/dev/null; then
+    echo "numpy and safetensors already installed"
   else
     # shellcheck disable=SC2086
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS \
