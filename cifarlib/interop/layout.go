@@ -1,0 +1,92 @@
+package interop
+
+// Layout changes between PyTorch's tensors and the lab's variables; each is a permutation of
+// the values (the folding of the input normalisation aside), so a round trip is exact.
+
+// convToLab turns a PyTorch convolution kernel [out, in, kh, kw] into the lab's [kh, kw, in, out].
+func convToLab(w []float32, shape []int) []float32 {
+	o, in, kh, kw := shape[0], shape[1], shape[2], shape[3]
+	out := make([]float32, len(w))
+	for a := range o {
+		for b := range in {
+			for y := range kh {
+				for x := range kw {
+					out[((y*kw+x)*in+b)*o+a] = w[((a*in+b)*kh+y)*kw+x]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// convToTorch is convToLab's inverse; shape is PyTorch's [out, in, kh, kw].
+func convToTorch(w []float32, shape []int) []float32 {
+	o, in, kh, kw := shape[0], shape[1], shape[2], shape[3]
+	out := make([]float32, len(w))
+	for a := range o {
+		for b := range in {
+			for y := range kh {
+				for x := range kw {
+					out[((a*in+b)*kh+y)*kw+x] = w[((y*kw+x)*in+b)*o+a]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// cnnFlatten is the cnn head's input layout: 64 channels of 4 x 4.
+const cnnFlatC, cnnFlatHW = 64, 16
+
+// labInput maps a PyTorch input index of a linear layer to the lab's: the identity, or for the
+// cnn's head PyTorch's C x H x W flatten order to the lab's H x W x C.
+func labInput(i int, flatten bool) int {
+	if !flatten {
+		return i
+	}
+	c, hw := i/cnnFlatHW, i%cnnFlatHW
+	return hw*cnnFlatC + c
+}
+
+// linearToLab turns a PyTorch Linear weight [out, in] into the lab's [in, out].
+func linearToLab(w []float32, shape []int, flatten bool) []float32 {
+	o, in := shape[0], shape[1]
+	out := make([]float32, len(w))
+	for a := range o {
+		for b := range in {
+			out[labInput(b, flatten)*o+a] = w[a*in+b]
+		}
+	}
+	return out
+}
+
+// linearToTorch is linearToLab's inverse; shape is PyTorch's [out, in].
+func linearToTorch(w []float32, shape []int, flatten bool) []float32 {
+	o, in := shape[0], shape[1]
+	out := make([]float32, len(w))
+	for a := range o {
+		for b := range in {
+			out[a*in+b] = w[labInput(b, flatten)*o+a]
+		}
+	}
+	return out
+}
+
+// foldInputScale multiplies each input channel c of a PyTorch kernel [out, in, kh, kw] by
+// scale[c] (in float64, rounded once to float32). A model that expects inputs normalised with
+// std S then computes the same on inputs normalised with the lab's std L when scale = L/S: the
+// convolution is linear in its input, and the zero padding is zero in both normalisations, so
+// the folding is exact at the borders too (the means must be equal; see Normalization).
+func foldInputScale(w []float32, shape []int, scale [3]float64) []float32 {
+	o, in, k := shape[0], shape[1], shape[2]*shape[3]
+	out := make([]float32, len(w))
+	for a := range o {
+		for c := range in {
+			for j := range k {
+				i := (a*in+c)*k + j
+				out[i] = float32(float64(w[i]) * scale[c])
+			}
+		}
+	}
+	return out
+}
