@@ -36,7 +36,7 @@ type File struct {
 	Root any
 }
 
-// Dict is a Python dict or OrderedDict, in insertion order.
+// Dict is a Python dict or OrderedDict, in insertion order (Keys[i] maps to Values[i]).
 type Dict struct {
 	Keys   []any
 	Values []any
@@ -48,6 +48,14 @@ func (d *Dict) Len() int { return len(d.Keys) }
 
 // Get returns the value of a string key.
 func (d *Dict) Get(key string) (any, bool) {
+	if d.index == nil { // a Dict built by hand
+		for i, k := range d.Keys {
+			if k == key {
+				return d.Values[i], true
+			}
+		}
+		return nil, false
+	}
 	i, ok := d.index[key]
 	if !ok {
 		return nil, false
