@@ -119,21 +119,31 @@ func checkKeys(sd *StateDict, ps []param, names Names, numClasses int) error {
 				"(--dataset cifar100 for 100 classes), then move it to another dataset with `cifarlab train --from RUN_DIR`.",
 				t.Shape[0], numClasses)
 		}
-	} else if other := otherNaming(names); other != "" && len(e.Unexpected) > 0 {
-		e.Hint = fmt.Sprintf("Is it %s's naming? Import with --names %s.", other, other)
+	} else if arch, other := matchingNaming(sd.Keys); other != "" && other != names {
+		e.Hint = fmt.Sprintf("The file has the keys of %s's %s: import it with --arch %s --names %s.", other, modelClass(other), arch, other)
 	}
 	return e
 }
 
-// otherNaming is the other ResNet-18 naming.
-func otherNaming(names Names) Names {
-	switch names {
-	case NamesPytorchCIFAR:
-		return NamesTorchvision
-	case NamesTorchvision:
-		return NamesPytorchCIFAR
+// matchingNaming finds the architecture and naming whose keys are exactly keys, if any.
+func matchingNaming(keys []string) (string, Names) {
+	for _, c := range []struct {
+		arch  string
+		names Names
+	}{{"resnet18", NamesPytorchCIFAR}, {"resnet18", NamesTorchvision}, {"cnn", NamesCNNTwin}} {
+		ps, _ := keyMap(c.arch, c.names, 10)
+		if len(ps) != len(keys) {
+			continue
+		}
+		all := true
+		for _, p := range ps {
+			all = all && hasKey(keys, p.torch)
+		}
+		if all {
+			return c.arch, c.names
+		}
 	}
-	return ""
+	return "", ""
 }
 
 // convertStateDict turns sd into the lab variables of arch with numClasses outputs, folding

@@ -188,7 +188,7 @@ func TestConvertRefuses(t *testing.T) {
 	require.ErrorContains(t, err, "\n\tMissing key(s) in state_dict: \"conv1.weight\".\n\tUnexpected key(s) in state_dict: \"extra.weight\".")
 
 	_, err = convertStateDict(syntheticStateDict(readKeys(t, "torchvision")), "resnet18", NamesPytorchCIFAR, 10, labNorm, labNorm)
-	require.ErrorContains(t, err, "Is it torchvision's naming? Import with --names torchvision.")
+	require.ErrorContains(t, err, "The file has the keys of torchvision's ResNet: import it with --arch resnet18 --names torchvision.")
 }
 
 // TestFromTorchWrappers: a checkpoint dict ('net' + 'acc' + 'epoch') with DataParallel's and

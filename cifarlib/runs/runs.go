@@ -65,6 +65,9 @@ type Record struct {
 	Precision cifarlib.Precision `json:"precision,omitempty"`
 	// From is the run a transferred run was carried from (training.Config.From), "" otherwise.
 	From string `json:"from,omitempty"`
+	// ImportedFrom is the file an imported run's weights came from (WriteImportedRun: a
+	// PyTorch state_dict), "" for a run the lab trained.
+	ImportedFrom string `json:"imported_from,omitempty"`
 	// Warning is the first error writing the run folder's TensorBoard events (training went on
 	// without them), "" when there was none.
 	Warning string `json:"warning,omitempty"`

@@ -1,0 +1,64 @@
+package cifarlib
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/model/checkpoint"
+)
+
+// WriteImportedRun writes a run folder for a model whose weights were made outside the lab (a
+// PyTorch file, see package interop): store's variables as the run's checkpoint at step 0, the
+// run's settings (dataset, architecture, head width) in its parameters, an empty history and a
+// run.json with status done and ImportedFrom set to source. eval, diagnose --from and
+// train --from then accept it like a run the lab trained.
+//
+// dir must not exist or be empty. The folder is written under a temporary name beside it and
+// renamed into place, so on any error nothing is left.
+func WriteImportedRun(dir string, m *Model, store *model.Store, source string) (err error) {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("cifarlib: %s already holds %d files: give a new folder for the imported run", dir, len(entries))
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("cifarlib: run folder %s: %w", dir, err)
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("cifarlib: creating %s: %w", parent, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".import-*")
+	if err != nil {
+		return fmt.Errorf("cifarlib: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(tmp)
+		}
+	}()
+	info := CheckpointInfo{Dir: dir, Dataset: m.Spec.Name, Labels: m.Spec.Labels.String(), Model: m.Arch, Head: m.NumClasses}
+	info.setStoreParams(store)
+	h, err := checkpoint.Build(store).Dir(tmp).Done()
+	if err != nil {
+		return fmt.Errorf("cifarlib: checkpoint in %s: %w", tmp, err)
+	}
+	if err := h.Save(); err != nil {
+		return fmt.Errorf("cifarlib: saving the imported checkpoint: %w", err)
+	}
+	if err := saveHistory(tmp, &History{}); err != nil {
+		return err
+	}
+	now := time.Now()
+	rec := &RunRecord{Status: RunDone, Started: now, Ended: now, Dataset: m.Spec.ID(), Model: m.Arch, Head: m.NumClasses,
+		Guarded: true, Devices: 1, ImportedFrom: source}
+	if err := rec.write(tmp); err != nil {
+		return err
+	}
+	_ = os.Remove(dir) // an empty folder given as the destination
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("cifarlib: renaming %s to %s: %w", tmp, dir, err)
+	}
+	return nil
+}
