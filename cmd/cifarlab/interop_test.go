@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/internal/safetensors"
+)
+
+// twinFixture is the cnn twin's state_dict written by real PyTorch (cifarlib/interop/testdata).
+var twinFixture = filepath.Join("..", "..", "cifarlib", "interop", "testdata", "cnn_twin.pt")
+
+// cifarlab import of the cnn twin, then eval and diagnose --from on the run, and export back:
+// the commands a PyTorch user runs.
+func TestImportExportCommands(t *testing.T) {
+	root := trainTestData(t, cifarlib.CIFAR10())
+	run1 := filepath.Join(t.TempDir(), "twin")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"import", "--from", twinFixture, "--arch", "cnn", "--checkpoint", run1,
+		"--check", "--data", root}, &stdout, &stderr), stderr.String())
+	require.Contains(t, stdout.String(), "imported "+twinFixture+" (cnn-twin naming, 8 tensors) into "+run1+": cnn for cifar10")
+	require.Contains(t, stdout.String(), "check: the lab measures ")
+	require.Contains(t, stdout.String(), "on 100 test images")
+
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"eval", "--checkpoint", run1, "--data", root, "--backend", "go"}, &stdout, &stderr), stderr.String())
+	require.Contains(t, stdout.String(), "checkpoint "+run1+": cnn for cifar10 (10 classes), step 0")
+
+	out := filepath.Join(t.TempDir(), "twin.safetensors")
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"export", "--run", run1, "--out", out, "--backend", "go"}, &stdout, &stderr), stderr.String())
+	require.Contains(t, stdout.String(), "transforms.Normalize((0.4914, 0.4822, 0.4465), (0.247, 0.2435, 0.2616))")
+	f, err := safetensors.ReadFile(out)
+	require.NoError(t, err)
+	require.Len(t, f.Tensors, 8)
+	require.Equal(t, "pt", f.Metadata["format"])
+}
+
+// Refusals through the CLI: a hostile file, a wrong architecture and a missing flag exit
+// non-zero with the library's message and write nothing.
+func TestImportCommandRefuses(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "run")
+	evil := filepath.Join("..", "..", "internal", "torchfile", "testdata", "evil_os_system.pt")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"import", "--from", evil, "--checkpoint", dir}, 1, "posix.system: global not allowed"},
+		{[]string{"import", "--from", twinFixture, "--checkpoint", dir}, 1, "import it with --arch cnn --names cnn-twin"},
+		{[]string{"import", "--from", twinFixture}, 2, "--from FILE and --checkpoint RUN_DIR are required"},
+		{[]string{"import", "--from", twinFixture, "--checkpoint", dir, "--normalize", "0.5"}, 2, "want MEAN,MEAN,MEAN/STD,STD,STD"},
+		{[]string{"export", "--run", dir, "--out", filepath.Join(parent, "x.onnx"), "--format", "onnx"}, 2, "only safetensors is written"},
+	} {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, tc.code, run(tc.args, &stdout, &stderr), tc.args)
+		require.Contains(t, stderr.String(), tc.want)
+		entries, err := os.ReadDir(parent)
+		require.NoError(t, err)
+		require.Empty(t, entries)
+	}
+}
