@@ -31,6 +31,12 @@ func TestImportExportCommands(t *testing.T) {
 	require.Equal(t, 0, run([]string{"eval", "--checkpoint", run1, "--data", root, "--backend", "go"}, &stdout, &stderr), stderr.String())
 	require.Contains(t, stdout.String(), "checkpoint "+run1+": cnn for cifar10 (10 classes), step 0")
 
+	root100 := trainTestData(t, cifarlib.CIFAR100(cifarlib.LabelsFine))
+	stdout.Reset()
+	run([]string{"diagnose", "--dataset", "cifar100", "--data", root100, "--from", run1}, &stdout, &stderr)
+	require.Contains(t, stdout.String(), "Dataset switch checklist for run "+run1+" (trained on cifar10):")
+	require.Contains(t, stdout.String(), "fix: transfer the run: cifarlab train --from "+run1+" --dataset cifar100")
+
 	out := filepath.Join(t.TempDir(), "twin.safetensors")
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"export", "--run", run1, "--out", out, "--backend", "go"}, &stdout, &stderr), stderr.String())
