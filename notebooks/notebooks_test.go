@@ -28,6 +28,7 @@ var wantNotebooks = []string{
 	"04-fix-the-head.ipynb",
 	"05-scale-out.ipynb",
 	"06-transfer.ipynb",
+	"07-from-pytorch.ipynb",
 }
 
 // repoRoot is the repository root (the test runs in notebooks/).

@@ -43,8 +43,9 @@ type converted struct {
 	variables []Variable
 	// scale is the factor folded into each input channel of the first convolution (all 1
 	// when the source's normalisation is the lab's).
-	scale   [3]float64
-	batches int64 // the largest num_batches_tracked
+	scale      [3]float64
+	batches    int64 // the largest num_batches_tracked
+	batchNorms int   // the batch-norm layers
 }
 
 // detectNames picks the naming of a ResNet-18 state_dict from its keys.
@@ -183,7 +184,7 @@ func convertStateDict(sd *StateDict, arch string, names Names, numClasses int, s
 			if err != nil {
 				return nil, err
 			}
-			c.batches = max(c.batches, n)
+			c.batches, c.batchNorms = max(c.batches, n), c.batchNorms+1
 			v.Shape = []int{channelsOf(ps, i)}
 			v.Values = make([]float32, v.Shape[0])
 			for j := range v.Values {

@@ -95,6 +95,7 @@ func TestConvertRoundTrip(t *testing.T) {
 		c, err := convertStateDict(sd, "resnet18", "", 10, labNorm, labNorm)
 		require.NoError(t, err)
 		require.Equal(t, int64(42), c.batches)
+		require.Equal(t, 20, c.batchNorms, "stem, 2 per block, 3 shortcuts")
 		vars := map[string]Variable{}
 		for _, v := range c.variables {
 			vars[v.Path] = v

@@ -41,8 +41,9 @@ type ImportReport struct {
 	// folded into each input channel of the first convolution (Lab.Std / Source.Std).
 	Source, Lab Normalization
 	Scale       [3]float64
-	// BatchesTracked is the largest num_batches_tracked, which set the batch-norm averaging
-	// weights.
+	// BatchNorms is the number of batch-norm layers carried, BatchesTracked the largest
+	// num_batches_tracked, which set their averaging weights.
+	BatchNorms     int
 	BatchesTracked int64
 	// Tensors is the number of tensors imported.
 	Tensors int
@@ -65,7 +66,11 @@ func (r *ImportReport) String() string {
 	} else {
 		fmt.Fprintf(&b, "normalisation: %v, the lab's\n", r.Lab)
 	}
-	fmt.Fprintf(&b, "batch norm: running statistics carried, averaging weight %d (num_batches_tracked)", r.BatchesTracked)
+	if r.BatchNorms > 0 {
+		fmt.Fprintf(&b, "batch norm: %d layers, running statistics carried, averaging weight %d (num_batches_tracked)", r.BatchNorms, r.BatchesTracked)
+	} else {
+		fmt.Fprintf(&b, "batch norm: none in this model")
+	}
 	if r.HasAcc || r.HasEpoch {
 		fmt.Fprintf(&b, "\nthe file records")
 		if r.HasAcc {
@@ -115,7 +120,7 @@ func Import(file, dir string, opts ImportOptions) (*ImportReport, error) {
 	}
 	return &ImportReport{File: file, Dir: dir, Arch: arch, Names: c.names, Spec: spec, Wrapper: sd.Wrapper, Prefix: sd.Prefix,
 		Acc: sd.Acc, HasAcc: sd.HasAcc, Epoch: sd.Epoch, HasEpoch: sd.HasEpoch, Source: src, Lab: lab, Scale: c.scale,
-		BatchesTracked: c.batches, Tensors: len(c.variables)}, nil
+		BatchNorms: c.batchNorms, BatchesTracked: c.batches, Tensors: len(c.variables)}, nil
 }
 
 // sourceNormalization is the normalisation the file's model expects: the option, else the
