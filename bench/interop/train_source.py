@@ -28,12 +28,13 @@ def augment(x, g):
     return out
 
 
-def evaluate(net, images, labels, batch=500):
+def evaluate(net, images, labels, mean=KUANGLIU_MEAN, std=KUANGLIU_STD, batch=500):
+    """Test accuracy in percent, inputs normalised with mean and std."""
     net.eval()
     correct = 0
     with torch.no_grad():
         for i in range(0, len(images), batch):
-            logits = net(normalize(images[i:i + batch], KUANGLIU_MEAN, KUANGLIU_STD))
+            logits = net(normalize(images[i:i + batch], mean, std))
             correct += (logits.argmax(1) == labels[i:i + batch]).sum().item()
     return 100.0 * correct / len(images)
 

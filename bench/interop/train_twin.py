@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 import cifar
 from models import LAB_MEAN, LAB_STD, LabCNN, normalize
+from train_source import evaluate
 
 
 def main():
@@ -37,9 +38,7 @@ def main():
         opt.zero_grad()
         loss.backward()
         opt.step()
-    net.eval()
-    with torch.no_grad():
-        acc = 100.0 * (net(normalize(test_x, LAB_MEAN, LAB_STD)).argmax(1) == test_y).float().mean().item()
+    acc = evaluate(net, test_x, test_y, LAB_MEAN, LAB_STD)
     epochs = a.steps * 64 // len(train_x)
     torch.save({"net": net.state_dict(), "acc": acc, "epoch": epochs}, a.out)
     print(f"loss {loss.item():.3f}, test accuracy {acc:.2f}% on {len(test_x)} images, saved {a.out}")

@@ -4,30 +4,26 @@ package interop
 // the values (the folding of the input normalisation aside), so a round trip is exact.
 
 // convToLab turns a PyTorch convolution kernel [out, in, kh, kw] into the lab's [kh, kw, in, out].
-func convToLab(w []float32, shape []int) []float32 {
-	o, in, kh, kw := shape[0], shape[1], shape[2], shape[3]
-	out := make([]float32, len(w))
-	for a := range o {
-		for b := range in {
-			for y := range kh {
-				for x := range kw {
-					out[((y*kw+x)*in+b)*o+a] = w[((a*in+b)*kh+y)*kw+x]
-				}
-			}
-		}
-	}
-	return out
-}
+func convToLab(w []float32, shape []int) []float32 { return permuteConv(w, shape, true) }
 
 // convToTorch is convToLab's inverse; shape is PyTorch's [out, in, kh, kw].
-func convToTorch(w []float32, shape []int) []float32 {
+func convToTorch(w []float32, shape []int) []float32 { return permuteConv(w, shape, false) }
+
+// permuteConv moves a kernel between PyTorch's [out, in, kh, kw] (shape) and the lab's
+// [kh, kw, in, out], towards the lab when toLab.
+func permuteConv(w []float32, shape []int, toLab bool) []float32 {
 	o, in, kh, kw := shape[0], shape[1], shape[2], shape[3]
 	out := make([]float32, len(w))
 	for a := range o {
 		for b := range in {
 			for y := range kh {
 				for x := range kw {
-					out[((a*in+b)*kh+y)*kw+x] = w[((y*kw+x)*in+b)*o+a]
+					t, l := ((a*in+b)*kh+y)*kw+x, ((y*kw+x)*in+b)*o+a
+					if toLab {
+						out[l] = w[t]
+					} else {
+						out[t] = w[l]
+					}
 				}
 			}
 		}
@@ -50,23 +46,27 @@ func labInput(i int, flatten bool) int {
 
 // linearToLab turns a PyTorch Linear weight [out, in] into the lab's [in, out].
 func linearToLab(w []float32, shape []int, flatten bool) []float32 {
-	o, in := shape[0], shape[1]
-	out := make([]float32, len(w))
-	for a := range o {
-		for b := range in {
-			out[labInput(b, flatten)*o+a] = w[a*in+b]
-		}
-	}
-	return out
+	return permuteLinear(w, shape, flatten, true)
 }
 
 // linearToTorch is linearToLab's inverse; shape is PyTorch's [out, in].
 func linearToTorch(w []float32, shape []int, flatten bool) []float32 {
+	return permuteLinear(w, shape, flatten, false)
+}
+
+// permuteLinear moves a Linear weight between PyTorch's [out, in] (shape) and the lab's
+// [in, out] (inputs reordered by labInput), towards the lab when toLab.
+func permuteLinear(w []float32, shape []int, flatten, toLab bool) []float32 {
 	o, in := shape[0], shape[1]
 	out := make([]float32, len(w))
 	for a := range o {
 		for b := range in {
-			out[a*in+b] = w[labInput(b, flatten)*o+a]
+			t, l := a*in+b, labInput(b, flatten)*o+a
+			if toLab {
+				out[l] = w[t]
+			} else {
+				out[t] = w[l]
+			}
 		}
 	}
 	return out

@@ -15,14 +15,7 @@ import (
 // Transfer, and the fine-tuned run exported for PyTorch; importing again replaces the run.
 func TestLabImportTransferExport(t *testing.T) {
 	buf := captureOutput(t)
-	backend, err := cifarlib.NewBackend(cifarlib.BackendGo)
-	require.NoError(t, err)
-	data := t.TempDir()
-	t.Setenv(RunsEnv, "")
-	lab10, err := New(cifarlib.CIFAR10(), backend, data)
-	require.NoError(t, err)
-	lab100, err := New(cifarlib.CIFAR100(cifarlib.LabelsFine), backend, data)
-	require.NoError(t, err)
+	lab10, lab100, _ := twoLabs(t)
 
 	twin := filepath.Join("..", "interop", "testdata", "cnn_twin.pt")
 	for range 2 {

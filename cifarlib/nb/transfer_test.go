@@ -16,15 +16,8 @@ import (
 // reports it; a linear probe does too; a missing source is ErrNoRun.
 func TestLabTransfer(t *testing.T) {
 	buf := captureOutput(t)
-	backend, err := backends.New(backends.Go)
-	require.NoError(t, err)
-	dataDir := t.TempDir()
-	t.Setenv(RunsEnv, "")
-	lab10, err := New(data.CIFAR10(), backend, dataDir)
-	require.NoError(t, err)
-	lab100, err := New(data.CIFAR100(data.LabelsFine), backend, dataDir)
-	require.NoError(t, err)
-	_, err = lab10.Fit("c10", training.Config{Steps: 3, BatchSize: 16, SkipFinalEval: true})
+	lab10, lab100, dataDir := twoLabs(t)
+	_, err := lab10.Fit("c10", training.Config{Steps: 3, BatchSize: 16, SkipFinalEval: true})
 	require.NoError(t, err)
 
 	_, err = lab100.LoadFor("c10")
@@ -51,4 +44,19 @@ func TestLabTransfer(t *testing.T) {
 
 	_, err = lab100.Transfer("x", "never", training.Config{Steps: 1})
 	require.ErrorIs(t, err, ErrNoRun)
+}
+
+// twoLabs returns a CIFAR-10 and a CIFAR-100 lab on the pure-Go backend sharing a new data
+// folder (and so its runs folder), and that folder.
+func twoLabs(t *testing.T) (lab10, lab100 *Lab, dataDir string) {
+	t.Helper()
+	backend, err := backends.New(backends.Go)
+	require.NoError(t, err)
+	dataDir = t.TempDir()
+	t.Setenv(RunsEnv, "")
+	lab10, err = New(data.CIFAR10(), backend, dataDir)
+	require.NoError(t, err)
+	lab100, err = New(data.CIFAR100(data.LabelsFine), backend, dataDir)
+	require.NoError(t, err)
+	return lab10, lab100, dataDir
 }
