@@ -106,6 +106,7 @@ func TestReadRefuses(t *testing.T) {
 		{"evil_truncated.pt", ErrTruncated, "not a complete zip archive"},
 		{"legacy.pt", ErrFormat, "legacy torch.save format"},
 		{"torchscript.pt", ErrFormat, "TorchScript archive"},
+		{"complex.pt", ErrDType, "torch.ComplexFloatStorage: tensors of this dtype are not handled"},
 		{"expected.json", ErrFormat, "not a torch.save file"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

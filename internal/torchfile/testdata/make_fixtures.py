@@ -8,6 +8,7 @@ Run from this folder: python make_fixtures.py. The files are committed; CI never
   parameter.pt    {'w': nn.Parameter} (torch._utils._rebuild_parameter)
   legacy.pt       the pre-1.6 format (_use_new_zipfile_serialization=False)
   torchscript.pt  torch.jit.save of a Linear
+  complex.pt      a complex64 tensor (a dtype not handled)
   evil_*.pt       hostile files: see HOSTILE below.
 """
 import collections, io, json, os, zipfile
@@ -73,6 +74,7 @@ def main():
     save({"w": torch.nn.Parameter(torch.ones(2, 2))}, "parameter.pt")
     save({"w": torch.ones(2)}, "legacy.pt", _use_new_zipfile_serialization=False)
     torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), "torchscript.pt")
+    save({"w": torch.zeros(2, dtype=torch.complex64)}, "complex.pt")  # a dtype not handled
 
     # HOSTILE: each must be refused with a clear error.
     save({"w": torch.ones(2), "x": Evil()}, "evil_os_system.pt")  # GLOBAL posix.system
