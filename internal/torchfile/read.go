@@ -297,11 +297,13 @@ type countingReader struct {
 	at *int64
 }
 
+// Read implements io.Reader.
 func (c *countingReader) Read(p []byte) (int, error) {
 	*c.at = c.r.Size() - int64(c.r.Len())
 	return c.r.Read(p)
 }
 
+// ReadByte implements io.ByteReader.
 func (c *countingReader) ReadByte() (byte, error) {
 	*c.at = c.r.Size() - int64(c.r.Len())
 	return c.r.ReadByte()
