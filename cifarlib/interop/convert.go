@@ -117,11 +117,13 @@ func checkKeys(sd *StateDict, ps []param, names Names, numClasses int) error {
 	if len(e.Missing)+len(e.Unexpected) == 0 {
 		if t := sd.Tensors[head]; len(t.Shape) == 1 && t.Shape[0] != numClasses {
 			e.Hint = fmt.Sprintf("The file's head has %d outputs, the model's %d: import it with the dataset it was trained on "+
-				"(--dataset cifar100 for 100 classes), then move it to another dataset with `cifarlab train --from RUN_DIR`.",
+				"(--dataset cifar100 for 100 classes; ImportOptions.Spec), then move it to another dataset with `cifarlab train --from RUN_DIR` "+
+				"(lab.Transfer).",
 				t.Shape[0], numClasses)
 		}
 	} else if arch, other := matchingNaming(sd.Keys); other != "" && other != names {
-		e.Hint = fmt.Sprintf("The file has the keys of %s's %s: import it with --arch %s --names %s.", other, modelClass(other), arch, other)
+		e.Hint = fmt.Sprintf("The file has the keys of %s's %s: import it with --arch %s --names %s (ImportOptions{Arch: %q, Names: %q}).",
+			other, modelClass(other), arch, other, arch, other)
 	}
 	return e
 }

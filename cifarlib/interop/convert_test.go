@@ -181,15 +181,15 @@ func TestConvertRefuses(t *testing.T) {
 	require.Equal(t, "interop: synthetic.pt: Error(s) in loading state_dict for ResNet18:\n"+
 		"\tsize mismatch for linear.weight: copying a param with shape torch.Size([10, 512]) from checkpoint, the shape in current model is torch.Size([100, 512]).\n"+
 		"\tsize mismatch for linear.bias: copying a param with shape torch.Size([10]) from checkpoint, the shape in current model is torch.Size([100]).\n"+
-		"The file's head has 10 outputs, the model's 100: import it with the dataset it was trained on (--dataset cifar100 for 100 classes), "+
-		"then move it to another dataset with `cifarlab train --from RUN_DIR`.", err.Error())
+		"The file's head has 10 outputs, the model's 100: import it with the dataset it was trained on (--dataset cifar100 for 100 classes; "+
+		"ImportOptions.Spec), then move it to another dataset with `cifarlab train --from RUN_DIR` (lab.Transfer).", err.Error())
 
 	edited := append([]torchKey{{Name: "extra.weight", DType: "float32", Shape: []int{1}}}, kuangliu[1:]...)
 	_, err = convertStateDict(syntheticStateDict(edited), "resnet18", "", 10, labNorm, labNorm)
 	require.ErrorContains(t, err, "\n\tMissing key(s) in state_dict: \"conv1.weight\".\n\tUnexpected key(s) in state_dict: \"extra.weight\".")
 
 	_, err = convertStateDict(syntheticStateDict(readKeys(t, "torchvision")), "resnet18", NamesPytorchCIFAR, 10, labNorm, labNorm)
-	require.ErrorContains(t, err, "The file has the keys of torchvision's ResNet: import it with --arch resnet18 --names torchvision.")
+	require.ErrorContains(t, err, "The file has the keys of torchvision's ResNet: import it with --arch resnet18 --names torchvision")
 }
 
 // TestFromTorchWrappers: a checkpoint dict ('net' + 'acc' + 'epoch') with DataParallel's and

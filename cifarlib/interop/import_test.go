@@ -88,7 +88,7 @@ func TestImportWritesNothingOnError(t *testing.T) {
 		want string
 	}{
 		{filepath.Join("..", "..", "internal", "torchfile", "testdata", "evil_os_system.pt"), ImportOptions{}, "posix.system: global not allowed"},
-		{filepath.Join("testdata", "cnn_twin.pt"), ImportOptions{}, "The file has the keys of cnn-twin's LabCNN: import it with --arch cnn --names cnn-twin."},
+		{filepath.Join("testdata", "cnn_twin.pt"), ImportOptions{}, "The file has the keys of cnn-twin's LabCNN: import it with --arch cnn --names cnn-twin (ImportOptions{Arch: \"cnn\", Names: \"cnn-twin\"})."},
 		{filepath.Join("testdata", "cnn_twin.pt"), ImportOptions{Arch: "cnn", Spec: cifarlib.CIFAR100(cifarlib.LabelsFine)},
 			"size mismatch for head.weight: copying a param with shape torch.Size([10, 1024]) from checkpoint, the shape in current model is torch.Size([100, 1024])"},
 	} {

@@ -69,8 +69,8 @@ func keyMap(arch string, names Names, numClasses int) ([]param, error) {
 	case arch == "resnet18" && (names == NamesPytorchCIFAR || names == NamesTorchvision):
 		return resnet18Keys(names, numClasses), nil
 	}
-	return nil, fmt.Errorf("interop: architecture %q has no PyTorch naming %q: use resnet18 with --names %s or %s, or cnn with %s",
-		arch, names, NamesPytorchCIFAR, NamesTorchvision, NamesCNNTwin)
+	return nil, fmt.Errorf("interop: architecture %q has no PyTorch naming %q: use resnet18 with the names %s or %s, or cnn with %s "+
+		"(--arch, --names; ImportOptions.Arch, Names)", arch, names, NamesPytorchCIFAR, NamesTorchvision, NamesCNNTwin)
 }
 
 // DefaultNames is the naming export uses for an architecture when none is given.
