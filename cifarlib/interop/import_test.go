@@ -41,7 +41,7 @@ func TestImportExportCNNTwin(t *testing.T) {
 	var want cnnTwinLogits
 	require.NoError(t, json.Unmarshal(raw, &want))
 	spec := cifarlib.CIFAR10()
-	logits, err := ck.Logits(fixtureImages(t, spec.Mean, spec.Std))
+	logits, err := ck.Logits(fixtureImages(t, spec))
 	require.NoError(t, err)
 	requireLogitsClose(t, want.Logits, tensors.MustCopyFlatData[float32](logits))
 
@@ -71,7 +71,7 @@ func TestImportExportCNNTwin(t *testing.T) {
 	logits2, err := func() (*tensors.Tensor, error) {
 		ck2, err := cifarlib.LoadCheckpoint(again, backend)
 		require.NoError(t, err)
-		return ck2.Logits(fixtureImages(t, spec.Mean, spec.Std))
+		return ck2.Logits(fixtureImages(t, spec))
 	}()
 	require.NoError(t, err)
 	require.Equal(t, tensors.MustCopyFlatData[float32](logits), tensors.MustCopyFlatData[float32](logits2))

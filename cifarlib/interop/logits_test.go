@@ -31,18 +31,15 @@ type cnnTwinLogits struct {
 }
 
 // fixtureImages decodes testdata/images.bin (uint8, channel-planar like CIFAR's records) into
-// [N, 32, 32, 3] float32 with the lab's normaliser for mean and std.
-func fixtureImages(t *testing.T, mean, std [3]float32) *tensors.Tensor {
+// [N, 32, 32, 3] float32 normalised with spec's statistics, as the lab's data pipeline does.
+func fixtureImages(t *testing.T, spec cifarlib.Spec) *tensors.Tensor {
 	raw, err := os.ReadFile(filepath.Join("testdata", "images.bin"))
 	require.NoError(t, err)
-	n := len(raw) / cifarlib.ImageBytes
-	norm, err := cifarlib.NewNormalizer(mean, std)
+	recs := cifarlib.NewRecords(spec, "images.bin", len(raw)/cifarlib.ImageBytes)
+	copy(recs.Pixels, raw)
+	b, err := recs.Batch(0, recs.Len())
 	require.NoError(t, err)
-	flat := make([]float32, len(raw))
-	for i := range n {
-		norm.DecodeImage(raw[i*cifarlib.ImageBytes:(i+1)*cifarlib.ImageBytes], flat[i*cifarlib.ImageBytes:])
-	}
-	return tensors.FromFlatDataAndDimensions(flat, n, 32, 32, 3)
+	return b.Images
 }
 
 func goBackend(t *testing.T) compute.Backend {
@@ -91,7 +88,7 @@ func TestCNNTwinLogits(t *testing.T) {
 	backend := goBackend(t)
 	m, err := cifarlib.NewModel(spec, "cnn").Backend(backend).Done()
 	require.NoError(t, err)
-	logits, err := m.Logits(backend, store, fixtureImages(t, spec.Mean, spec.Std))
+	logits, err := m.Logits(backend, store, fixtureImages(t, spec))
 	require.NoError(t, err)
 	requireLogitsClose(t, want.Logits, tensors.MustCopyFlatData[float32](logits))
 }

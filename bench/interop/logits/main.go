@@ -4,7 +4,7 @@
 //	go run ./bench/interop/logits --run RUN_DIR --images FILE --out FILE [--backend auto]
 //
 // --images holds N images of 3072 bytes, channel-planar like CIFAR's records; they are
-// normalised with the run's dataset statistics, as the lab's data pipeline does. --out
+// normalised with the run's dataset statistics by Records.Batch, as the lab's data pipeline does. --out
 // receives N x head float32 values, little-endian.
 package main
 
@@ -48,20 +48,17 @@ func run(runDir, imagesPath, out, backendName string) error {
 	if err != nil {
 		return err
 	}
-	norm, err := cifarlib.NewNormalizer(ck.Model.Spec.Mean, ck.Model.Spec.Std)
-	if err != nil {
-		return err
-	}
 	n := len(raw) / cifarlib.ImageBytes
+	recs := cifarlib.NewRecords(ck.Model.Spec, imagesPath, n)
+	copy(recs.Pixels, raw)
 	var buf []byte
 	const batch = 100
 	for first := 0; first < n; first += batch {
-		count := min(batch, n-first)
-		flat := make([]float32, count*cifarlib.ImageBytes)
-		for i := range count {
-			norm.DecodeImage(raw[(first+i)*cifarlib.ImageBytes:(first+i+1)*cifarlib.ImageBytes], flat[i*cifarlib.ImageBytes:])
+		b, err := recs.Batch(first, min(batch, n-first))
+		if err != nil {
+			return err
 		}
-		logits, err := ck.Logits(tensors.FromFlatDataAndDimensions(flat, count, 32, 32, 3))
+		logits, err := ck.Logits(b.Images)
 		if err != nil {
 			return err
 		}
