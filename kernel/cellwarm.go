@@ -10,10 +10,10 @@ import (
 )
 
 // cellImports are the packages a notebook cell imports from the checkout: the story's core, the
-// stages the cells name (data, backends, runs, training) and the notebook package. A cell-like
-// module importing them all has the build list of every notebook's cells.
+// stages the cells name (data, backends, runs, training, interop) and the notebook package. A
+// cell-like module importing them all has the build list of every notebook's cells.
 var cellImports = []string{ModulePath + "/cifarlib", ModulePath + "/cifarlib/data", ModulePath + "/cifarlib/backends",
-	ModulePath + "/cifarlib/runs", ModulePath + "/cifarlib/training", ModulePath + "/cifarlib/nb"}
+	ModulePath + "/cifarlib/runs", ModulePath + "/cifarlib/training", ModulePath + "/cifarlib/interop", ModulePath + "/cifarlib/nb"}
 
 // WriteCellModule writes, into the empty folder dir, a module like the one GoNB builds a cell in:
 // a main package importing cellImports from repo (a replace, as GoNB's go.work adds to the

@@ -7,7 +7,9 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 	"github.com/cifarlab/cifarlab/internal/safetensors"
 )
 
@@ -58,11 +60,11 @@ func Export(runDir, out string, opts ExportOptions) (*ExportResult, error) {
 	backend := opts.Backend
 	if backend == nil {
 		var err error
-		if backend, err = cifarlib.NewBackend("go"); err != nil {
+		if backend, err = backends.New(backends.Go); err != nil {
 			return nil, err
 		}
 	}
-	ck, err := cifarlib.LoadCheckpoint(runDir, backend)
+	ck, err := training.LoadCheckpoint(runDir, backend)
 	if err != nil {
 		return nil, err
 	}
@@ -94,8 +96,8 @@ func Export(runDir, out string, opts ExportOptions) (*ExportResult, error) {
 
 // runVariables runs the model once on a blank image, which loads every variable of the
 // checkpoint into the store, and returns them by path.
-func runVariables(t *cifarlib.Trained) (map[string]Variable, error) {
-	blank := tensors.FromFlatDataAndDimensions(make([]float32, cifarlib.ImageBytes), 1, 32, 32, 3)
+func runVariables(t *training.Trained) (map[string]Variable, error) {
+	blank := tensors.FromFlatDataAndDimensions(make([]float32, data.ImageBytes), 1, 32, 32, 3)
 	if _, err := t.Logits(blank); err != nil {
 		return nil, err
 	}

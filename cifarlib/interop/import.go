@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 // ImportOptions configures Import.
@@ -14,7 +16,7 @@ type ImportOptions struct {
 	Arch string
 	// Spec is the dataset the model was trained on; its classes are the head width (CIFAR10()
 	// when zero).
-	Spec cifarlib.Spec
+	Spec data.Spec
 	// Names is the PyTorch naming; "" detects it from the keys.
 	Names Names
 	// Source is the normalisation the model was trained with. Zero means: the file's own
@@ -30,7 +32,7 @@ type ImportReport struct {
 	// Arch, Names and Spec are the imported model's.
 	Arch  string
 	Names Names
-	Spec  cifarlib.Spec
+	Spec  data.Spec
 	// Wrapper, Prefix, Acc/HasAcc and Epoch/HasEpoch are the state_dict's (see StateDict).
 	Wrapper, Prefix string
 	Acc             float64
@@ -92,7 +94,7 @@ func Import(file, dir string, opts ImportOptions) (*ImportReport, error) {
 	}
 	spec := opts.Spec
 	if spec.Name == "" {
-		spec = cifarlib.CIFAR10()
+		spec = data.CIFAR10()
 	}
 	sd, err := ReadStateDict(file)
 	if err != nil {
@@ -115,7 +117,7 @@ func Import(file, dir string, opts ImportOptions) (*ImportReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cifarlib.WriteImportedRun(dir, m, store, file); err != nil {
+	if err := training.WriteImportedRun(dir, m, store, file); err != nil {
 		return nil, err
 	}
 	return &ImportReport{File: file, Dir: dir, Arch: arch, Names: c.names, Spec: spec, Wrapper: sd.Wrapper, Prefix: sd.Prefix,

@@ -10,7 +10,9 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 	"github.com/cifarlab/cifarlab/internal/safetensors"
 	"github.com/cifarlab/cifarlab/internal/torchfile"
 )
@@ -28,19 +30,19 @@ func TestImportExportCNNTwin(t *testing.T) {
 	require.Equal(t, 8, rep.Tensors)
 
 	backend := goBackend(t)
-	ck, err := cifarlib.LoadCheckpoint(dir, backend)
+	ck, err := training.LoadCheckpoint(dir, backend)
 	require.NoError(t, err)
 	require.Equal(t, "cnn", ck.Info.Model)
 	require.Equal(t, 10, ck.Info.Head)
-	rec, err := cifarlib.ReadRunRecord(dir)
+	rec, err := runs.ReadRecord(dir)
 	require.NoError(t, err)
-	require.Equal(t, cifarlib.RunDone, rec.Status)
+	require.Equal(t, runs.RunDone, rec.Status)
 	require.Equal(t, filepath.Join("testdata", "cnn_twin.pt"), rec.ImportedFrom)
 	raw, err := os.ReadFile(filepath.Join("testdata", "cnn_twin_logits.json"))
 	require.NoError(t, err)
 	var want cnnTwinLogits
 	require.NoError(t, json.Unmarshal(raw, &want))
-	spec := cifarlib.CIFAR10()
+	spec := data.CIFAR10()
 	logits, err := ck.Logits(fixtureImages(t, spec))
 	require.NoError(t, err)
 	requireLogitsClose(t, want.Logits, tensors.MustCopyFlatData[float32](logits))
@@ -69,7 +71,7 @@ func TestImportExportCNNTwin(t *testing.T) {
 	_, err = Import(out, again, ImportOptions{Arch: "cnn"})
 	require.NoError(t, err)
 	logits2, err := func() (*tensors.Tensor, error) {
-		ck2, err := cifarlib.LoadCheckpoint(again, backend)
+		ck2, err := training.LoadCheckpoint(again, backend)
 		require.NoError(t, err)
 		return ck2.Logits(fixtureImages(t, spec))
 	}()
@@ -89,7 +91,7 @@ func TestImportWritesNothingOnError(t *testing.T) {
 	}{
 		{filepath.Join("..", "..", "internal", "torchfile", "testdata", "evil_os_system.pt"), ImportOptions{}, "posix.system: global not allowed"},
 		{filepath.Join("testdata", "cnn_twin.pt"), ImportOptions{}, "The file has the keys of cnn-twin's LabCNN: import it with --arch cnn --names cnn-twin (ImportOptions{Arch: \"cnn\", Names: \"cnn-twin\"})."},
-		{filepath.Join("testdata", "cnn_twin.pt"), ImportOptions{Arch: "cnn", Spec: cifarlib.CIFAR100(cifarlib.LabelsFine)},
+		{filepath.Join("testdata", "cnn_twin.pt"), ImportOptions{Arch: "cnn", Spec: data.CIFAR100(data.LabelsFine)},
 			"size mismatch for head.weight: copying a param with shape torch.Size([10, 1024]) from checkpoint, the shape in current model is torch.Size([100, 1024])"},
 	} {
 		_, err := Import(tc.file, dir, tc.opts)
@@ -113,11 +115,11 @@ func TestImportedRunTransfers(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "twin")
 	_, err := Import(filepath.Join("testdata", "cnn_twin.pt"), dir, ImportOptions{Arch: "cnn"})
 	require.NoError(t, err)
-	spec := cifarlib.CIFAR100(cifarlib.LabelsFine)
-	train, err := cifarlib.SynthesizeRecords(spec, cifarlib.SplitTrain, cifarlib.SynthOptions{Seed: 1, TrainSize: 16, TestSize: 8})
+	spec := data.CIFAR100(data.LabelsFine)
+	train, err := data.SynthesizeRecords(spec, data.SplitTrain, data.SynthOptions{Seed: 1, TrainSize: 16, TestSize: 8})
 	require.NoError(t, err)
-	res, err := cifarlib.Train(context.Background(), cifarlib.TrainConfig{Spec: spec, From: dir, TrainRecords: train, Steps: 1,
-		BatchSize: 8, SkipFinalEval: true, Backend: goBackend(t), Progress: cifarlib.ProgressOff})
+	res, err := training.Train(context.Background(), training.Config{Spec: spec, From: dir, TrainRecords: train, Steps: 1,
+		BatchSize: 8, SkipFinalEval: true, Backend: goBackend(t), Progress: training.ProgressOff})
 	require.NoError(t, err)
 	rep := res.Transfer
 	require.NotNil(t, rep)

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 )
 
 // tolLogits bounds, element by element against 1+|want|, the logits of one model computed by
@@ -32,10 +34,10 @@ type cnnTwinLogits struct {
 
 // fixtureImages decodes testdata/images.bin (uint8, channel-planar like CIFAR's records) into
 // [N, 32, 32, 3] float32 normalised with spec's statistics, as the lab's data pipeline does.
-func fixtureImages(t *testing.T, spec cifarlib.Spec) *tensors.Tensor {
+func fixtureImages(t *testing.T, spec data.Spec) *tensors.Tensor {
 	raw, err := os.ReadFile(filepath.Join("testdata", "images.bin"))
 	require.NoError(t, err)
-	recs := cifarlib.NewRecords(spec, "images.bin", len(raw)/cifarlib.ImageBytes)
+	recs := data.NewRecords(spec, "images.bin", len(raw)/data.ImageBytes)
 	copy(recs.Pixels, raw)
 	b, err := recs.Batch(0, recs.Len())
 	require.NoError(t, err)
@@ -43,7 +45,7 @@ func fixtureImages(t *testing.T, spec cifarlib.Spec) *tensors.Tensor {
 }
 
 func goBackend(t *testing.T) compute.Backend {
-	b, err := cifarlib.NewBackend("go")
+	b, err := backends.New(backends.Go)
 	require.NoError(t, err)
 	return b
 }
@@ -78,7 +80,7 @@ func TestCNNTwinLogits(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &want))
 	sd, err := ReadStateDict(filepath.Join("testdata", "cnn_twin.pt"))
 	require.NoError(t, err)
-	spec := cifarlib.CIFAR10()
+	spec := data.CIFAR10()
 	norm := Normalization{Mean: spec.Mean, Std: spec.Std}
 	require.Equal(t, norm, Normalization{Mean: want.Normalize.Mean, Std: want.Normalize.Std})
 	c, err := convertStateDict(sd, "cnn", "", 10, norm, norm)

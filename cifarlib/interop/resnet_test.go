@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/internal/safetensors"
 )
 
@@ -23,14 +24,14 @@ func TestKeyMapCoversLabModel(t *testing.T) {
 		names   Names
 		classes int
 	}{{"resnet18", NamesPytorchCIFAR, 10}, {"resnet18", NamesTorchvision, 100}, {"cnn", NamesCNNTwin, 100}} {
-		spec := cifarlib.CIFAR10()
+		spec := data.CIFAR10()
 		if tc.classes == 100 {
-			spec = cifarlib.CIFAR100(cifarlib.LabelsFine)
+			spec = data.CIFAR100(data.LabelsFine)
 		}
 		m, err := cifarlib.NewModel(spec, tc.arch).Backend(backend).Done()
 		require.NoError(t, err)
 		store := model.NewStore()
-		_, err = m.Logits(backend, store, tensors.FromFlatDataAndDimensions(make([]float32, cifarlib.ImageBytes), 1, 32, 32, 3))
+		_, err = m.Logits(backend, store, tensors.FromFlatDataAndDimensions(make([]float32, data.ImageBytes), 1, 32, 32, 3))
 		require.NoError(t, err)
 		want := map[string][]int{}
 		for v := range store.IterVariables() {
@@ -69,7 +70,7 @@ func TestImportExportResNetSafetensors(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tv.safetensors")
 	require.NoError(t, safetensors.WriteFile(file, ts, nil))
-	lab := cifarlib.CIFAR10()
+	lab := data.CIFAR10()
 	rep, err := Import(file, filepath.Join(dir, "run"), ImportOptions{Source: Normalization{Mean: lab.Mean, Std: lab.Std}})
 	require.NoError(t, err)
 	require.Equal(t, NamesTorchvision, rep.Names)

@@ -7,7 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/interop"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 // TestLabImportTransferExport: the notebook's one-call forms. A PyTorch file imported as a run
@@ -21,14 +23,14 @@ func TestLabImportTransferExport(t *testing.T) {
 	for range 2 {
 		rep, err := lab10.Import("pytorch", twin, interop.ImportOptions{Arch: cifarlib.ArchCNN})
 		require.NoError(t, err)
-		require.Equal(t, cifarlib.CIFAR10().ID(), rep.Spec.ID())
+		require.Equal(t, data.CIFAR10().ID(), rep.Spec.ID())
 	}
 	require.Contains(t, buf.String(), `run "pytorch": imported `+twin+" (cnn-twin naming, 8 tensors)")
 	ck, err := lab10.Load("pytorch")
 	require.NoError(t, err)
 	require.Equal(t, "cnn", ck.Info.Model)
 
-	res, err := lab100.Transfer("from-pytorch", "pytorch", cifarlib.TrainConfig{Model: cifarlib.ArchCNN, Steps: 1, BatchSize: 8, SkipFinalEval: true})
+	res, err := lab100.Transfer("from-pytorch", "pytorch", training.Config{Model: cifarlib.ArchCNN, Steps: 1, BatchSize: 8, SkipFinalEval: true})
 	require.NoError(t, err)
 	require.Equal(t, 100, res.Transfer.Head)
 

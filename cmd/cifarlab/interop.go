@@ -8,7 +8,10 @@ import (
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/interop"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 func init() {
@@ -39,7 +42,7 @@ func runImport(args []string, stdout io.Writer) error {
 		"convolution: MEAN,MEAN,MEAN/STD,STD,STD, pytorch-cifar (kuangliu's std 0.2023,0.1994,0.2010) or lab (default: pytorch-cifar "+
 		"for resnet18, lab for cnn, or what a lab export recorded)")
 	check := fs.Bool("check", false, "evaluate the imported run on the test split of --data and compare with the accuracy the file records")
-	dataDir := fs.String("data", cifarlib.DefaultDataDir(), "CIFAR data `DIR` for --check ($"+cifarlib.DataDirEnv+")")
+	dataDir := fs.String("data", data.DefaultDir(), "CIFAR data `DIR` for --check ($"+data.DirEnv+")")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -50,7 +53,7 @@ func runImport(args []string, stdout io.Writer) error {
 	if *from == "" || *ckptDir == "" {
 		return &exitError{code: 2, err: fmt.Errorf("--from FILE and --checkpoint RUN_DIR are required")}
 	}
-	spec, err := cifarlib.SpecByName(*dataset, *labels)
+	spec, err := data.SpecByName(*dataset, *labels)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -62,7 +65,7 @@ func runImport(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var eval *cifarlib.EvalResult
+	var eval *training.EvalResult
 	if *check {
 		if eval, err = checkImported(*ckptDir, *dataDir, spec); err != nil {
 			return fmt.Errorf("the run %s was written; --check failed: %w", *ckptDir, err)
@@ -73,7 +76,7 @@ func runImport(args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			*interop.ImportReport
-			Eval *cifarlib.EvalResult `json:"eval,omitempty"`
+			Eval *training.EvalResult `json:"eval,omitempty"`
 		}{rep, eval})
 	}
 	fmt.Fprintln(stdout, rep)
@@ -91,22 +94,22 @@ func runImport(args []string, stdout io.Writer) error {
 
 // checkImported evaluates an imported run on the real test split (never synthetic data: the
 // comparison is with an accuracy measured on CIFAR).
-func checkImported(dir, dataDir string, spec cifarlib.Spec) (*cifarlib.EvalResult, error) {
-	backend, err := cifarlib.NewBackend(cifarlib.BackendAuto)
+func checkImported(dir, dataDir string, spec data.Spec) (*training.EvalResult, error) {
+	backend, err := backends.New(backends.Auto)
 	if err != nil {
 		return nil, err
 	}
-	ck, err := cifarlib.LoadCheckpoint(dir, backend)
+	ck, err := training.LoadCheckpoint(dir, backend)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := cifarlib.LoadSplit(dataDir, spec, cifarlib.SplitTest)
+	recs, err := data.LoadSplit(dataDir, spec, data.SplitTest)
 	if err != nil {
 		return nil, err
 	}
-	ctx, stop := cifarlib.InterruptContext(context.Background())
+	ctx, stop := training.InterruptContext(context.Background())
 	defer stop()
-	return cifarlib.Evaluate(ctx, backend, ck.Model, ck.Store, recs, cifarlib.EvalOptions{BatchSize: 100, Split: "test"})
+	return training.Evaluate(ctx, backend, ck.Model, ck.Store, recs, training.EvalOptions{BatchSize: 100, Split: "test"})
 }
 
 func runExport(args []string, stdout io.Writer) error {
@@ -115,7 +118,7 @@ func runExport(args []string, stdout io.Writer) error {
 	out := fs.String("out", "", "the `FILE` to write (required; written atomically)")
 	format := fs.String("format", "safetensors", "file format: safetensors (what safetensors.torch.load_file reads)")
 	names := fs.String("names", "", "PyTorch naming: pytorch-cifar (kuangliu's ResNet18, the default for resnet18), torchvision, or cnn-twin (cnn)")
-	backendName := fs.String("backend", cifarlib.BackendAuto, "compute backend used to load the run: auto, cpu, go or cuda")
+	backendName := fs.String("backend", backends.Auto, "compute backend used to load the run: auto, cpu, go or cuda")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -129,7 +132,7 @@ func runExport(args []string, stdout io.Writer) error {
 	if strings.ToLower(*format) != "safetensors" {
 		return &exitError{code: 2, err: fmt.Errorf("--format %q: only safetensors is written (torch.load reads it with safetensors.torch.load_file)", *format)}
 	}
-	backend, err := cifarlib.NewBackend(*backendName)
+	backend, err := backends.New(*backendName)
 	if err != nil {
 		return err
 	}

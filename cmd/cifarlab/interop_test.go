@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/internal/safetensors"
 )
 
@@ -18,7 +18,7 @@ var twinFixture = filepath.Join("..", "..", "cifarlib", "interop", "testdata", "
 // cifarlab import of the cnn twin, then eval and diagnose --from on the run, and export back:
 // the commands a PyTorch user runs.
 func TestImportExportCommands(t *testing.T) {
-	root := trainTestData(t, cifarlib.CIFAR10())
+	root := trainTestData(t, data.CIFAR10())
 	run1 := filepath.Join(t.TempDir(), "twin")
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, run([]string{"import", "--from", twinFixture, "--arch", "cnn", "--checkpoint", run1,
@@ -31,7 +31,7 @@ func TestImportExportCommands(t *testing.T) {
 	require.Equal(t, 0, run([]string{"eval", "--checkpoint", run1, "--data", root, "--backend", "go"}, &stdout, &stderr), stderr.String())
 	require.Contains(t, stdout.String(), "checkpoint "+run1+": cnn for cifar10 (10 classes), step 0")
 
-	root100 := trainTestData(t, cifarlib.CIFAR100(cifarlib.LabelsFine))
+	root100 := trainTestData(t, data.CIFAR100(data.LabelsFine))
 	stdout.Reset()
 	run([]string{"diagnose", "--dataset", "cifar100", "--data", root100, "--from", run1}, &stdout, &stderr)
 	require.Contains(t, stdout.String(), "Dataset switch checklist for run "+run1+" (trained on cifar10):")

@@ -1,15 +1,17 @@
 // Package layers holds the import rule of the module's packages, and its test enforces it: each
 // package imports only the stages below it. Bottom to top:
 //
-//  1. internal/...: the plumbing (atomic writes, safe archive extraction, the pickle codec,
-//     plugin discovery, the repository, the TensorBoard event writer) and the test helpers of
-//     testenv (cifarlib/internal/labtest holds those that need data and backends, for the tests
-//     of the stages above them);
+//  1. internal/...: the plumbing (atomic writes, safe archive extraction, the pickle codec, the
+//     torch.save and safetensors readers, plugin discovery, the repository, the TensorBoard
+//     event writer) and the test helpers of testenv (cifarlib/internal/labtest holds those that
+//     need data and backends, for the tests of the stages above them);
 //  2. cifarlib/data: specs, records, both layouts, download, synthetic data, datasets;
 //  3. cifarlib/backends: backend creation, devices, the translation of CUDA errors;
 //  4. cifarlib: the story's core (model factory, guarded losses, guards, inspection);
 //  5. cifarlib/runs: run records, the runs table, history and its smoothing;
 //  6. cifarlib/training: Train, checkpoints, evaluation, transfer, the run folder's scalars;
+//     cifarlib/interop above it: PyTorch weights in and out (reading files with
+//     internal/torchfile and internal/safetensors, writing runs through training);
 //  7. cifarlib/nb, cmd/cifarlab, kernel and bench on top.
 //
 // data and backends do not import each other: data knows no backend, backends no dataset.

@@ -17,14 +17,16 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 func main() {
 	runDir := flag.String("run", "", "run folder")
 	images := flag.String("images", "", "raw uint8 images, 3072 bytes each")
 	out := flag.String("out", "", "output file of float32 logits")
-	backendName := flag.String("backend", cifarlib.BackendAuto, "backend")
+	backendName := flag.String("backend", backends.Auto, "backend")
 	flag.Parse()
 	if err := run(*runDir, *images, *out, *backendName); err != nil {
 		fmt.Fprintln(os.Stderr, "logits:", err)
@@ -37,19 +39,19 @@ func run(runDir, imagesPath, out, backendName string) error {
 	if err != nil {
 		return err
 	}
-	if len(raw) == 0 || len(raw)%cifarlib.ImageBytes != 0 {
-		return fmt.Errorf("%s: %d bytes is not a whole number of %d-byte images", imagesPath, len(raw), cifarlib.ImageBytes)
+	if len(raw) == 0 || len(raw)%data.ImageBytes != 0 {
+		return fmt.Errorf("%s: %d bytes is not a whole number of %d-byte images", imagesPath, len(raw), data.ImageBytes)
 	}
-	backend, err := cifarlib.NewBackend(backendName)
+	backend, err := backends.New(backendName)
 	if err != nil {
 		return err
 	}
-	ck, err := cifarlib.LoadCheckpoint(runDir, backend)
+	ck, err := training.LoadCheckpoint(runDir, backend)
 	if err != nil {
 		return err
 	}
-	n := len(raw) / cifarlib.ImageBytes
-	recs := cifarlib.NewRecords(ck.Model.Spec, imagesPath, n)
+	n := len(raw) / data.ImageBytes
+	recs := data.NewRecords(ck.Model.Spec, imagesPath, n)
 	copy(recs.Pixels, raw)
 	var buf []byte
 	const batch = 100

@@ -1,4 +1,4 @@
-package cifarlib
+package training
 
 import (
 	"errors"
@@ -9,17 +9,21 @@ import (
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 )
 
 // WriteImportedRun writes a run folder for a model whose weights were made outside the lab (a
 // PyTorch file, see package interop): store's variables as the run's checkpoint at step 0, the
 // run's settings (dataset, architecture, head width) in its parameters, an empty history and a
-// run.json with status done and ImportedFrom set to source. eval, diagnose --from and
-// train --from then accept it like a run the lab trained.
+// run.json with status done and ImportedFrom set to source. LoadCheckpoint, DiagnoseRun and
+// Config.From (eval, diagnose --from and train --from) then accept it like a run the lab
+// trained.
 //
 // dir must not exist or be empty. The folder is written under a temporary name beside it and
 // renamed into place, so on any error nothing is left.
-func WriteImportedRun(dir string, m *Model, store *model.Store, source string) (err error) {
+func WriteImportedRun(dir string, m *cifarlib.Model, store *model.Store, source string) (err error) {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return fmt.Errorf("cifarlib: %s already holds %d files: give a new folder for the imported run", dir, len(entries))
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -47,13 +51,13 @@ func WriteImportedRun(dir string, m *Model, store *model.Store, source string) (
 	if err := h.Save(); err != nil {
 		return fmt.Errorf("cifarlib: saving the imported checkpoint: %w", err)
 	}
-	if err := saveHistory(tmp, &History{}); err != nil {
+	if err := (&runs.History{}).Save(tmp); err != nil {
 		return err
 	}
 	now := time.Now()
-	rec := &RunRecord{Status: RunDone, Started: now, Ended: now, Dataset: m.Spec.ID(), Model: m.Arch, Head: m.NumClasses,
+	rec := &runs.Record{Status: runs.RunDone, Started: now, Ended: now, Dataset: m.Spec.ID(), Model: m.Arch, Head: m.NumClasses,
 		Guarded: true, Devices: 1, ImportedFrom: source}
-	if err := rec.write(tmp); err != nil {
+	if err := rec.Write(tmp); err != nil {
 		return err
 	}
 	_ = os.Remove(dir) // an empty folder given as the destination
