@@ -28,7 +28,9 @@ func (l *Lab) Import(name, file string, opts interop.ImportOptions) (*interop.Im
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(output(), "run %q: %v\n", name, rep)
+	shown := *rep
+	shown.File, shown.Dir = shownPath(rep.File), shownPath(rep.Dir)
+	fmt.Fprintf(output(), "run %q: %v\n", name, &shown)
 	return rep, nil
 }
 
@@ -45,6 +47,8 @@ func (l *Lab) Export(name, file string, names interop.Names) (*interop.ExportRes
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(output(), "run %q: %v\n", name, res)
+	shown := *res
+	shown.File, shown.Run = shownPath(res.File), shownPath(res.Run)
+	fmt.Fprintf(output(), "run %q: %v\n", name, &shown)
 	return res, nil
 }
