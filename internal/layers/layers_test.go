@@ -19,7 +19,7 @@ var allowed = map[string][]string{
 	"internal/atomicfile":       nil,
 	"internal/archive":          nil,
 	"internal/pickle":           nil,
-	"internal/torchfile":        nil,
+	"internal/torchfile":        {"internal/pickle"},
 	"internal/safetensors":      {"internal/atomicfile"},
 	"internal/repo":             nil,
 	"internal/tfevents":         nil,

@@ -13,12 +13,14 @@ import (
 // value (gopickle does); it walks the opcode stream as pickletools.genops does and, before
 // gopickle sees an opcode:
 //   - refuses opcodes a CIFAR pickle never needs and that reach outside plain data
-//     (PERSID, INST, OBJ, NEWOBJ, EXT*, out-of-band buffers, protocol 5);
+//     (PERSID, INST, OBJ, NEWOBJ, EXT*, out-of-band buffers, protocol 5); BINPERSID only
+//     when Options.PersistentLoad resolves persistent ids;
 //   - bounds every length field by the bytes left in the file, so that gopickle never
 //     allocates more than the file holds (it allocates before it reads), and bounds the
 //     number of opcodes;
 //   - refuses the three globals gopickle resolves itself before calling FindClass
-//     (collections.OrderedDict, __builtin__.object, copy_reg._reconstructor);
+//     (collections.OrderedDict, unless Options.OrderedDict, __builtin__.object,
+//     copy_reg._reconstructor);
 //   - reads the one large string (the pixel array's data) straight into a buffer it asks
 //     the caller for, and hands gopickle a 16-byte random token in its place. This is how
 //     decoding needs no extra copy of a batch: gopickle would read the string into a buffer
@@ -77,7 +79,21 @@ func (l *pickleLexer) fail(kind error, value, format string, args ...any) error 
 // truncated reports that the file ends inside the current opcode.
 func (l *pickleLexer) truncated(what string) error {
 	return l.fail(l.o.Truncated, "", "the pickle ends (after %d bytes) inside %s; the file is incomplete: "+
-		"re-download it (or run `cifarlab download --format python`)", l.size, what)
+		"%s", l.size, what, l.fix())
+}
+
+// fix says what to do with an incomplete file.
+func (l *pickleLexer) fix() string {
+	if l.o.Fix == "" {
+		return "re-download it (or run `cifarlab download --format python`)"
+	}
+	return l.o.Fix
+}
+
+// builtinModule says whether mod is the module of a global gopickle resolves itself that the
+// options do not allow.
+func (l *pickleLexer) builtinModule(mod string) bool {
+	return gopickleBuiltinModules[mod] && !(l.o.OrderedDict && mod == "collections")
 }
 
 // fill lexes opcodes until output is pending; it returns the lexer's error, or io.EOF after
@@ -139,8 +155,12 @@ func (l *pickleLexer) readError(err error, what string) error {
 // next lexes one opcode into out.
 func (l *pickleLexer) next() {
 	l.out, l.outPos = l.out[:0], 0
-	if l.ops++; l.ops > maxPickleOps {
-		l.fail(l.o.Layout, "", "more than %d pickle opcodes: not a CIFAR batch file", maxPickleOps)
+	maxOps := l.o.MaxOps
+	if maxOps == 0 {
+		maxOps = maxPickleOps
+	}
+	if l.ops++; l.ops > maxOps {
+		l.fail(l.o.Layout, "", "more than %d pickle opcodes: not %s", maxOps, l.o.what())
 		return
 	}
 	l.opAt = l.pos
@@ -157,6 +177,10 @@ func (l *pickleLexer) next() {
 	case '(', '0', '1', '2', 'N', 'R', 'a', 'b', 'd', '}', 'e', 'l', ']', 's', 't', ')', 'u',
 		0x85, 0x86, 0x87, 0x88, 0x89, 0x8f, 0x90, 0x91, 0x93, 0x94:
 		// No argument.
+	case 'Q': // BINPERSID: resolved by Options.PersistentLoad, refused without it.
+		if l.o.PersistentLoad == nil {
+			l.refuseOpcode(op)
+		}
 	case 0x80: // PROTO
 		if b, err := l.readN(1, "the PROTO opcode"); err == nil && b[0] > 4 {
 			l.fail(l.o.Unsafe, fmt.Sprint(b[0]), "pickle protocol %d is not supported: the official files use "+
@@ -211,15 +235,24 @@ func (l *pickleLexer) next() {
 			return
 		}
 		mod := string(module[:len(module)-1])
-		if gopickleBuiltinModules[mod] {
-			l.fail(l.o.Unsafe, mod+"."+string(name[:len(name)-1]), "global not allowed: a CIFAR pickle names only "+
-				"numpy's array and dtype reconstructors; nothing of this file was executed")
+		if l.builtinModule(mod) {
+			allowed := l.o.Allowed
+			if allowed == "" {
+				allowed = "numpy's array and dtype reconstructors"
+			}
+			l.fail(l.o.Unsafe, mod+"."+string(name[:len(name)-1]), "global not allowed: %s names only %s; "+
+				"nothing of this file was executed", l.o.what(), allowed)
 		}
 	default:
-		l.fail(l.o.Unsafe, fmt.Sprintf("0x%02x", op), "pickle opcode not allowed in a CIFAR file "+
-			"(persistent ids, extensions, INST/OBJ/NEWOBJ, out-of-band buffers and unknown opcodes are refused); "+
-			"nothing of this file was executed")
+		l.refuseOpcode(op)
 	}
+}
+
+// refuseOpcode refuses an opcode the pickle may not use.
+func (l *pickleLexer) refuseOpcode(op byte) {
+	l.fail(l.o.Unsafe, fmt.Sprintf("0x%02x", op), "pickle opcode not allowed in %s "+
+		"(persistent ids, extensions, INST/OBJ/NEWOBJ, out-of-band buffers and unknown opcodes are refused); "+
+		"nothing of this file was executed", l.o.what())
 }
 
 // line reads a newline-terminated argument of at most maxPickleLine bytes into out.
@@ -236,7 +269,7 @@ func (l *pickleLexer) line() ([]byte, error) {
 			return l.out[start:], nil
 		}
 		if len(l.out)-start > maxPickleLine {
-			return nil, l.fail(l.o.Layout, "", "text argument longer than %d bytes: not a CIFAR pickle", maxPickleLine)
+			return nil, l.fail(l.o.Layout, "", "text argument longer than %d bytes: not %s", maxPickleLine, l.o.what())
 		}
 	}
 }
@@ -258,7 +291,7 @@ func (l *pickleLexer) long(op byte) {
 		n = int64(int32(binary.LittleEndian.Uint32(b)))
 	}
 	if n < 1 || n > 8 {
-		l.fail(l.o.Layout, fmt.Sprint(n), "integer of %d bytes: a CIFAR pickle holds no such integer", n)
+		l.fail(l.o.Layout, fmt.Sprint(n), "integer of %d bytes: %s holds no such integer", n, l.o.what())
 		return
 	}
 	_, _ = l.readN(n, "an integer")
@@ -277,6 +310,10 @@ func (l *pickleLexer) str(op byte, n int64, lenBytes int) {
 		if err == nil && op != 'C' && op != 'B' && op != 0x8e {
 			l.checkString(string(s))
 		}
+		return
+	}
+	if l.o.MaxBlob == 0 {
+		l.fail(l.o.Layout, fmt.Sprintf("%d bytes", n), "a string this large: not %s", l.o.what())
 		return
 	}
 	if l.blobN++; l.blobN > 1 {
@@ -300,7 +337,7 @@ func (l *pickleLexer) str(op byte, n int64, lenBytes int) {
 
 // checkString refuses a string that could name one of gopickle's built-in globals.
 func (l *pickleLexer) checkString(s string) {
-	if gopickleBuiltinModules[s] {
+	if l.builtinModule(s) {
 		l.fail(l.o.Unsafe, fmt.Sprintf("%q", s), "the string names a module of globals that are not allowed "+
 			"(it could only serve STACK_GLOBAL); nothing of this file was executed")
 	}
@@ -313,7 +350,7 @@ func (l *pickleLexer) finish() error {
 	}
 	if l.pos != l.size {
 		l.opAt = l.pos
-		return l.fail(l.o.Layout, "", "%d bytes after the pickle's STOP opcode: not a CIFAR pickle", l.size-l.pos)
+		return l.fail(l.o.Layout, "", "%d bytes after the pickle's STOP opcode: not %s", l.size-l.pos, l.o.what())
 	}
 	return nil
 }

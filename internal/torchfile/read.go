@@ -1,13 +1,14 @@
 // Package torchfile reads the weights of a PyTorch file written by torch.save in the zip
 // format (torch >= 1.6) with torch.load(..., weights_only=True) semantics: nothing in the file
-// is executed. The pickle (PREFIX/data.pkl) is decoded by gopickle's unpickler behind a scan
+// is executed. The pickle (PREFIX/data.pkl) is decoded by gopickle's unpickler behind a lexer
 // that bounds every length by the bytes present and refuses opcodes and globals outside a
-// state_dict's (see scan.go and globals.go); storages are read from the entries
+// state_dict's (internal/pickle, and globals.go); storages are read from the entries
 // PREFIX/data/KEY, each allocation bounded by the bytes of its entry, and every tensor's size,
 // stride and offset are checked against its storage.
 //
-// gopickle's own pytorch package is not used: it allocates a storage's declared element count
-// before reading anything.
+// The pickle goes through internal/pickle, the codec the CIFAR reader uses, with torch's globals
+// (globals.go) instead of NumPy's. gopickle's own pytorch package is not used: it allocates a
+// storage's declared element count before reading anything.
 package torchfile
 
 import (
@@ -20,8 +21,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nlpodyssey/gopickle/pickle"
 	"github.com/nlpodyssey/gopickle/types"
+
+	"github.com/cifarlab/cifarlab/internal/pickle"
 )
 
 // File is a decoded torch.save file.
@@ -70,17 +72,20 @@ type decoder struct {
 	size     int64
 	prefix   string
 	entry    string
-	opAt     int64
-	err      error
 	storages map[string]*Storage
+	// refuse is the pickle decoder's Options.Refuse while the pickle is decoded (the error then
+	// names the opcode's offset), nil before and after.
+	refuse func(kind error, value, reason string) error
 }
 
-// fail records (the first) error at the current pickle position and returns it.
+// fail returns the error of kind: at the opcode being decoded while the pickle is, else
+// without an offset.
 func (d *decoder) fail(kind error, value, format string, args ...any) error {
-	if d.err == nil {
-		d.err = &Error{File: d.name, Entry: d.entry, Offset: d.opAt, Value: value, Kind: kind, Reason: fmt.Sprintf(format, args...)}
+	reason := fmt.Sprintf(format, args...)
+	if d.refuse != nil {
+		return d.refuse(kind, value, reason)
 	}
-	return d.err
+	return &Error{File: d.name, Entry: d.entry, Offset: -1, Value: value, Kind: kind, Reason: reason}
 }
 
 // ReadFile reads a torch.save file; see Read.
@@ -103,7 +108,7 @@ func ReadFile(path string) (*File, error) {
 // Read decodes a torch.save zip file of size bytes from r; name labels errors. Refusals are
 // *Error values of kind ErrUnsafe, ErrFormat, ErrTruncated or ErrDType.
 func Read(r io.ReaderAt, size int64, name string) (*File, error) {
-	d := &decoder{name: name, size: size, opAt: -1, storages: map[string]*Storage{}}
+	d := &decoder{name: name, size: size, storages: map[string]*Storage{}}
 	var magic [4]byte
 	if n, _ := r.ReadAt(magic[:], 0); n < 4 || string(magic[:]) != "PK\x03\x04" {
 		return nil, d.notZip(magic[:n])
@@ -131,7 +136,6 @@ func Read(r io.ReaderAt, size int64, name string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.opAt = -1
 	v, err := d.convert(root, map[any]any{}, 0)
 	if err != nil {
 		return nil, err
@@ -262,51 +266,29 @@ func (d *decoder) readStorage(key string, dtype DType, numel int) (*Storage, err
 	return &Storage{Key: key, DType: dtype, Numel: numel, Data: data}, nil
 }
 
-// unpickle runs gopickle's unpickler on the scanned pickle with the allow-list; its panics on
-// malformed input become errors.
-func (d *decoder) unpickle(data []byte) (v any, err error) {
-	if err := scanPickle(data, func(kind error, at int, value, format string, args ...any) error {
-		d.opAt = int64(at)
-		return d.fail(kind, value, format, args...)
-	}); err != nil {
-		return nil, err
-	}
-	pos := &countingReader{r: bytes.NewReader(data)}
-	u := pickle.NewUnpickler(pos)
-	u.FindClass = d.findClass
-	u.PersistentLoad = d.persistentLoad
-	defer func() {
-		if p := recover(); p != nil {
-			v, err = nil, d.fail(ErrFormat, "", "malformed pickle (the unpickler failed: %v)", p)
-		}
-	}()
-	pos.at = &d.opAt
-	v, err = u.Load()
-	if d.err != nil {
-		return nil, d.err
-	}
-	if err != nil {
-		return nil, d.fail(ErrFormat, "", "malformed pickle: %v", err)
-	}
-	return v, nil
-}
+// maxPickleBytes bounds data.pkl: a ResNet-18 state_dict's is about 10 KB (a few hundred bytes
+// per tensor).
+const maxPickleBytes = 8 << 20
 
-// countingReader tracks the offset gopickle has read to, for error messages.
-type countingReader struct {
-	r  *bytes.Reader
-	at *int64
-}
+// maxPickleOps bounds its opcodes (about 25 per tensor), and so what gopickle allocates for
+// them (a MARK costs it a new stack).
+const maxPickleOps = 1 << 17
 
-// Read implements io.Reader.
-func (c *countingReader) Read(p []byte) (int, error) {
-	*c.at = c.r.Size() - int64(c.r.Len())
-	return c.r.Read(p)
-}
-
-// ReadByte implements io.ByteReader.
-func (c *countingReader) ReadByte() (byte, error) {
-	*c.at = c.r.Size() - int64(c.r.Len())
-	return c.r.ReadByte()
+// unpickle decodes data.pkl with internal/pickle (the CIFAR reader's codec: a lexer that bounds
+// every length by the bytes present and refuses the opcodes a state_dict never needs, before
+// gopickle's unpickler), with torch's globals and storages as the only Go stand-ins.
+func (d *decoder) unpickle(data []byte) (any, error) {
+	o := &pickle.Options{Source: d.name, Size: int64(len(data)), MaxOps: maxPickleOps,
+		What: "a state_dict pickle", Fix: "the file is incomplete; copy or save it again",
+		Allowed:   "torch's tensor rebuild functions, storage types and collections.OrderedDict (torch.load(..., weights_only=True) refuses it too)",
+		Truncated: ErrTruncated, Layout: ErrFormat, Unsafe: ErrUnsafe,
+		Fail: func(kind error, offset int64, value, reason string) error {
+			return &Error{File: d.name, Entry: d.entry, Offset: offset, Value: value, Kind: kind, Reason: reason}
+		},
+		Globals: d.findClass, PersistentLoad: d.persistentLoad, OrderedDict: true}
+	defer func() { d.refuse = nil }()
+	d.refuse = func(kind error, value, reason string) error { return o.Refuse(kind, value, reason) }
+	return pickle.Decode(bytes.NewReader(data), o)
 }
 
 // maxDepth bounds the nesting of the decoded containers.

@@ -1,9 +1,10 @@
 package torchfile
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/json"
-	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,7 +97,7 @@ func TestReadRefuses(t *testing.T) {
 		want string
 	}{
 		{"evil_os_system.pt", ErrUnsafe, "posix.system: global not allowed"},
-		{"evil_plain_object.pt", ErrUnsafe, "opcode 0x81: pickle opcode not allowed"},
+		{"evil_plain_object.pt", ErrUnsafe, "__main__.Plain: global not allowed"},
 		{"evil_size_overrun.pt", ErrFormat, "size [5, 3] has more elements than its storage (6)"},
 		{"evil_stride_overrun.pt", ErrFormat, "storage offset 0 with size [2, 3] and stride [3, 2] overruns the storage of 6 elements"},
 		{"evil_offset_overrun.pt", ErrFormat, "storage offset 1 with size [2, 3] and stride [3, 1] overruns"},
@@ -120,26 +121,69 @@ func TestReadRefuses(t *testing.T) {
 	}
 }
 
-// TestReadRefusesCrafted covers what torch.save cannot write: a compressed storage entry
-// (a zip bomb's way to lie about sizes) and a pickle cut short inside a length.
+// TestReadRefusesCrafted covers what torch.save cannot write: a storage entry recompressed (a
+// zip bomb's way to lie about sizes), a zip cut short, and pickles that reach for gopickle's
+// built-in globals, use refused opcodes, nest MARKs without end or go on after STOP.
 func TestReadRefusesCrafted(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "checkpoint.pt"))
 	require.NoError(t, err)
 	_, err = Read(bytes.NewReader(data[:len(data)-30]), int64(len(data)-30), "cut")
 	require.ErrorIs(t, err, ErrTruncated)
 
-	pkl := []byte("\x80\x02X\xff\xff\xff\x7fab")
-	err = scanPickle(pkl, func(kind error, at int, value, format string, args ...any) error {
-		return &Error{File: "p", Offset: int64(at), Kind: kind, Reason: format}
-	})
-	require.ErrorIs(t, err, ErrTruncated)
-	require.Equal(t, int64(2), err.(*Error).Offset)
-	for _, evil := range []string{"\x80\x02c__builtin__\nobject\n.", "\x80\x04\x8c\x08copy_reg\x94.", "\x80\x02\x81.", "\x80\x02" + strings.Repeat("(", 70) + ".",
-		"\x80\x02N.junk"} {
-		err := scanPickle([]byte(evil), func(kind error, at int, value, format string, args ...any) error {
-			return &Error{File: "p", Offset: int64(at), Kind: kind, Reason: format}
-		})
-		require.Error(t, err, "%q", evil)
-		require.True(t, errors.Is(err, ErrUnsafe) || errors.Is(err, ErrFormat) || errors.Is(err, ErrTruncated))
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	var out bytes.Buffer
+	zw := zip.NewWriter(&out)
+	for _, f := range zr.File {
+		method := zip.Store
+		if strings.HasSuffix(f.Name, "/data/0") {
+			method = zip.Deflate
+		}
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: f.Name, Method: method})
+		require.NoError(t, err)
+		rc, err := f.Open()
+		require.NoError(t, err)
+		_, err = io.Copy(w, rc)
+		require.NoError(t, err)
+		rc.Close()
 	}
+	require.NoError(t, zw.Close())
+	_, err = Read(bytes.NewReader(out.Bytes()), int64(out.Len()), "deflated")
+	require.ErrorIs(t, err, ErrFormat)
+	require.ErrorContains(t, err, "entry checkpoint/data/0: entry is compressed (method 8)")
+
+	for _, tc := range []struct {
+		pickle string
+		kind   error
+		want   string
+	}{
+		{"\x80\x02X\xff\xff\xff\x7fab", ErrTruncated, "at byte offset 2: the pickle ends (after 9 bytes) inside a string of 2147483647 bytes"},
+		{"\x80\x02c__builtin__\nobject\n.", ErrUnsafe, "__builtin__.object: global not allowed: a state_dict pickle names only torch's"},
+		{"\x80\x04\x8c\x08copy_reg\x94.", ErrUnsafe, `"copy_reg": the string names a module of globals that are not allowed`},
+		{"\x80\x02\x81.", ErrUnsafe, "0x81: pickle opcode not allowed in a state_dict pickle"},
+		{"\x80\x02P0\n.", ErrUnsafe, "0x50: pickle opcode not allowed"},
+		{"\x80\x02" + strings.Repeat("(", maxPickleOps+1) + ".", ErrFormat, "more than 131072 pickle opcodes: not a state_dict pickle"},
+		{"\x80\x02N.junk", ErrFormat, "4 bytes after the pickle's STOP opcode"},
+		{"\x80\x02ctorch\nFloatStorage\n.", ErrFormat, "torchfile.storageType: a value a state_dict does not hold"},
+	} {
+		d := &decoder{name: "p", storages: map[string]*Storage{}}
+		v, err := d.unpickle([]byte(tc.pickle))
+		if err == nil {
+			_, err = fromRoot(d, v)
+		}
+		require.ErrorIs(t, err, tc.kind, "%q", tc.pickle)
+		require.ErrorContains(t, err, tc.want)
+	}
+}
+
+// fromRoot converts a decoded root as Read does and requires a dict.
+func fromRoot(d *decoder, v any) (any, error) {
+	c, err := d.convert(v, map[any]any{}, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := c.(*Dict); !ok {
+		return nil, &Error{File: d.name, Offset: -1, Kind: ErrFormat, Reason: "not a dict"}
+	}
+	return c, nil
 }

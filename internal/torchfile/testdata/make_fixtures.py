@@ -78,7 +78,7 @@ def main():
 
     # HOSTILE: each must be refused with a clear error.
     save({"w": torch.ones(2), "x": Evil()}, "evil_os_system.pt")  # GLOBAL posix.system
-    save({"w": torch.ones(2), "x": Plain()}, "evil_plain_object.pt")  # NEWOBJ of __main__.Plain
+    save({"w": torch.ones(2), "x": Plain()}, "evil_plain_object.pt")  # GLOBAL __main__.Plain, then NEWOBJ
     save({"a": torch.zeros(2, 3)}, "_small.pt")
     patch_pickle("_small.pt", "evil_size_overrun.pt", b"QK\x00K\x02K\x03\x86", b"QK\x00K\x05K\x03\x86")
     patch_pickle("_small.pt", "evil_stride_overrun.pt", b"K\x03K\x01\x86", b"K\x03K\x02\x86")
