@@ -386,25 +386,11 @@ func (d *decoder) addEntry(out *Dict, k, v any, seen map[any]any, depth int) err
 	return nil
 }
 
-// describe formats a decoded value for an error message, cut to a readable length.
+// describe formats a decoded value for an error message: internal/pickle's ShortValue, with
+// tensors by dtype and shape.
 func describe(v any) string {
-	var s string
-	switch x := v.(type) {
-	case string:
-		s = fmt.Sprintf("%q", x)
-	case nil:
-		s = "None"
-	case int, bool, float64:
-		s = fmt.Sprint(x)
-	case *types.Tuple:
-		s = fmt.Sprintf("a tuple of %d items", x.Len())
-	case *Tensor:
-		s = "tensor " + x.String()
-	default:
-		s = fmt.Sprintf("a value of type %T", v)
+	if t, ok := v.(*Tensor); ok {
+		return "tensor " + t.String()
 	}
-	if len(s) > 80 {
-		s = s[:77] + "..."
-	}
-	return s
+	return pickle.ShortValue(v)
 }
