@@ -53,3 +53,5 @@ echo "== fuzz (fixed budget)"
 go test -run '^$' -fuzz '^FuzzReadRecords$' -fuzztime 10000x -fuzzminimizetime 50x ./cifarlib/data
 go test -run '^$' -fuzz '^FuzzExtract$' -fuzztime 3000x -fuzzminimizetime 50x ./cifarlib/data
 go test -run '^$' -fuzz '^FuzzReadPickle$' -fuzztime 10000x -fuzzminimizetime 50x ./cifarlib/data
+go test -run '^$' -fuzz '^FuzzReadTorch$' -fuzztime 10000x -fuzzminimizetime 50x ./internal/torchfile
+go test -run '^$' -fuzz '^FuzzReadSafetensors$' -fuzztime 10000x -fuzzminimizetime 50x ./internal/safetensors
