@@ -4,7 +4,7 @@
 # Used by .ci/run, by the README's main-job command and by docker/Dockerfile. On a fresh
 # Debian/Ubuntu machine (as root, or with sudo) it:
 #   1. apt-installs what is missing from $APT_PACKAGES (python3-venv, a C compiler for
-#      go-xla's cgo, git, and chromium for the browser test),
+#      go-xla's cgo, git, Slurm and munge for the sweep tests, and chromium for the browser test),
 #   2. creates the venv $VENV (default REPO/.venv) with /usr/bin/python3 and pip-installs
 #      kernel/requirements.txt under kernel/constraints.txt (JupyterLab, nbclient, ...),
 #      the XLA CPU plugin, NumPy (tests only: kernel/requirements-test.txt) and TensorBoard,
@@ -50,9 +50,11 @@ PIP_ARGS="${PIP_ARGS:-}"
 KERNEL_INSTALL_ARGS="${KERNEL_INSTALL_ARGS:-}"
 
 # What the lab needs from the distribution. python3-venv: the venv; gcc/libc6-dev: cgo for
-# go-xla's PJRT loader; git and ca-certificates: go and pip downloads; chromium: the
-# JupyterLab browser test (issue 6), left out with SKIP_BROWSER=1.
-DEFAULT_APT_PACKAGES="python3 python3-venv python3-pip gcc libc6-dev git ca-certificates"
+# go-xla's PJRT loader; git and ca-certificates: go and pip downloads; slurmctld, slurmd,
+# slurm-client and munge: the sweep tests' single-node Slurm (internal/slurmtest, started as
+# plain processes, never as services); chromium: the JupyterLab browser test (issue 6), left out
+# with SKIP_BROWSER=1.
+DEFAULT_APT_PACKAGES="python3 python3-venv python3-pip gcc libc6-dev git ca-certificates slurmctld slurmd slurm-client munge"
 if [ "$SKIP_BROWSER" != 1 ]; then
   DEFAULT_APT_PACKAGES="$DEFAULT_APT_PACKAGES chromium nodejs npm"
 fi
@@ -70,6 +72,8 @@ if [ "$SKIP_APT" != 1 ]; then
     case "$p" in
       nodejs) command -v node >/dev/null && continue ;;
       npm) command -v npm >/dev/null && continue ;;
+      # A cluster's own Slurm (often built from source, not from Debian) is left alone.
+      slurmctld|slurmd|slurm-client|munge) command -v sbatch >/dev/null && ! dpkg-query -W slurm-client >/dev/null 2>&1 && continue ;;
     esac
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
       missing+=("$p")

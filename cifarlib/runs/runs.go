@@ -65,6 +65,10 @@ type Record struct {
 	Precision cifarlib.Precision `json:"precision,omitempty"`
 	// From is the run a transferred run was carried from (training.Config.From), "" otherwise.
 	From string `json:"from,omitempty"`
+	// Params are training.Config.Params: the hyperparameters the run was started with.
+	Params map[string]string `json:"params,omitempty"`
+	// Job is where the run (its latest start) ran: host, GPUs and Slurm job (see JobInfo).
+	Job *JobInfo `json:"job,omitempty"`
 	// Warning is the first error writing the run folder's TensorBoard events (training went on
 	// without them), "" when there was none.
 	Warning string `json:"warning,omitempty"`
