@@ -20,11 +20,7 @@ import (
 // the best run of each group.
 func TestLabSweep(t *testing.T) {
 	buf := captureOutput(t)
-	backend, err := backends.New(backends.Go)
-	require.NoError(t, err)
-	t.Setenv(RunsEnv, "")
-	l, err := New(data.CIFAR100(data.LabelsFine), backend, t.TempDir())
-	require.NoError(t, err)
+	l := goLab(t, data.CIFAR100(data.LabelsFine))
 	flags := func() *flag.FlagSet {
 		fs := flag.NewFlagSet("cifarlab train", flag.ContinueOnError)
 		fs.Int64("seed", 0, "")
@@ -83,11 +79,7 @@ func TestLabRunSweep(t *testing.T) {
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("GOMLX_BACKEND", "go")
 	buf := captureOutput(t)
-	backend, err := backends.New(backends.Go)
-	require.NoError(t, err)
-	t.Setenv(RunsEnv, "")
-	l, err := New(data.CIFAR10(), backend, t.TempDir())
-	require.NoError(t, err)
+	l := goLab(t, data.CIFAR10())
 	table, err := l.RunSweep("one", "--grid", "seed=1,2", "--model", "linear", "--steps", "3", "--batch", "8", "--backend", "go")
 	require.NoError(t, err, buf.String())
 	require.Len(t, table.Groups, 1)
@@ -97,4 +89,16 @@ func TestLabRunSweep(t *testing.T) {
 
 	_, err = l.RunSweep("two", "--grid", "sed=1", "--steps", "3")
 	require.ErrorContains(t, err, "nb: cifarlab sweep two: exit status 2: cifarlab sweep: sweep: --grid sed names --sed, which is not a flag of `cifarlab train`")
+}
+
+// goLab is a Lab of spec on the pure-Go backend, with its data (synthesised) and runs in a
+// temporary folder.
+func goLab(t *testing.T, spec data.Spec) *Lab {
+	t.Helper()
+	backend, err := backends.New(backends.Go)
+	require.NoError(t, err)
+	t.Setenv(RunsEnv, "")
+	l, err := New(spec, backend, t.TempDir())
+	require.NoError(t, err)
+	return l
 }
