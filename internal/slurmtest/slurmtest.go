@@ -5,7 +5,8 @@
 //
 // Slurm 22.05 (Debian 12) pitfalls this configuration avoids: no cgroup.conf (slurmd 22.05
 // refuses the newer CgroupPlugin=disabled), proctrack/linuxproc and task/none instead;
-// AuthInfo's cred_expire=5, or a requeued job waits the default 120 s before it runs again;
+// AuthInfo's cred_expire=5, or a requeued job waits the default 120 s before it runs again,
+// and scheduler passes every second (sched_interval, bf_interval) rather than every 60 and 30 s;
 // no slurmdbd, so sacct is off (squeue and the run folders are the source of truth).
 package slurmtest
 
@@ -276,7 +277,7 @@ func (c *Cluster) writeConfig() error {
 		"SelectTypeParameters=CR_Core",
 		"MpiDefault=none",
 		"ReturnToService=2",
-		"SchedulerParameters=sched_min_interval=100000",
+		"SchedulerParameters=sched_min_interval=100000,sched_interval=1,bf_interval=1",
 		"GresTypes=gpu",
 		fmt.Sprintf("NodeName=%s NodeAddr=127.0.0.1 CPUs=%d Gres=gpu:%d State=UNKNOWN", c.Node, runtime.NumCPU(), GPUs),
 		fmt.Sprintf("PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP", Partition, c.Node),
