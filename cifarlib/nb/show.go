@@ -12,6 +12,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/sweep"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+
 	"gonum.org/v1/plot"
 )
 
