@@ -20,7 +20,7 @@ if [ "${1:-}" = --build ]; then
 fi
 OUTD="${OUT:-$HERE/results}"; mkdir -p "$OUTD"
 nvidia-smi -L
-PLUGIN=""
+PLUGIN=""; PY=python3
 for py in python3 /usr/bin/python3 /usr/local/bin/python3 /opt/conda/bin/python; do
   command -v "$py" >/dev/null 2>&1 || continue
   PLUGIN="$("$py" kernel/find_cuda_plugin.py 2>/dev/null || true)"; [ -n "$PLUGIN" ] && { PY="$py"; break; }
