@@ -4,7 +4,7 @@
 # Used by .ci/run, by the README's main-job command and by docker/Dockerfile. On a fresh
 # Debian/Ubuntu machine (as root, or with sudo) it:
 #   1. apt-installs what is missing from $APT_PACKAGES (python3-venv, a C compiler for
-#      go-xla's cgo, git, and chromium for the browser test),
+#      go-xla's cgo, git, Slurm and munge for the sweep tests, and chromium for the browser test),
 #   2. creates the venv $VENV (default REPO/.venv) with /usr/bin/python3 and pip-installs
 #      kernel/requirements.txt under kernel/constraints.txt (JupyterLab, nbclient, ...),
 #      the XLA CPU plugin, NumPy and safetensors (tests only: kernel/requirements-test.txt) and TensorBoard,
@@ -20,6 +20,7 @@
 # Skip parts with environment variables set to 1:
 #   SKIP_APT, SKIP_VENV, SKIP_TOOLS, SKIP_CLI, SKIP_KERNELS, SKIP_NPM,
 #   SKIP_BROWSER (leaves chromium out of the apt list and skips npm),
+#   SKIP_SLURM (leaves Slurm and munge, for the sweep tests, out of the apt list),
 #   SKIP_XLA_CPU (leaves out the XLA CPU PJRT plugin, kernel/requirements-xla-cpu.txt),
 #   SKIP_CUDA_PLUGIN (leaves out the CUDA PJRT plugin, kernel/requirements-cuda.txt, and its
 #   NVIDIA libraries),
@@ -44,15 +45,20 @@ PYTHON="${PYTHON:-/usr/bin/python3}"
 BIN="$REPO/.bin"
 SKIP_APT="${SKIP_APT:-0}" SKIP_VENV="${SKIP_VENV:-0}" SKIP_TOOLS="${SKIP_TOOLS:-0}"
 SKIP_CLI="${SKIP_CLI:-0}" SKIP_KERNELS="${SKIP_KERNELS:-0}" SKIP_NPM="${SKIP_NPM:-0}"
-SKIP_BROWSER="${SKIP_BROWSER:-0}" SKIP_XLA_CPU="${SKIP_XLA_CPU:-0}" SKIP_CUDA_PLUGIN="${SKIP_CUDA_PLUGIN:-0}"
+SKIP_BROWSER="${SKIP_BROWSER:-0}" SKIP_SLURM="${SKIP_SLURM:-0}" SKIP_XLA_CPU="${SKIP_XLA_CPU:-0}" SKIP_CUDA_PLUGIN="${SKIP_CUDA_PLUGIN:-0}"
 SKIP_TENSORBOARD="${SKIP_TENSORBOARD:-0}"
 PIP_ARGS="${PIP_ARGS:-}"
 KERNEL_INSTALL_ARGS="${KERNEL_INSTALL_ARGS:-}"
 
 # What the lab needs from the distribution. python3-venv: the venv; gcc/libc6-dev: cgo for
-# go-xla's PJRT loader; git and ca-certificates: go and pip downloads; chromium: the
-# JupyterLab browser test (issue 6), left out with SKIP_BROWSER=1.
+# go-xla's PJRT loader; git and ca-certificates: go and pip downloads; slurmctld, slurmd,
+# slurm-client and munge: the sweep tests' single-node Slurm (internal/slurmtest, started as
+# plain processes, never as services), left out with SKIP_SLURM=1; chromium: the JupyterLab
+# browser test (issue 6), left out with SKIP_BROWSER=1.
 DEFAULT_APT_PACKAGES="python3 python3-venv python3-pip gcc libc6-dev git ca-certificates"
+if [ "$SKIP_SLURM" != 1 ]; then
+  DEFAULT_APT_PACKAGES="$DEFAULT_APT_PACKAGES slurmctld slurmd slurm-client munge"
+fi
 if [ "$SKIP_BROWSER" != 1 ]; then
   DEFAULT_APT_PACKAGES="$DEFAULT_APT_PACKAGES chromium nodejs npm"
 fi
@@ -70,6 +76,8 @@ if [ "$SKIP_APT" != 1 ]; then
     case "$p" in
       nodejs) command -v node >/dev/null && continue ;;
       npm) command -v npm >/dev/null && continue ;;
+      # A cluster's own Slurm (often built from source, not from Debian) is left alone.
+      slurmctld|slurmd|slurm-client|munge) command -v sbatch >/dev/null && ! dpkg-query -W slurm-client >/dev/null 2>&1 && continue ;;
     esac
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
       missing+=("$p")

@@ -10,6 +10,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/sweep"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 
 	"gonum.org/v1/plot"
@@ -28,6 +29,7 @@ import (
 //   - []cifarlib.Mistake (cifarlib.ShapeMistakes): a table of mistakes and errors;
 //   - runs.Table (Lab.Runs): the runs table;
 //   - *Image (ImageGrid): the picture;
+//   - *sweep.Table (Lab.Sweep): a sweep's runs grouped by hyperparameter;
 //   - anything else: as fmt.Println prints it.
 //
 // A chart that cannot be drawn is reported as text; Show never stops the cell.
@@ -59,6 +61,8 @@ func Show(v any) {
 		showMistakes(v)
 	case *Image:
 		DisplaySVG(v.SVG, v.Text)
+	case *sweep.Table:
+		DisplayHTML(v.HTML(), v.String())
 	default:
 		fmt.Fprintln(output(), v)
 	}

@@ -68,6 +68,10 @@ type Record struct {
 	// ImportedFrom is the file an imported run's weights came from (WriteImportedRun: a
 	// PyTorch state_dict), "" for a run the lab trained.
 	ImportedFrom string `json:"imported_from,omitempty"`
+	// Params are training.Config.Params: the hyperparameters the run was started with.
+	Params map[string]string `json:"params,omitempty"`
+	// Job is where the run (its latest start) ran: host, GPUs and Slurm job (see JobInfo).
+	Job *JobInfo `json:"job,omitempty"`
 	// Warning is the first error writing the run folder's TensorBoard events (training went on
 	// without them), "" when there was none.
 	Warning string `json:"warning,omitempty"`

@@ -62,11 +62,15 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 			if rf.record.From == "" {
 				rf.record.From = prev.From
 			}
+			rf.record.Job.Resumed(prev.Job)
 		}
 	}
 	rf.note(rf.record.Write(rf.dir))
 	if rf.events, rf.evtErr = createEvents(rf.dir); rf.evtErr == nil {
 		rf.evtErr = rf.events.Start(int64(start + 1))
+	}
+	if rf.evtErr == nil && len(cfg.Params) > 0 { // TensorBoard's HParams dashboard
+		rf.evtErr = rf.events.HParams(cfg.Params, rf.record.Started)
 	}
 	rf.note(rf.evtErr)
 	return rf
@@ -95,8 +99,13 @@ func (rf *runFolder) scalars(step int64, values []tfevents.Scalar) {
 	if rf.evtErr != nil {
 		return
 	}
-	rf.evtErr = rf.events.Scalars(step, values...)
-	rf.note(rf.evtErr)
+	rf.eventErr(rf.events.Scalars(step, values...))
+}
+
+// eventErr records the result of an event write.
+func (rf *runFolder) eventErr(err error) {
+	rf.evtErr = err
+	rf.note(err)
 }
 
 // close records how the run ended: res when it ended without error, else runErr.
@@ -110,6 +119,13 @@ func (rf *runFolder) close(res *Result, runErr error) {
 			values = append(values, tfevents.Scalar{Tag: tagFinalTopK, Value: float32(res.Eval.TopKAccuracy)})
 		}
 		rf.scalars(int64(res.EndStep), values)
+	}
+	if rf.evtErr == nil && len(rf.record.Params) > 0 && (runErr != nil || !res.Interrupted) { // an interrupted run goes on later
+		status := tfevents.StatusSuccess
+		if runErr != nil {
+			status = tfevents.StatusFailure
+		}
+		rf.eventErr(rf.events.HParamsEnd(status, time.Now()))
 	}
 	if rf.events != nil {
 		if err := rf.events.Close(); rf.evtErr == nil {
@@ -153,7 +169,7 @@ func (rf *runFolder) note(err error) {
 func newRunRecord(c *Config, head, devices int) *runs.Record {
 	return &runs.Record{Status: runs.RunRunning, Started: time.Now(), Dataset: c.Spec.ID(), Model: c.Model, Head: head,
 		Guarded: !c.Unguarded, Devices: devices, BatchSize: c.BatchSize, TargetStep: c.Steps, From: c.From,
-		Precision: c.Precision}
+		Precision: c.Precision, Params: c.Params, Job: runs.CurrentJob()}
 }
 
 // RecordFailedStart records, in cfg.CheckpointDir, a run that failed before its first step

@@ -145,6 +145,11 @@ type Config struct {
 	// BackboneLearningRate is the backbone's learning rate when fine-tuning a transferred run
 	// (the head uses LearningRate); 0: the same as LearningRate. Needs From, not with Freeze.
 	BackboneLearningRate float64
+
+	// Params are the run's hyperparameters as the user wrote them (name -> value, e.g. the
+	// flags of `cifarlab train` that were set), recorded in run.json and shown on TensorBoard's
+	// HParams dashboard, like Lightning's log_hyperparams. Nil: none recorded.
+	Params map[string]string
 }
 
 // ConfigError reports an invalid Config field: which field, its value and how to fix it.

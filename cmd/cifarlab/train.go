@@ -14,6 +14,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/sweep"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
@@ -46,6 +47,11 @@ type trainFlags struct {
 }
 
 func runTrain(args []string, stdout io.Writer) error {
+	return trainCommand(context.Background(), args, stdout)
+}
+
+// newTrainFlags is the flag set of "cifarlab train" and the flags it fills.
+func newTrainFlags(stdout io.Writer) (*flag.FlagSet, *trainFlags) {
 	fs := newFlagSet("train", "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--model cnn|resnet18|resnet20|linear] "+
 		"[--head N] [--guard=true|false] --steps N [--batch B] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--checkpoint DIR] "+
 		"[--from RUN_DIR [--freeze backbone] [--backbone-lr X]] [--json]", stdout)
@@ -86,6 +92,13 @@ func runTrain(args []string, stdout io.Writer) error {
 	fs.StringVar(&f.freeze, "freeze", "", "with --from: \"backbone\" trains the head only (linear probe; the backbone's weights and "+
 		"batch-norm statistics stay as carried)")
 	fs.Float64Var(&f.backboneLR, "backbone-lr", 0, "with --from: the backbone's learning rate when fine-tuning (0: --lr)")
+	return fs, &f
+}
+
+// trainCommand runs "cifarlab train" with args until ctx is cancelled (then, as on SIGINT, it
+// saves the checkpoint and exits with exitInterrupted).
+func trainCommand(ctx context.Context, args []string, stdout io.Writer) error {
+	fs, f := newTrainFlags(stdout)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -97,10 +110,11 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	cfg.Params = sweep.FlagParams(fs)
 
 	// The first SIGINT (Ctrl-C) or SIGTERM stops training after the current step and saves the
 	// checkpoint; a second one kills the process as usual.
-	ctx, stop := training.InterruptContext(context.Background())
+	ctx, stop := training.InterruptContext(ctx)
 	defer stop()
 
 	res, err := training.Train(ctx, cfg)

@@ -3,8 +3,9 @@
 //
 //  1. internal/...: the plumbing (atomic writes, safe archive extraction, the pickle codec, the
 //     torch.save and safetensors readers, plugin discovery, the repository, the TensorBoard
-//     event writer) and the test helpers of testenv (cifarlib/internal/labtest holds those that
-//     need data and backends, for the tests of the stages above them);
+//     event writer) and the test helpers of testenv and slurmtest, a real single-node Slurm
+//     (cifarlib/internal/labtest holds those that need data and backends, for the tests of the
+//     stages above them);
 //  2. cifarlib/data: specs, records, both layouts, download, synthetic data, datasets;
 //  3. cifarlib/backends: backend creation, devices, the translation of CUDA errors;
 //  4. cifarlib: the story's core (model factory, guarded losses, guards, inspection);
@@ -12,6 +13,8 @@
 //  6. cifarlib/training: Train, checkpoints, evaluation, transfer, the run folder's scalars;
 //     cifarlib/interop above it: PyTorch weights in and out (reading files with
 //     internal/torchfile and internal/safetensors, writing runs through training);
+//     cifarlib/sweep, beside it: sweeps of `cifarlab train` runs (Slurm job arrays, the local
+//     executor), which read run records and never import training;
 //  7. cifarlib/nb, cmd/cifarlab, kernel and bench on top.
 //
 // data and backends do not import each other: data knows no backend, backends no dataset.

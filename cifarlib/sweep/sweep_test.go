@@ -1,0 +1,205 @@
+package sweep
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/stretchr/testify/require"
+)
+
+// trainFlags is a flag set shaped like `cifarlab train`'s (the command's own is tested in
+// cmd/cifarlab): the sweep needs only its names and how values parse.
+func trainFlags() *flag.FlagSet {
+	fs := flag.NewFlagSet("cifarlab train", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Int64("seed", 0, "")
+	fs.Float64("lr", 0, "")
+	fs.Int("steps", 0, "")
+	fs.String("model", "cnn", "")
+	fs.Bool("augment", false, "")
+	fs.String("checkpoint", "", "")
+	fs.Bool("json", false, "")
+	fs.String("progress", "auto", "")
+	return fs
+}
+
+func spec(runs string, grid ...string) Spec {
+	s := Spec{Name: "lr", Runs: runs, Shared: []string{"--steps", "10", "--model", "cnn"}, Flags: trainFlags}
+	for _, g := range grid {
+		a, err := ParseAxis(g)
+		if err != nil {
+			panic(err)
+		}
+		s.Grid = append(s.Grid, a)
+	}
+	return s
+}
+
+func TestPlanTasks(t *testing.T) {
+	runs := t.TempDir()
+	sp := spec(runs, "seed=1,2", "lr=0.1,0.05")
+	sp.List = [][]Setting{{{"seed", "7"}, {"augment", "true"}}}
+	s, err := Plan(sp)
+	require.NoError(t, err)
+	var names []string
+	for _, tk := range s.Tasks {
+		names = append(names, tk.Name)
+	}
+	require.Equal(t, []string{"lr-seed_1-lr_0.1", "lr-seed_1-lr_0.05", "lr-seed_2-lr_0.1", "lr-seed_2-lr_0.05", "lr-seed_7-augment_true"}, names)
+	require.Equal(t, []string{"--steps", "10", "--model", "cnn", "--seed=2", "--lr=0.05"}, s.Tasks[3].Args)
+	require.Equal(t, map[string]string{"steps": "10", "model": "cnn", "seed": "2", "lr": "0.05"}, s.Tasks[3].Params)
+	require.Equal(t, append(s.Tasks[3].Args, "--checkpoint", filepath.Join(runs, "lr-seed_2-lr_0.05"), "--progress", "off"), s.TrainArgs(3))
+	require.Equal(t, []int{0, 1, 2, 3, 4}, s.Unfinished())
+
+	// Nothing is written by Plan; Save then Load round-trips.
+	_, err = Load(runs, "lr")
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.NoError(t, s.Save())
+	back, err := Load(runs, "lr")
+	require.NoError(t, err)
+	require.Equal(t, s.Tasks, back.Tasks)
+	require.Equal(t, s.Grid, back.Grid)
+}
+
+func TestPlanErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Spec)
+		want string
+	}{
+		{"unknown flag", func(s *Spec) { s.Grid = []Axis{{"sed", []string{"1"}}} },
+			"sweep: --grid sed names --sed, which is not a flag of `cifarlab train`: use one of augment, lr, model, seed, steps"},
+		{"reserved flag", func(s *Spec) { s.Grid = []Axis{{"checkpoint", []string{"a"}}} },
+			"sweep: --grid checkpoint sets --checkpoint, which the sweep sets for each task: leave --checkpoint out: each task trains into its own folder of --runs"},
+		{"reserved shared flag", func(s *Spec) { s.Shared = append(s.Shared, "--json") },
+			"sweep: the shared flags sets --json, which the sweep sets for each task: leave --json out: each task trains into its own folder of --runs"},
+		{"empty grid", func(s *Spec) { s.Grid = nil },
+			"sweep: the sweep has no grid and no list, so no task: give at least one --grid FLAG=V1,V2 (or --list 'FLAG=V ...')"},
+		{"axis without values", func(s *Spec) { s.Grid = []Axis{{"seed", nil}} }, "sweep: --grid seed has no values: give at least one value"},
+		{"bad value", func(s *Spec) { s.Grid = []Axis{{"seed", []string{"x"}}} },
+			"sweep: task lr-seed_x is refused by `cifarlab train`: invalid value \"x\" for flag -seed: parse error: fix the flag's value"},
+		{"bad name", func(s *Spec) { s.Name = "../up" },
+			"sweep: --name ../up is not a sweep name: start with a letter or digit and use letters, digits and . _ - only"},
+		{"check", func(s *Spec) { s.Check = func([]string) error { return errors.New("--steps is required") } },
+			"sweep: task lr-seed_1 is refused by `cifarlab train`: --steps is required: fix the flags"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := spec(t.TempDir(), "seed=1")
+			tc.edit(&sp)
+			_, err := Plan(sp)
+			require.EqualError(t, err, tc.want)
+			var ge *GridError
+			require.ErrorAs(t, err, &ge)
+		})
+	}
+}
+
+func TestParseAxisErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"seed", "sweep: seed is not FLAG=V1,V2,...: write e.g. --grid seed=1,2,3"},
+		{"seed=1,,2", "sweep: seed=1,,2 has an empty value: remove the extra comma or give the value"},
+		{"seed=1,1", "sweep: seed=1,1 has the value \"1\" twice: list each value once"},
+		{"data=/x/y", "sweep: data=/x/y has the value \"/x/y\", which cannot be part of a run folder's name: " +
+			"use letters, digits and . _ - only; set paths and other values once, outside the grid"},
+		{"model=..", "sweep: model=.. has the value \"..\", which cannot be part of a run folder's name: " +
+			"use letters, digits and . _ - only; set paths and other values once, outside the grid"},
+	} {
+		_, err := ParseAxis(tc.in)
+		require.EqualError(t, err, tc.want, tc.in)
+	}
+	a, err := ParseAxis("--lr=0.1, 0.05")
+	require.NoError(t, err)
+	require.Equal(t, Axis{"lr", []string{"0.1", "0.05"}}, a)
+	l, err := ParseList("seed=1 --lr=0.1")
+	require.NoError(t, err)
+	require.Equal(t, []Setting{{"seed", "1"}, {"lr", "0.1"}}, l)
+	_, err = ParseList("seed=1 seed=2")
+	require.EqualError(t, err, "sweep: seed=1 seed=2 sets --seed twice: set each flag once per task")
+}
+
+// A name used with another grid is refused; the same grid continues the sweep.
+func TestPlanNameUsedWithAnotherGrid(t *testing.T) {
+	runs := t.TempDir()
+	s, err := Plan(spec(runs, "seed=1,2"))
+	require.NoError(t, err)
+	s.Submissions = []Submission{{Executor: "slurm", JobID: "17", Tasks: []int{0, 1}}}
+	require.NoError(t, s.Save())
+
+	again, err := Plan(spec(runs, "seed=1,2"))
+	require.NoError(t, err)
+	require.Equal(t, s.Submissions[0].JobID, again.Submissions[0].JobID, "the same grid continues the sweep")
+
+	_, err = Plan(spec(runs, "seed=1,2,3"))
+	var nu *NameUsedError
+	require.ErrorAs(t, err, &nu)
+	require.EqualError(t, err, `sweep: the name "lr" is already used in `+runs+` by another sweep `+
+		`(--grid seed=1,2 --steps 10 --model cnn; this one: --grid seed=1,2,3 --steps 10 --model cnn): `+
+		`choose another --name, or repeat the same grid and flags to continue that sweep`)
+}
+
+// A run folder of a task's name that holds a run with other settings is refused.
+func TestPlanRunFolderWithOtherSettings(t *testing.T) {
+	runsDir := t.TempDir()
+	dir := filepath.Join(runsDir, "lr-seed_1")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	rec := `{"status":"done","params":{"seed":"1","steps":"500","model":"cnn"}}`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, runs.FileName), []byte(rec), 0o644))
+	_, err := Plan(spec(runsDir, "seed=1"))
+	var se *SettingsError
+	require.ErrorAs(t, err, &se)
+	require.EqualError(t, err, "sweep: task lr-seed_1: run folder "+dir+" cannot be reused: it holds a run trained with "+
+		"--model=cnn --seed=1 --steps=500, the task has --model=cnn --seed=1 --steps=10; move that folder away or choose another --name")
+
+	// The same settings: the run is the task's, and it is done.
+	rec = `{"status":"done","params":{"seed":"1","steps":"10","model":"cnn"}}`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, runs.FileName), []byte(rec), 0o644))
+	s, err := Plan(spec(runsDir, "seed=1,2"))
+	require.NoError(t, err)
+	require.Equal(t, []int{1}, s.Unfinished())
+}
+
+func TestPlanRunsFolderNotWritable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		// root writes anywhere but on a read-only or missing filesystem: a file in the way.
+		file := filepath.Join(t.TempDir(), "file")
+		require.NoError(t, os.WriteFile(file, nil, 0o644))
+		_, err := Plan(spec(filepath.Join(file, "runs"), "seed=1"))
+		var rf *RunsFolderError
+		require.ErrorAs(t, err, &rf)
+		require.ErrorContains(t, err, "cannot be written: mkdir "+file+": not a directory: give --runs a folder you can write")
+		return
+	}
+	runs := t.TempDir()
+	require.NoError(t, os.Chmod(runs, 0o555))
+	_, err := Plan(spec(runs, "seed=1"))
+	var rf *RunsFolderError
+	require.ErrorAs(t, err, &rf)
+	require.ErrorIs(t, err, os.ErrPermission)
+}
+
+func TestArraySpec(t *testing.T) {
+	for _, tc := range []struct {
+		tasks []int
+		want  string
+	}{
+		{[]int{0, 1, 2, 3}, "0-3"}, {[]int{1, 4, 5, 6}, "1,4-6"}, {[]int{2}, "2"}, {[]int{0, 2, 4}, "0,2,4"},
+	} {
+		require.Equal(t, tc.want, ArraySpec(tc.tasks))
+		require.Equal(t, tc.tasks, parseArraySpec(tc.want))
+	}
+	require.Equal(t, []int{2, 3}, parseArraySpec("2-3%4"))
+	require.Equal(t, []int{1, 4, 5}, parseArraySpec("[1,4-5%1]"))
+	require.Equal(t, []int{0, 2, 4}, parseArraySpec("0-4:2"))
+}
+
+func TestActive(t *testing.T) {
+	for state, want := range map[string]bool{"": false, "PENDING": true, "RUNNING": true, "REQUEUED": true, "COMPLETING": true,
+		"COMPLETED": false, "FAILED": false, "CANCELLED": false, "TIMEOUT": false, "PREEMPTED": false, "RUNNING,COMPLETING": true} {
+		require.Equal(t, want, active(state), state)
+	}
+}
