@@ -202,7 +202,7 @@ func TestPickleFixturesUpToDate(t *testing.T) {
 		want, err := os.ReadFile(path)
 		require.NoError(t, err)
 		got, err := os.ReadFile(pickleFixture(filepath.Base(path[:len(path)-4])))
-		require.NoError(t, err, "run: .venv/bin/python cifarlib/testdata/pickles/make_fixtures.py fixtures cifarlib/testdata/pickles")
+		require.NoError(t, err, "run: .venv/bin/python cifarlib/data/testdata/pickles/make_fixtures.py fixtures cifarlib/data/testdata/pickles")
 		require.True(t, bytes.Equal(want, got), "%s is stale: regenerate the fixtures", filepath.Base(path))
 	}
 }

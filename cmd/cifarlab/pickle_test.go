@@ -18,7 +18,7 @@ import (
 )
 
 // pythonLayoutData writes synthetic CIFAR-100 data with `cifarlab synth` and has Python
-// (cifarlib/testdata/pickles/make_fixtures.py, NumPy from the repository venv) rewrite it in
+// (cifarlib/data/testdata/pickles/make_fixtures.py, NumPy from the repository venv) rewrite it in
 // torchvision's layout. Without the venv the test is skipped; a venv without NumPy fails.
 func pythonLayoutData(t *testing.T) (binRoot, pyRoot string) {
 	t.Helper()
@@ -30,7 +30,7 @@ func pythonLayoutData(t *testing.T) (binRoot, pyRoot string) {
 	binRoot, pyRoot = t.TempDir(), t.TempDir()
 	code, _, stderr := runDataCmd(t, "synth", "--dataset", "cifar100", "--out", binRoot, "--train", "200", "--test", "100", "--seed", "5")
 	require.Equal(t, 0, code, stderr)
-	script := filepath.Join("..", "..", "cifarlib", "testdata", "pickles", "make_fixtures.py")
+	script := filepath.Join("..", "..", "cifarlib", "data", "testdata", "pickles", "make_fixtures.py")
 	out, err := exec.Command(python, script, "convert", binRoot, pyRoot).CombinedOutput()
 	require.NoError(t, err, "%s (kernel/setup.sh installs NumPy from kernel/requirements-test.txt)", out)
 	return binRoot, pyRoot

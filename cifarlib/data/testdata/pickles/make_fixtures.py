@@ -3,7 +3,7 @@
 cifarlib's tests, with Python's own pickle module and NumPy.
 
     make_fixtures.py fixtures OUTDIR
-        the small fixtures committed in cifarlib/testdata/pickles (good files in both
+        the small fixtures committed in cifarlib/data/testdata/pickles (good files in both
         protocols, meta files, hostile and malformed files); TestPickleFixturesUpToDate
         regenerates them and compares byte for byte.
     make_fixtures.py convert BINROOT OUTROOT [--protocol 2|4]
