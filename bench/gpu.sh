@@ -264,8 +264,8 @@ if stage 7 && [ -x "$BIN/cifarlab" ]; then
     rc=$?
     msg="$(grep -v '^[WI][0-9]\{4\} ' "$OUTDIR/devices4.err" | tail -1)"
     say "$msg"
-    if [ "$rc" = 1 ] && [[ "$msg" == *"4 devices asked for, but the"*"backend has $ngpu"* ]]; then
-      result ok "devices: --devices 4 on $ngpu GPU refused clearly (exit 1, backends.DeviceCountError)"
+    if [ "$rc" = 2 ] && [[ "$msg" == *"4 devices asked for, but the"*"backend has $ngpu"* ]]; then
+      result ok "devices: --devices 4 on $ngpu GPU refused clearly (exit 2, as every refused setting: backends.DeviceCountError)"
     else
       result FAIL "devices: --devices 4 on $ngpu GPU gave exit $rc: $msg"
     fi
