@@ -159,7 +159,7 @@ func TestSmokeNotebook(t *testing.T) {
 		require.Equal(t, strings.Join([]string{
 			"kernel: " + kernelKind,
 			"GOMLX_BACKEND: " + backend,
-			"cifarlib source: " + filepath.Join(repo.Dir, "cifarlib", "spec.go"),
+			"cifarlib source: " + filepath.Join(repo.Dir, "cifarlib", "data", "spec.go"),
 			"module github.com/cifarlab/cifarlab: (devel)",
 			"module github.com/gomlx/gomlx: " + mod.Require["github.com/gomlx/gomlx"],
 			"module github.com/gomlx/compute: " + mod.Require["github.com/gomlx/compute"],
