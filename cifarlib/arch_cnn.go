@@ -14,14 +14,14 @@ func (nb *netBuilder) linear(scope *model.Scope, x *graph.Node) *graph.Node {
 	return nb.head(scope, x)
 }
 
-// cnn builds ArchCNN: three 3x3 convolutions (16, 32, 64 channels, ReLU), each followed by a
-// 2x2 max-pool, then flatten ([batch, 4*4*64]) and the dense head. nb.m.LayerOps says how the
-// convolutions and pools are computed.
+// cnn builds ArchCNN: three 3x3 convolutions (16, 32, 64 channels, ReLU, LeCun-normal
+// initialisation: see init.go), each followed by a 2x2 max-pool, then flatten ([batch, 4*4*64])
+// and the dense head. nb.m.LayerOps says how the convolutions and pools are computed.
 func (nb *netBuilder) cnn(scope *model.Scope, x *graph.Node) *graph.Node {
 	for i, channels := range []int{16, 32, 64} {
 		name := []string{"conv1", "conv2", "conv3"}[i]
 		s := scope.In("%s", name)
-		x = nb.convolution(s.WithInitializer(torchDefaultInit(s, 3*3*x.Shape().Dimensions[3])), x, channels, 3, 1, true)
+		x = nb.convolution(s.WithInitializer(lecunNormalInit(s, 3*3*x.Shape().Dimensions[3])), x, channels, 3, 1, true)
 		pool := []string{"pool1", "pool2", "pool3"}[i]
 		if nb.m.LayerOps == LayerOpsMatmul {
 			// ReLU and max-pooling commute (both are monotone), so the matmul lowering pools
