@@ -196,9 +196,10 @@ func (t *Trainer) loadRecords(given *data.Records, split data.Split) (*data.Reco
 	recs, err := LoadSplitOrSynthetic(dir, spec, split)
 	switch {
 	case err != nil:
+	case split != data.SplitTrain: // one note per run, for the training split
 	case filepath.Dir(filepath.Dir(recs.Source)) == filepath.Clean(data.SyntheticDir(dir)):
 		t.logf("note: no %s data in %s; using the synthetic data in %s", spec.Name, dir, data.SyntheticDir(dir))
-	case split == data.SplitTrain:
+	default:
 		folder, layout := data.Locate(dir, spec)
 		t.logf("data: %s in %s (%s layout)", spec.Name, folder, layout)
 	}

@@ -128,7 +128,8 @@ type Config struct {
 	Plot bool
 	// Log receives one line per LogEvery steps and notes such as "resumed from step N"; nil: silent.
 	Log io.Writer
-	// LogEvery is the period, in steps, of the lines written to Log. Default: HistoryEvery.
+	// LogEvery is the period, in steps, of the lines written to Log. Default: HistoryEvery, or
+	// more to write at most 200 lines (Steps/200 rounded up).
 	LogEvery int
 	// OnPoint, when set, is called with each History point as it is recorded; an error stops
 	// training (the checkpoint is still saved).
@@ -275,7 +276,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.HistoryEvery = max(1, c.Steps/200)
 	}
 	if c.LogEvery == 0 {
-		c.LogEvery = c.HistoryEvery
+		c.LogEvery = max(c.HistoryEvery, (c.Steps+199)/200) // at most 200 lines
 	}
 	return c, nil
 }

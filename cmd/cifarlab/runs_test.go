@@ -32,7 +32,7 @@ func TestRunsCommand(t *testing.T) {
 	require.Equal(t, 0, run([]string{"runs", "--data", root}, &stdout, &stderr), stderr.String())
 	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
 	require.Len(t, lines, 5, stdout.String())
-	require.Equal(t, "runs in "+runsDir+" (TensorBoard: tensorboard --logdir "+runsDir+")", lines[0])
+	require.Equal(t, "runs in "+runsDir+" (TensorBoard: "+tensorboardHint(runsDir)+")", lines[0])
 	require.Regexp(t, `^run +status +dataset +model +head +guard +devices +steps +loss +test acc +test top-5 +wall time +from +note$`, lines[1])
 	require.Regexp(t, `^fixed +done +cifar100 +linear +100 +guarded +1 +3 +\d+\.\d{4} +\d+\.\d\d% +\d+\.\d\d% +[0-9.]+m?s +$`, lines[2])
 	require.Regexp(t, `^photos +foreign +not a cifarlab run: no run.json, history.json or checkpoint$`, strings.Join(strings.Fields(lines[3]), " "))

@@ -1,0 +1,46 @@
+package training
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTrainNotesSyntheticDataOnce: a run on the synthetic data Prepare wrote says so once (it
+// was said for the training and again for the test split).
+func TestTrainNotesSyntheticDataOnce(t *testing.T) {
+	root := t.TempDir()
+	synthetic, err := data.Prepare(root, data.CIFAR10(), data.SynthOptions{Seed: 1, TrainSize: 64, TestSize: 16})
+	require.NoError(t, err)
+	require.True(t, synthetic)
+	var log bytes.Buffer
+	_, err = Train(context.Background(), Config{Spec: data.CIFAR10(), DataDir: root, Model: cifarlib.ArchLinear, Backend: labtest.Backend(t),
+		Steps: 1, BatchSize: 16, Progress: ProgressOff, Log: &log})
+	require.NoError(t, err)
+	note := "note: no cifar10 data in " + root + "; using the synthetic data in " + data.SyntheticDir(root) + "\n"
+	require.Equal(t, 1, strings.Count(log.String(), note), log.String())
+}
+
+// TestLogEveryDefault: without LogEvery, a run logs every HistoryEvery steps, less often when
+// that would write more than 200 lines.
+func TestLogEveryDefault(t *testing.T) {
+	for _, c := range []struct{ steps, history, logEvery, want int }{
+		{50, 0, 0, 1},
+		{200, 0, 0, 1},
+		{300, 0, 0, 2}, // 150 lines, not 300
+		{1000, 0, 0, 5},
+		{1001, 0, 0, 6},
+		{300, 10, 0, 10},
+		{300, 0, 7, 7},
+	} {
+		cfg, err := Config{Spec: data.CIFAR10(), Steps: c.steps, HistoryEvery: c.history, LogEvery: c.logEvery}.withDefaults()
+		require.NoError(t, err)
+		require.Equal(t, c.want, cfg.LogEvery, "%+v", c)
+	}
+}
