@@ -56,6 +56,8 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 	cfg := &t.cfg
 	rf := &runFolder{dir: cfg.CheckpointDir, opened: time.Now(), log: cfg.Log, topK: cfg.topK() > 0,
 		record: newRunRecord(cfg, t.model.NumClasses, t.dist.numDevices())}
+	provenance := t.provenance
+	rf.record.Data = &provenance
 	if start > 0 { // a resume: the record of the runs before it
 		if prev, err := runs.ReadRecord(rf.dir); err == nil {
 			rf.prior = prev.WallTime

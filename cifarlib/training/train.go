@@ -72,6 +72,7 @@ type Trainer struct {
 	transfer *trainTransfer
 
 	trainRecs, testRecs *data.Records
+	provenance          data.Provenance // of trainRecs and testRecs
 	evaluator           *Evaluator
 
 	// Per-run state, set by Run and the loop hooks.
@@ -134,6 +135,7 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 			return nil, err
 		}
 	}
+	t.provenance = data.ProvenanceOf(t.trainRecs, t.testRecs)
 
 	// Store and checkpoint: a checkpoint's parameters are loaded first and compared with cfg.
 	t.store = model.NewStore()
@@ -304,7 +306,7 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 	cfg := &t.cfg
 	start := t.GlobalStep()
 	res := &Result{Dataset: cfg.Spec.ID(), Model: cfg.Model, HeadWidth: t.model.NumClasses, Guarded: !cfg.Unguarded, Precision: cfg.Precision,
-		Backend: backends.Name(t.backend), Devices: t.dist.numDevices(), BatchSize: cfg.BatchSize, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
+		Backend: backends.Name(t.backend), Devices: t.dist.numDevices(), BatchSize: cfg.BatchSize, Data: t.provenance, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
 		Resumed: t.ckpt != nil && t.ckpt.resumed != nil, CheckpointDir: cfg.CheckpointDir, History: t.history,
 		Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}, Transfer: t.Transfer()}
 	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.trainRecs.Len()}

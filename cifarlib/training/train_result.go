@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 )
 
@@ -65,6 +66,8 @@ type Result struct {
 	Devices int `json:"devices"`
 	// BatchSize is the number of images per step (the global batch, across all devices).
 	BatchSize int `json:"batch_size"`
+	// Data is what the run was trained on: synthetic or real, layout, folder, images per split.
+	Data data.Provenance `json:"data"`
 
 	// StartStep is the global step the run started from (non-zero when resumed), EndStep the
 	// global step reached, TargetStep the one asked for (Config.Steps).
@@ -124,6 +127,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		fmt.Fprintf(&b, " sharded across %d devices (%d per device)", r.Devices, r.BatchSize/r.Devices)
 	}
 	b.WriteString("\n")
+	if r.Data.Dataset != "" {
+		fmt.Fprintf(&b, "data: %s\n", r.Data)
+	}
 	if r.Transfer != nil {
 		b.WriteString(r.Transfer.String())
 	}

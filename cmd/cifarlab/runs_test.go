@@ -33,10 +33,10 @@ func TestRunsCommand(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
 	require.Len(t, lines, 5, stdout.String())
 	require.Equal(t, "runs in "+runsDir+" (TensorBoard: "+tensorboardHint(runsDir)+")", lines[0])
-	require.Regexp(t, `^run +status +dataset +model +head +guard +devices +steps +loss +test acc +test top-5 +wall time +from +note$`, lines[1])
-	require.Regexp(t, `^fixed +done +cifar100 +linear +100 +guarded +1 +3 +\d+\.\d{4} +\d+\.\d\d% +\d+\.\d\d% +[0-9.]+m?s +$`, lines[2])
+	require.Regexp(t, `^run +status +dataset +data +model +head +guard +devices +steps +loss +test acc +test top-5 +wall time +from +note$`, lines[1])
+	require.Regexp(t, `^fixed +done +cifar100 +synthetic +linear +100 +guarded +1 +3 +\d+\.\d{4} +\d+\.\d\d% +\d+\.\d\d% +[0-9.]+m?s +$`, lines[2])
 	require.Regexp(t, `^photos +foreign +not a cifarlab run: no run.json, history.json or checkpoint$`, strings.Join(strings.Fields(lines[3]), " "))
-	require.Regexp(t, `^unguarded +done +cifar100 +linear +10 +UNGUARDED +1 +3 `, lines[4])
+	require.Regexp(t, `^unguarded +done +cifar100 +synthetic +linear +10 +UNGUARDED +1 +3 `, lines[4])
 
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"runs", "--runs", runsDir, "--json"}, &stdout, &stderr), stderr.String())
