@@ -25,6 +25,7 @@ const (
 	tagFinalLoss     = "final/test_loss"     // TrainResult.Eval.Loss, at the last step
 	tagFinalAccuracy = "final/test_accuracy" // TrainResult.Eval.Accuracy
 	tagFinalTopK     = "final/test_top5"     // TrainResult.Eval.TopKAccuracy
+	tagData          = "data"                // text: Result.Data, what the run was trained on
 )
 
 // createEvents starts a run's TensorBoard event file (a variable for the test of a failing one).
@@ -73,6 +74,9 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 	}
 	if rf.evtErr == nil && len(cfg.Params) > 0 { // TensorBoard's HParams dashboard
 		rf.evtErr = rf.events.HParams(cfg.Params, rf.record.Started)
+	}
+	if rf.evtErr == nil { // TensorBoard's TEXT tab says what each run was trained on
+		rf.evtErr = rf.events.Text(int64(start+1), tagData, provenance.String())
 	}
 	rf.note(rf.evtErr)
 	return rf
