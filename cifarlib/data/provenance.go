@@ -31,8 +31,8 @@ type Provenance struct {
 	Kind string `json:"kind"`
 	// Layout is the layout of the files ("binary" or "python"); "" for records in memory.
 	Layout string `json:"layout,omitempty"`
-	// Folder is the folder of the files, as the records were loaded from it (relative when the
-	// data folder was given relative); "" for records in memory.
+	// Folder is the folder of the files, as the records name it (relative when the data folder
+	// was given relative, $CIFARLAB_DATA/... in a notebook); "" for records in memory.
 	Folder string `json:"folder,omitempty"`
 	// TrainImages and TestImages are the number of images of each split (0: not loaded).
 	TrainImages int `json:"train_images"`
@@ -40,7 +40,8 @@ type Provenance struct {
 }
 
 // ProvenanceOf describes the records of a run: train, and test when loaded (it may be nil).
-// Records LoadSplit read are described from their folder (the synthetic marker, then Verify);
+// Records LoadSplit read are described from their folder (the synthetic marker, then Verify;
+// environment variables in their Source, as a notebook's Lab writes it, are expanded);
 // records SynthesizeRecords made are synthetic; any other records are in memory.
 func ProvenanceOf(train, test *Records) Provenance {
 	p := Provenance{Dataset: train.Spec.ID(), Kind: KindInMemory, TrainImages: train.Len()}
@@ -52,13 +53,14 @@ func ProvenanceOf(train, test *Records) Provenance {
 		return p
 	}
 	folder := filepath.Dir(train.Source)
-	if fi, err := os.Stat(folder); err != nil || !fi.IsDir() || folder == "." {
+	local := os.ExpandEnv(folder) // a notebook's Lab shows its data folder as $CIFARLAB_DATA/...
+	if fi, err := os.Stat(local); err != nil || !fi.IsDir() || folder == "." {
 		return p
 	}
-	root := filepath.Dir(folder)
+	root := filepath.Dir(local)
 	spec := train.Spec
 	layout, err := DetectLayout(root, spec)
-	if err != nil || filepath.Join(root, spec.InLayout(layout).Dir) != filepath.Clean(folder) {
+	if err != nil || filepath.Join(root, spec.InLayout(layout).Dir) != filepath.Clean(local) {
 		return p
 	}
 	p.Folder, p.Layout = folder, layout.String()

@@ -34,6 +34,13 @@ func TestProvenanceOf(t *testing.T) {
 	require.Equal(t, Provenance{Dataset: "cifar10", Kind: KindInMemory, TrainImages: 3}, ProvenanceOf(built, nil))
 	require.Equal(t, "in memory cifar10, 3 train images", ProvenanceOf(built, nil).String())
 
+	// A notebook's Lab shows its sources from $CIFARLAB_DATA: the folder stays so, and is read.
+	t.Setenv(DirEnv, root)
+	shown := load(SplitTrain)
+	shown.Source = "$" + DirEnv + "/" + spec.Dir + "/" + filepath.Base(shown.Source)
+	require.Equal(t, Provenance{Dataset: "cifar10", Kind: KindSynthetic, Layout: "binary", Folder: "$" + DirEnv + "/" + spec.Dir,
+		TrainImages: 50}, ProvenanceOf(shown, nil))
+
 	require.NoError(t, os.Remove(filepath.Join(folder, SyntheticMarker)))
 	unverified := ProvenanceOf(load(SplitTrain), nil)
 	require.Equal(t, Provenance{Dataset: "cifar10", Kind: KindUnverified, Layout: "binary", Folder: folder, TrainImages: 50}, unverified)

@@ -135,7 +135,11 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 			return nil, err
 		}
 	}
-	t.provenance = data.ProvenanceOf(t.trainRecs, t.testRecs)
+	test := t.testRecs
+	if test == nil {
+		test = cfg.TestRecords // given, though this run does not evaluate
+	}
+	t.provenance = data.ProvenanceOf(t.trainRecs, test)
 
 	// Store and checkpoint: a checkpoint's parameters are loaded first and compared with cfg.
 	t.store = model.NewStore()
