@@ -140,6 +140,9 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 		test = cfg.TestRecords // given, though this run does not evaluate
 	}
 	t.provenance = data.ProvenanceOf(t.trainRecs, test)
+	if cfg.TrainRecords == nil {
+		t.logf("data: %s", t.provenance) // synthetic or real, where from
+	}
 
 	// Store and checkpoint: a checkpoint's parameters are loaded first and compared with cfg.
 	t.store = model.NewStore()
@@ -205,9 +208,6 @@ func (t *Trainer) loadRecords(given *data.Records, split data.Split) (*data.Reco
 	case split != data.SplitTrain: // one note per run, for the training split
 	case filepath.Dir(filepath.Dir(recs.Source)) == filepath.Clean(data.SyntheticDir(dir)):
 		t.logf("note: no %s data in %s; using the synthetic data in %s", spec.Name, dir, data.SyntheticDir(dir))
-	default:
-		folder, layout := data.Locate(dir, spec)
-		t.logf("data: %s in %s (%s layout)", spec.Name, folder, layout)
 	}
 	return recs, err
 }

@@ -3,6 +3,7 @@ package training
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 )
 
 // TestTrainNotesSyntheticDataOnce: a run on the synthetic data Prepare wrote says so once (it
-// was said for the training and again for the test split).
+// was said for the training and again for the test split), and its data line says synthetic.
 func TestTrainNotesSyntheticDataOnce(t *testing.T) {
 	root := t.TempDir()
 	synthetic, err := data.Prepare(root, data.CIFAR10(), data.SynthOptions{Seed: 1, TrainSize: 64, TestSize: 16})
@@ -25,6 +26,8 @@ func TestTrainNotesSyntheticDataOnce(t *testing.T) {
 	require.NoError(t, err)
 	note := "note: no cifar10 data in " + root + "; using the synthetic data in " + data.SyntheticDir(root) + "\n"
 	require.Equal(t, 1, strings.Count(log.String(), note), log.String())
+	require.Contains(t, log.String(), "data: synthetic cifar10, binary layout, 64 train / 16 test images, in "+
+		filepath.Join(data.SyntheticDir(root), "cifar-10-batches-bin")+"\n", "the log says the data is synthetic")
 }
 
 // TestLogEveryDefault: without LogEvery, a run logs every HistoryEvery steps, less often when
