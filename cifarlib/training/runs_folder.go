@@ -16,7 +16,7 @@ import (
 // TensorBoard tags of the scalars a run writes into its folder (see runFolder.point).
 const (
 	tagTrainLoss     = "train/loss"          // the batch loss (HistoryPoint.Loss)
-	tagTrainAccuracy = "train/accuracy"      // HistoryPoint.Accuracy
+	tagTrainAccuracy = "train/accuracy"      // HistoryPoint.BatchAccuracy (TensorBoard smooths it like the loss)
 	tagTrainTopK     = "train/top5"          // HistoryPoint.TopK (CIFAR-100)
 	tagLearningRate  = "train/learning_rate" // HistoryPoint.LearningRate
 	tagTestLoss      = "test/loss"           // HistoryPoint.Eval.Loss (TrainConfig.EvalEvery)
@@ -87,7 +87,11 @@ func (rf *runFolder) point(p runs.HistoryPoint) {
 	if rf == nil {
 		return
 	}
-	values := []tfevents.Scalar{{Tag: tagTrainLoss, Value: float32(p.Loss)}, {Tag: tagTrainAccuracy, Value: float32(p.Accuracy)}}
+	accuracy := p.Accuracy
+	if p.BatchAccuracy != nil {
+		accuracy = *p.BatchAccuracy
+	}
+	values := []tfevents.Scalar{{Tag: tagTrainLoss, Value: float32(p.Loss)}, {Tag: tagTrainAccuracy, Value: float32(accuracy)}}
 	if rf.topK {
 		values = append(values, tfevents.Scalar{Tag: tagTrainTopK, Value: float32(p.TopK)})
 	}

@@ -200,7 +200,8 @@ func TestTensorBoardEqualsHistory(t *testing.T) {
 	}
 	for _, p := range h.Points {
 		add(tagTrainLoss, p.Step, p.Loss)
-		add(tagTrainAccuracy, p.Step, p.Accuracy)
+		require.NotNil(t, p.BatchAccuracy, "step %d", p.Step)
+		add(tagTrainAccuracy, p.Step, *p.BatchAccuracy)
 		add(tagTrainTopK, p.Step, p.TopK)
 		add(tagLearningRate, p.Step, p.LearningRate)
 		if e := p.Eval; e != nil {

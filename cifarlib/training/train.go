@@ -472,6 +472,10 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 	if cfg.topK() > 0 {
 		p.TopK = t.lastMetrics[trainMetricTopK]
 	}
+	if n := len(t.lastMetrics); n > trainMetricAccuracy+1 {
+		batch := t.lastMetrics[n-1] // trainMetricsFor puts it last
+		p.BatchAccuracy = &batch
+	}
 	if evalNow {
 		ev, err := t.Evaluate(context.Background(), t.testRecs, EvalOptions{BatchSize: cfg.EvalBatchSize, MaxExamples: cfg.EvalExamples})
 		if err != nil {
