@@ -47,3 +47,46 @@ func TestLogEveryDefault(t *testing.T) {
 		require.Equal(t, c.want, cfg.LogEvery, "%+v", c)
 	}
 }
+
+// TestEvalEveryDefault: a run that evaluates validates about DefaultEvals times on
+// DefaultEvalExamples test examples, as Lightning validates while it trains; EvalOff or
+// SkipFinalEval leave it out; an explicit period keeps its examples (0: all).
+func TestEvalEveryDefault(t *testing.T) {
+	for _, c := range []struct {
+		name                    string
+		cfg                     Config
+		wantEvery, wantExamples int
+	}{
+		{"default", Config{Steps: 100}, 20, 500},
+		{"rounded up", Config{Steps: 101}, 21, 500},
+		{"short run", Config{Steps: 3}, 1, 500},
+		{"examples given", Config{Steps: 100, EvalExamples: 64}, 20, 64},
+		{"off", Config{Steps: 100, EvalEvery: EvalOff}, 0, 0},
+		{"no evaluation at all", Config{Steps: 100, SkipFinalEval: true}, 0, 0},
+		{"explicit", Config{Steps: 100, EvalEvery: 7}, 7, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := c.cfg
+			cfg.Spec = data.CIFAR10()
+			got, err := cfg.withDefaults()
+			require.NoError(t, err)
+			require.Equal(t, [2]int{c.wantEvery, c.wantExamples}, [2]int{got.EvalEvery, got.EvalExamples})
+		})
+	}
+
+	// A run with the defaults: five evaluations in its history, of the first 40 test examples
+	// (all there are, fewer than DefaultEvalExamples), and the final one.
+	train, test := labtest.TrainTestRecords(t, data.CIFAR10(), 64, 40, 1)
+	res, err := Train(context.Background(), Config{Spec: data.CIFAR10(), TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear,
+		Backend: labtest.Backend(t), Steps: 10, BatchSize: 16, Progress: ProgressOff})
+	require.NoError(t, err)
+	var evals []int
+	for _, p := range res.History.Points {
+		if p.Eval != nil {
+			evals = append(evals, p.Step)
+			require.Equal(t, 40, p.Eval.Examples)
+		}
+	}
+	require.Equal(t, []int{2, 4, 6, 8, 10}, evals)
+	require.NotNil(t, res.Eval)
+}
