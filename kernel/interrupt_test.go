@@ -1,17 +1,12 @@
 package kernel
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/stretchr/testify/require"
@@ -25,9 +20,9 @@ import (
 // test accuracy as a run never interrupted.
 func TestInterruptedFitResumes(t *testing.T) {
 	repo := testRepo(t)
-	py := requireLab(t, repo)
 	jupyterDir := installKernels(t, repo)
 	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
 	const steps = 400
 	fit := func(name string) string {
 		return fmt.Sprintf("%%%%\nres := nb.Must(lab.Fit(%q, training.Config{Steps: %d, BatchSize: 64, Seed: 1, LogEvery: 10}))\n"+
@@ -43,23 +38,7 @@ func TestInterruptedFitResumes(t *testing.T) {
 		fit("stopped"),
 		fit("reference"),
 	}
-	var files []string
-	for i, c := range cells {
-		f := filepath.Join(dir, fmt.Sprintf("cell%d.go", i))
-		require.NoError(t, os.WriteFile(f, []byte(c), 0o644))
-		files = append(files, f)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	script := filepath.Join(repo.Dir, "kernel", "testdata", "interrupt_cells.py")
-	cmd := exec.CommandContext(ctx, py, append([]string{script, CPUKernel, "1", "step 10/"}, files...)...)
-	cmd.Dir = dir
-	dataDir := filepath.Join(dir, "data")
-	cmd.Env = append(os.Environ(), JupyterDataDirEnv+"="+jupyterDir, "CIFARLAB_DATA="+dataDir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "interrupt_cells.py (the kernel's log):\n%s", stderr.String())
+	out := runCells(t, repo, jupyterDir, dir, "interrupt_cells.py", []string{CPUKernel, "1", "step 10/"}, cells...)
 	var res []struct {
 		Text        string  `json:"text"`
 		Error       *string `json:"error"`

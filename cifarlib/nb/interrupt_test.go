@@ -2,10 +2,13 @@ package nb
 
 import (
 	"errors"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
@@ -31,9 +34,20 @@ func TestFitInterruptedResumes(t *testing.T) {
 	cfg := training.Config{Steps: 12, BatchSize: 16, Seed: 3, SkipFinalEval: true}
 	interrupting := cfg
 	interrupting.OnPoint = func(p runs.HistoryPoint) error {
-		if p.Step == 4 {
-			return syscall.Kill(syscall.Getpid(), syscall.SIGINT)
+		if p.Step != 4 {
+			return nil
 		}
+		// The signal arrives asynchronously: wait until it is delivered (to this channel as to
+		// Fit's), and give Fit's handler a moment to cancel, so that a step of a millisecond
+		// does not finish the run first.
+		delivered := make(chan os.Signal, 1)
+		signal.Notify(delivered, syscall.SIGINT)
+		defer signal.Stop(delivered)
+		if err := syscall.Kill(syscall.Getpid(), syscall.SIGINT); err != nil {
+			return err
+		}
+		<-delivered
+		time.Sleep(200 * time.Millisecond)
 		return nil
 	}
 	res, err := lab.Fit("run", interrupting)
