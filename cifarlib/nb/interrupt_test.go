@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
@@ -24,13 +23,8 @@ import (
 // other settings starts again. kernel/interrupt_test.go does the same through the real kernel.
 func TestFitInterruptedResumes(t *testing.T) {
 	buf := captureOutput(t)
-	backend, err := backends.New(backends.Go)
-	require.NoError(t, err)
-	t.Setenv(RunsEnv, "")
 	t.Setenv(data.DirEnv, "") // messages show the folder as it is
-	dataDir := t.TempDir()
-	lab, err := New(data.CIFAR10(), backend, dataDir)
-	require.NoError(t, err)
+	lab := goLab(t, data.CIFAR10())
 	cfg := training.Config{Steps: 12, BatchSize: 16, Seed: 3, SkipFinalEval: true}
 	interrupting := cfg
 	interrupting.OnPoint = func(p runs.HistoryPoint) error {
@@ -54,7 +48,7 @@ func TestFitInterruptedResumes(t *testing.T) {
 	var ie *InterruptedError
 	require.ErrorAs(t, err, &ie)
 	require.True(t, errors.Is(err, ErrInterrupted))
-	dir := filepath.Join(dataDir, "runs", "run")
+	dir := filepath.Join(lab.DataDir, "runs", "run")
 	require.Equal(t, InterruptedError{Run: "run", Dir: dir, Step: res.EndStep, Target: 12}, *ie)
 	require.True(t, res.Interrupted)
 	step := res.EndStep
