@@ -14,14 +14,14 @@ func (nb *netBuilder) linear(scope *model.Scope, x *graph.Node) *graph.Node {
 	return nb.head(scope, x)
 }
 
-// cnn builds ArchCNN: three 3x3 convolutions (16, 32, 64 channels, ReLU), each followed by a
-// 2x2 max-pool, then flatten ([batch, 4*4*64]) and the dense head. nb.m.LayerOps says how the
-// convolutions and pools are computed.
+// cnn builds ArchCNN: three 3x3 convolutions (16, 32, 64 channels, ReLU, LeCun-normal
+// initialisation: see init.go), each followed by a 2x2 max-pool, then flatten ([batch, 4*4*64])
+// and the dense head. nb.m.LayerOps says how the convolutions and pools are computed.
 func (nb *netBuilder) cnn(scope *model.Scope, x *graph.Node) *graph.Node {
 	for i, channels := range []int{16, 32, 64} {
 		name := []string{"conv1", "conv2", "conv3"}[i]
 		s := scope.In("%s", name)
-		x = nb.convolution(s, x, channels, 3, 1, true)
+		x = nb.convolution(s.WithInitializer(lecunNormalInit(s, 3*3*x.Shape().Dimensions[3])), x, channels, 3, 1, true)
 		pool := []string{"pool1", "pool2", "pool3"}[i]
 		if nb.m.LayerOps == LayerOpsMatmul {
 			// ReLU and max-pooling commute (both are monotone), so the matmul lowering pools
@@ -40,8 +40,9 @@ func (nb *netBuilder) cnn(scope *model.Scope, x *graph.Node) *graph.Node {
 }
 
 // head is the classifier: a dense layer with bias to NumClasses outputs, in scope "head" (see
-// netBuilder.dense for its precision).
+// netBuilder.dense for its precision), initialised as PyTorch's nn.Linear (torchDefaultInit).
 func (nb *netBuilder) head(scope *model.Scope, x *graph.Node) *graph.Node {
 	s := scope.In("head")
+	s = s.WithInitializer(torchDefaultInit(s, x.Shape().Dimensions[1]))
 	return nb.mark("head", s, nb.dense(s, x, nb.m.NumClasses))
 }

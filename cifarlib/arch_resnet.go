@@ -8,6 +8,7 @@ import (
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/layers/norm"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/model/initializer"
 )
 
 // resnet builds a CIFAR ResNet of BasicBlocks: a 3x3 stride-1 stem with stemChannels (no
@@ -51,7 +52,7 @@ func (nb *netBuilder) basicBlock(scope *model.Scope, x *graph.Node, channels, st
 	y := nb.conv(scope.In("conv1"), x, channels, 3, stride)
 	y = activation.Relu(nb.batchNorm(scope.In("bn1"), y))
 	y = nb.conv(scope.In("conv2"), y, channels, 3, 1)
-	y = nb.batchNorm(scope.In("bn2"), y)
+	y = nb.residualBatchNorm(scope.In("bn2"), y)
 	shortcut := x
 	if stride != 1 || inChannels != channels {
 		if zeroPad {
@@ -80,4 +81,17 @@ func (nb *netBuilder) conv(scope *model.Scope, x *graph.Node, channels, kernel, 
 func (nb *netBuilder) batchNorm(scope *model.Scope, x *graph.Node) *graph.Node {
 	return norm.BatchNorm(scope, x, -1).Momentum(0.9).Epsilon(1e-5).
 		UseBackendInference(nb.m.BatchNorm == BatchNormBackendOps).Done()
+}
+
+// residualBatchNorm is the batch norm that ends a residual branch, started with a zero scale
+// (gamma), so that the branch starts as nothing and its block as the shortcut alone:
+// torchvision's zero_init_residual=True and timm's zero_init_last (Goyal et al. 2017). Without
+// it each block adds its branch's variance to the shortcut's, and the features reaching the head
+// grow with depth. The scale norm.BatchNorm created is re-requested with a zero initialiser (the
+// last initialiser set is the one used); a value already there (a checkpoint, a transfer) is kept.
+func (nb *netBuilder) residualBatchNorm(scope *model.Scope, x *graph.Node) *graph.Node {
+	y := nb.batchNorm(scope, x)
+	path := model.JoinPath(scope.Scope(), "batch_normalization", "scale")
+	scope.Store().VariableWithShape(path, shapes.Make(x.DType(), x.Shape().Dimensions[3]), initializer.Zero)
+	return y
 }

@@ -1,15 +1,9 @@
 package kernel
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -20,30 +14,12 @@ import (
 // update of each is the whole run, what a saved notebook keeps.
 func TestLiveViewUpdatesInPlace(t *testing.T) {
 	repo := testRepo(t)
-	py := requireLab(t, repo)
-	dataDir := installKernels(t, repo)
-	dir := t.TempDir()
+	jupyterDir := installKernels(t, repo)
 	const steps = 150
-	cells := []string{
-		"import (\n\t\"github.com/cifarlab/cifarlab/cifarlib/data\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/nb\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/training\"\n)\n\n" +
+	out := runCells(t, repo, jupyterDir, t.TempDir(), "display_messages.py", []string{CPUKernel},
+		"import (\n\t\"github.com/cifarlab/cifarlab/cifarlib/data\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/nb\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/training\"\n)\n\n"+
 			"var lab = nb.Open(data.CIFAR10())\n\n%%\nfmt.Println(lab.Arch)",
-		fmt.Sprintf("%%%%\nres := nb.Must(lab.Fit(\"live\", training.Config{Steps: %d, BatchSize: 64, Seed: 1}))\nnb.Show(res)", steps),
-	}
-	var files []string
-	for i, c := range cells {
-		f := filepath.Join(dir, fmt.Sprintf("cell%d.go", i))
-		require.NoError(t, os.WriteFile(f, []byte(c), 0o644))
-		files = append(files, f)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, append([]string{filepath.Join(repo.Dir, "kernel", "testdata", "display_messages.py"), CPUKernel}, files...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), JupyterDataDirEnv+"="+dataDir, "CIFARLAB_DATA="+filepath.Join(dir, "data"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "display_messages.py (the kernel's log):\n%s", stderr.String())
+		fmt.Sprintf("%%%%\nres := nb.Must(lab.Fit(\"live\", training.Config{Steps: %d, BatchSize: 64, Seed: 1}))\nnb.Show(res)", steps))
 	type message struct{ Type, DisplayID, Text string }
 	var raw [][]struct {
 		Type      string  `json:"type"`

@@ -1,18 +1,25 @@
 // Command transfer measures what carrying a trained model to another dataset is worth
-// (cifarlib's training.Config.From): a model trained on CIFAR-10, then, for the same number of steps
-// on CIFAR-100 (fine labels), fine-tuned against trained from scratch, and a linear probe (only
+// (cifarlib's training.Config.From): a model trained on a source dataset, then, for the same number
+// of steps on a target dataset, fine-tuned against trained from scratch, and a linear probe (only
 // the head trains) on the trained backbone against one on a random backbone (the seed's, frozen).
-// It reports the test accuracy (top-1 and top-5) of each on the whole test split, per seed.
+// It reports the loss of each target run's first step and its test accuracy (top-1, and top-5
+// for CIFAR-100) on the whole test split, per seed.
+//
+// Two tasks (-task): cifar100, CIFAR-10 to CIFAR-100 (fine labels); animals-vehicles, CIFAR-10's
+// six animal classes to its four vehicle classes, each relabelled 0..n-1 (split.go): a transfer
+// between disjoint classes that real CIFAR-10 images alone support. -target-per-class keeps that
+// many training images per vehicle class (the few-labels case transfer is for).
 //
 // Run it from the repository root:
 //
 //	go run ./bench/transfer                                   # XLA CPU, cnn, synthetic data, seeds 1,2,3
 //	go run ./bench/transfer -data ~/.cache/cifarlab            # the real CIFAR-10 and CIFAR-100 there
+//	go run ./bench/transfer -task animals-vehicles -data DIR -source-steps 1500 -steps 300 -target-per-class 200
 //	go run ./bench/transfer -model resnet20 -source-steps 400 -steps 200
 //
-// Without -data the splits are cifarlib's synthetic stand-ins (SynthesizeRecords: 5000 training
+// Without -data the splits are cifarlib's synthetic stand-ins (data.SynthesizeRecords: 5000 training
 // and 1000 test images per dataset), which say how the recipes compare mechanically, not what
-// they give on real images. -json appends one JSON line per run.
+// they give on real images. -json prints one JSON line per run instead of the table.
 package main
 
 import (
@@ -40,52 +47,123 @@ type Result struct {
 	Accuracy float64 `json:"test_accuracy"`
 	TopK     float64 `json:"test_top5"`
 	Seconds  float64 `json:"seconds"`
+	// Loss1 is the loss of the first training step (the batch before its update).
+	Loss1 float64 `json:"step1_loss"`
+	// Evals are the test accuracies at the -eval-every steps, then at the end.
+	Evals []float64 `json:"test_accuracy_curve,omitempty"`
 }
 
 func main() {
 	backendName := flag.String("backend", backends.CPU, "backend: cpu (XLA CPU), go or cuda")
 	arch := flag.String("model", cifarlib.ArchCNN, "architecture: cnn, resnet20 or resnet18")
-	dataDir := flag.String("data", "", "folder with the real CIFAR-10 and CIFAR-100 (default: synthetic data in memory)")
-	sourceSteps := flag.Int("source-steps", 400, "training steps of the CIFAR-10 source run")
-	steps := flag.Int("steps", 200, "training steps of each CIFAR-100 run")
+	dataDir := flag.String("data", "", "folder with the real CIFAR-10 (and CIFAR-100 for -task cifar100); default: synthetic data in memory")
+	sourceSteps := flag.Int("source-steps", 400, "training steps of the source run")
+	steps := flag.Int("steps", 200, "training steps of each target run")
 	batch := flag.Int("batch", 64, "batch size")
 	lr := flag.Float64("lr", 0.001, "Adam learning rate (the head's, and the scratch run's)")
 	backboneLR := flag.Float64("backbone-lr", 0.0003, "the backbone's learning rate when fine-tuning")
 	seedsFlag := flag.String("seeds", "1,2,3", "comma-separated seeds (each: its own source run and target runs)")
 	asJSON := flag.Bool("json", false, "print one JSON line per run instead of the table")
+	task := flag.String("task", taskCIFAR100, "transfer task: "+taskCIFAR100+" (CIFAR-10 to CIFAR-100) or "+taskAnimalsVehicles+
+		" (CIFAR-10's 6 animal classes to its 4 vehicle classes, real images with -data)")
+	targetPerClass := flag.Int("target-per-class", 0, "training images per class of the target task (0: all)")
+	evalEvery := flag.Int("eval-every", 0, "also evaluate each target run on the test split every this many steps (0: at the end only)")
 	flag.Parse()
-	if err := run(*backendName, *arch, *dataDir, *sourceSteps, *steps, *batch, *lr, *backboneLR, *seedsFlag, *asJSON); err != nil {
+	b := bench{backendName: *backendName, arch: *arch, dataDir: *dataDir, task: *task, sourceSteps: *sourceSteps, steps: *steps,
+		batch: *batch, lr: *lr, backboneLR: *backboneLR, targetPerClass: *targetPerClass, evalEvery: *evalEvery, asJSON: *asJSON}
+	if err := b.run(*seedsFlag); err != nil {
 		fmt.Fprintln(os.Stderr, "transfer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(backendName, arch, dataDir string, sourceSteps, steps, batch int, lr, backboneLR float64, seedsFlag string, asJSON bool) error {
-	backend, err := backends.New(backendName)
+// Transfer tasks (-task).
+const (
+	taskCIFAR100        = "cifar100"
+	taskAnimalsVehicles = "animals-vehicles"
+)
+
+// bench holds the flags of one invocation.
+type bench struct {
+	backendName, arch, dataDir, task string
+	sourceSteps, steps, batch        int
+	lr, backboneLR                   float64
+	targetPerClass, evalEvery        int
+	asJSON                           bool
+}
+
+// taskData holds a task's source and target datasets.
+type taskData struct {
+	source, target          data.Spec
+	train, test             *data.Records // source
+	targetTrain, targetTest *data.Records
+	description             string
+	sourceName, targetName  string
+}
+
+// load returns the splits of the task: from b.dataDir when set, else synthesized in memory
+// (data.SynthesizeRecords: 5000 training and 1000 test images per dataset).
+func (b *bench) load() (*taskData, error) {
+	split := func(spec data.Spec, s data.Split) (*data.Records, error) {
+		if b.dataDir != "" {
+			return data.LoadSplit(b.dataDir, spec, s)
+		}
+		return data.SynthesizeRecords(spec, s, data.SynthOptions{Seed: 1, TrainSize: 5000, TestSize: 1000})
+	}
+	d := &taskData{description: "synthetic (data.SynthesizeRecords, 5000 train / 1000 test per dataset)"}
+	if b.dataDir != "" {
+		d.description = "real, from " + b.dataDir
+	}
+	var err error
+	switch b.task {
+	case taskCIFAR100:
+		d.source, d.target = data.CIFAR10(), data.CIFAR100(data.LabelsFine)
+		if d.train, err = split(d.source, data.SplitTrain); err == nil {
+			d.test, err = split(d.source, data.SplitTest)
+		}
+		if err == nil {
+			d.targetTrain, err = split(d.target, data.SplitTrain)
+		}
+		if err == nil {
+			d.targetTest, err = split(d.target, data.SplitTest)
+		}
+		if err == nil && b.targetPerClass > 0 {
+			err = fmt.Errorf("-target-per-class works with -task %s", taskAnimalsVehicles)
+		}
+	case taskAnimalsVehicles:
+		d.source, d.target = animals.spec(), vehicles.spec()
+		var train, test *data.Records
+		if train, err = split(data.CIFAR10(), data.SplitTrain); err == nil {
+			test, err = split(data.CIFAR10(), data.SplitTest)
+		}
+		if err == nil {
+			d.train, err = animals.subset(train, 0)
+		}
+		if err == nil {
+			d.test, err = animals.subset(test, 0)
+		}
+		if err == nil {
+			d.targetTrain, err = vehicles.subset(train, b.targetPerClass)
+		}
+		if err == nil {
+			d.targetTest, err = vehicles.subset(test, 0)
+		}
+	default:
+		err = fmt.Errorf("-task %q: use %s or %s", b.task, taskCIFAR100, taskAnimalsVehicles)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.sourceName, d.targetName = d.source.ID(), d.target.ID()
+	return d, nil
+}
+
+func (b *bench) run(seedsFlag string) error {
+	backend, err := backends.New(b.backendName)
 	if err != nil {
 		return err
 	}
-	c10, c100 := data.CIFAR10(), data.CIFAR100(data.LabelsFine)
-	splits := func(spec data.Spec) (train, test *data.Records, err error) {
-		if dataDir != "" {
-			if train, err = data.LoadSplit(dataDir, spec, data.SplitTrain); err != nil {
-				return nil, nil, err
-			}
-			test, err = data.LoadSplit(dataDir, spec, data.SplitTest)
-			return train, test, err
-		}
-		opts := data.SynthOptions{Seed: 1, TrainSize: 5000, TestSize: 1000}
-		if train, err = data.SynthesizeRecords(spec, data.SplitTrain, opts); err != nil {
-			return nil, nil, err
-		}
-		test, err = data.SynthesizeRecords(spec, data.SplitTest, opts)
-		return train, test, err
-	}
-	train10, test10, err := splits(c10)
-	if err != nil {
-		return err
-	}
-	train100, test100, err := splits(c100)
+	d, err := b.load()
 	if err != nil {
 		return err
 	}
@@ -95,24 +173,23 @@ func run(backendName, arch, dataDir string, sourceSteps, steps, batch int, lr, b
 	}
 	defer os.RemoveAll(tmp)
 
-	data := "synthetic (cifarlib.SynthesizeRecords, 5000 train / 1000 test per dataset)"
-	if dataDir != "" {
-		data = "real, from " + dataDir
-	}
-	if !asJSON {
-		fmt.Printf("backend %s, model %s, batch %d, Adam lr %g (backbone %g when fine-tuning), source: %d steps on cifar10, "+
-			"target: %d steps on cifar100; data %s\n\n", backends.Name(backend), arch, batch, lr, backboneLR, sourceSteps, steps, data)
-		fmt.Println("| seed | source cifar10 test acc | recipe | cifar100 test top-1 | top-5 | time |")
-		fmt.Println("|---:|---:|---|---:|---:|---:|")
+	if !b.asJSON {
+		fmt.Printf("backend %s, model %s, batch %d, Adam lr %g (backbone %g when fine-tuning), source: %d steps on %s "+
+			"(%d train / %d test images), target: %d steps on %s (%d train / %d test images); data %s\n\n",
+			backends.Name(backend), b.arch, b.batch, b.lr, b.backboneLR, b.sourceSteps, d.sourceName, d.train.Len(), d.test.Len(),
+			b.steps, d.targetName, d.targetTrain.Len(), d.targetTest.Len(), d.description)
+		fmt.Printf("| seed | source %s test acc | recipe | step-1 loss | %s test top-1 | top-5 | test acc every %d steps | time |\n",
+			d.sourceName, d.targetName, b.evalEvery)
+		fmt.Println("|---:|---:|---|---:|---:|---:|---|---:|")
 	}
 	for _, f := range strings.Split(seedsFlag, ",") {
 		seed, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
 		if err != nil {
 			return fmt.Errorf("-seeds %q: %w", seedsFlag, err)
 		}
-		src := filepath.Join(tmp, fmt.Sprintf("cifar10-seed%d", seed))
-		source, err := training.Train(context.Background(), training.Config{Spec: c10, Model: arch, Backend: backend,
-			TrainRecords: train10, TestRecords: test10, Steps: sourceSteps, BatchSize: batch, Seed: seed, LearningRate: lr,
+		src := filepath.Join(tmp, fmt.Sprintf("%s-seed%d", d.sourceName, seed))
+		source, err := training.Train(context.Background(), training.Config{Spec: d.source, Model: b.arch, Backend: backend,
+			TrainRecords: d.train, TestRecords: d.test, Steps: b.sourceSteps, BatchSize: b.batch, Seed: seed, LearningRate: b.lr,
 			CheckpointDir: src, Progress: training.ProgressOff})
 		if err != nil {
 			return err
@@ -121,28 +198,40 @@ func run(backendName, arch, dataDir string, sourceSteps, steps, batch int, lr, b
 			name string
 			cfg  training.Config
 		}{
-			{"fine-tuned from cifar10", training.Config{From: src, BackboneLearningRate: backboneLR}},
+			{"fine-tuned from " + d.sourceName, training.Config{From: src, BackboneLearningRate: b.backboneLR}},
 			{"from scratch", training.Config{}},
 			{"linear probe, trained backbone", training.Config{From: src, Freeze: training.FreezeBackbone}},
 			{"linear probe, random backbone", training.Config{Freeze: training.FreezeBackbone}},
 		} {
 			cfg := r.cfg
-			cfg.Spec, cfg.Model, cfg.Backend, cfg.TrainRecords, cfg.TestRecords = c100, arch, backend, train100, test100
-			cfg.Steps, cfg.BatchSize, cfg.Seed, cfg.LearningRate, cfg.Progress = steps, batch, seed, lr, training.ProgressOff
+			cfg.Spec, cfg.Model, cfg.Backend, cfg.TrainRecords, cfg.TestRecords = d.target, b.arch, backend, d.targetTrain, d.targetTest
+			cfg.Steps, cfg.BatchSize, cfg.Seed, cfg.LearningRate, cfg.Progress = b.steps, b.batch, seed, b.lr, training.ProgressOff
+			cfg.EvalEvery = b.evalEvery
 			start := time.Now()
 			res, err := training.Train(context.Background(), cfg)
 			if err != nil {
 				return fmt.Errorf("%s (seed %d): %w", r.name, seed, err)
 			}
-			out := Result{Seed: seed, Recipe: r.name, Steps: steps, Accuracy: res.Eval.Accuracy, TopK: res.Eval.TopKAccuracy,
-				Seconds: time.Since(start).Seconds()}
-			if asJSON {
+			out := Result{Seed: seed, Recipe: r.name, Steps: b.steps, Accuracy: res.Eval.Accuracy, TopK: res.Eval.TopKAccuracy,
+				Seconds: time.Since(start).Seconds(), Loss1: res.History.Points[0].Loss}
+			var curve []string
+			for _, p := range res.History.Points {
+				if p.Eval != nil {
+					out.Evals = append(out.Evals, p.Eval.Accuracy)
+					curve = append(curve, fmt.Sprintf("%.1f", 100*p.Eval.Accuracy))
+				}
+			}
+			if b.asJSON {
 				line, _ := json.Marshal(out)
 				fmt.Println(string(line))
 				continue
 			}
-			fmt.Printf("| %d | %.1f%% | %s | %.1f%% | %.1f%% | %.0f s |\n", seed, 100*source.Eval.Accuracy, r.name,
-				100*out.Accuracy, 100*out.TopK, out.Seconds)
+			top5 := "-"
+			if res.Eval.TopK > 0 {
+				top5 = fmt.Sprintf("%.1f%%", 100*out.TopK)
+			}
+			fmt.Printf("| %d | %.1f%% | %s | %.3f | %.1f%% | %s | %s | %.0f s |\n", seed, 100*source.Eval.Accuracy, r.name,
+				out.Loss1, 100*out.Accuracy, top5, strings.Join(curve, " "), out.Seconds)
 		}
 	}
 	return nil

@@ -60,15 +60,21 @@ func LossChart(h *runs.History) (*plot.Plot, error) {
 	return p, nil
 }
 
-// AccuracyChart plots a run's training accuracy (moving average) and the test accuracy of the
-// evaluations recorded in the history, in percent, with top-5 accuracies when the history has
-// them (CIFAR-100).
+// AccuracyChart plots a run's training accuracy per step (the batch accuracy, light, and the
+// batch accuracy smoothed as the loss is, runs.History.SmoothedAccuracy; for an older history,
+// the moving average it recorded) and the test accuracy of the evaluations recorded in the
+// history, in percent, with top-5 accuracies (moving averages) when the history has them
+// (CIFAR-100).
 func AccuracyChart(h *runs.History) (*plot.Plot, error) {
 	p := newChart("accuracy", "step", "accuracy (%)")
-	var train, test, trainTop, testTop plotter.XYs
-	for _, pt := range h.Points {
+	var batch, train, test, trainTop, testTop plotter.XYs
+	smoothed, fromBatches := h.SmoothedAccuracy()
+	for i, pt := range h.Points {
 		x := float64(pt.Step)
-		train = append(train, plotter.XY{X: x, Y: 100 * pt.Accuracy})
+		train = append(train, plotter.XY{X: x, Y: 100 * smoothed[i]})
+		if fromBatches {
+			batch = append(batch, plotter.XY{X: x, Y: 100 * *pt.BatchAccuracy})
+		}
 		if h.TopK > 0 {
 			trainTop = append(trainTop, plotter.XY{X: x, Y: 100 * pt.TopK})
 		}
@@ -79,9 +85,14 @@ func AccuracyChart(h *runs.History) (*plot.Plot, error) {
 			}
 		}
 	}
+	trainName := "train (moving average)"
+	if fromBatches {
+		trainName = "train (smoothed)"
+	}
 	top := fmt.Sprintf("top-%d", h.TopK)
 	for _, err := range []error{
-		addLine(p, "train (moving average)", train, blue),
+		addLine(p, "train (batch)", batch, grey),
+		addLine(p, trainName, train, blue),
 		addPoints(p, "test", test, orange),
 		addLine(p, "train "+top, trainTop, green),
 		addPoints(p, "test "+top, testTop, red),

@@ -1,6 +1,7 @@
 package nb
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -11,10 +12,16 @@ var started = time.Now()
 
 // Check stops the cell with err, the way an uncaught exception stops a Python cell: it prints
 // "error: " and the message after everything the cell printed before, and exits with status 1,
-// which makes GoNB mark the cell as failed. A nil err does nothing.
+// which makes GoNB mark the cell as failed. An interrupted run (ErrInterrupted) is printed
+// without "error: " and exits with status 130, as a program stopped by Ctrl-C. A nil err does
+// nothing.
 func Check(err error) {
 	if err == nil {
 		return
+	}
+	if errors.Is(err, ErrInterrupted) {
+		fmt.Fprintln(output(), err)
+		os.Exit(exitInterrupted)
 	}
 	fmt.Fprintln(output(), "error:", err)
 	os.Exit(1)

@@ -35,14 +35,37 @@ func CompareLossChart(list ...runs.Info) (*plot.Plot, error) {
 	return p, err
 }
 
-// CompareAccuracyChart overlays the training accuracy (moving average) of runs, in percent (the
-// runs table has their test accuracies). Runs without curves are left out.
+// CompareAccuracyChart overlays the accuracy of runs, in percent: their test accuracy, at the
+// evaluations their histories recorded, when any of them has one (the question a comparison
+// asks), else their training accuracy smoothed as the loss is (runs.History.SmoothedAccuracy).
+// Runs without curves are left out.
 func CompareAccuracyChart(list ...runs.Info) (*plot.Plot, error) {
-	p := newChart("training accuracy, by run", "step", "accuracy (%)")
+	test := false
+	for _, r := range list {
+		for _, pt := range historyPoints(r) {
+			test = test || pt.Eval != nil
+		}
+	}
+	if test {
+		p := newChart("test accuracy, by run", "step", "accuracy (%)")
+		err := eachCurve(p, list, func(r runs.Info) (string, plotter.XYs) {
+			var xys plotter.XYs
+			for _, pt := range r.History.Points {
+				if pt.Eval != nil {
+					xys = append(xys, plotter.XY{X: float64(pt.Step), Y: 100 * pt.Eval.Accuracy})
+				}
+			}
+			return r.Name, xys
+		})
+		p.Y.Min, p.Y.Max = 0, 100
+		return p, err
+	}
+	p := newChart("training accuracy (smoothed), by run", "step", "accuracy (%)")
 	err := eachCurve(p, list, func(r runs.Info) (string, plotter.XYs) {
+		smoothed, _ := r.History.SmoothedAccuracy()
 		xys := make(plotter.XYs, len(r.History.Points))
 		for i, pt := range r.History.Points {
-			xys[i] = plotter.XY{X: float64(pt.Step), Y: 100 * pt.Accuracy}
+			xys[i] = plotter.XY{X: float64(pt.Step), Y: 100 * smoothed[i]}
 		}
 		return r.Name, xys
 	})
@@ -50,11 +73,20 @@ func CompareAccuracyChart(list ...runs.Info) (*plot.Plot, error) {
 	return p, err
 }
 
-// eachCurve adds one line per run that has History points, in the run's colour and dashes.
+// historyPoints returns the points of r's history, none when it has no history.
+func historyPoints(r runs.Info) []runs.HistoryPoint {
+	if r.History == nil {
+		return nil
+	}
+	return r.History.Points
+}
+
+// eachCurve adds one line per run that has History points, in the run's colour and dashes (a
+// run's colour stays its own even when its curve is empty).
 func eachCurve(p *plot.Plot, list []runs.Info, curve func(runs.Info) (string, plotter.XYs)) error {
 	i := 0
 	for _, r := range list {
-		if r.History == nil || len(r.History.Points) == 0 {
+		if len(historyPoints(r)) == 0 {
 			continue
 		}
 		name, xys := curve(r)
@@ -67,7 +99,8 @@ func eachCurve(p *plot.Plot, list []runs.Info, curve func(runs.Info) (string, pl
 }
 
 // Compare shows the curves of runs (from Lab.Runs, e.g. through Select) overlaid: the
-// training loss, then the training accuracy. Its plain-text form lists the runs compared, and
+// training loss, then the test accuracy (the training accuracy when none was evaluated during
+// training). Its plain-text form lists the runs compared, and
 // says which had no curves (a run that failed before its first step, a foreign folder).
 func Compare(list ...runs.Info) {
 	var text strings.Builder
@@ -91,7 +124,7 @@ func Compare(list ...runs.Info) {
 		}
 		alt := strings.TrimSuffix(text.String(), "\n") // the list, with the first chart
 		if i > 0 {
-			alt = fmt.Sprintf("training accuracy of the %d runs above", len(list))
+			alt = fmt.Sprintf("accuracy of the %d runs above", len(list))
 		}
 		DisplaySVG(svg, alt)
 	}

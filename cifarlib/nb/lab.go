@@ -117,13 +117,20 @@ func (l *Lab) RunDir(name string) (string, error) {
 }
 
 // Fit trains cfg as the run called name, from scratch: a previous run of that name is removed
-// first, so running the cell again gives the same result. Fields cfg leaves unset come from the
+// first, so running the cell again gives the same result, unless that run was interrupted, which
+// Fit resumes from its checkpoint (the same parameters as an uninterrupted run; with other
+// settings than the interrupted run's it starts again). Fields cfg leaves unset come from the
 // lab: Spec, the splits, Arch and Backend. The progress bar is off unless asked for, and log
 // lines (every cfg.LogEvery steps, when set) go to Output. In a notebook, the loss and
 // accuracy charts of the run so far are drawn in the cell and redrawn in place as it trains
 // (Live, at most every LiveEvery; not with cfg.Plot, GoMLX's own plotly figures), and stay as
 // the run's final charts. The run's checkpoint stays in RunDir(name) for Load. It prints how
 // long training took.
+//
+// An interrupt (Kernel → Interrupt, which GoNB sends to the cell as SIGINT; Ctrl-C) stops
+// training after the current step, saves the checkpoint, marks run.json "interrupted" and
+// returns the result with an *InterruptedError, which says how to continue; Must and Check stop
+// the cell with it. A second interrupt kills the cell at once.
 func (l *Lab) Fit(name string, cfg training.Config) (*training.Result, error) {
 	dir, err := l.RunDir(name)
 	if err != nil {
@@ -147,8 +154,13 @@ func (l *Lab) Fit(name string, cfg training.Config) (*training.Result, error) {
 	if cfg.Log == nil && cfg.LogEvery > 0 {
 		cfg.Log = output()
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("nb: removing the previous run %q: %w", name, err)
+	ctx, stop := training.InterruptContext(context.Background())
+	defer stop()
+	step, resume := interruptedRun(dir)
+	if !resume {
+		if err := removeRun(name, dir); err != nil {
+			return nil, err
+		}
 	}
 	cfg.CheckpointDir = dir
 	var live *Live
@@ -156,7 +168,17 @@ func (l *Lab) Fit(name string, cfg training.Config) (*training.Result, error) {
 		live = liveFor(&cfg)
 	}
 	start := time.Now()
-	res, err := training.Train(context.Background(), cfg)
+	if resume && cfg.Log == nil { // else Train says it
+		fmt.Fprintf(output(), "run %q: resuming from step %d, where it was interrupted\n", name, step)
+	}
+	res, err := training.Train(ctx, cfg)
+	if note, again := restartNote(name, err); resume && again {
+		fmt.Fprint(output(), note)
+		if err := removeRun(name, dir); err != nil {
+			return nil, err
+		}
+		res, err = training.Train(ctx, cfg)
+	}
 	if err != nil {
 		_ = training.RecordFailedStart(cfg, err) // Runs lists the attempt, with its error
 		if live != nil {
@@ -166,6 +188,9 @@ func (l *Lab) Fit(name string, cfg training.Config) (*training.Result, error) {
 	}
 	if live != nil && live.Finish(res.History) {
 		drawnLive.Store(res.History, struct{}{})
+	}
+	if res.Interrupted {
+		return res, &InterruptedError{Run: name, Dir: dir, Step: res.EndStep, Target: res.TargetStep}
 	}
 	fmt.Fprintf(output(), "run %q: trained %d steps in %.1fs, saved in %s\n", name, res.StepsRun(), time.Since(start).Seconds(), shownPath(dir))
 	return res, nil
@@ -202,8 +227,7 @@ func (l *Lab) Load(name string) (*training.LoadedCheckpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	last, _ := ckpt.History.Last()
-	fmt.Fprintf(output(), "run %q: loaded %s at step %d in %.1fs, from %s\n", name, ckpt.Model, last.Step, time.Since(start).Seconds(), shownPath(dir))
+	fmt.Fprintf(output(), "run %q: loaded %s at step %d in %.1fs, from %s\n", name, ckpt.Model, ckpt.Info.Step, time.Since(start).Seconds(), shownPath(dir))
 	return ckpt, nil
 }
 

@@ -27,12 +27,12 @@ func TestLabRunsAndCompare(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, empty, "no runs folder yet: an empty table")
 
-	cfg := training.Config{Steps: 4, BatchSize: 16, Seed: 1, EvalExamples: 50}
+	cfg := training.Config{Steps: 4, BatchSize: 16, Seed: 1, EvalEvery: 2, EvalExamples: 50}
 	fixed, err := l.Fit("b-fixed", cfg)
 	require.NoError(t, err)
 	_, err = l.Fit("c-guarded", training.Config{Head: 10, Steps: 4, BatchSize: 16})
 	require.ErrorIs(t, err, cifarlib.ErrHeadMismatch)
-	unguarded, err := l.Fit("a-unguarded", training.Config{Head: 10, Unguarded: true, Steps: 4, BatchSize: 16, Seed: 1})
+	unguarded, err := l.Fit("a-unguarded", training.Config{Head: 10, Unguarded: true, Steps: 4, BatchSize: 16, Seed: 1, EvalEvery: training.EvalOff})
 	require.NoError(t, err)
 	require.NoError(t, os.Mkdir(filepath.Join(l.RunsDir, "d-notes"), 0o755))
 
@@ -61,7 +61,7 @@ func TestLabRunsAndCompare(t *testing.T) {
 	Compare(chosen...)
 	require.Regexp(t, `^a-unguarded: 4 points, to step 4, last loss \d\.\d{4}\nb-fixed: 4 points, to step 4, last loss \d\.\d{4}\n`+
 		`c-guarded: no curves \(failed: model head has 10 outputs`, buf.String())
-	require.True(t, strings.HasSuffix(buf.String(), "\ntraining accuracy of the 3 runs above\n"), buf.String())
+	require.True(t, strings.HasSuffix(buf.String(), "\naccuracy of the 3 runs above\n"), buf.String())
 
 	loss, err := CompareLossChart(chosen...)
 	require.NoError(t, err)
@@ -74,5 +74,11 @@ func TestLabRunsAndCompare(t *testing.T) {
 	require.NoError(t, err)
 	doc, err = SVG(acc)
 	require.NoError(t, err)
-	requireSVG(t, doc, "training accuracy, by run", "a-unguarded", "b-fixed")
+	requireSVG(t, doc, "test accuracy, by run", "b-fixed")
+	require.NotContains(t, doc, "a-unguarded", "a run without evaluations has no test curve")
+	acc, err = CompareAccuracyChart(chosen[0]) // no evaluations: the training accuracy, smoothed
+	require.NoError(t, err)
+	doc, err = SVG(acc)
+	require.NoError(t, err)
+	requireSVG(t, doc, "training accuracy (smoothed), by run", "a-unguarded")
 }

@@ -22,6 +22,9 @@ type HistoryPoint struct {
 	MovingLoss float64 `json:"moving_loss"`
 	// Accuracy is the moving average of the training batches' accuracy.
 	Accuracy float64 `json:"accuracy"`
+	// BatchAccuracy is the accuracy of the batch of this step, which the charts smooth as they
+	// smooth Loss (SmoothedAccuracy); nil in a history written before it was recorded.
+	BatchAccuracy *float64 `json:"batch_accuracy,omitempty"`
 	// TopK is the moving average of the training batches' top-5 accuracy (CIFAR-100 only, else 0).
 	TopK float64 `json:"top_k,omitempty"`
 	// LearningRate is the learning rate used by this step.

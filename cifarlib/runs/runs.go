@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/internal/atomicfile"
 )
 
@@ -72,6 +73,9 @@ type Record struct {
 	Params map[string]string `json:"params,omitempty"`
 	// Job is where the run (its latest start) ran: host, GPUs and Slurm job (see JobInfo).
 	Job *JobInfo `json:"job,omitempty"`
+	// Data is what the run was trained on: synthetic or real (verified or not), layout, folder
+	// and images per split (data.ProvenanceOf); nil in a run.json written before it was recorded.
+	Data *data.Provenance `json:"data,omitempty"`
 	// Warning is the first error writing the run folder's TensorBoard events (training went on
 	// without them), "" when there was none.
 	Warning string `json:"warning,omitempty"`

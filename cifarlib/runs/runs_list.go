@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/internal/tfevents"
 )
 
@@ -54,6 +55,9 @@ type Info struct {
 	WallTime time.Duration `json:"wall_time_ns"`
 	// From is the run a transferred run was carried from (training.Config.From), "" otherwise.
 	From string `json:"from,omitempty"`
+	// Data is what the run was trained on (synthetic or real, layout, folder, images per
+	// split); nil when its run.json does not say (written before it was recorded).
+	Data *data.Provenance `json:"data,omitempty"`
 	// TensorBoard is true when the folder holds TensorBoard event files.
 	TensorBoard bool `json:"tensorboard"`
 	// History is the run's curves (nil when it has none).
@@ -123,7 +127,7 @@ func Read(dir string) Info {
 		return info.broken("%v", err)
 	}
 	info.Dataset, info.Model, info.Head, info.Guarded, info.Devices = rec.Dataset, rec.Model, rec.Head, rec.Guarded, rec.Devices
-	info.WallTime, info.From, info.Status = rec.WallTime, rec.From, rec.Status
+	info.WallTime, info.From, info.Status, info.Data = rec.WallTime, rec.From, rec.Status, rec.Data
 	if rec.Result != nil {
 		var r recordedResult
 		if err := json.Unmarshal(rec.Result, &r); err != nil {
@@ -156,7 +160,7 @@ func (info Info) broken(format string, args ...any) Info {
 }
 
 // runColumns are the columns of the runs table.
-var runColumns = []string{"run", "status", "dataset", "model", "head", "guard", "devices", "steps", "loss", "test acc", "test top-5", "wall time", "from", "note"}
+var runColumns = []string{"run", "status", "dataset", "data", "model", "head", "guard", "devices", "steps", "loss", "test acc", "test top-5", "wall time", "from", "note"}
 
 // cells formats a run as the table's cells.
 func (info Info) cells() []string {
@@ -164,27 +168,30 @@ func (info Info) cells() []string {
 	if from != "" && filepath.Clean(filepath.Dir(from)) == filepath.Dir(info.Dir) {
 		from = filepath.Base(from) // a run of the same folder: its name
 	}
-	c := []string{info.Name, string(info.Status), info.Dataset, info.Model, "", "", "", "", "", "", "", "", from, info.Reason}
+	c := []string{info.Name, string(info.Status), info.Dataset, "", info.Model, "", "", "", "", "", "", "", "", from, info.Reason}
+	if info.Data != nil {
+		c[3] = info.Data.Kind
+	}
 	if info.Head > 0 {
-		c[4] = fmt.Sprint(info.Head)
+		c[5] = fmt.Sprint(info.Head)
 	}
 	if info.Dataset != "" {
-		c[5] = map[bool]string{true: "guarded", false: "UNGUARDED"}[info.Guarded]
+		c[6] = map[bool]string{true: "guarded", false: "UNGUARDED"}[info.Guarded]
 	}
 	if info.Devices > 0 {
-		c[6] = fmt.Sprint(info.Devices)
+		c[7] = fmt.Sprint(info.Devices)
 	}
 	if info.Steps > 0 {
-		c[7], c[8] = fmt.Sprint(info.Steps), fmt.Sprintf("%.4f", info.Loss)
+		c[8], c[9] = fmt.Sprint(info.Steps), fmt.Sprintf("%.4f", info.Loss)
 	}
 	if info.HasTest {
-		c[9] = fmt.Sprintf("%.2f%%", 100*info.TestAccuracy)
+		c[10] = fmt.Sprintf("%.2f%%", 100*info.TestAccuracy)
 		if info.TestTopK > 0 {
-			c[10] = fmt.Sprintf("%.2f%%", 100*info.TestTopK)
+			c[11] = fmt.Sprintf("%.2f%%", 100*info.TestTopK)
 		}
 	}
 	if info.WallTime > 0 {
-		c[11] = info.WallTime.Round(100 * time.Millisecond).String()
+		c[12] = info.WallTime.Round(100 * time.Millisecond).String()
 	}
 	return c
 }

@@ -53,13 +53,34 @@ func TestSmoothedLossTracksFallingLoss(t *testing.T) {
 	s := h.SmoothedLoss()
 	require.Len(t, s, 200)
 	last := h.Points[199].Loss
-	// An EMA of weight 0.9 of a falling exponential lags by about 1/(1-0.9)-1 = 9 points:
-	// between the loss of 15 steps ago and today's.
+	// An EMA of weight w of a loss falling by a factor q per point is (1-w)/(1-w/q) times
+	// today's loss: with TensorBoard's 0.6 and q = exp(-1/40), 1.040 times, the loss of 1.55
+	// points ago: between the loss of 2 steps ago and today's.
 	require.Greater(t, s[199], last)
-	require.Less(t, s[199], h.Points[184].Loss)
+	require.Less(t, s[199], h.Points[197].Loss)
+	require.InDelta(t, 0.4/(1-0.6/math.Exp(-1.0/40)), s[199]/last, 1e-9, "the debiasing factor 1-0.6^200 is 1 to float64")
 }
 
 func ExampleSmooth() {
 	fmt.Printf("%.4f\n", Smooth([]float64{4, 2, 1, 1}, 0.5))
 	// Output: [4.0000 2.6667 1.7143 1.3333]
+}
+
+// TestSmoothedAccuracy: the batch accuracies are smoothed exactly as the losses are; a history
+// without them (written before they were recorded) gives its moving averages as they are.
+func TestSmoothedAccuracy(t *testing.T) {
+	acc := func(v float64) *float64 { return &v }
+	h := &History{Points: []HistoryPoint{
+		{Step: 1, Loss: 2, Accuracy: 0.1, BatchAccuracy: acc(0.25)},
+		{Step: 2, Loss: 1, Accuracy: 0.2, BatchAccuracy: acc(0.5)},
+		{Step: 3, Loss: 0.5, Accuracy: 0.3, BatchAccuracy: acc(1)},
+	}}
+	got, batch := h.SmoothedAccuracy()
+	require.True(t, batch)
+	require.Equal(t, Smooth([]float64{0.25, 0.5, 1}, Smoothing), got)
+	require.Equal(t, Smooth([]float64{2, 1, 0.5}, Smoothing), h.SmoothedLoss())
+	h.Points[1].BatchAccuracy = nil
+	got, batch = h.SmoothedAccuracy()
+	require.False(t, batch)
+	require.Equal(t, []float64{0.1, 0.2, 0.3}, got)
 }

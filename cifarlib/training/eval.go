@@ -286,15 +286,52 @@ func (r *EvalResult) WriteReport(w io.Writer) error {
 }
 
 // HTML returns the summary and the per-class accuracy table as an HTML fragment, for a
-// notebook cell (nb.Show displays it).
+// notebook cell (nb.Show displays it): the worst classes first, each with the class its
+// examples were most often taken for, and only the 10 worst when there are more than 20
+// classes (WriteReport keeps every class, in label order).
 func (r *EvalResult) HTML() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "<p>%s</p>\n<table>\n<tr><th>label</th><th>class</th><th>correct</th><th>examples</th><th>accuracy</th></tr>\n",
-		html.EscapeString(r.Summary()))
-	for _, c := range r.PerClass {
-		fmt.Fprintf(&b, "<tr><td>%d</td><td>%s</td><td>%d</td><td>%d</td><td>%.2f%%</td></tr>\n",
-			c.Label, html.EscapeString(c.Name), c.Correct, c.Examples, 100*c.Accuracy)
+	fmt.Fprintf(&b, "<p>%s</p>\n<table>\n<tr><th>label</th><th>class</th><th>correct</th><th>examples</th><th>accuracy</th>"+
+		"<th>most often taken for</th></tr>\n", html.EscapeString(r.Summary()))
+	sorted := r.Worst(len(r.PerClass)) // worst first
+	worst := sorted
+	if len(sorted) > htmlAllClasses {
+		worst = sorted[:htmlWorstClasses]
+	}
+	for _, c := range worst {
+		fmt.Fprintf(&b, "<tr><td>%d</td><td>%s</td><td>%d</td><td>%d</td><td>%.2f%%</td><td>%s</td></tr>\n",
+			c.Label, html.EscapeString(c.Name), c.Correct, c.Examples, 100*c.Accuracy, html.EscapeString(r.confusedWith(c.Label)))
 	}
 	b.WriteString("</table>\n")
+	if rest := sorted[len(worst):]; len(rest) > 0 {
+		fmt.Fprintf(&b, "<p>The %d worst of %d classes; the other %d have %.2f%% to %.2f%% (WriteReport lists them all).</p>\n",
+			len(worst), len(sorted), len(rest), 100*rest[0].Accuracy, 100*rest[len(rest)-1].Accuracy)
+	}
 	return b.String()
+}
+
+// The HTML table lists every class up to htmlAllClasses of them, else the htmlWorstClasses
+// worst: a user looks at the worst classes first.
+const (
+	htmlAllClasses   = 20
+	htmlWorstClasses = 10
+)
+
+// confusedWith names the prediction the examples of label most often got instead of label,
+// with their count, e.g. "truck (12)"; "" when none was misclassified.
+func (r *EvalResult) confusedWith(label int) string {
+	best, count := -1, 0
+	for p, n := range r.Confusion[label] {
+		if p != label && n > count {
+			best, count = p, n
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	name := fmt.Sprint(best)
+	if best < len(r.PerClass) {
+		name = r.PerClass[best].Name
+	}
+	return fmt.Sprintf("%s (%d)", name, count)
 }

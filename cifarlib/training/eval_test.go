@@ -150,8 +150,15 @@ func TestEvaluateNarrowHeadCountsOutOfRange(t *testing.T) {
 	h := res.HTML()
 	require.True(t, strings.HasPrefix(h, "<p>test accuracy "), h)
 	require.Contains(t, h, "head&#39;s 10 outputs")
-	require.Contains(t, h, fmt.Sprintf("<tr><td>3</td><td>bear</td><td>%d</td><td>%d</td><td>100.00%%</td></tr>\n", threes, threes))
-	require.Equal(t, 101, strings.Count(h, "<tr>"))
+	// The 10 worst of 100 classes, worst first, each with what it was most often taken for.
+	require.Equal(t, 1+10, strings.Count(h, "<tr>"))
+	worst := res.Worst(100)
+	first := worst[0]
+	require.Contains(t, h, fmt.Sprintf("<tr><td>%d</td><td>%s</td><td>%d</td><td>%d</td><td>%.2f%%</td><td>%s</td></tr>\n",
+		first.Label, first.Name, first.Correct, first.Examples, 100*first.Accuracy, res.confusedWith(first.Label)))
+	require.Contains(t, h, fmt.Sprintf("<p>The 10 worst of 100 classes; the other 90 have %.2f%% to 100.00%%", 100*worst[10].Accuracy))
+	require.NotContains(t, h, "<td>bear</td>", "bear (100%) is not among the worst")
+	require.Equal(t, "", res.confusedWith(3), "no example of bear was misclassified")
 }
 
 func TestEvaluateErrors(t *testing.T) {
@@ -164,4 +171,19 @@ func TestEvaluateErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ev.Evaluate(context.Background(), nil, EvalOptions{})
 	require.EqualError(t, err, "cifarlib: Evaluate: no examples to evaluate")
+}
+
+// TestEvalHTMLWorstFirst: the table starts with the worst class and says what each class was
+// most often taken for; with 20 classes or fewer every class is listed.
+func TestEvalHTMLWorstFirst(t *testing.T) {
+	r := &EvalResult{Split: "test", Examples: 15, Accuracy: 7.0 / 15, Confusion: [][]int{{3, 1, 0}, {2, 0, 5}, {0, 0, 4}},
+		PerClass: []ClassAccuracy{{Label: 0, Name: "a", Correct: 3, Examples: 4, Accuracy: 0.75},
+			{Label: 1, Name: "b", Correct: 0, Examples: 7, Accuracy: 0}, {Label: 2, Name: "c", Correct: 4, Examples: 4, Accuracy: 1}}}
+	require.Equal(t, []string{"b (1)", "c (5)", ""}, []string{r.confusedWith(0), r.confusedWith(1), r.confusedWith(2)})
+	h := r.HTML()
+	rows := "<tr><td>1</td><td>b</td><td>0</td><td>7</td><td>0.00%</td><td>c (5)</td></tr>\n" +
+		"<tr><td>0</td><td>a</td><td>3</td><td>4</td><td>75.00%</td><td>b (1)</td></tr>\n" +
+		"<tr><td>2</td><td>c</td><td>4</td><td>4</td><td>100.00%</td><td></td></tr>\n"
+	require.Contains(t, h, "<th>most often taken for</th></tr>\n"+rows+"</table>\n")
+	require.NotContains(t, h, "worst of")
 }

@@ -16,7 +16,7 @@ import (
 // TensorBoard tags of the scalars a run writes into its folder (see runFolder.point).
 const (
 	tagTrainLoss     = "train/loss"          // the batch loss (HistoryPoint.Loss)
-	tagTrainAccuracy = "train/accuracy"      // HistoryPoint.Accuracy
+	tagTrainAccuracy = "train/accuracy"      // HistoryPoint.BatchAccuracy (TensorBoard smooths it like the loss)
 	tagTrainTopK     = "train/top5"          // HistoryPoint.TopK (CIFAR-100)
 	tagLearningRate  = "train/learning_rate" // HistoryPoint.LearningRate
 	tagTestLoss      = "test/loss"           // HistoryPoint.Eval.Loss (TrainConfig.EvalEvery)
@@ -25,6 +25,7 @@ const (
 	tagFinalLoss     = "final/test_loss"     // TrainResult.Eval.Loss, at the last step
 	tagFinalAccuracy = "final/test_accuracy" // TrainResult.Eval.Accuracy
 	tagFinalTopK     = "final/test_top5"     // TrainResult.Eval.TopKAccuracy
+	tagData          = "data"                // text: Result.Data, what the run was trained on
 )
 
 // createEvents starts a run's TensorBoard event file (a variable for the test of a failing one).
@@ -56,6 +57,8 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 	cfg := &t.cfg
 	rf := &runFolder{dir: cfg.CheckpointDir, opened: time.Now(), log: cfg.Log, topK: cfg.topK() > 0,
 		record: newRunRecord(cfg, t.model.NumClasses, t.dist.numDevices())}
+	provenance := t.provenance
+	rf.record.Data = &provenance
 	if start > 0 { // a resume: the record of the runs before it
 		if prev, err := runs.ReadRecord(rf.dir); err == nil {
 			rf.prior = prev.WallTime
@@ -72,6 +75,9 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 	if rf.evtErr == nil && len(cfg.Params) > 0 { // TensorBoard's HParams dashboard
 		rf.evtErr = rf.events.HParams(cfg.Params, rf.record.Started)
 	}
+	if rf.evtErr == nil { // TensorBoard's TEXT tab says what each run was trained on
+		rf.evtErr = rf.events.Text(int64(start+1), tagData, provenance.String())
+	}
 	rf.note(rf.evtErr)
 	return rf
 }
@@ -81,7 +87,11 @@ func (rf *runFolder) point(p runs.HistoryPoint) {
 	if rf == nil {
 		return
 	}
-	values := []tfevents.Scalar{{Tag: tagTrainLoss, Value: float32(p.Loss)}, {Tag: tagTrainAccuracy, Value: float32(p.Accuracy)}}
+	accuracy := p.Accuracy
+	if p.BatchAccuracy != nil {
+		accuracy = *p.BatchAccuracy
+	}
+	values := []tfevents.Scalar{{Tag: tagTrainLoss, Value: float32(p.Loss)}, {Tag: tagTrainAccuracy, Value: float32(accuracy)}}
 	if rf.topK {
 		values = append(values, tfevents.Scalar{Tag: tagTrainTopK, Value: float32(p.TopK)})
 	}

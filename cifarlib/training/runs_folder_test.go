@@ -147,7 +147,11 @@ func TestListRuns(t *testing.T) {
 	a, _ := list.Find("a-done")
 	require.Equal(t, runs.Info{Name: "a-done", Dir: a.Dir, Status: runs.RunDone, Dataset: "cifar100", Model: cifarlib.ArchLinear, Head: 100, Guarded: true,
 		Devices: 1, Steps: 6, Loss: done.Loss, TestAccuracy: done.Eval.Accuracy, TestTopK: done.Eval.TopKAccuracy, HasTest: true,
-		WallTime: a.WallTime, TensorBoard: true, History: done.History}, a)
+		WallTime: a.WallTime, TensorBoard: true, History: done.History, Data: a.Data}, a)
+	require.Equal(t, &done.Data, a.Data)
+	require.Equal(t, data.Provenance{Dataset: "cifar100", Kind: data.KindSynthetic, TrainImages: done.Data.TrainImages,
+		TestImages: done.Data.TestImages}, done.Data, "labtest's records are SynthesizeRecords'")
+	require.Positive(t, done.Data.TrainImages)
 	require.Greater(t, a.WallTime, done.Duration, "the wall time covers training and the final evaluation")
 	k, _ := list.Find("k-transferred")
 	require.Equal(t, []any{filepath.Join(runsDir, "a-done"), "cifar10", 10}, []any{k.From, k.Dataset, k.Head})
@@ -160,12 +164,12 @@ func TestListRuns(t *testing.T) {
 	require.NoError(t, list.WriteTable(&text))
 	lines := strings.Split(strings.TrimSuffix(text.String(), "\n"), "\n")
 	require.Len(t, lines, 1+len(list))
-	require.Regexp(t, `^run +status +dataset +model +head +guard +devices +steps +loss +test acc +test top-5 +wall time +from +note$`, lines[0])
-	require.Regexp(t, `^a-done +done +cifar100 +linear +100 +guarded +1 +6 +\d+\.\d{4} +\d+\.\d\d% +\d+\.\d\d% +[0-9.]+m?s +$`, lines[1])
-	require.Regexp(t, `^c-unguarded +done +cifar100 +linear +10 +UNGUARDED +1 +6 `, lines[3])
-	require.Regexp(t, `^k-transferred +done +cifar10 +linear +10 +guarded +1 +6 +\d+\.\d{4} +\d+\.\d\d% +[0-9.]+m?s +a-done +$`, lines[11])
+	require.Regexp(t, `^run +status +dataset +data +model +head +guard +devices +steps +loss +test acc +test top-5 +wall time +from +note$`, lines[0])
+	require.Regexp(t, `^a-done +done +cifar100 +synthetic +linear +100 +guarded +1 +6 +\d+\.\d{4} +\d+\.\d\d% +\d+\.\d\d% +[0-9.]+m?s +$`, lines[1])
+	require.Regexp(t, `^c-unguarded +done +cifar100 +synthetic +linear +10 +UNGUARDED +1 +6 `, lines[3])
+	require.Regexp(t, `^k-transferred +done +cifar10 +synthetic +linear +10 +guarded +1 +6 +\d+\.\d{4} +\d+\.\d\d% +[0-9.]+m?s +a-done +$`, lines[11])
 	left, right := `<td style="padding:2px 8px;text-align:left;white-space:nowrap">`, `<td style="padding:2px 8px;text-align:right;white-space:nowrap">`
-	require.Contains(t, list.HTML(), `<tr class="failed">`+left+`b-guarded</td>`+left+`failed</td>`+left+`cifar100</td>`+left+`linear</td>`+
+	require.Contains(t, list.HTML(), `<tr class="failed">`+left+`b-guarded</td>`+left+`failed</td>`+left+`cifar100</td>`+left+`</td>`+left+`linear</td>`+
 		right+`10</td>`+left+`guarded</td>`)
 	require.Contains(t, list.HTML(), `<td style="padding:2px 8px;text-align:left">model head has 10 outputs`)
 	require.Equal(t, "no runs", runs.Table(nil).String())
@@ -196,7 +200,8 @@ func TestTensorBoardEqualsHistory(t *testing.T) {
 	}
 	for _, p := range h.Points {
 		add(tagTrainLoss, p.Step, p.Loss)
-		add(tagTrainAccuracy, p.Step, p.Accuracy)
+		require.NotNil(t, p.BatchAccuracy, "step %d", p.Step)
+		add(tagTrainAccuracy, p.Step, *p.BatchAccuracy)
 		add(tagTrainTopK, p.Step, p.TopK)
 		add(tagLearningRate, p.Step, p.LearningRate)
 		if e := p.Eval; e != nil {

@@ -72,6 +72,7 @@ type Trainer struct {
 	transfer *trainTransfer
 
 	trainRecs, testRecs *data.Records
+	provenance          data.Provenance // of trainRecs and testRecs
 	evaluator           *Evaluator
 
 	// Per-run state, set by Run and the loop hooks.
@@ -133,6 +134,14 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 		if t.testRecs, err = t.loadRecords(cfg.TestRecords, data.SplitTest); err != nil {
 			return nil, err
 		}
+	}
+	test := t.testRecs
+	if test == nil {
+		test = cfg.TestRecords // given, though this run does not evaluate
+	}
+	t.provenance = data.ProvenanceOf(t.trainRecs, test)
+	if cfg.TrainRecords == nil {
+		t.logf("data: %s", t.provenance) // synthetic or real, where from
 	}
 
 	// Store and checkpoint: a checkpoint's parameters are loaded first and compared with cfg.
@@ -196,11 +205,9 @@ func (t *Trainer) loadRecords(given *data.Records, split data.Split) (*data.Reco
 	recs, err := LoadSplitOrSynthetic(dir, spec, split)
 	switch {
 	case err != nil:
+	case split != data.SplitTrain: // one note per run, for the training split
 	case filepath.Dir(filepath.Dir(recs.Source)) == filepath.Clean(data.SyntheticDir(dir)):
 		t.logf("note: no %s data in %s; using the synthetic data in %s", spec.Name, dir, data.SyntheticDir(dir))
-	case split == data.SplitTrain:
-		folder, layout := data.Locate(dir, spec)
-		t.logf("data: %s in %s (%s layout)", spec.Name, folder, layout)
 	}
 	return recs, err
 }
@@ -303,7 +310,7 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 	cfg := &t.cfg
 	start := t.GlobalStep()
 	res := &Result{Dataset: cfg.Spec.ID(), Model: cfg.Model, HeadWidth: t.model.NumClasses, Guarded: !cfg.Unguarded, Precision: cfg.Precision,
-		Backend: backends.Name(t.backend), Devices: t.dist.numDevices(), BatchSize: cfg.BatchSize, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
+		Backend: backends.Name(t.backend), Devices: t.dist.numDevices(), BatchSize: cfg.BatchSize, Data: t.provenance, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
 		Resumed: t.ckpt != nil && t.ckpt.resumed != nil, CheckpointDir: cfg.CheckpointDir, History: t.history,
 		Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}, Transfer: t.Transfer()}
 	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.trainRecs.Len()}
@@ -464,6 +471,10 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 		Accuracy: t.lastMetrics[trainMetricAccuracy], LearningRate: t.learningRate()}
 	if cfg.topK() > 0 {
 		p.TopK = t.lastMetrics[trainMetricTopK]
+	}
+	if n := len(t.lastMetrics); n > trainMetricAccuracy+1 {
+		batch := t.lastMetrics[n-1] // trainMetricsFor puts it last
+		p.BatchAccuracy = &batch
 	}
 	if evalNow {
 		ev, err := t.Evaluate(context.Background(), t.testRecs, EvalOptions{BatchSize: cfg.EvalBatchSize, MaxExamples: cfg.EvalExamples})

@@ -108,11 +108,14 @@ type Config struct {
 	// CheckpointKeep is the number of checkpoints kept in CheckpointDir. Default 2.
 	CheckpointKeep int
 
-	// EvalEvery evaluates on the test split every this many steps (recorded in the History);
-	// 0 evaluates only once, at the end.
+	// EvalEvery evaluates on the test split every this many steps (recorded in the History),
+	// as Lightning validates while it trains. 0, the default, evaluates about DefaultEvals times
+	// per run (every Steps/DefaultEvals steps, rounded up) when the run evaluates at all (not
+	// SkipFinalEval); EvalOff (any negative value) leaves only the final evaluation.
 	EvalEvery int
-	// EvalExamples limits the periodic evaluations to the first this many test examples (0: all).
-	// The final evaluation always uses the whole test split.
+	// EvalExamples limits the periodic evaluations to the first this many test examples: 0 is
+	// the whole test split, or, for the evaluations EvalEvery 0 adds, DefaultEvalExamples. The
+	// final evaluation always uses the whole test split.
 	EvalExamples int
 	// EvalBatchSize is the batch size of evaluations. Default 100.
 	EvalBatchSize int
@@ -128,7 +131,8 @@ type Config struct {
 	Plot bool
 	// Log receives one line per LogEvery steps and notes such as "resumed from step N"; nil: silent.
 	Log io.Writer
-	// LogEvery is the period, in steps, of the lines written to Log. Default: HistoryEvery.
+	// LogEvery is the period, in steps, of the lines written to Log. Default: HistoryEvery, or
+	// more to write at most 200 lines (Steps/200 rounded up).
 	LogEvery int
 	// OnPoint, when set, is called with each History point as it is recorded; an error stops
 	// training (the checkpoint is still saved).
@@ -151,6 +155,14 @@ type Config struct {
 	// HParams dashboard, like Lightning's log_hyperparams. Nil: none recorded.
 	Params map[string]string
 }
+
+// Validation during training (Config.EvalEvery 0): about DefaultEvals evaluations per run, on
+// the first DefaultEvalExamples test examples each; EvalOff turns them off.
+const (
+	DefaultEvals        = 5
+	DefaultEvalExamples = 500
+	EvalOff             = -1
+)
 
 // ConfigError reports an invalid Config field: which field, its value and how to fix it.
 type ConfigError struct {
@@ -261,8 +273,17 @@ func (c Config) withDefaults() (Config, error) {
 	default:
 		return c, &ConfigError{Field: "Schedule", Value: fmt.Sprintf("%q", c.Schedule), Reason: "use \"constant\" or \"cosine\""}
 	}
-	if c.CheckpointEvery < 0 || c.EvalEvery < 0 || c.EvalExamples < 0 || c.HistoryEvery < 0 || c.LogEvery < 0 || c.CheckpointKeep < 0 || c.EvalBatchSize < 0 {
-		return c, &ConfigError{Field: "CheckpointEvery/EvalEvery/EvalExamples/EvalBatchSize/HistoryEvery/LogEvery/CheckpointKeep",
+	switch {
+	case c.EvalEvery < 0: // EvalOff
+		c.EvalEvery = 0
+	case c.EvalEvery == 0 && !c.SkipFinalEval:
+		c.EvalEvery = (c.Steps + DefaultEvals - 1) / DefaultEvals
+		if c.EvalExamples == 0 {
+			c.EvalExamples = DefaultEvalExamples
+		}
+	}
+	if c.CheckpointEvery < 0 || c.EvalExamples < 0 || c.HistoryEvery < 0 || c.LogEvery < 0 || c.CheckpointKeep < 0 || c.EvalBatchSize < 0 {
+		return c, &ConfigError{Field: "CheckpointEvery/EvalExamples/EvalBatchSize/HistoryEvery/LogEvery/CheckpointKeep",
 			Value: "negative", Reason: "periods and counts must be >= 0 (0 picks the default)"}
 	}
 	if c.CheckpointKeep == 0 {
@@ -275,7 +296,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.HistoryEvery = max(1, c.Steps/200)
 	}
 	if c.LogEvery == 0 {
-		c.LogEvery = c.HistoryEvery
+		c.LogEvery = max(c.HistoryEvery, (c.Steps+199)/200) // at most 200 lines
 	}
 	return c, nil
 }

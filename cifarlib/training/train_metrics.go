@@ -62,13 +62,14 @@ func trainPrettyPercent(value *tensors.Tensor) string {
 // (GoMLX's: the plain mean of the first 1/weight batches, then an exponential average). At
 // GoMLX's usual 0.01 the curve still carried the first 100 batches at step 200 and sat 13
 // points under the test accuracy; at 0.1 it follows the batches within about 10 steps, like the
-// smoothed loss beside it (History.SmoothedLoss, TensorBoard's 0.9).
+// smoothed loss beside it. The charts draw the batch accuracy (the last training metric)
+// smoothed like the loss instead (runs.History.SmoothedAccuracy).
 const trainAccuracyWeight = 0.1
 
 // trainMetricsFor returns the training metrics (after GoMLX's own two loss metrics): moving
 // averages of accuracy and, when topK > 0, of top-k accuracy; when unguarded, the count of
 // labels outside the head per batch (LabelGuardMetric), so the progress bar shows the
-// examples that get zero loss.
+// examples that get zero loss; last, the batch accuracy.
 func trainMetricsFor(topK int, unguarded bool, headWidth int) []metric.Interface {
 	ms := []metric.Interface{metric.NewMovingAverageSparseCategoricalAccuracy("Moving Average Accuracy", "~acc", trainAccuracyWeight)}
 	if topK > 0 {
@@ -78,7 +79,9 @@ func trainMetricsFor(topK int, unguarded bool, headWidth int) []metric.Interface
 	if unguarded {
 		ms = append(ms, cifarlib.LabelGuardMetric(headWidth))
 	}
-	return ms
+	// Last: the batch's own accuracy, which the charts and TensorBoard smooth like the loss.
+	return append(ms, metric.NewBaseMetric("Batch Accuracy", "acc", metric.AccuracyMetricType,
+		metric.SparseCategoricalAccuracyGraph, trainPrettyPercent))
 }
 
 // evalMetricsFor returns the metrics of GoMLX's Trainer.Eval (after its mean loss): mean

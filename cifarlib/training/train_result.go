@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 )
 
@@ -65,6 +66,8 @@ type Result struct {
 	Devices int `json:"devices"`
 	// BatchSize is the number of images per step (the global batch, across all devices).
 	BatchSize int `json:"batch_size"`
+	// Data is what the run was trained on: synthetic or real, layout, folder, images per split.
+	Data data.Provenance `json:"data"`
 
 	// StartStep is the global step the run started from (non-zero when resumed), EndStep the
 	// global step reached, TargetStep the one asked for (Config.Steps).
@@ -124,6 +127,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		fmt.Fprintf(&b, " sharded across %d devices (%d per device)", r.Devices, r.BatchSize/r.Devices)
 	}
 	b.WriteString("\n")
+	if r.Data.Dataset != "" {
+		fmt.Fprintf(&b, "data: %s\n", r.Data)
+	}
 	if r.Transfer != nil {
 		b.WriteString(r.Transfer.String())
 	}
@@ -149,7 +155,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		fmt.Fprintf(&b, "zero-loss examples: %s\n", r.ZeroLoss)
 		if r.ZeroLoss.OutOfRange > 0 {
 			fmt.Fprintf(&b, "WARNING: %.1f%% of the training examples taught the model nothing: the head has %d outputs "+
-				"but the labels need %s's classes; rebuild the model for the dataset (drop --head) and keep the guard on\n",
+				"but the labels need %s's classes; rebuild the model for the dataset (Config.Head 0; --head left out on the command line) and keep the guard on\n",
 				100*r.ZeroLoss.Fraction(), r.HeadWidth, r.Dataset)
 		}
 	}

@@ -137,6 +137,7 @@ func TestTrainUnguardedCountsZeroLossExamples(t *testing.T) {
 	var summary bytes.Buffer
 	require.NoError(t, res.WriteSummary(&summary))
 	require.Contains(t, summary.String(), "with UNGUARDED plain loss")
+	require.Contains(t, summary.String(), "\ndata: synthetic cifar100, 320 train / 100 test images\n", "the summary says what the run was trained on")
 	require.Contains(t, summary.String(), "zero-loss examples: "+res.ZeroLoss.String()+"\n")
 	require.Contains(t, res.ZeroLoss.String(), " of 160 training examples seen (")
 	require.Contains(t, summary.String(), "WARNING: ")

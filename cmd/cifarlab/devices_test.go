@@ -79,7 +79,7 @@ func TestTrainCommandDevices(t *testing.T) {
 	stderr.Reset()
 	code = run([]string{"train", "--data", root, "--steps", "1", "--batch", "10", "--backend", "cpu", "--devices", "4"}, &stdout, &stderr)
 	require.Equal(t, 2, code)
-	require.Equal(t, "cifarlab train: cifarlib: training config: BatchSize=10 does not split across 4 devices (10 is not a "+
+	require.Equal(t, "cifarlab train: --batch 10 does not split across 4 devices (10 is not a "+
 		"multiple of 4): use 8 or 12, or another number of devices\n", stderr.String())
 	_, err := os.Stat(filepath.Join(ckpt, runs.HistoryFileName))
 	require.NoError(t, err)

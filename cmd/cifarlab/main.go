@@ -75,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "cifarlab %s: %v\n", c.name, err)
+	fmt.Fprintf(stderr, "cifarlab %s: %v\n", c.name, inFlags(err))
 	var ee *exitError
 	if errors.As(err, &ee) && ee.code != 0 {
 		return ee.code

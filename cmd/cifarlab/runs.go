@@ -49,6 +49,6 @@ func runRuns(args []string, stdout io.Writer) error {
 		_, err := fmt.Fprintf(stdout, "no runs in %s\n", dir)
 		return err
 	}
-	fmt.Fprintf(stdout, "runs in %s (TensorBoard: tensorboard --logdir %s)\n", dir, dir)
+	fmt.Fprintf(stdout, "runs in %s (TensorBoard: %s)\n", dir, tensorboardHint(dir))
 	return list.WriteTable(stdout)
 }

@@ -82,10 +82,10 @@ func newTrainFlags(stdout io.Writer) (*flag.FlagSet, *trainFlags) {
 	fs.Float64Var(&f.minLR, "min-lr", 0, "final learning rate of the cosine schedule")
 	fs.Int64Var(&f.seed, "seed", 0, "seed of the weight initialisation and of the data order")
 	fs.BoolVar(&f.augment, "augment", false, "random crops and horizontal flips")
-	fs.IntVar(&f.evalEvery, "eval-every", 0, "evaluate on the test split every N steps (0: only at the end)")
-	fs.IntVar(&f.evalExamples, "eval-examples", 0, "examples of the periodic evaluations (0: the whole test split)")
+	fs.IntVar(&f.evalEvery, "eval-every", 0, "evaluate on the test split every N steps while training (0: about 5 times per run, on 500 test examples; -1: only at the end)")
+	fs.IntVar(&f.evalExamples, "eval-examples", 0, "test examples of the periodic evaluations (0: the whole test split, or 500 with --eval-every 0)")
 	fs.BoolVar(&f.noEval, "no-eval", false, "skip the final evaluation on the test split")
-	fs.IntVar(&f.logEvery, "log-every", 0, "write a progress line to stderr every N steps (0: about 200 lines per run)")
+	fs.IntVar(&f.logEvery, "log-every", 0, "write a progress line to stderr every N steps (0: at most 200 lines per run)")
 	fs.StringVar(&f.progress, "progress", "auto", "GoMLX progress bar on stdout: auto (when stdout is a terminal), on or off")
 	fs.StringVar(&f.from, "from", "", "transfer from the trained run in `RUN_DIR` (its --checkpoint directory): its backbone is "+
 		"carried bit for bit, the head is new at --dataset's width, the optimizer state and step start again; --model defaults to the run's")

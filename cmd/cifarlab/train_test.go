@@ -39,8 +39,8 @@ func TestTrainCommandHeadMismatchStops(t *testing.T) {
 	code := run([]string{"train", "--dataset", "cifar100", "--data", root, "--model", "cnn", "--head", "10", "--steps", "5",
 		"--backend", "go", "--checkpoint", ckpt}, &stdout, &stderr)
 	require.Equal(t, 1, code)
-	require.Equal(t, "cifarlab train: model head has 10 outputs but dataset cifar100 has 100 classes (head overridden to 10): "+
-		"build the model with cifarlib's factory for cifar100, or set the head to 100\n", stderr.String())
+	require.Equal(t, "cifarlab train: model head has 10 outputs but dataset cifar100 has 100 classes (--head 10): "+
+		"drop --head, so that the head is sized from --dataset (100 outputs)\n", stderr.String(), "a CLI user is told about flags")
 	require.Empty(t, stdout.String())
 	_, err := os.Stat(ckpt)
 	require.True(t, errors.Is(err, os.ErrNotExist))
@@ -146,7 +146,7 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 		{[]string{"train", "--dataset", "cifar10"}, 2, "cifarlab train: --steps is required: the global step to train to (e.g. --steps 1000)\n"},
 		{[]string{"train", "--dataset", "svhn", "--steps", "3"}, 2, "cifarlab train: cifarlib: unknown dataset \"svhn\": use \"cifar10\" or \"cifar100\"\n"},
 		{[]string{"train", "--steps", "3", "--optimizer", "lion", "--backend", "go"}, 2,
-			"cifarlab train: cifarlib: training config: Optimizer=\"lion\": use one of adam, adamw, adamax, rmsprop, sgd\n"},
+			"cifarlab train: --optimizer lion: use one of adam, adamw, adamax, rmsprop, sgd\n"},
 		{[]string{"train", "--steps", "3", "--progress", "maybe"}, 2, "cifarlab train: --progress \"maybe\": use auto, on or off\n"},
 		{[]string{"train", "--steps", "3", "--model", "vgg"}, 2, "cifarlab train: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20\n"},
 		{[]string{"eval"}, 2, "cifarlab eval: --checkpoint is required: the directory given to cifarlab train --checkpoint\n"},

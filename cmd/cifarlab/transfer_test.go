@@ -84,7 +84,7 @@ func TestTransferCommands(t *testing.T) {
 	}{
 		{[]string{"--from", root}, "cifarlab train: cifarlib: " + root + " is not a trained cifarlib run ("},
 		{[]string{"--from", src, "--model", "linear"}, "cifarlab train: cifarlib: run " + src + " is a cnn, but the model asked for is a linear"},
-		{[]string{"--from", src, "--freeze", "head"}, `cifarlab train: cifarlib: training config: Freeze="head": use "" (fine-tune everything) or "backbone"`},
+		{[]string{"--from", src, "--freeze", "head"}, `cifarlab train: --freeze head: use "" (fine-tune everything) or "backbone"`},
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, 2, run(append([]string{"train", "--dataset", "cifar100", "--data", root, "--steps", "1", "--backend", "go"}, c.args...),

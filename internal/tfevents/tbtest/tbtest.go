@@ -77,3 +77,33 @@ func ReadScalars(tb testing.TB, logdir string, runs ...string) map[string]map[st
 	}
 	return got
 }
+
+// ReadTexts reads the text summaries of the run folder runDir with TensorBoard's
+// EventAccumulator: tag -> the texts in step order.
+func ReadTexts(tb testing.TB, runDir string) map[string][]string {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "testdata", "read_texts.py")
+	cmd := exec.Command(Python(tb), script, runDir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("read_texts.py %s: %v\n%s", runDir, err, stderr.String())
+	}
+	var raw map[string][][2]json.RawMessage
+	if err := json.Unmarshal(out, &raw); err != nil {
+		tb.Fatalf("read_texts.py output: %v\n%s", err, out)
+	}
+	got := map[string][]string{}
+	for tag, events := range raw {
+		for _, e := range events {
+			var text string
+			if err := json.Unmarshal(e[1], &text); err != nil {
+				tb.Fatalf("read_texts.py: tag %s: %s is not a step and a text", tag, e)
+			}
+			got[tag] = append(got[tag], text)
+		}
+	}
+	return got
+}

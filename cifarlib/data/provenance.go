@@ -1,0 +1,106 @@
+package data
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The kinds of data a run can be trained on (Provenance.Kind).
+const (
+	// KindSynthetic is cifarlib's synthetic stand-in (Synthesize, SynthesizeRecords).
+	KindSynthetic = "synthetic"
+	// KindVerified is real data of a verified download (Verify accepts its folder).
+	KindVerified = "real, verified"
+	// KindUnverified is real-looking data Verify does not vouch for: copied or converted files,
+	// or a subset.
+	KindUnverified = "real, unverified"
+	// KindInMemory is records a program built, whose origin cifarlib cannot tell.
+	KindInMemory = "in memory"
+)
+
+// Provenance says what a run was trained on: the dataset, whether its records are synthetic or
+// real (verified or not), the layout and folder of their files, and the images in each split.
+// A run records it (run.json, the runs table, the summary, TensorBoard), so that a synthetic
+// run is never compared with a real one by mistake.
+type Provenance struct {
+	// Dataset is the Spec's ID, e.g. "cifar10" or "cifar100-coarse".
+	Dataset string `json:"dataset"`
+	// Kind is KindSynthetic, KindVerified, KindUnverified or KindInMemory.
+	Kind string `json:"kind"`
+	// Layout is the layout of the files ("binary" or "python"); "" for records in memory.
+	Layout string `json:"layout,omitempty"`
+	// Folder is the folder of the files, as the records name it (relative when the data folder
+	// was given relative, $CIFARLAB_DATA/... in a notebook); "" for records in memory.
+	Folder string `json:"folder,omitempty"`
+	// TrainImages and TestImages are the number of images of each split (0: not loaded).
+	TrainImages int `json:"train_images"`
+	TestImages  int `json:"test_images"`
+}
+
+// ProvenanceOf describes the records of a run: train, and test when loaded (it may be nil).
+// Records LoadSplit read are described from their folder (the synthetic marker, then Verify;
+// environment variables in their Source, as a notebook's Lab writes it, are expanded);
+// records SynthesizeRecords made are synthetic; any other records are in memory.
+func ProvenanceOf(train, test *Records) Provenance {
+	p := Provenance{Dataset: train.Spec.ID(), Kind: KindInMemory, TrainImages: train.Len()}
+	if test != nil {
+		p.TestImages = test.Len()
+	}
+	if strings.HasPrefix(train.Source, "synthetic ") {
+		p.Kind = KindSynthetic
+		return p
+	}
+	folder := filepath.Dir(train.Source)
+	local := os.ExpandEnv(folder) // a notebook's Lab shows its data folder as $CIFARLAB_DATA/...
+	if fi, err := os.Stat(local); err != nil || !fi.IsDir() || folder == "." {
+		return p
+	}
+	root := filepath.Dir(local)
+	spec := train.Spec
+	layout, err := DetectLayout(root, spec)
+	if err != nil || filepath.Join(root, spec.InLayout(layout).Dir) != filepath.Clean(local) {
+		return p
+	}
+	p.Folder, p.Layout = folder, layout.String()
+	switch {
+	case isSynthetic(root, spec.InLayout(layout)):
+		p.Kind = KindSynthetic
+	case Verify(root, spec) == nil:
+		p.Kind = KindVerified
+	default:
+		p.Kind = KindUnverified
+	}
+	return p
+}
+
+// isSynthetic reports whether root/spec.Dir holds the marker Synthesize writes.
+func isSynthetic(root string, spec Spec) bool {
+	_, err := ReadSynthInfo(root, spec)
+	return err == nil
+}
+
+// Real is true for real data, verified or not.
+func (p Provenance) Real() bool { return p.Kind == KindVerified || p.Kind == KindUnverified }
+
+// String describes the data in one line, e.g. "synthetic cifar10, binary layout, 5000 train /
+// 1000 test images, in data/synthetic/cifar-10-batches-bin".
+func (p Provenance) String() string {
+	s := fmt.Sprintf("%s %s", p.Kind, p.Dataset)
+	if p.Kind == KindVerified || p.Kind == KindUnverified {
+		s = fmt.Sprintf("%s (%s)", p.Dataset, p.Kind)
+	}
+	if p.Layout != "" {
+		s += ", " + p.Layout + " layout"
+	}
+	s += fmt.Sprintf(", %d train", p.TrainImages)
+	if p.TestImages > 0 {
+		s += fmt.Sprintf(" / %d test", p.TestImages)
+	}
+	s += " images"
+	if p.Folder != "" {
+		s += ", in " + p.Folder
+	}
+	return s
+}

@@ -1,0 +1,49 @@
+package data
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestProvenanceOf: records read from the synthetic data Synthesize wrote are synthetic, the same
+// files without their marker real but unverified (as a converted copy would be), records
+// SynthesizeRecords made synthetic without a folder, and hand-built records in memory.
+func TestProvenanceOf(t *testing.T) {
+	spec := CIFAR10()
+	opts := SynthOptions{Seed: 1, TrainSize: 50, TestSize: 10}
+	root := t.TempDir()
+	require.NoError(t, Synthesize(root, spec, opts))
+	folder := filepath.Join(root, spec.Dir)
+	load := func(split Split) *Records {
+		recs, err := LoadSplit(root, spec, split)
+		require.NoError(t, err)
+		return recs
+	}
+	fromFiles := ProvenanceOf(load(SplitTrain), load(SplitTest))
+	inMemory, err := SynthesizeRecords(spec, SplitTrain, opts)
+	require.NoError(t, err)
+	built := NewRecords(spec, "my loader", 3)
+
+	require.Equal(t, Provenance{Dataset: "cifar10", Kind: KindSynthetic, Layout: "binary", Folder: folder, TrainImages: 50, TestImages: 10}, fromFiles)
+	require.Equal(t, "synthetic cifar10, binary layout, 50 train / 10 test images, in "+folder, fromFiles.String())
+	require.False(t, fromFiles.Real())
+	require.Equal(t, Provenance{Dataset: "cifar10", Kind: KindSynthetic, TrainImages: 50}, ProvenanceOf(inMemory, nil))
+	require.Equal(t, Provenance{Dataset: "cifar10", Kind: KindInMemory, TrainImages: 3}, ProvenanceOf(built, nil))
+	require.Equal(t, "in memory cifar10, 3 train images", ProvenanceOf(built, nil).String())
+
+	// A notebook's Lab shows its sources from $CIFARLAB_DATA: the folder stays so, and is read.
+	t.Setenv(DirEnv, root)
+	shown := load(SplitTrain)
+	shown.Source = "$" + DirEnv + "/" + spec.Dir + "/" + filepath.Base(shown.Source)
+	require.Equal(t, Provenance{Dataset: "cifar10", Kind: KindSynthetic, Layout: "binary", Folder: "$" + DirEnv + "/" + spec.Dir,
+		TrainImages: 50}, ProvenanceOf(shown, nil))
+
+	require.NoError(t, os.Remove(filepath.Join(folder, SyntheticMarker)))
+	unverified := ProvenanceOf(load(SplitTrain), nil)
+	require.Equal(t, Provenance{Dataset: "cifar10", Kind: KindUnverified, Layout: "binary", Folder: folder, TrainImages: 50}, unverified)
+	require.True(t, unverified.Real())
+	require.Equal(t, "cifar10 (real, unverified), binary layout, 50 train images, in "+folder, unverified.String())
+}

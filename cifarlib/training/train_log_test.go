@@ -1,0 +1,92 @@
+package training
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTrainNotesSyntheticDataOnce: a run on the synthetic data Prepare wrote says so once (it
+// was said for the training and again for the test split), and its data line says synthetic.
+func TestTrainNotesSyntheticDataOnce(t *testing.T) {
+	root := t.TempDir()
+	synthetic, err := data.Prepare(root, data.CIFAR10(), data.SynthOptions{Seed: 1, TrainSize: 64, TestSize: 16})
+	require.NoError(t, err)
+	require.True(t, synthetic)
+	var log bytes.Buffer
+	_, err = Train(context.Background(), Config{Spec: data.CIFAR10(), DataDir: root, Model: cifarlib.ArchLinear, Backend: labtest.Backend(t),
+		Steps: 1, BatchSize: 16, Progress: ProgressOff, Log: &log})
+	require.NoError(t, err)
+	note := "note: no cifar10 data in " + root + "; using the synthetic data in " + data.SyntheticDir(root) + "\n"
+	require.Equal(t, 1, strings.Count(log.String(), note), log.String())
+	require.Contains(t, log.String(), "data: synthetic cifar10, binary layout, 64 train / 16 test images, in "+
+		filepath.Join(data.SyntheticDir(root), "cifar-10-batches-bin")+"\n", "the log says the data is synthetic")
+}
+
+// TestLogEveryDefault: without LogEvery, a run logs every HistoryEvery steps, less often when
+// that would write more than 200 lines.
+func TestLogEveryDefault(t *testing.T) {
+	for _, c := range []struct{ steps, history, logEvery, want int }{
+		{50, 0, 0, 1},
+		{200, 0, 0, 1},
+		{300, 0, 0, 2}, // 150 lines, not 300
+		{1000, 0, 0, 5},
+		{1001, 0, 0, 6},
+		{300, 10, 0, 10},
+		{300, 0, 7, 7},
+	} {
+		cfg, err := Config{Spec: data.CIFAR10(), Steps: c.steps, HistoryEvery: c.history, LogEvery: c.logEvery}.withDefaults()
+		require.NoError(t, err)
+		require.Equal(t, c.want, cfg.LogEvery, "%+v", c)
+	}
+}
+
+// TestEvalEveryDefault: a run that evaluates validates about DefaultEvals times on
+// DefaultEvalExamples test examples, as Lightning validates while it trains; EvalOff or
+// SkipFinalEval leave it out; an explicit period keeps its examples (0: all).
+func TestEvalEveryDefault(t *testing.T) {
+	for _, c := range []struct {
+		name                    string
+		cfg                     Config
+		wantEvery, wantExamples int
+	}{
+		{"default", Config{Steps: 100}, 20, 500},
+		{"rounded up", Config{Steps: 101}, 21, 500},
+		{"short run", Config{Steps: 3}, 1, 500},
+		{"examples given", Config{Steps: 100, EvalExamples: 64}, 20, 64},
+		{"off", Config{Steps: 100, EvalEvery: EvalOff}, 0, 0},
+		{"no evaluation at all", Config{Steps: 100, SkipFinalEval: true}, 0, 0},
+		{"explicit", Config{Steps: 100, EvalEvery: 7}, 7, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := c.cfg
+			cfg.Spec = data.CIFAR10()
+			got, err := cfg.withDefaults()
+			require.NoError(t, err)
+			require.Equal(t, [2]int{c.wantEvery, c.wantExamples}, [2]int{got.EvalEvery, got.EvalExamples})
+		})
+	}
+
+	// A run with the defaults: five evaluations in its history, of the first 40 test examples
+	// (all there are, fewer than DefaultEvalExamples), and the final one.
+	train, test := labtest.TrainTestRecords(t, data.CIFAR10(), 64, 40, 1)
+	res, err := Train(context.Background(), Config{Spec: data.CIFAR10(), TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear,
+		Backend: labtest.Backend(t), Steps: 10, BatchSize: 16, Progress: ProgressOff})
+	require.NoError(t, err)
+	var evals []int
+	for _, p := range res.History.Points {
+		if p.Eval != nil {
+			evals = append(evals, p.Step)
+			require.Equal(t, 40, p.Eval.Examples)
+		}
+	}
+	require.Equal(t, []int{2, 4, 6, 8, 10}, evals)
+	require.NotNil(t, res.Eval)
+}

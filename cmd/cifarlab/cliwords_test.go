@@ -1,0 +1,45 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/stretchr/testify/require"
+)
+
+// TestInFlags: the library's Go-worded fixes become flags; what it does not know, or what names
+// no flag, is left as it is; errors.As still finds the library's error.
+func TestInFlags(t *testing.T) {
+	head := &cifarlib.HeadMismatchError{Dataset: "cifar100", HeadWidth: 10, NumClasses: 100, Overridden: true}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"--head", fmt.Errorf("training: %w", head),
+			"model head has 10 outputs but dataset cifar100 has 100 classes (--head 10): drop --head, so that the head is sized from --dataset (100 outputs)"},
+		{"head not overridden", &cifarlib.HeadMismatchError{Dataset: "cifar100", HeadWidth: 10, NumClasses: 100},
+			"model head has 10 outputs but dataset cifar100 has 100 classes: build the model with cifarlib's factory for cifar100, or set the head to 100"},
+		{"config field", &training.ConfigError{Field: "Steps", Value: "0", Reason: "set the number of training steps (> 0)"},
+			"--steps 0: set the number of training steps (> 0)"},
+		{"quoted value", &training.ConfigError{Field: "Schedule", Value: `"step"`, Reason: `use "constant" or "cosine"`},
+			`--schedule step: use "constant" or "cosine"`},
+		{"field without a flag", &training.ConfigError{Field: "Spec", Value: "(zero)", Reason: "set it"},
+			"cifarlib: training config: Spec=(zero): set it"},
+		{"batch across devices", &backends.BatchDivisibilityError{Field: "BatchSize", BatchSize: 10, Devices: 4, Below: 8, Above: 12},
+			"--batch 10 does not split across 4 devices (10 is not a multiple of 4): use 8 or 12, or another number of devices"},
+		{"other", errors.New("disk full"), "disk full"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := inFlags(c.err)
+			require.EqualError(t, got, c.want)
+			require.ErrorIs(t, got, c.err)
+		})
+	}
+	var hm *cifarlib.HeadMismatchError
+	require.ErrorAs(t, inFlags(head), &hm)
+}

@@ -1,0 +1,37 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// runCells writes cells to files in dir and runs kernel/testdata/script with the lab venv's
+// python on them (args first, then the cell files), against the kernels installed in
+// jupyterDir, with CIFARLAB_DATA=dir/data; it returns what the script printed.
+func runCells(t *testing.T, repo Repo, jupyterDir, dir, script string, args []string, cells ...string) []byte {
+	t.Helper()
+	py := requireLab(t, repo)
+	for i, c := range cells {
+		f := filepath.Join(dir, fmt.Sprintf("cell%d.go", i))
+		require.NoError(t, os.WriteFile(f, []byte(c), 0o644))
+		args = append(args, f)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, append([]string{filepath.Join(repo.Dir, "kernel", "testdata", script)}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), JupyterDataDirEnv+"="+jupyterDir, "CIFARLAB_DATA="+filepath.Join(dir, "data"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s (the kernel's log):\n%s", script, stderr.String())
+	return out
+}

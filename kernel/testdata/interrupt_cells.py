@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Runs cells in a real kernel and interrupts one of them the way JupyterLab's Kernel -> Interrupt
+does (jupyter_client's KernelManager.interrupt_kernel: an interrupt_request for GoNB, whose
+kernelspec says interrupt_mode "message"), as soon as that cell has printed a given text.
+
+Used by kernel/interrupt_test.go (TestInterruptedFitResumes). Usage:
+    interrupt_cells.py KERNEL_NAME INTERRUPT_CELL TRIGGER CELL_FILE...
+INTERRUPT_CELL is the index of the cell to interrupt and TRIGGER the text of its output after
+which the interrupt is sent. Output, as JSON, one entry per cell:
+    [{"text": stdout and stderr, "error": "ename: evalue" | null, "status": "ok" | "error",
+      "interrupted": bool}, ...]
+"""
+
+import json
+import sys
+
+from jupyter_client.manager import start_new_kernel
+
+
+def run(km, kc, code, trigger, timeout):
+    msg_id = kc.execute(code)
+    out = {"text": "", "error": None, "status": None, "interrupted": False}
+    while True:
+        m = kc.get_iopub_msg(timeout=timeout)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        t, c = m["msg_type"], m["content"]
+        if t == "stream":
+            out["text"] += c.get("text", "")
+            if trigger and not out["interrupted"] and trigger in out["text"]:
+                km.interrupt_kernel()
+                out["interrupted"] = True
+        elif t == "error":
+            out["error"] = c.get("ename", "") + ": " + c.get("evalue", "")
+        elif t == "status" and c.get("execution_state") == "idle":
+            break
+    while True:
+        reply = kc.get_shell_msg(timeout=timeout)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            out["status"] = reply["content"].get("status")
+            return out
+
+
+def main():
+    kernel, target, trigger, cells = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+    km, kc = start_new_kernel(kernel_name=kernel, startup_timeout=120)
+    try:
+        results = [run(km, kc, open(f).read(), trigger if i == target else None, 900) for i, f in enumerate(cells)]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    json.dump(results, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
