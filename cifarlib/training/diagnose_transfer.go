@@ -36,6 +36,24 @@ func DiagnoseRun(runDir string, target data.Spec, root string, opts cifarlib.Dia
 		return nil, err
 	}
 	d.From, d.FromDataset = runDir, source.ID()
+	// The head is the run's, not an override the user set: say where it came from.
+	d.Model = fmt.Sprintf("%s trained on %s (its head: %d outputs), checked against %s (%d classes)",
+		m.Arch, source.ID(), info.Head, target.ID(), target.NumClasses)
+	if d.Summary != nil {
+		d.Summary.Model = d.Model
+	}
+	if d.HeadOverridden {
+		// The factory's advice (build the model for the dataset) is the wrong fix for a trained
+		// run: its problem line says what the checklist does.
+		he := &cifarlib.HeadMismatchError{Dataset: d.Dataset, HeadWidth: d.HeadWidth, NumClasses: d.NumClasses, Overridden: true}
+		for i, p := range d.Problems {
+			if p == he.Error() {
+				d.Problems[i] = fmt.Sprintf("the run's head has %d outputs but %s has %d classes: see the checklist",
+					d.HeadWidth, d.Dataset, d.NumClasses)
+			}
+		}
+		d.HeadOverridden = false
+	}
 	transfer := fmt.Sprintf("transfer the run: cifarlab train --from %s --dataset %s (training.Config.From), which carries the "+
 		"backbone and initialises a new head of %d", runDir, datasetFlags(target.ID()), target.NumClasses)
 	d.Checklist = switchChecklist(info.Head, source, target, d.Splits, transfer)

@@ -503,6 +503,12 @@ func TestDiagnoseRunChecklist(t *testing.T) {
 			require.Equal(t, from, d.From)
 			require.Equal(t, "cifar10", d.FromDataset)
 			require.Equal(t, 10, d.HeadWidth)
+			// The head is the run's: no "head overridden", which would say the user set one.
+			model := fmt.Sprintf("linear trained on cifar10 (its head: 10 outputs), checked against %s (%d classes)",
+				c.spec.ID(), c.spec.NumClasses)
+			require.Equal(t, model, d.Model)
+			require.Contains(t, d.String(), "Model: "+model+"\n")
+			require.NotContains(t, d.String(), "overridden")
 			if !c.ok {
 				require.Equal(t, "transfer the run: cifarlab train --from "+from+" --dataset "+datasetFlags(c.spec.ID())+
 					fmt.Sprintf(" (training.Config.From), which carries the backbone and initialises a new head of %d", c.spec.NumClasses), d.Fix)
