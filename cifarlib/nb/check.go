@@ -11,8 +11,8 @@ import (
 var started = time.Now()
 
 // Check stops the cell with err, the way an uncaught exception stops a Python cell: it prints
-// "error: " and the message after everything the cell printed before, and exits with status 1,
-// which makes GoNB mark the cell as failed. An interrupted run (ErrInterrupted) is printed
+// "error: " and the message (paths in $CIFARLAB_DATA written as there) after everything the
+// cell printed before, and exits with status 1, which makes GoNB mark the cell as failed. An interrupted run (ErrInterrupted) is printed
 // without "error: " and exits with status 130, as a program stopped by Ctrl-C. A nil err does
 // nothing.
 func Check(err error) {
@@ -20,10 +20,10 @@ func Check(err error) {
 		return
 	}
 	if errors.Is(err, ErrInterrupted) {
-		fmt.Fprintln(output(), err)
+		fmt.Fprintln(output(), shownText(err.Error()))
 		os.Exit(exitInterrupted)
 	}
-	fmt.Fprintln(output(), "error:", err)
+	fmt.Fprintln(output(), "error:", shownText(err.Error()))
 	os.Exit(1)
 }
 

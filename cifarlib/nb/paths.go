@@ -25,3 +25,15 @@ func shownPath(path string) string {
 	}
 	return "$" + data.DirEnv + "/" + filepath.ToSlash(rel)
 }
+
+// shownText is a report's text as a cell prints it: every path in the data folder that
+// $CIFARLAB_DATA names is written $CIFARLAB_DATA/..., as shownPath writes one path, for the
+// reports the library words with the paths it was given (Diagnosis, a training summary).
+func shownText(text string) string {
+	root := os.Getenv(data.DirEnv)
+	if root == "" || !filepath.IsAbs(root) {
+		return text
+	}
+	root = filepath.Clean(root)
+	return strings.ReplaceAll(text, root+string(filepath.Separator), "$"+data.DirEnv+"/")
+}

@@ -25,3 +25,17 @@ func TestShownPath(t *testing.T) {
 	t.Setenv(data.DirEnv, "")
 	require.Equal(t, filepath.Join(root, "runs"), shownPath(filepath.Join(root, "runs")))
 }
+
+func TestShownText(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv(data.DirEnv, root)
+	other := filepath.Join(filepath.Dir(root), filepath.Base(root)+"-other", "runs")
+	text := "Dataset switch checklist for run " + filepath.Join(root, "runs", "06-cifar10") + " (trained on cifar10):\n" +
+		"5000 labels (train split, " + filepath.Join(root, "synthetic") + "): 0..99\n" +
+		"elsewhere: " + other + "\n"
+	require.Equal(t, "Dataset switch checklist for run $CIFARLAB_DATA/runs/06-cifar10 (trained on cifar10):\n"+
+		"5000 labels (train split, $CIFARLAB_DATA/synthetic): 0..99\n"+
+		"elsewhere: "+other+"\n", shownText(text))
+	t.Setenv(data.DirEnv, "")
+	require.Equal(t, text, shownText(text))
+}

@@ -32,6 +32,9 @@ import (
 //   - *sweep.Table (Lab.Sweep): a sweep's runs grouped by hyperparameter;
 //   - anything else: as fmt.Println prints it.
 //
+// Paths in the data folder ($CIFARLAB_DATA) are printed $CIFARLAB_DATA/..., so that a
+// notebook's outputs carry no machine's absolute paths.
+//
 // A chart that cannot be drawn is reported as text; Show never stops the cell.
 func Show(v any) {
 	switch v := v.(type) {
@@ -42,16 +45,18 @@ func Show(v any) {
 	case *runs.History:
 		showHistory(v)
 	case *training.Result:
-		if err := v.WriteSummary(output()); err != nil {
+		var summary strings.Builder
+		if err := v.WriteSummary(&summary); err != nil {
 			fmt.Fprintln(output(), "error:", err)
 		}
+		fmt.Fprint(output(), shownText(summary.String()))
 		if _, live := drawnLive.Load(v.History); v.History != nil && len(v.History.Points) > 1 && !live {
 			showHistory(v.History)
 		}
 	case data.SplitLabels:
 		showLabels(fmt.Sprintf("labels of %s against a head of %d outputs", filepath.Base(v.Source), v.HeadWidth), v)
 	case *cifarlib.Diagnosis:
-		fmt.Fprint(output(), v.String())
+		fmt.Fprint(output(), shownText(v.String()))
 		if len(v.Splits) > 0 {
 			showLabels(fmt.Sprintf("%s labels of %s against a head of %d", v.Splits[0].Split, v.Dataset, v.HeadWidth), v.Splits[0])
 		}
@@ -64,7 +69,7 @@ func Show(v any) {
 	case *sweep.Table:
 		DisplayHTML(v.HTML(), v.String())
 	default:
-		fmt.Fprintln(output(), v)
+		fmt.Fprintln(output(), shownText(fmt.Sprint(v)))
 	}
 }
 
@@ -84,7 +89,7 @@ func showLabels(title string, s data.SplitLabels) {
 		fmt.Fprintln(output(), "error:", err)
 		return
 	}
-	DisplaySVG(svg, s.String())
+	DisplaySVG(svg, shownText(s.String()))
 }
 
 // render draws a chart as SVG, passing on the chart builder's error.
