@@ -12,9 +12,9 @@ var started = time.Now()
 
 // Check stops the cell with err, the way an uncaught exception stops a Python cell: it prints
 // "error: " and the message (paths in $CIFARLAB_DATA written as there) after everything the
-// cell printed before, and exits with status 1, which makes GoNB mark the cell as failed. An interrupted run (ErrInterrupted) is printed
-// without "error: " and exits with status 130, as a program stopped by Ctrl-C. A nil err does
-// nothing.
+// cell printed before, and exits with status 1, which makes GoNB mark the cell as failed. An
+// interrupted run (ErrInterrupted) is printed without "error: " and exits with status 130, as a
+// program stopped by Ctrl-C. A nil err does nothing.
 func Check(err error) {
 	if err == nil {
 		return
