@@ -48,11 +48,19 @@ type ArchMismatchError struct {
 	Dir, Saved, Requested string
 }
 
-// Error implements error.
+// Error implements error, in a Go caller's words (training.Config's fields).
 func (e *ArchMismatchError) Error() string {
+	return e.message(fmt.Sprintf("use Model %q, or leave Model empty with From", e.Saved))
+}
+
+// InFlags is the message in a command-line user's words: cifarlab's flags for Config's fields.
+func (e *ArchMismatchError) InFlags() string {
+	return e.message(fmt.Sprintf("use --model %s, or leave --model out with --from", e.Saved))
+}
+
+func (e *ArchMismatchError) message(fix string) string {
 	return fmt.Sprintf("cifarlib: run %s is a %s, but the model asked for is a %s: the backbone can only be carried "+
-		"into the same architecture; use Model %q (CLI: --model %s, or leave it out with --from)", e.Dir, e.Saved,
-		e.Requested, e.Saved, e.Saved)
+		"into the same architecture; %s", e.Dir, e.Saved, e.Requested, fix)
 }
 
 // ShapeMismatchError reports a plain load or a resume of a checkpoint into a model whose
@@ -75,14 +83,28 @@ type ShapeMismatchError struct {
 	Resume bool
 }
 
-// Error implements error.
+// Error implements error, in a Go caller's words (the transfer as a training.Config).
 func (e *ShapeMismatchError) Error() string {
-	fix := fmt.Sprintf("training.Config{From: %q, Spec: %s} or cifarlab train --from %s --dataset %s", e.Dir,
-		specGoName(e.ModelDataset), e.Dir, datasetFlags(e.ModelDataset))
+	fix := fmt.Sprintf("training.Config{From: %q, Spec: %s}", e.Dir, specGoName(e.ModelDataset))
+	if e.Resume {
+		fix += ", with a new CheckpointDir"
+	}
+	return e.message(fix)
+}
+
+// InFlags is the message in a command-line user's words: the transfer as cifarlab's flags.
+func (e *ShapeMismatchError) InFlags() string {
+	fix := fmt.Sprintf("cifarlab train --from %s --dataset %s", e.Dir, datasetFlags(e.ModelDataset))
+	if e.Resume {
+		fix += ", with a new --checkpoint directory"
+	}
+	return e.message(fix)
+}
+
+func (e *ShapeMismatchError) message(fix string) string {
 	what := "loading"
 	if e.Resume {
 		what = "resuming"
-		fix += ", with a new --checkpoint directory"
 	}
 	return fmt.Sprintf("cifarlib: %s %s: size mismatch for %s: copying a variable with shape %v from checkpoint "+
 		"(trained for %s, head of %d), the shape in the current model is %v (built for %s, head of %d); a saved "+

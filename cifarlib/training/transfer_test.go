@@ -296,7 +296,9 @@ func TestTransferErrors(t *testing.T) {
 	_, err := NewTrainer(cfg)
 	require.Equal(t, &ArchMismatchError{Dir: from, Saved: cifarlib.ArchLinear, Requested: cifarlib.ArchCNN}, err)
 	require.EqualError(t, err, "cifarlib: run "+from+" is a linear, but the model asked for is a cnn: the backbone can only be "+
-		`carried into the same architecture; use Model "linear" (CLI: --model linear, or leave it out with --from)`)
+		`carried into the same architecture; use Model "linear", or leave Model empty with From`)
+	require.Equal(t, "cifarlib: run "+from+" is a linear, but the model asked for is a cnn: the backbone can only be "+
+		"carried into the same architecture; use --model linear, or leave --model out with --from", err.(*ArchMismatchError).InFlags())
 
 	for name, dir := range map[string]string{"missing": filepath.Join(t.TempDir(), "missing"), "empty": t.TempDir()} {
 		t.Run(name, func(t *testing.T) {
@@ -345,8 +347,9 @@ func TestTransferErrors(t *testing.T) {
 	require.EqualError(t, err, "cifarlib: loading "+from+": size mismatch for /linear/head/dense/weights: copying a variable with "+
 		"shape [3072 10] from checkpoint (trained for cifar10, head of 10), the shape in the current model is [3072 100] (built "+
 		"for cifar100, head of 100); a saved variable is never reshaped: transfer the run instead, which carries the backbone "+
-		`and initialises a new head of 100 (training.Config{From: "`+from+`", Spec: data.CIFAR100(data.LabelsFine)} `+
-		"or cifarlab train --from "+from+" --dataset cifar100)")
+		`and initialises a new head of 100 (training.Config{From: "`+from+`", Spec: data.CIFAR100(data.LabelsFine)})`)
+	require.True(t, strings.HasSuffix(err.(*ShapeMismatchError).InFlags(), "initialises a new head of 100 (cifarlab train --from "+
+		from+" --dataset cifar100)"), err.(*ShapeMismatchError).InFlags())
 	m10, err := cifarlib.NewModel(data.CIFAR10(), cifarlib.ArchLinear).Done()
 	require.NoError(t, err)
 	ck, err := LoadCheckpointInto(from, m10, labtest.Backend(t))
@@ -364,7 +367,8 @@ func TestTransferErrors(t *testing.T) {
 	want.Resume = true
 	require.Equal(t, want, err)
 	require.Contains(t, err.Error(), "cifarlib: resuming "+from+": size mismatch for /linear/head/dense/weights: ")
-	require.True(t, strings.HasSuffix(err.Error(), "--dataset cifar100, with a new --checkpoint directory)"), err.Error())
+	require.True(t, strings.HasSuffix(err.Error(), "Spec: data.CIFAR100(data.LabelsFine)}, with a new CheckpointDir)"), err.Error())
+	require.True(t, strings.HasSuffix(err.(*ShapeMismatchError).InFlags(), "--dataset cifar100, with a new --checkpoint directory)"))
 
 	// Coarse labels name their flags.
 	coarse := transferConfig(t, "", 4)
@@ -372,8 +376,10 @@ func TestTransferErrors(t *testing.T) {
 	coarse.TrainRecords, coarse.TestRecords = labtest.TrainTestRecords(t, coarse.Spec, 16, 4, 1)
 	coarse.Model, coarse.CheckpointDir = cifarlib.ArchLinear, from
 	_, err = NewTrainer(coarse)
-	require.ErrorContains(t, err, "head of 20 (training.Config{From: \""+from+"\", Spec: data.CIFAR100(data.LabelsCoarse)} "+
-		"or cifarlab train --from "+from+" --dataset cifar100 --labels coarse, with a new --checkpoint directory)")
+	require.ErrorContains(t, err, "head of 20 (training.Config{From: \""+from+"\", Spec: data.CIFAR100(data.LabelsCoarse)}, "+
+		"with a new CheckpointDir)")
+	require.True(t, strings.HasSuffix(err.(*ShapeMismatchError).InFlags(), "head of 20 (cifarlab train --from "+from+
+		" --dataset cifar100 --labels coarse, with a new --checkpoint directory)"))
 
 	for _, c := range []struct {
 		edit func(*Config)

@@ -35,6 +35,12 @@ func inFlags(err error) error {
 				fmt.Sprintf("%s=%d", bd.Field, bd.BatchSize), fmt.Sprintf("%s %d", flag, bd.BatchSize), 1)}
 		}
 	}
+	// The transfer errors (*training.ShapeMismatchError, *training.ArchMismatchError) say their
+	// whole message in flags themselves.
+	var words interface{ InFlags() string }
+	if errors.As(err, &words) {
+		return &flagWords{err: err, msg: words.InFlags()}
+	}
 	var ce *training.ConfigError
 	if errors.As(err, &ce) {
 		if flag, ok := configFlags[ce.Field]; ok {
