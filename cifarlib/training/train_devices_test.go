@@ -98,6 +98,7 @@ const (
 func initialValues(t *testing.T, cfg Config) map[string][]float32 {
 	t.Helper()
 	cfg.Steps, cfg.LearningRate, cfg.SkipFinalEval, cfg.TestRecords, cfg.CheckpointDir = 1, 1e-30, true, nil, ""
+	cfg.EvalEvery = EvalOff // no test split: the config given may carry its run's validation interval
 	tr, err := NewTrainer(cfg)
 	require.NoError(t, err)
 	_, err = tr.Run(context.Background())
