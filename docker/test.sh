@@ -134,7 +134,9 @@ if [ "$reuse" = 0 ]; then
     cas=(/usr/local/share/ca-certificates/*.crt)
     if [ -f "${cas[0]}" ]; then
       cp "${cas[@]}" "$rootfs/usr/local/share/ca-certificates/"
-      chroot "$rootfs" update-ca-certificates >/dev/null
+      # Without the host's TMPDIR: a folder of the host (a cluster's /scratch/..., a test's
+      # empty TMPDIR) does not exist in the chroot, and update-ca-certificates' mktemp fails.
+      env -u TMPDIR chroot "$rootfs" update-ca-certificates >/dev/null
       echo "base trusts the host's local CAs: ${cas[*]##*/}"
     fi
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
