@@ -12,7 +12,7 @@ import (
 // (the notebooks' data, with their runs) is written $CIFARLAB_DATA/..., so that a notebook's
 // outputs do not carry one machine's absolute paths; any other path is printed as it is.
 func shownPath(path string) string {
-	root := os.Getenv(data.DirEnv)
+	root := shownRoot()
 	if root == "" || !filepath.IsAbs(path) {
 		return path
 	}
@@ -30,10 +30,19 @@ func shownPath(path string) string {
 // $CIFARLAB_DATA names is written $CIFARLAB_DATA/..., as shownPath writes one path, for the
 // reports the library words with the paths it was given (Diagnosis, a training summary).
 func shownText(text string) string {
-	root := os.Getenv(data.DirEnv)
-	if root == "" || !filepath.IsAbs(root) {
+	root := shownRoot()
+	if root == "" {
 		return text
 	}
-	root = filepath.Clean(root)
 	return strings.ReplaceAll(text, root+string(filepath.Separator), "$"+data.DirEnv+"/")
+}
+
+// shownRoot is the data folder that $CIFARLAB_DATA names, cleaned, or "" when it names no
+// absolute folder (then paths are printed as they are).
+func shownRoot() string {
+	root := os.Getenv(data.DirEnv)
+	if !filepath.IsAbs(root) {
+		return ""
+	}
+	return filepath.Clean(root)
 }
