@@ -78,6 +78,14 @@ type CheckpointInfo struct {
 // Spec returns the dataset Spec the checkpoint was trained on.
 func (ci *CheckpointInfo) Spec() (data.Spec, error) { return data.SpecByName(ci.Dataset, ci.Labels) }
 
+// specID is the Spec ID of the dataset a checkpoint recorded.
+func specID(info CheckpointInfo) string {
+	if spec, err := info.Spec(); err == nil {
+		return spec.ID()
+	}
+	return info.Dataset
+}
+
 // checkpointInfoFromConfig is the info a run with config c records.
 func checkpointInfoFromConfig(c *Config) CheckpointInfo {
 	return CheckpointInfo{Dir: c.CheckpointDir, Dataset: c.Spec.Name, Labels: c.Spec.Labels.String(), Model: c.Model,
@@ -192,38 +200,81 @@ type trainCheckpoint struct {
 	setAside []string
 }
 
-// openTrainCheckpoint creates (or loads) the checkpoint directory for a run of config c into
-// store, before any of the run's parameters are set. A loaded checkpoint must match c.
-func openTrainCheckpoint(store *model.Store, c *Config) (*trainCheckpoint, error) {
-	setAside, err := setAsideIncompleteCheckpoints(c.CheckpointDir)
+// openCheckpoints is the checkpointing part of a Trainer for plan p: it creates (or resumes
+// from) the checkpoint directory, loading a checkpoint's variables and History, and records the
+// run's settings in store's parameters, which every checkpoint saves. Without a CheckpointDir
+// the run has no checkpoints (nil) and a fresh History.
+func openCheckpoints(p *plan, store *model.Store, log runLog) (*trainCheckpoint, *runs.History, error) {
+	info := checkpointInfoFromConfig(&p.Config)
+	history := &runs.History{TopK: p.topK()}
+	if p.CheckpointDir == "" {
+		info.setStoreParams(store)
+		return nil, history, nil
+	}
+	tc, err := openTrainCheckpoint(store, p.CheckpointDir, p.CheckpointKeep, info)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, name := range tc.setAside {
+		log("checkpoint %s in %s was incomplete (an interrupted save): set aside as %s.{json,bin}%s",
+			name, p.CheckpointDir, name, incompleteCheckpointSuffix)
+	}
+	if tc.resumed != nil {
+		if history, err = runs.LoadHistory(p.CheckpointDir); err != nil {
+			return nil, nil, err
+		}
+		history.TopK = p.topK()
+	}
+	return tc, history, nil
+}
+
+// openTrainCheckpoint creates (or loads) the checkpoint directory dir, keeping keep checkpoints,
+// for a run that records want into store: a loaded checkpoint must match want. It then records
+// want in the store's parameters (replacing those the checkpoint loaded), which every
+// checkpoint saves.
+func openTrainCheckpoint(store *model.Store, dir string, keep int, want CheckpointInfo) (*trainCheckpoint, error) {
+	setAside, err := setAsideIncompleteCheckpoints(dir)
 	if err != nil {
 		return nil, err
 	}
-	h, err := checkpoint.Build(store).Dir(c.CheckpointDir).Keep(c.CheckpointKeep).Done()
+	h, err := checkpoint.Build(store).Dir(dir).Keep(keep).Done()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: checkpoint directory %s: %w", c.CheckpointDir, err)
+		return nil, fmt.Errorf("cifarlib: checkpoint directory %s: %w", dir, err)
 	}
-	tc := &trainCheckpoint{handler: h, dir: c.CheckpointDir, setAside: setAside}
+	tc := &trainCheckpoint{handler: h, dir: dir, setAside: setAside}
 	has, err := h.HasCheckpoints()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: checkpoint directory %s: %w", c.CheckpointDir, err)
+		return nil, fmt.Errorf("cifarlib: checkpoint directory %s: %w", dir, err)
 	}
 	if !has {
+		want.setStoreParams(store)
 		return tc, nil
 	}
-	info, ok := checkpointInfoFromStore(store, c.CheckpointDir)
+	info, ok := checkpointInfoFromStore(store, dir)
 	if !ok {
 		return nil, fmt.Errorf("cifarlib: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter): "+
-			"use another checkpoint directory", c.CheckpointDir, ckptParamModel)
+			"use another checkpoint directory", dir, ckptParamModel)
 	}
-	if err := headShapeCheck(h, info, c.Spec.ID(), c.headWidth(), c.Model, true); err != nil {
+	diffs := info.compareForResume(want)
+	want.setStoreParams(store)
+	// A different head is a *ShapeMismatchError, which says more than the settings' diff.
+	if err := headShapeCheck(h, info, specID(want), want.Head, want.Model, true); err != nil {
 		return nil, err
 	}
-	if diffs := info.compareForResume(checkpointInfoFromConfig(c)); len(diffs) > 0 {
-		return nil, &CheckpointMismatchError{Dir: c.CheckpointDir, Diffs: diffs}
+	if len(diffs) > 0 {
+		return nil, &CheckpointMismatchError{Dir: dir, Diffs: diffs}
 	}
 	tc.resumed = &info
 	return tc, nil
+}
+
+// resumedAt returns the step the run resumed from, and whether it resumed (false for a fresh
+// run and for a run without checkpoints, tc nil).
+func (tc *trainCheckpoint) resumedAt() (step int, ok bool) {
+	if tc == nil || tc.resumed == nil {
+		return 0, false
+	}
+	return tc.resumed.Step, true
 }
 
 // save writes a new checkpoint (keeping the newest CheckpointKeep) and the history.

@@ -50,9 +50,9 @@ func TestLoadCheckpointErrors(t *testing.T) {
 }
 
 func TestCheckpointInfoCompare(t *testing.T) {
-	cfg, err := Config{Spec: data.CIFAR100(data.LabelsCoarse), Steps: 100, Schedule: ScheduleCosine, WarmupSteps: 10}.withDefaults()
+	cfg, err := resolve(Config{Spec: data.CIFAR100(data.LabelsCoarse), Steps: 100, Schedule: ScheduleCosine, WarmupSteps: 10})
 	require.NoError(t, err)
-	saved := checkpointInfoFromConfig(&cfg)
+	saved := checkpointInfoFromConfig(&cfg.Config)
 	require.Equal(t, CheckpointInfo{Dataset: "cifar100", Labels: "coarse", Model: "cnn", Head: 20, BatchSize: 32, Optimizer: "adam",
 		LearningRate: 0.001, Schedule: "cosine", WarmupSteps: 10, Steps: 100}, saved)
 	spec, err := saved.Spec()

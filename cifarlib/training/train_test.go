@@ -61,7 +61,7 @@ func TestTrainConfigErrors(t *testing.T) {
 		})
 	}
 
-	cfg, err := Config{Spec: data.CIFAR100(data.LabelsFine), Steps: 1000, Optimizer: "SGD"}.withDefaults()
+	cfg, err := resolve(Config{Spec: data.CIFAR100(data.LabelsFine), Steps: 1000, Optimizer: "SGD"})
 	require.NoError(t, err)
 	require.Equal(t, "cnn", cfg.Model)
 	require.Equal(t, 32, cfg.BatchSize)
