@@ -96,7 +96,7 @@ func New(name string) (compute.Backend, error) {
 		if env := strings.TrimSpace(os.Getenv(compute.ConfigEnvVar)); env != "" && strings.ToLower(env) != Auto {
 			b, err := New(env)
 			if err != nil {
-				return nil, fmt.Errorf("cifarlib: $%s=%q: %w", compute.ConfigEnvVar, env, err)
+				return nil, fmt.Errorf("backends: $%s=%q: %w", compute.ConfigEnvVar, env, err)
 			}
 			return b, nil
 		}

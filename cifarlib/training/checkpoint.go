@@ -40,7 +40,7 @@ const (
 )
 
 // ErrNoCheckpoint is returned (wrapped) when a directory holds no checkpoint to load.
-var ErrNoCheckpoint = errors.New("cifarlib: no checkpoint")
+var ErrNoCheckpoint = errors.New("training: no checkpoint")
 
 // CheckpointInfo is what a checkpoint records about the training run that saved it.
 type CheckpointInfo struct {
@@ -154,7 +154,7 @@ type CheckpointMismatchError struct {
 
 // Error implements error, listing every differing setting.
 func (e *CheckpointMismatchError) Error() string {
-	return fmt.Sprintf("cifarlib: checkpoint %s was saved by a run with different settings (%s): resume with the "+
+	return fmt.Sprintf("training: checkpoint %s was saved by a run with different settings (%s): resume with the "+
 		"same settings, or use a new checkpoint directory", e.Dir, strings.Join(e.Diffs, "; "))
 }
 
@@ -239,12 +239,12 @@ func openTrainCheckpoint(store *model.Store, dir string, keep int, want Checkpoi
 	}
 	h, err := checkpoint.Build(store).Dir(dir).Keep(keep).Done()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: checkpoint directory %s: %w", dir, err)
+		return nil, fmt.Errorf("training: checkpoint directory %s: %w", dir, err)
 	}
 	tc := &trainCheckpoint{handler: h, dir: dir, setAside: setAside}
 	has, err := h.HasCheckpoints()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: checkpoint directory %s: %w", dir, err)
+		return nil, fmt.Errorf("training: checkpoint directory %s: %w", dir, err)
 	}
 	if !has {
 		want.setStoreParams(store)
@@ -252,7 +252,7 @@ func openTrainCheckpoint(store *model.Store, dir string, keep int, want Checkpoi
 	}
 	info, ok := checkpointInfoFromStore(store, dir)
 	if !ok {
-		return nil, fmt.Errorf("cifarlib: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter): "+
+		return nil, fmt.Errorf("training: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter): "+
 			"use another checkpoint directory", dir, ckptParamModel)
 	}
 	diffs := info.compareForResume(want)
@@ -286,7 +286,7 @@ func (tc *trainCheckpoint) save(store *model.Store, history *runs.History) error
 		}
 	}
 	if err := tc.handler.Save(); err != nil {
-		return fmt.Errorf("cifarlib: saving checkpoint in %s: %w", tc.dir, err)
+		return fmt.Errorf("training: saving checkpoint in %s: %w", tc.dir, err)
 	}
 	return history.Save(tc.dir)
 }
@@ -317,7 +317,7 @@ func readRunCheckpoint(dir string) (*model.Store, *checkpoint.Handler, Checkpoin
 	}
 	info, ok := checkpointInfoFromStore(store, dir)
 	if !ok {
-		return nil, nil, CheckpointInfo{}, fmt.Errorf("cifarlib: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter)", dir, ckptParamModel)
+		return nil, nil, CheckpointInfo{}, fmt.Errorf("training: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter)", dir, ckptParamModel)
 	}
 	return store, h, info, nil
 }
@@ -357,7 +357,7 @@ type IncompleteCheckpointError struct {
 }
 
 func (e *IncompleteCheckpointError) Error() string {
-	return fmt.Sprintf("cifarlib: checkpoint %s in %s is incomplete (%s; a save was interrupted): resume "+
+	return fmt.Sprintf("training: checkpoint %s in %s is incomplete (%s; a save was interrupted): resume "+
 		"training with the same --checkpoint directory to set it aside and continue from the previous one, "+
 		"or delete its .json and .bin files", e.Files[len(e.Files)-1], e.Dir, e.Reason)
 }
@@ -422,7 +422,7 @@ func setAsideIncompleteCheckpoints(dir string) ([]string, error) {
 		for _, suffix := range []string{checkpoint.JsonNameSuffix, checkpoint.BinDataSuffix} {
 			from := filepath.Join(dir, name+suffix)
 			if err := os.Rename(from, from+incompleteCheckpointSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("cifarlib: setting aside the incomplete checkpoint %s: %w", from, err)
+				return nil, fmt.Errorf("training: setting aside the incomplete checkpoint %s: %w", from, err)
 			}
 		}
 	}

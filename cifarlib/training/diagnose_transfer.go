@@ -25,11 +25,11 @@ func DiagnoseRun(runDir string, target data.Spec, root string, opts cifarlib.Dia
 	}
 	source, err := info.Spec()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: run %s: %w", runDir, err)
+		return nil, fmt.Errorf("training: run %s: %w", runDir, err)
 	}
 	m, err := info.modelBuilder(target).Done()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: run %s: %w", runDir, err)
+		return nil, fmt.Errorf("training: run %s: %w", runDir, err)
 	}
 	d, err := cifarlib.DiagnoseWith(m, root, opts)
 	if err != nil {

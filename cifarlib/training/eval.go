@@ -90,7 +90,7 @@ type Evaluator struct {
 // NewEvaluator returns an Evaluator of m, with the variables of store, on backend.
 func NewEvaluator(backend compute.Backend, m *cifarlib.Model, store *model.Store) (*Evaluator, error) {
 	if backend == nil || m == nil || store == nil {
-		return nil, fmt.Errorf("cifarlib: NewEvaluator needs a backend, a model and a store (got %v, %v, %v)", backend != nil, m != nil, store != nil)
+		return nil, fmt.Errorf("training: NewEvaluator needs a backend, a model and a store (got %v, %v, %v)", backend != nil, m != nil, store != nil)
 	}
 	e := &Evaluator{backend: backend, model: m, store: store}
 	if m.Spec.NumClasses > 10 && m.NumClasses > 5 {
@@ -99,7 +99,7 @@ func NewEvaluator(backend compute.Backend, m *cifarlib.Model, store *model.Store
 	var err error
 	e.exec, err = model.NewExec(backend, store, e.graph)
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: creating the evaluation graph: %w", err)
+		return nil, fmt.Errorf("training: creating the evaluation graph: %w", err)
 	}
 	return e, nil
 }
@@ -124,7 +124,7 @@ func (e *Evaluator) graph(scope *model.Scope, images, labels *graph.Node) (pred,
 // and per-class results. Cancelling ctx stops it between batches with ctx's error.
 func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
 	if recs == nil || recs.Len() == 0 {
-		return nil, fmt.Errorf("cifarlib: Evaluate: no examples to evaluate")
+		return nil, fmt.Errorf("training: Evaluate: no examples to evaluate")
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultEvalBatchSize
@@ -234,7 +234,7 @@ func (t *evalTally) add(labels, preds []int32, top, losses []float32) {
 func (t *evalTally) result() (*EvalResult, error) {
 	res := t.res
 	if res.Examples == 0 {
-		return nil, fmt.Errorf("cifarlib: Evaluate: the dataset yielded no batches")
+		return nil, fmt.Errorf("training: Evaluate: the dataset yielded no batches")
 	}
 	res.Accuracy = float64(t.hits) / float64(res.Examples)
 	if res.TopK > 0 {

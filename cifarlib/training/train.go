@@ -112,7 +112,7 @@ func (t *Trainer) Resumed() (step int, ok bool) {
 // *LabelRangeError, *DeviceLabelError) stop training and are returned as they are.
 func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 	if t.ran {
-		return nil, errors.New("cifarlib: Trainer.Run called twice: create a new Trainer (with the same CheckpointDir it resumes)")
+		return nil, errors.New("training: Trainer.Run called twice: create a new Trainer (with the same CheckpointDir it resumes)")
 	}
 	t.ran = true
 	cfg := t.plan

@@ -168,9 +168,9 @@ type ConfigError struct {
 	Reason string
 }
 
-// Error implements error: "cifarlib: training config: FIELD=VALUE: REASON".
+// Error implements error: "training: config: FIELD=VALUE: REASON".
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("cifarlib: training config: %s=%s: %s", e.Field, e.Value, e.Reason)
+	return fmt.Sprintf("training: config: %s=%s: %s", e.Field, e.Value, e.Reason)
 }
 
 // headWidth is the classifier width the config asks for.

@@ -71,7 +71,7 @@ func (o *backboneRateOptimizer) UpdateGraph(scope *model.Scope, g *graph.Graph, 
 func (o *backboneRateOptimizer) UpdateGraphWithGradients(scope *model.Scope, grads []*graph.Node, lossDType dtypes.DType) {
 	inner, ok := o.inner.(train.OptimizeWithGradients)
 	if !ok || len(grads) == 0 {
-		panic(fmt.Errorf("cifarlib: optimizer %T does not take accumulated gradients", o.inner))
+		panic(fmt.Errorf("training: optimizer %T does not take accumulated gradients", o.inner))
 	}
 	g := grads[0].Graph()
 	before := o.backboneValues(scope, g)

@@ -67,7 +67,7 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 	}
 	t.store = model.NewStore()
 	if err := t.store.SetRNGStateFromSeed(p.Seed); err != nil {
-		return nil, fmt.Errorf("cifarlib: seeding the model's random state: %w", err)
+		return nil, fmt.Errorf("training: seeding the model's random state: %w", err)
 	}
 	// A checkpoint's parameters are loaded first and compared with the plan.
 	if t.ckpt, t.history, err = openCheckpoints(p, t.store, t.log); err != nil {

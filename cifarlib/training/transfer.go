@@ -210,7 +210,7 @@ func (tt *trainTransfer) sortSource(p *plan) (*TransferReport, error) {
 func (tt *trainTransfer) carry(store *model.Store) error {
 	for _, v := range tt.report.Carried {
 		if _, err := store.CreateVariable(v.Path, tt.values[v.Path]); err != nil {
-			return fmt.Errorf("cifarlib: carrying %s from %s: %w", v.Path, tt.report.From, err)
+			return fmt.Errorf("training: carrying %s from %s: %w", v.Path, tt.report.From, err)
 		}
 	}
 	tt.values = nil
