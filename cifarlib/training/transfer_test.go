@@ -300,6 +300,14 @@ func TestTransferErrors(t *testing.T) {
 	require.Equal(t, "training: run "+from+" is a linear, but the model asked for is a cnn: the backbone can only be "+
 		"carried into the same architecture; use --model linear, or leave --model out with --from", err.(*ArchMismatchError).InFlags())
 
+	// Model left empty is the source's: read into the plan, the caller's Config untouched.
+	cfg.Model = ""
+	p, err := resolve(cfg)
+	require.NoError(t, err)
+	require.Equal(t, cifarlib.ArchLinear, p.Model)
+	require.Equal(t, cifarlib.ArchLinear, p.source.info.Model)
+	require.Empty(t, cfg.Model)
+
 	for name, dir := range map[string]string{"missing": filepath.Join(t.TempDir(), "missing"), "empty": t.TempDir()} {
 		t.Run(name, func(t *testing.T) {
 			_, err := NewTrainer(transferConfig(t, dir, 1))
