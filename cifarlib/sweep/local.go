@@ -95,8 +95,7 @@ func (l *Local) Submit(ctx context.Context, s *Sweep, tasks []int) (string, erro
 	if err := s.Save(); err != nil {
 		return "", err
 	}
-	logs := filepath.Join(Dir(s.runs, s.Name), "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(s.logPath(0)), 0o755); err != nil {
 		return "", fmt.Errorf("sweep: %w", err)
 	}
 	free := make(chan string, slots)
@@ -125,7 +124,7 @@ func (l *Local) Submit(ctx context.Context, s *Sweep, tasks []int) (string, erro
 		go func() {
 			defer wg.Done()
 			defer func() { free <- gpu }()
-			step, interrupted, err := l.runTask(ctx, s, i, gpu, logs)
+			step, interrupted, err := l.runTask(ctx, s, i, gpu)
 			mu.Lock()
 			defer mu.Unlock()
 			if interrupted {
@@ -151,8 +150,8 @@ const exitInterrupted = 130
 
 // runTask runs `cifarlab sweep task --index i` with gpu as its CUDA_VISIBLE_DEVICES. A task
 // that was interrupted and saved its checkpoint returns interrupted and the step it saved.
-func (l *Local) runTask(ctx context.Context, s *Sweep, i int, gpu, logs string) (step int, interrupted bool, err error) {
-	out, err := os.OpenFile(filepath.Join(logs, strconv.Itoa(i)+".out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+func (l *Local) runTask(ctx context.Context, s *Sweep, i int, gpu string) (step int, interrupted bool, err error) {
+	out, err := os.OpenFile(s.logPath(i), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return 0, false, fmt.Errorf("sweep: task %d: %w", i, err)
 	}
@@ -187,7 +186,11 @@ func (l *Local) runTask(ctx context.Context, s *Sweep, i int, gpu, logs string) 
 		}
 	}
 	if err != nil {
-		l.logf("task %d %s: %v after %.1fs (log: %s)\n", i, name, err, took, out.Name())
+		why := err.Error()
+		if e := taskError(out.Name()); e != "" {
+			why += ": " + e
+		}
+		l.logf("task %d %s: %s after %.1fs (log: %s)\n", i, name, why, took, out.Name())
 		return 0, false, fmt.Errorf("sweep: task %d %s: %w (its output: %s)", i, name, err, out.Name())
 	}
 	l.logf("task %d %s: done in %.1fs\n", i, name, took)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -194,14 +195,42 @@ func (f *sweepFlags) binaryPath() (string, error) {
 	return os.Executable()
 }
 
-// checkTrainArgs checks a task's train flags as "cifarlab train" would, without training.
+// checkTrainArgs checks a task's train flags as "cifarlab train" would, without training, and
+// refuses a --data folder that holds no data: every task would fail on it.
 func checkTrainArgs(args []string) error {
 	fs, f := newTrainFlags(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	_, err := f.config()
-	return err
+	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
+	dataSet := false
+	fs.Visit(func(fl *flag.Flag) { dataSet = dataSet || fl.Name == "data" })
+	if !dataSet {
+		return nil // the default folder: what it holds is training's to say
+	}
+	return checkDataDir(cfg.DataDir, cfg.Spec)
+}
+
+// checkDataDir refuses a --data folder that holds spec's data in neither layout, nor synthetic
+// data in its synthetic/ folder (where training also looks).
+func checkDataDir(dir string, spec data.Spec) error {
+	var looked []string
+	for _, root := range []string{dir, data.SyntheticDir(dir)} {
+		for _, layout := range []data.Layout{data.LayoutBinary, data.LayoutPython} {
+			sp := spec.InLayout(layout)
+			first := filepath.Join(root, sp.Dir, sp.TrainFiles[0])
+			if fi, err := os.Stat(first); err == nil && fi.Mode().IsRegular() {
+				return nil
+			}
+			looked = append(looked, first)
+		}
+	}
+	return fmt.Errorf("--data %s holds no %s data (looked for %s): give --data the folder that holds %s/ or %s/, "+
+		"or get the data with `cifarlab download --dataset %s --data %s`", dir, spec.Name, strings.Join(looked, ", "),
+		spec.InLayout(data.LayoutBinary).Dir, spec.InLayout(data.LayoutPython).Dir, spec.Name, dir)
 }
 
 // splitSweepArgs separates the flags of the sweep (those fs defines) from the train flags,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -74,6 +75,15 @@ func TestSweepCommandErrors(t *testing.T) {
 	runsDir := t.TempDir()
 	file := filepath.Join(runsDir, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	noData, emptyLayout := t.TempDir(), t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(emptyLayout, "cifar-10-batches-bin"), 0o755))
+	looked := func(dir string) string {
+		return "cifarlab sweep: sweep: task sweep-seed_1 is refused by `cifarlab train`: --data " + dir + " holds no cifar10 data (looked for " +
+			filepath.Join(dir, "cifar-10-batches-bin", "data_batch_1.bin") + ", " + filepath.Join(dir, "cifar-10-batches-py", "data_batch_1") + ", " +
+			filepath.Join(dir, "synthetic", "cifar-10-batches-bin", "data_batch_1.bin") + ", " +
+			filepath.Join(dir, "synthetic", "cifar-10-batches-py", "data_batch_1") + "): give --data the folder that holds " +
+			"cifar-10-batches-bin/ or cifar-10-batches-py/, or get the data with `cifarlab download --dataset cifar10 --data " + dir + "`"
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -87,6 +97,8 @@ func TestSweepCommandErrors(t *testing.T) {
 			"cifarlab sweep: unknown flag --step: not a flag of `cifarlab sweep` or of `cifarlab train` (see cifarlab sweep -h, cifarlab train -h)\n"},
 		{"train refuses", []string{"--grid", "seed=1", "--model", "vgg", "--steps", "5"},
 			"cifarlab sweep: sweep: task sweep-seed_1 is refused by `cifarlab train`: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20: fix the flags\n"},
+		{"no data", []string{"--grid", "seed=1", "--steps", "5", "--data", noData}, looked(noData)},
+		{"empty data folder", []string{"--grid", "seed=1", "--steps", "5", "--data", emptyLayout}, looked(emptyLayout)},
 		{"both executors", []string{"--grid", "seed=1", "--steps", "5", "--local", "--slurm", "-p gpu"},
 			"cifarlab sweep: --local and --slurm: choose one executor\n"},
 		{"runs not writable", []string{"--runs", filepath.Join(file, "runs"), "--grid", "seed=1", "--steps", "5"},
@@ -225,4 +237,30 @@ func checkpointSteps(t *testing.T, dir string) []int {
 	}
 	slices.Sort(steps)
 	return steps
+}
+
+// A task that fails at once (its data file is empty, which the sweep's check of --data cannot
+// see) shows as failed with its error in `sweep status`, as in `sweep status --json`.
+func TestSweepStatusFailedTask(t *testing.T) {
+	bin, root, runsDir := localSweepSetup(t, "")
+	path := filepath.Join(root, "cifar-10-batches-bin", "data_batch_1.bin")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, nil, 0o644))
+	cmd := exec.Command(bin, "sweep", "--runs", runsDir, "--name", "f", "--grid", "seed=1,2", "--data", root, "--model", "linear",
+		"--steps", "4", "--backend", "go")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	// The error's text after its package's prefix.
+	why := path + ": at byte offset 0: no records: the file is empty; re-download or regenerate it"
+	require.Regexp(t, `task 0 f-seed_1: exit status 1: [a-z]+: `+regexp.QuoteMeta(why)+` after `, string(out))
+
+	var sts []sweep.TaskStatus
+	require.NoError(t, json.Unmarshal([]byte(runOK(t, bin, "sweep", "status", "--runs", runsDir, "--name", "f", "--json")), &sts))
+	status := runOK(t, bin, "sweep", "status", "--runs", runsDir, "--name", "f")
+	require.Len(t, sts, 2)
+	for _, st := range sts {
+		require.Equal(t, "failed", st.State)
+		require.Regexp(t, `^[a-z]+: `+regexp.QuoteMeta(why)+`$`, st.Reason)
+		require.Regexp(t, fmt.Sprintf(`(?m)^%d +%s +failed +- +0 +- +%s$`, st.Index, st.Name, regexp.QuoteMeta(st.Reason)), status)
+	}
 }
