@@ -183,6 +183,8 @@ func taskState(run runs.Info, queue string, started bool, logErr string) (state,
 	switch {
 	case run.Status == runs.RunDone:
 		return "done", ""
+	case queue == "COMPLETING" && (run.Status == runs.RunInterrupted || run.Status == runs.RunFailed):
+		return string(run.Status), run.Reason // its job is ending
 	case queue == "RUNNING" || queue == "COMPLETING":
 		return "running", ""
 	case active(queue):

@@ -33,6 +33,7 @@ func TestTaskState(t *testing.T) {
 		{"completing in Slurm", incomplete, "COMPLETING", true, "", "running", ""},
 		{"pending in Slurm", none, "PENDING", false, "", "pending", ""},
 		{"requeued in Slurm", interrupted, "REQUEUED", true, "", "requeued", ""},
+		{"interrupted, its job completing", interrupted, "COMPLETING", true, "", "interrupted", "interrupted at step 7 of 10"},
 		{"interrupted, cancelled by scancel", interrupted, "CANCELLED", true, "", "interrupted", "interrupted at step 7 of 10"},
 		{"failed run", failed, "", true, "", "failed", "training: the loss is NaN"},
 		{"failed in Slurm before its run folder", none, "FAILED", false, logErr, "failed", logErr},
