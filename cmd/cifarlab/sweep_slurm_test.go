@@ -24,15 +24,7 @@ import (
 // checkpoint, saves, requeues itself and resumes from that checkpoint; `cifarlab runs --json`
 // then lists four done runs, and `sweep status` joins them with the queue.
 func TestSweepOnRealSlurm(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the cifarlab binary and starts Slurm")
-	}
-	cluster := slurmtest.Start(t)
-	t.Setenv("SLURM_CONF", cluster.Conf)
-	t.Setenv("GOMLX_BACKEND", "go")
-	root := trainTestData(t, data.CIFAR10())
-	bin := buildCLI(t)
-	runsDir := filepath.Join(t.TempDir(), "runs")
+	bin, root, runsDir := slurmSweepSetup(t)
 
 	// Task 3 (from the list) trains long enough to be signalled after its first checkpoint.
 	args := []string{"sweep", "--runs", runsDir, "--name", "s", "--grid", "seed=1,2,3", "--list", "seed=4 steps=150", "--slurm", "-c 1 --gres=gpu:1",
@@ -137,6 +129,19 @@ func TestSweepOnRealSlurm(t *testing.T) {
 	require.Contains(t, runOK(t, bin, "sweep", "task", "--runs", runsDir, "--name", "s", "--index", "1"), "done already")
 }
 
+// slurmSweepSetup starts a real Slurm (SLURM_CONF set for this test), builds the CLI, writes a
+// small synthetic CIFAR-10 and returns them with a runs folder; the tasks train on the Go backend.
+func slurmSweepSetup(t *testing.T) (bin, root, runsDir string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the cifarlab binary and starts Slurm")
+	}
+	cluster := slurmtest.Start(t)
+	t.Setenv("SLURM_CONF", cluster.Conf)
+	t.Setenv("GOMLX_BACKEND", "go")
+	return buildCLI(t), trainTestData(t, data.CIFAR10()), filepath.Join(t.TempDir(), "runs")
+}
+
 // runOK runs the cifarlab binary and returns its stdout; it fails the test on an error.
 func runOK(t *testing.T, bin string, args ...string) string {
 	t.Helper()
@@ -170,15 +175,7 @@ func result(t *testing.T, rec *runs.Record) *training.Result {
 // flags (not "the same command", which would submit a new sweep), `sweep status` says
 // interrupted with the same command, and that command resumes the task from the saved step.
 func TestSweepScancelOnRealSlurm(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the cifarlab binary and starts Slurm")
-	}
-	cluster := slurmtest.Start(t)
-	t.Setenv("SLURM_CONF", cluster.Conf)
-	t.Setenv("GOMLX_BACKEND", "go")
-	root := trainTestData(t, data.CIFAR10())
-	bin := buildCLI(t)
-	runsDir := filepath.Join(t.TempDir(), "runs")
+	bin, root, runsDir := slurmSweepSetup(t)
 	const sbatchFlags = "-c 1 --gres=gpu:1"
 	runOK(t, bin, "sweep", "--runs", runsDir, "--name", "sc", "--grid", "seed=1", "--slurm", sbatchFlags, "--binary", bin, "--data", root,
 		"--model", "linear", "--batch", "8", "--steps", "100000", "--backend", "go", "--checkpoint-every", "100000", "--log-every", "1", "--no-eval")
