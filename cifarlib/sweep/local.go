@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
@@ -117,7 +119,9 @@ func (l *Local) Submit(ctx context.Context, s *Sweep, tasks []int) (string, erro
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
-			stopped.NotStarted = tasks[n:]
+			mu.Lock()
+			stopped.NotStarted = append(stopped.NotStarted, tasks[n:]...)
+			mu.Unlock()
 			break
 		}
 		wg.Add(1)
@@ -127,14 +131,18 @@ func (l *Local) Submit(ctx context.Context, s *Sweep, tasks []int) (string, erro
 			step, interrupted, err := l.runTask(ctx, s, i, gpu)
 			mu.Lock()
 			defer mu.Unlock()
-			if interrupted {
+			switch {
+			case interrupted:
 				stopped.Saved[i] = step
-			} else if err != nil {
+			case err == errNotStarted:
+				stopped.NotStarted = append(stopped.NotStarted, i)
+			case err != nil:
 				failed = append(failed, err)
 			}
 		}()
 	}
 	wg.Wait()
+	slices.Sort(stopped.NotStarted)
 	if len(stopped.Saved) > 0 || len(stopped.NotStarted) > 0 {
 		failed = append(failed, stopped)
 	}
@@ -143,6 +151,17 @@ func (l *Local) Submit(ctx context.Context, s *Sweep, tasks []int) (string, erro
 	}
 	return fmt.Sprintf("sweep %s: %d tasks done (cifarlab runs --runs %s)", s.Name, len(tasks), s.runs), nil
 }
+
+// processStatus is the wait status of cmd's process, when it ran.
+func processStatus(cmd *exec.Cmd) any {
+	if cmd.ProcessState == nil {
+		return nil
+	}
+	return cmd.ProcessState.Sys()
+}
+
+// errNotStarted is runTask's answer for a task stopped before it wrote anything.
+var errNotStarted = errors.New("sweep: stopped before it started")
 
 // exitInterrupted is the exit status of a task that saved its checkpoint on SIGINT or
 // SIGTERM (that of `cifarlab train`).
@@ -179,11 +198,17 @@ func (l *Local) runTask(ctx context.Context, s *Sweep, i int, gpu string) (step 
 	err = cmd.Run()
 	took := time.Since(start).Seconds()
 	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == exitInterrupted {
+	if errors.As(err, &exit) && (exit.ExitCode() == exitInterrupted) {
 		if info := runs.Read(s.RunDir(i)); info.Status == runs.RunInterrupted {
 			l.logf("task %d %s: interrupted after %.1fs: checkpoint saved at step %d\n", i, name, took, info.Steps)
 			return info.Steps, true, nil
 		}
+	}
+	if ws, ok := processStatus(cmd).(syscall.WaitStatus); ok && ctx.Err() != nil && ws.Signaled() && ws.Signal() == syscall.SIGINT {
+		// The sweep's SIGINT came while the task was starting, before it could catch it: it
+		// wrote nothing, and stays as if not started.
+		l.logf("task %d %s: stopped as it started, before it wrote anything\n", i, name)
+		return 0, false, errNotStarted
 	}
 	if err != nil {
 		why := err.Error()

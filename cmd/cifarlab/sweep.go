@@ -327,7 +327,11 @@ func sweepTask(args []string, stdout io.Writer) error {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
-	ctx, cancel := context.WithCancel(context.Background())
+	// SIGINT and SIGTERM are caught from here on, not only once training has started, so that a
+	// sweep stopped while its task starts up gets an interrupted task, not a killed one.
+	ctx, stop := training.InterruptContext(context.Background())
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var requeue atomic.Bool
 	go func() {

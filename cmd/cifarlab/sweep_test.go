@@ -210,7 +210,10 @@ func TestSweepLocalCtrlC(t *testing.T) {
 	require.Regexp(t, `(?m)^1 +cc-seed_2 +not started `, status)
 
 	// The same command resumes from that step; SIGTERM to the sweep alone stops it again.
-	cmd, out = start(fmt.Sprintf("resumed from checkpoint %s at step %d of 100000", dir, step))
+	cmd, out = start(fmt.Sprintf("step %d/100000:", step+3)) // a step the first run never reached
+	logText, err = os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.Contains(t, string(logText), fmt.Sprintf("resumed from checkpoint %s at step %d of 100000", dir, step))
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 130, exitCode(cmd), out.String())
 	rec, err = runs.ReadRecord(dir)
