@@ -67,16 +67,17 @@ func VerifyFolder(root string, spec Spec, archivePath string) (string, error) {
 	}
 	fix := fmt.Sprintf("to verify them offline, pass the official archive: cifarlab verify --data %s --dataset %s --archive PATH/%s (SHA-256 %s)",
 		root, spec.Name, ls.ArchiveName, ls.ArchiveSHA256)
+	official := fmt.Sprintf("the lab uses them as real, unverified data; for the official files run `cifarlab download --dataset %s --data DIR`", spec.Name)
 	for _, name := range sortedNames(expectedFiles(ls)) {
 		want := expectedFiles(ls)[name]
 		p := filepath.Join(st.Dir, name)
 		fi, err := os.Stat(p)
 		switch {
 		case err != nil:
-			return "", fmt.Errorf("cifarlib: %w: %s is missing (the official %s has %s): %s", ErrNotOfficial, p, name, images(ls, want), fix)
+			return "", fmt.Errorf("cifarlib: %w: %s is missing (the official %s has %s): %s", ErrNotOfficial, p, name, images(ls, want), official)
 		case fi.Size() != want:
 			return "", fmt.Errorf("cifarlib: %w: %s has %s, the official file %s (a subset or a conversion, not the official archive's files): %s",
-				ErrNotOfficial, p, images(ls, fi.Size()), images(ls, want), fix)
+				ErrNotOfficial, p, images(ls, fi.Size()), images(ls, want), official)
 		}
 	}
 	return "", fmt.Errorf("cifarlib: %s: %w: every data file has its official size, but cifarlib pins no checksum of the binary layout's files, "+
