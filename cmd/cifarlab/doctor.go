@@ -98,7 +98,7 @@ func probeCUDA() kernel.Check {
 	case errors.As(err, &noGPU):
 		c.Status, c.Detail = kernel.StatusAbsent, "no NVIDIA GPU ("+noGPU.Checked+")"
 		if noGPU.Plugin != "" {
-			c.Detail += "; CUDA plugin " + noGPU.Plugin + " installed"
+			c.Detail += "; CUDA plugin " + noGPU.Plugin + " installed at " + noGPU.PluginPath
 		}
 		c.Fix = "optional: CUDA needs an NVIDIA GPU and its driver (nvidia-smi -L); here use the CPU kernel"
 	default:
