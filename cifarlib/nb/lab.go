@@ -103,7 +103,9 @@ func (l *Lab) String() string {
 		fmt.Fprintf(&b, "%s\n", l.Data)
 	}
 	fmt.Fprintf(&b, "backend: %s (GOMLX_BACKEND=%q)\n", backends.Name(l.Backend), os.Getenv("GOMLX_BACKEND"))
-	if !l.Synthetic {
+	if l.Synthetic {
+		fmt.Fprintf(&b, "data:    %s (see the first line)\n", data.KindSynthetic)
+	} else {
 		fmt.Fprintf(&b, "data:    %s\n", l.Data)
 	}
 	s := l.Train.LabelStats(0)
