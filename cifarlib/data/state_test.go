@@ -1,6 +1,7 @@
 package data
 
 import (
+	"archive/tar"
 	"bytes"
 	"io"
 	"os"
@@ -153,7 +154,7 @@ func TestVerifyFolder(t *testing.T) {
 	require.NoError(t, os.WriteFile(testFile, body, 0o644))
 	what, err := VerifyFolder(root, spec, archivePath)
 	require.NoError(t, err)
-	require.Equal(t, archivePath+" has the official SHA-256 and each of the 6 data files in "+filepath.Join(root, spec.Dir)+
+	require.Equal(t, archivePath+" has the official SHA-256 and each of the 6 files in "+filepath.Join(root, spec.Dir)+
 		" is identical to its copy in it; recorded in "+filepath.Join(root, spec.Dir, VerifiedMarker), what)
 	require.Equal(t, KindVerified, StateOf(root, spec).Kind)
 	require.NoError(t, Verify(root, spec))
@@ -173,4 +174,31 @@ func TestVerifyFolder(t *testing.T) {
 	require.NoError(t, Synthesize(synth, spec, SynthOptions{TrainSize: 10, TestSize: 5}))
 	_, err = VerifyFolder(synth, spec, "")
 	require.ErrorContains(t, err, "it holds synthetic data, nothing to verify")
+}
+
+// TestVerifyFolderPythonArchive: a copied python-layout folder (no marker, MD5s not torchvision's
+// pins) is verified against its archive too, and then says so through the marker.
+func TestVerifyFolderPythonArchive(t *testing.T) {
+	spec := smallSpec(CIFAR10())
+	root := t.TempDir()
+	writePythonFolder(t, root, spec)
+	py := spec.InLayout(LayoutPython)
+	py.TrainSize, py.TestSize = spec.TrainSize, spec.TestSize
+	entries := []tarEntry{{name: py.Dir + "/", typ: tar.TypeDir}}
+	for name, body := range pythonFolderFiles(spec) {
+		entries = append(entries, tarEntry{name: py.Dir + "/" + name, typ: tar.TypeReg, body: body, size: -1})
+	}
+	archive := gzipBytes(t, buildTar(t, entries))
+	py.ArchiveSHA256 = sha256Hex(archive)
+	archivePath := filepath.Join(t.TempDir(), py.ArchiveName)
+	require.NoError(t, os.WriteFile(archivePath, archive, 0o644))
+
+	require.Equal(t, KindUnverified, StateOf(root, py).Kind)
+	_, err := VerifyFolder(root, py, "")
+	require.ErrorIs(t, err, ErrNotOfficial, "without the archive: torchvision's MD5s say these are not the official files")
+	require.ErrorContains(t, err, "(torchvision's pin)")
+	what, err := VerifyFolder(root, py, archivePath)
+	require.NoError(t, err)
+	require.Contains(t, what, "each of the 7 files in "+filepath.Join(root, py.Dir)+" is identical to its copy in it")
+	require.Equal(t, KindVerified, StateOf(root, py).Kind)
 }

@@ -153,7 +153,7 @@ func verifyAgainstArchive(root string, spec Spec, archivePath string) (string, e
 	if err := Verify(root, spec); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s has the official SHA-256 and each of the %d data files in %s is identical to its copy in it; recorded in %s",
+	return fmt.Sprintf("%s has the official SHA-256 and each of the %d files in %s is identical to its copy in it; recorded in %s",
 		archivePath, len(names), dir, filepath.Join(dir, VerifiedMarker)), nil
 }
 
