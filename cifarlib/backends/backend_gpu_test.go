@@ -50,7 +50,7 @@ func TestNewBackendCUDANoGPURealPlugin(t *testing.T) {
 		t.Skip("this machine has an NVIDIA GPU (bench/gpu.sh and kernel/gpu-smoke.sh check CUDA there)")
 	}
 	plugin := realCUDAPluginOrSkip(t)
-	desc := "jax-cuda13-pjrt 0.11.2 at " + plugin
+	desc := "jax-cuda13-pjrt 0.11.2" // a name, not a path of this machine
 	t.Setenv("GOMLX_BACKEND", "")
 	t.Setenv(plugins.CUDAEnv, plugin)
 	for _, name := range []string{"cuda", "CUDA", "cuda,memory_fraction=0.5", "xla:cuda", "xla:" + plugin} {
@@ -60,7 +60,7 @@ func TestNewBackendCUDANoGPURealPlugin(t *testing.T) {
 		require.ErrorAs(t, err, &ne, name)
 		require.True(t, errors.Is(err, ErrNoGPU), name)
 		require.True(t, errors.Is(err, ErrBackend), name)
-		require.Equal(t, NoGPUError{Requested: name, Checked: plugins.DescribeGPUProbe(), Plugin: desc}, *ne)
+		require.Equal(t, NoGPUError{Requested: name, Checked: plugins.DescribeGPUProbe(), Plugin: desc, PluginPath: plugin}, *ne)
 		require.Equal(t, noGPUMessage(name, desc), err.Error())
 	}
 

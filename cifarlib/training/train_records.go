@@ -44,8 +44,8 @@ func loadTrainRecords(p *plan, log runLog) (*trainRecords, error) {
 }
 
 // load returns given when set (checking its Spec), else loads the split from tr.folder, or from
-// SyntheticDir(tr.folder) where Prepare puts synthetic data when the folder holds no real data (a
-// note goes to the log).
+// SyntheticDir(tr.folder) where Prepare puts synthetic data when the folder holds no real data
+// (the data's SYNTHETIC DATA line goes to the log).
 func (tr *trainRecords) load(given *data.Records, split data.Split) (*data.Records, error) {
 	spec, dir := tr.dataset, tr.folder
 	if given != nil {
@@ -60,7 +60,7 @@ func (tr *trainRecords) load(given *data.Records, split data.Split) (*data.Recor
 	case err != nil:
 	case split != data.SplitTrain: // one note per run, for the training split
 	case filepath.Dir(filepath.Dir(recs.Source)) == filepath.Clean(data.SyntheticDir(dir)):
-		tr.log("note: no %s data in %s; using the synthetic data in %s", spec.Name, dir, data.SyntheticDir(dir))
+		tr.log("%s", data.StateOf(dir, spec)) // "SYNTHETIC DATA: ...", as a notebook's first cell says it
 	}
 	return recs, err
 }

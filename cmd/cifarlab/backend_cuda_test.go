@@ -51,7 +51,7 @@ func TestTrainCommandCUDAWithoutGPU(t *testing.T) {
 	require.Equal(t, 1, exitErr.ExitCode())
 	require.Empty(t, stdout.String())
 	require.Equal(t, "cifarlab train: "+`backend "cuda" unavailable: no NVIDIA GPU on this machine (`+plugins.DescribeGPUProbe()+
-		`); the CUDA PJRT plugin is installed (jax-cuda13-pjrt 0.11.2 at `+plugin+`) but needs a GPU: check for the GPU `+
+		`); the CUDA PJRT plugin is installed (jax-cuda13-pjrt 0.11.2) but needs a GPU: check for the GPU `+
 		"and its driver with `nvidia-smi -L`; without a GPU use the CPU: the \"Go (cifarlab, CPU)\" kernel, -backend cpu, "+
 		`or backends.New("cpu")`+"\n", stderr.String(), "the whole of stderr: no go-xla text")
 	require.False(t, strings.Contains(stderr.String(), "invalid state"))
