@@ -131,8 +131,17 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	}
 	if specs != nil {
 		goTools, _ := FindGoTools(ctx) // no go command: checkGo has said so
-		for _, name := range []string{CPUKernel, CUDAKernel} {
-			add(checkKernelSpec(repo, name, specs, goTools))
+		var env []string
+		if opts.DataDir != "" {
+			env = append(env, JupyterDataDirEnv+"="+opts.DataDir)
+		}
+		owners, oerr := KernelOwners(ctx, jup, env...)
+		for i, name := range []string{CPUKernel, CUDAKernel} {
+			c := checkKernelSpec(repo, name, specs, goTools)
+			if oerr == nil && repo.Dir != "" {
+				c = withOwner(c, owners[i], repo)
+			}
+			add(c)
 		}
 	}
 
@@ -255,6 +264,8 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoT
 	s := ls.Spec
 	if len(s.Argv) == 0 || !isExecutable(s.Argv[0]) {
 		problems = append(problems, fmt.Sprintf("kernel binary %q missing", first(s.Argv)))
+	} else if len(s.Argv) > 2 && s.Argv[1] == "--" && !isExecutable(s.Argv[2]) {
+		problems = append(problems, fmt.Sprintf("gonb %q missing", s.Argv[2]))
 	}
 	path := strings.ReplaceAll(s.Env["PATH"], "${PATH}", os.Getenv("PATH"))
 	for _, tool := range []string{"go", "goimports", "gopls"} {
@@ -307,6 +318,24 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoT
 		if c.Fix == "" {
 			c.Fix = fix
 		}
+	}
+	return c
+}
+
+// withOwner adds to a kernelspec's check which checkout the kernel belongs to, and turns it
+// into a warning, with the command that removes the other checkout's kernelspec, when
+// notebooks would start another checkout's kernel.
+func withOwner(c Check, o Owner, repo Repo) Check {
+	if _, found := o.Used(); !found {
+		return c
+	}
+	line, ok, fix := o.Describe(repo)
+	c.Detail += "; " + strings.TrimPrefix(line, o.Name+": ")
+	if !ok {
+		if c.Status == StatusOK {
+			c.Status = StatusWarn
+		}
+		c.Fix = fix
 	}
 	return c
 }

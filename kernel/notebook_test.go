@@ -44,7 +44,7 @@ func TestKernelInstallShowsInJupyterKernelspecList(t *testing.T) {
 		require.True(t, ok, "jupyter kernelspec list does not show %s: %v", name, specs)
 		require.Equal(t, KernelDir(dataDir, name), ls.ResourceDir)
 		require.Equal(t, display, ls.Spec.DisplayName)
-		require.Equal(t, []string{repo.Tool("gonb"), "--kernel", "{connection_file}", "--go_work=" + repo.Dir}, ls.Spec.Argv)
+		require.Equal(t, []string{repo.Tool("cifarlab-kernel"), "--", repo.Tool("gonb"), "--kernel", "{connection_file}", "--go_work=" + repo.Dir}, ls.Spec.Argv)
 		require.Equal(t, "1", ls.Spec.Env[NoAutoInstallEnv])
 		require.Equal(t, StatusOK, checkKernelSpec(repo, name, specs, goTools).Status, "doctor's check of %s", name)
 	}

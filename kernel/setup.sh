@@ -11,8 +11,10 @@
 #   3. builds the pinned gonb, goimports and gopls from tools/go.mod into REPO/.bin,
 #   4. builds the cifarlab command into REPO/.bin, and cifarlib as notebook cells build it
 #      (warming the build cache for the first cell),
-#   5. installs the kernelspecs "Go (cifarlab, CPU)" and "Go (cifarlab, CUDA)"
-#      (`cifarlab kernel install $KERNEL_INSTALL_ARGS`),
+#   5. installs the kernelspecs "Go (cifarlab, CPU)" and "Go (cifarlab, CUDA)" into the venv,
+#      $VENV/share/jupyter, where only this checkout's Jupyter sees them
+#      (`cifarlab kernel install --prefix $VENV`; $KERNEL_INSTALL_ARGS or $JUPYTER_DATA_DIR
+#      instead when set), and the kernel supervisor .bin/cifarlab-kernel,
 #   6. runs `npm ci` in notebooks/browser-test when it has a package-lock.json
 #      (playwright-core for the JupyterLab browser test).
 # It is idempotent: a second run skips what is already in place and takes seconds.
@@ -34,8 +36,8 @@
 #   VENV=DIR                 venv location (default REPO/.venv)
 #   PYTHON=/usr/bin/python3  interpreter for the venv
 #   APT_PACKAGES="..."       replaces the apt list
-#   KERNEL_INSTALL_ARGS="..." extra flags for `cifarlab kernel install`
-#                            (e.g. "--prefix /usr/local" for a system-wide install)
+#   KERNEL_INSTALL_ARGS="..." flags for `cifarlab kernel install` instead of --prefix $VENV
+#                            (e.g. "--prefix /usr/local" for a system-wide install, "--user")
 #   PIP_ARGS="..."           extra pip flags (e.g. --no-cache-dir in images)
 set -euo pipefail
 
@@ -178,11 +180,17 @@ if [ "$SKIP_CLI" != 1 ]; then
   (cd "$REPO" && GOWORK=off go build -tags cifarlab_nogobackend ./cifarlib/...)
 fi
 
-# 5. The kernelspecs (JUPYTER_DATA_DIR and KERNEL_INSTALL_ARGS are honoured).
+# 5. The kernelspecs and the kernel supervisor (.bin/cifarlab-kernel): into the venv
+# ($VENV/share/jupyter, which only this checkout's Jupyter searches), or where
+# KERNEL_INSTALL_ARGS or JUPYTER_DATA_DIR say.
 if [ "$SKIP_KERNELS" != 1 ]; then
   step "kernelspecs"
+  where=()
+  if [ -z "$KERNEL_INSTALL_ARGS" ] && [ -z "${JUPYTER_DATA_DIR:-}" ]; then
+    where=(--prefix "$VENV")
+  fi
   # shellcheck disable=SC2086
-  "$BIN/cifarlab" kernel install --repo "$REPO" $KERNEL_INSTALL_ARGS
+  "$BIN/cifarlab" kernel install --repo "$REPO" "${where[@]}" $KERNEL_INSTALL_ARGS
   if [ -x "$VENV/bin/jupyter" ]; then
     "$VENV/bin/jupyter" kernelspec list
   fi
