@@ -163,7 +163,8 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 		}
 	} else {
 		add(Check{Name: "CUDA plugin", Status: StatusAbsent, Detail: "no CUDA PJRT plugin found (go-xla folders, pip's jax-cuda13-pjrt)",
-			Fix: "on a GPU machine: bash kernel/setup.sh (jax-cuda13-pjrt and its NVIDIA wheels), or set " + plugins.CUDASiteEnv +
+			Fix: "on a GPU machine: bash kernel/setup.sh (jax-cuda13-pjrt and its NVIDIA wheels; setup installs them only where it finds a GPU, " +
+				"CIFARLAB_CUDA=1 bash kernel/setup.sh installs them anyway), or set " + plugins.CUDASiteEnv +
 				" to a site-packages that has them; then re-run cifarlab kernel install"})
 	}
 	if gpus, err := plugins.GPUs(ctx); err != nil {

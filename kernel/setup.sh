@@ -27,9 +27,11 @@
 #   SKIP_CUDA_PLUGIN (leaves out the CUDA PJRT plugin, kernel/requirements-cuda.txt, and its
 #   NVIDIA libraries),
 #   SKIP_TENSORBOARD (leaves out TensorBoard, kernel/requirements-tensorboard.txt).
-# CUDA (kernel/setup-cuda.sh): the NVIDIA libraries of the CUDA plugin (kernel/requirements-cuda-libs.txt,
-# 1.8 GB) are installed only when a GPU is found (nvidia-smi -L, /dev/nvidia[0-9]*);
-#   CIFARLAB_CUDA=1          installs them anyway (an image built without a GPU), CIFARLAB_CUDA=0 never
+# CUDA (kernel/setup-cuda.sh): the CUDA PJRT plugin (kernel/requirements-cuda.txt, 134 MB) and its
+# NVIDIA libraries (kernel/requirements-cuda-libs.txt, 1.8 GB) are installed only when a GPU is
+# found (nvidia-smi -L, /dev/nvidia[0-9]*); without one, setup says so in one line;
+#   CIFARLAB_CUDA=1          installs both anyway (an image built without a GPU), CIFARLAB_CUDA=0 never,
+#   CIFARLAB_CUDA=plugin     the plugin alone without a GPU (kernel/run-tests.sh: its tests)
 #   CIFARLAB_CUDA_SITE=SITE  uses the jax-cuda13-pjrt and nvidia-* wheels of that site-packages
 #                            instead of installing (the kernelspec, doctor and cifarlib follow it)
 # Other settings:
@@ -153,11 +155,12 @@ if [ "$SKIP_VENV" != 1 ]; then
     fi
   fi
 
-  # 2d. The CUDA PJRT plugin from PyPI's jax-cuda13-pjrt (hash-pinned, 134 MB), and on a GPU
-  # machine (or with CIFARLAB_CUDA=1) its NVIDIA libraries (kernel/requirements-cuda-libs.txt,
+  # 2d. On a GPU machine (or with CIFARLAB_CUDA=1) the CUDA PJRT plugin from PyPI's
+  # jax-cuda13-pjrt (hash-pinned, 134 MB) and its NVIDIA libraries (kernel/requirements-cuda-libs.txt,
   # 1.8 GB), where the plugin's RPATH finds them; CIFARLAB_CUDA_SITE=SITE uses an existing
-  # environment's instead. Without a GPU nothing loads the plugin and cifarlib says the GPU is
-  # missing. SKIP_CUDA_PLUGIN=1 leaves it out. See kernel/setup-cuda.sh.
+  # environment's instead. Without a GPU, nothing (one line says so): the CUDA kernel then says
+  # the GPU is missing, and doctor that the plugin is not installed and how to get it.
+  # SKIP_CUDA_PLUGIN=1 leaves it out. See kernel/setup-cuda.sh.
   if [ "$SKIP_CUDA_PLUGIN" != 1 ]; then
     VENV="$VENV" PIP_ARGS="$PIP_ARGS" bash "$REPO/kernel/setup-cuda.sh"
   fi
