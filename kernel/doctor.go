@@ -122,7 +122,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 		}
 		var env []string
 		if opts.DataDir != "" {
-			env = append(env, JupyterDataDirEnv+"="+opts.DataDir)
+			env = append(env, DataDirEnv(opts.DataDir)...)
 		}
 		specs, err = jup.KernelSpecs(ctx, env...)
 		if err != nil {
@@ -133,7 +133,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 		goTools, _ := FindGoTools(ctx) // no go command: checkGo has said so
 		var env []string
 		if opts.DataDir != "" {
-			env = append(env, JupyterDataDirEnv+"="+opts.DataDir)
+			env = append(env, DataDirEnv(opts.DataDir)...)
 		}
 		owners, oerr := KernelOwners(ctx, jup, env...)
 		for i, name := range []string{CPUKernel, CUDAKernel} {

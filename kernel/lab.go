@@ -73,7 +73,7 @@ type Lab struct {
 func KernelsReady(ctx context.Context, jup Jupyter, repo Repo, dataDir string) (bool, error) {
 	var env []string
 	if dataDir != "" {
-		env = append(env, JupyterDataDirEnv+"="+dataDir)
+		env = append(env, DataDirEnv(dataDir)...)
 	}
 	specs, err := jup.KernelSpecs(ctx, env...)
 	if err != nil {
@@ -163,7 +163,7 @@ func StartLab(ctx context.Context, opts LabOptions) (*Lab, error) {
 
 	var env []string
 	if opts.DataDir != "" {
-		env = append(env, JupyterDataDirEnv+"="+opts.DataDir)
+		env = append(env, DataDirEnv(opts.DataDir)...)
 	}
 	// Which checkout each kernel belongs to, as this server will start it.
 	owners, err := KernelOwners(ctx, opts.Jupyter, env...)

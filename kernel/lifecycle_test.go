@@ -93,7 +93,7 @@ func TestKernelLeavesNoProcess(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, py, filepath.Join(repo.Dir, "kernel", "testdata", "lifecycle.py"), CPUKernel, mode, cell)
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), JupyterDataDirEnv+"="+jupyterDir)
+			cmd.Env = append(os.Environ(), DataDirEnv(jupyterDir)...)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			stdin, err := cmd.StdinPipe()

@@ -32,6 +32,19 @@ func DataDirFor(explicit, prefix string) (string, error) {
 	return UserDataDir()
 }
 
+// PreferEnvPathEnv is jupyter_core's switch between searching the environment's (venv's)
+// share/jupyter before the user's data directory ("1", the default in a venv the user owns) or
+// after it ("0").
+const PreferEnvPathEnv = "JUPYTER_PREFER_ENV_PATH"
+
+// DataDirEnv is the environment that makes a Jupyter use the kernelspecs of the data directory
+// dir: JUPYTER_DATA_DIR=dir, and JUPYTER_PREFER_ENV_PATH=0 so that dir is searched before the
+// venv's share/jupyter, where setup installs the checkout's kernels (otherwise those would hide
+// the ones in dir).
+func DataDirEnv(dir string) []string {
+	return []string{JupyterDataDirEnv + "=" + dir, PreferEnvPathEnv + "=0"}
+}
+
 // DefaultDataDir is where `cifarlab kernel install` puts the kernelspecs when no flag says:
 // $JUPYTER_DATA_DIR when it is set (the user chose that folder), else the share/jupyter folder
 // of the virtual environment whose jupyter `cifarlab lab` runs (FindJupyter: REPO/.venv), which
