@@ -147,8 +147,8 @@ func TestEachCheckoutStartsItsOwnKernel(t *testing.T) {
 		require.Equal(t, KernelDir(userData, o.Name), used.Dir)
 		line, ok, fix := o.Describe(a)
 		require.False(t, ok, line)
-		require.Equal(t, fmt.Sprintf("%s: notebooks would start the kernel of ANOTHER checkout, %s (kernelspec %s, found on Jupyter's path before this checkout's %s)",
-			o.Name, b.Dir, used.Dir, a.Dir), line)
+		require.Equal(t, fmt.Sprintf("%s: notebooks would start the kernel of ANOTHER checkout, %s (kernelspec %s; this checkout's is further down Jupyter's path)",
+			o.Name, b.Dir, used.Dir), line)
 		require.Equal(t, "cifarlab kernel uninstall --jupyter-data-dir "+userData, fix, "b's install left a manifest there")
 	}
 	// doctor's kernelspec line says the same.
@@ -171,7 +171,8 @@ func TestEachCheckoutStartsItsOwnKernel(t *testing.T) {
 	install(b, "--user")
 	run(t, a.Dir, env, bin, "kernel", "uninstall", "--repo", a.Dir)
 	o := owners(a)[0]
-	_, ok, fix := o.Describe(a)
+	line, ok, fix := o.Describe(a)
 	require.False(t, ok)
+	require.Contains(t, line, "this checkout has none on Jupyter's path")
 	require.Equal(t, "cifarlab kernel uninstall --jupyter-data-dir "+userData+" && cifarlab kernel install", fix)
 }

@@ -331,13 +331,20 @@ func withOwner(c Check, o Owner, repo Repo) Check {
 		return c
 	}
 	line, ok, fix := o.Describe(repo)
-	c.Detail += "; " + strings.TrimPrefix(line, o.Name+": ")
-	if !ok {
-		if c.Status == StatusOK {
-			c.Status = StatusWarn
+	if ok {
+		c.Detail += "; belongs to this checkout"
+		if n := len(o.Places) - 1; n > 0 {
+			c.Detail += fmt.Sprintf(" (hides %d other kernelspec(s) of that name further down Jupyter's path)", n)
 		}
-		c.Fix = fix
+		return c
 	}
+	used, _ := o.Used()
+	c.Detail = strings.Replace(c.Detail, "; compiles against "+used.Repo+", not "+repo.Dir, "", 1) // said below, with the fix
+	c.Detail += "; " + strings.TrimPrefix(line, o.Name+": ")
+	if c.Status == StatusOK {
+		c.Status = StatusWarn
+	}
+	c.Fix = fix
 	return c
 }
 

@@ -96,16 +96,19 @@ func (o Owner) Describe(repo Repo) (line string, ok bool, fix string) {
 	if other == "" {
 		other = "an unreadable kernel.json"
 	}
-	line = fmt.Sprintf("%s: notebooks would start the kernel of ANOTHER checkout, %s (kernelspec %s, found on Jupyter's path before this checkout's %s)",
-		o.Name, other, used.Dir, repo.Dir)
+	mine := false
+	for _, p := range o.Places[1:] {
+		mine = mine || p.Repo == repo.Dir
+	}
+	where := "this checkout's is further down Jupyter's path"
+	if !mine {
+		where = "this checkout has none on Jupyter's path"
+	}
+	line = fmt.Sprintf("%s: notebooks would start the kernel of ANOTHER checkout, %s (kernelspec %s; %s)", o.Name, other, used.Dir, where)
 	if man, err := ReadManifest(used.Data); err == nil && man.Repo == used.Repo {
 		fix = "cifarlab kernel uninstall --jupyter-data-dir " + used.Data
 	} else {
 		fix = "rm -r " + used.Dir
-	}
-	mine := false
-	for _, p := range o.Places[1:] {
-		mine = mine || p.Repo == repo.Dir
 	}
 	if !mine {
 		fix += " && cifarlab kernel install"
