@@ -31,3 +31,10 @@ func ExampleDataDirFor() {
 	fmt.Println(kernel.KernelDir(dir, kernel.CPUKernel))
 	// Output: /opt/venv/share/jupyter/kernels/cifarlab-cpu
 }
+
+// KernelArgv is the argv of both kernelspecs: GoNB under the supervisor that ends, with the
+// kernel, everything the kernel started (gopls, cells' processes).
+func ExampleKernelArgv() {
+	fmt.Println(kernel.KernelArgv(kernel.Repo{Dir: "/src/cifarlab"}))
+	// Output: [/src/cifarlab/.bin/cifarlab-kernel -- /src/cifarlab/.bin/gonb --kernel {connection_file} --go_work=/src/cifarlab]
+}
