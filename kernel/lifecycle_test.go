@@ -71,8 +71,9 @@ func requireGone(t *testing.T, procs []proctree.Proc, marker, after string) {
 
 // TestKernelLeavesNoProcess starts the real CPU kernel with jupyter_client, runs a cell that
 // starts a process in a session of its own (as a lab process outliving cells does), and ends
-// the kernel as Jupyter does: a graceful shutdown, a restart, and SIGKILL to the kernel's
-// process. Afterwards no process of that kernel may run: not GoNB, not its gopls (which GoNB
+// the kernel as Jupyter does: a graceful shutdown, a restart, SIGTERM to the kernel's process
+// group (Jupyter's next step when a shutdown request is not answered in time), and SIGKILL to the
+// kernel's process. Afterwards no process of that kernel may run: not GoNB, not its gopls (which GoNB
 // starts in a process group of its own, so that Jupyter's signals to the kernel's group never
 // reach it), not the cell's process, not the supervisor's guard. The processes are found by
 // the process tree and by the marker the supervisor gives them, so the kernels of tests
@@ -87,7 +88,7 @@ func TestKernelLeavesNoProcess(t *testing.T) {
 		"cmd := exec.Command(\"sleep\", \"600\")\ncmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}\n"+
 		"if err := cmd.Start(); err != nil {\n\tpanic(err)\n}\nfmt.Println(\"started\", cmd.Process.Pid)\n"), 0o644))
 
-	for _, mode := range []string{"shutdown", "restart", "kill"} {
+	for _, mode := range []string{"shutdown", "restart", "sigterm", "kill"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
@@ -145,8 +146,13 @@ func TestKernelLeavesNoProcess(t *testing.T) {
 			var ended struct {
 				Ended string `json:"ended"`
 				Pid   int    `json:"pid"`
+				Code  *int   `json:"code"`
 			}
 			next(&ended)
+			if mode == "sigterm" {
+				require.NotNil(t, ended.Code)
+				require.Equal(t, 0, *ended.Code, "GoNB stops cleanly on one SIGTERM, passed on once by the supervisor")
+			}
 			requireGone(t, procs, marker, mode)
 			if mode == "restart" {
 				require.NotZero(t, ended.Pid)

@@ -9,8 +9,9 @@
 // group or session, is re-parented to init and runs on.
 //
 // cifarlab-kernel gives every process of the kernel an environment variable naming this kernel
-// (CIFARLAB_KERNEL_GUARD=PID-RANDOM), starts GoNB with it (GoNB dies with cifarlab-kernel:
-// PR_SET_PDEATHSIG), passes on SIGTERM, SIGHUP and SIGINT, and exits with GoNB's status.
+// (CIFARLAB_KERNEL_GUARD=PID-RANDOM), starts GoNB with it in a process group of its own (GoNB
+// dies with cifarlab-kernel: PR_SET_PDEATHSIG), passes on SIGTERM, SIGHUP, SIGINT and SIGQUIT,
+// and exits with GoNB's status.
 // A guard process, in a session of its own so that a signal to the kernel's group does not
 // reach it, waits for cifarlab-kernel to end, however it ends (a pipe only cifarlab-kernel
 // holds reaches end of file, even on SIGKILL), then ends every process that carries the
@@ -103,9 +104,12 @@ func supervise(argv []string) int {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// GoNB gets a process group of its own, so that a signal Jupyter sends to the kernel's group
+	// reaches it once, passed on by this process, and not twice (GoNB stops on the first
+	// SIGTERM and may panic on a second one).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "cifarlab-kernel:", err)
 		return 1

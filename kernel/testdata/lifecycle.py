@@ -5,6 +5,8 @@ that kernel/lifecycle_test.go (TestKernelLeavesNoProcess) watches.
 Usage: lifecycle.py KERNEL_NAME MODE CELL_FILE, MODE being
     shutdown  KernelManager.shutdown_kernel(): a shutdown_request, as JupyterLab's Shut Down
     restart   KernelManager.restart_kernel(): Kernel -> Restart, then a shutdown of the new one
+    sigterm   SIGTERM to the kernel's process group, as Jupyter sends when a shutdown request
+              is not answered in time; "code" is the kernel's exit status
     kill      SIGKILL to the kernel's process (a kernel that crashed or was killed)
 It prints JSON lines on stdout and waits for a line on stdin after each:
     {"pid": P, "cell": "ok" | "error", "text": ...}   the kernel runs, with the cell run
@@ -63,6 +65,11 @@ def main():
         say({"ended": mode, "pid": km.provisioner.pid})
         km.shutdown_kernel()
         say({"ended": "shutdown", "pid": None})
+    elif mode == "sigterm":
+        os.killpg(km.provisioner.pgid, signal.SIGTERM)
+        code = km.provisioner.process.wait()
+        say({"ended": mode, "pid": None, "code": code})
+        km.cleanup_resources()
     elif mode == "kill":
         os.kill(km.provisioner.pid, signal.SIGKILL)
         km.provisioner.process.wait()
