@@ -35,8 +35,8 @@ import (
 	"github.com/cifarlab/cifarlab/internal/proctree"
 )
 
-// GuardEnv is the variable that marks a kernel's processes.
-const GuardEnv = "CIFARLAB_KERNEL_GUARD"
+// GuardEnv is the variable that marks a kernel's processes (proctree.GuardEnv).
+const GuardEnv = proctree.GuardEnv
 
 // guardFlag starts the guard: cifarlab-kernel --guard MARKER (the pipe is file descriptor 3).
 const guardFlag = "--guard"

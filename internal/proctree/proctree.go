@@ -15,6 +15,28 @@ import (
 	"time"
 )
 
+// GuardEnv is the variable that marks a kernel's processes: the kernel supervisor
+// (cmd/cifarlab-kernel) sets it to a value of its own, everything the kernel starts inherits it,
+// and the supervisor's guard ends every process that carries it when the kernel ends. A process
+// that must outlive the kernel (a Slurm job submitted from a cell) is started without it
+// (WithoutGuard).
+const GuardEnv = "CIFARLAB_KERNEL_GUARD"
+
+// WithoutGuard returns env (os.Environ() when nil) without GuardEnv, for a process that is not
+// the kernel's to end.
+func WithoutGuard(env []string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, GuardEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // Proc is one process as /proc shows it.
 type Proc struct {
 	Pid, PPid int

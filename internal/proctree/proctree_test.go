@@ -3,6 +3,7 @@ package proctree
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -64,4 +65,26 @@ func TestStat(t *testing.T) {
 	require.True(t, p.Alive())
 	_, err = Stat(-1)
 	require.Error(t, err)
+}
+
+func TestWithoutGuard(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		env, want []string
+	}{
+		{"no marker", []string{"A=1", "B=2"}, []string{"A=1", "B=2"}},
+		{"marker dropped", []string{"A=1", GuardEnv + "=12-ab", "B=2"}, []string{"A=1", "B=2"}},
+		{"a longer name kept", []string{GuardEnv + "_X=1"}, []string{GuardEnv + "_X=1"}},
+		{"empty", []string{}, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := WithoutGuard(tc.env); !slices.Equal(got, tc.want) {
+				t.Fatalf("WithoutGuard(%q) = %q, want %q", tc.env, got, tc.want)
+			}
+		})
+	}
+	t.Setenv(GuardEnv, "1-x")
+	if slices.Contains(WithoutGuard(nil), GuardEnv+"=1-x") {
+		t.Fatal("WithoutGuard(nil) kept the process's own marker")
+	}
 }
