@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cifarlab/cifarlab/internal/proctree"
 )
 
 // SignalSeconds is how long before its time limit Slurm sends a task SIGUSR1
@@ -110,7 +112,9 @@ func (sl *Slurm) submit(ctx context.Context, s *Sweep, tasks []int) (string, err
 		return "", fmt.Errorf("sweep: %w", err)
 	}
 	argv := sl.Command(s, tasks)
-	out, err := runSlurm(ctx, sl.Env, argv)
+	// A job outlives the notebook kernel that submitted it: it must not carry the kernel's
+	// marker, or the kernel's end would end a job that Slurm runs on this machine.
+	out, err := runSlurm(ctx, proctree.WithoutGuard(sl.Env), argv)
 	if err != nil {
 		undo()
 		return "", err

@@ -28,9 +28,9 @@ func TestTrainCommandCUDAWithoutGPU(t *testing.T) {
 	found := plugins.FindJaxCUDA(sites)
 	if len(found) == 0 {
 		if os.Getenv("CI") == "true" && os.Getenv("SKIP_CUDA_PLUGIN") != "1" {
-			t.Fatal("CI: PyPI's jax-cuda13-pjrt is missing from .venv (kernel/setup.sh installs it)")
+			t.Fatal("CI: PyPI's jax-cuda13-pjrt is missing from .venv (kernel/run-tests.sh installs it: CIFARLAB_CUDA=plugin bash kernel/setup.sh)")
 		}
-		t.Skip("PyPI's jax-cuda13-pjrt is not installed in .venv (bash kernel/setup.sh installs it)")
+		t.Skip("PyPI's jax-cuda13-pjrt is not installed in .venv (CIFARLAB_CUDA=plugin bash kernel/setup.sh installs it)")
 	}
 	plugin, err := filepath.EvalSymlinks(found[0])
 	require.NoError(t, err)
