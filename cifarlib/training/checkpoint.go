@@ -201,17 +201,16 @@ type trainCheckpoint struct {
 }
 
 // openCheckpoints is the checkpointing part of a Trainer for plan p: it creates (or resumes
-// from) the checkpoint directory, loading a checkpoint's variables and History, and records the
-// run's settings in store's parameters, which every checkpoint saves. Without a CheckpointDir
-// the run has no checkpoints (nil) and a fresh History.
+// from) the checkpoint directory, loading a checkpoint's variables and History. Without a
+// CheckpointDir the run has no checkpoints (nil) and a fresh History. recordSettings then
+// records the run's settings, which every checkpoint saves.
 func openCheckpoints(p *plan, store *model.Store, log runLog) (*trainCheckpoint, *runs.History, error) {
-	info := checkpointInfoFromConfig(&p.Config)
+	want := checkpointInfoFromConfig(&p.Config)
 	history := &runs.History{TopK: p.topK()}
 	if p.CheckpointDir == "" {
-		info.setStoreParams(store)
 		return nil, history, nil
 	}
-	tc, err := openTrainCheckpoint(store, p.CheckpointDir, p.CheckpointKeep, info)
+	tc, err := openTrainCheckpoint(store, p.CheckpointDir, p.CheckpointKeep, want)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -229,9 +228,8 @@ func openCheckpoints(p *plan, store *model.Store, log runLog) (*trainCheckpoint,
 }
 
 // openTrainCheckpoint creates (or loads) the checkpoint directory dir, keeping keep checkpoints,
-// for a run that records want into store: a loaded checkpoint must match want. It then records
-// want in the store's parameters (replacing those the checkpoint loaded), which every
-// checkpoint saves.
+// into store, before any of the run's parameters are set, for a run that records want: a
+// loaded checkpoint must match want.
 func openTrainCheckpoint(store *model.Store, dir string, keep int, want CheckpointInfo) (*trainCheckpoint, error) {
 	setAside, err := setAsideIncompleteCheckpoints(dir)
 	if err != nil {
@@ -247,7 +245,6 @@ func openTrainCheckpoint(store *model.Store, dir string, keep int, want Checkpoi
 		return nil, fmt.Errorf("training: checkpoint directory %s: %w", dir, err)
 	}
 	if !has {
-		want.setStoreParams(store)
 		return tc, nil
 	}
 	info, ok := checkpointInfoFromStore(store, dir)
@@ -256,7 +253,6 @@ func openTrainCheckpoint(store *model.Store, dir string, keep int, want Checkpoi
 			"use another checkpoint directory", dir, ckptParamModel)
 	}
 	diffs := info.compareForResume(want)
-	want.setStoreParams(store)
 	// A different head is a *ShapeMismatchError, which says more than the settings' diff.
 	if err := headShapeCheck(h, info, specID(want), want.Head, want.Model, true); err != nil {
 		return nil, err
@@ -275,6 +271,13 @@ func (tc *trainCheckpoint) resumedAt() (step int, ok bool) {
 		return 0, false
 	}
 	return tc.resumed.Step, true
+}
+
+// recordSettings records the settings of a run of plan p in store's parameters (replacing
+// those a resumed checkpoint loaded), which every checkpoint saves.
+func recordSettings(p *plan, store *model.Store) {
+	info := checkpointInfoFromConfig(&p.Config)
+	info.setStoreParams(store)
 }
 
 // save writes a new checkpoint (keeping the newest CheckpointKeep) and the history.

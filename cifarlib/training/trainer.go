@@ -77,6 +77,7 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 	if t.transfer, err = newTrainTransfer(p, t.store, resumed, t.log); err != nil {
 		return nil, err
 	}
+	recordSettings(p, t.store)
 	t.validate = newValidation(p, t.backend, t.model, t.store, t.devices.numDevices(), t.records.test)
 	if t.trainer, err = newGoMLXTrainer(p, t); err != nil {
 		return nil, err
