@@ -18,8 +18,9 @@ var (
 	// ErrDType: a tensor dtype that does not convert exactly to float32 (or int64 for
 	// num_batches_tracked).
 	ErrDType = errors.New("unhandled dtype")
-	// ErrNormalization: source normalisation statistics that cannot be folded exactly.
-	ErrNormalization = errors.New("normalisation not foldable")
+	// ErrNormalization: source normalisation statistics that cannot be used (a standard
+	// deviation that is not positive, metadata that does not parse).
+	ErrNormalization = errors.New("unusable normalisation")
 	// ErrNoStateDict: the file holds no state_dict (nor a known wrapper of one).
 	ErrNoStateDict = errors.New("no state_dict")
 )
