@@ -154,6 +154,10 @@ func openTransfer(cfg *Config) (*trainTransfer, error) {
 			return nil, &ConfigError{Field: "BackboneLearningRate", Value: fmt.Sprint(cfg.BackboneLearningRate),
 				Reason: "it applies to a transferred run: set From to the trained run's checkpoint directory"}
 		}
+		if cfg.NewHead {
+			return nil, &ConfigError{Field: "NewHead", Value: "true",
+				Reason: "it applies to a transferred run: set From to the trained run's checkpoint directory"}
+		}
 		if cfg.Freeze == "" {
 			return nil, nil
 		}
