@@ -118,6 +118,8 @@ func checkKeys(sd *StateDict, ps []param, names Names, numClasses int) error {
 				"(lab.Transfer).",
 				t.Shape[0], numClasses)
 		}
+	} else if hint := depthHint(sd.Keys); hint != "" {
+		e.Hint = hint
 	} else if arch, other := matchingNaming(sd.Keys); other != "" && other != names {
 		e.Hint = fmt.Sprintf("The file has the keys of %s's %s: import it with --arch %s --names %s (ImportOptions{Arch: %q, Names: %q}).",
 			other, modelClass(other), arch, other, arch, other)

@@ -54,7 +54,8 @@ type SizeMismatch struct {
 type LoadStateDictError struct {
 	// File is the file imported, Model the PyTorch class its naming is ("ResNet18", ...).
 	File, Model string
-	// Missing and Unexpected are keys, in the model's and the file's order.
+	// Missing and Unexpected are keys, in the model's and the file's order (Error lists the
+	// first few of each and counts the rest).
 	Missing, Unexpected []string
 	// Sizes lists the shape mismatches.
 	Sizes []SizeMismatch
@@ -66,18 +67,11 @@ type LoadStateDictError struct {
 func (e *LoadStateDictError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "interop: %s: Error(s) in loading state_dict for %s:", e.File, e.Model)
-	quote := func(keys []string) string {
-		q := make([]string, len(keys))
-		for i, k := range keys {
-			q[i] = fmt.Sprintf("%q", k)
-		}
-		return strings.Join(q, ", ")
-	}
 	if len(e.Missing) > 0 {
-		fmt.Fprintf(&b, "\n\tMissing key(s) in state_dict: %s.", quote(e.Missing))
+		fmt.Fprintf(&b, "\n\tMissing key(s) in state_dict: %s.", quoteKeys(e.Missing))
 	}
 	if len(e.Unexpected) > 0 {
-		fmt.Fprintf(&b, "\n\tUnexpected key(s) in state_dict: %s.", quote(e.Unexpected))
+		fmt.Fprintf(&b, "\n\tUnexpected key(s) in state_dict: %s.", quoteKeys(e.Unexpected))
 	}
 	for _, s := range e.Sizes {
 		fmt.Fprintf(&b, "\n\tsize mismatch for %s: copying a param with shape torch.Size(%s) from checkpoint, "+

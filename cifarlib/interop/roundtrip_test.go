@@ -22,7 +22,13 @@ import (
 // writes it, and returns the file and its tensors.
 func writeSynthetic(t *testing.T, dir, name string) (string, []safetensors.Tensor) {
 	t.Helper()
-	sd := syntheticStateDict(readKeys(t, name))
+	return writeKeys(t, dir, name, readKeys(t, name))
+}
+
+// writeKeys writes the state_dict of keys with synthetic values as NAME.safetensors.
+func writeKeys(t *testing.T, dir, name string, keys []torchKey) (string, []safetensors.Tensor) {
+	t.Helper()
+	sd := syntheticStateDict(keys)
 	var ts []safetensors.Tensor
 	for _, k := range sd.Keys {
 		tensor := sd.Tensors[k]

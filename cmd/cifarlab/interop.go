@@ -87,8 +87,7 @@ func runImport(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintln(stdout, line)
 	}
-	fmt.Fprintf(stdout, "next: cifarlab eval --checkpoint %s, cifarlab diagnose --dataset cifar100 --from %s, cifarlab train --dataset cifar100 --from %s ...\n",
-		*ckptDir, *ckptDir, *ckptDir)
+	fmt.Fprintln(stdout, importNext(*ckptDir, rep.Arch, *dataDir, spec))
 	return nil
 }
 
