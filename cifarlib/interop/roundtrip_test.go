@@ -188,3 +188,27 @@ func variableBytes(t *testing.T, tr *training.Trained) map[string][]byte {
 	}
 	return out
 }
+
+// TestDiagnoseImportedRunNormalization: diagnose --from on a run with its own normalisation
+// says the model re-normalises the target's images to it (no shift note), on both datasets.
+func TestDiagnoseImportedRunNormalization(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "twin")
+	_, err := Import(filepath.Join("testdata", "cnn_twin.pt"), run, ImportOptions{Arch: "cnn", Source: PytorchCIFARNormalization})
+	require.NoError(t, err)
+	root := t.TempDir()
+	for _, spec := range []data.Spec{data.CIFAR10(), data.CIFAR100(data.LabelsFine)} {
+		require.NoError(t, data.Synthesize(root, spec, data.SynthOptions{Seed: 1, TrainSize: 50, TestSize: 20}))
+		d, err := training.DiagnoseRun(run, spec, root, cifarlib.DiagnoseOptions{Backend: goBackend(t)})
+		require.NoError(t, err)
+		found := false
+		for _, c := range d.Checklist {
+			if c.Item == "normalisation" {
+				found = true
+				require.Equal(t, cifarlib.CheckOK, c.Status)
+				require.Contains(t, c.Detail, "the run applies its own transforms.Normalize((0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.201)) "+
+					"at its input: "+spec.ID()+"'s images")
+			}
+		}
+		require.True(t, found)
+	}
+}
