@@ -13,6 +13,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 	"github.com/cifarlab/cifarlab/internal/safetensors"
 )
@@ -158,6 +159,10 @@ func TestImportedRunTrainsOn(t *testing.T) {
 	res, err := tr.Run(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, 2, res.EndStep)
+	rec, err := runs.ReadRecord(run)
+	require.NoError(t, err)
+	require.Equal(t, runs.RunDone, rec.Status)
+	require.Equal(t, filepath.Join("testdata", "cnn_twin.pt"), rec.ImportedFrom, "run.json still says where the weights came from")
 
 	cfg.BatchSize, cfg.Steps, cfg.Log = 16, 4, nil
 	_, err = training.NewTrainer(cfg)

@@ -2,6 +2,8 @@ package training
 
 import (
 	"fmt"
+
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 )
 
 // Training on an imported run (WriteImportedRun): its checkpoint holds the model's weights at
@@ -57,4 +59,16 @@ func (t *Trainer) adoptInput() {
 	case t.transfer != nil && t.transfer.report != nil:
 		t.model.Input = t.transfer.info.Input
 	}
+}
+
+// importedFrom is the file the run in the checkpoint folder was imported from, kept in its
+// run.json when it trains on (and on each resume after): "" for a run the lab started.
+func (t *Trainer) importedFrom(start int) string {
+	if t.ckpt == nil || (t.ckpt.imported == nil && start == 0) {
+		return ""
+	}
+	if prev, err := runs.ReadRecord(t.cfg.CheckpointDir); err == nil {
+		return prev.ImportedFrom
+	}
+	return ""
 }
