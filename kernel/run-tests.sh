@@ -57,3 +57,5 @@ go test -run '^$' -fuzz '^FuzzExtract$' -fuzztime 3000x -fuzzminimizetime 50x ./
 go test -run '^$' -fuzz '^FuzzReadPickle$' -fuzztime 10000x -fuzzminimizetime 50x ./cifarlib/data
 go test -run '^$' -fuzz '^FuzzReadTorch$' -fuzztime 10000x -fuzzminimizetime 50x ./internal/torchfile
 go test -run '^$' -fuzz '^FuzzReadSafetensors$' -fuzztime 10000x -fuzzminimizetime 50x ./internal/safetensors
+go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 10000x -fuzzminimizetime 50x ./internal/pickle
+go test -run '^$' -fuzz '^FuzzExtract$' -fuzztime 3000x -fuzzminimizetime 50x ./internal/archive
