@@ -155,9 +155,15 @@ func TestCheckpointFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 		margin = math.Min(margin, top-second)
 	}
 	tol := logitsTolerance(scale)
+	maxDiff := 0.0
 	for i := range want.Logits {
 		require.InDeltaSlice(t, want.Logits[i], logits[i], tol, "logits of test example %d", i)
+		for j := range want.Logits[i] {
+			maxDiff = math.Max(maxDiff, math.Abs(float64(want.Logits[i][j]-logits[i][j])))
+		}
 	}
+	t.Logf("logits written by %s on %s, read on %s: largest difference %.3g, tolerance %.3g, smallest top-two margin %.3g",
+		want.GoMLX, want.Backend, cfg.Backend.Name(), maxDiff, tol, margin)
 	// The loss is a mean of logsumexp(logits)-logit[label]: each term moves by at most 2·tol.
 	require.InDelta(t, want.Loss, ev.Loss, 2*tol)
 	require.False(t, math.IsNaN(ev.Accuracy))
