@@ -86,7 +86,7 @@ var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
 // accepted too; "xla:cpu" finds the CPU plugin as "cpu" does, but never falls back to Go.
 // The XLA plugin auto-installer is always disabled: nothing is downloaded. The pure-Go backend
 // runs its ops sequentially unless told "go:ops_parallel" (see goBackendDefaultOptions: the
-// parallel executor of compute v0.1.3 can deadlock on convolutions).
+// parallel executor of compute v0.1.3 to v0.1.6 can deadlock on convolutions).
 func New(name string) (compute.Backend, error) {
 	xlaSetup()
 	requested := strings.TrimSpace(name)
