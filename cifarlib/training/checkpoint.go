@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
@@ -73,6 +74,11 @@ type CheckpointInfo struct {
 	TransferredFrom      string  `json:"transferred_from,omitempty"`
 	Freeze               string  `json:"freeze,omitempty"`
 	BackboneLearningRate float64 `json:"backbone_learning_rate,omitempty"`
+	// Input is the normalisation the run's model expects when it is not its dataset's (an
+	// imported model's: see cifarlib.InputNormalization); zero otherwise.
+	Input cifarlib.InputNormalization `json:"input_normalization,omitzero"`
+	// ImportedFrom is the file an imported run was made from (WriteImportedRun), or "".
+	ImportedFrom string `json:"imported_from,omitempty"`
 }
 
 // Spec returns the dataset Spec the checkpoint was trained on.
@@ -109,6 +115,10 @@ func (ci *CheckpointInfo) setStoreParams(store *model.Store) {
 		root.SetParams(map[string]any{ckptParamFrom: ci.TransferredFrom, ckptParamFreeze: ci.Freeze,
 			ckptParamBackboneLR: ci.BackboneLearningRate})
 	}
+	setInputParams(store, ci.Input)
+	if ci.ImportedFrom != "" {
+		root.SetParams(map[string]any{ckptParamImported: ci.ImportedFrom})
+	}
 }
 
 // checkpointInfoFromStore reads the parameters a checkpoint restored into store. ok is false
@@ -138,6 +148,7 @@ func checkpointInfoFromStore(store *model.Store, dir string) (info CheckpointInf
 		TransferredFrom:      model.GetParamOr(root, ckptParamFrom, ""),
 		Freeze:               model.GetParamOr(root, ckptParamFreeze, ""),
 		BackboneLearningRate: model.GetParamOr(root, ckptParamBackboneLR, 0.0),
+		ImportedFrom:         model.GetParamOr(root, ckptParamImported, ""),
 	}
 	info.Step = int(optimizer.GetGlobalStep(store))
 	return info, true
@@ -196,6 +207,9 @@ type trainCheckpoint struct {
 	dir     string
 	// resumed is set when the directory held a checkpoint, with what it recorded.
 	resumed *CheckpointInfo
+	// imported is set instead when that checkpoint has no training settings (an imported
+	// run's): training continues from its weights with the run's own settings.
+	imported *CheckpointInfo
 	// setAside lists the incomplete checkpoints (interrupted saves) moved out of the way.
 	setAside []string
 }
@@ -224,6 +238,7 @@ func openCheckpoints(p *plan, store *model.Store, log runLog) (*trainCheckpoint,
 		}
 		history.TopK = p.topK()
 	}
+	tc.noteImported(p, log)
 	return tc, history, nil
 }
 
@@ -252,10 +267,20 @@ func openTrainCheckpoint(store *model.Store, dir string, keep int, want Checkpoi
 		return nil, fmt.Errorf("training: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter): "+
 			"use another checkpoint directory", dir, ckptParamModel)
 	}
+	if info.Input, err = inputFromStore(store); err != nil {
+		return nil, err
+	}
 	diffs := info.compareForResume(want)
 	// A different head is a *ShapeMismatchError, which says more than the settings' diff.
 	if err := headShapeCheck(h, info, specID(want), want.Head, want.Model, true); err != nil {
 		return nil, err
+	}
+	if info.hasNoTrainingSettings() { // an import: nothing to resume but its weights
+		if err := info.checkTrainOn(want); err != nil {
+			return nil, err
+		}
+		tc.imported = &info
+		return tc, nil
 	}
 	if len(diffs) > 0 {
 		return nil, &CheckpointMismatchError{Dir: dir, Diffs: diffs}
@@ -273,10 +298,11 @@ func (tc *trainCheckpoint) resumedAt() (step int, ok bool) {
 	return tc.resumed.Step, true
 }
 
-// recordSettings records the settings of a run of plan p in store's parameters (replacing
-// those a resumed checkpoint loaded), which every checkpoint saves.
-func recordSettings(p *plan, store *model.Store) {
+// recordSettings records the settings of a run of plan p, whose model expects input, in
+// store's parameters (replacing those a resumed checkpoint loaded), which every checkpoint saves.
+func recordSettings(p *plan, store *model.Store, input cifarlib.InputNormalization) {
 	info := checkpointInfoFromConfig(&p.Config)
+	info.Input = input
 	info.setStoreParams(store)
 }
 
@@ -321,6 +347,9 @@ func readRunCheckpoint(dir string) (*model.Store, *checkpoint.Handler, Checkpoin
 	info, ok := checkpointInfoFromStore(store, dir)
 	if !ok {
 		return nil, nil, CheckpointInfo{}, fmt.Errorf("training: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter)", dir, ckptParamModel)
+	}
+	if info.Input, err = inputFromStore(store); err != nil {
+		return nil, nil, CheckpointInfo{}, err
 	}
 	return store, h, info, nil
 }

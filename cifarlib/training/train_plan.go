@@ -26,7 +26,7 @@ type plan struct {
 func resolve(cfg Config) (*plan, error) {
 	p := &plan{Config: cfg}
 	var err error
-	if p.source, err = readTransferSource(cfg.From, cfg.BackboneLearningRate); err != nil {
+	if p.source, err = readTransferSource(&cfg); err != nil {
 		return nil, err
 	}
 	if err := p.resolveSettings(); err != nil {

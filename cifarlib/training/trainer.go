@@ -77,7 +77,8 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 	if t.transfer, err = newTrainTransfer(p, t.store, resumed, t.log); err != nil {
 		return nil, err
 	}
-	recordSettings(p, t.store)
+	t.adoptInput()
+	recordSettings(p, t.store, t.model.Input)
 	t.validate = newValidation(p, t.backend, t.model, t.store, t.devices.numDevices(), t.records.test)
 	if t.trainer, err = newGoMLXTrainer(p, t); err != nil {
 		return nil, err

@@ -61,6 +61,9 @@ type TransferReport struct {
 	// Reinitialized lists the head's variables, initialised afresh from the run's seed at the
 	// target's width (their shape in the source in FromShape).
 	Reinitialized []TransferVariable `json:"reinitialized"`
+	// KeptHead lists them instead when the target has the source's number of classes and
+	// Config.NewHead is false: the head is carried bit for bit with the backbone.
+	KeptHead []TransferVariable `json:"kept_head,omitempty"`
 	// Dropped lists the source's other variables, which start again: the optimizer's state
 	// (of the backbone too), the global step, the guard's and trainer's counters, the RNG state.
 	Dropped []string `json:"dropped"`
@@ -94,8 +97,12 @@ func (r *TransferReport) String() string {
 	for i, v := range r.Reinitialized {
 		heads[i] = fmt.Sprintf("%s %v (was %v)", v.Path, v.Shape, v.FromShape)
 	}
-	fmt.Fprintf(&b, "  re-initialised from the seed: %s: %s has %d classes, the source's head %d\n",
-		strings.Join(heads, ", "), r.Dataset, r.Head, r.FromHead)
+	if len(r.KeptHead) > 0 {
+		b.WriteString(r.keptHeadLine())
+	} else {
+		fmt.Fprintf(&b, "  re-initialised from the seed: %s: %s has %d classes, the source's head %d\n",
+			strings.Join(heads, ", "), r.Dataset, r.Head, r.FromHead)
+	}
 	fmt.Fprintf(&b, "  dropped, starting again: %d variables (optimizer state of backbone and head, global step, "+
 		"guard and trainer counters, random-number state)\n", len(r.Dropped))
 	if r.Freeze == FreezeBackbone {
@@ -165,6 +172,7 @@ func newTrainTransfer(p *plan, store *model.Store, resumed bool, log runLog) (*t
 		v.Shape[len(v.Shape)-1] = p.headWidth() // The dense head's weights [in, classes] and biases [classes].
 	}
 	tt.report = r
+	tt.keepHead(p)
 	if resumed {
 		r.Resumed, tt.values = true, nil
 		return tt, nil
@@ -172,8 +180,11 @@ func newTrainTransfer(p *plan, store *model.Store, resumed bool, log runLog) (*t
 	if err := tt.carry(store); err != nil {
 		return nil, err
 	}
-	log("transferred from %s: carried %d backbone variables, head initialised afresh at %d", p.From,
-		len(r.Carried), p.headWidth())
+	head := fmt.Sprintf("head initialised afresh at %d", p.headWidth())
+	if len(r.KeptHead) > 0 {
+		head = fmt.Sprintf("head of %d classes kept (Config.NewHead, --new-head, re-initialises it)", p.headWidth())
+	}
+	log("transferred from %s: carried %d backbone variables, %s", p.From, len(r.Carried), head)
 	return tt, nil
 }
 
@@ -191,6 +202,7 @@ func (tt *trainTransfer) sortSource(p *plan) (*TransferReport, error) {
 		switch {
 		case strings.HasPrefix(path, tt.head):
 			r.Reinitialized = append(r.Reinitialized, TransferVariable{Path: path, FromShape: dims})
+			tt.values[path] = value // carried when the target has the same width (keepHead)
 		case tt.isBackbone(path):
 			tt.values[path] = value
 			r.Carried = append(r.Carried, TransferVariable{Path: path, Shape: dims})
@@ -208,7 +220,7 @@ func (tt *trainTransfer) sortSource(p *plan) (*TransferReport, error) {
 // carry creates the backbone's variables in store with the source's values. It is called on a
 // fresh run only: a resumed run has them, trained, in its own checkpoint.
 func (tt *trainTransfer) carry(store *model.Store) error {
-	for _, v := range tt.report.Carried {
+	for _, v := range append(tt.report.Carried, tt.report.KeptHead...) {
 		if _, err := store.CreateVariable(v.Path, tt.values[v.Path]); err != nil {
 			return fmt.Errorf("training: carrying %s from %s: %w", v.Path, tt.report.From, err)
 		}

@@ -15,17 +15,21 @@ type sourceRun struct {
 	dataset string
 }
 
-// readTransferSource reads the source run in from ("" : no source, nil). A backbone learning
-// rate needs a source.
-func readTransferSource(from string, backboneLearningRate float64) (*sourceRun, error) {
-	if from == "" {
-		if backboneLearningRate != 0 {
-			return nil, &ConfigError{Field: "BackboneLearningRate", Value: fmt.Sprint(backboneLearningRate),
+// readTransferSource reads the source run of c.From ("": no source, nil). A backbone learning
+// rate and a new head need a source.
+func readTransferSource(c *Config) (*sourceRun, error) {
+	if c.From == "" {
+		if c.BackboneLearningRate != 0 {
+			return nil, &ConfigError{Field: "BackboneLearningRate", Value: fmt.Sprint(c.BackboneLearningRate),
+				Reason: "it applies to a transferred run: set From to the trained run's checkpoint directory"}
+		}
+		if c.NewHead {
+			return nil, &ConfigError{Field: "NewHead", Value: "true",
 				Reason: "it applies to a transferred run: set From to the trained run's checkpoint directory"}
 		}
 		return nil, nil
 	}
-	h, info, err := readRunSource(from)
+	h, info, err := readRunSource(c.From)
 	if err != nil {
 		return nil, err
 	}
