@@ -214,25 +214,34 @@ type trainCheckpoint struct {
 	setAside []string
 }
 
-// openCheckpoints is the checkpointing part of a Trainer for plan p: it creates (or resumes
-// from) the checkpoint directory, loading a checkpoint's variables and History. Without a
-// CheckpointDir the run has no checkpoints (nil) and a fresh History. recordSettings then
-// records the run's settings, which every checkpoint saves.
-func openCheckpoints(p *plan, store *model.Store, log runLog) (*trainCheckpoint, *runs.History, error) {
+// openCheckpoints is the checkpointing part of a Trainer for plan p and its model m: it
+// creates (or resumes from) the checkpoint directory, loading a checkpoint's variables and
+// History, gives m the input normalisation its weights expect (adoptInput), and records the
+// run's settings in store's parameters (replacing those a resumed checkpoint loaded), which
+// every checkpoint saves. Without a CheckpointDir the run has no checkpoints (nil) and a fresh
+// History.
+func openCheckpoints(p *plan, m *cifarlib.Model, store *model.Store, log runLog) (*trainCheckpoint, *runs.History, error) {
 	want := checkpointInfoFromConfig(&p.Config)
 	history := &runs.History{TopK: p.topK()}
-	if p.CheckpointDir == "" {
-		return nil, history, nil
+	var tc *trainCheckpoint
+	if p.CheckpointDir != "" {
+		var err error
+		if tc, err = openTrainCheckpoint(store, p, want); err != nil {
+			return nil, nil, err
+		}
 	}
-	tc, err := openTrainCheckpoint(store, p.CheckpointDir, p.CheckpointKeep, want)
-	if err != nil {
-		return nil, nil, err
+	m.Input = tc.adoptInput(p, m.Input)
+	want.Input = m.Input
+	want.setStoreParams(store)
+	if tc == nil {
+		return nil, history, nil
 	}
 	for _, name := range tc.setAside {
 		log("checkpoint %s in %s was incomplete (an interrupted save): set aside as %s.{json,bin}%s",
 			name, p.CheckpointDir, name, incompleteCheckpointSuffix)
 	}
 	if tc.resumed != nil {
+		var err error
 		if history, err = runs.LoadHistory(p.CheckpointDir); err != nil {
 			return nil, nil, err
 		}
@@ -242,15 +251,31 @@ func openCheckpoints(p *plan, store *model.Store, log runLog) (*trainCheckpoint,
 	return tc, history, nil
 }
 
-// openTrainCheckpoint creates (or loads) the checkpoint directory dir, keeping keep checkpoints,
-// into store, before any of the run's parameters are set, for a run that records want: a
-// loaded checkpoint must match want.
-func openTrainCheckpoint(store *model.Store, dir string, keep int, want CheckpointInfo) (*trainCheckpoint, error) {
+// adoptInput returns the input normalisation the weights of a run of plan p expect: a resumed
+// or imported run's recorded one (tc nil: none), or a transfer source's. Runs that record none
+// keep own, their dataset's.
+func (tc *trainCheckpoint) adoptInput(p *plan, own cifarlib.InputNormalization) cifarlib.InputNormalization {
+	switch {
+	case tc != nil && tc.resumed != nil:
+		return tc.resumed.Input
+	case tc != nil && tc.imported != nil:
+		return tc.imported.Input
+	case p.source != nil:
+		return p.source.info.Input
+	}
+	return own
+}
+
+// openTrainCheckpoint creates (or loads) the checkpoint directory of plan p into store, before
+// any of the run's parameters are set, for a run that records want: a loaded checkpoint must
+// match want.
+func openTrainCheckpoint(store *model.Store, p *plan, want CheckpointInfo) (*trainCheckpoint, error) {
+	dir := p.CheckpointDir
 	setAside, err := setAsideIncompleteCheckpoints(dir)
 	if err != nil {
 		return nil, err
 	}
-	h, err := checkpoint.Build(store).Dir(dir).Keep(keep).Done()
+	h, err := checkpoint.Build(store).Dir(dir).Keep(p.CheckpointKeep).Done()
 	if err != nil {
 		return nil, fmt.Errorf("training: checkpoint directory %s: %w", dir, err)
 	}
@@ -272,7 +297,7 @@ func openTrainCheckpoint(store *model.Store, dir string, keep int, want Checkpoi
 	}
 	diffs := info.compareForResume(want)
 	// A different head is a *ShapeMismatchError, which says more than the settings' diff.
-	if err := headShapeCheck(h, info, specID(want), want.Head, want.Model, true); err != nil {
+	if err := headShapeCheck(h, info, p.dataset, want.Head, want.Model, true); err != nil {
 		return nil, err
 	}
 	if info.hasNoTrainingSettings() { // an import: nothing to resume but its weights
@@ -296,14 +321,6 @@ func (tc *trainCheckpoint) resumedAt() (step int, ok bool) {
 		return 0, false
 	}
 	return tc.resumed.Step, true
-}
-
-// recordSettings records the settings of a run of plan p, whose model expects input, in
-// store's parameters (replacing those a resumed checkpoint loaded), which every checkpoint saves.
-func recordSettings(p *plan, store *model.Store, input cifarlib.InputNormalization) {
-	info := checkpointInfoFromConfig(&p.Config)
-	info.Input = input
-	info.setStoreParams(store)
 }
 
 // save writes a new checkpoint (keeping the newest CheckpointKeep) and the history.

@@ -48,20 +48,6 @@ func (tc *trainCheckpoint) noteImported(p *plan, log runLog) {
 		"(an imported run has no optimizer state or settings to resume)", from, p.Optimizer, p.BatchSize)
 }
 
-// adoptInput gives the Trainer's model the input normalisation its weights expect: a resumed
-// or imported run's recorded one, or a transfer source's. Runs that record none keep their
-// dataset's.
-func (t *Trainer) adoptInput() {
-	switch {
-	case t.ckpt != nil && t.ckpt.resumed != nil:
-		t.model.Input = t.ckpt.resumed.Input
-	case t.ckpt != nil && t.ckpt.imported != nil:
-		t.model.Input = t.ckpt.imported.Input
-	case t.plan.source != nil:
-		t.model.Input = t.plan.source.info.Input
-	}
-}
-
 // importedFrom is the file the run in the checkpoint folder was imported from, kept in its
 // run.json when it trains on (and on each resume after): "" for a run the lab started.
 func (t *Trainer) importedFrom(start int) string {

@@ -19,6 +19,8 @@ type plan struct {
 	Config
 	// source is the run transferred from (Config.From); nil without From.
 	source *sourceRun
+	// dataset is Spec.ID().
+	dataset string
 }
 
 // resolve validates cfg and fills in its defaults, or returns the first *ConfigError (or the
@@ -53,6 +55,7 @@ func (p *plan) resolveModel() error {
 	if c.Spec.NumClasses <= 0 || c.Spec.Name == "" {
 		return &ConfigError{Field: "Spec", Value: "(zero)", Reason: "set it to CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse)"}
 	}
+	p.dataset = c.Spec.ID()
 	if c.DataDir == "" {
 		c.DataDir = data.DefaultDir()
 	}

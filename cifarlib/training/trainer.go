@@ -70,15 +70,13 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 		return nil, fmt.Errorf("training: seeding the model's random state: %w", err)
 	}
 	// A checkpoint's parameters are loaded first and compared with the plan.
-	if t.ckpt, t.history, err = openCheckpoints(p, t.store, t.log); err != nil {
+	if t.ckpt, t.history, err = openCheckpoints(p, t.model, t.store, t.log); err != nil {
 		return nil, err
 	}
 	_, resumed := t.ckpt.resumedAt()
 	if t.transfer, err = newTrainTransfer(p, t.store, resumed, t.log); err != nil {
 		return nil, err
 	}
-	t.adoptInput()
-	recordSettings(p, t.store, t.model.Input)
 	t.validate = newValidation(p, t.backend, t.model, t.store, t.devices.numDevices(), t.records.test)
 	if t.trainer, err = newGoMLXTrainer(p, t); err != nil {
 		return nil, err
