@@ -60,12 +60,15 @@ func (e *Evaluator) useDevices(devices int) error {
 // call runs the evaluation graph on one batch: directly on one device, or sharded across
 // e.devices devices (see useDevices). It returns pred, topHit and loss, one value per example
 // (padded examples at the end, if any, are to be ignored).
-func (e *Evaluator) call(images, labels *tensors.Tensor) ([]*tensors.Tensor, error) {
-	if e.devices <= 1 {
-		return e.exec.Call(images, labels)
-	}
+//
+// Every batch is padded to opts.BatchSize (rounded up to a multiple of the devices), so that
+// a split's last, partial batch runs the same program as the others: one program per batch
+// size, shared by the validations and the final evaluation, never compiled twice. On one
+// device the program is compiled before the call, so that the timeline times the compile alone.
+func (e *Evaluator) call(images, labels *tensors.Tensor, opts EvalOptions) ([]*tensors.Tensor, error) {
 	b := images.Shape().Dimensions[0]
-	if padded := (b + e.devices - 1) / e.devices * e.devices; padded != b {
+	devices := max(e.devices, 1)
+	if padded := (max(b, opts.BatchSize) + devices - 1) / devices * devices; padded != b {
 		var err error
 		if images, err = padBatch(images, padded); err != nil {
 			return nil, err
@@ -76,6 +79,16 @@ func (e *Evaluator) call(images, labels *tensors.Tensor) ([]*tensors.Tensor, err
 		}
 		defer func() { _ = labels.FinalizeAll() }()
 	}
+	if e.devices <= 1 {
+		if err := e.cur.compile(string(opts.purpose), func() error {
+			_, err := e.exec.Compile(images.Shape(), labels.Shape())
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		return e.exec.Call(images, labels)
+	}
+	defer e.cur.built(string(opts.purpose)) // a sharded program compiles in its first call
 	spec := e.exec.DefaultShardingSpec()
 	batchSpec, err := backends.BatchShardingSpec(spec.Mesh)
 	if err != nil {

@@ -150,6 +150,11 @@ type Config struct {
 	// (the head uses LearningRate); 0: the same as LearningRate. Needs From, not with Freeze.
 	BackboneLearningRate float64
 
+	// Programs, when set, keeps the run's compiled programs for later runs in this process, and
+	// gives this run those of an earlier run with the same ProgramKey: it then compiles nothing
+	// (see Programs). Nil: the run compiles its own and keeps nothing.
+	Programs *Programs
+
 	// Params are the run's hyperparameters as the user wrote them (name -> value, e.g. the
 	// flags of `cifarlab train` that were set), recorded in run.json and shown on TensorBoard's
 	// HParams dashboard, like Lightning's log_hyperparams. Nil: none recorded.

@@ -1,0 +1,56 @@
+package training
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A second Train with the same ProgramKey in the same process compiles nothing, and trains
+// exactly as a fresh run does; a run with another batch size compiles its own programs.
+func TestProgramsReused(t *testing.T) {
+	cfg := timelineConfig(t)
+	dir := t.TempDir()
+	runIn := func(name string, p *Programs, edit func(*Config)) (*Result, map[string][]byte) {
+		t.Helper()
+		c := cfg
+		c.CheckpointDir, c.Programs = filepath.Join(dir, name), p
+		if edit != nil {
+			edit(&c)
+		}
+		res, err := Train(context.Background(), c)
+		require.NoError(t, err)
+		return res, trainVars(t, res.Store)
+	}
+	fresh, freshVars := runIn("fresh", nil, nil)
+
+	p := &Programs{}
+	first, firstVars := runIn("first", p, nil)
+	require.Equal(t, 1, first.Timeline.Compiles(runs.ProgramTrainStep))
+	require.Equal(t, 1, p.Len())
+	require.Equal(t, freshVars, firstVars)
+
+	second, secondVars := runIn("second", p, nil)
+	require.Zero(t, second.Timeline.Compiles(""), second.Timeline.String())
+	require.Same(t, first.Store, second.Store, "the kept Store, with its compiled programs")
+	require.Equal(t, freshVars, secondVars, "the same training, bit for bit")
+	require.Equal(t, fresh.Loss, second.Loss)
+	require.Equal(t, fresh.Eval.Loss, second.Eval.Loss)
+	require.Equal(t, fresh.Eval.Confusion, second.Eval.Confusion)
+	require.Equal(t, fresh.History.Points[len(fresh.History.Points)-1].Eval, second.History.Points[len(second.History.Points)-1].Eval)
+	require.Equal(t, 1, p.Len())
+
+	other, _ := runIn("batch", p, func(c *Config) { c.BatchSize = 16 })
+	require.Equal(t, 1, other.Timeline.Compiles(runs.ProgramTrainStep))
+	require.Equal(t, 1, other.Timeline.Compiles(runs.ProgramEvaluation))
+	require.Equal(t, 2, p.Len())
+
+	// A run resumed from a checkpoint takes its weights from it, and compiles its own.
+	resumed, _ := runIn("second", p, func(c *Config) { c.Steps = 9 })
+	require.True(t, resumed.Resumed)
+	require.Equal(t, 1, resumed.Timeline.Compiles(runs.ProgramTrainStep))
+}
