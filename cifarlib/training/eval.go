@@ -68,7 +68,8 @@ type ClassAccuracy struct {
 
 // EvalOptions tune Evaluate. The zero value evaluates the whole split at batch size 100.
 type EvalOptions struct {
-	// BatchSize of the evaluation batches. Default 100.
+	// BatchSize of the evaluation batches. Default 100. The last, partial batch of a split is
+	// padded to it, so that one compiled program evaluates every batch.
 	BatchSize int
 	// MaxExamples limits the evaluation to the first MaxExamples examples (0: all).
 	MaxExamples int
