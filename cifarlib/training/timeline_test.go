@@ -86,6 +86,13 @@ func TestTrainTimeline(t *testing.T) {
 	require.NoError(t, res.WriteSummary(&summary))
 	require.Contains(t, summary.String(), "timeline: start ")
 	require.Regexp(t, `^start \d+\.\d+ s · compile \d+\.\d+ s · 6 steps \d+\.\d+ s · eval \d+\.\d+ s · 3 checkpoints \d+\.\d+ s$`, tl.Short())
+
+	// The trained model evaluates with the run's evaluation program: nothing compiles.
+	ev, err := res.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 32})
+	require.NoError(t, err)
+	require.Zero(t, ev.Timeline.Compiles(""), ev.Timeline.String())
+	require.Equal(t, res.Eval.Confusion, ev.Confusion)
+	require.Len(t, tl.Events, len(phases), "the run's timeline is left alone")
 }
 
 // An evaluation of a split whose size is not a multiple of the batch compiles one program;

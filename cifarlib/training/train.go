@@ -83,6 +83,7 @@ type Trainer struct {
 	lastStepAt  time.Time
 	lastMetrics []float64
 	loopStart   time.Time
+	finished    bool // Run returned
 	hookErr     error
 	folder      *runFolder // run.json and TensorBoard events, with a CheckpointDir
 
@@ -337,6 +338,10 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 	t.folder = t.openRunFolder(start)
 	res.Timeline = t.rt.tl
 	defer func() {
+		t.finished = true
+		if result != nil {
+			result.Trained.evaluator = t.evaluator // compiled: evaluations after the run reuse it
+		}
 		t.progs.release()
 		t.folder.close(result, err)
 	}()
@@ -569,7 +574,10 @@ func (t *Trainer) Evaluate(ctx context.Context, recs *data.Records, opts EvalOpt
 			}
 			t.progs.evaluator = t.evaluator
 		}
-		t.evaluator.rt = t.rt
+	}
+	t.evaluator.rt = t.rt
+	if t.finished {
+		t.evaluator.rt = nil // after the run: a timeline of its own
 	}
 	if opts.Devices == 0 {
 		opts.Devices = t.dist.numDevices()
