@@ -12,7 +12,7 @@ import (
 // initTime is when this package was initialised: the process start where /proc cannot tell.
 var initTime = time.Now()
 
-// ProcStartFrom and InitStartFrom say where Timeline.ProcessStart comes from.
+// ProcStartFrom and InitStartFrom say where the process start (Timeline.Origin) comes from.
 const (
 	ProcStartFrom = "/proc/self/stat"
 	InitStartFrom = "package init"
@@ -30,8 +30,13 @@ var processStart = sync.OnceValues(func() (time.Time, string) {
 		return initTime, InitStartFrom
 	}
 	start, err := procStart(string(stat), string(uptime), now)
-	if err != nil || start.After(initTime) || initTime.Sub(start) > time.Hour*24*365 {
+	// Both clocks tick in hundredths of a second: the start may come out up to two ticks late,
+	// after this package's init, a few milliseconds into the process.
+	if err != nil || start.After(initTime.Add(2*time.Second/clockTicks)) || initTime.Sub(start) > time.Hour*24*365 {
 		return initTime, InitStartFrom
+	}
+	if start.After(initTime) {
+		start = initTime
 	}
 	return start, ProcStartFrom
 })

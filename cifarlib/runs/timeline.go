@@ -11,8 +11,9 @@ type Phase string
 
 // The phases of a Timeline, in the order a run goes through them.
 const (
-	// PhaseStart: from the process start until Train (or Evaluate) began. In a notebook cell it
-	// holds the Go program's start and nb.Open (the backend and the data, when the lab made them).
+	// PhaseStart: from the timeline's origin (the process start) until Train (or Evaluate)
+	// began. In a notebook cell it holds the Go program's start and nb.Open (the backend and the
+	// data, when the lab made them).
 	PhaseStart Phase = "start"
 	// PhaseBackend: creating the compute backend (zero when the caller passed one).
 	PhaseBackend Phase = "backend"
@@ -48,7 +49,7 @@ type Event struct {
 	// ProgramInit; For says for what it was compiled ("validation" or "eval" for an evaluation).
 	Program string `json:"program,omitempty"`
 	For     string `json:"for,omitempty"`
-	// Start is when it began, counted from Timeline.ProcessStart, and Duration how long it took.
+	// Start is when it began, counted from Timeline.Origin, and Duration how long it took.
 	Start    time.Duration `json:"start_ns"`
 	Duration time.Duration `json:"duration_ns"`
 	// Count is the number of steps of PhaseSteps and of examples of an evaluation.
@@ -58,28 +59,37 @@ type Event struct {
 // End is when the event ended, counted from the process start.
 func (e Event) End() time.Duration { return e.Start + e.Duration }
 
-// Timeline is where a run's wall time went, from the start of its process: the backend, the
+// Timeline is where a run's wall time went, from the start of its process (or of the cell a
+// long-lived process runs it for, training.Config.TimelineFrom): the backend, the
 // data, each XLA compile and which program it was, the first step, the steps, the evaluations
 // and the checkpoint writes. The events do not overlap, and are in the order they began, except
 // PhaseSteps, which spans the steps and is recorded when they end.
 type Timeline struct {
-	// ProcessStart is when the process started; ProcessStartFrom says how it is known:
-	// "/proc/self/stat" (Linux: the kernel's start time of the process, to 10 ms) or "package
-	// init" (the time the runs package was initialised, a few milliseconds after the start).
-	ProcessStart     time.Time `json:"process_start"`
-	ProcessStartFrom string    `json:"process_start_from"`
-	Events           []Event   `json:"events"`
+	// Origin is when the timeline starts: the process start, or a time its caller gave.
+	// OriginFrom says which: ProcStartFrom ("/proc/self/stat": Linux's start time of the
+	// process, to 10 ms), InitStartFrom ("package init": when the runs package was initialised,
+	// a few milliseconds after the start) or CallerFrom ("caller").
+	Origin     time.Time `json:"origin"`
+	OriginFrom string    `json:"origin_from"`
+	Events     []Event   `json:"events"`
 }
 
-// NewTimeline returns an empty timeline of this process.
-func NewTimeline() *Timeline {
+// CallerFrom is Timeline.OriginFrom for an origin its caller gave.
+const CallerFrom = "caller"
+
+// NewTimeline returns an empty timeline from origin, or, when origin is zero, from the start
+// of this process (ProcessStart).
+func NewTimeline(origin time.Time) *Timeline {
+	if !origin.IsZero() {
+		return &Timeline{Origin: origin, OriginFrom: CallerFrom}
+	}
 	start, from := ProcessStart()
-	return &Timeline{ProcessStart: start, ProcessStartFrom: from}
+	return &Timeline{Origin: start, OriginFrom: from}
 }
 
 // Add records an event of phase that ran from began to ended, and returns it.
 func (tl *Timeline) Add(phase Phase, began, ended time.Time) *Event {
-	tl.Events = append(tl.Events, Event{Phase: phase, Start: began.Sub(tl.ProcessStart), Duration: max(0, ended.Sub(began))})
+	tl.Events = append(tl.Events, Event{Phase: phase, Start: began.Sub(tl.Origin), Duration: max(0, ended.Sub(began))})
 	return &tl.Events[len(tl.Events)-1]
 }
 

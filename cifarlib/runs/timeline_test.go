@@ -97,6 +97,11 @@ func TestProcStart(t *testing.T) {
 			require.WithinDuration(t, tc.want, got, time.Millisecond)
 		})
 	}
+	// A caller's origin.
+	tl := NewTimeline(now)
+	require.Equal(t, now, tl.Origin)
+	require.Equal(t, CallerFrom, tl.OriginFrom)
+
 	// This process: /proc says when it started, before this package's init.
 	start, from := ProcessStart()
 	require.False(t, start.After(initTime))

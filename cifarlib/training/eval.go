@@ -79,6 +79,10 @@ type EvalOptions struct {
 	// them; 0 or 1: one device). See Evaluator.useDevices.
 	Devices int
 
+	// TimelineFrom is when the evaluation's timeline (EvalResult.Timeline) starts: zero, the
+	// process start; a process that outlives notebook cells gives the cell's start.
+	TimelineFrom time.Time
+
 	// purpose is runs.PhaseValidation for a Trainer's evaluations during training, else
 	// runs.PhaseEval: the phase of the timeline.
 	purpose runs.Phase
@@ -150,7 +154,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalO
 	}
 	e.cur = e.rt
 	if e.cur == nil {
-		e.cur = newRunTimeline()
+		e.cur = newRunTimeline(opts.TimelineFrom)
 	}
 	began := time.Now()
 	if err := e.useDevices(opts.Devices); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
@@ -34,8 +35,13 @@ func TestProgramsReused(t *testing.T) {
 	require.Equal(t, 1, p.Len())
 	require.Equal(t, freshVars, firstVars)
 
-	second, secondVars := runIn("second", p, nil)
+	cell := time.Now() // as a lab process gives the start of the cell it trains for
+	second, secondVars := runIn("second", p, func(c *Config) { c.TimelineFrom = cell })
 	require.Zero(t, second.Timeline.Compiles(""), second.Timeline.String())
+	require.Equal(t, runs.CallerFrom, second.Timeline.OriginFrom)
+	require.Equal(t, cell, second.Timeline.Origin)
+	require.Equal(t, runs.PhaseStart, second.Timeline.Events[0].Phase)
+	require.LessOrEqual(t, second.Timeline.Events[0].Duration, time.Since(cell))
 	require.Same(t, first.Store, second.Store, "the kept Store, with its compiled programs")
 	require.Equal(t, freshVars, secondVars, "the same training, bit for bit")
 	require.Equal(t, fresh.Loss, second.Loss)

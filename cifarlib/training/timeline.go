@@ -26,10 +26,11 @@ type runTimeline struct {
 	lastCompileEnd time.Time
 }
 
-// newRunTimeline starts a timeline whose first event is the process start until now.
-func newRunTimeline() *runTimeline {
-	rt := &runTimeline{tl: runs.NewTimeline()}
-	rt.tl.Add(runs.PhaseStart, rt.tl.ProcessStart, time.Now())
+// newRunTimeline starts a timeline from origin (zero: the process start) whose first event is
+// the origin until now.
+func newRunTimeline(origin time.Time) *runTimeline {
+	rt := &runTimeline{tl: runs.NewTimeline(origin)}
+	rt.tl.Add(runs.PhaseStart, rt.tl.Origin, time.Now())
 	return rt
 }
 
@@ -74,7 +75,7 @@ func (rt *runTimeline) steps(firstEnd, lastEnd time.Time, count int) {
 	if count <= 0 {
 		return
 	}
-	from, to := firstEnd.Sub(rt.tl.ProcessStart), lastEnd.Sub(rt.tl.ProcessStart)
+	from, to := firstEnd.Sub(rt.tl.Origin), lastEnd.Sub(rt.tl.Origin)
 	var paused time.Duration
 	for _, e := range rt.tl.Events {
 		if e.Start >= from && e.Start < to {

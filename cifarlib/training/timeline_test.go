@@ -57,7 +57,7 @@ func TestTrainTimeline(t *testing.T) {
 		phases = append(phases, label)
 		if e.Phase == runs.PhaseStart {
 			require.Zero(t, e.Start)
-			require.LessOrEqual(t, tl.ProcessStart.Add(e.End()), called.Add(time.Millisecond))
+			require.LessOrEqual(t, tl.Origin.Add(e.End()), called.Add(time.Millisecond))
 			prevEnd = e.End()
 			continue
 		}

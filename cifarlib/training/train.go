@@ -103,7 +103,7 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 	if cfg, err = cfg.withDefaults(); err != nil {
 		return nil, err
 	}
-	t := &Trainer{cfg: cfg, history: &runs.History{TopK: cfg.topK()}, transfer: transfer, rt: newRunTimeline()}
+	t := &Trainer{cfg: cfg, history: &runs.History{TopK: cfg.topK()}, transfer: transfer, rt: newRunTimeline(cfg.TimelineFrom)}
 
 	// Backend and model: the static guard runs before the data is even loaded.
 	began := time.Now()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
@@ -149,6 +150,11 @@ type Config struct {
 	// BackboneLearningRate is the backbone's learning rate when fine-tuning a transferred run
 	// (the head uses LearningRate); 0: the same as LearningRate. Needs From, not with Freeze.
 	BackboneLearningRate float64
+
+	// TimelineFrom is when the run's timeline (Result.Timeline) starts: zero, the process start
+	// (a notebook cell's program, a CLI run); a process that outlives notebook cells gives the
+	// start of the cell it trains for.
+	TimelineFrom time.Time
 
 	// Programs, when set, keeps the run's compiled programs for later runs in this process, and
 	// gives this run those of an earlier run with the same ProgramKey: it then compiles nothing
