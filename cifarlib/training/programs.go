@@ -174,6 +174,9 @@ type programSet struct {
 	evaluator *Evaluator
 	// initial holds host copies of the variables' values when training started (by path).
 	initial map[string]*tensors.Tensor
+	// last is the trained model of the last run that used the set (Result.Trained), whose
+	// Store is the set's until the next run takes the set (see detach).
+	last *Trained
 }
 
 // usePrograms gives t its set of programs: the one Config.Programs keeps for t's key, whose
@@ -190,6 +193,10 @@ func (t *Trainer) usePrograms() error {
 	if s == nil {
 		t.progs.programs, t.progs.key = p, key
 		return nil
+	}
+	if err := s.detach(); err != nil {
+		p.put(s)
+		return err
 	}
 	if err := s.restore(); err != nil {
 		p.put(s)
@@ -232,6 +239,39 @@ func (s *programSet) snapshot(store *model.Store) {
 	s.initial = initial
 }
 
+// detach gives the trained model of the set's last run a Store of its own, holding copies of
+// its trained values, before the next run restores the set's Store: a Result stays what it
+// was trained to. Its evaluations then compile their own program.
+func (s *programSet) detach() error {
+	tr := s.last
+	if tr == nil || tr.Store != s.store {
+		return nil
+	}
+	own := model.NewStore()
+	for v := range s.store.IterVariables() {
+		value, err := v.Value()
+		var c *tensors.Tensor
+		if err == nil {
+			c, err = value.LocalClone()
+		}
+		if err == nil {
+			var nv *model.Variable
+			if nv, err = own.CreateVariable(v.Path(), c); err == nil {
+				nv.SetTrainable(v.Trainable)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("cifarlib: copying variable %s of the last run that used the kept programs: %w", v.Path(), err)
+		}
+	}
+	for k, v := range s.store.IterParams() {
+		own.SetParam(k, v)
+	}
+	tr.Store, tr.evaluator = own, nil
+	s.last = nil
+	return nil
+}
+
 // restore sets every variable of the Store to its value when training started.
 func (s *programSet) restore() error {
 	for v := range s.store.IterVariables() {
@@ -250,12 +290,15 @@ func (s *programSet) restore() error {
 	return nil
 }
 
-// release hands s back to Programs when the run ends (a set without initial values, from a
-// run that did not get to its first step, is not kept).
-func (s *programSet) release() {
+// release hands s back to Programs when the run ends, with the trained model of the run (a
+// set without initial values, from a run that did not get to its first step, is not kept).
+func (s *programSet) release(res *Result) {
 	if s == nil || s.programs == nil || s.initial == nil || s.trainer == nil {
 		return
 	}
-	s.owner = nil
+	s.owner, s.last = nil, nil
+	if res != nil {
+		s.last = res.Trained
+	}
 	s.programs.put(s)
 }

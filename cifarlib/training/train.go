@@ -342,7 +342,7 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 		if result != nil {
 			result.Trained.evaluator = t.evaluator // compiled: evaluations after the run reuse it
 		}
-		t.progs.release()
+		t.progs.release(result)
 		t.folder.close(result, err)
 	}()
 
