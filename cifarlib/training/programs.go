@@ -31,9 +31,15 @@ import (
 // Runs that are not kept, and compile as before: those transferred from another run
 // (Config.From, whose weights come from the source), data-parallel runs (Devices > 1), and runs
 // that resume from a checkpoint in CheckpointDir (their weights come from it).
+//
+// The model a run returns (Result.Trained) shares the set's Store until the next run takes the
+// set; that run first gives it a Store of its own, with copies of its weights (detach), so a
+// Result keeps what it was trained to. Programs.Evaluate keeps evaluation programs for any
+// trained model, a loaded checkpoint's too (programs_eval.go).
 type Programs struct {
 	mu       sync.Mutex
 	sets     map[ProgramKey]*programSet
+	evals    map[EvalProgramKey]*evalSet // programs_eval.go
 	backends map[string]compute.Backend
 }
 
@@ -80,7 +86,7 @@ func (k ProgramKey) String() string {
 
 // programKey is the key of a run of c (with its defaults) on backend b.
 func programKey(c *Config, b compute.Backend, devices int) ProgramKey {
-	k := ProgramKey{Backend: fmt.Sprintf("%s (%T@%p)", backends.Name(b), b, b), Dataset: c.Spec.ID(), Classes: c.Spec.NumClasses,
+	k := ProgramKey{Backend: backendID(b), Dataset: c.Spec.ID(), Classes: c.Spec.NumClasses,
 		Model: c.Model, Head: c.headWidth(), Precision: c.Precision, BatchSize: c.BatchSize, EvalBatchSize: c.EvalBatchSize,
 		Devices: devices, Optimizer: c.Optimizer, LearningRate: c.LearningRate, WeightDecay: c.WeightDecay,
 		Schedule: c.Schedule, WarmupSteps: c.WarmupSteps, MinLearningRate: c.MinLearningRate, Unguarded: c.Unguarded,

@@ -2,6 +2,7 @@ package training
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -63,4 +64,43 @@ func TestProgramsReused(t *testing.T) {
 	resumed, _ := runIn("second", p, func(c *Config) { c.Steps = 9 })
 	require.True(t, resumed.Resumed)
 	require.Equal(t, 1, resumed.Timeline.Compiles(runs.ProgramTrainStep))
+}
+
+// Evaluating checkpoints of two runs of one architecture with Programs compiles the
+// evaluation program once; each result equals the checkpoint's own evaluation.
+func TestProgramsEvaluate(t *testing.T) {
+	cfg := timelineConfig(t)
+	cfg.EvalEvery, cfg.SkipFinalEval = EvalOff, true
+	dir := t.TempDir()
+	var cks []*LoadedCheckpoint
+	for _, seed := range []int64{1, 2} {
+		c := cfg
+		c.Seed, c.CheckpointDir = seed, filepath.Join(dir, fmt.Sprint(seed))
+		_, err := Train(context.Background(), c)
+		require.NoError(t, err)
+		ck, err := LoadCheckpoint(c.CheckpointDir, cfg.Backend)
+		require.NoError(t, err)
+		cks = append(cks, ck)
+	}
+	ctx, opts := context.Background(), EvalOptions{BatchSize: 32}
+	p := &Programs{}
+
+	// The first: Programs first (its weights read from the lazily loaded checkpoint), then its own.
+	kept, err := p.Evaluate(ctx, cks[0].Trained, cfg.TestRecords, opts)
+	require.NoError(t, err)
+	require.Equal(t, 1, kept.Timeline.Compiles(runs.ProgramEvaluation))
+	own, err := cks[0].Evaluate(ctx, cfg.TestRecords, opts)
+	require.NoError(t, err)
+	require.Equal(t, own.Confusion, kept.Confusion)
+	require.Equal(t, own.Loss, kept.Loss)
+
+	// The second: its own first, then with the kept program: nothing compiles.
+	own, err = cks[1].Evaluate(ctx, cfg.TestRecords, opts)
+	require.NoError(t, err)
+	kept, err = p.Evaluate(ctx, cks[1].Trained, cfg.TestRecords, opts)
+	require.NoError(t, err)
+	require.Zero(t, kept.Timeline.Compiles(""), kept.Timeline.String())
+	require.Equal(t, own.Confusion, kept.Confusion)
+	require.Equal(t, own.Loss, kept.Loss)
+	require.NotEqual(t, trainVars(t, cks[0].Store), trainVars(t, cks[1].Store), "two different models")
 }
