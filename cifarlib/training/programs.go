@@ -47,15 +47,10 @@ type Programs struct {
 // with the first to reuse them: every Config field that is built into the train step's or the
 // evaluation's graph, or that fixes the variables' initial values.
 type ProgramKey struct {
-	// Backend is the backend's name and identity: programs live on the backend that compiled them.
-	Backend string
-	// Dataset and Classes: the dataset id and its number of classes (the metrics, top-k).
-	Dataset string
-	Classes int
-	// Model, Head and Precision: the architecture, its head width and what it computes in.
-	Model     string
-	Head      int
-	Precision cifarlib.Precision
+	// EvalProgramKey: the backend (its name and identity: programs live on the backend that
+	// compiled them), the dataset and its classes (the metrics, top-k), the architecture, its
+	// head width and what it computes in.
+	EvalProgramKey
 	// BatchSize and EvalBatchSize: the input shapes of the train step and the evaluation.
 	BatchSize, EvalBatchSize int
 	// Devices the batches are sharded across (1: one device).
@@ -86,11 +81,10 @@ func (k ProgramKey) String() string {
 
 // programKey is the key of a run of c (with its defaults) on backend b.
 func programKey(c *Config, b compute.Backend, devices int) ProgramKey {
-	k := ProgramKey{Backend: backendID(b), Dataset: c.Spec.ID(), Classes: c.Spec.NumClasses,
-		Model: c.Model, Head: c.headWidth(), Precision: c.Precision, BatchSize: c.BatchSize, EvalBatchSize: c.EvalBatchSize,
-		Devices: devices, Optimizer: c.Optimizer, LearningRate: c.LearningRate, WeightDecay: c.WeightDecay,
-		Schedule: c.Schedule, WarmupSteps: c.WarmupSteps, MinLearningRate: c.MinLearningRate, Unguarded: c.Unguarded,
-		Freeze: c.Freeze, Seed: c.Seed}
+	k := ProgramKey{EvalProgramKey: evalProgramKey(b, c.Spec, c.Model, c.headWidth(), c.Precision), BatchSize: c.BatchSize,
+		EvalBatchSize: c.EvalBatchSize, Devices: devices, Optimizer: c.Optimizer, LearningRate: c.LearningRate,
+		WeightDecay: c.WeightDecay, Schedule: c.Schedule, WarmupSteps: c.WarmupSteps, MinLearningRate: c.MinLearningRate,
+		Unguarded: c.Unguarded, Freeze: c.Freeze, Seed: c.Seed}
 	if c.Schedule == ScheduleCosine {
 		k.Steps = c.Steps
 	}

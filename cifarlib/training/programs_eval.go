@@ -17,9 +17,12 @@ import (
 // (each batch size is compiled once per key): the backend, the dataset, the architecture, its
 // head and precision.
 type EvalProgramKey struct {
-	Backend   string
-	Dataset   string
-	Classes   int
+	// Backend is the backend's name and identity (programs live on the backend that compiled them).
+	Backend string
+	// Dataset is the dataset id and Classes its number of classes (the metrics, top-k).
+	Dataset string
+	Classes int
+	// Model is the architecture, Head its head width and Precision what it computes in.
 	Model     string
 	Head      int
 	Precision cifarlib.Precision
@@ -46,8 +49,7 @@ func (p *Programs) Evaluate(ctx context.Context, tr *Trained, recs *data.Records
 		return tr.Evaluate(ctx, recs, opts)
 	}
 	m := tr.Model
-	key := EvalProgramKey{Backend: backendID(tr.Backend), Dataset: m.Spec.ID(), Classes: m.Spec.NumClasses, Model: m.Arch,
-		Head: m.NumClasses, Precision: m.Precision}
+	key := evalProgramKey(tr.Backend, m.Spec, m.Arch, m.NumClasses, m.Precision)
 	p.mu.Lock()
 	s := p.evals[key]
 	if s != nil {
@@ -124,6 +126,12 @@ func weightOf(tr *Trained, path string) (*tensors.Tensor, error) {
 		return nil, fmt.Errorf("cifarlib: reading variable %s of the trained %s: %w", path, tr.Model, err)
 	}
 	return value.LocalClone()
+}
+
+// evalProgramKey is the key of the evaluation program of the architecture arch with a head of
+// head classes for spec, computing in precision, on backend b.
+func evalProgramKey(b compute.Backend, spec data.Spec, arch string, head int, precision cifarlib.Precision) EvalProgramKey {
+	return EvalProgramKey{Backend: backendID(b), Dataset: spec.ID(), Classes: spec.NumClasses, Model: arch, Head: head, Precision: precision}
 }
 
 // backendID names a backend and its identity: compiled programs live on the backend that
