@@ -40,9 +40,9 @@ type evalSet struct {
 // checkpoint of the same architecture, say) have their weights copied into its Store and
 // compile nothing for a batch size evaluated before. tr itself is left as it was (the weights
 // of a lazily loaded checkpoint are read into its Store). Data-parallel evaluations
-// (opts.Devices > 1) are not kept: they evaluate as tr.Evaluate does.
+// (opts.Devices above 1, or DevicesAll) are not kept: they evaluate as tr.Evaluate does.
 func (p *Programs) Evaluate(ctx context.Context, tr *Trained, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
-	if p == nil || tr == nil || tr.Model == nil || tr.Store == nil || opts.Devices > 1 {
+	if p == nil || tr == nil || tr.Model == nil || tr.Store == nil || opts.Devices > 1 || opts.Devices < 0 {
 		if tr == nil {
 			return nil, fmt.Errorf("cifarlib: Programs.Evaluate: no trained model (nil *Trained)")
 		}
