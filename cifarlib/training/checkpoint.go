@@ -231,8 +231,7 @@ func openCheckpoints(p *plan, m *cifarlib.Model, store *model.Store, log runLog)
 		}
 	}
 	m.Input = tc.adoptInput(p, m.Input)
-	want.Input = m.Input
-	want.setStoreParams(store)
+	recordSettings(p, store, m.Input)
 	if tc == nil {
 		return nil, history, nil
 	}
@@ -249,6 +248,14 @@ func openCheckpoints(p *plan, m *cifarlib.Model, store *model.Store, log runLog)
 	}
 	tc.noteImported(p, log)
 	return tc, history, nil
+}
+
+// recordSettings records the settings of a run of plan p, whose model expects input, in
+// store's parameters (replacing those a resumed checkpoint loaded), which every checkpoint saves.
+func recordSettings(p *plan, store *model.Store, input cifarlib.InputNormalization) {
+	info := checkpointInfoFromConfig(&p.Config)
+	info.Input = input
+	info.setStoreParams(store)
 }
 
 // adoptInput returns the input normalisation the weights of a run of plan p expect: a resumed

@@ -57,6 +57,7 @@ func InterruptContext(parent context.Context) (ctx context.Context, stop context
 // modelFn wraps the model's graph function with the learning-rate schedule, which GoMLX's
 // cosineschedule builds into the training graph.
 func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*graph.Node {
+	t.rt.building(runs.ProgramTrainStep)
 	if t.plan.Schedule == ScheduleCosine {
 		cosineschedule.New(scope, inputs[0].Graph(), dtypes.Float32).
 			LearningRate(t.plan.LearningRate).
@@ -132,7 +133,15 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 		t.logf("resumed from checkpoint %s at step %d of %d", cfg.CheckpointDir, start, cfg.Steps)
 	}
 	t.folder = t.openRunFolder(start)
-	defer func() { t.folder.close(result, err) }()
+	res.Timeline = t.rt.tl
+	defer func() {
+		t.validate.rt = nil // after the run, an evaluation records a timeline of its own
+		if result != nil {
+			result.Trained.evaluator = t.validate.evaluator // compiled: evaluations after the run reuse it
+		}
+		t.progs.release(result)
+		t.folder.close(result, err)
+	}()
 
 	if start < cfg.Steps {
 		if err := t.runSteps(ctx, start, res); err != nil {
@@ -172,11 +181,13 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 	t.attachHooks()
 
 	began := time.Now()
+	t.loopStart = began
 	err = backends.TrainCatch(func() error { return t.devices.run(ctx, t, cfg.Steps-start) })
 	res.Duration = time.Since(began)
 	res.EndStep = t.GlobalStep()
 	t.devices.count(res, t.steps, res.EndStep-start, cfg.BatchSize)
 	t.stepMetrics(res, start)
+	t.rt.steps(t.firstStepAt, t.lastStepAt, res.EndStep-start-1)
 	if t.live != nil {
 		t.live.finish()
 	}
@@ -265,7 +276,9 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 	step := loop.LoopStep + 1 // The step just completed, counted from 1.
 	t.lastStepAt = time.Now()
 	if t.firstStepAt.IsZero() {
-		t.firstStepAt = t.lastStepAt
+		t.rt.built(runs.ProgramTrainStep) // a data-parallel step compiles in its first call
+		t.rt.add(runs.PhaseFirstStep, t.loopStart)
+		t.firstStepAt = time.Now()
 	}
 	t.lastMetrics = t.lastMetrics[:0]
 	for _, m := range metrics {
@@ -332,6 +345,7 @@ func (t *Trainer) saveCheckpoint() error {
 	if t.ckpt == nil {
 		return nil
 	}
+	defer t.rt.add(runs.PhaseCheckpoint, time.Now())
 	return t.ckpt.save(t.store, t.history)
 }
 

@@ -24,15 +24,13 @@ type stepRunner interface {
 	count(res *Result, ds *stepDataset, steps, batchSize int)
 }
 
-// openDevices returns the backend of plan p (Config.Backend, else one created by name for
-// Config.Devices devices) and the devices part that trains on it.
+// openDevices returns the backend of plan p (Config.Backend, else the one Config.Programs
+// keeps, else one created by name for Config.Devices devices) and the devices part that trains
+// on it.
 func openDevices(p *plan) (compute.Backend, stepRunner, error) {
-	b := p.Backend
-	if b == nil {
-		var err error
-		if b, err = backends.NewWithDevices(p.BackendName, p.Devices); err != nil {
-			return nil, nil, devicesConfigError(err)
-		}
+	b, err := p.Programs.backendFor(&p.Config)
+	if err != nil {
+		return nil, nil, devicesConfigError(err)
 	}
 	n, err := backends.ResolveDevices(b, p.Devices)
 	if err != nil {

@@ -24,6 +24,10 @@ type validation struct {
 	// test is the test split; nil when the run does not evaluate.
 	test      *data.Records
 	evaluator *Evaluator
+	// rt is the run's timeline, nil once the run has ended (an evaluation then records its own),
+	// and progs the run's compiled programs, whose evaluator it reuses.
+	rt    *runTimeline
+	progs *programSet
 }
 
 // newValidation is the evaluation part of a run of plan p on devices devices, evaluating on test.
@@ -38,11 +42,15 @@ func (v *validation) evaluate(ctx context.Context, recs *data.Records, opts Eval
 		return nil, &ConfigError{Field: "SkipFinalEval", Value: "true", Reason: "the test split was not loaded; pass records to evaluate"}
 	}
 	if v.evaluator == nil {
-		var err error
-		if v.evaluator, err = NewEvaluator(v.backend, v.model, v.store); err != nil {
-			return nil, err
+		if v.evaluator = v.progs.evaluator; v.evaluator == nil {
+			var err error
+			if v.evaluator, err = NewEvaluator(v.backend, v.model, v.store); err != nil {
+				return nil, err
+			}
+			v.progs.evaluator = v.evaluator
 		}
 	}
+	v.evaluator.rt = v.rt
 	if opts.Devices == 0 {
 		opts.Devices = v.devices
 	}
@@ -56,7 +64,8 @@ func (v *validation) due(step, last int) bool {
 
 // point evaluates on the first examples of the test split, for the History.
 func (v *validation) point() (*runs.EvalPoint, error) {
-	ev, err := v.evaluate(context.Background(), v.test, EvalOptions{BatchSize: v.batchSize, MaxExamples: v.examples})
+	ev, err := v.evaluate(context.Background(), v.test, EvalOptions{BatchSize: v.batchSize, MaxExamples: v.examples,
+		purpose: runs.PhaseValidation})
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,9 @@ type Trained struct {
 	Store *model.Store
 	// Backend is where they live and where Logits, Losses and Evaluate run.
 	Backend compute.Backend
+
+	// evaluator is the Trainer's, whose evaluation program is compiled (nil: Evaluate makes one).
+	evaluator *Evaluator
 }
 
 // Logits runs the trained model on images (float32 [n, 32, 32, 3]) and returns the logits
@@ -35,7 +38,13 @@ func (t *Trained) Losses(b *data.Batch) (*cifarlib.ExampleLosses, error) {
 	return t.Model.Losses(t.Backend, t.Store, b)
 }
 
-// Evaluate evaluates the trained model on recs (accuracy, loss, per-class accuracy).
+// Evaluate evaluates the trained model on recs (accuracy, loss, per-class accuracy). The model
+// of a Result evaluates with the evaluation program its run compiled (for the same batch size,
+// nothing is compiled again).
 func (t *Trained) Evaluate(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
+	if e := t.evaluator; e != nil && e.store == t.Store {
+		e.rt = nil // a timeline of its own
+		return e.Evaluate(ctx, recs, opts)
+	}
 	return Evaluate(ctx, t.Backend, t.Model, t.Store, recs, opts)
 }

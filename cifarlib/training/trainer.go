@@ -19,7 +19,8 @@ import (
 //
 // It is assembled from parts, each reading the run's plan (its Config resolved once): the
 // devices (stepRunner), the data (trainRecords), checkpointing and resume (trainCheckpoint),
-// the transfer (trainTransfer), evaluation and validation (validation) and logging (runLog).
+// the transfer (trainTransfer), evaluation and validation (validation), logging (runLog), the
+// timeline (runTimeline) and the compiled programs (programSet).
 type Trainer struct {
 	plan     *plan
 	log      runLog
@@ -42,8 +43,12 @@ type Trainer struct {
 	firstStepAt time.Time
 	lastStepAt  time.Time
 	lastMetrics []float64
+	loopStart   time.Time
 	hookErr     error
 	folder      *runFolder // run.json and TensorBoard events, with a CheckpointDir
+
+	rt    *runTimeline // the timeline part: where the run's time goes (timeline.go)
+	progs *programSet  // the compiled programs, kept in Config.Programs (programs.go)
 }
 
 // NewTrainer validates cfg, loads the data, builds the model, the GoMLX trainer and loop, and
@@ -55,16 +60,20 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{plan: p, log: newRunLog(p.Log)}
+	t := &Trainer{plan: p, log: newRunLog(p.Log), rt: newRunTimeline(p.TimelineFrom)}
+	began := time.Now()
 	if t.backend, t.devices, err = openDevices(p); err != nil {
 		return nil, err
 	}
+	t.rt.add(runs.PhaseBackend, began)
 	if t.model, err = buildModel(p, t.backend); err != nil { // the static guard runs before the data is loaded
 		return nil, err
 	}
+	began = time.Now()
 	if t.records, err = loadTrainRecords(p, t.log); err != nil {
 		return nil, err
 	}
+	t.rt.add(runs.PhaseData, began)
 	t.store = model.NewStore()
 	if err := t.store.SetRNGStateFromSeed(p.Seed); err != nil {
 		return nil, fmt.Errorf("training: seeding the model's random state: %w", err)
@@ -73,11 +82,15 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 	if t.ckpt, t.history, err = openCheckpoints(p, t.model, t.store, t.log); err != nil {
 		return nil, err
 	}
+	if err := t.usePrograms(); err != nil {
+		return nil, err
+	}
 	_, resumed := t.ckpt.resumedAt()
 	if t.transfer, err = newTrainTransfer(p, t.store, resumed, t.log); err != nil {
 		return nil, err
 	}
 	t.validate = newValidation(p, t.backend, t.model, t.store, t.devices.numDevices(), t.records.test)
+	t.validate.rt, t.validate.progs = t.rt, t.progs
 	if t.trainer, err = newGoMLXTrainer(p, t); err != nil {
 		return nil, err
 	}
@@ -97,8 +110,11 @@ func newGoMLXTrainer(p *plan, t *Trainer) (trainer *train.Trainer, err error) {
 		if p.Unguarded {
 			mode = cifarlib.GuardOff
 		}
-		trainer = train.NewTrainer(t.backend, t.store, t.modelFn, t.model.LossFn(mode), opt,
-			trainMetricsFor(p.topK(), p.Unguarded, t.model.NumClasses), evalMetricsFor(p.topK()))
+		if trainer = t.progs.trainer; trainer == nil { // compiled by an earlier run (Config.Programs)
+			trainer = train.NewTrainer(t.backend, t.store, t.modelFn, t.model.LossFn(mode), opt,
+				trainMetricsFor(p.topK(), p.Unguarded, t.model.NumClasses), evalMetricsFor(p.topK()))
+			t.progs.keep(trainer)
+		}
 		return nil
 	})
 	return trainer, err
