@@ -42,6 +42,10 @@ type Lab struct {
 	Layout data.Layout
 	// DataDir is the data folder (data.DefaultDir()) and RunsDir the folder of runs.
 	DataDir, RunsDir string
+
+	// opened is true for a lab of Open (the kernel's backend): only its Fit runs in the
+	// kernel's lab process, which has the same backend.
+	opened bool
 }
 
 // Open returns the Lab of spec on the kernel's backend, with the data of the default data folder
@@ -50,7 +54,9 @@ type Lab struct {
 func Open(spec data.Spec) *Lab {
 	backend, err := backends.New(backends.Auto)
 	Check(err)
-	return Must(New(spec, backend, data.DefaultDir()))
+	l := Must(New(spec, backend, data.DefaultDir()))
+	l.opened = true
+	return l
 }
 
 // New returns the Lab of spec on backend with the data of dataDir (loaded, or synthesised there
@@ -131,11 +137,31 @@ func (l *Lab) RunDir(name string) (string, error) {
 // training after the current step, saves the checkpoint, marks run.json "interrupted" and
 // returns the result with an *InterruptedError, which says how to continue; Must and Check stop
 // the cell with it. A second interrupt kills the cell at once.
+//
+// In a notebook, Fit runs in the kernel's lab process (see LabProcess), which keeps the backend,
+// the data and the compiled programs from one cell to the next; the cell's output, the run
+// folder and the result are the same as in the cell's own program.
 func (l *Lab) Fit(name string, cfg training.Config) (*training.Result, error) {
+	if res, err, done := l.fitInLabProcess(name, cfg); done {
+		return res, err
+	}
+	ctx, stop := training.InterruptContext(context.Background())
+	defer stop()
+	return l.fit(ctx, name, cfg)
+}
+
+// fit is Fit in this program, until ctx ends: the run's folder is locked while it trains
+// (lockRun), so that two kernels, or a kernel and its lab process, never write it at once.
+func (l *Lab) fit(ctx context.Context, name string, cfg training.Config) (*training.Result, error) {
 	dir, err := l.RunDir(name)
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := l.lockRun(name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if cfg.Spec.Name == "" {
 		cfg.Spec = l.Spec
 	}
@@ -154,8 +180,6 @@ func (l *Lab) Fit(name string, cfg training.Config) (*training.Result, error) {
 	if cfg.Log == nil && cfg.LogEvery > 0 {
 		cfg.Log = output()
 	}
-	ctx, stop := training.InterruptContext(context.Background())
-	defer stop()
 	step, resume := interruptedRun(dir)
 	if !resume {
 		if err := removeRun(name, dir); err != nil {
