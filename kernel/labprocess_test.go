@@ -20,7 +20,8 @@ import (
 // cell's Fit runs in the same process, with the same result; killed with SIGKILL, the next cell
 // says so in one line and trains in a new one; after a library source file changes, the next
 // cell starts a fresh one; a run another program is training is refused; a sentinel error keeps
-// errors.Is across the socket; and when the kernel shuts down, every lab process it had ends.
+// errors.Is across the socket; a loaded run's Evaluate runs in the lab process, with the same
+// result as in the cell's; and when the kernel shuts down, every lab process it had ends.
 func TestLabProcessLifecycle(t *testing.T) {
 	repo := testRepo(t)
 	jupyterDir := installKernels(t, repo)
@@ -45,7 +46,7 @@ func TestLabProcessLifecycle(t *testing.T) {
 			"fmt.Printf(\"lab process %%s: end step %%d, loss %%v\\n\", labPID(), res.EndStep, res.Loss)", name)
 	}
 	cells := []string{
-		"import (\n\t\"errors\"\n\t\"os\"\n\t\"path/filepath\"\n\t\"strconv\"\n\t\"strings\"\n\t\"syscall\"\n\t\"time\"\n\n" +
+		"import (\n\t\"context\"\n\t\"errors\"\n\t\"os\"\n\t\"path/filepath\"\n\t\"strconv\"\n\t\"strings\"\n\t\"syscall\"\n\t\"time\"\n\n" +
 			"\t\"github.com/cifarlab/cifarlab/cifarlib\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/data\"\n" +
 			"\t\"github.com/cifarlab/cifarlab/cifarlib/nb\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/training\"\n)\n\n" +
 			"var lab = nb.Open(data.CIFAR10())\n\n" +
@@ -60,6 +61,10 @@ func TestLabProcessLifecycle(t *testing.T) {
 		"%%\n_, err := lab.Fit(\"busy\", training.Config{Steps: 20, BatchSize: 32})\nfmt.Println(\"busy:\", err)\n" +
 			"_, err = lab.Fit(\"head\", training.Config{Steps: 1, BatchSize: 32, Head: 5})\n" +
 			"fmt.Println(\"head mismatch:\", errors.Is(err, cifarlib.ErrHeadMismatch), err)", // 7
+		"%%\nrun := nb.Must(lab.Load(\"warm\"))\nopts := training.EvalOptions{MaxExamples: 300}\n" + // 8: evaluated in the lab process
+			"ev := nb.Must(run.Evaluate(context.Background(), lab.Test, opts))\n" +
+			"here := nb.Must(training.Evaluate(context.Background(), run.Backend, run.Model, run.Store, lab.Test, opts))\n" +
+			"fmt.Printf(\"lab process %s: evaluated there %t: accuracy %v loss %v; here: accuracy %v loss %v\\n\", labPID(), run.EvaluateWith != nil, ev.Accuracy, ev.Loss, here.Accuracy, here.Loss)",
 	}
 	out := runCells(t, repo, jupyterDir, dir, "interrupt_cells.py", []string{CPUKernel, "-1", ""}, cells...)
 	var res []struct {
@@ -105,6 +110,20 @@ func TestLabProcessLifecycle(t *testing.T) {
 
 	require.Contains(t, res[7].Text, fmt.Sprintf("busy: nb: run \"busy\" is being trained by another program (pid %d: ", os.Getpid()))
 	require.Contains(t, res[7].Text, "head mismatch: true")
+
+	// Load and Evaluate: the evaluation of the lab's test split runs in the lab process, and
+	// gives what this program's evaluation of the same weights gives.
+	m := regexp.MustCompile(`lab process (\d+): evaluated there true: accuracy (\S+) loss (\S+); here: accuracy (\S+) loss (\S+)`).FindStringSubmatch(res[8].Text)
+	require.NotNil(t, m, res[8].Text)
+	require.Equal(t, strconv.Itoa(fresh), m[1])
+	require.Equal(t, m[4], m[2], "accuracy")
+	lossThere, err := strconv.ParseFloat(m[3], 64)
+	require.NoError(t, err)
+	lossHere, err := strconv.ParseFloat(m[5], 64)
+	require.NoError(t, err)
+	// The same program on the same backend: the same sums, in the same order; allow float32's
+	// rounding of a mean over 300 examples in case the batches are summed in another order.
+	require.InEpsilon(t, lossHere, lossThere, 300*1.2e-7)
 
 	// The kernel has shut down: every lab process it started has ended.
 	for _, pid := range []int{first, afterKill, fresh} {

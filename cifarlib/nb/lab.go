@@ -240,7 +240,9 @@ var ErrNoRun = errors.New("nb: no such run")
 
 // Load returns the model and weights of the run called name, as an earlier cell's Fit saved
 // them, on the lab's backend: a later cell's way to use what an earlier one trained without
-// training again. It prints the step and how long loading took.
+// training again. It prints the step and how long loading took. In a notebook, its Evaluate
+// of the lab's Train or Test split runs in the kernel's lab process (see LabProcessEnv), which
+// keeps the run's weights, the data and the compiled evaluation from cell to cell.
 func (l *Lab) Load(name string) (*training.LoadedCheckpoint, error) {
 	dir, err := l.existingRun(name)
 	if err != nil {
@@ -251,6 +253,7 @@ func (l *Lab) Load(name string) (*training.LoadedCheckpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.evaluateInLabProcess(ckpt, dir)
 	fmt.Fprintf(output(), "run %q: loaded %s at step %d in %.1fs, from %s\n", name, ckpt.Model, ckpt.Info.Step, time.Since(start).Seconds(), shownPath(dir))
 	return ckpt, nil
 }

@@ -21,6 +21,10 @@ type Trained struct {
 	Store *model.Store
 	// Backend is where they live and where Logits, Losses and Evaluate run.
 	Backend compute.Backend
+	// EvaluateWith, when set, evaluates in Evaluate's place: package nb sets it so that a
+	// notebook's lab process evaluates the run, with the backend, data and compiled programs it
+	// keeps from cell to cell.
+	EvaluateWith func(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error)
 }
 
 // Logits runs the trained model on images (float32 [n, 32, 32, 3]) and returns the logits
@@ -37,5 +41,8 @@ func (t *Trained) Losses(b *data.Batch) (*cifarlib.ExampleLosses, error) {
 
 // Evaluate evaluates the trained model on recs (accuracy, loss, per-class accuracy).
 func (t *Trained) Evaluate(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
+	if t.EvaluateWith != nil {
+		return t.EvaluateWith(ctx, recs, opts)
+	}
 	return Evaluate(ctx, t.Backend, t.Model, t.Store, recs, opts)
 }

@@ -1,0 +1,105 @@
+package nb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labproc"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+)
+
+// evalRequest is an Evaluate of a loaded run as it travels to the lab process: the run's
+// folder and which checkpoint (its step, and when run.json was written: a run trained again
+// is another one), the lab's split by name, and the options.
+type evalRequest struct {
+	Dir     string
+	Step    int
+	Stamp   int64
+	Spec    data.Spec
+	DataDir string
+	Split   string
+	Options training.EvalOptions
+}
+
+// evaluateInLabProcess makes ck's Evaluate of the lab's Train or Test split run in the
+// kernel's lab process (when Fit would: labClient), which keeps the run's weights, the data and
+// the compiled evaluation; any other records are evaluated in this program, as before.
+func (l *Lab) evaluateInLabProcess(ck *training.LoadedCheckpoint, dir string) {
+	client := l.labClient(training.Config{})
+	if client == nil || ck.Trained == nil {
+		return
+	}
+	var stamp int64
+	if fi, err := os.Stat(filepath.Join(dir, "run.json")); err == nil {
+		stamp = fi.ModTime().UnixNano()
+	}
+	t := ck.Trained
+	t.EvaluateWith = func(ctx context.Context, recs *data.Records, opts training.EvalOptions) (*training.EvalResult, error) {
+		split := ""
+		switch {
+		case recs == l.Test:
+			split = data.SplitTest.String()
+		case recs == l.Train:
+			split = data.SplitTrain.String()
+		}
+		if split == "" || opts.Devices > 1 {
+			return training.Evaluate(ctx, t.Backend, t.Model, t.Store, recs, opts)
+		}
+		payload, err := encode(evalRequest{Dir: dir, Step: ck.Info.Step, Stamp: stamp, Spec: l.Spec, DataDir: l.DataDir, Split: split, Options: opts})
+		if err != nil {
+			return nil, err
+		}
+		msg, err := client.Do(ctx, &labproc.Request{Op: "evaluate", Payload: payload}, relay)
+		if msg == nil || err != nil {
+			return nil, cellError(err)
+		}
+		res := new(training.EvalResult)
+		if err := json.Unmarshal(msg.Payload, res); err != nil {
+			return nil, fmt.Errorf("nb: the lab process's evaluation: %w", err)
+		}
+		return res, nil
+	}
+}
+
+// heldRun is a run the lab process loaded to evaluate, with its evaluator (compiled once per
+// batch shape).
+type heldRun struct {
+	key string
+	ev  *training.Evaluator
+}
+
+// evaluate serves an evalRequest: the run is loaded once per checkpoint and kept, with its
+// compiled evaluation.
+func (s *labServer) evaluate(ctx context.Context, r *evalRequest) ([]byte, error) {
+	lab, err := s.lab(r.Spec, r.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%d/%d", r.Step, r.Stamp)
+	h := s.held[r.Dir]
+	if h == nil || h.key != key {
+		ck, err := training.LoadCheckpoint(r.Dir, s.backend)
+		if err != nil {
+			return nil, err
+		}
+		ev, err := training.NewEvaluator(s.backend, ck.Model, ck.Store)
+		if err != nil {
+			return nil, err
+		}
+		h = &heldRun{key: key, ev: ev}
+		s.held[r.Dir] = h
+	}
+	recs := lab.Test
+	if r.Split == data.SplitTrain.String() {
+		recs = lab.Train
+	}
+	res, err := h.ev.Evaluate(ctx, recs, r.Options)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
