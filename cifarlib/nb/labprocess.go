@@ -179,16 +179,17 @@ func relay(m *labproc.Message) {
 }
 
 // sentinels are the errors a cell may look for with errors.Is in what Fit returns: a lab
-// process's error carries which of them it wraps (remoteError).
-var sentinels = map[string]error{}
-
-func init() {
+// process's error carries which of them it wraps (remoteError). A variable's initialiser, not an
+// init function: the lab process serves from nb's init, before the init functions after it.
+var sentinels = func() map[string]error {
+	m := map[string]error{}
 	for _, e := range []error{ErrNoRun, ErrInterrupted, cifarlib.ErrHeadMismatch, cifarlib.ErrInputContract, cifarlib.ErrNoBackend,
 		training.ErrNoCheckpoint, data.ErrLabelOutOfRange, data.ErrNoRecords, backends.ErrBackend, backends.ErrDeviceMemory,
 		backends.ErrNoGPU, backends.ErrCUDARuntime, backends.ErrDevices} {
-		sentinels[e.Error()] = e
+		m[e.Error()] = e
 	}
-}
+	return m
+}()
 
 // remoteError is an error of the lab process in the cell: its text, and errors.Is finds the
 // sentinels it wrapped there.

@@ -1,9 +1,18 @@
 package nb
 
 import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labproc"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
@@ -65,4 +74,41 @@ func TestLabClientOnlyForWhatTravels(t *testing.T) {
 	require.Nil(t, (&Lab{}).labClient(training.Config{}), "a lab of New")
 	t.Setenv(LabProcessEnv, "0")
 	require.Nil(t, l.labClient(training.Config{}))
+}
+
+// TestLabServerFit serves lab.Fit requests with the lab process's handler on a socket in this
+// test's process (the kernel tests re-run a cell's binary as the real one): the run trains
+// there, its output reaches the client, its result comes back, and a head mismatch keeps
+// errors.Is.
+func TestLabServerFit(t *testing.T) {
+	dataDir := t.TempDir()
+	folder, err := labproc.Folder(t.TempDir())
+	require.NoError(t, err)
+	s := &labServer{labs: map[string]*Lab{}, held: map[string]*heldRun{}}
+	srv := &labproc.Server{Socket: labproc.SocketPath(folder), Fingerprint: "fp", Backend: labproc.BackendKey(), Handle: s.handle, WireError: wireError}
+	go srv.Serve()
+	client := &labproc.Client{Folder: folder, Fingerprint: "fp"}
+	require.Eventually(t, func() bool { _, err := os.Stat(labproc.SocketPath(folder)); return err == nil }, 5*time.Second, 10*time.Millisecond)
+
+	fit := func(name string, cfg training.Config) (*fitReply, string, error) {
+		payload, err := encode(fitRequest{Name: name, Config: cfg, Spec: data.CIFAR10(), DataDir: dataDir, RunsDir: filepath.Join(dataDir, "runs")})
+		require.NoError(t, err)
+		var out strings.Builder
+		msg, err := client.Do(context.Background(), &labproc.Request{Op: "fit", Payload: payload}, func(m *labproc.Message) { out.WriteString(m.Text) })
+		require.NotNil(t, msg, "%v", err)
+		var reply fitReply
+		require.NoError(t, decode(msg.Payload, &reply))
+		return &reply, out.String(), cellError(err)
+	}
+	reply, out, err := fit("two", training.Config{Steps: 2, BatchSize: 16, EvalEvery: training.EvalOff, SkipFinalEval: true, LogEvery: 1})
+	require.NoError(t, err)
+	require.Contains(t, out, `run "two": trained 2 steps in`)
+	var res training.Result
+	require.NoError(t, json.Unmarshal(reply.Result, &res))
+	require.Equal(t, 2, res.EndStep)
+	require.NotNil(t, reply.History)
+
+	_, _, err = fit("head", training.Config{Steps: 1, BatchSize: 16, Head: 5})
+	require.ErrorIs(t, err, cifarlib.ErrHeadMismatch)
+	require.ErrorContains(t, err, "model head has 5 outputs but dataset cifar10 has 10 classes")
 }
