@@ -123,7 +123,8 @@ func (l *Lab) fitInLabProcess(name string, cfg training.Config) (res *training.R
 		return nil, nil, false
 	}
 	cfg.Backend, cfg.TrainRecords, cfg.TestRecords = nil, nil, nil
-	payload, err := encode(fitRequest{Name: name, Config: cfg, Spec: l.Spec, DataDir: l.DataDir, RunsDir: l.RunsDir, InNotebook: InNotebook()})
+	cfg.DataDir, cfg.From = absPath(cfg.DataDir), absPath(cfg.From) // the lab process has its own working folder
+	payload, err := encode(fitRequest{Name: name, Config: cfg, Spec: l.Spec, DataDir: absPath(l.DataDir), RunsDir: absPath(l.RunsDir), InNotebook: InNotebook()})
 	if err != nil {
 		return nil, fmt.Errorf("nb: sending lab.Fit(%q) to the lab process: %w", name, err), true
 	}
@@ -164,6 +165,17 @@ func (l *Lab) fitInLabProcess(name string, cfg training.Config) (res *training.R
 		res.Trained = ck.Trained
 	}
 	return res, cellError(err), true
+}
+
+// absPath is path made absolute in this program's working folder ("" stays "").
+func absPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 // relay passes a message of the lab process on to the cell's output.

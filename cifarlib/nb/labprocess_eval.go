@@ -49,7 +49,7 @@ func (l *Lab) evaluateInLabProcess(ck *training.LoadedCheckpoint, dir string) {
 		if split == "" || opts.Devices > 1 {
 			return training.Evaluate(ctx, t.Backend, t.Model, t.Store, recs, opts)
 		}
-		payload, err := encode(evalRequest{Dir: dir, Step: ck.Info.Step, Stamp: stamp, Spec: l.Spec, DataDir: l.DataDir, Split: split, Options: opts})
+		payload, err := encode(evalRequest{Dir: absPath(dir), Step: ck.Info.Step, Stamp: stamp, Spec: l.Spec, DataDir: absPath(l.DataDir), Split: split, Options: opts})
 		if err != nil {
 			return nil, err
 		}
