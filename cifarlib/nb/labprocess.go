@@ -75,15 +75,31 @@ func (l *Lab) lockRun(name string) (unlock func(), err error) {
 }
 
 // fitRequest is a Fit call as it travels to the lab process: the cell's config without what
-// cannot leave the cell (see labProcessFor), and the lab's data and runs folders.
+// cannot leave the cell (see labClient), and the lab's data and runs folders.
 type fitRequest struct {
 	Name       string
-	Config     training.Config
+	Config     wireConfig
 	Spec       data.Spec
 	DataDir    string
 	RunsDir    string
 	InNotebook bool
 }
+
+// wireConfig is a training.Config as it travels, in JSON: the fields that cannot leave the
+// cell (the backend, the records, the hooks, the writer, a training-level cache of this
+// process) are shadowed by fields of the same name, which JSON prefers to the embedded ones and
+// leaves out; labClient keeps such configs in the cell.
+type wireConfig struct {
+	training.Config
+	Backend, TrainRecords, TestRecords, Log, OnPoint *struct{} `json:",omitempty"`
+}
+
+// GobEncode implements gob.GobEncoder: the config travels as JSON, which embedding and
+// shadowing serve (gob would encode the embedded Config whole).
+func (c wireConfig) GobEncode() ([]byte, error) { return json.Marshal(c) }
+
+// GobDecode implements gob.GobDecoder.
+func (c *wireConfig) GobDecode(b []byte) error { return json.Unmarshal(b, c) }
 
 // fitReply is Fit's result from the lab process: the Result and History as JSON (as run.json
 // and history.json hold them), and whether its live view drew the charts to the end.
@@ -124,7 +140,7 @@ func (l *Lab) fitInLabProcess(name string, cfg training.Config) (res *training.R
 	}
 	cfg.Backend, cfg.TrainRecords, cfg.TestRecords = nil, nil, nil
 	cfg.DataDir, cfg.From = absPath(cfg.DataDir), absPath(cfg.From) // the lab process has its own working folder
-	payload, err := encode(fitRequest{Name: name, Config: cfg, Spec: l.Spec, DataDir: absPath(l.DataDir), RunsDir: absPath(l.RunsDir), InNotebook: InNotebook()})
+	payload, err := encode(fitRequest{Name: name, Config: wireConfig{Config: cfg}, Spec: l.Spec, DataDir: absPath(l.DataDir), RunsDir: absPath(l.RunsDir), InNotebook: InNotebook()})
 	if err != nil {
 		return nil, fmt.Errorf("nb: sending lab.Fit(%q) to the lab process: %w", name, err), true
 	}

@@ -74,7 +74,7 @@ func (s *labServer) handle(ctx context.Context, req *labproc.Request, out *labpr
 		l := *lab
 		l.RunsDir = r.RunsDir
 		defer toCell(out, r.InNotebook)()
-		res, err := l.fit(ctx, r.Name, r.Config)
+		res, err := l.fit(ctx, r.Name, r.Config.Config)
 		var reply fitReply
 		if res != nil {
 			reply.Result, _ = json.Marshal(res)

@@ -48,11 +48,13 @@ func TestLabProcessErrors(t *testing.T) {
 func TestFitRequestTravels(t *testing.T) {
 	cfg := training.Config{Steps: 7, BatchSize: 32, Seed: 3, Head: 100, Precision: cifarlib.PrecisionBF16Mixed, EvalEvery: training.EvalOff,
 		Optimizer: "adamw", LearningRate: 0.01, Devices: 2, From: "/runs/src", Params: map[string]string{"steps": "7"}}
-	b, err := encode(fitRequest{Name: "n", Config: cfg, Spec: data.CIFAR100(data.LabelsFine), DataDir: "/d", RunsDir: "/r", InNotebook: true})
+	cfg.OnPoint = func(runs.HistoryPoint) error { return nil } // labClient keeps such a config in the cell; on the wire it is left out
+	b, err := encode(fitRequest{Name: "n", Config: wireConfig{Config: cfg}, Spec: data.CIFAR100(data.LabelsFine), DataDir: "/d", RunsDir: "/r", InNotebook: true})
 	require.NoError(t, err)
 	var got fitRequest
 	require.NoError(t, decode(b, &got))
-	require.Equal(t, cfg, got.Config)
+	cfg.OnPoint = nil
+	require.Equal(t, cfg, got.Config.Config)
 	require.Equal(t, data.CIFAR100(data.LabelsFine), got.Spec)
 	require.True(t, got.InNotebook)
 }
@@ -91,7 +93,7 @@ func TestLabServerFit(t *testing.T) {
 	require.Eventually(t, func() bool { _, err := os.Stat(labproc.SocketPath(folder)); return err == nil }, 5*time.Second, 10*time.Millisecond)
 
 	fit := func(name string, cfg training.Config) (*fitReply, string, error) {
-		payload, err := encode(fitRequest{Name: name, Config: cfg, Spec: data.CIFAR10(), DataDir: dataDir, RunsDir: filepath.Join(dataDir, "runs")})
+		payload, err := encode(fitRequest{Name: name, Config: wireConfig{Config: cfg}, Spec: data.CIFAR10(), DataDir: dataDir, RunsDir: filepath.Join(dataDir, "runs")})
 		require.NoError(t, err)
 		var out strings.Builder
 		msg, err := client.Do(context.Background(), &labproc.Request{Op: "fit", Payload: payload}, func(m *labproc.Message) { out.WriteString(m.Text) })
