@@ -128,7 +128,11 @@ func TestLabProcessLifecycle(t *testing.T) {
 	// The kernel has shut down: every lab process it started has ended.
 	for _, pid := range []int{first, afterKill, fresh} {
 		require.Eventually(t, func() bool { return gone(pid) }, 10*time.Second, 50*time.Millisecond, "lab process %d outlived its kernel", pid)
-	}
+	}	// Each ended itself (it is in a session of its own, out of reach of the kernel's process
+	// group): its log says why. The kernel was killed, so GoNB's folder, and the log, are left.
+	log, err := os.ReadFile(filepath.Join(kernelDir[1], "cifarlab-lab", "lab.log"))
+	require.NoError(t, err)
+	require.Regexp(t, `(?s)cifarlab lab process: ended: the library code changed since it started\n.*cifarlab lab process: ended: the kernel is gone\n`, string(log))
 }
 
 // gone reports whether process pid has ended (a zombie, ended but not yet reaped, counts).
