@@ -28,7 +28,7 @@ func runCells(t *testing.T, repo Repo, jupyterDir, dir, script string, args []st
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, append([]string{filepath.Join(repo.Dir, "kernel", "testdata", script)}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), JupyterDataDirEnv+"="+jupyterDir, "CIFARLAB_DATA="+filepath.Join(dir, "data"))
+	cmd.Env = append(append(os.Environ(), DataDirEnv(jupyterDir)...), "CIFARLAB_DATA="+filepath.Join(dir, "data"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

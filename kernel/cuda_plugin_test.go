@@ -12,15 +12,16 @@ import (
 )
 
 // realCUDAPlugin returns the xla_cuda_plugin.so of PyPI's jax-cuda13-pjrt that kernel/setup.sh
-// installs into the checkout's .venv (kernel/requirements-cuda.txt), links resolved, or ""
-// when it is not installed; in CI, where setup.sh installs it unless SKIP_CUDA_PLUGIN=1, a
-// missing plugin fails the test.
+// installs into the checkout's .venv (kernel/requirements-cuda.txt) on a GPU machine, or with
+// CIFARLAB_CUDA=plugin as kernel/run-tests.sh runs it, links resolved, or "" when it is not
+// installed; in CI, where run-tests.sh installs it unless SKIP_CUDA_PLUGIN=1, a missing plugin
+// fails the test.
 func realCUDAPlugin(t *testing.T, repo Repo) string {
 	t.Helper()
 	found, _ := filepath.Glob(filepath.Join(repo.VenvDir(), "lib", "python3*", "site-packages", "jax_plugins", "xla_cuda13", "xla_cuda_plugin.so"))
 	if len(found) == 0 {
 		if testenv.InCI() && os.Getenv("SKIP_CUDA_PLUGIN") != "1" {
-			t.Fatal("CI: PyPI's jax-cuda13-pjrt is missing from " + repo.VenvDir() + " (kernel/setup.sh installs it)")
+			t.Fatal("CI: PyPI's jax-cuda13-pjrt is missing from " + repo.VenvDir() + " (kernel/run-tests.sh installs it: CIFARLAB_CUDA=plugin bash kernel/setup.sh)")
 		}
 		return ""
 	}
@@ -35,7 +36,7 @@ func TestDoctorReportsRealCUDAPlugin(t *testing.T) {
 	repo := testRepo(t)
 	plugin := realCUDAPlugin(t, repo)
 	if plugin == "" {
-		t.Skip("PyPI's jax-cuda13-pjrt is not installed in .venv (bash kernel/setup.sh installs it)")
+		t.Skip("PyPI's jax-cuda13-pjrt is not installed in .venv (CIFARLAB_CUDA=plugin bash kernel/setup.sh installs it)")
 	}
 	t.Setenv(PJRTPluginPathEnv, t.TempDir())
 	t.Setenv(CUDAPluginEnv, "")

@@ -7,7 +7,11 @@
 // kernel switch. Both kernels start GoNB with --go_work pointing at the repository, so
 // notebook cells import this repository's cifarlib at its working-tree version, with the
 // dependency versions of the repository's go.mod (GoNB puts the repository in the go.work of
-// its temporary module and adds the matching replace directive).
+// its temporary module and adds the matching replace directive). The kernelspecs go into the
+// checkout's venv by default (DefaultDataDir), so that each clone's lab starts its own kernels;
+// KernelOwners says which checkout the kernel of each name belongs to as Jupyter finds it. GoNB
+// runs under the supervisor cmd/cifarlab-kernel (KernelArgv), which ends every process the
+// kernel started when the kernel ends.
 //
 // Doctor runs the checklist behind "cifarlab doctor" and Lab starts JupyterLab for
 // "cifarlab lab". The install steps for a fresh machine live in kernel/setup.sh.

@@ -122,7 +122,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 		}
 		var env []string
 		if opts.DataDir != "" {
-			env = append(env, JupyterDataDirEnv+"="+opts.DataDir)
+			env = append(env, DataDirEnv(opts.DataDir)...)
 		}
 		specs, err = jup.KernelSpecs(ctx, env...)
 		if err != nil {
@@ -131,8 +131,17 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	}
 	if specs != nil {
 		goTools, _ := FindGoTools(ctx) // no go command: checkGo has said so
-		for _, name := range []string{CPUKernel, CUDAKernel} {
-			add(checkKernelSpec(repo, name, specs, goTools))
+		var env []string
+		if opts.DataDir != "" {
+			env = append(env, DataDirEnv(opts.DataDir)...)
+		}
+		owners, oerr := KernelOwners(ctx, jup, env...)
+		for i, name := range []string{CPUKernel, CUDAKernel} {
+			c := checkKernelSpec(repo, name, specs, goTools)
+			if oerr == nil && repo.Dir != "" {
+				c = withOwner(c, owners[i], repo)
+			}
+			add(c)
 		}
 	}
 
@@ -154,7 +163,8 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 		}
 	} else {
 		add(Check{Name: "CUDA plugin", Status: StatusAbsent, Detail: "no CUDA PJRT plugin found (go-xla folders, pip's jax-cuda13-pjrt)",
-			Fix: "on a GPU machine: bash kernel/setup.sh (jax-cuda13-pjrt and its NVIDIA wheels), or set " + plugins.CUDASiteEnv +
+			Fix: "on a GPU machine: bash kernel/setup.sh (jax-cuda13-pjrt and its NVIDIA wheels; setup installs them only where it finds a GPU, " +
+				"CIFARLAB_CUDA=1 bash kernel/setup.sh installs them anyway), or set " + plugins.CUDASiteEnv +
 				" to a site-packages that has them; then re-run cifarlab kernel install"})
 	}
 	if gpus, err := plugins.GPUs(ctx); err != nil {
@@ -255,6 +265,8 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoT
 	s := ls.Spec
 	if len(s.Argv) == 0 || !isExecutable(s.Argv[0]) {
 		problems = append(problems, fmt.Sprintf("kernel binary %q missing", first(s.Argv)))
+	} else if len(s.Argv) > 2 && s.Argv[1] == "--" && !isExecutable(s.Argv[2]) {
+		problems = append(problems, fmt.Sprintf("gonb %q missing", s.Argv[2]))
 	}
 	path := strings.ReplaceAll(s.Env["PATH"], "${PATH}", os.Getenv("PATH"))
 	for _, tool := range []string{"go", "goimports", "gopls"} {
@@ -308,6 +320,31 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoT
 			c.Fix = fix
 		}
 	}
+	return c
+}
+
+// withOwner adds to a kernelspec's check which checkout the kernel belongs to, and turns it
+// into a warning, with the command that removes the other checkout's kernelspec, when
+// notebooks would start another checkout's kernel.
+func withOwner(c Check, o Owner, repo Repo) Check {
+	if _, found := o.Used(); !found {
+		return c
+	}
+	line, ok, fix := o.Describe(repo)
+	if ok {
+		c.Detail += "; belongs to this checkout"
+		if n := len(o.Places) - 1; n > 0 {
+			c.Detail += fmt.Sprintf(" (hides %d other kernelspec(s) of that name further down Jupyter's path)", n)
+		}
+		return c
+	}
+	used, _ := o.Used()
+	c.Detail = strings.Replace(c.Detail, "; compiles against "+used.Repo+", not "+repo.Dir, "", 1) // said below, with the fix
+	c.Detail += "; " + strings.TrimPrefix(line, o.Name+": ")
+	if c.Status == StatusOK {
+		c.Status = StatusWarn
+	}
+	c.Fix = fix
 	return c
 }
 

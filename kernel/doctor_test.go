@@ -83,6 +83,8 @@ func TestDoctorWithoutJupyter(t *testing.T) {
 	t.Setenv(CPUPluginEnv, "")
 	t.Setenv("CIFARLAB_XLA_CPU_PLUGIN", "")
 	t.Setenv("VIRTUAL_ENV", "")
+	t.Setenv(CUDAPluginEnv, "")
+	t.Setenv("CIFARLAB_CUDA_SITE", "")
 	probed := false
 	r := Doctor(context.Background(), DoctorOptions{Repo: repo, Probes: []Probe{func(context.Context) []Check {
 		probed = true
@@ -102,6 +104,10 @@ func TestDoctorWithoutJupyter(t *testing.T) {
 	require.Equal(t, Check{Name: "jupyter", Status: StatusFail, Detail: "not found", Fix: InstallHint, Required: true}, byName["jupyter"])
 	require.Equal(t, StatusFail, byName["jupyterlab"].Status)
 	require.Equal(t, StatusAbsent, byName["XLA CPU plugin"].Status)
+	// Setup installs the CUDA plugin only on a GPU machine: doctor says how to get it anyway.
+	require.Equal(t, StatusAbsent, byName["CUDA plugin"].Status)
+	require.False(t, byName["CUDA plugin"].Required)
+	require.Contains(t, byName["CUDA plugin"].Fix, "CIFARLAB_CUDA=1 bash kernel/setup.sh installs them anyway")
 	require.Equal(t, StatusAbsent, byName["GPUs"].Status)
 	require.False(t, byName["GPUs"].Required)
 	require.Equal(t, "ran", byName["probe"].Detail)

@@ -149,7 +149,7 @@ elif [ -z "$JPY" ]; then
 elif ! GOWORK=off go build -o "$WORK/cifarlab" ./cmd/cifarlab > "$WORK/build2.log" 2>&1; then
   result FAIL "notebook: go build ./cmd/cifarlab failed: $(tail -3 "$WORK/build2.log" | tr '\n' ' ')"
 else
-  export JUPYTER_DATA_DIR="$WORK/jupyter"
+  export JUPYTER_DATA_DIR="$WORK/jupyter" JUPYTER_PREFER_ENV_PATH=0  # this folder before any venv's kernels
   # GoNB's go.work (and tools/) must not see the vendor setting of stages 3-4.
   if env -u GOFLAGS "$WORK/cifarlab" kernel install --repo "$REPO" --cuda-plugin "$PLUGIN" 2>&1 | tee -a "$LOG"; then
     env -u GOFLAGS PATH="$(dirname "$JPY"):$PATH" timeout 900 "$JPY" kernel/run_notebook.py kernel/testdata/smoke.ipynb \

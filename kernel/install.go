@@ -25,7 +25,7 @@ type InstallOptions struct {
 	DataDir string
 	// Backends steers the backend of each kernel (zero value: detect).
 	Backends BackendOptions
-	// SkipTools skips building the pinned tools (they must then exist already).
+	// SkipTools skips building the pinned tools and the kernel supervisor when they exist.
 	SkipTools bool
 	// Log receives progress lines (nil: discard).
 	Log io.Writer
@@ -78,6 +78,11 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 			return nil, err
 		}
 		res.ToolsBuilt = built
+	}
+	if !opts.SkipTools || !fileExists(opts.Repo.Tool(SupervisorName)) {
+		if err := BuildSupervisor(ctx, opts.Repo, log); err != nil {
+			return nil, err
+		}
 	}
 	for _, t := range PinnedTools {
 		if !fileExists(opts.Repo.Tool(t.Name)) {

@@ -22,6 +22,7 @@ func fakeRepo(t *testing.T) Repo {
 	for _, tool := range PinnedTools {
 		touch(t, filepath.Join(dir, ".bin", tool.Name))
 	}
+	touch(t, filepath.Join(dir, ".bin", SupervisorName))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "tools"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tools", "go.mod"), []byte(`module x/tools
 require (
@@ -65,7 +66,8 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 	readJSON(t, filepath.Join(dataDir, "kernels", CPUKernel, "kernel.json"), &cpu)
 	readJSON(t, filepath.Join(dataDir, "kernels", CUDAKernel, "kernel.json"), &cuda)
 	require.Equal(t, KernelSpec{
-		Argv:          []string{filepath.Join(repo.Dir, ".bin", "gonb"), "--kernel", "{connection_file}", "--go_work=" + repo.Dir},
+		Argv: []string{filepath.Join(repo.Dir, ".bin", "cifarlab-kernel"), "--",
+			filepath.Join(repo.Dir, ".bin", "gonb"), "--kernel", "{connection_file}", "--go_work=" + repo.Dir},
 		DisplayName:   "Go (cifarlab, CPU)",
 		Language:      "go",
 		InterruptMode: "message",

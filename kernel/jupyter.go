@@ -116,3 +116,22 @@ func (j Jupyter) KernelSpecs(ctx context.Context, extraEnv ...string) (map[strin
 	}
 	return list.Kernelspecs, nil
 }
+
+// DataPath runs `jupyter --paths --json` with extra environment and returns Jupyter's data
+// path: the folders it searches for kernels/NAME, first match winning.
+func (j Jupyter) DataPath(ctx context.Context, extraEnv ...string) ([]string, error) {
+	cmd := j.Command(ctx, extraEnv, "--paths", "--json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("jupyter --paths: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var paths struct {
+		Data []string `json:"data"`
+	}
+	if err := json.Unmarshal(out, &paths); err != nil {
+		return nil, fmt.Errorf("jupyter --paths --json printed something that is not JSON: %w", err)
+	}
+	return paths.Data, nil
+}

@@ -58,6 +58,8 @@ type Lab struct {
 	Notebooks string
 	// KernelsInstalled is true when StartLab had to install the kernels.
 	KernelsInstalled bool
+	// Warnings are the kernels notebooks would start from another checkout, with the fix.
+	Warnings []string
 
 	cmd      *exec.Cmd
 	done     chan struct{}
@@ -71,7 +73,7 @@ type Lab struct {
 func KernelsReady(ctx context.Context, jup Jupyter, repo Repo, dataDir string) (bool, error) {
 	var env []string
 	if dataDir != "" {
-		env = append(env, JupyterDataDirEnv+"="+dataDir)
+		env = append(env, DataDirEnv(dataDir)...)
 	}
 	specs, err := jup.KernelSpecs(ctx, env...)
 	if err != nil {
@@ -146,13 +148,13 @@ func StartLab(ctx context.Context, opts LabOptions) (*Lab, error) {
 		return nil, err
 	}
 	if !ready {
-		dataDir := opts.DataDir
+		dataDir, why := opts.DataDir, "--jupyter-data-dir"
 		if dataDir == "" {
-			if dataDir, err = UserDataDir(); err != nil {
+			if dataDir, why, err = DefaultDataDir(opts.Repo); err != nil {
 				return nil, err
 			}
 		}
-		fmt.Fprintf(progress, "installing the cifarlab kernels into %s\n", dataDir)
+		fmt.Fprintf(progress, "installing the cifarlab kernels into %s (%s)\n", dataDir, why)
 		if _, err := Install(ctx, InstallOptions{Repo: opts.Repo, DataDir: dataDir, Log: progress}); err != nil {
 			return nil, fmt.Errorf("installing the kernels: %w", err)
 		}
@@ -161,7 +163,21 @@ func StartLab(ctx context.Context, opts LabOptions) (*Lab, error) {
 
 	var env []string
 	if opts.DataDir != "" {
-		env = append(env, JupyterDataDirEnv+"="+opts.DataDir)
+		env = append(env, DataDirEnv(opts.DataDir)...)
+	}
+	// Which checkout each kernel belongs to, as this server will start it.
+	owners, err := KernelOwners(ctx, opts.Jupyter, env...)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range owners {
+		line, ok, fix := o.Describe(opts.Repo)
+		if ok {
+			fmt.Fprintf(progress, "kernel %s\n", line)
+		} else {
+			fmt.Fprintf(progress, "WARNING: kernel %s\n  fix: %s\n", line, fix)
+			lab.Warnings = append(lab.Warnings, line+"; fix: "+fix)
+		}
 	}
 	args := []string{"lab", "--no-browser",
 		"--ip=" + opts.IP, "--port=" + strconv.Itoa(opts.Port), "--ServerApp.port_retries=0",

@@ -138,7 +138,10 @@ func TestLabServesOnlyWithToken(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(notebooks, "hello.ipynb"), []byte(`{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}`), 0o644))
 
 	lab := startLab(t, bin, "--port", "0", "--notebooks", notebooks, "--jupyter-data-dir", dataDir, "--repo", repo.Dir)
-	require.Contains(t, lab.startup, "installing the cifarlab kernels into "+dataDir+"\n")
+	require.Contains(t, lab.startup, "installing the cifarlab kernels into "+dataDir+" (--jupyter-data-dir)\n")
+	require.Contains(t, lab.startup, "kernel cifarlab-cpu: this checkout ("+repo.Dir+"), from "+KernelDir(dataDir, CPUKernel)+"\n")
+	require.Contains(t, lab.startup, "kernel cifarlab-cuda: this checkout ("+repo.Dir+"), from "+KernelDir(dataDir, CUDAKernel)+"\n")
+	require.NotContains(t, lab.startup, "WARNING")
 	require.Contains(t, lab.startup, "JupyterLab (pid "+strconv.Itoa(lab.pid)+") is serving "+notebooks+"\n")
 	require.Len(t, lab.token, 48)
 	require.Equal(t, lab.base+"lab?token="+lab.token, lab.url)

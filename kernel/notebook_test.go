@@ -35,7 +35,7 @@ func TestKernelInstallShowsInJupyterKernelspecList(t *testing.T) {
 	require.Contains(t, out, CPUKernel+` "Go (cifarlab, CPU)" -> `+KernelDir(dataDir, CPUKernel)+" (written;")
 	require.Contains(t, out, CUDAKernel+` "Go (cifarlab, CUDA)" -> `+KernelDir(dataDir, CUDAKernel)+" (written;")
 
-	specs, err := jup.KernelSpecs(context.Background(), JupyterDataDirEnv+"="+dataDir)
+	specs, err := jup.KernelSpecs(context.Background(), DataDirEnv(dataDir)...)
 	require.NoError(t, err)
 	goTools, err := FindGoTools(context.Background())
 	require.NoError(t, err)
@@ -44,7 +44,7 @@ func TestKernelInstallShowsInJupyterKernelspecList(t *testing.T) {
 		require.True(t, ok, "jupyter kernelspec list does not show %s: %v", name, specs)
 		require.Equal(t, KernelDir(dataDir, name), ls.ResourceDir)
 		require.Equal(t, display, ls.Spec.DisplayName)
-		require.Equal(t, []string{repo.Tool("gonb"), "--kernel", "{connection_file}", "--go_work=" + repo.Dir}, ls.Spec.Argv)
+		require.Equal(t, []string{repo.Tool("cifarlab-kernel"), "--", repo.Tool("gonb"), "--kernel", "{connection_file}", "--go_work=" + repo.Dir}, ls.Spec.Argv)
 		require.Equal(t, "1", ls.Spec.Env[NoAutoInstallEnv])
 		require.Equal(t, StatusOK, checkKernelSpec(repo, name, specs, goTools).Status, "doctor's check of %s", name)
 	}
@@ -57,7 +57,7 @@ func TestKernelInstallShowsInJupyterKernelspecList(t *testing.T) {
 
 	out = run("kernel", "uninstall", "--jupyter-data-dir", dataDir)
 	require.Contains(t, out, "removed "+filepath.Join(KernelDir(dataDir, CPUKernel), "kernel.json"))
-	specs, err = jup.KernelSpecs(context.Background(), JupyterDataDirEnv+"="+dataDir)
+	specs, err = jup.KernelSpecs(context.Background(), DataDirEnv(dataDir)...)
 	require.NoError(t, err)
 	require.NotContains(t, specs, CPUKernel)
 	require.NotContains(t, specs, CUDAKernel)
@@ -99,7 +99,7 @@ func runNotebook(t *testing.T, repo Repo, dataDir, notebook, kernelName string, 
 	cmd := exec.CommandContext(ctx, py, filepath.Join(repo.Dir, "kernel", "run_notebook.py"), notebook,
 		"--kernel", kernelName, "--first-timeout", "900", "--timeout", "120",
 		"--summary", summary, "--kernel-log", klog, "--out", filepath.Join(dir, "executed.ipynb"))
-	cmd.Env = append(append(os.Environ(), JupyterDataDirEnv+"="+dataDir), env...)
+	cmd.Env = append(append(os.Environ(), DataDirEnv(dataDir)...), env...)
 	out, err := cmd.CombinedOutput()
 	var run notebookRun
 	data, rerr := os.ReadFile(summary)
@@ -214,7 +214,7 @@ func TestSmokeNotebook(t *testing.T) {
 		require.Contains(t, c.Stderr, "check for the GPU and its driver with `nvidia-smi -L`; without a GPU use the CPU: "+
 			`the "Go (cifarlab, CPU)" kernel`)
 		if plugin != "" {
-			require.Contains(t, c.Stderr, "the CUDA PJRT plugin is installed (jax-cuda13-pjrt 0.11.2 at "+plugin+") but needs a GPU")
+			require.Contains(t, c.Stderr, "the CUDA PJRT plugin is installed (jax-cuda13-pjrt 0.11.2) but needs a GPU", "the plugin by name, not by a path of this machine")
 		}
 		for _, raw := range []string{"invalid state", "nvidia/ subdirectory", "cudart_stub", "PJRT error"} {
 			require.NotContains(t, c.Stderr, raw, "go-xla's or the plugin's own text reached the cell")

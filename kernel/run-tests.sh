@@ -6,7 +6,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
-bash kernel/setup.sh
+# CIFARLAB_CUDA=plugin: the CUDA plugin also without a GPU (not its 1.8 GB of NVIDIA libraries),
+# for the tests of what it does on a machine without one.
+CIFARLAB_CUDA="${CIFARLAB_CUDA:-plugin}" bash kernel/setup.sh
 
 export PATH="$repo/.bin:$(go env GOROOT)/bin:$PATH"
 export GOMLX_BACKEND="${GOMLX_BACKEND:-go}"

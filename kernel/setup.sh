@@ -11,8 +11,10 @@
 #   3. builds the pinned gonb, goimports and gopls from tools/go.mod into REPO/.bin,
 #   4. builds the cifarlab command into REPO/.bin, and cifarlib as notebook cells build it
 #      (warming the build cache for the first cell),
-#   5. installs the kernelspecs "Go (cifarlab, CPU)" and "Go (cifarlab, CUDA)"
-#      (`cifarlab kernel install $KERNEL_INSTALL_ARGS`),
+#   5. installs the kernelspecs "Go (cifarlab, CPU)" and "Go (cifarlab, CUDA)" into the venv,
+#      $VENV/share/jupyter, where only this checkout's Jupyter sees them
+#      (`cifarlab kernel install --prefix $VENV`; $KERNEL_INSTALL_ARGS or $JUPYTER_DATA_DIR
+#      instead when set), and the kernel supervisor .bin/cifarlab-kernel,
 #   6. runs `npm ci` in notebooks/browser-test when it has a package-lock.json
 #      (playwright-core for the JupyterLab browser test).
 # It is idempotent: a second run skips what is already in place and takes seconds.
@@ -25,17 +27,19 @@
 #   SKIP_CUDA_PLUGIN (leaves out the CUDA PJRT plugin, kernel/requirements-cuda.txt, and its
 #   NVIDIA libraries),
 #   SKIP_TENSORBOARD (leaves out TensorBoard, kernel/requirements-tensorboard.txt).
-# CUDA (kernel/setup-cuda.sh): the NVIDIA libraries of the CUDA plugin (kernel/requirements-cuda-libs.txt,
-# 1.8 GB) are installed only when a GPU is found (nvidia-smi -L, /dev/nvidia[0-9]*);
-#   CIFARLAB_CUDA=1          installs them anyway (an image built without a GPU), CIFARLAB_CUDA=0 never
+# CUDA (kernel/setup-cuda.sh): the CUDA PJRT plugin (kernel/requirements-cuda.txt, 134 MB) and its
+# NVIDIA libraries (kernel/requirements-cuda-libs.txt, 1.8 GB) are installed only when a GPU is
+# found (nvidia-smi -L, /dev/nvidia[0-9]*); without one, setup says so in one line;
+#   CIFARLAB_CUDA=1          installs both anyway (an image built without a GPU), CIFARLAB_CUDA=0 never,
+#   CIFARLAB_CUDA=plugin     the plugin alone without a GPU (kernel/run-tests.sh: its tests)
 #   CIFARLAB_CUDA_SITE=SITE  uses the jax-cuda13-pjrt and nvidia-* wheels of that site-packages
 #                            instead of installing (the kernelspec, doctor and cifarlib follow it)
 # Other settings:
 #   VENV=DIR                 venv location (default REPO/.venv)
 #   PYTHON=/usr/bin/python3  interpreter for the venv
 #   APT_PACKAGES="..."       replaces the apt list
-#   KERNEL_INSTALL_ARGS="..." extra flags for `cifarlab kernel install`
-#                            (e.g. "--prefix /usr/local" for a system-wide install)
+#   KERNEL_INSTALL_ARGS="..." flags for `cifarlab kernel install` instead of --prefix $VENV
+#                            (e.g. "--prefix /usr/local" for a system-wide install, "--user")
 #   PIP_ARGS="..."           extra pip flags (e.g. --no-cache-dir in images)
 set -euo pipefail
 
@@ -151,11 +155,12 @@ if [ "$SKIP_VENV" != 1 ]; then
     fi
   fi
 
-  # 2d. The CUDA PJRT plugin from PyPI's jax-cuda13-pjrt (hash-pinned, 134 MB), and on a GPU
-  # machine (or with CIFARLAB_CUDA=1) its NVIDIA libraries (kernel/requirements-cuda-libs.txt,
+  # 2d. On a GPU machine (or with CIFARLAB_CUDA=1) the CUDA PJRT plugin from PyPI's
+  # jax-cuda13-pjrt (hash-pinned, 134 MB) and its NVIDIA libraries (kernel/requirements-cuda-libs.txt,
   # 1.8 GB), where the plugin's RPATH finds them; CIFARLAB_CUDA_SITE=SITE uses an existing
-  # environment's instead. Without a GPU nothing loads the plugin and cifarlib says the GPU is
-  # missing. SKIP_CUDA_PLUGIN=1 leaves it out. See kernel/setup-cuda.sh.
+  # environment's instead. Without a GPU, nothing (one line says so): the CUDA kernel then says
+  # the GPU is missing, and doctor that the plugin is not installed and how to get it.
+  # SKIP_CUDA_PLUGIN=1 leaves it out. See kernel/setup-cuda.sh.
   if [ "$SKIP_CUDA_PLUGIN" != 1 ]; then
     VENV="$VENV" PIP_ARGS="$PIP_ARGS" bash "$REPO/kernel/setup-cuda.sh"
   fi
@@ -178,11 +183,17 @@ if [ "$SKIP_CLI" != 1 ]; then
   (cd "$REPO" && GOWORK=off go build -tags cifarlab_nogobackend ./cifarlib/...)
 fi
 
-# 5. The kernelspecs (JUPYTER_DATA_DIR and KERNEL_INSTALL_ARGS are honoured).
+# 5. The kernelspecs and the kernel supervisor (.bin/cifarlab-kernel): into the venv
+# ($VENV/share/jupyter, which only this checkout's Jupyter searches), or where
+# KERNEL_INSTALL_ARGS or JUPYTER_DATA_DIR say.
 if [ "$SKIP_KERNELS" != 1 ]; then
   step "kernelspecs"
+  where=()
+  if [ -z "$KERNEL_INSTALL_ARGS" ] && [ -z "${JUPYTER_DATA_DIR:-}" ]; then
+    where=(--prefix "$VENV")
+  fi
   # shellcheck disable=SC2086
-  "$BIN/cifarlab" kernel install --repo "$REPO" $KERNEL_INSTALL_ARGS
+  "$BIN/cifarlab" kernel install --repo "$REPO" "${where[@]}" $KERNEL_INSTALL_ARGS
   if [ -x "$VENV/bin/jupyter" ]; then
     "$VENV/bin/jupyter" kernelspec list
   fi

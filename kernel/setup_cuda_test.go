@@ -11,9 +11,10 @@ import (
 )
 
 // TestSetupCUDA runs kernel/setup-cuda.sh (setup.sh's CUDA step) against a venv whose python
-// records what pip is asked to install instead of downloading 1.8 GB, with nvidia-smi absent or
-// a stand-in listing a GPU: the NVIDIA libraries are installed only on a GPU machine or with
-// CIFARLAB_CUDA=1, always hash-pinned, once; CIFARLAB_CUDA_SITE installs nothing.
+// records what pip is asked to install instead of downloading 1.9 GB, with nvidia-smi absent or
+// a stand-in listing a GPU: the plugin and its NVIDIA libraries are installed only on a GPU
+// machine or with CIFARLAB_CUDA=1 (CIFARLAB_CUDA=plugin: the plugin alone, as the test suite
+// wants it), always hash-pinned, once; CIFARLAB_CUDA_SITE installs nothing.
 func TestSetupCUDA(t *testing.T) {
 	if devs, _ := filepath.Glob("/dev/nvidia[0-9]*"); len(devs) > 0 {
 		t.Skip("this machine has NVIDIA device files")
@@ -23,16 +24,14 @@ func TestSetupCUDA(t *testing.T) {
 	venv := t.TempDir()
 	site := filepath.Join(venv, "lib", "python3.11", "site-packages")
 	calls := filepath.Join(t.TempDir(), "pip-calls")
-	// The stand-in python: one line per call; "installs" the cuDNN file the script checks for.
+	plugin := filepath.Join(site, "jax_plugins", "xla_cuda13", "xla_cuda_plugin.so")
+	// The stand-in python: one line per call; "installs" the files the script checks for.
 	py := filepath.Join(venv, "bin", "python")
 	require.NoError(t, os.MkdirAll(filepath.Dir(py), 0o755))
 	require.NoError(t, os.WriteFile(py, []byte("#!/bin/sh\necho \"$*\" >> "+calls+"\n"+
-		"case \"$*\" in *requirements-cuda-libs.txt*) mkdir -p "+site+"/nvidia/cudnn/lib && touch "+site+"/nvidia/cudnn/lib/libcudnn.so.9;; esac\n"), 0o755))
-	// jax-cuda13-pjrt already in place, as setup's earlier runs leave it.
-	plugin := filepath.Join(site, "jax_plugins", "xla_cuda13", "xla_cuda_plugin.so")
-	require.NoError(t, os.MkdirAll(filepath.Dir(plugin), 0o755))
-	require.NoError(t, os.WriteFile(plugin, nil, 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(plugin), "version.py"), []byte("_version = \"0.11.2\"\n"), 0o644))
+		"case \"$*\" in *requirements-cuda-libs.txt*) mkdir -p "+site+"/nvidia/cudnn/lib && touch "+site+"/nvidia/cudnn/lib/libcudnn.so.9;;\n"+
+		"  *requirements-cuda.txt*) mkdir -p "+filepath.Dir(plugin)+" && touch "+plugin+
+		" && echo '_version = \"0.11.2\"' > "+filepath.Join(filepath.Dir(plugin), "version.py")+";; esac\n"), 0o755))
 	noGPU := t.TempDir()
 	withGPU := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(withGPU, "nvidia-smi"), []byte("#!/bin/sh\necho 'GPU 0: NVIDIA H200 (UUID: GPU-1)'\n"), 0o755))
@@ -48,19 +47,31 @@ func TestSetupCUDA(t *testing.T) {
 	libsInstall := "-m pip install -q --disable-pip-version-check --no-deps --require-hashes -r " +
 		filepath.Join(filepath.Dir(filepath.Dir(script)), "kernel", "requirements-cuda-libs.txt")
 
+	pluginInstall := "-m pip install -q --disable-pip-version-check --no-deps --require-hashes -r " +
+		filepath.Join(filepath.Dir(filepath.Dir(script)), "kernel", "requirements-cuda.txt")
+
 	out, calls1, err := run(noGPU)
 	require.NoError(t, err, out)
-	require.Equal(t, "CUDA plugin jax-cuda13-pjrt 0.11.2 already installed\nNVIDIA libraries: not installed (no NVIDIA GPU: "+
-		"no /dev/nvidia[0-9]*, nvidia-smi -L lists none; CIFARLAB_CUDA=1 installs them anyway, 1.8 GB)\n", out)
+	require.Equal(t, "CUDA plugin: not installed (no NVIDIA GPU: no /dev/nvidia[0-9]*, nvidia-smi -L lists none; "+
+		"CIFARLAB_CUDA=1 installs it and its NVIDIA libraries anyway, 1.9 GB)\n", out)
 	require.Empty(t, calls1, "no download without a GPU")
+	require.NoFileExists(t, plugin)
 
-	out, _, err = run(withGPU, "CIFARLAB_CUDA=0")
+	out, calls1, err = run(noGPU, "CIFARLAB_CUDA=plugin")
 	require.NoError(t, err, out)
-	require.Contains(t, out, "NVIDIA libraries: skipped (CIFARLAB_CUDA=0)")
+	require.Equal(t, pluginInstall, calls1)
+	require.Equal(t, "CUDA plugin jax-cuda13-pjrt 0.11.2 installed (CIFARLAB_CUDA=plugin)\n"+
+		"NVIDIA libraries: not installed (no NVIDIA GPU; CIFARLAB_CUDA=1 installs them anyway, 1.8 GB)\n", out)
+
+	out, calls1, err = run(withGPU, "CIFARLAB_CUDA=0")
+	require.NoError(t, err, out)
+	require.Empty(t, calls1)
+	require.Equal(t, "CUDA plugin: not installed (CIFARLAB_CUDA=0)\n", out)
 
 	out, calls2, err := run(withGPU)
 	require.NoError(t, err, out)
 	require.Equal(t, libsInstall, calls2)
+	require.Contains(t, out, "CUDA plugin jax-cuda13-pjrt 0.11.2 already installed (GPU found: GPU 0: NVIDIA H200 (UUID: GPU-1))")
 	require.Contains(t, out, "NVIDIA libraries: installing kernel/requirements-cuda-libs.txt (GPU found: GPU 0: NVIDIA H200 (UUID: GPU-1); 1.8 GB)")
 	require.Contains(t, out, "NVIDIA libraries installed into "+filepath.Join(site, "nvidia"))
 
@@ -86,5 +97,5 @@ func TestSetupCUDA(t *testing.T) {
 
 	out, _, err = run(noGPU, "CIFARLAB_CUDA=yes")
 	require.Error(t, err)
-	require.Contains(t, out, "setup: CIFARLAB_CUDA=yes: use 1 (install the NVIDIA libraries) or 0 (never)")
+	require.Contains(t, out, "setup: CIFARLAB_CUDA=yes: use 1 (the plugin and its NVIDIA libraries), plugin (the plugin; its libraries on a GPU machine) or 0 (neither)")
 }

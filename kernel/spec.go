@@ -228,8 +228,18 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
+// SupervisorName is the binary, in REPO/.bin, that runs GoNB so that nothing the kernel
+// started outlives it (cmd/cifarlab-kernel; Install builds it).
+const SupervisorName = "cifarlab-kernel"
+
+// KernelArgv is a cifarlab kernelspec's argv: GoNB under the supervisor,
+// REPO/.bin/cifarlab-kernel -- REPO/.bin/gonb --kernel {connection_file} --go_work=REPO.
+func KernelArgv(repo Repo) []string {
+	return []string{repo.Tool(SupervisorName), "--", repo.Tool("gonb"), "--kernel", "{connection_file}", "--go_work=" + repo.Dir}
+}
+
 // NewKernelSpec builds the kernel.json of one cifarlab kernel ("cpu" or "cuda"): the pinned
-// gonb from REPO/.bin started with --go_work=REPO, PATH = REPO/.bin, the go command's
+// gonb from REPO/.bin started with --go_work=REPO under the supervisor (KernelArgv), PATH = REPO/.bin, the go command's
 // folder, then the server's PATH, the Go environment of GoEnvPins with the cells' build flags
 // (CellGoFlags) in its GOFLAGS and their module proxy (CellGoProxy), and the backend's
 // variables.
@@ -259,7 +269,7 @@ func NewKernelSpec(repo Repo, kind string, gt GoTools, b Backend) KernelSpec {
 		env[k] = v
 	}
 	return KernelSpec{
-		Argv:          []string{repo.Tool("gonb"), "--kernel", "{connection_file}", "--go_work=" + repo.Dir},
+		Argv:          KernelArgv(repo),
 		DisplayName:   display,
 		Language:      "go",
 		InterruptMode: "message",

@@ -96,6 +96,19 @@ func BuildTools(ctx context.Context, repo Repo, log io.Writer) error {
 	return nil
 }
 
+// BuildSupervisor builds cmd/cifarlab-kernel, which the kernelspecs run GoNB under, into
+// REPO/.bin (go build skips what is up to date).
+func BuildSupervisor(ctx context.Context, repo Repo, log io.Writer) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", repo.Tool(SupervisorName), "./cmd/"+SupervisorName)
+	cmd.Dir = repo.Dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building the kernel supervisor (cd %s && go build -o %s ./cmd/%s): %w", repo.Dir, repo.Tool(SupervisorName), SupervisorName, err)
+	}
+	return nil
+}
+
 // EnsureTools builds the pinned tools when any is missing or was built from another
 // version, and reports whether it built them.
 func EnsureTools(ctx context.Context, repo Repo, log io.Writer) (built bool, err error) {

@@ -40,6 +40,14 @@ folder (so GoNB's GONB_DIR is notebooks/). Then every cell is checked:
   and a loss or an accuracy moves in its later digits). Bound such a number with a regex group
   and min/max instead. A text that is the same on every CPU (a count, a constant) is written
   {"text": "...", "exact": "why it does not depend on rounding"}.
+* Outputs carry nothing of the machine that ran them (committed notebooks are read on others):
+  no ANSI escape codes, no path of the checkout, no /root, /home, /tmp or /Users path, no venv
+  path, no absolute Go source position (file.go:NN), and no GoNB temporary main.go:NN. After a
+  run, and before the checks, outputs are cleaned of what the kernel itself adds (portable()):
+  ANSI codes are stripped, the checkout's path is made relative (cifarlib/loss.go:139), GOROOT
+  and GOMODCACHE are written $GOROOT and $GOMODCACHE, and GoNB's temporary main.go path in a
+  panic's stack trace is dropped (the trace already names the cell and line). Anything left is
+  a problem of the cell: the library must print a name or a $CIFARLAB_DATA path instead.
 * Notebook metadata "cifarlab": {"max_seconds": N} (or --max-seconds) bounds the
   whole run; it is only enforced when --max-seconds is given or
   NBCHECK_ENFORCE_TIME=1, because wall time on a shared machine is noisy.
@@ -78,6 +86,7 @@ except ImportError as exc:  # pragma: no cover - set-up problem, reported clearl
     sys.exit(2)
 
 RAISES_TAG = "raises-exception"
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # notebooks/..
 META_KEY = "cifarlab"
 DEFAULT_KERNEL = "cifarlab-cpu"
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -129,6 +138,87 @@ def cell_text(cell: Any) -> str:
             parts.append(strip_ansi(f"{out.get('ename', '')}: {out.get('evalue', '')}"))
             parts.append(strip_ansi("\n".join(out.get("traceback", []))))
     return "\n".join(parts)
+
+
+# What a committed output must not carry: (pattern, what it is). The checkout's own path is
+# added by machine_problems. A path is absolute when it follows no word, path or URL character.
+ABS = r"(?<![\w.$~:/@-])/"
+MACHINE_PATTERNS = [
+    (re.compile(r"\x1b\["), "an ANSI escape code"),
+    (re.compile(ABS + r"(?:root|home|tmp|Users)(?:/[^\s\"'<>()]*)?"), "a home or temporary folder's path"),
+    (re.compile(ABS + r"[^\s\"'<>()]*/\.venv/[^\s\"'<>()]*"), "a venv's path"),
+    (re.compile(ABS + r"[^\s\"'<>():]+\.go:\d+"), "an absolute Go source position"),
+    (re.compile(r"gonb_[0-9a-f]+/main\.go|\bmain\.go:\d+"), "GoNB's temporary main.go"),
+]
+GONB_MAIN_RE = re.compile(ABS + r"[^\s\"'<>()]*gonb_[0-9a-f]+/main\.go:\d+")
+
+
+def output_strings(out: Any) -> list[str]:
+    """The texts of one output, as committed: stream text, every MIME's data, error fields."""
+    texts = [as_text(out.get("text")), as_text(out.get("ename")), as_text(out.get("evalue"))]
+    texts += [as_text(v) for v in out.get("data", {}).values() if isinstance(v, (str, list))]
+    texts += [as_text(t) for t in out.get("traceback", [])]
+    return [t for t in texts if t]
+
+
+def machine_problems(cell: Any, checkout: str) -> list[str]:
+    """What a cell's outputs carry of the machine that ran them (see MACHINE_PATTERNS)."""
+    found: dict[str, str] = {}
+    roots = {p for p in (checkout, os.path.realpath(checkout)) if p and p != "/"}
+    for out in cell.get("outputs", []):
+        for text in output_strings(out):
+            for root in roots:
+                m = re.search(re.escape(root) + r"/[^\s\"'<>()]*", text)
+                if m:
+                    found.setdefault("the checkout's path " + root, m.group(0)[:80])
+            for rx, what in MACHINE_PATTERNS:
+                m = rx.search(text)
+                if m:
+                    found.setdefault(what, m.group(0)[:80])
+    return [
+        f"output carries {what} ({snippet!r}): committed outputs must show nothing of the machine or terminal "
+        "that ran them; print a name, a relative or a $CIFARLAB_DATA path, and no colours"
+        for what, snippet in found.items()
+    ]
+
+
+def go_env(name: str) -> str:
+    try:
+        import subprocess
+
+        return subprocess.run(["go", "env", name], capture_output=True, text=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def portable(nb: Any, checkout: str) -> None:
+    """Cleans executed outputs of what the kernel adds of this machine (see the module doc)."""
+    prefixes = [(p.rstrip("/") + "/", "") for p in {checkout, os.path.realpath(checkout)} if p and p != "/"]
+    for name in ("GOMODCACHE", "GOROOT"):
+        value = go_env(name)
+        if value and value != "/":
+            prefixes.append((value.rstrip("/") + "/", "$" + name + "/"))
+
+    def clean(text: str) -> str:
+        text = GONB_MAIN_RE.sub("", strip_ansi(text))
+        for prefix, repl in sorted(prefixes, key=lambda p: -len(p[0])):
+            text = text.replace(prefix, repl)
+        return text
+
+    def clean_value(value: Any) -> Any:
+        if isinstance(value, list):
+            return [clean(v) if isinstance(v, str) else v for v in value]
+        return clean(value) if isinstance(value, str) else value
+
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            for key in ("text", "evalue", "traceback"):
+                if key in out:
+                    out[key] = clean_value(out[key])
+            data = out.get("data", {})
+            for mime in list(data):
+                if mime.startswith("text/"):
+                    data[mime] = clean_value(data[mime])
 
 
 def error_outputs(cell: Any) -> list[Any]:
@@ -248,10 +338,15 @@ class NotebookReport:
 
 
 def check_cells(
-    nb: Any, executed_upto: int | None, seconds: dict[int, float], cell_problems: dict[int, str] | None = None
+    nb: Any,
+    executed_upto: int | None,
+    seconds: dict[int, float],
+    cell_problems: dict[int, str] | None = None,
+    checkout: str = "",
 ) -> list[CellReport]:
     """Checks every executed code cell; cells after a stopping failure are reported as not run.
-    cell_problems adds a problem found while running (a timeout) to a cell."""
+    cell_problems adds a problem found while running (a timeout) to a cell; checkout is the
+    checkout's path, which no output may carry."""
     reports: list[CellReport] = []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
@@ -289,6 +384,7 @@ def check_cells(
         for bad in meta.get("forbid", []):
             if bad in text:
                 rep.problems.append(f"forbidden text present: {bad!r}")
+        rep.problems.extend(machine_problems(cell, checkout))
         if rep.problems and not any(p.startswith("unexpected error") for p in rep.problems):
             rep.problems.append("cell output was:\n" + short(text, 1500))
     return reports
@@ -442,8 +538,9 @@ def main(argv: list[str]) -> int:
             kernel_log = os.path.join(log_dir, os.path.basename(path).replace(".ipynb", ".kernel.log"))
             nb, run = run_notebook(path, args.kernel, args.timeout, args.startup_timeout, kernel_log)
             print(f"kernel log: {kernel_log}")
+            portable(nb, CHECKOUT)
         seconds, problems = run.seconds, run.problems
-        cells = check_cells(nb, run.stopped_at, run.cell_seconds, run.cell_problems)
+        cells = check_cells(nb, run.stopped_at, run.cell_seconds, run.cell_problems, CHECKOUT)
         budget = args.max_seconds
         enforce = budget is not None or os.environ.get("NBCHECK_ENFORCE_TIME") == "1"
         if budget is None:

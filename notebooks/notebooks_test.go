@@ -66,11 +66,23 @@ func venvPython(t *testing.T, repo string) string {
 	out, err := exec.Command(python, "-m", "jupyter", "kernelspec", "list", "--json").Output()
 	require.NoError(t, err, "jupyter kernelspec list")
 	var specs struct {
-		Kernelspecs map[string]json.RawMessage `json:"kernelspecs"`
+		Kernelspecs map[string]struct {
+			ResourceDir string `json:"resource_dir"`
+			Spec        struct {
+				Metadata struct {
+					Cifarlab struct {
+						Repo string `json:"repo"`
+					} `json:"cifarlab"`
+				} `json:"metadata"`
+			} `json:"spec"`
+		} `json:"kernelspecs"`
 	}
 	require.NoError(t, json.Unmarshal(out, &specs))
-	_, found := specs.Kernelspecs[cpuKernel]
+	spec, found := specs.Kernelspecs[cpuKernel]
 	need(t, found, "the kernelspec "+cpuKernel, "run `.bin/cifarlab kernel install` (kernel/setup.sh does it)")
+	// The notebooks must run this checkout's code, not another clone's (issue 33).
+	require.Equal(t, repo, spec.Spec.Metadata.Cifarlab.Repo,
+		"the kernelspec %s Jupyter would start (%s) runs another checkout: `.bin/cifarlab doctor` says how to fix it", cpuKernel, spec.ResourceDir)
 	return python
 }
 

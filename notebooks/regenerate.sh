@@ -10,8 +10,8 @@
 # Needs what kernel/setup.sh installs (.venv with nbclient, the GoNB kernelspecs).
 # The data is the synthetic data set, generated on first use in $NOTEBOOKS_DATA (default
 # out/notebooks/data), so that anyone regenerating gets the same outputs; set NOTEBOOKS_DATA to a
-# folder with the verified real CIFAR archives to run them on real data (their accuracy checks
-# are calibrated on the synthetic data and may then fail).
+# folder with real CIFAR data (verified or not) to run them on it (their accuracy checks are
+# calibrated on the synthetic data and may then fail).
 # Environment: NBCHECK_KERNEL (default cifarlab-cpu), NBCHECK_CELL_TIMEOUT (default 600 s).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

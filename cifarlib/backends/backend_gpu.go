@@ -2,6 +2,7 @@ package backends
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/internal/plugins"
@@ -19,9 +20,12 @@ type NoGPUError struct {
 	// Checked says what was looked at and found, e.g. "no /dev/nvidia[0-9]* device;
 	// nvidia-smi is not on PATH".
 	Checked string
-	// Plugin describes the installed CUDA PJRT plugin, e.g. "jax-cuda13-pjrt 0.11.2 at PATH";
-	// "" when there is none.
+	// Plugin names the installed CUDA PJRT plugin: its pip package and version, e.g.
+	// "jax-cuda13-pjrt 0.11.2", else its file's name; "" when there is none. The message says
+	// this name, not a path of this machine, as a notebook's committed outputs show it.
 	Plugin string
+	// PluginPath is the plugin's file, absolute ("" when there is none): `cifarlab doctor` says it.
+	PluginPath string
 	// Err is the plugin's own error when it found no GPU while starting, else nil.
 	Err error
 }
@@ -52,7 +56,10 @@ func (e *NoGPUError) Is(target error) bool { return target == ErrNoGPU || target
 func newNoGPUError(requested string, err error) *NoGPUError {
 	e := &NoGPUError{Requested: requested, Checked: plugins.DescribeGPUProbe(), Err: err}
 	if f, ferr := plugins.FindCUDAFile(""); ferr == nil && f.Path != "" {
-		e.Plugin = f.String()
+		e.Plugin, e.PluginPath = f.Package, f.Path
+		if e.Plugin == "" {
+			e.Plugin = filepath.Base(f.Path)
+		}
 	}
 	return e
 }

@@ -15,15 +15,15 @@ import (
 )
 
 // realCUDAPluginOrSkip returns the xla_cuda_plugin.so of PyPI's jax-cuda13-pjrt that
-// kernel/setup.sh installs into the checkout's .venv (kernel/requirements-cuda.txt), links
-// resolved. Without it the test is skipped, except in CI, where setup.sh installs it unless
-// SKIP_CUDA_PLUGIN=1.
+// kernel/setup.sh installs into the checkout's .venv (kernel/requirements-cuda.txt) on a GPU
+// machine, or with CIFARLAB_CUDA=plugin as kernel/run-tests.sh runs it, links resolved. Without
+// it the test is skipped, except in CI, where run-tests.sh installs it unless SKIP_CUDA_PLUGIN=1.
 func realCUDAPluginOrSkip(t testing.TB) string {
 	t.Helper()
 	sites, _ := filepath.Glob(filepath.Join(repo.Dir(), ".venv", "lib", "python3*", "site-packages"))
 	found := plugins.FindJaxCUDA(sites)
 	if len(found) == 0 {
-		msg := "PyPI's jax-cuda13-pjrt is not installed in .venv (bash kernel/setup.sh installs it)"
+		msg := "PyPI's jax-cuda13-pjrt is not installed in .venv (CIFARLAB_CUDA=plugin bash kernel/setup.sh installs it)"
 		if os.Getenv("CI") == "true" && os.Getenv("SKIP_CUDA_PLUGIN") != "1" {
 			t.Fatal("CI: " + msg)
 		}
@@ -50,7 +50,7 @@ func TestNewBackendCUDANoGPURealPlugin(t *testing.T) {
 		t.Skip("this machine has an NVIDIA GPU (bench/gpu.sh and kernel/gpu-smoke.sh check CUDA there)")
 	}
 	plugin := realCUDAPluginOrSkip(t)
-	desc := "jax-cuda13-pjrt 0.11.2 at " + plugin
+	desc := "jax-cuda13-pjrt 0.11.2" // a name, not a path of this machine
 	t.Setenv("GOMLX_BACKEND", "")
 	t.Setenv(plugins.CUDAEnv, plugin)
 	for _, name := range []string{"cuda", "CUDA", "cuda,memory_fraction=0.5", "xla:cuda", "xla:" + plugin} {
@@ -60,7 +60,7 @@ func TestNewBackendCUDANoGPURealPlugin(t *testing.T) {
 		require.ErrorAs(t, err, &ne, name)
 		require.True(t, errors.Is(err, ErrNoGPU), name)
 		require.True(t, errors.Is(err, ErrBackend), name)
-		require.Equal(t, NoGPUError{Requested: name, Checked: plugins.DescribeGPUProbe(), Plugin: desc}, *ne)
+		require.Equal(t, NoGPUError{Requested: name, Checked: plugins.DescribeGPUProbe(), Plugin: desc, PluginPath: plugin}, *ne)
 		require.Equal(t, noGPUMessage(name, desc), err.Error())
 	}
 

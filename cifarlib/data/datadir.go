@@ -118,8 +118,10 @@ func parseVerifiedMarker(dir string, data []byte, spec Spec, fix string) (Verifi
 }
 
 // Prepare makes data for spec available under root and says whether it is synthetic. If
-// root holds verified real data (see Verify) it uses it: load it with LoadSplit(root, ...).
-// Otherwise it synthesizes data with the given options into SyntheticDir(root), once: data
+// root holds real data (StateOf: either layout, verified or not; Verify only decides what a
+// run records) it uses it: load it with LoadSplit(root, ...). Synthetic data written into root
+// itself (`cifarlab synth --out`) is used as it is. Otherwise, when root has no data for spec
+// at all, it synthesizes data with the given options into SyntheticDir(root), once: data
 // already there with the same options is reused. Load it with LoadSplit(SyntheticDir(root), ...),
 // or use PrepareRoot, which returns the folder to load from.
 func Prepare(root string, spec Spec, synth SynthOptions) (synthetic bool, err error) {
@@ -127,27 +129,37 @@ func Prepare(root string, spec Spec, synth SynthOptions) (synthetic bool, err er
 	return synthetic, err
 }
 
-// PrepareRoot is Prepare that also returns the folder to pass to LoadSplit: root for verified
-// real data, SyntheticDir(root) for synthetic data.
+// PrepareRoot is Prepare that also returns the folder to pass to LoadSplit: root for real
+// data, SyntheticDir(root) for the synthetic stand-in.
 func PrepareRoot(root string, spec Spec, synth SynthOptions) (dataRoot string, synthetic bool, err error) {
+	st, err := PrepareState(root, spec, synth)
+	return st.LoadRoot, st.Kind == KindSynthetic, err
+}
+
+// PrepareState is Prepare that returns the data's State (StateOf) once it is prepared: its
+// LoadRoot is the folder to pass to LoadSplit and its String the line that says it.
+func PrepareState(root string, spec Spec, synth SynthOptions) (State, error) {
 	if err := checkSpec(spec); err != nil {
-		return "", false, err
+		return State{Dataset: spec.Name, Kind: KindNone, Root: root}, err
 	}
-	if Verify(root, spec) == nil {
-		return root, false, nil
+	st := StateOf(root, spec)
+	if st.Real() || st.Kind == KindSynthetic && st.LoadRoot == root {
+		return st, nil
 	}
 	synthRoot := SyntheticDir(root)
+	st = State{Dataset: spec.Name, Kind: KindSynthetic, Root: root, LoadRoot: synthRoot,
+		Dir: filepath.Join(synthRoot, spec.Dir), Layout: LayoutBinary}
 	synth = synth.WithDefaults()
 	if info, err := ReadSynthInfo(synthRoot, spec); err == nil && info == (SynthInfo{
 		Generator: synthGenerator, Dataset: spec.Name, Seed: synth.Seed,
 		TrainSize: synth.TrainSize, TestSize: synth.TestSize, LabelNoise: synth.LabelNoise,
 	}) && synthFilesPresent(synthRoot, spec, synth) {
-		return synthRoot, true, nil
+		return st, nil
 	}
 	if err := Synthesize(synthRoot, spec, synth); err != nil {
-		return "", true, err
+		return st, err
 	}
-	return synthRoot, true, nil
+	return st, nil
 }
 
 // synthFilesPresent reports whether the files of a synthetic dataset have the expected sizes.

@@ -11,8 +11,8 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 )
 
-// A notebook's data in a few lines: real verified CIFAR-100 if it was downloaded into the
-// data folder, synthetic data in the same format otherwise.
+// A notebook's data in a few lines: real CIFAR-100 if it is in the data folder (verified or
+// not), synthetic data in the same format otherwise.
 func ExampleLoadPrepared() {
 	root, _ := os.MkdirTemp("", "cifarlab-example-")
 	defer os.RemoveAll(root)

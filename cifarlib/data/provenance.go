@@ -40,7 +40,7 @@ type Provenance struct {
 }
 
 // ProvenanceOf describes the records of a run: train, and test when loaded (it may be nil).
-// Records LoadSplit read are described from their folder (the synthetic marker, then Verify;
+// Records LoadSplit read are described from their folder (StateOf: the synthetic marker, then Verify;
 // environment variables in their Source, as a notebook's Lab writes it, are expanded);
 // records SynthesizeRecords made are synthetic; any other records are in memory.
 func ProvenanceOf(train, test *Records) Provenance {
@@ -57,21 +57,11 @@ func ProvenanceOf(train, test *Records) Provenance {
 	if fi, err := os.Stat(local); err != nil || !fi.IsDir() || folder == "." {
 		return p
 	}
-	root := filepath.Dir(local)
-	spec := train.Spec
-	layout, err := DetectLayout(root, spec)
-	if err != nil || filepath.Join(root, spec.InLayout(layout).Dir) != filepath.Clean(local) {
+	st := StateOf(filepath.Dir(local), train.Spec)
+	if st.Kind == KindNone || st.Dir != filepath.Clean(local) {
 		return p
 	}
-	p.Folder, p.Layout = folder, layout.String()
-	switch {
-	case isSynthetic(root, spec.InLayout(layout)):
-		p.Kind = KindSynthetic
-	case Verify(root, spec) == nil:
-		p.Kind = KindVerified
-	default:
-		p.Kind = KindUnverified
-	}
+	p.Folder, p.Layout, p.Kind = folder, st.Layout.String(), st.Kind
 	return p
 }
 

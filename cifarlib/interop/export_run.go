@@ -2,6 +2,7 @@ package interop
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/gomlx/compute"
@@ -46,12 +47,22 @@ type ExportResult struct {
 	Normalization Normalization
 }
 
-// String is the summary the CLI prints: what was written and the Normalize line to use.
+// String is the summary the CLI prints: what was written and the Normalize line to use. The
+// PyTorch line is Python to paste: a File that names an environment variable ($CIFARLAB_DATA/...,
+// as a notebook shows it) is expanded with os.path.expandvars, since Python does not expand it.
 func (r *ExportResult) String() string {
+	load := fmt.Sprintf("model.load_state_dict(safetensors.torch.load_file(%s))", pythonString(r.File))
+	if strings.Contains(r.File, "$") {
+		load = fmt.Sprintf("import os; model.load_state_dict(safetensors.torch.load_file(os.path.expandvars(%s)))", pythonString(r.File))
+	}
 	return fmt.Sprintf("exported %s (%s, %d classes) to %s: %d tensors with %s's names\n"+
-		"PyTorch: model.load_state_dict(safetensors.torch.load_file(%q)), with inputs normalised by\n  %v",
-		r.Run, r.Arch, r.NumClasses, r.File, r.Tensors, r.Names, r.File, r.Normalization)
+		"PyTorch: %s, with inputs normalised by\n  %v",
+		r.Run, r.Arch, r.NumClasses, r.File, r.Tensors, r.Names, load, r.Normalization)
 }
+
+// pythonString is s as a Python string literal: Go's quoting, which Python reads the same for
+// ASCII text; other characters are written as \u or \U escapes, which both read the same.
+func pythonString(s string) string { return strconv.QuoteToASCII(s) }
 
 // Export writes the model of the run in runDir to out (a safetensors file, written atomically)
 // with PyTorch's names and layouts: float32 tensors, int64 num_batches_tracked, and metadata

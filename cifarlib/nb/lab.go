@@ -37,6 +37,9 @@ type Lab struct {
 	Train, Test *data.Records
 	// Synthetic is true when the splits are the synthetic stand-in.
 	Synthetic bool
+	// Data is the data's state (data.StateOf: real and verified, real and unverified, or
+	// synthetic), with its folders as the cells print them ($CIFARLAB_DATA/...).
+	Data data.State
 	// Layout is the layout the data was read in: CIFAR's binary files, or torchvision's python
 	// pickles (data.DetectLayout).
 	Layout data.Layout
@@ -65,23 +68,23 @@ func New(spec data.Spec, backend compute.Backend, dataDir string) (*Lab, error) 
 	if backend == nil {
 		return nil, cifarlib.ErrNoBackend
 	}
-	root, synthetic, err := data.PrepareRoot(dataDir, spec, data.SynthOptions{})
+	st, err := data.PrepareState(dataDir, spec, data.SynthOptions{})
 	if err != nil {
 		return nil, err
 	}
-	train, err := data.LoadSplit(root, spec, data.SplitTrain)
+	train, err := data.LoadSplit(st.LoadRoot, spec, data.SplitTrain)
 	if err != nil {
 		return nil, err
 	}
-	test, err := data.LoadSplit(root, spec, data.SplitTest)
+	test, err := data.LoadSplit(st.LoadRoot, spec, data.SplitTest)
 	if err != nil {
 		return nil, err
 	}
-	_, layout := data.Locate(root, spec)
 	train.Source, test.Source = shownPath(train.Source), shownPath(test.Source)
+	st.Root, st.LoadRoot, st.Dir = shownPath(st.Root), shownPath(st.LoadRoot), shownPath(st.Dir)
 	runs := runs.DefaultDir(dataDir)
 	return &Lab{Spec: spec, Backend: backend, Arch: Arch(backend), Train: train, Test: test,
-		Synthetic: synthetic, Layout: layout, DataDir: dataDir, RunsDir: runs}, nil
+		Synthetic: st.Kind == data.KindSynthetic, Data: st, Layout: st.Layout, DataDir: dataDir, RunsDir: runs}, nil
 }
 
 // Arch returns the architecture the notebooks train on backend: the small CNN
@@ -96,16 +99,24 @@ func Arch(backend compute.Backend) string {
 	return cifarlib.ArchCNN
 }
 
-// String describes the lab in three lines: the backend, the data (real or synthetic, and its
-// layout) and the range of the training labels.
+// String describes the lab: the backend, the data's state in one line (Data: real and
+// verified, real and unverified, or synthetic, as `cifarlab doctor` says it), the images of
+// each split and the range of the training labels. Synthetic data comes first, in a line
+// starting "SYNTHETIC DATA:", so that a reader skimming the first cell cannot miss it.
 func (l *Lab) String() string {
-	kind := "real"
+	var b strings.Builder
 	if l.Synthetic {
-		kind = "synthetic"
+		fmt.Fprintf(&b, "%s\n", l.Data)
+	}
+	fmt.Fprintf(&b, "backend: %s (GOMLX_BACKEND=%q)\n", backends.Name(l.Backend), os.Getenv("GOMLX_BACKEND"))
+	if l.Synthetic {
+		fmt.Fprintf(&b, "data:    %s (see the first line)\n", data.KindSynthetic)
+	} else {
+		fmt.Fprintf(&b, "data:    %s\n", l.Data)
 	}
 	s := l.Train.LabelStats(0)
-	return fmt.Sprintf("backend: %s (GOMLX_BACKEND=%q)\ndata:    %s %s, %s layout: %d training and %d test images, from %s\nlabels:  %d..%d",
-		backends.Name(l.Backend), os.Getenv("GOMLX_BACKEND"), kind, l.Spec, l.Layout, l.Train.Len(), l.Test.Len(), shownPath(l.DataDir), s.Min, s.Max)
+	fmt.Fprintf(&b, "images:  %d training and %d test images of %s\nlabels:  %d..%d", l.Train.Len(), l.Test.Len(), l.Spec, s.Min, s.Max)
+	return b.String()
 }
 
 // RunDir returns the folder of the run called name. Names are single path elements of

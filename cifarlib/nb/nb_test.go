@@ -203,7 +203,11 @@ func TestLabFitThenLoad(t *testing.T) {
 	require.True(t, l.Synthetic)
 	require.Equal(t, cifarlib.ArchLinear, l.Arch)
 	require.Equal(t, filepath.Join(dataDir, "runs"), l.RunsDir)
-	require.Contains(t, l.String(), "data:    synthetic cifar100 (100 classes), binary layout: 5000 training and 1000 test images, from "+dataDir+"\nlabels:  0..99")
+	require.True(t, strings.HasPrefix(l.String(), "SYNTHETIC DATA: no real cifar100 in "+dataDir+", so generated images stand in (in "+
+		filepath.Join(dataDir, "synthetic", "cifar-100-binary")+") and accuracies are not real CIFAR accuracy; "+
+		"for real data set CIFARLAB_DATA to the folder holding cifar-100-binary/ or cifar-100-python/, or run: cifarlab download --dataset cifar100 --data "+dataDir+"\n"),
+		"synthetic data is said first, in words a skimming reader cannot miss: %s", l)
+	require.Contains(t, l.String(), "\ndata:    synthetic (see the first line)\nimages:  5000 training and 1000 test images of cifar100 (100 classes)\nlabels:  0..99")
 
 	_, err = l.Load("never")
 	require.ErrorIs(t, err, ErrNoRun)

@@ -8,12 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 )
 
 // Local runs a sweep's tasks on this machine: P at a time, each with one GPU of its own
@@ -73,19 +76,29 @@ func (l *Local) Slots() int {
 	return slots
 }
 
-// Run runs tasks of s and waits for them; each task's output goes to logs/INDEX.out in the
-// sweep's folder. Cancelling ctx sends the running tasks SIGTERM (they save their checkpoint
-// and exit). The error lists the tasks that failed.
-func (l *Local) Run(ctx context.Context, s *Sweep, tasks []int) error {
+// DryRun says which tasks Submit would run here and how many at a time.
+func (l *Local) DryRun(s *Sweep, tasks []int) (string, error) {
+	return fmt.Sprintf("would run tasks %s here, %d at a time", ArraySpec(tasks), l.Slots()), nil
+}
+
+// Submit runs tasks of s here and waits for them; each task's output goes to logs/INDEX.out
+// in the sweep's folder. The error lists the tasks that failed.
+//
+// Cancelling ctx (the sweep's Ctrl-C or SIGTERM) starts no more tasks and sends the running
+// ones SIGINT: each saves its checkpoint at the step it reached, marks its run.json
+// interrupted and exits 130, as `cifarlab train` does on Ctrl-C. Submit waits for them and
+// returns *InterruptedError. The tasks run in a process group of their own, so that a
+// terminal's Ctrl-C reaches them once, from the sweep (a second signal would kill them before
+// they saved), and on Linux they get SIGTERM when the sweep dies.
+func (l *Local) Submit(ctx context.Context, s *Sweep, tasks []int) (string, error) {
 	gpus := l.gpus()
 	slots := l.Slots()
 	s.Submissions = append(s.Submissions, Submission{Executor: "local", Tasks: tasks, Time: time.Now().UTC()})
 	if err := s.Save(); err != nil {
-		return err
+		return "", err
 	}
-	logs := filepath.Join(Dir(s.runs, s.Name), "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return fmt.Errorf("sweep: %w", err)
+	if err := os.MkdirAll(filepath.Dir(s.logPath(0)), 0o755); err != nil {
+		return "", fmt.Errorf("sweep: %w", err)
 	}
 	free := make(chan string, slots)
 	for i := range slots {
@@ -97,48 +110,79 @@ func (l *Local) Run(ctx context.Context, s *Sweep, tasks []int) error {
 	}
 	var mu sync.Mutex
 	var failed []error
+	stopped := &InterruptedError{Sweep: s.Name, Runs: s.runs, Saved: map[int]int{}}
 	var wg sync.WaitGroup
-	for _, i := range tasks {
+	for n, i := range tasks {
 		var gpu string
 		select {
 		case gpu = <-free:
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
+			mu.Lock()
+			stopped.NotStarted = append(stopped.NotStarted, tasks[n:]...)
+			mu.Unlock()
 			break
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { free <- gpu }()
-			if err := l.runTask(ctx, s, i, gpu, logs); err != nil {
-				mu.Lock()
+			step, interrupted, err := l.runTask(ctx, s, i, gpu)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case interrupted:
+				stopped.Saved[i] = step
+			case err == errNotStarted:
+				stopped.NotStarted = append(stopped.NotStarted, i)
+			case err != nil:
 				failed = append(failed, err)
-				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		failed = append(failed, fmt.Errorf("sweep %s: stopped (%w): run the same sweep again to resume the unfinished tasks", s.Name, err))
+	slices.Sort(stopped.NotStarted)
+	if len(stopped.Saved) > 0 || len(stopped.NotStarted) > 0 {
+		failed = append(failed, stopped)
 	}
-	return errors.Join(failed...)
+	if err := errors.Join(failed...); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("sweep %s: %d tasks done (cifarlab runs --runs %s)", s.Name, len(tasks), s.runs), nil
 }
 
-// runTask runs `cifarlab sweep task --index i` with gpu as its CUDA_VISIBLE_DEVICES.
-func (l *Local) runTask(ctx context.Context, s *Sweep, i int, gpu, logs string) error {
-	out, err := os.OpenFile(filepath.Join(logs, strconv.Itoa(i)+".out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+// processStatus is the wait status of cmd's process, when it ran.
+func processStatus(cmd *exec.Cmd) any {
+	if cmd.ProcessState == nil {
+		return nil
+	}
+	return cmd.ProcessState.Sys()
+}
+
+// errNotStarted is runTask's answer for a task stopped before it wrote anything.
+var errNotStarted = errors.New("sweep: stopped before it started")
+
+// exitInterrupted is the exit status of a task that saved its checkpoint on SIGINT or
+// SIGTERM (that of `cifarlab train`).
+const exitInterrupted = 130
+
+// runTask runs `cifarlab sweep task --index i` with gpu as its CUDA_VISIBLE_DEVICES. A task
+// that was interrupted and saved its checkpoint returns interrupted and the step it saved.
+func (l *Local) runTask(ctx context.Context, s *Sweep, i int, gpu string) (step int, interrupted bool, err error) {
+	out, err := os.OpenFile(s.logPath(i), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("sweep: task %d: %w", i, err)
+		return 0, false, fmt.Errorf("sweep: task %d: %w", i, err)
 	}
 	defer out.Close()
-	runs, err := filepath.Abs(s.runs)
+	runsDir, err := filepath.Abs(s.runs)
 	if err != nil {
-		return err
+		return 0, false, fmt.Errorf("sweep: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, l.Binary, "sweep", "task", "--runs", runs, "--name", s.Name, "--index", strconv.Itoa(i))
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 5 * time.Minute
+	cmd := exec.CommandContext(ctx, l.Binary, "sweep", "task", "--runs", runsDir, "--name", s.Name, "--index", strconv.Itoa(i))
+	cmd.SysProcAttr = taskProcAttr()
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 5 * time.Minute // to save the checkpoint; then it is killed
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = os.Environ()
 	if gpu != "" {
@@ -148,15 +192,34 @@ func (l *Local) runTask(ctx context.Context, s *Sweep, i int, gpu, logs string) 
 	if gpu != "" {
 		on = "on GPU " + gpu
 	}
-	l.logf("task %d %s: started %s\n", i, s.Tasks[i].Name, on)
+	name := s.Tasks[i].Name
+	l.logf("task %d %s: started %s\n", i, name, on)
 	start := time.Now()
 	err = cmd.Run()
-	if err != nil {
-		l.logf("task %d %s: %v after %.1fs (log: %s)\n", i, s.Tasks[i].Name, err, time.Since(start).Seconds(), out.Name())
-		return fmt.Errorf("sweep: task %d %s: %w (its output: %s)", i, s.Tasks[i].Name, err, out.Name())
+	took := time.Since(start).Seconds()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && (exit.ExitCode() == exitInterrupted) {
+		if info := runs.Read(s.RunDir(i)); info.Status == runs.RunInterrupted {
+			l.logf("task %d %s: interrupted after %.1fs: checkpoint saved at step %d\n", i, name, took, info.Steps)
+			return info.Steps, true, nil
+		}
 	}
-	l.logf("task %d %s: done in %.1fs\n", i, s.Tasks[i].Name, time.Since(start).Seconds())
-	return nil
+	if ws, ok := processStatus(cmd).(syscall.WaitStatus); ok && ctx.Err() != nil && ws.Signaled() && ws.Signal() == syscall.SIGINT {
+		// The sweep's SIGINT came while the task was starting, before it could catch it: it
+		// wrote nothing, and stays as if not started.
+		l.logf("task %d %s: stopped as it started, before it wrote anything\n", i, name)
+		return 0, false, errNotStarted
+	}
+	if err != nil {
+		why := err.Error()
+		if e := taskError(out.Name()); e != "" {
+			why += ": " + e
+		}
+		l.logf("task %d %s: %s after %.1fs (log: %s)\n", i, name, why, took, out.Name())
+		return 0, false, fmt.Errorf("sweep: task %d %s: %w (its output: %s)", i, name, err, out.Name())
+	}
+	l.logf("task %d %s: done in %.1fs\n", i, name, took)
+	return 0, false, nil
 }
 
 func (l *Local) logf(format string, args ...any) {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cifarlab/cifarlab/internal/proctree"
 )
 
 // SignalSeconds is how long before its time limit Slurm sends a task SIGUSR1
@@ -58,11 +60,30 @@ func (sl *Slurm) Command(s *Sweep, tasks []int) []string {
 	return append(args, filepath.Join(dir, "job.sh"))
 }
 
-// Submit submits tasks of s as one job array and records it in sweep.json; it returns the
-// job id. sweep.json and the job script are written before sbatch runs (the tasks read them);
+// DryRun is the sbatch command line Submit would run and the job script it would write.
+func (sl *Slurm) DryRun(s *Sweep, tasks []int) (string, error) {
+	script, err := sl.JobScript(s)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s\njob script:\n%s", strings.Join(sl.Command(s, tasks), " "), strings.TrimSuffix(script, "\n")), nil
+}
+
+// Submit submits tasks of s as one job array and records it, with its job id, in sweep.json;
+// it says which job array it submitted and how to follow it. sweep.json and the job script are written before sbatch runs (the tasks read them);
 // when sbatch is missing or refuses, sweep.json is put back as it was and the error carries
 // sbatch's message (*SlurmError).
 func (sl *Slurm) Submit(ctx context.Context, s *Sweep, tasks []int) (string, error) {
+	id, err := sl.submit(ctx, s, tasks)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("submitted job array %s: tasks %s of sweep %s (cifarlab sweep status --runs %s --name %s)",
+		id, ArraySpec(tasks), s.Name, s.runs, s.Name), nil
+}
+
+// submit is Submit; it returns the job id.
+func (sl *Slurm) submit(ctx context.Context, s *Sweep, tasks []int) (string, error) {
 	if len(tasks) == 0 {
 		return "", errors.New("sweep: no task to submit")
 	}
@@ -91,7 +112,9 @@ func (sl *Slurm) Submit(ctx context.Context, s *Sweep, tasks []int) (string, err
 		return "", fmt.Errorf("sweep: %w", err)
 	}
 	argv := sl.Command(s, tasks)
-	out, err := runSlurm(ctx, sl.Env, argv)
+	// A job outlives the notebook kernel that submitted it: it must not carry the kernel's
+	// marker, or the kernel's end would end a job that Slurm runs on this machine.
+	out, err := runSlurm(ctx, proctree.WithoutGuard(sl.Env), argv)
 	if err != nil {
 		undo()
 		return "", err
@@ -101,7 +124,7 @@ func (sl *Slurm) Submit(ctx context.Context, s *Sweep, tasks []int) (string, err
 		undo()
 		return "", &SlurmError{Command: strings.Join(argv, " "), Message: out, Err: errors.New("no job id in its output")}
 	}
-	s.Submissions = append(s.Submissions, Submission{Executor: "slurm", JobID: id, Tasks: tasks, Command: argv, Time: time.Now().UTC()})
+	s.Submissions = append(s.Submissions, Submission{Executor: "slurm", JobID: id, Tasks: tasks, Command: argv, Flags: sl.Flags, Time: time.Now().UTC()})
 	return id, s.Save()
 }
 

@@ -33,11 +33,12 @@ func TestSlurmSubmitAndQueue(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist, "a refused submission leaves no sweep.json")
 
 	sl := &Slurm{Binary: bin, Flags: []string{"-c", "1"}, Parallel: 1}
-	id, err := sl.Submit(t.Context(), s, []int{0, 1, 2})
+	said, err := sl.Submit(t.Context(), s, []int{0, 1, 2})
 	require.NoError(t, err)
 	saved, err := Load(runs, "lr")
 	require.NoError(t, err)
-	require.Equal(t, id, saved.Submissions[0].JobID)
+	id := saved.Submissions[0].JobID
+	require.Equal(t, "submitted job array "+id+": tasks 0-2 of sweep lr (cifarlab sweep status --runs "+runs+" --name lr)", said)
 	require.Equal(t, []int{0, 1, 2}, saved.Submissions[0].Tasks)
 
 	var sts []TaskStatus

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -14,18 +16,22 @@ import (
 )
 
 // TaskStatus is where one task of a sweep stands: its run folder (the truth) joined with the
-// Slurm queue.
+// Slurm queue and the task's log.
 type TaskStatus struct {
 	Index int    `json:"index"`
 	Name  string `json:"name"`
 	// Run is the task's run folder as the runs table reads it (status, steps, test accuracy).
 	Run runs.Info `json:"run"`
-	// Queue is the task's state in Slurm's queue (PENDING, RUNNING, ...), "" when it is not
-	// queued; Job is its Slurm id, "arrayid_index".
+	// Queue is the task's state in Slurm's queue (PENDING, RUNNING, FAILED, ...), "" when it is
+	// not queued; Job is its Slurm id, "arrayid_index".
 	Queue string `json:"queue,omitempty"`
 	Job   string `json:"job,omitempty"`
-	// State sums it up: done, running, pending, interrupted, failed or not started.
+	// State sums it up: done, running, pending (or another queue state), interrupted, failed,
+	// killed or not started.
 	State string `json:"state"`
+	// Reason says why a task that is not done stands where it does: a failed task's error (from
+	// its run.json, else from its log), how to resume an interrupted one.
+	Reason string `json:"reason,omitempty"`
 }
 
 // queueEntry is a job of `squeue --json` (Slurm 22.05's openapi v0.0.38; later versions write
@@ -146,9 +152,10 @@ func stateString(v any) string {
 	return ""
 }
 
-// Status joins the tasks' run folders with Slurm's queue. The run folder is the truth: a run
-// whose run.json says done is done whatever the queue says. When squeue fails (not on the
-// cluster), the statuses come from the run folders alone and the error says why.
+// Status joins the tasks' run folders with Slurm's queue and the tasks' logs. The run folder
+// is the truth: a run whose run.json says done is done whatever the queue says. When squeue
+// fails (not on the cluster), the statuses come from the run folders alone and the error says
+// why.
 func (s *Sweep) Status(ctx context.Context, env []string) ([]TaskStatus, error) {
 	queue, qerr := s.Queue(ctx, env)
 	out := make([]TaskStatus, len(s.Tasks))
@@ -157,23 +164,69 @@ func (s *Sweep) Status(ctx context.Context, env []string) ([]TaskStatus, error) 
 		if q, ok := queue[i]; ok {
 			st.Queue, st.Job = q[0], q[1]
 		}
-		switch {
-		case st.Run.Status == runs.RunDone:
-			st.State = "done"
-		case st.Queue == "RUNNING" || st.Queue == "COMPLETING":
-			st.State = "running"
-		case active(st.Queue):
-			st.State = strings.ToLower(st.Queue)
-		case st.Run.Status == runs.RunForeign || !exists(s.RunDir(i)):
-			st.State = "not started"
-		case st.Run.Status == runs.RunIncomplete:
-			st.State = "killed" // run.json says running but no job runs it
-		default:
-			st.State = string(st.Run.Status)
+		st.State, st.Reason = taskState(st.Run, st.Queue, exists(s.RunDir(i)), taskError(s.logPath(i)))
+		if st.State == "interrupted" {
+			st.Reason = fmt.Sprintf("checkpoint at step %d: resume with `%s`", st.Run.Steps, s.Resubmit())
 		}
 		out[i] = st
 	}
 	return out, qerr
+}
+
+// taskState is a task's state and its reason, from its run folder (run; started: the folder
+// exists), its state in Slurm's queue ("" when not queued) and the error its log ends with.
+func taskState(run runs.Info, queue string, started bool, logErr string) (state, reason string) {
+	ended := queue != "" && !active(queue) && queue != "COMPLETED"
+	if logErr == "" && ended {
+		logErr = "Slurm says " + queue + " (see the task's log)"
+	}
+	switch {
+	case run.Status == runs.RunDone:
+		return "done", ""
+	case queue == "COMPLETING" && (run.Status == runs.RunInterrupted || run.Status == runs.RunFailed):
+		return string(run.Status), run.Reason // its job is ending
+	case queue == "RUNNING" || queue == "COMPLETING":
+		return "running", ""
+	case active(queue):
+		return strings.ToLower(queue), ""
+	case run.Status == runs.RunInterrupted:
+		return "interrupted", run.Reason
+	case run.Status == runs.RunFailed:
+		return "failed", run.Reason
+	case ended && queue != "FAILED":
+		return strings.ToLower(queue), logErr
+	case ended || (logErr != "" && (!started || run.Status == runs.RunForeign)):
+		return "failed", logErr // it failed before its run folder said anything
+	case !started || run.Status == runs.RunForeign:
+		return "not started", ""
+	case run.Status == runs.RunIncomplete:
+		return "killed", run.Reason // run.json says running but no job runs it
+	}
+	return string(run.Status), run.Reason
+}
+
+// logPath is the log of task i: its output under Slurm and here.
+func (s *Sweep) logPath(i int) string {
+	return filepath.Join(Dir(s.runs, s.Name), "logs", strconv.Itoa(i)+".out")
+}
+
+// taskErrorPrefix starts the line cifarlab writes when `cifarlab sweep task` fails.
+const taskErrorPrefix = "cifarlab sweep: "
+
+// taskError is the last error the task's log at path holds ("" when none): what the task
+// printed when it failed, e.g. before it wrote its run.json.
+func taskError(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	for _, l := range slices.Backward(lines) {
+		if rest, ok := strings.CutPrefix(l, taskErrorPrefix); ok {
+			return rest
+		}
+	}
+	return ""
 }
 
 // exists is true when path exists.
@@ -182,20 +235,30 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// WriteStatus writes the status table: task, state, queue, steps, test accuracy.
+// WriteStatus writes the status table: task, state, job, steps, test accuracy (in percent, as
+// the runs table writes it) and the reason of a task that is not done.
 func WriteStatus(w io.Writer, sts []TaskStatus) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "task\tname\tstate\tjob\tsteps\ttest acc")
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "task\tname\tstate\tjob\tsteps\ttest acc\treason")
 	for _, st := range sts {
 		acc := "-"
 		if st.Run.HasTest {
-			acc = fmt.Sprintf("%.4f", st.Run.TestAccuracy)
+			acc = fmt.Sprintf("%.2f%%", 100*st.Run.TestAccuracy)
 		}
 		job := st.Job
 		if job == "" {
 			job = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", st.Index, st.Name, st.State, job, st.Run.Steps, acc)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", st.Index, st.Name, st.State, job, st.Run.Steps, acc, st.Reason)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for line := range strings.Lines(b.String()) {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -64,10 +64,22 @@ type Submission struct {
 	Executor string `json:"executor"`
 	// JobID is the Slurm job array's id ("" for local).
 	JobID string `json:"job_id,omitempty"`
-	// Tasks are the indices submitted; Command the sbatch command line.
+	// Tasks are the indices submitted; Command the sbatch command line, Flags the user's
+	// sbatch flags in it (--slurm).
 	Tasks   []int     `json:"tasks"`
 	Command []string  `json:"command,omitempty"`
+	Flags   []string  `json:"flags,omitempty"`
 	Time    time.Time `json:"time"`
+}
+
+// Resubmit is the command that submits the sweep's unfinished tasks again with the executor
+// and sbatch flags of its last submission.
+func (s *Sweep) Resubmit() string {
+	cmd := "cifarlab sweep resubmit --runs " + s.runs + " --name " + s.Name
+	if n := len(s.Submissions); n > 0 && s.Submissions[n-1].Executor == "slurm" {
+		return cmd + ` --slurm "` + strings.Join(s.Submissions[n-1].Flags, " ") + `"`
+	}
+	return cmd + " --local"
 }
 
 // Sweep is the content of sweep.json: the grid, the tasks and their submissions.

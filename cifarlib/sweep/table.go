@@ -132,7 +132,8 @@ func meanSpread(xs []float64) (mean, spread float64) {
 	return mean, math.Sqrt(ss / float64(len(xs)-1))
 }
 
-// cells are the row of group g as text: settings, runs done, accuracy ± spread, loss ± spread.
+// cells are the row of group g as text: settings, runs done, accuracy in percent ± its spread in
+// percentage points (pp), loss ± spread.
 func (g Group) cells() []string {
 	var kv []string
 	for _, st := range g.Settings {
@@ -144,7 +145,7 @@ func (g Group) cells() []string {
 	}
 	accuracy, loss := "-", "-"
 	if g.Tested > 0 {
-		accuracy = fmt.Sprintf("%.2f%% ± %.2f (%d)", 100*g.Accuracy, 100*g.AccuracySpread, g.Tested)
+		accuracy = fmt.Sprintf("%.2f%% ± %.2f pp (%d)", 100*g.Accuracy, 100*g.AccuracySpread, g.Tested)
 	}
 	if g.Done > 0 {
 		loss = fmt.Sprintf("%.4f ± %.4f", g.Loss, g.LossSpread)

@@ -50,7 +50,7 @@ func TestTable(t *testing.T) {
 	require.Equal(t, []string{"lr-lr_0.1-seed_3", "lr-lr_0.05-seed_1"}, tb.Best(2))
 	require.Equal(t, "sweep lr, averaged over seed\n"+
 		"settings  done  test acc (mean ± spread, runs)  loss             best run\n"+
-		"lr=0.1    3/3   60.00% ± 10.00 (3)              0.4000 ± 0.1000  lr-lr_0.1-seed_3\n"+
-		"lr=0.05   2/3   50.00% ± 35.36 (2)              0.5000 ± 0.3536  lr-lr_0.05-seed_1\n", tb.String())
+		"lr=0.1    3/3   60.00% ± 10.00 pp (3)           0.4000 ± 0.1000  lr-lr_0.1-seed_3\n"+
+		"lr=0.05   2/3   50.00% ± 35.36 pp (2)           0.5000 ± 0.3536  lr-lr_0.05-seed_1\n", tb.String())
 	require.Contains(t, tb.HTML(), "<td>lr=0.1</td><td style=\"text-align:right\">3/3</td>")
 }

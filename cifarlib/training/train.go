@@ -192,7 +192,7 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 
 // loadRecords returns given when set (checking its Spec), else loads the split from
 // cfg.DataDir, or from SyntheticDir(cfg.DataDir) where Prepare puts synthetic data when the
-// folder holds no real data (a note goes to cfg.Log).
+// folder holds no real data (the data's SYNTHETIC DATA line goes to cfg.Log).
 func (t *Trainer) loadRecords(given *data.Records, split data.Split) (*data.Records, error) {
 	spec, dir := t.cfg.Spec, t.cfg.DataDir
 	if given != nil {
@@ -207,7 +207,7 @@ func (t *Trainer) loadRecords(given *data.Records, split data.Split) (*data.Reco
 	case err != nil:
 	case split != data.SplitTrain: // one note per run, for the training split
 	case filepath.Dir(filepath.Dir(recs.Source)) == filepath.Clean(data.SyntheticDir(dir)):
-		t.logf("note: no %s data in %s; using the synthetic data in %s", spec.Name, dir, data.SyntheticDir(dir))
+		t.logf("%s", data.StateOf(dir, spec)) // "SYNTHETIC DATA: ...", as a notebook's first cell says it
 	}
 	return recs, err
 }

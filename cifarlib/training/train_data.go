@@ -2,9 +2,7 @@ package training
 
 import (
 	"context"
-	"errors"
 	"iter"
-	"os"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 
@@ -97,16 +95,13 @@ func (d *stepDataset) countLabels(batch train.Batch) {
 	}
 }
 
-// LoadSplitOrSynthetic loads a split from root like LoadSplit; when root holds no data for
-// spec it loads from SyntheticDir(root), where Prepare puts synthetic data, and if neither has
-// it, returns LoadSplit's error for root (which says how to get the data).
+// LoadSplitOrSynthetic loads a split from the folder data.StateOf chooses for root: root when
+// it holds real data (verified or not) or synthetic data of its own, else SyntheticDir(root),
+// where Prepare puts synthetic data; if neither has it, it returns LoadSplit's error for root
+// (which says how to get the data).
 func LoadSplitOrSynthetic(root string, spec data.Spec, split data.Split) (*data.Records, error) {
-	recs, err := data.LoadSplit(root, spec, split)
-	if err == nil || !errors.Is(err, os.ErrNotExist) {
-		return recs, err
+	if st := data.StateOf(root, spec); st.Kind != data.KindNone {
+		root = st.LoadRoot
 	}
-	if synth, serr := data.LoadSplit(data.SyntheticDir(root), spec, split); serr == nil {
-		return synth, nil
-	}
-	return nil, err
+	return data.LoadSplit(root, spec, split)
 }

@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestTrainNotesSyntheticDataOnce: a run on the synthetic data Prepare wrote says so once (it
-// was said for the training and again for the test split), and its data line says synthetic.
+// TestTrainNotesSyntheticDataOnce: a run on the synthetic data Prepare wrote says so once, in
+// the data's state line (it was said for the training and again for the test split), and its
+// data line says synthetic.
 func TestTrainNotesSyntheticDataOnce(t *testing.T) {
 	root := t.TempDir()
 	synthetic, err := data.Prepare(root, data.CIFAR10(), data.SynthOptions{Seed: 1, TrainSize: 64, TestSize: 16})
@@ -24,7 +25,7 @@ func TestTrainNotesSyntheticDataOnce(t *testing.T) {
 	_, err = Train(context.Background(), Config{Spec: data.CIFAR10(), DataDir: root, Model: cifarlib.ArchLinear, Backend: labtest.Backend(t),
 		Steps: 1, BatchSize: 16, Progress: ProgressOff, Log: &log})
 	require.NoError(t, err)
-	note := "note: no cifar10 data in " + root + "; using the synthetic data in " + data.SyntheticDir(root) + "\n"
+	note := "SYNTHETIC DATA: no real cifar10 in " + root + ", so generated images stand in (in " + filepath.Join(data.SyntheticDir(root), "cifar-10-batches-bin") + ")"
 	require.Equal(t, 1, strings.Count(log.String(), note), log.String())
 	require.Contains(t, log.String(), "data: synthetic cifar10, binary layout, 64 train / 16 test images, in "+
 		filepath.Join(data.SyntheticDir(root), "cifar-10-batches-bin")+"\n", "the log says the data is synthetic")

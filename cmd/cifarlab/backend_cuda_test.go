@@ -28,9 +28,9 @@ func TestTrainCommandCUDAWithoutGPU(t *testing.T) {
 	found := plugins.FindJaxCUDA(sites)
 	if len(found) == 0 {
 		if os.Getenv("CI") == "true" && os.Getenv("SKIP_CUDA_PLUGIN") != "1" {
-			t.Fatal("CI: PyPI's jax-cuda13-pjrt is missing from .venv (kernel/setup.sh installs it)")
+			t.Fatal("CI: PyPI's jax-cuda13-pjrt is missing from .venv (kernel/run-tests.sh installs it: CIFARLAB_CUDA=plugin bash kernel/setup.sh)")
 		}
-		t.Skip("PyPI's jax-cuda13-pjrt is not installed in .venv (bash kernel/setup.sh installs it)")
+		t.Skip("PyPI's jax-cuda13-pjrt is not installed in .venv (CIFARLAB_CUDA=plugin bash kernel/setup.sh installs it)")
 	}
 	plugin, err := filepath.EvalSymlinks(found[0])
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func TestTrainCommandCUDAWithoutGPU(t *testing.T) {
 	require.Equal(t, 1, exitErr.ExitCode())
 	require.Empty(t, stdout.String())
 	require.Equal(t, "cifarlab train: "+`backend "cuda" unavailable: no NVIDIA GPU on this machine (`+plugins.DescribeGPUProbe()+
-		`); the CUDA PJRT plugin is installed (jax-cuda13-pjrt 0.11.2 at `+plugin+`) but needs a GPU: check for the GPU `+
+		`); the CUDA PJRT plugin is installed (jax-cuda13-pjrt 0.11.2) but needs a GPU: check for the GPU `+
 		"and its driver with `nvidia-smi -L`; without a GPU use the CPU: the \"Go (cifarlab, CPU)\" kernel, -backend cpu, "+
 		`or backends.New("cpu")`+"\n", stderr.String(), "the whole of stderr: no go-xla text")
 	require.False(t, strings.Contains(stderr.String(), "invalid state"))

@@ -52,8 +52,8 @@ func runDiagnose(args []string, stdout io.Writer) error {
 		}
 	} else {
 		fmt.Fprint(stdout, d.String())
-		_, dir, layout := dataLocation(*dataDir, spec)
-		fmt.Fprintf(stdout, "Data: %s (%s layout)\n", dir, layout)
+		st := dataLocation(*dataDir, spec)
+		fmt.Fprintf(stdout, "Data: %s (%s layout)\n", st.Dir, st.Layout)
 	}
 	if !d.OK {
 		return &exitError{code: 1, err: errors.New(d.Verdict)}

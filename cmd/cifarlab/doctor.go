@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -99,7 +98,7 @@ func probeCUDA() kernel.Check {
 	case errors.As(err, &noGPU):
 		c.Status, c.Detail = kernel.StatusAbsent, "no NVIDIA GPU ("+noGPU.Checked+")"
 		if noGPU.Plugin != "" {
-			c.Detail += "; CUDA plugin " + noGPU.Plugin + " installed"
+			c.Detail += "; CUDA plugin " + noGPU.Plugin + " installed at " + noGPU.PluginPath
 		}
 		c.Fix = "optional: CUDA needs an NVIDIA GPU and its driver (nvidia-smi -L); here use the CPU kernel"
 	default:
@@ -130,34 +129,28 @@ func runOnePlusTwo(name string) (sum float64, err error) {
 	return float64(v[0]), nil
 }
 
-// probeData reports, for CIFAR-10 and CIFAR-100, verified data, synthetic data or none.
+// probeData reports, for CIFAR-10 and CIFAR-100, what the data folder holds (data.StateOf, the
+// decision the notebooks and training follow), in its one line: real and verified is ok, real and
+// unverified a warning whose fix is `cifarlab verify` (the data is used as real data all the
+// same), synthetic or no data absent (optional: the notebooks synthesize data on first run).
 func probeData(root string) kernel.Probe {
 	return func(ctx context.Context) []kernel.Check {
 		var checks []kernel.Check
 		for _, spec := range []data.Spec{data.CIFAR10(), data.CIFAR100(data.LabelsFine)} {
-			c := kernel.Check{Name: "data " + spec.Name}
-			dir, layout := data.Locate(root, spec)
-			err := data.Verify(root, spec)
-			switch {
-			case err == nil:
-				c.Status, c.Detail = kernel.StatusOK, "verified in "+dir+" ("+layout.String()+" layout)"
-			case !exists(dir) && exists(filepath.Join(data.SyntheticDir(root), spec.Dir, data.SyntheticMarker)):
-				c.Status, c.Detail = kernel.StatusAbsent, "real data absent; synthetic data in "+filepath.Join(data.SyntheticDir(root), spec.Dir)
-				c.Fix = fmt.Sprintf("optional: cifarlab download --dataset %s --data %s", spec.Name, root)
-			case !exists(dir):
-				c.Status, c.Detail = kernel.StatusAbsent, "absent from "+root+" (notebooks synthesize data on first run)"
-				c.Fix = fmt.Sprintf("optional: cifarlab download --dataset %s --data %s", spec.Name, root)
+			st := data.StateOf(root, spec)
+			c := kernel.Check{Name: "data " + spec.Name, Detail: st.String()}
+			switch st.Kind {
+			case data.KindVerified:
+				c.Status = kernel.StatusOK
+			case data.KindUnverified:
+				c.Status = kernel.StatusWarn
+				c.Fix = st.VerifyCommand() + " (offline; add --archive FILE for the binary layout)"
 			default:
-				c.Status, c.Detail, c.Required = kernel.StatusFail, "present but not verified: "+err.Error(), true
-				c.Fix = fmt.Sprintf("cifarlab download --dataset %s --data %s (re-downloads and verifies)", spec.Name, root)
+				c.Status = kernel.StatusAbsent
+				c.Fix = fmt.Sprintf("optional: cifarlab download --dataset %s --data %s", spec.Name, root)
 			}
 			checks = append(checks, c)
 		}
 		return checks
 	}
-}
-
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

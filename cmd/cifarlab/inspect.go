@@ -79,15 +79,20 @@ func runInspect(args []string, stdout io.Writer) error {
 }
 
 // inspectData loads both splits of spec from root (or, if root has no data for it, from
-// data.SyntheticDir(root), where Prepare puts synthetic data) and summarises them.
+// data.SyntheticDir(root), where Prepare puts synthetic data) and summarises them; its source
+// is data.StateOf's: verified, unverified or synthetic.
 func inspectData(root string, spec data.Spec) (*inspectReport, error) {
-	root, dir, layout := dataLocation(root, spec)
+	st := dataLocation(root, spec)
+	root, layout := st.LoadRoot, st.Layout
 	r := &inspectReport{Dataset: spec.Name, Labels: spec.Labels.String(), NumClasses: spec.NumClasses,
-		Dir: dir, Layout: layout.String(), Source: "unverified"}
-	if data.Verify(root, spec) == nil {
+		Dir: st.Dir, Layout: layout.String(), Source: "unverified"}
+	switch st.Kind {
+	case data.KindVerified:
 		r.Source = "verified"
-	} else if info, err := data.ReadSynthInfo(root, spec); err == nil {
-		r.Source, r.Synthetic = "synthetic", &info
+	case data.KindSynthetic:
+		if info, err := data.ReadSynthInfo(root, spec.InLayout(layout)); err == nil {
+			r.Source, r.Synthetic = "synthetic", &info
+		}
 	}
 	for _, split := range []data.Split{data.SplitTrain, data.SplitTest} {
 		recs, err := data.LoadSplit(root, spec, split)

@@ -18,14 +18,18 @@ func init() {
 	})
 }
 
-const kernelUsage = `usage: cifarlab kernel install [--user | --prefix DIR] [--jupyter-data-dir DIR] [flags]
-       cifarlab kernel uninstall [--user | --prefix DIR] [--jupyter-data-dir DIR]
+const kernelUsage = `usage: cifarlab kernel install [--user | --prefix DIR | --jupyter-data-dir DIR] [flags]
+       cifarlab kernel uninstall [--user | --prefix DIR | --jupyter-data-dir DIR]
 
 install builds the pinned gonb, goimports and gopls (tools/go.mod) into REPO/.bin when they
-are missing or stale, then writes the kernelspecs cifarlab-cpu and cifarlab-cuda into the
-Jupyter data directory: --jupyter-data-dir, else PREFIX/share/jupyter with --prefix, else
-$JUPYTER_DATA_DIR, else the user's (~/.local/share/jupyter). Installing twice is harmless.
-uninstall removes exactly what install wrote there (it keeps a manifest).
+are missing or stale, and the kernel supervisor cifarlab-kernel, then writes the kernelspecs
+cifarlab-cpu and cifarlab-cuda into a Jupyter data directory: --jupyter-data-dir DIR,
+PREFIX/share/jupyter with --prefix, the user's with --user ($JUPYTER_DATA_DIR or
+~/.local/share/jupyter, seen by every checkout's Jupyter); by default $JUPYTER_DATA_DIR when
+set, else the share/jupyter of the checkout's venv (REPO/.venv), which only that venv's
+Jupyter (the one cifarlab lab runs) sees, so each checkout's lab starts its own kernels.
+Installing twice is harmless. uninstall removes exactly what install wrote there (it keeps a
+manifest).
 `
 
 func runKernel(args []string, stdout io.Writer) error {
@@ -38,7 +42,7 @@ func runKernel(args []string, stdout io.Writer) error {
 	}
 	sub := args[0]
 	fs := newFlagSet("kernel "+sub, "[flags]", stdout)
-	user := fs.Bool("user", false, "install into the user's Jupyter data directory ($JUPYTER_DATA_DIR or ~/.local/share/jupyter; the default)")
+	user := fs.Bool("user", false, "install into the user's Jupyter data directory ($JUPYTER_DATA_DIR or ~/.local/share/jupyter), which every checkout's Jupyter sees")
 	prefix := fs.String("prefix", "", "install into `DIR`/share/jupyter (e.g. a venv or /usr/local)")
 	dataDir := fs.String("jupyter-data-dir", "", "install into this Jupyter data `DIR` (kernelspecs go to DIR/kernels)")
 	repoDir := fs.String("repo", "", "the cifarlab checkout the kernels compile against (default: found from the working directory or the binary)")
@@ -61,9 +65,26 @@ func runKernel(args []string, stdout io.Writer) error {
 	if *user && (*prefix != "" || *dataDir != "") {
 		return &exitError{code: 2, err: fmt.Errorf("--user cannot be combined with --prefix or --jupyter-data-dir")}
 	}
-	dir, err := kernel.DataDirFor(*dataDir, *prefix)
+	var dir, why string
+	var err error
+	switch {
+	case *user:
+		why = "--user"
+		dir, err = kernel.UserDataDir()
+	case *dataDir != "" || *prefix != "":
+		dir, err = kernel.DataDirFor(*dataDir, *prefix)
+	default:
+		repo, rerr := kernel.FindRepo(*repoDir)
+		if rerr != nil {
+			return fmt.Errorf("%w (or name the Jupyter folder with --user, --prefix DIR or --jupyter-data-dir DIR)", rerr)
+		}
+		dir, why, err = kernel.DefaultDataDir(repo)
+	}
 	if err != nil {
 		return err
+	}
+	if why != "" {
+		fmt.Fprintf(os.Stderr, "kernel %s: Jupyter data directory %s (%s)\n", sub, dir, why)
 	}
 	if sub == "uninstall" {
 		res, err := kernel.Uninstall(dir)

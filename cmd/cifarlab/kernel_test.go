@@ -35,7 +35,7 @@ func requireTools(t *testing.T, repo kernel.Repo) {
 func TestKernelCommandUsage(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 2, run([]string{"kernel"}, &stdout, &stderr))
-	require.Contains(t, stdout.String(), "usage: cifarlab kernel install [--user | --prefix DIR] [--jupyter-data-dir DIR] [flags]\n")
+	require.Contains(t, stdout.String(), "usage: cifarlab kernel install [--user | --prefix DIR | --jupyter-data-dir DIR] [flags]\n")
 	require.Equal(t, "cifarlab kernel: expected a sub-command: install or uninstall\n", stderr.String())
 
 	stdout.Reset()

@@ -29,7 +29,7 @@ func runLab(args []string, stdout io.Writer) error {
 	noToken := fs.Bool("no-token", false, "turn token authentication off (only for a trusted, local machine)")
 	token := fs.String("token", "", "use this token instead of a random one")
 	notebooks := fs.String("notebooks", "", "folder to open (default REPO/notebooks)")
-	dataDir := fs.String("jupyter-data-dir", "", "Jupyter data `DIR` for the server and the kernels (default $JUPYTER_DATA_DIR or ~/.local/share/jupyter)")
+	dataDir := fs.String("jupyter-data-dir", "", "Jupyter data `DIR` for the server and the kernels (default: the kernels go where `cifarlab kernel install` puts them, the checkout's venv)")
 	repoDir := fs.String("repo", "", "the cifarlab checkout (default: found from the working directory or the binary)")
 	quiet := fs.Bool("quiet", false, "do not show the server's log")
 	if err := fs.Parse(args); err != nil {

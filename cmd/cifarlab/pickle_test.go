@@ -93,9 +93,10 @@ func TestDownloadCommandPythonFormat(t *testing.T) {
 		data.CIFAR100(data.LabelsFine).InLayout(data.LayoutPython).ArchiveSHA256)
 }
 
-// TestDoctorDataPythonLayout checks the doctor's data line on torchvision's layout: not
-// verified (synthetic pickles fail torchvision's MD5 pins), then verified through a marker as
-// `cifarlab download --format python` writes it, naming the layout.
+// TestDoctorDataPythonLayout checks the doctor's data line on torchvision's layout: real but
+// unverified (synthetic pickles without their marker fail torchvision's MD5 pins), a warning whose
+// fix is `cifarlab verify`, which says why; then verified through a marker as `cifarlab download
+// --format python` writes it, naming the layout.
 func TestDoctorDataPythonLayout(t *testing.T) {
 	_, pyRoot := pythonLayoutData(t)
 	spec := data.CIFAR100(data.LabelsFine).InLayout(data.LayoutPython)
@@ -109,9 +110,17 @@ func TestDoctorDataPythonLayout(t *testing.T) {
 		return kernel.Check{}
 	}
 	c := check()
-	require.Equal(t, kernel.StatusFail, c.Status)
-	require.Contains(t, c.Detail, "cifar-100-python/train has MD5 ")
-	require.Contains(t, c.Detail, "(torchvision's pin)")
+	require.Equal(t, kernel.StatusWarn, c.Status, "unverified real data is a note, not a failure")
+	require.False(t, c.Required)
+	require.Equal(t, "cifar100: real, unverified (python layout, in "+filepath.Join(pyRoot, "cifar-100-python")+
+		"): not checked against the official checksums; check it with: cifarlab verify --data "+pyRoot+" --dataset cifar100", c.Detail)
+	require.Equal(t, "cifarlab verify --data "+pyRoot+" --dataset cifar100 (offline; add --archive FILE for the binary layout)", c.Fix)
+	code, stdout, stderr := runDataCmd(t, "verify", "--data", pyRoot, "--dataset", "cifar100")
+	require.Equal(t, 1, code, stdout)
+	require.Contains(t, stdout, "  real data, but NOT verifiable as the official files: ")
+	require.Contains(t, stdout, "cifar-100-python/train has MD5 ")
+	require.Contains(t, stdout, "(torchvision's pin)")
+	require.Equal(t, "cifarlab verify: cifar100 in "+filepath.Join(pyRoot, "cifar-100-python")+": not the official files\n", stderr)
 
 	info := data.VerifiedInfo{Archive: spec.ArchiveName, SHA256: spec.ArchiveSHA256, Files: map[string]int64{}}
 	for _, name := range []string{"train", "test", "meta"} {
@@ -124,5 +133,5 @@ func TestDoctorDataPythonLayout(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(pyRoot, spec.Dir, data.VerifiedMarker), raw, 0o644))
 	c = check()
 	require.Equal(t, kernel.StatusOK, c.Status)
-	require.Equal(t, "verified in "+filepath.Join(pyRoot, "cifar-100-python")+" (python layout)", c.Detail)
+	require.Equal(t, "cifar100: real, verified (python layout, in "+filepath.Join(pyRoot, "cifar-100-python")+")", c.Detail)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/sweep"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 func init() {
@@ -133,7 +135,10 @@ func sweepSubmit(sub string, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ex := f.executor(binary, stdout)
+	// The first SIGINT (Ctrl-C) or SIGTERM stops the sweep as it stops `cifarlab train`: a local
+	// sweep's running tasks save their checkpoints; a second one kills the sweep.
+	ctx, stop := training.InterruptContext(context.Background())
 	defer stop()
 	tasks, err := s.ToRun(ctx, nil)
 	if err != nil {
@@ -150,34 +155,28 @@ func sweepSubmit(sub string, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "all %d tasks of sweep %s are done (cifarlab runs --runs %s)\n", len(s.Tasks), s.Name, runsDir)
 		return nil
 	}
-	if f.slurm != "" {
-		sl := &sweep.Slurm{Binary: binary, Flags: strings.Fields(f.slurm), Parallel: f.parallel}
-		if f.dryRun {
-			script, err := sl.JobScript(s)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "%s\njob script:\n%s", strings.Join(sl.Command(s, tasks), " "), script)
-			return nil
-		}
-		id, err := sl.Submit(ctx, s, tasks)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "submitted job array %s: tasks %s of sweep %s (cifarlab sweep status --runs %s --name %s)\n",
-			id, sweep.ArraySpec(tasks), s.Name, runsDir, s.Name)
-		return nil
-	}
-	l := &sweep.Local{Binary: binary, Parallel: f.parallel, Log: stdout}
+	var said string
 	if f.dryRun {
-		fmt.Fprintf(stdout, "would run tasks %s here, %d at a time\n", sweep.ArraySpec(tasks), l.Slots())
-		return nil
+		said, err = ex.DryRun(s, tasks)
+	} else {
+		said, err = ex.Submit(ctx, s, tasks)
 	}
-	if err := l.Run(ctx, s, tasks); err != nil {
+	if ie := (*sweep.InterruptedError)(nil); errors.As(err, &ie) {
+		return &exitError{code: exitInterrupted, err: err}
+	}
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "sweep %s: %d tasks done (cifarlab runs --runs %s)\n", s.Name, len(tasks), runsDir)
+	fmt.Fprintln(stdout, said)
 	return nil
+}
+
+// executor is the executor the flags choose: Slurm with --slurm, else Local.
+func (f *sweepFlags) executor(binary string, log io.Writer) sweep.Executor {
+	if f.slurm != "" {
+		return &sweep.Slurm{Binary: binary, Flags: strings.Fields(f.slurm), Parallel: f.parallel}
+	}
+	return &sweep.Local{Binary: binary, Parallel: f.parallel, Log: log}
 }
 
 // runsDir is --runs, else the default runs folder.
@@ -196,14 +195,42 @@ func (f *sweepFlags) binaryPath() (string, error) {
 	return os.Executable()
 }
 
-// checkTrainArgs checks a task's train flags as "cifarlab train" would, without training.
+// checkTrainArgs checks a task's train flags as "cifarlab train" would, without training, and
+// refuses a --data folder that holds no data: every task would fail on it.
 func checkTrainArgs(args []string) error {
 	fs, f := newTrainFlags(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	_, err := f.config()
-	return err
+	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
+	dataSet := false
+	fs.Visit(func(fl *flag.Flag) { dataSet = dataSet || fl.Name == "data" })
+	if !dataSet {
+		return nil // the default folder: what it holds is training's to say
+	}
+	return checkDataDir(cfg.DataDir, cfg.Spec)
+}
+
+// checkDataDir refuses a --data folder that holds spec's data in neither layout, nor synthetic
+// data in its synthetic/ folder (where training also looks).
+func checkDataDir(dir string, spec data.Spec) error {
+	var looked []string
+	for _, root := range []string{dir, data.SyntheticDir(dir)} {
+		for _, layout := range []data.Layout{data.LayoutBinary, data.LayoutPython} {
+			sp := spec.InLayout(layout)
+			first := filepath.Join(root, sp.Dir, sp.TrainFiles[0])
+			if fi, err := os.Stat(first); err == nil && fi.Mode().IsRegular() {
+				return nil
+			}
+			looked = append(looked, first)
+		}
+	}
+	return fmt.Errorf("--data %s holds no %s data (looked for %s): give --data the folder that holds %s/ or %s/, "+
+		"or get the data with `cifarlab download --dataset %s --data %s`", dir, spec.Name, strings.Join(looked, ", "),
+		spec.InLayout(data.LayoutBinary).Dir, spec.InLayout(data.LayoutPython).Dir, spec.Name, dir)
 }
 
 // splitSweepArgs separates the flags of the sweep (those fs defines) from the train flags,
@@ -300,7 +327,11 @@ func sweepTask(args []string, stdout io.Writer) error {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
-	ctx, cancel := context.WithCancel(context.Background())
+	// SIGINT and SIGTERM are caught from here on, not only once training has started, so that a
+	// sweep stopped while its task starts up gets an interrupted task, not a killed one.
+	ctx, stop := training.InterruptContext(context.Background())
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var requeue atomic.Bool
 	go func() {
@@ -318,5 +349,29 @@ func sweepTask(args []string, stdout io.Writer) error {
 			return errors.Join(err, rerr)
 		}
 	}
-	return err
+	return taskInterrupted(err, s, i, requeue.Load())
+}
+
+// taskInterrupted turns the "run the same command to resume" of an interrupted task i into
+// what resumes a sweep's task: Slurm's requeue, `sweep resubmit`, or the local sweep run
+// again. Other errors pass unchanged.
+func taskInterrupted(err error, s *sweep.Sweep, i int, requeued bool) error {
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitInterrupted {
+		return err
+	}
+	dir := s.RunDir(i)
+	info := runs.Read(dir)
+	if info.Status != runs.RunInterrupted {
+		return err // nothing saved: the message says so
+	}
+	resume := "the sweep resumes it when run again (the same `cifarlab sweep` command)"
+	switch {
+	case requeued:
+		resume = "requeued: Slurm starts it again from there"
+	case os.Getenv("SLURM_JOB_ID") != "":
+		resume = "resume it with `" + s.Resubmit() + "`"
+	}
+	return &exitError{code: exitInterrupted, err: fmt.Errorf("task %d %s: interrupted at step %d; checkpoint saved in %s: %s",
+		i, s.Tasks[i].Name, info.Steps, dir, resume)}
 }

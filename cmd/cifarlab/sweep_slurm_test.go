@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,15 +24,7 @@ import (
 // checkpoint, saves, requeues itself and resumes from that checkpoint; `cifarlab runs --json`
 // then lists four done runs, and `sweep status` joins them with the queue.
 func TestSweepOnRealSlurm(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the cifarlab binary and starts Slurm")
-	}
-	cluster := slurmtest.Start(t)
-	t.Setenv("SLURM_CONF", cluster.Conf)
-	t.Setenv("GOMLX_BACKEND", "go")
-	root := trainTestData(t, data.CIFAR10())
-	bin := buildCLI(t)
-	runsDir := filepath.Join(t.TempDir(), "runs")
+	bin, root, runsDir := slurmSweepSetup(t)
 
 	// Task 3 (from the list) trains long enough to be signalled after its first checkpoint.
 	args := []string{"sweep", "--runs", runsDir, "--name", "s", "--grid", "seed=1,2,3", "--list", "seed=4 steps=150", "--slurm", "-c 1 --gres=gpu:1",
@@ -136,6 +129,19 @@ func TestSweepOnRealSlurm(t *testing.T) {
 	require.Contains(t, runOK(t, bin, "sweep", "task", "--runs", runsDir, "--name", "s", "--index", "1"), "done already")
 }
 
+// slurmSweepSetup starts a real Slurm (SLURM_CONF set for this test), builds the CLI, writes a
+// small synthetic CIFAR-10 and returns them with a runs folder; the tasks train on the Go backend.
+func slurmSweepSetup(t *testing.T) (bin, root, runsDir string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the cifarlab binary and starts Slurm")
+	}
+	cluster := slurmtest.Start(t)
+	t.Setenv("SLURM_CONF", cluster.Conf)
+	t.Setenv("GOMLX_BACKEND", "go")
+	return buildCLI(t), trainTestData(t, data.CIFAR10()), filepath.Join(t.TempDir(), "runs")
+}
+
 // runOK runs the cifarlab binary and returns its stdout; it fails the test on an error.
 func runOK(t *testing.T, bin string, args ...string) string {
 	t.Helper()
@@ -162,4 +168,64 @@ func result(t *testing.T, rec *runs.Record) *training.Result {
 	var res training.Result
 	require.NoError(t, json.Unmarshal(rec.Result, &res))
 	return &res
+}
+
+// TestSweepScancelOnRealSlurm: scancel (SIGTERM) on a running Slurm task saves its checkpoint
+// at the step it reached; its log says to resume with `sweep resubmit` and the sweep's sbatch
+// flags (not "the same command", which would submit a new sweep), `sweep status` says
+// interrupted with the same command, and that command resumes the task from the saved step.
+func TestSweepScancelOnRealSlurm(t *testing.T) {
+	bin, root, runsDir := slurmSweepSetup(t)
+	const sbatchFlags = "-c 1 --gres=gpu:1"
+	runOK(t, bin, "sweep", "--runs", runsDir, "--name", "sc", "--grid", "seed=1", "--slurm", sbatchFlags, "--binary", bin, "--data", root,
+		"--model", "linear", "--batch", "8", "--steps", "100000", "--backend", "go", "--checkpoint-every", "100000", "--log-every", "1", "--no-eval")
+	s, err := sweep.Load(runsDir, "sc")
+	require.NoError(t, err)
+	dir, logPath := s.RunDir(0), filepath.Join(sweep.Dir(runsDir, "sc"), "logs", "0.out")
+	resubmit := "cifarlab sweep resubmit --runs " + runsDir + " --name sc --slurm \"" + sbatchFlags + "\""
+
+	// scancelOnce waits until the task's log holds want, cancels the sweep's last job array
+	// and returns the step its checkpoint saved.
+	scancelOnce := func(want string) int {
+		require.Eventually(t, func() bool {
+			b, _ := os.ReadFile(logPath)
+			rec, err := runs.ReadRecord(dir)
+			return strings.Contains(string(b), want) && err == nil && rec.Status == runs.RunRunning
+		}, 2*time.Minute, 20*time.Millisecond, "the task's log never said %q", want)
+		s, err := sweep.Load(runsDir, "sc")
+		require.NoError(t, err)
+		out, err := exec.Command("scancel", s.Submissions[len(s.Submissions)-1].JobID).CombinedOutput()
+		require.NoError(t, err, string(out))
+		var rec *runs.Record
+		require.Eventually(t, func() bool {
+			rec, err = runs.ReadRecord(dir)
+			return err == nil && rec.Status == runs.RunInterrupted
+		}, time.Minute, 20*time.Millisecond, "the task did not save on scancel")
+		return result(t, rec).EndStep
+	}
+
+	step := scancelOnce("step 5/100000")
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), fmt.Sprintf("cifarlab sweep: task 0 sc-seed_1: interrupted at step %d; checkpoint saved in %s: "+
+			"resume it with `%s`\n", step, dir, resubmit))
+	}, time.Minute, 20*time.Millisecond, "the task's message")
+	require.Equal(t, []int{step}, checkpointSteps(t, dir))
+	var sts []sweep.TaskStatus
+	require.Eventually(t, func() bool { // the queue may say RUNNING a moment longer
+		require.NoError(t, json.Unmarshal([]byte(runOK(t, bin, "sweep", "status", "--runs", runsDir, "--name", "sc", "--json")), &sts))
+		return sts[0].State == "interrupted"
+	}, 30*time.Second, 100*time.Millisecond, "sweep status: %+v", sts)
+	require.Equal(t, fmt.Sprintf("checkpoint at step %d: resume with `%s`", step, resubmit), sts[0].Reason)
+
+	// The command the message gives resumes the task from that step.
+	require.Eventually(t, func() bool { // once the cancelled job has left the queue (COMPLETING)
+		return strings.Contains(runOK(t, bin, "sweep", "resubmit", "--runs", runsDir, "--name", "sc", "--slurm", sbatchFlags), "submitted job array ")
+	}, time.Minute, 200*time.Millisecond)
+	scancelOnce(fmt.Sprintf("resumed from checkpoint %s at step %d of 100000", dir, step))
+	rec, err := runs.ReadRecord(dir)
+	require.NoError(t, err)
+	res := result(t, rec)
+	require.True(t, res.Resumed)
+	require.Equal(t, step, res.StartStep)
 }

@@ -22,6 +22,7 @@ var allowed = map[string][]string{
 	"internal/torchfile":        {"internal/pickle"},
 	"internal/safetensors":      {"internal/atomicfile"},
 	"internal/repo":             nil,
+	"internal/proctree":         nil,
 	"internal/tfevents":         nil,
 	"internal/plugins":          {"internal/repo"},
 	"internal/tfevents/tbtest":  {"internal/repo", "internal/testenv"},
@@ -37,7 +38,7 @@ var allowed = map[string][]string{
 		"internal/tfevents"},
 	"cifarlib/training": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs",
 		"internal/atomicfile", "internal/tfevents", "internal/plugins"},
-	"cifarlib/sweep": {"cifarlib/runs", "internal/atomicfile"},
+	"cifarlib/sweep": {"cifarlib/runs", "internal/atomicfile", "internal/proctree"},
 	"cifarlib/interop": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training",
 		"internal/torchfile", "internal/safetensors"},
 	"cifarlib/nb": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs", "cifarlib/training",
@@ -51,6 +52,7 @@ var allowed = map[string][]string{
 	"bench/transfer":       {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/interop/logits": {"cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"docker/pjrtinstall":   nil,
+	"cmd/cifarlab-kernel":  {"internal/proctree"},
 	"notebooks":            nil,
 }
 

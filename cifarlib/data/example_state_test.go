@@ -1,0 +1,30 @@
+package data_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+)
+
+// What a data folder holds, decided once for the notebooks, training and doctor: here a copied
+// folder of real-layout files with no record of a verified download, which is used as real data
+// and said to be unverified, with the command that checks it.
+func ExampleStateOf() {
+	root, _ := os.MkdirTemp("", "cifarlab-example-")
+	defer os.RemoveAll(root)
+	fmt.Println(data.StateOf(root, data.CIFAR10()).Kind)
+
+	// Files in the binary layout, marked by nothing (written by Synthesize, its marker removed).
+	_ = data.Synthesize(root, data.CIFAR10(), data.SynthOptions{TrainSize: 10, TestSize: 5})
+	_ = os.Remove(filepath.Join(root, "cifar-10-batches-bin", data.SyntheticMarker))
+	st := data.StateOf(root, data.CIFAR10())
+	fmt.Println(st.Kind, st.LoadRoot == root)
+	fmt.Println(strings.ReplaceAll(st.String(), root, "DIR"))
+	// Output:
+	// none
+	// real, unverified true
+	// cifar10: real, unverified (binary layout, in DIR/cifar-10-batches-bin): not checked against the official checksums; check it with: cifarlab verify --data DIR --dataset cifar10
+}

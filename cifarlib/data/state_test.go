@@ -1,0 +1,204 @@
+package data
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// realBinaryFolder writes spec's splits in the binary format into root/spec.Dir with no
+// marker of any kind: real-layout data with no download record, as a copied folder has.
+func realBinaryFolder(t *testing.T, root string, spec Spec) {
+	t.Helper()
+	for name, body := range archiveFiles(spec) {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, spec.Dir), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, spec.Dir, name), body, 0o644))
+	}
+}
+
+// TestStateOf: the one decision of what a data folder holds. Real data in either layout is
+// used (root), verified or not; synthetic data only when no real data is there.
+func TestStateOf(t *testing.T) {
+	spec, archive := testArchive(t, CIFAR10())
+	cases := []struct {
+		name     string
+		setup    func(t *testing.T, root string)
+		kind     string
+		loadRoot func(root string) string
+		layout   Layout
+		line     func(root string) string
+	}{
+		{"empty folder", func(*testing.T, string) {}, KindNone, func(string) string { return "" }, LayoutBinary,
+			func(root string) string {
+				return "cifar10: no data in " + root + " (neither cifar-10-batches-bin/ nor cifar-10-batches-py/); " +
+					"the notebooks use synthetic data until you run: cifarlab download --dataset cifar10 --data " + root
+			}},
+		{"binary folder without a download record", func(t *testing.T, root string) { realBinaryFolder(t, root, spec) },
+			KindUnverified, func(root string) string { return root }, LayoutBinary,
+			func(root string) string {
+				return "cifar10: real, unverified (binary layout, in " + filepath.Join(root, spec.Dir) + "): not checked against the official checksums; " +
+					"check it with: cifarlab verify --data " + root + " --dataset cifar10"
+			}},
+		{"python folder without a download record", func(t *testing.T, root string) { writePythonFolder(t, root, spec) },
+			KindUnverified, func(root string) string { return root }, LayoutPython,
+			func(root string) string {
+				return "cifar10: real, unverified (python layout, in " + filepath.Join(root, "cifar-10-batches-py") + "): not checked against the official checksums; " +
+					"check it with: cifarlab verify --data " + root + " --dataset cifar10"
+			}},
+		{"verified download", func(t *testing.T, root string) {
+			require.NoError(t, extractArchiveForTest(root, spec, archive))
+		}, KindVerified, func(root string) string { return root }, LayoutBinary,
+			func(root string) string {
+				return "cifar10: real, verified (binary layout, in " + filepath.Join(root, spec.Dir) + ")"
+			}},
+		{"synthetic stand-in", func(t *testing.T, root string) {
+			_, err := Prepare(root, spec, SynthOptions{TrainSize: 10, TestSize: 5})
+			require.NoError(t, err)
+		}, KindSynthetic, SyntheticDir, LayoutBinary,
+			func(root string) string {
+				return "SYNTHETIC DATA: no real cifar10 in " + root + ", so generated images stand in (in " + filepath.Join(root, "synthetic", spec.Dir) +
+					") and accuracies are not real CIFAR accuracy; for real data set CIFARLAB_DATA to the folder holding cifar-10-batches-bin/ " +
+					"or cifar-10-batches-py/, or run: cifarlab download --dataset cifar10 --data " + root
+			}},
+		{"synthetic data written into the folder", func(t *testing.T, root string) {
+			require.NoError(t, Synthesize(root, spec, SynthOptions{TrainSize: 10, TestSize: 5}))
+		}, KindSynthetic, func(root string) string { return root }, LayoutBinary, nil},
+		{"real data next to an older synthetic stand-in", func(t *testing.T, root string) {
+			_, err := Prepare(root, spec, SynthOptions{TrainSize: 10, TestSize: 5})
+			require.NoError(t, err)
+			realBinaryFolder(t, root, spec)
+		}, KindUnverified, func(root string) string { return root }, LayoutBinary, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			c.setup(t, root)
+			st := StateOf(root, spec)
+			require.Equal(t, c.kind, st.Kind)
+			require.Equal(t, c.loadRoot(root), st.LoadRoot)
+			require.Equal(t, c.layout, st.Layout)
+			require.Equal(t, st.Kind == KindUnverified, st.NotVerified != nil)
+			if c.line != nil {
+				require.Equal(t, c.line(root), st.String())
+			}
+			if c.kind == KindNone {
+				return
+			}
+			// Prepare, the notebooks' way in, follows the same decision and loads from LoadRoot.
+			dataRoot, synthetic, err := PrepareRoot(root, spec, SynthOptions{TrainSize: 10, TestSize: 5})
+			require.NoError(t, err)
+			require.Equal(t, st.LoadRoot, dataRoot)
+			require.Equal(t, c.kind == KindSynthetic, synthetic)
+			train, err := LoadSplit(dataRoot, spec, SplitTrain)
+			require.NoError(t, err)
+			if st.Real() {
+				require.Equal(t, testRecords(spec, spec.TrainSize).RawLabels, train.RawLabels, "the real records, not synthetic ones")
+			}
+		})
+	}
+}
+
+// extractArchiveForTest installs archive (of spec) into root as Download does after fetching it.
+func extractArchiveForTest(root string, spec Spec, archive []byte) error {
+	path := filepath.Join(root, spec.ArchiveName)
+	if err := os.WriteFile(path, archive, 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(path)
+	return install(path, root, spec, "", io.Discard)
+}
+
+// TestVerifyFolder: a copied folder with no download record is verified offline against the
+// official archive (its SHA-256, then each file's content), which writes the record; files
+// that differ are never called verified, and without the archive the binary layout's files
+// can only be told apart by their sizes, which the error says.
+func TestVerifyFolder(t *testing.T) {
+	spec, archive := testArchive(t, CIFAR10())
+	archivePath := filepath.Join(t.TempDir(), spec.ArchiveName)
+	require.NoError(t, os.WriteFile(archivePath, archive, 0o644))
+
+	root := t.TempDir()
+	realBinaryFolder(t, root, spec)
+	_, err := VerifyFolder(root, spec, "")
+	require.ErrorIs(t, err, ErrNotVerified)
+	require.NotErrorIs(t, err, ErrNotOfficial, "same sizes: nothing proves them different")
+	require.ErrorContains(t, err, "cifarlib pins no checksum of the binary layout's files, only of the archive cifar-10-binary.tar.gz")
+	require.ErrorContains(t, err, "--archive PATH/cifar-10-binary.tar.gz")
+	require.Equal(t, KindUnverified, StateOf(root, spec).Kind)
+
+	// A wrong archive is refused before anything is compared.
+	bad := filepath.Join(t.TempDir(), spec.ArchiveName)
+	require.NoError(t, os.WriteFile(bad, append(bytes.Clone(archive), 0), 0o644))
+	_, err = VerifyFolder(root, spec, bad)
+	require.ErrorIs(t, err, ErrChecksum)
+	require.Equal(t, KindUnverified, StateOf(root, spec).Kind)
+
+	// One changed byte: not the official files, and no record is written.
+	testFile := filepath.Join(root, spec.Dir, spec.TestFiles[0])
+	body, err := os.ReadFile(testFile)
+	require.NoError(t, err)
+	changed := bytes.Clone(body)
+	changed[len(changed)-1] ^= 1
+	require.NoError(t, os.WriteFile(testFile, changed, 0o644))
+	_, err = VerifyFolder(root, spec, archivePath)
+	require.ErrorIs(t, err, ErrNotOfficial)
+	require.ErrorContains(t, err, testFile+" differs from the official archive's copy")
+	require.NoFileExists(t, filepath.Join(root, spec.Dir, VerifiedMarker))
+
+	// The official files: verified, recorded, and said so from then on.
+	require.NoError(t, os.WriteFile(testFile, body, 0o644))
+	what, err := VerifyFolder(root, spec, archivePath)
+	require.NoError(t, err)
+	require.Equal(t, archivePath+" has the official SHA-256 and each of the 6 files in "+filepath.Join(root, spec.Dir)+
+		" is identical to its copy in it; recorded in "+filepath.Join(root, spec.Dir, VerifiedMarker), what)
+	require.Equal(t, KindVerified, StateOf(root, spec).Kind)
+	require.NoError(t, Verify(root, spec))
+
+	// A subset (fewer images per file, as a conversion of part of the data has): not official.
+	sub := t.TempDir()
+	realBinaryFolder(t, sub, spec)
+	require.NoError(t, os.Truncate(filepath.Join(sub, spec.Dir, spec.TrainFiles[0]), int64(spec.RecordBytes())))
+	_, err = VerifyFolder(sub, spec, "")
+	require.ErrorIs(t, err, ErrNotOfficial)
+	require.ErrorContains(t, err, "data_batch_1.bin has 3073 bytes (1 images), the official file 6146 bytes (2 images) (a subset or a conversion")
+
+	// Synthetic data and an empty folder: nothing to verify.
+	_, err = VerifyFolder(t.TempDir(), spec, "")
+	require.ErrorIs(t, err, ErrNotVerified)
+	synth := t.TempDir()
+	require.NoError(t, Synthesize(synth, spec, SynthOptions{TrainSize: 10, TestSize: 5}))
+	_, err = VerifyFolder(synth, spec, "")
+	require.ErrorContains(t, err, "it holds synthetic data, nothing to verify")
+}
+
+// TestVerifyFolderPythonArchive: a copied python-layout folder (no marker, MD5s not torchvision's
+// pins) is verified against its archive too, and then says so through the marker.
+func TestVerifyFolderPythonArchive(t *testing.T) {
+	spec := smallSpec(CIFAR10())
+	root := t.TempDir()
+	writePythonFolder(t, root, spec)
+	py := spec.InLayout(LayoutPython)
+	py.TrainSize, py.TestSize = spec.TrainSize, spec.TestSize
+	entries := []tarEntry{{name: py.Dir + "/", typ: tar.TypeDir}}
+	for name, body := range pythonFolderFiles(spec) {
+		entries = append(entries, tarEntry{name: py.Dir + "/" + name, typ: tar.TypeReg, body: body, size: -1})
+	}
+	archive := gzipBytes(t, buildTar(t, entries))
+	py.ArchiveSHA256 = sha256Hex(archive)
+	archivePath := filepath.Join(t.TempDir(), py.ArchiveName)
+	require.NoError(t, os.WriteFile(archivePath, archive, 0o644))
+
+	require.Equal(t, KindUnverified, StateOf(root, py).Kind)
+	_, err := VerifyFolder(root, py, "")
+	require.ErrorIs(t, err, ErrNotOfficial, "without the archive: torchvision's MD5s say these are not the official files")
+	require.ErrorContains(t, err, "(torchvision's pin)")
+	what, err := VerifyFolder(root, py, archivePath)
+	require.NoError(t, err)
+	require.Contains(t, what, "each of the 7 files in "+filepath.Join(root, py.Dir)+" is identical to its copy in it")
+	require.Equal(t, KindVerified, StateOf(root, py).Kind)
+}
