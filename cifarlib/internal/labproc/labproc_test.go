@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -257,3 +258,24 @@ func TestProcessStart(t *testing.T) {
 
 // gobRequest sends req on conn, as Client does.
 func gobRequest(conn net.Conn, req *Request) error { return gob.NewEncoder(conn).Encode(req) }
+
+// TestServerEndsOnSIGTERM: SIGTERM (the kernel supervisor's) cancels the request in flight, whose
+// result still goes out, and ends the server.
+func TestServerEndsOnSIGTERM(t *testing.T) {
+	started := make(chan struct{}, 1)
+	folder, ended := startServer(t, &Server{Handle: func(ctx context.Context, req *Request, out *Stream) ([]byte, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return []byte("saved"), errors.New("interrupted")
+	}})
+	done := make(chan error, 1)
+	go func() {
+		<-started
+		done <- syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	}()
+	res, err := (&Client{Folder: folder, Fingerprint: "fp"}).Do(context.Background(), &Request{Op: "fit"}, func(*Message) {})
+	require.NoError(t, <-done)
+	require.EqualError(t, err, "interrupted")
+	require.Equal(t, "saved", string(res.Payload))
+	require.Equal(t, "signal: terminated", <-ended)
+}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -47,11 +49,16 @@ type Server struct {
 	listener net.Listener
 	stop     chan string
 	stopOnce sync.Once
+	// base is the parent of every request's context: cancelled when the process is told to end.
+	base       context.Context
+	cancelBase context.CancelFunc
 }
 
 // Serve listens on Socket and serves requests until the kernel goes, Idle passes without one,
-// or a cell of other code or another backend asks; then it waits for the request in flight and
-// returns why it ended. The socket is removed when it ends.
+// a cell of other code or another backend asks, or SIGTERM or SIGHUP comes (the kernel's
+// supervisor ends the kernel's processes so; the request in flight is cancelled, as an
+// interrupt: a Fit saves its checkpoint); then it waits for the request in flight and returns
+// why it ended. The socket is removed when it ends.
 func (s *Server) Serve() (reason string, err error) {
 	l, err := net.Listen("unix", s.Socket)
 	if err != nil {
@@ -62,6 +69,17 @@ func (s *Server) Serve() (reason string, err error) {
 		return "", fmt.Errorf("labproc: %w", err)
 	}
 	s.listener, s.stop, s.last = l, make(chan string, 1), time.Now()
+	s.base, s.cancelBase = context.WithCancel(context.Background())
+	defer s.cancelBase()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() { // told to end (the kernel's supervisor, a shutdown): the request in flight stops as interrupted
+		if sig, ok := <-sigs; ok {
+			s.cancelBase()
+			s.end("signal: " + sig.String())
+		}
+	}()
 	if s.Idle <= 0 {
 		s.Idle = DefaultIdle
 	}
@@ -134,7 +152,7 @@ func (s *Server) serve(c net.Conn) {
 		_ = out.Send(&Message{Kind: KindRefused, Text: why})
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(s.base)
 	defer cancel()
 	go func() { // a cancel from the cell, or the cell gone (GoNB killed it): stop the request
 		var m Message
