@@ -182,7 +182,7 @@ func (c *Client) start() (int, error) {
 		}
 		select {
 		case err := <-exited:
-			return 0, fmt.Errorf("%w: it exited (%v); its log: %s", ErrNotStarted, err, LogPath(c.Folder))
+			return 0, fmt.Errorf("%w: it exited (%v): %s", ErrNotStarted, err, lastLine(LogPath(c.Folder)))
 		case <-deadline:
 			_ = cmd.Process.Kill()
 			return 0, fmt.Errorf("%w: it did not listen within %v; its log: %s", ErrNotStarted, StartTimeout, LogPath(c.Folder))
@@ -236,6 +236,13 @@ func lockWait(path string, d time.Duration) (func(), error) {
 			return unlock, err
 		}
 	}
+}
+
+// lastLine returns the last line of the log at path, and the path.
+func lastLine(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return fmt.Sprintf("%q (its log: %s)", lines[len(lines)-1], path)
 }
 
 func copyFile(src, dst string) error {
