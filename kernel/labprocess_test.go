@@ -128,7 +128,8 @@ func TestLabProcessLifecycle(t *testing.T) {
 	// The kernel has shut down: every lab process it started has ended.
 	for _, pid := range []int{first, afterKill, fresh} {
 		require.Eventually(t, func() bool { return gone(pid) }, 10*time.Second, 50*time.Millisecond, "lab process %d outlived its kernel", pid)
-	} // Each ended cleanly (it is in a session of its own, out of reach of the kernel's process
+	}
+	// Each ended cleanly (it is in a session of its own, out of reach of the kernel's process
 	// group): its log says why: replaced, then, at the kernel's end, either it saw the kernel go
 	// (it looks every second) or the kernel's supervisor (cmd/cifarlab-kernel) sent it SIGTERM
 	// first. The kernel was killed, so GoNB's folder, and the log, are left.
