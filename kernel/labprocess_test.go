@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cifarlab/cifarlab/internal/proctree"
 	"github.com/stretchr/testify/require"
 )
 
@@ -126,8 +126,8 @@ func TestLabProcessLifecycle(t *testing.T) {
 	require.InEpsilon(t, lossHere, lossThere, 300*1.2e-7)
 
 	// The kernel has shut down: every lab process it started has ended.
-	for _, pid := range []int{first, afterKill, fresh} {
-		require.Eventually(t, func() bool { return gone(pid) }, 10*time.Second, 50*time.Millisecond, "lab process %d outlived its kernel", pid)
+	for _, pid := range []int{first, afterKill, fresh} { // proctree.Stat: no such process, or a zombie
+		require.Eventually(t, func() bool { _, err := proctree.Stat(pid); return err != nil }, 10*time.Second, 50*time.Millisecond, "lab process %d outlived its kernel", pid)
 	}
 	// Each ended cleanly (it is in a session of its own, out of reach of the kernel's process
 	// group): its log says why: replaced, then, at the kernel's end, either it saw the kernel go
@@ -136,15 +136,4 @@ func TestLabProcessLifecycle(t *testing.T) {
 	log, err := os.ReadFile(filepath.Join(kernelDir[1], "cifarlab-lab", "lab.log"))
 	require.NoError(t, err)
 	require.Regexp(t, `(?s)cifarlab lab process: ended: the library code changed since it started\n.*cifarlab lab process: ended: (the kernel is gone|signal: terminated)\n`, string(log))
-}
-
-// gone reports whether process pid has ended (a zombie, ended but not yet reaped, counts).
-func gone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && strings.HasPrefix(s[i+1:], " Z")
 }

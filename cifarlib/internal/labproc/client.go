@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cifarlab/cifarlab/internal/proctree"
 )
 
 // StartTimeout is how long a cell waits for a new lab process to listen.
@@ -161,12 +163,15 @@ func (c *Client) start() (int, error) {
 		return 0, fmt.Errorf("labproc: %w", err)
 	}
 	defer log.Close()
-	kernel := os.Getppid()
+	kernel, err := proctree.Stat(os.Getppid()) // GoNB: the cell's parent
+	if err != nil {
+		return 0, fmt.Errorf("labproc: the kernel's process: %w", err)
+	}
 	cmd := exec.Command(bin)
 	cmd.Dir = c.Folder
 	cmd.Env = append(serverEnv(),
 		ServeEnv+"="+SocketPath(c.Folder), fingerprintEnv+"="+c.Fingerprint,
-		kernelPIDEnv+"="+strconv.Itoa(kernel), kernelStartEnv+"="+processStart(kernel))
+		kernelPIDEnv+"="+strconv.Itoa(kernel.Pid), kernelStartEnv+"="+strconv.FormatUint(kernel.Start, 10))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -183,10 +183,6 @@ func TestCancel(t *testing.T) {
 
 	conn, err := net.Dial("unix", SocketPath(folder))
 	require.NoError(t, err)
-	require.NoError(t, NewStream(conn).Send(&Message{}) /* not a request: ignored */)
-	conn.Close()
-	conn, err = net.Dial("unix", SocketPath(folder))
-	require.NoError(t, err)
 	require.NoError(t, gobRequest(conn, &Request{Op: "fit", Fingerprint: "fp", Backend: BackendKey()}))
 	<-started
 	conn.Close()
@@ -246,14 +242,6 @@ func TestServerEnds(t *testing.T) {
 			t.Fatal("the lab process outlived its idle time")
 		}
 	})
-}
-
-// TestProcessStart: a live process has a start time, and it stays the same.
-func TestProcessStart(t *testing.T) {
-	start := processStart(os.Getpid())
-	require.NotEmpty(t, start)
-	require.Equal(t, start, processStart(os.Getpid()))
-	require.Empty(t, processStart(1<<30))
 }
 
 // gobRequest sends req on conn, as Client does.

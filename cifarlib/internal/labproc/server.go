@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cifarlab/cifarlab/internal/proctree"
 )
 
 // DefaultIdle is how long a lab process waits for a cell before it ends (IdleEnv).
@@ -212,7 +214,8 @@ func ServeFromEnv(handle Handler, wireError func(error) *Error) (string, error) 
 		idle = d
 	}
 	pid, _ := strconv.Atoi(os.Getenv(kernelPIDEnv))
-	start := os.Getenv(kernelStartEnv)
+	start, _ := strconv.ParseUint(os.Getenv(kernelStartEnv), 10, 64)
+	kernel := proctree.Proc{Pid: pid, Start: start} // the pid and start time name it, even after the pid is reused
 	gonbTmp := os.Getenv(GoNBTmpEnv)
 	folder := strings.TrimSuffix(socket, "/lab.sock")
 	s := &Server{Socket: socket, Fingerprint: os.Getenv(fingerprintEnv), Backend: BackendKey(), Idle: idle,
@@ -221,7 +224,7 @@ func ServeFromEnv(handle Handler, wireError func(error) *Error) (string, error) 
 			if _, err := os.Stat(gonbTmp); gonbTmp != "" && err != nil {
 				return false
 			}
-			return pid <= 0 || processStart(pid) == start
+			return pid <= 0 || kernel.Alive()
 		}}
 	if err := os.WriteFile(pidPath(folder), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("labproc: %w", err)
@@ -232,26 +235,6 @@ func ServeFromEnv(handle Handler, wireError func(error) *Error) (string, error) 
 		}
 	}()
 	return s.Serve()
-}
-
-// processStart returns the start time of process pid (field 22 of /proc/PID/stat, in clock
-// ticks since boot), "" when there is no such process: with the pid it names a process
-// uniquely, so that a pid reused after the kernel ended is not taken for the kernel.
-func processStart(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // the command name may hold spaces and parentheses
-	if i < 0 {
-		return ""
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 20 {
-		return ""
-	}
-	return fields[19] // field 22: fields after the name start at field 3
 }
 
 // ErrNotStarted is what Client.Do returns when the lab process could not be started.
