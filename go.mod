@@ -3,10 +3,10 @@ module github.com/cifarlab/cifarlab
 go 1.26.5
 
 require (
-	github.com/gomlx/compute v0.1.3
-	github.com/gomlx/go-xla v0.4.1
-	github.com/gomlx/gomlx v0.28.3
-	github.com/janpfeifer/gonb v0.11.4
+	github.com/gomlx/compute v0.1.6
+	github.com/gomlx/go-xla v0.4.5
+	github.com/gomlx/gomlx v0.28.8
+	github.com/janpfeifer/gonb v0.11.5
 	github.com/nlpodyssey/gopickle v0.2.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/stretchr/testify v1.12.1

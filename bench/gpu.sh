@@ -34,6 +34,8 @@
 #  10. Data parallelism (issue 12): the same training at one global batch on 1, 2, 4, 8 and all GPUs
 #      (bench/devices -backend cuda: each batch sharded across the GPUs, one program partitioned by XLA;
 #      counts above the GPUs present are skipped), steps/s and images/s.
+#  11. XLA's autotune cache across processes (issue 34): the same resnet20 run twice, in a fresh cache
+#      home; the wall time of the first and the second process, and the autotune files cached.
 # Results: $OUT (the device tool's output folder) or bench/out/gpu-results: gpu.log, doctor.txt,
 # smoke/, guard-tests.log, train.json, results.jsonl, RESULTS-gpu.md (copy it to bench/RESULTS-gpu.md),
 # devices.jsonl.
@@ -351,5 +353,32 @@ else
     result FAIL "data parallelism: $(grep -v '^[WIE][0-9]\{4\} ' "$OUTDIR/devices.txt" | tail -3 | tr '\n' ' ')"
   fi
   grep -v '^[WI][0-9]\{4\} ' "$OUTDIR/devices.txt" | tee -a "$LOG"
+fi
+
+# 11. XLA's autotune cache across processes (issue 34, item 4): the same resnet20 run in two
+# processes, one after the other, with a fresh cache home. The first autotunes and fills
+# XDG_CACHE_HOME/cifarlab/xla-cuda/PLUGIN/GPU/autotune (backends.New("cuda") sets
+# --xla_gpu_per_fusion_autotune_cache_dir), the second reads it: their wall times, the part
+# outside the training loop (wall minus duration_ns; the loop's first step holds the train step's
+# compile) and the files cached. Not run yet: no GPU was lent when it was written.
+if stage 11 && [ -x "$BIN/cifarlab" ]; then
+  train_data
+  cache_home="$OUTDIR/xla-cache-home"
+  rm -rf "$cache_home"
+  line=""
+  for run in first second; do
+    start=$(date +%s.%N)
+    if ! XDG_CACHE_HOME="$cache_home" timeout "$(left 120)" "$BIN/cifarlab" train --backend cuda --data "$OUTDIR/train-data" \
+         --model resnet20 --batch 128 --steps 20 --no-eval --json > "$OUTDIR/cache-$run.json" 2> "$OUTDIR/cache-$run.err"; then
+      result FAIL "autotune cache: $run process: $(grep -v '^[WI][0-9]\{4\} ' "$OUTDIR/cache-$run.err" | tail -3 | tr '\n' ' ')"
+      line=""
+      break
+    fi
+    wall=$(echo "$(date +%s.%N) - $start" | bc)
+    loop=$(sed -n 's/.*"duration_ns": *\([0-9]*\).*/\1/p' "$OUTDIR/cache-$run.json" | head -1)
+    files=$(find "$cache_home" -path '*/autotune/*' -type f 2>/dev/null | wc -l)
+    line="$line $run process $(printf '%.1f' "$wall") s (outside the training loop $(printf '%.1f' "$(echo "$wall - ${loop:-0}/1000000000" | bc -l)") s, $files autotune files);"
+  done
+  [ -n "$line" ] && result ok "autotune cache (resnet20, batch 128, 20 steps, fresh cache, $(ls "$cache_home/cifarlab/xla-cuda" 2>/dev/null)):$line"
 fi
 finish

@@ -81,6 +81,7 @@ type ModelBuilder struct {
 	layerOps  LayerOps
 	precision Precision
 	backend   compute.Backend
+	input     InputNormalization
 }
 
 // NewModel starts building a classifier of architecture arch ("linear", "cnn", "resnet18" or
@@ -151,7 +152,11 @@ func (b *ModelBuilder) Done() (*Model, error) {
 	if err := CheckPrecision(b.backend, precision); err != nil {
 		return nil, err
 	}
+	if err := checkInput(b.input); err != nil {
+		return nil, err
+	}
 	return &Model{
+		Input:          b.input,
 		Arch:           b.arch,
 		Spec:           b.spec,
 		NumClasses:     b.head,
@@ -182,6 +187,9 @@ type Model struct {
 	// loss and the guards are float32 whatever it is); it can be changed between uses of a
 	// model, e.g. to evaluate a float32-trained model in bf16-mixed.
 	Precision Precision
+	// Input is the normalisation the weights expect when it is not the Spec's (an imported
+	// model's; zero: the Spec's, see InputNormalization): the graph re-normalises its input.
+	Input InputNormalization
 }
 
 // String describes the model, e.g. "cnn for cifar100 (100 classes)" or
@@ -208,6 +216,7 @@ func (m *Model) ModelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*g
 	if err := checkImages(x.Shape()); err != nil {
 		panic(err)
 	}
+	x = m.renormalizeInput(x)
 	rec, _ := spec.(*layerRecorder)
 	nb := &netBuilder{m: m, rec: rec}
 	scope = scope.In("%s", m.Arch)

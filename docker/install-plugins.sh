@@ -15,7 +15,7 @@
 # Environment (the Dockerfile passes its build arguments of the same names):
 #   PJRT_PLUGINS       plugins to install, space separated (default "cuda13"; the image's CPU
 #                      kernel uses PyPI's XLA CPU plugin from kernel/setup.sh, "cpu" adds GitHub's)
-#   PJRT_CPU_VERSION   pjrt-cpu-binaries tag (default v0.114.0, go-xla v0.4.1's DefaultCPUVersion)
+#   PJRT_CPU_VERSION   pjrt-cpu-binaries tag (default v0.114.0, go-xla v0.4.5's DefaultCPUVersion)
 #   PJRT_CPU_SHA256    SHA-256 the installed CPU plugin must have (GitHub publishes none;
 #                      empty: the build prints it so it can be pinned)
 #   PJRT_CUDA_VERSION  jax-cuda13-pjrt version (default 0.11.2)

@@ -63,13 +63,13 @@ func TestRepositoryPins(t *testing.T) {
 	repo := testRepo(t)
 	tools, err := ReadGoMod(filepath.Join(repo.ToolsModDir(), "go.mod"))
 	require.NoError(t, err)
-	require.Equal(t, "v0.11.4", tools.Require["github.com/janpfeifer/gonb"])
+	require.Equal(t, "v0.11.5", tools.Require["github.com/janpfeifer/gonb"])
 	require.Equal(t, "v0.23.0", tools.Require["golang.org/x/tools/gopls"])
 	require.ElementsMatch(t, []string{"github.com/janpfeifer/gonb", "golang.org/x/tools/cmd/goimports", "golang.org/x/tools/gopls"}, tools.Tools)
 	main, err := ReadGoMod(filepath.Join(repo.Dir, "go.mod"))
 	require.NoError(t, err)
 	require.Equal(t, ModulePath, main.Module)
-	require.Equal(t, "v0.28.3", main.Require["github.com/gomlx/gomlx"])
+	require.Equal(t, "v0.28.8", main.Require["github.com/gomlx/gomlx"])
 }
 
 func TestFindRepo(t *testing.T) {

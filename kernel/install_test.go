@@ -203,7 +203,7 @@ func TestRepositoryToolsArePinned(t *testing.T) {
 		require.True(t, st.OK(), st.String())
 		got[st.Name] = st.Have
 	}
-	require.Equal(t, "v0.11.4", got["gonb"])
+	require.Equal(t, "v0.11.5", got["gonb"])
 	require.Equal(t, "v0.23.0", got["gopls"])
 	require.True(t, strings.HasPrefix(got["goimports"], "v0."), got["goimports"])
 }

@@ -35,7 +35,7 @@ go test -count=1 -timeout 40m ./...
 echo "== go test cifarlib (models, losses, guards, training, backends) and internal/plugins on the XLA CPU plugin"
 plugin="$(ls "$repo"/.venv/lib/python3*/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so | tail -1)"
 GOMLX_BACKEND="xla:$plugin" CIFARLAB_REQUIRE_XLA_CPU=1 go test -count=1 -timeout 30m \
-  -run '^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestTrain.*|TestTopKAccuracyGraph|TestIm2colConvolutionMatchesConvolve|TestMaxPool2x2MatchesMaxPool|TestLayerOps.*|TestNewBackend.*|TestXLACPUMatchesGo|TestFindXLACPUPluginSearch|TestFindXLACPUPluginGoXLAFolders|TestDevices.*|TestParseDevices|TestCheckPrecision|TestPrecision.*|TestTransferDevicesSameAsOneDevice|TestTransferFrozenBackboneUnchanged)$' \
+  -run '^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestTrain.*|TestTopKAccuracyGraph|TestIm2colConvolutionMatchesConvolve|TestMaxPool2x2MatchesMaxPool|TestLayerOps.*|TestNewBackend.*|TestXLACPUMatchesGo|TestFindXLACPUPluginSearch|TestFindXLACPUPluginGoXLAFolders|TestDevices.*|TestParseDevices|TestCheckPrecision|TestPrecision.*|TestTransferDevicesSameAsOneDevice|TestTransferFrozenBackboneUnchanged|TestCheckpointFixtureLoadsEvaluatesAndResumes|TestCUDACompileCache.*)$' \
   ./cifarlib ./cifarlib/backends ./cifarlib/training ./internal/plugins
 
 echo "== docker lint (the full image build is docker/test.sh, see docker/README.md)"
@@ -57,3 +57,5 @@ go test -run '^$' -fuzz '^FuzzExtract$' -fuzztime 3000x -fuzzminimizetime 50x ./
 go test -run '^$' -fuzz '^FuzzReadPickle$' -fuzztime 10000x -fuzzminimizetime 50x ./cifarlib/data
 go test -run '^$' -fuzz '^FuzzReadTorch$' -fuzztime 10000x -fuzzminimizetime 50x ./internal/torchfile
 go test -run '^$' -fuzz '^FuzzReadSafetensors$' -fuzztime 10000x -fuzzminimizetime 50x ./internal/safetensors
+go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 10000x -fuzzminimizetime 50x ./internal/pickle
+go test -run '^$' -fuzz '^FuzzExtract$' -fuzztime 3000x -fuzzminimizetime 50x ./internal/archive

@@ -86,7 +86,7 @@ var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
 // accepted too; "xla:cpu" finds the CPU plugin as "cpu" does, but never falls back to Go.
 // The XLA plugin auto-installer is always disabled: nothing is downloaded. The pure-Go backend
 // runs its ops sequentially unless told "go:ops_parallel" (see goBackendDefaultOptions: the
-// parallel executor of compute v0.1.3 can deadlock on convolutions).
+// parallel executor of compute v0.1.3 to v0.1.6 can deadlock on convolutions).
 func New(name string) (compute.Backend, error) {
 	xlaSetup()
 	requested := strings.TrimSpace(name)
@@ -185,7 +185,9 @@ func envBackendError(requested string, err error) error {
 }
 
 // newCUDA checks for a GPU and for the plugin before asking XLA for a CUDA client. plugin is an
-// absolute plugin path given in the request, or "" to search (see findCUDAPlugin).
+// absolute plugin path given in the request, or "" to search (see findCUDAPlugin). Before the
+// client, it points XLA at the lab's CUDA compile cache (plugins.SetCUDACompileCache), so that
+// autotuning results and compiled kernels outlive the process.
 func newCUDA(requested, plugin, options string) (compute.Backend, error) {
 	if !plugins.HasNvidiaGPU() {
 		return nil, newNoGPUError(requested, nil)
@@ -196,6 +198,7 @@ func newCUDA(requested, plugin, options string) (compute.Backend, error) {
 				Fix: plugins.CUDAInstallHint}
 		}
 		plugins.PrepareJaxCUDA(plugin)
+		_, _ = plugins.SetCUDACompileCache(plugin) // without a cache folder, compiles are not kept
 		return newXLA(requested, withOptions(plugin, options), nil)
 	}
 	plugin, err := plugins.FindCUDA()
@@ -213,6 +216,7 @@ func newCUDA(requested, plugin, options string) (compute.Backend, error) {
 		path = plugins.GoXLA()[plugin]
 	}
 	plugins.PrepareJaxCUDA(path)
+	_, _ = plugins.SetCUDACompileCache(path)
 	return newXLA(requested, withOptions(plugin, options), nil)
 }
 

@@ -39,11 +39,8 @@ type Variable struct {
 
 // converted is a state_dict turned into the lab's variables.
 type converted struct {
-	names     Names
-	variables []Variable
-	// scale is the factor folded into each input channel of the first convolution (all 1
-	// when the source's normalisation is the lab's).
-	scale      [3]float64
+	names      Names
+	variables  []Variable
 	batches    int64 // the largest num_batches_tracked
 	batchNorms int   // the batch-norm layers
 }
@@ -121,6 +118,8 @@ func checkKeys(sd *StateDict, ps []param, names Names, numClasses int) error {
 				"(lab.Transfer).",
 				t.Shape[0], numClasses)
 		}
+	} else if hint := depthHint(sd.Keys); hint != "" {
+		e.Hint = hint
 	} else if arch, other := matchingNaming(sd.Keys); other != "" && other != names {
 		e.Hint = fmt.Sprintf("The file has the keys of %s's %s: import it with --arch %s --names %s (ImportOptions{Arch: %q, Names: %q}).",
 			other, modelClass(other), arch, other, arch, other)
@@ -149,10 +148,10 @@ func matchingNaming(keys []string) (string, Names) {
 	return "", ""
 }
 
-// convertStateDict turns sd into the lab variables of arch with numClasses outputs, folding
-// the difference between the source's normalisation src and the lab's into the first
-// convolution. names "" detects the naming.
-func convertStateDict(sd *StateDict, arch string, names Names, numClasses int, src, lab Normalization) (*converted, error) {
+// convertStateDict turns sd into the lab variables of arch with numClasses outputs, every
+// tensor a permutation of the file's values (nothing folded: the source's normalisation src is
+// the run's, applied at the model's input). names "" detects the naming.
+func convertStateDict(sd *StateDict, arch string, names Names, numClasses int, src Normalization) (*converted, error) {
 	if names == "" {
 		names = detectNames(arch, sd.Keys)
 	}
@@ -167,16 +166,10 @@ func convertStateDict(sd *StateDict, arch string, names Names, numClasses int, s
 		return nil, err
 	}
 	c := &converted{names: names}
-	if src.Mean != lab.Mean {
-		return nil, &RefusalError{File: sd.File, Kind: ErrNormalization, Detail: fmt.Sprintf("the source's %v has other means than the "+
-			"lab's %v: a mean difference cannot be folded exactly into a zero-padded convolution; give the statistics the model was "+
-			"trained with, or train in the lab", src, lab)}
-	}
 	for ch := range 3 {
 		if !(src.Std[ch] > 0) {
 			return nil, &RefusalError{File: sd.File, Kind: ErrNormalization, Detail: fmt.Sprintf("std %v must be positive", src.Std)}
 		}
-		c.scale[ch] = float64(lab.Std[ch]) / float64(src.Std[ch])
 	}
 	for i, p := range ps {
 		t := sd.Tensors[p.torch]
@@ -201,9 +194,6 @@ func convertStateDict(sd *StateDict, arch string, names Names, numClasses int, s
 		}
 		switch p.kind {
 		case kindConv:
-			if i == 0 && c.scale != [3]float64{1, 1, 1} {
-				w = foldInputScale(w, p.shape, c.scale)
-			}
 			v.Values = convToLab(w, p.shape)
 		case kindLinear, kindFlattenLinear:
 			v.Values = linearToLab(w, p.shape, p.kind == kindFlattenLinear)

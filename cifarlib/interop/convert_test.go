@@ -88,11 +88,11 @@ func TestKeyMapsMatchPyTorch(t *testing.T) {
 }
 
 // TestConvertRoundTrip: a state_dict converted to the lab's variables and back is the same,
-// bit for bit (no folding when the source's normalisation is the lab's), in both namings.
+// bit for bit (nothing is folded, whatever the source's normalisation), in both namings.
 func TestConvertRoundTrip(t *testing.T) {
 	for _, fixture := range []string{"kuangliu", "torchvision"} {
 		sd := syntheticStateDict(readKeys(t, fixture))
-		c, err := convertStateDict(sd, "resnet18", "", 10, labNorm, labNorm)
+		c, err := convertStateDict(sd, "resnet18", "", 10, PytorchCIFARNormalization)
 		require.NoError(t, err)
 		require.Equal(t, int64(42), c.batches)
 		require.Equal(t, 20, c.batchNorms, "stem, 2 per block, 3 shortcuts")
@@ -115,7 +115,7 @@ func TestConvertRoundTrip(t *testing.T) {
 
 // TestLayouts pins single elements: PyTorch's conv weight [o, i, y, x] is the lab's
 // [y, x, i, o]; Linear [o, i] is [i, o]; the cnn head's input c*16 + h*4 + w is the lab's
-// (h*4 + w)*64 + c; the folding scales input channel c of the first kernel by L[c]/S[c].
+// (h*4 + w)*64 + c.
 func TestLayouts(t *testing.T) {
 	shape := []int{4, 3, 3, 2}
 	w := make([]float32, numel(shape))
@@ -136,46 +136,39 @@ func TestLayouts(t *testing.T) {
 	require.Equal(t, float32(3*1024+89), flat[581*10+3])
 	require.Equal(t, lin, linearToTorch(flat, []int{10, 1024}, true))
 	require.Equal(t, float32(3*1024+89), linearToLab(lin, []int{10, 1024}, false)[89*10+3])
-
-	folded := foldInputScale([]float32{1, 1, 1}, []int{1, 3, 1, 1}, [3]float64{0.5, 2, 1.25})
-	require.Equal(t, []float32{0.5, 2, 1.25}, folded)
 }
 
-// TestConvertFoldsNormalization: importing kuangliu's statistics scales the stem's input
-// channels by the lab's std over kuangliu's, and nothing else.
-func TestConvertFoldsNormalization(t *testing.T) {
+// TestConvertKeepsStem: importing kuangliu's statistics leaves the stem's weights as they
+// are (the run applies the statistics at its input); a std that is not positive is refused.
+func TestConvertKeepsStem(t *testing.T) {
 	sd := syntheticStateDict(readKeys(t, "kuangliu"))
-	c, err := convertStateDict(sd, "resnet18", NamesPytorchCIFAR, 10, PytorchCIFARNormalization, labNorm)
+	c, err := convertStateDict(sd, "resnet18", NamesPytorchCIFAR, 10, PytorchCIFARNormalization)
 	require.NoError(t, err)
 	w, _ := sd.Tensors["conv1.weight"].Float32()
-	stem := c.variables[0]
 	// torch [o=0, c=1, 0, 0] (index 9) is lab [0, 0, 1, 0] (index 64).
-	require.Equal(t, float32(float64(w[9])*float64(float32(0.2435))/float64(float32(0.1994))), stem.Values[64])
-	require.InDelta(t, 0.2435/0.1994, c.scale[1], 1e-6)
-	other, _ := sd.Tensors["layer1.0.conv1.weight"].Float32()
-	require.Equal(t, other[0], c.variables[6].Values[0], "only the first convolution is scaled")
+	require.Equal(t, w[9], c.variables[0].Values[64])
 
 	_, err = convertStateDict(sd, "resnet18", NamesPytorchCIFAR, 10,
-		Normalization{Mean: [3]float32{0.5, 0.5, 0.5}, Std: [3]float32{0.5, 0.5, 0.5}}, labNorm)
+		Normalization{Mean: [3]float32{0.5, 0.5, 0.5}, Std: [3]float32{0.5, 0, 0.5}})
 	require.ErrorIs(t, err, ErrNormalization)
 }
 
 // TestConvertRefuses: the named refusals and load_state_dict's errors, in PyTorch's words.
 func TestConvertRefuses(t *testing.T) {
 	kuangliu := readKeys(t, "kuangliu")
-	_, err := convertStateDict(syntheticStateDict(readKeys(t, "torchvision_7x7")), "resnet18", "", 10, labNorm, labNorm)
+	_, err := convertStateDict(syntheticStateDict(readKeys(t, "torchvision_7x7")), "resnet18", "", 10, labNorm)
 	require.ErrorIs(t, err, ErrStem7x7)
 	require.ErrorContains(t, err, "conv1.weight is [64, 3, 7, 7]")
-	_, err = convertStateDict(syntheticStateDict(readKeys(t, "preact")), "resnet18", "", 10, labNorm, labNorm)
+	_, err = convertStateDict(syntheticStateDict(readKeys(t, "preact")), "resnet18", "", 10, labNorm)
 	require.ErrorIs(t, err, ErrPreAct)
 
 	double := append([]torchKey(nil), kuangliu...)
 	double[3].DType = "float64"
-	_, err = convertStateDict(syntheticStateDict(double), "resnet18", "", 10, labNorm, labNorm)
+	_, err = convertStateDict(syntheticStateDict(double), "resnet18", "", 10, labNorm)
 	require.ErrorIs(t, err, ErrDType)
 	require.ErrorContains(t, err, "bn1.running_mean is float64")
 
-	_, err = convertStateDict(syntheticStateDict(kuangliu), "resnet18", "", 100, labNorm, labNorm)
+	_, err = convertStateDict(syntheticStateDict(kuangliu), "resnet18", "", 100, labNorm)
 	var le *LoadStateDictError
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, "interop: synthetic.pt: Error(s) in loading state_dict for ResNet18:\n"+
@@ -185,10 +178,10 @@ func TestConvertRefuses(t *testing.T) {
 		"ImportOptions.Spec), then move it to another dataset with `cifarlab train --from RUN_DIR` (lab.Transfer).", err.Error())
 
 	edited := append([]torchKey{{Name: "extra.weight", DType: "float32", Shape: []int{1}}}, kuangliu[1:]...)
-	_, err = convertStateDict(syntheticStateDict(edited), "resnet18", "", 10, labNorm, labNorm)
+	_, err = convertStateDict(syntheticStateDict(edited), "resnet18", "", 10, labNorm)
 	require.ErrorContains(t, err, "\n\tMissing key(s) in state_dict: \"conv1.weight\".\n\tUnexpected key(s) in state_dict: \"extra.weight\".")
 
-	_, err = convertStateDict(syntheticStateDict(readKeys(t, "torchvision")), "resnet18", NamesPytorchCIFAR, 10, labNorm, labNorm)
+	_, err = convertStateDict(syntheticStateDict(readKeys(t, "torchvision")), "resnet18", NamesPytorchCIFAR, 10, labNorm)
 	require.ErrorContains(t, err, "The file has the keys of torchvision's ResNet: import it with --arch resnet18 --names torchvision")
 }
 

@@ -12,18 +12,19 @@
 // GoMLX's moving-average weight (avg_weight) is set from num_batches_tracked, so that fine-tuning
 // starts from the imported statistics instead of replacing them at the first step.
 //
-// Input normalisation: a model trained with other standard deviations than the lab's (kuangliu's
-// (0.2023, 0.1994, 0.2010) against the lab's (0.2470, 0.2435, 0.2616); the means are equal) is
-// imported by folding the ratio into the first convolution's input channels. That is exact: the
-// convolution is linear in its input and its zero padding is zero in either normalisation, so
-// the imported run needs no statistics of its own and every tool that reads runs (eval, diagnose,
-// transfer to CIFAR-100 with that dataset's statistics) uses it unchanged. Different means cannot
-// be folded exactly (a constant offset meets the zero padding at the borders) and are refused.
-// Export writes the weights for the run's own statistics and says so: it prints the
-// transforms.Normalize(...) line and stores it in the file's metadata.
+// Input normalisation: a model trained with other statistics than its dataset's (kuangliu's
+// std (0.2023, 0.1994, 0.2010) against the lab's (0.2470, 0.2435, 0.2616)) keeps them: the run
+// records them (training.CheckpointInfo.Input) and its model applies them at its input
+// (cifarlib.Model.Input: the graph re-normalises the lab's data to them), so every tensor is the
+// file's, a permutation of its values with nothing folded in. A file imported and exported
+// without training therefore gives back its tensors bit for bit, under its own naming (Export's
+// default for an imported run), and the source pipeline's own transforms.Normalize works
+// unchanged. Export prints the transforms.Normalize(...) line the run expects (after fine-tuning
+// too) and stores it in the file's metadata.
 //
 // What cannot map exactly is refused by name, never imported as a silently different model: a
 // 7x7 ImageNet stem, a pre-activation ResNet, a dtype that does not widen exactly to float32.
 // Key mismatches are reported in load_state_dict's words (Missing key(s), Unexpected key(s),
-// size mismatch for NAME with both shapes).
+// size mismatch for NAME with both shapes; the first few keys and a count), with one line naming
+// a ResNet of another depth (ResNet-34, -50, -101, -152).
 package interop

@@ -18,8 +18,9 @@ var (
 	// ErrDType: a tensor dtype that does not convert exactly to float32 (or int64 for
 	// num_batches_tracked).
 	ErrDType = errors.New("unhandled dtype")
-	// ErrNormalization: source normalisation statistics that cannot be folded exactly.
-	ErrNormalization = errors.New("normalisation not foldable")
+	// ErrNormalization: source normalisation statistics that cannot be used (a standard
+	// deviation that is not positive, metadata that does not parse).
+	ErrNormalization = errors.New("unusable normalisation")
 	// ErrNoStateDict: the file holds no state_dict (nor a known wrapper of one).
 	ErrNoStateDict = errors.New("no state_dict")
 )
@@ -53,7 +54,8 @@ type SizeMismatch struct {
 type LoadStateDictError struct {
 	// File is the file imported, Model the PyTorch class its naming is ("ResNet18", ...).
 	File, Model string
-	// Missing and Unexpected are keys, in the model's and the file's order.
+	// Missing and Unexpected are keys, in the model's and the file's order (Error lists the
+	// first few of each and counts the rest).
 	Missing, Unexpected []string
 	// Sizes lists the shape mismatches.
 	Sizes []SizeMismatch
@@ -65,18 +67,11 @@ type LoadStateDictError struct {
 func (e *LoadStateDictError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "interop: %s: Error(s) in loading state_dict for %s:", e.File, e.Model)
-	quote := func(keys []string) string {
-		q := make([]string, len(keys))
-		for i, k := range keys {
-			q[i] = fmt.Sprintf("%q", k)
-		}
-		return strings.Join(q, ", ")
-	}
 	if len(e.Missing) > 0 {
-		fmt.Fprintf(&b, "\n\tMissing key(s) in state_dict: %s.", quote(e.Missing))
+		fmt.Fprintf(&b, "\n\tMissing key(s) in state_dict: %s.", quoteKeys(e.Missing))
 	}
 	if len(e.Unexpected) > 0 {
-		fmt.Fprintf(&b, "\n\tUnexpected key(s) in state_dict: %s.", quote(e.Unexpected))
+		fmt.Fprintf(&b, "\n\tUnexpected key(s) in state_dict: %s.", quoteKeys(e.Unexpected))
 	}
 	for _, s := range e.Sizes {
 		fmt.Fprintf(&b, "\n\tsize mismatch for %s: copying a param with shape torch.Size(%s) from checkpoint, "+

@@ -8,6 +8,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
@@ -26,8 +27,8 @@ const (
 
 // ExportOptions configures Export.
 type ExportOptions struct {
-	// Names is the PyTorch naming ("" for the architecture's default: pytorch-cifar for
-	// resnet18, cnn-twin for cnn).
+	// Names is the PyTorch naming ("" for an imported run's source naming, else the
+	// architecture's default: pytorch-cifar for resnet18, cnn-twin for cnn).
 	Names Names
 	// Backend runs the model once to load its variables ("go" when nil).
 	Backend compute.Backend
@@ -43,7 +44,8 @@ type ExportResult struct {
 	NumClasses int
 	// Tensors is the number of tensors written.
 	Tensors int
-	// Normalization is what the PyTorch side must feed the model (the run's dataset's).
+	// Normalization is what the PyTorch side must feed the model: the run's own (an imported
+	// run's source normalisation, kept through fine-tuning), else its dataset's.
 	Normalization Normalization
 }
 
@@ -82,6 +84,9 @@ func Export(runDir, out string, opts ExportOptions) (*ExportResult, error) {
 	m := ck.Model
 	names := opts.Names
 	if names == "" {
+		names = sourceNames(ck.Store) // an imported run's own
+	}
+	if names == "" {
 		names = DefaultNames(m.Arch)
 	}
 	if _, err := keyMap(m.Arch, names, m.NumClasses); err != nil {
@@ -95,8 +100,8 @@ func Export(runDir, out string, opts ExportOptions) (*ExportResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	norm := Normalization{Mean: m.Spec.Mean, Std: m.Spec.Std}
-	meta := map[string]string{"format": "pt", MetaNormalizeMean: joinFloats(norm.Mean), MetaNormalizeStd: joinFloats(norm.Std),
+	norm := Normalization(m.Normalization()) // the run's own: an imported model's, else its dataset's
+	meta := map[string]string{"format": "pt", MetaNormalizeMean: cifarlib.JoinStats(norm.Mean), MetaNormalizeStd: cifarlib.JoinStats(norm.Std),
 		MetaTransforms: norm.String(), MetaArch: m.Arch, MetaNames: string(names), MetaDataset: m.Spec.ID()}
 	if err := safetensors.WriteFile(out, ts, meta); err != nil {
 		return nil, err
@@ -125,13 +130,4 @@ func runVariables(t *training.Trained) (map[string]Variable, error) {
 		vars[v.Path()] = Variable{Path: v.Path(), Shape: value.Shape().Dimensions, Values: flat}
 	}
 	return vars, nil
-}
-
-// joinFloats formats statistics as "a,b,c".
-func joinFloats(v [3]float32) string {
-	s := make([]string, 3)
-	for i, x := range v {
-		s[i] = fmtFloat(x)
-	}
-	return strings.Join(s, ",")
 }

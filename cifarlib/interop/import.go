@@ -2,7 +2,6 @@ package interop
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
@@ -39,10 +38,10 @@ type ImportReport struct {
 	HasAcc          bool
 	Epoch           int
 	HasEpoch        bool
-	// Source is the normalisation the file's model expects, Lab the run's; Scale the factor
-	// folded into each input channel of the first convolution (Lab.Std / Source.Std).
+	// Source is the normalisation the file's model expects, which the run records and its
+	// model applies at its input (cifarlib.InputNormalization); Lab is the dataset's, which the
+	// lab's data pipeline applies before it.
 	Source, Lab Normalization
-	Scale       [3]float64
 	// BatchNorms is the number of batch-norm layers carried, BatchesTracked the largest
 	// num_batches_tracked, which set their averaging weights.
 	BatchNorms     int
@@ -62,9 +61,9 @@ func (r *ImportReport) String() string {
 		fmt.Fprintf(&b, ", prefix %q removed", r.Prefix)
 	}
 	fmt.Fprintf(&b, ") into %s: %s for %s\n", r.Dir, r.Arch, r.Spec.ID())
-	if r.Scale != [3]float64{1, 1, 1} {
-		fmt.Fprintf(&b, "normalisation: the file's model expects %v; folded into the first convolution "+
-			"(x%.4f, x%.4f, x%.4f per input channel), so the run uses the lab's %v\n", r.Source, r.Scale[0], r.Scale[1], r.Scale[2], r.Lab)
+	if r.Source != r.Lab {
+		fmt.Fprintf(&b, "normalisation: %v, the file's model's, recorded by the run and applied at its input "+
+			"(weights unchanged; the lab's data is %v)\n", r.Source, r.Lab)
 	} else {
 		fmt.Fprintf(&b, "normalisation: %v, the lab's\n", r.Lab)
 	}
@@ -105,11 +104,11 @@ func Import(file, dir string, opts ImportOptions) (*ImportReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := convertStateDict(sd, arch, opts.Names, spec.NumClasses, src, lab)
+	c, err := convertStateDict(sd, arch, opts.Names, spec.NumClasses, src)
 	if err != nil {
 		return nil, err
 	}
-	m, err := cifarlib.NewModel(spec, arch).Done()
+	m, err := cifarlib.NewModel(spec, arch).Input(cifarlib.InputNormalization(src)).Done()
 	if err != nil {
 		return nil, err
 	}
@@ -117,11 +116,12 @@ func Import(file, dir string, opts ImportOptions) (*ImportReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	setSourceNames(store, c.names)
 	if err := training.WriteImportedRun(dir, m, store, file); err != nil {
 		return nil, err
 	}
 	return &ImportReport{File: file, Dir: dir, Arch: arch, Names: c.names, Spec: spec, Wrapper: sd.Wrapper, Prefix: sd.Prefix,
-		Acc: sd.Acc, HasAcc: sd.HasAcc, Epoch: sd.Epoch, HasEpoch: sd.HasEpoch, Source: src, Lab: lab, Scale: c.scale,
+		Acc: sd.Acc, HasAcc: sd.HasAcc, Epoch: sd.Epoch, HasEpoch: sd.HasEpoch, Source: src, Lab: lab,
 		BatchNorms: c.batchNorms, BatchesTracked: c.batches, Tensors: len(c.variables)}, nil
 }
 
@@ -132,8 +132,8 @@ func sourceNormalization(sd *StateDict, arch string, opt, lab Normalization) (No
 		return opt, nil
 	}
 	if m, s := sd.Metadata[MetaNormalizeMean], sd.Metadata[MetaNormalizeStd]; m != "" || s != "" {
-		mean, err1 := parseFloats(m)
-		std, err2 := parseFloats(s)
+		mean, err1 := cifarlib.ParseStats(m)
+		std, err2 := cifarlib.ParseStats(s)
 		if err1 != nil || err2 != nil {
 			return Normalization{}, &RefusalError{File: sd.File, Kind: ErrNormalization, Detail: fmt.Sprintf("metadata %s=%q, %s=%q: "+
 				"want three numbers each", MetaNormalizeMean, m, MetaNormalizeStd, s)}
@@ -144,23 +144,6 @@ func sourceNormalization(sd *StateDict, arch string, opt, lab Normalization) (No
 		return lab, nil
 	}
 	return PytorchCIFARNormalization, nil
-}
-
-// parseFloats parses "a,b,c".
-func parseFloats(s string) ([3]float32, error) {
-	var out [3]float32
-	parts := strings.Split(s, ",")
-	if len(parts) != 3 {
-		return out, fmt.Errorf("want 3 values, got %q", s)
-	}
-	for i, p := range parts {
-		v, err := strconv.ParseFloat(strings.TrimSpace(p), 32)
-		if err != nil {
-			return out, err
-		}
-		out[i] = float32(v)
-	}
-	return out, nil
 }
 
 // ParseNormalization parses "MEAN,MEAN,MEAN/STD,STD,STD" (the CLI's --normalize) or the name
@@ -176,8 +159,8 @@ func ParseNormalization(s string, lab Normalization) (Normalization, error) {
 		return lab, nil
 	}
 	m, sd, ok := strings.Cut(s, "/")
-	mean, err1 := parseFloats(m)
-	std, err2 := parseFloats(sd)
+	mean, err1 := cifarlib.ParseStats(m)
+	std, err2 := cifarlib.ParseStats(sd)
 	if !ok || err1 != nil || err2 != nil {
 		return Normalization{}, fmt.Errorf("normalisation %q: want MEAN,MEAN,MEAN/STD,STD,STD (e.g. 0.4914,0.4822,0.4465/0.2023,0.1994,0.2010), "+
 			"pytorch-cifar or lab", s)

@@ -26,7 +26,7 @@ func TestImportExportCNNTwin(t *testing.T) {
 	rep, err := Import(filepath.Join("testdata", "cnn_twin.pt"), dir, ImportOptions{Arch: "cnn"})
 	require.NoError(t, err)
 	require.Equal(t, NamesCNNTwin, rep.Names)
-	require.Equal(t, [3]float64{1, 1, 1}, rep.Scale)
+	require.Equal(t, rep.Lab, rep.Source, "the cnn twin uses the lab's normalisation")
 	require.Equal(t, 8, rep.Tensors)
 
 	backend := goBackend(t)

@@ -1,7 +1,7 @@
 package interop
 
 // Layout changes between PyTorch's tensors and the lab's variables; each is a permutation of
-// the values (the folding of the input normalisation aside), so a round trip is exact.
+// the values, so a round trip is exact.
 
 // convToLab turns a PyTorch convolution kernel [out, in, kh, kw] into the lab's [kh, kw, in, out].
 func convToLab(w []float32, shape []int) []float32 { return permuteConv(w, shape, true) }
@@ -66,25 +66,6 @@ func permuteLinear(w []float32, shape []int, flatten, toLab bool) []float32 {
 				out[l] = w[t]
 			} else {
 				out[t] = w[l]
-			}
-		}
-	}
-	return out
-}
-
-// foldInputScale multiplies each input channel c of a PyTorch kernel [out, in, kh, kw] by
-// scale[c] (in float64, rounded once to float32). A model that expects inputs normalised with
-// std S then computes the same on inputs normalised with the lab's std L when scale = L/S: the
-// convolution is linear in its input, and the zero padding is zero in both normalisations, so
-// the folding is exact at the borders too (the means must be equal; see Normalization).
-func foldInputScale(w []float32, shape []int, scale [3]float64) []float32 {
-	o, in, k := shape[0], shape[1], shape[2]*shape[3]
-	out := make([]float32, len(w))
-	for a := range o {
-		for c := range in {
-			for j := range k {
-				i := (a*in+c)*k + j
-				out[i] = float32(float64(w[i]) * scale[c])
 			}
 		}
 	}

@@ -83,7 +83,7 @@ func TestCNNTwinLogits(t *testing.T) {
 	spec := data.CIFAR10()
 	norm := Normalization{Mean: spec.Mean, Std: spec.Std}
 	require.Equal(t, norm, Normalization{Mean: want.Normalize.Mean, Std: want.Normalize.Std})
-	c, err := convertStateDict(sd, "cnn", "", 10, norm, norm)
+	c, err := convertStateDict(sd, "cnn", "", 10, norm)
 	require.NoError(t, err)
 	store, err := newStore(c.variables)
 	require.NoError(t, err)

@@ -54,22 +54,11 @@ func TestKeyMapCoversLabModel(t *testing.T) {
 }
 
 // TestImportExportResNetSafetensors: a torchvision-named ResNet-18 in a safetensors file (no
-// metadata) imports with the naming detected and, exported in that naming, gives back its
-// tensors bit for bit; exported in kuangliu's naming it has kuangliu's keys.
+// metadata) imports with the naming detected and, exported (in the source's naming, the
+// default), gives back its tensors bit for bit; exported in kuangliu's naming it has kuangliu's keys.
 func TestImportExportResNetSafetensors(t *testing.T) {
-	sd := syntheticStateDict(readKeys(t, "torchvision"))
-	var ts []safetensors.Tensor
-	for _, k := range sd.Keys {
-		tensor := sd.Tensors[k]
-		dt := "F32"
-		if tensor.DType == "int64" {
-			dt = "I64"
-		}
-		ts = append(ts, safetensors.Tensor{Name: k, DType: dt, Shape: tensor.Shape, Data: tensor.Storage.Data})
-	}
 	dir := t.TempDir()
-	file := filepath.Join(dir, "tv.safetensors")
-	require.NoError(t, safetensors.WriteFile(file, ts, nil))
+	file, ts := writeSynthetic(t, dir, "torchvision")
 	lab := data.CIFAR10()
 	rep, err := Import(file, filepath.Join(dir, "run"), ImportOptions{Source: Normalization{Mean: lab.Mean, Std: lab.Std}})
 	require.NoError(t, err)
@@ -78,7 +67,7 @@ func TestImportExportResNetSafetensors(t *testing.T) {
 	require.Equal(t, int64(42), rep.BatchesTracked)
 
 	out := filepath.Join(dir, "back.safetensors")
-	_, err = Export(filepath.Join(dir, "run"), out, ExportOptions{Names: NamesTorchvision, Backend: goBackend(t)})
+	_, err = Export(filepath.Join(dir, "run"), out, ExportOptions{Backend: goBackend(t)}) // the source's naming by default
 	require.NoError(t, err)
 	back, err := safetensors.ReadFile(out)
 	require.NoError(t, err)
@@ -88,7 +77,7 @@ func TestImportExportResNetSafetensors(t *testing.T) {
 		require.True(t, ok, want.Name)
 		require.Equal(t, want, got, want.Name)
 	}
-	_, err = Export(filepath.Join(dir, "run"), out, ExportOptions{Backend: goBackend(t)})
+	_, err = Export(filepath.Join(dir, "run"), out, ExportOptions{Names: NamesPytorchCIFAR, Backend: goBackend(t)})
 	require.NoError(t, err)
 	kuangliu, err := safetensors.ReadFile(out)
 	require.NoError(t, err)

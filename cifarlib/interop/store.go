@@ -17,3 +17,17 @@ func newStore(vars []Variable) (*model.Store, error) {
 	}
 	return store, nil
 }
+
+// paramNames is the store parameter under which an imported run records the PyTorch naming of
+// its source, so that Export writes the source's names back by default.
+const paramNames = "cifarlab_torch_names"
+
+// setSourceNames records the source's naming in the imported run's store.
+func setSourceNames(store *model.Store, names Names) {
+	store.RootScope().SetParams(map[string]any{paramNames: string(names)})
+}
+
+// sourceNames is the naming an imported run recorded, or "" (a run the lab trained).
+func sourceNames(store *model.Store) Names {
+	return Names(model.GetParamOr(store.RootScope(), paramNames, ""))
+}

@@ -14,7 +14,8 @@ import (
 
 // TestLabImportTransferExport: the notebook's one-call forms. A PyTorch file imported as a run
 // of the CIFAR-10 lab is loaded like a trained run, carried to CIFAR-100 by the CIFAR-100 lab's
-// Transfer, and the fine-tuned run exported for PyTorch; importing again replaces the run.
+// Transfer (keeping the imported run's normalisation), and the fine-tuned run exported for
+// PyTorch; importing again replaces the run.
 func TestLabImportTransferExport(t *testing.T) {
 	buf := captureOutput(t)
 	lab10, lab100, _ := twoLabs(t)
@@ -39,7 +40,10 @@ func TestLabImportTransferExport(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 100, exp.NumClasses)
 	require.Equal(t, interop.NamesCNNTwin, exp.Names)
-	require.Contains(t, buf.String(), "transforms.Normalize((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762))")
+	// The imported run's own normalisation (the twin's, CIFAR-10's) is kept by the transfer: the
+	// CIFAR-100 run's model re-normalises its inputs to it, and its export asks for it.
+	require.Equal(t, interop.Normalization{Mean: data.CIFAR10().Mean, Std: data.CIFAR10().Std}, exp.Normalization)
+	require.Contains(t, buf.String(), "with inputs normalised by\n  transforms.Normalize((0.4914, 0.4822, 0.4465), (0.247, 0.2435, 0.2616))")
 	_, err = lab100.Export("never-trained", out, "")
 	require.ErrorIs(t, err, ErrNoRun)
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
@@ -73,6 +74,11 @@ type CheckpointInfo struct {
 	TransferredFrom      string  `json:"transferred_from,omitempty"`
 	Freeze               string  `json:"freeze,omitempty"`
 	BackboneLearningRate float64 `json:"backbone_learning_rate,omitempty"`
+	// Input is the normalisation the run's model expects when it is not its dataset's (an
+	// imported model's: see cifarlib.InputNormalization); zero otherwise.
+	Input cifarlib.InputNormalization `json:"input_normalization,omitzero"`
+	// ImportedFrom is the file an imported run was made from (WriteImportedRun), or "".
+	ImportedFrom string `json:"imported_from,omitempty"`
 }
 
 // Spec returns the dataset Spec the checkpoint was trained on.
@@ -100,6 +106,10 @@ func (ci *CheckpointInfo) setStoreParams(store *model.Store) {
 	if ci.TransferredFrom != "" {
 		root.SetParams(map[string]any{ckptParamFrom: ci.TransferredFrom, ckptParamFreeze: ci.Freeze,
 			ckptParamBackboneLR: ci.BackboneLearningRate})
+	}
+	setInputParams(store, ci.Input)
+	if ci.ImportedFrom != "" {
+		root.SetParams(map[string]any{ckptParamImported: ci.ImportedFrom})
 	}
 }
 
@@ -130,6 +140,7 @@ func checkpointInfoFromStore(store *model.Store, dir string) (info CheckpointInf
 		TransferredFrom:      model.GetParamOr(root, ckptParamFrom, ""),
 		Freeze:               model.GetParamOr(root, ckptParamFreeze, ""),
 		BackboneLearningRate: model.GetParamOr(root, ckptParamBackboneLR, 0.0),
+		ImportedFrom:         model.GetParamOr(root, ckptParamImported, ""),
 	}
 	info.Step = int(optimizer.GetGlobalStep(store))
 	return info, true
@@ -188,6 +199,9 @@ type trainCheckpoint struct {
 	dir     string
 	// resumed is set when the directory held a checkpoint, with what it recorded.
 	resumed *CheckpointInfo
+	// imported is set instead when that checkpoint has no training settings (an imported
+	// run's): training continues from its weights with the run's own settings.
+	imported *CheckpointInfo
 	// setAside lists the incomplete checkpoints (interrupted saves) moved out of the way.
 	setAside []string
 }
@@ -216,8 +230,18 @@ func openTrainCheckpoint(store *model.Store, c *Config) (*trainCheckpoint, error
 		return nil, fmt.Errorf("cifarlib: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter): "+
 			"use another checkpoint directory", c.CheckpointDir, ckptParamModel)
 	}
+	if info.Input, err = inputFromStore(store); err != nil {
+		return nil, err
+	}
 	if err := headShapeCheck(h, info, c.Spec.ID(), c.headWidth(), c.Model, true); err != nil {
 		return nil, err
+	}
+	if info.hasNoTrainingSettings() { // an import: nothing to resume but its weights
+		if err := info.checkTrainOn(checkpointInfoFromConfig(c)); err != nil {
+			return nil, err
+		}
+		tc.imported = &info
+		return tc, nil
 	}
 	if diffs := info.compareForResume(checkpointInfoFromConfig(c)); len(diffs) > 0 {
 		return nil, &CheckpointMismatchError{Dir: c.CheckpointDir, Diffs: diffs}
@@ -267,6 +291,9 @@ func readRunCheckpoint(dir string) (*model.Store, *checkpoint.Handler, Checkpoin
 	info, ok := checkpointInfoFromStore(store, dir)
 	if !ok {
 		return nil, nil, CheckpointInfo{}, fmt.Errorf("cifarlib: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter)", dir, ckptParamModel)
+	}
+	if info.Input, err = inputFromStore(store); err != nil {
+		return nil, nil, CheckpointInfo{}, err
 	}
 	return store, h, info, nil
 }

@@ -16,7 +16,8 @@ import (
 
 // WriteImportedRun writes a run folder for a model whose weights were made outside the lab (a
 // PyTorch file, see package interop): store's variables as the run's checkpoint at step 0, the
-// run's settings (dataset, architecture, head width) in its parameters, an empty history and a
+// run's settings (dataset, architecture, head width, and m.Input: the input normalisation its
+// weights expect) in its parameters, an empty history and a
 // run.json with status done and ImportedFrom set to source. LoadCheckpoint, DiagnoseRun and
 // Config.From (eval, diagnose --from and train --from) then accept it like a run the lab
 // trained.
@@ -42,7 +43,8 @@ func WriteImportedRun(dir string, m *cifarlib.Model, store *model.Store, source 
 			_ = os.RemoveAll(tmp)
 		}
 	}()
-	info := CheckpointInfo{Dir: dir, Dataset: m.Spec.Name, Labels: m.Spec.Labels.String(), Model: m.Arch, Head: m.NumClasses}
+	info := CheckpointInfo{Dir: dir, Dataset: m.Spec.Name, Labels: m.Spec.Labels.String(), Model: m.Arch, Head: m.NumClasses,
+		Input: m.Input, ImportedFrom: source}
 	info.setStoreParams(store)
 	h, err := checkpoint.Build(store).Dir(tmp).Done()
 	if err != nil {

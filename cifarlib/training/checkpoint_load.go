@@ -39,10 +39,11 @@ func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, err
 	return loadedCheckpoint(store, info, m, backend)
 }
 
-// modelBuilder starts the run's model (its architecture and head width) for spec; the head is
+// modelBuilder starts the run's model (its architecture, head width and input normalisation)
+// for spec; the head is
 // marked overridden only when it differs from spec's classes.
 func (ci *CheckpointInfo) modelBuilder(spec data.Spec) *cifarlib.ModelBuilder {
-	b := cifarlib.NewModel(spec, ci.Model)
+	b := cifarlib.NewModel(spec, ci.Model).Input(ci.Input)
 	if ci.Head != spec.NumClasses {
 		b = b.Head(ci.Head)
 	}
@@ -74,5 +75,7 @@ func LoadCheckpointInto(dir string, m *cifarlib.Model, backend compute.Backend) 
 	if err := headShapeCheck(h, info, m.Spec.ID(), m.NumClasses, m.Arch, false); err != nil {
 		return nil, err
 	}
-	return loadedCheckpoint(store, info, m, backend)
+	own := *m // the run's weights expect its own input normalisation
+	own.Input = info.Input
+	return loadedCheckpoint(store, info, &own, backend)
 }

@@ -57,6 +57,7 @@ func DiagnoseRun(runDir string, target data.Spec, root string, opts cifarlib.Dia
 	transfer := fmt.Sprintf("transfer the run: cifarlab train --from %s --dataset %s (training.Config.From), which carries the "+
 		"backbone and initialises a new head of %d", runDir, datasetFlags(target.ID()), target.NumClasses)
 	d.Checklist = switchChecklist(info.Head, source, target, d.Splits, transfer)
+	ownNormalizationItem(d.Checklist, info.Input, target)
 	if i := slices.IndexFunc(d.Checklist, func(c cifarlib.CheckItem) bool { return c.Status == cifarlib.CheckFail }); i >= 0 {
 		d.OK, d.Fix = false, transfer
 		if !strings.HasPrefix(d.Verdict, "MISMATCH") && !strings.HasPrefix(d.Verdict, "PROBLEM") {

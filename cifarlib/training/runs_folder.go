@@ -68,6 +68,7 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 			rf.record.Job.Resumed(prev.Job)
 		}
 	}
+	rf.record.ImportedFrom = t.importedFrom(start)
 	rf.note(rf.record.Write(rf.dir))
 	if rf.events, rf.evtErr = createEvents(rf.dir); rf.evtErr == nil {
 		rf.evtErr = rf.events.Start(int64(start + 1))

@@ -163,11 +163,14 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 			}
 			t.history.TopK = cfg.topK()
 		}
+		t.noteImported()
 	}
 	if err := t.startTransfer(); err != nil {
 		return nil, err
 	}
+	t.adoptInput()
 	info := checkpointInfoFromConfig(&cfg)
+	info.Input = t.model.Input
 	info.setStoreParams(t.store)
 
 	err = backends.TrainCatch(func() error {

@@ -139,9 +139,13 @@ type Config struct {
 	OnPoint func(runs.HistoryPoint) error
 
 	// From, when set, is the checkpoint directory of a trained cifarlib run to transfer from
-	// (see transfer.go): its backbone is carried bit for bit, the head is initialised afresh at
-	// Spec's width, and the optimizer state and global step start again. Model "" takes the run's.
+	// (see transfer.go): its backbone is carried bit for bit, its head too when Spec has the
+	// source's number of classes (unless NewHead), else the head is initialised afresh at Spec's
+	// width; the optimizer state and global step start again. Model "" takes the run's.
 	From string
+	// NewHead initialises a transferred run's head afresh from Seed even when Spec has the
+	// source's number of classes (by default that head is carried with the backbone).
+	NewHead bool
 	// Freeze is "" (fine-tune everything) or FreezeBackbone (a linear probe: only the head
 	// trains; the backbone's weights and batch-norm statistics stay as carried). Without From the
 	// backbone stays as initialised from Seed: the random-feature baseline of a linear probe.

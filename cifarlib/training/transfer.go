@@ -65,6 +65,9 @@ type TransferReport struct {
 	// Reinitialized lists the head's variables, initialised afresh from the run's seed at the
 	// target's width (their shape in the source in FromShape).
 	Reinitialized []TransferVariable `json:"reinitialized"`
+	// KeptHead lists them instead when the target has the source's number of classes and
+	// Config.NewHead is false: the head is carried bit for bit with the backbone.
+	KeptHead []TransferVariable `json:"kept_head,omitempty"`
 	// Dropped lists the source's other variables, which start again: the optimizer's state
 	// (of the backbone too), the global step, the guard's and trainer's counters, the RNG state.
 	Dropped []string `json:"dropped"`
@@ -98,8 +101,12 @@ func (r *TransferReport) String() string {
 	for i, v := range r.Reinitialized {
 		heads[i] = fmt.Sprintf("%s %v (was %v)", v.Path, v.Shape, v.FromShape)
 	}
-	fmt.Fprintf(&b, "  re-initialised from the seed: %s: %s has %d classes, the source's head %d\n",
-		strings.Join(heads, ", "), r.Dataset, r.Head, r.FromHead)
+	if len(r.KeptHead) > 0 {
+		b.WriteString(r.keptHeadLine())
+	} else {
+		fmt.Fprintf(&b, "  re-initialised from the seed: %s: %s has %d classes, the source's head %d\n",
+			strings.Join(heads, ", "), r.Dataset, r.Head, r.FromHead)
+	}
 	fmt.Fprintf(&b, "  dropped, starting again: %d variables (optimizer state of backbone and head, global step, "+
 		"guard and trainer counters, random-number state)\n", len(r.Dropped))
 	if r.Freeze == FreezeBackbone {
@@ -147,6 +154,10 @@ func openTransfer(cfg *Config) (*trainTransfer, error) {
 			return nil, &ConfigError{Field: "BackboneLearningRate", Value: fmt.Sprint(cfg.BackboneLearningRate),
 				Reason: "it applies to a transferred run: set From to the trained run's checkpoint directory"}
 		}
+		if cfg.NewHead {
+			return nil, &ConfigError{Field: "NewHead", Value: "true",
+				Reason: "it applies to a transferred run: set From to the trained run's checkpoint directory"}
+		}
 		if cfg.Freeze == "" {
 			return nil, nil
 		}
@@ -170,6 +181,7 @@ func openTransfer(cfg *Config) (*trainTransfer, error) {
 		switch {
 		case strings.HasPrefix(path, tt.head):
 			r.Reinitialized = append(r.Reinitialized, TransferVariable{Path: path, FromShape: dims})
+			tt.values[path] = value // carried when the target has the same width (keepHead)
 		case tt.isBackbone(path):
 			tt.values[path] = value
 			r.Carried = append(r.Carried, TransferVariable{Path: path, Shape: dims})
@@ -254,13 +266,14 @@ func (tt *trainTransfer) check(cfg *Config, m *cifarlib.Model) error {
 		v.Shape = append([]int{}, v.FromShape...)
 		v.Shape[len(v.Shape)-1] = m.NumClasses // The dense head's weights [in, classes] and biases [classes].
 	}
+	tt.keepHead(cfg, m)
 	return nil
 }
 
 // carry creates the backbone's variables in store with the source's values. It is called on a
 // fresh run only: a resumed run has them, trained, in its own checkpoint.
 func (tt *trainTransfer) carry(store *model.Store) error {
-	for _, v := range tt.report.Carried {
+	for _, v := range append(tt.report.Carried, tt.report.KeptHead...) {
 		if _, err := store.CreateVariable(v.Path, tt.values[v.Path]); err != nil {
 			return fmt.Errorf("cifarlib: carrying %s from %s: %w", v.Path, tt.report.From, err)
 		}
@@ -369,8 +382,11 @@ func (t *Trainer) startTransfer() error {
 	if err := t.transfer.carry(t.store); err != nil {
 		return err
 	}
-	t.logf("transferred from %s: carried %d backbone variables, head initialised afresh at %d", t.cfg.From,
-		len(t.transfer.report.Carried), t.model.NumClasses)
+	head := fmt.Sprintf("head initialised afresh at %d", t.model.NumClasses)
+	if len(t.transfer.report.KeptHead) > 0 {
+		head = fmt.Sprintf("head of %d classes kept (Config.NewHead, --new-head, re-initialises it)", t.model.NumClasses)
+	}
+	t.logf("transferred from %s: carried %d backbone variables, %s", t.cfg.From, len(t.transfer.report.Carried), head)
 	return nil
 }
 

@@ -16,6 +16,7 @@ var configFlags = map[string]string{
 	"Steps": "--steps", "BatchSize": "--batch", "Head": "--head", "Optimizer": "--optimizer", "LearningRate": "--lr",
 	"MinLearningRate": "--min-lr", "WeightDecay": "--weight-decay", "Schedule": "--schedule", "WarmupSteps": "--warmup",
 	"Precision": "--precision", "BackboneLearningRate": "--backbone-lr", "Freeze": "--freeze", "From": "--from",
+	"NewHead": "--new-head",
 }
 
 // inFlags says err in a CLI user's words: the library's errors tell a Go caller what to change

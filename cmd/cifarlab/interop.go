@@ -38,8 +38,8 @@ func runImport(args []string, stdout io.Writer) error {
 	dataset := fs.String("dataset", "cifar10", "the dataset the model was trained on: cifar10 or cifar100 (its classes are the head width)")
 	labels := fs.String("labels", "fine", "CIFAR-100 label set: fine or coarse")
 	names := fs.String("names", "", "PyTorch naming: pytorch-cifar, torchvision or cnn-twin (default: detected from the keys)")
-	normalize := fs.String("normalize", "", "the transforms.Normalize statistics the model was trained with, folded into the first "+
-		"convolution: MEAN,MEAN,MEAN/STD,STD,STD, pytorch-cifar (kuangliu's std 0.2023,0.1994,0.2010) or lab (default: pytorch-cifar "+
+	normalize := fs.String("normalize", "", "the transforms.Normalize statistics the model was trained with, recorded by the run and "+
+		"applied at its model's input: MEAN,MEAN,MEAN/STD,STD,STD, pytorch-cifar (kuangliu's std 0.2023,0.1994,0.2010) or lab (default: pytorch-cifar "+
 		"for resnet18, lab for cnn, or what a lab export recorded)")
 	check := fs.Bool("check", false, "evaluate the imported run on the test split of --data and compare with the accuracy the file records")
 	dataDir := fs.String("data", data.DefaultDir(), "CIFAR data `DIR` for --check ($"+data.DirEnv+")")
@@ -87,8 +87,7 @@ func runImport(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintln(stdout, line)
 	}
-	fmt.Fprintf(stdout, "next: cifarlab eval --checkpoint %s, cifarlab diagnose --dataset cifar100 --from %s, cifarlab train --dataset cifar100 --from %s ...\n",
-		*ckptDir, *ckptDir, *ckptDir)
+	fmt.Fprintln(stdout, importNext(*ckptDir, rep.Arch, *dataDir, spec))
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,10 +27,23 @@ func TestImportExportCommands(t *testing.T) {
 	require.Contains(t, stdout.String(), "imported "+twinFixture+" (cnn-twin naming, 8 tensors) into "+run1+": cnn for cifar10")
 	require.Contains(t, stdout.String(), "check: the lab measures ")
 	require.Contains(t, stdout.String(), "on 100 test images")
+	next := nextCommands(t, stdout.String())
+	require.Equal(t, []string{"eval", "--checkpoint", run1, "--data", root}, next[0], "the suggested eval runs as printed")
+	stdout.Reset()
+	require.Equal(t, 0, run(next[0], &stdout, &stderr), stderr.String())
+	require.Contains(t, stdout.String(), "checkpoint "+run1+": cnn for cifar10 (10 classes), step 0")
 
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"eval", "--checkpoint", run1, "--data", root, "--backend", "go"}, &stdout, &stderr), stderr.String())
 	require.Contains(t, stdout.String(), "checkpoint "+run1+": cnn for cifar10 (10 classes), step 0")
+
+	// The suggested train-on (2 steps instead of 500) continues the imported run (issue 33.3).
+	trainOn := append([]string{}, next[1]...)
+	require.Equal(t, "500", trainOn[len(trainOn)-1])
+	trainOn[len(trainOn)-1] = "2"
+	stdout.Reset()
+	require.Equal(t, 0, run(append(trainOn, "--batch", "16", "--no-eval", "--progress", "off", "--backend", "go"), &stdout, &stderr), stderr.String())
+	require.Contains(t, stdout.String(), "steps: 2")
 
 	root100 := trainTestData(t, data.CIFAR100(data.LabelsFine))
 	stdout.Reset()
@@ -71,4 +85,20 @@ func TestImportCommandRefuses(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, entries)
 	}
+}
+
+// nextCommands are the commands of import's "next:" lines, as argument lists (without
+// "cifarlab" and the comment in parentheses).
+func nextCommands(t *testing.T, out string) [][]string {
+	t.Helper()
+	_, after, ok := strings.Cut(out, "next:\n")
+	require.True(t, ok, out)
+	var cmds [][]string
+	for _, line := range strings.Split(strings.TrimSpace(after), "\n") {
+		line, _, _ = strings.Cut(strings.TrimSpace(line), "   (")
+		fields := strings.Fields(line)
+		require.Equal(t, "cifarlab", fields[0], line)
+		cmds = append(cmds, fields[1:])
+	}
+	return cmds
 }

@@ -44,6 +44,7 @@ type trainFlags struct {
 	modelSet                                            bool
 	lr, minLR, weightDecay                              float64
 	guard, asJSON, augment, noEval                      bool
+	newHead                                             bool
 }
 
 func runTrain(args []string, stdout io.Writer) error {
@@ -54,7 +55,7 @@ func runTrain(args []string, stdout io.Writer) error {
 func newTrainFlags(stdout io.Writer) (*flag.FlagSet, *trainFlags) {
 	fs := newFlagSet("train", "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--model cnn|resnet18|resnet20|linear] "+
 		"[--head N] [--guard=true|false] --steps N [--batch B] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--checkpoint DIR] "+
-		"[--from RUN_DIR [--freeze backbone] [--backbone-lr X]] [--json]", stdout)
+		"[--from RUN_DIR [--freeze backbone] [--backbone-lr X] [--new-head]] [--json]", stdout)
 	var f trainFlags
 	fs.StringVar(&f.dataset, "dataset", "cifar10", "dataset: cifar10 or cifar100")
 	fs.StringVar(&f.labels, "labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
@@ -88,7 +89,9 @@ func newTrainFlags(stdout io.Writer) (*flag.FlagSet, *trainFlags) {
 	fs.IntVar(&f.logEvery, "log-every", 0, "write a progress line to stderr every N steps (0: at most 200 lines per run)")
 	fs.StringVar(&f.progress, "progress", "auto", "GoMLX progress bar on stdout: auto (when stdout is a terminal), on or off")
 	fs.StringVar(&f.from, "from", "", "transfer from the trained run in `RUN_DIR` (its --checkpoint directory): its backbone is "+
-		"carried bit for bit, the head is new at --dataset's width, the optimizer state and step start again; --model defaults to the run's")
+		"carried bit for bit, its head too when --dataset has the run's number of classes (else the head is new at --dataset's width), "+
+		"the optimizer state and step start again; --model defaults to the run's")
+	fs.BoolVar(&f.newHead, "new-head", false, "with --from: initialise the head afresh from --seed even when --dataset has the run's number of classes")
 	fs.StringVar(&f.freeze, "freeze", "", "with --from: \"backbone\" trains the head only (linear probe; the backbone's weights and "+
 		"batch-norm statistics stay as carried)")
 	fs.Float64Var(&f.backboneLR, "backbone-lr", 0, "with --from: the backbone's learning rate when fine-tuning (0: --lr)")
@@ -189,7 +192,7 @@ func (f *trainFlags) config() (training.Config, error) {
 		CheckpointDir: f.checkpoint, CheckpointEvery: f.checkpointEvery,
 		EvalEvery: f.evalEvery, EvalExamples: f.evalExamples, SkipFinalEval: f.noEval,
 		Progress: progress, Log: os.Stderr, LogEvery: f.logEvery, Precision: precision,
-		From: f.from, Freeze: f.freeze, BackboneLearningRate: f.backboneLR, Model: f.transferArch(),
+		From: f.from, Freeze: f.freeze, BackboneLearningRate: f.backboneLR, Model: f.transferArch(), NewHead: f.newHead,
 	}, nil
 }
 

@@ -84,3 +84,29 @@ func TestImportDirection(t *testing.T) {
 	}
 	require.Equal(t, len(allowed), seen, "every package of the table exists")
 }
+
+// installers are the packages that download PJRT plugins at run time: go-xla's installer, its
+// opt-in auto-installer (since go-xla v0.4.5) and GoMLX's backends/default, which imports it.
+var installers = []string{"github.com/gomlx/go-xla/installer", "github.com/gomlx/go-xla/compute/xla/autoinstall",
+	"github.com/gomlx/gomlx/backends/default"}
+
+// TestNoPluginInstallerLinked: no package of the module links a plugin downloader except
+// docker/pjrtinstall, whose job it is: the lab installs plugins with pip (kernel/setup.sh), and
+// a cell that linked the installer would link net/http and the PyPI/GitHub clients for nothing
+// (bench/RESULTS-cells.md). cifarlib imports go-xla's compute/xla directly for that reason.
+func TestNoPluginInstallerLinked(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./...")
+	cmd.Dir = repo.Dir()
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go list: %s", out)
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if fields[0] == module+"docker/pjrtinstall" {
+			require.Contains(t, fields[1:], installers[0], "docker/pjrtinstall installs with go-xla's installer")
+			continue
+		}
+		for _, dep := range fields[1:] {
+			require.NotContains(t, installers, dep, "%s links %s: import github.com/gomlx/go-xla/compute/xla, not an installer", fields[0], dep)
+		}
+	}
+}

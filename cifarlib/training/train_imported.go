@@ -1,0 +1,74 @@
+package training
+
+import (
+	"fmt"
+
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+)
+
+// Training on an imported run (WriteImportedRun): its checkpoint holds the model's weights at
+// step 0 and no training settings (no optimizer, batch size, seed or schedule), because the
+// file it came from has none the lab can use. `--checkpoint IMPORTED_RUN` then continues from
+// those weights, head included, with the settings of the run that trains it: a fresh optimizer
+// state (as PyTorch's when a new optimizer is made for a loaded state_dict), the global step
+// counting from the import's 0. Its first save records those settings, so from then on the run
+// resumes as strictly as any other.
+
+// hasNoTrainingSettings reports whether the checkpoint records no training settings: an
+// imported run not trained since (runs imported before ImportedFrom was recorded included).
+func (ci *CheckpointInfo) hasNoTrainingSettings() bool {
+	return ci.Optimizer == "" && ci.BatchSize == 0 && ci.Step == 0
+}
+
+// checkTrainOn refuses to train on an imported run with another model, dataset or head width
+// than it was imported with: its weights are for that model only.
+func (ci *CheckpointInfo) checkTrainOn(want CheckpointInfo) error {
+	saved := fmt.Sprintf("%s for %s (head %d)", ci.Model, specID(*ci), ci.Head)
+	requested := fmt.Sprintf("%s for %s (head %d)", want.Model, specID(want), want.Head)
+	if saved == requested {
+		return nil
+	}
+	return fmt.Errorf("cifarlib: %s is an imported %s; training it on needs the same model and dataset, not %s: "+
+		"use --model %s --dataset %s (training.Config.Model, Spec), or move it to another dataset with --from %s (Config.From)",
+		ci.Dir, saved, requested, ci.Model, ci.Dataset, ci.Dir)
+}
+
+// noteImported says, in one line, that training continues an imported run from its weights.
+func (t *Trainer) noteImported() {
+	if t.ckpt == nil || t.ckpt.imported == nil {
+		return
+	}
+	info := t.ckpt.imported
+	from := info.Dir
+	if info.ImportedFrom != "" {
+		from = fmt.Sprintf("%s (imported from %s)", info.Dir, info.ImportedFrom)
+	}
+	t.logf("training on %s from its weights, head kept: step 0, a fresh %s optimizer state, batch %d "+
+		"(an imported run has no optimizer state or settings to resume)", from, t.cfg.Optimizer, t.cfg.BatchSize)
+}
+
+// adoptInput gives the Trainer's model the input normalisation its weights expect: a resumed
+// or imported run's recorded one, or a transfer source's. Runs that record none keep their
+// dataset's.
+func (t *Trainer) adoptInput() {
+	switch {
+	case t.ckpt != nil && t.ckpt.resumed != nil:
+		t.model.Input = t.ckpt.resumed.Input
+	case t.ckpt != nil && t.ckpt.imported != nil:
+		t.model.Input = t.ckpt.imported.Input
+	case t.transfer != nil && t.transfer.report != nil:
+		t.model.Input = t.transfer.info.Input
+	}
+}
+
+// importedFrom is the file the run in the checkpoint folder was imported from, kept in its
+// run.json when it trains on (and on each resume after): "" for a run the lab started.
+func (t *Trainer) importedFrom(start int) string {
+	if t.ckpt == nil || (t.ckpt.imported == nil && start == 0) {
+		return ""
+	}
+	if prev, err := runs.ReadRecord(t.cfg.CheckpointDir); err == nil {
+		return prev.ImportedFrom
+	}
+	return ""
+}
