@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 )
 
@@ -17,7 +18,7 @@ import (
 var sourceRoots = []string{"cifarlib", "internal"}
 
 // Fingerprint identifies the library code a cell of the checkout repoDir is built from: a hash of
-// the Go version and of every non-test .go file under cifarlib/ and internal/ (path and
+// the Go version, this program's build tags and cgo setting, and of every non-test .go file under cifarlib/ and internal/ (path and
 // contents), go.mod and go.sum. GoNB builds cells against the checkout's working tree (its
 // --go_work), so editing a library file, or pulling a new version, changes it; a lab process of
 // another fingerprint is never used. Tests and testdata are left out: a cell does not link them.
@@ -27,6 +28,13 @@ func Fingerprint(repoDir string) (string, error) {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "go %s\n", runtime.Version())
+	if info, ok := debug.ReadBuildInfo(); ok { // the build tags: a cell built with others links other code
+		for _, s := range info.Settings {
+			if s.Key == "-tags" || s.Key == "CGO_ENABLED" {
+				fmt.Fprintf(h, "%s=%s\n", s.Key, s.Value)
+			}
+		}
+	}
 	add := func(rel string) error {
 		f, err := os.Open(filepath.Join(repoDir, rel))
 		if err != nil {
