@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labproc"
@@ -72,6 +73,20 @@ type heldRun struct {
 	ev  *training.Evaluator
 }
 
+// maxHeld is how many runs the lab process keeps loaded for evaluation; the one evaluated
+// longest ago is let go first.
+const maxHeld = 4
+
+// hold keeps h as the run in dir, letting go of the one evaluated longest ago beyond maxHeld.
+func (s *labServer) hold(dir string, h *heldRun) {
+	s.held[dir] = h
+	s.heldOrder = append(slices.DeleteFunc(s.heldOrder, func(d string) bool { return d == dir }), dir)
+	if len(s.heldOrder) > maxHeld {
+		delete(s.held, s.heldOrder[0])
+		s.heldOrder = s.heldOrder[1:]
+	}
+}
+
 // evaluate serves an evalRequest: the run is loaded once per checkpoint and kept, with its
 // compiled evaluation.
 func (s *labServer) evaluate(ctx context.Context, r *evalRequest) ([]byte, error) {
@@ -81,6 +96,9 @@ func (s *labServer) evaluate(ctx context.Context, r *evalRequest) ([]byte, error
 	}
 	key := fmt.Sprintf("%d/%d", r.Step, r.Stamp)
 	h := s.held[r.Dir]
+	if h != nil && h.key == key {
+		s.hold(r.Dir, h) // the most recent now
+	}
 	if h == nil || h.key != key {
 		ck, err := training.LoadCheckpoint(r.Dir, s.backend)
 		if err != nil {
@@ -91,7 +109,7 @@ func (s *labServer) evaluate(ctx context.Context, r *evalRequest) ([]byte, error
 			return nil, err
 		}
 		h = &heldRun{key: key, ev: ev}
-		s.held[r.Dir] = h
+		s.hold(r.Dir, h)
 	}
 	recs := lab.Test
 	if r.Split == data.SplitTrain.String() {

@@ -17,10 +17,11 @@ import (
 // labServer is the lab process's state: the backend (created by the first request), and the
 // labs of each data folder and dataset it was asked for, with their data loaded once.
 type labServer struct {
-	mu      sync.Mutex
-	backend compute.Backend
-	labs    map[string]*Lab
-	held    map[string]*heldRun // by run folder
+	mu        sync.Mutex
+	backend   compute.Backend
+	labs      map[string]*Lab
+	held      map[string]*heldRun // by run folder
+	heldOrder []string            // the folders of held, the one evaluated longest ago first
 }
 
 // lab returns the lab of spec and dataDir, loading it the first time.

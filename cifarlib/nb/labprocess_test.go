@@ -110,7 +110,39 @@ func TestLabServerFit(t *testing.T) {
 	require.Equal(t, 2, res.EndStep)
 	require.NotNil(t, reply.History)
 
+	// The run evaluated by the lab process: what this process's evaluation of the same weights
+	// gives, the same program on the same backend.
+	dir := filepath.Join(dataDir, "runs", "two")
+	payload, err := encode(evalRequest{Dir: dir, Step: 2, Spec: data.CIFAR10(), DataDir: dataDir, Split: data.SplitTest.String(), Options: training.EvalOptions{MaxExamples: 50}})
+	require.NoError(t, err)
+	msg, err := client.Do(context.Background(), &labproc.Request{Op: "evaluate", Payload: payload}, func(*labproc.Message) {})
+	require.NoError(t, err)
+	var there training.EvalResult
+	require.NoError(t, json.Unmarshal(msg.Payload, &there))
+	lab := s.labs[dataDir+"\x00"+data.CIFAR10().ID()]
+	ck, err := training.LoadCheckpoint(dir, lab.Backend)
+	require.NoError(t, err)
+	here, err := training.Evaluate(context.Background(), lab.Backend, ck.Model, ck.Store, lab.Test, training.EvalOptions{MaxExamples: 50})
+	require.NoError(t, err)
+	require.Equal(t, here.Accuracy, there.Accuracy)
+	require.Equal(t, here.Loss, there.Loss)
+	require.Len(t, s.held, 1)
+
 	_, _, err = fit("head", training.Config{Steps: 1, BatchSize: 16, Head: 5})
 	require.ErrorIs(t, err, cifarlib.ErrHeadMismatch)
 	require.ErrorContains(t, err, "model head has 5 outputs but dataset cifar10 has 10 classes")
+}
+
+// TestHeldRunsBounded: the lab process keeps the runs evaluated last, at most maxHeld.
+func TestHeldRunsBounded(t *testing.T) {
+	s := &labServer{held: map[string]*heldRun{}}
+	for _, dir := range []string{"a", "b", "c", "d", "e"} {
+		s.hold(dir, &heldRun{key: dir})
+	}
+	require.Equal(t, []string{"b", "c", "d", "e"}, s.heldOrder)
+	s.hold("b", s.held["b"]) // evaluated again: the most recent
+	s.hold("f", &heldRun{key: "f"})
+	require.Equal(t, []string{"d", "e", "b", "f"}, s.heldOrder)
+	require.Len(t, s.held, maxHeld)
+	require.NotContains(t, s.held, "c")
 }
