@@ -142,7 +142,8 @@ func (l *Lab) RunDir(name string) (string, error) {
 // accuracy charts of the run so far are drawn in the cell and redrawn in place as it trains
 // (Live, at most every LiveEvery; not with cfg.Plot, GoMLX's own plotly figures), and stay as
 // the run's final charts. The run's checkpoint stays in RunDir(name) for Load. It prints how
-// long training took.
+// long training took, and where the time went (the run's timeline, runs.Timeline.Short: e.g.
+// "start 0.6 s · compile 3.9 s · 300 steps 2.5 s · eval 0.4 s · 1 checkpoint 0.02 s").
 //
 // An interrupt (Kernel → Interrupt, which GoNB sends to the cell as SIGINT; Ctrl-C) stops
 // training after the current step, saves the checkpoint, marks run.json "interrupted" and
@@ -227,7 +228,8 @@ func (l *Lab) fit(ctx context.Context, name string, cfg training.Config) (*train
 	if res.Interrupted {
 		return res, &InterruptedError{Run: name, Dir: dir, Step: res.EndStep, Target: res.TargetStep}
 	}
-	fmt.Fprintf(output(), "run %q: trained %d steps in %.1fs, saved in %s\n", name, res.StepsRun(), time.Since(start).Seconds(), shownPath(dir))
+	fmt.Fprintf(output(), "run %q: trained %d steps in %.1fs (%s), saved in %s\n", name, res.StepsRun(), time.Since(start).Seconds(),
+		res.Timeline.Short(), shownPath(dir))
 	return res, nil
 }
 

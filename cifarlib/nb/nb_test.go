@@ -217,7 +217,7 @@ func TestLabFitThenLoad(t *testing.T) {
 	res, err := l.Fit("fit", cfg)
 	require.NoError(t, err)
 	require.Equal(t, 5, res.EndStep)
-	require.Regexp(t, `run "fit": trained 5 steps in \d+\.\ds, saved in `+filepath.Join(dataDir, "runs", "fit"), buf.String())
+	require.Regexp(t, `run "fit": trained 5 steps in \d+\.\ds \(start [0-9.]+ s · compile [0-9.]+ s · 5 steps [0-9.]+ s · 1 checkpoint [0-9.]+ s\), saved in `+filepath.Join(dataDir, "runs", "fit"), buf.String())
 	b, err := l.Test.Batch(0, 8)
 	require.NoError(t, err)
 	want, err := res.Logits(b.Images)

@@ -79,6 +79,9 @@ type Record struct {
 	// Warning is the first error writing the run folder's TensorBoard events (training went on
 	// without them), "" when there was none.
 	Warning string `json:"warning,omitempty"`
+	// Timeline is where the run's (latest start's) wall time went, from its process start:
+	// backend, data, each compile, the steps, evaluations and checkpoint writes.
+	Timeline *Timeline `json:"timeline,omitempty"`
 	// Result is the outcome of a run that ended without error (done or interrupted): the JSON
 	// of the training package's training.Result, which decodes it (List reads the few numbers it shows).
 	Result json.RawMessage `json:"result,omitempty"`

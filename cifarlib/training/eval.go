@@ -8,10 +8,12 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -23,6 +25,9 @@ import (
 // EvalResult is an evaluation of a model on one split: overall loss, accuracy and top-k
 // accuracy, per-class accuracy and the confusion matrix.
 type EvalResult struct {
+	// Timeline is where the evaluation's time went, from its process start (nil for the
+	// evaluations of a Trainer: its Result has the run's).
+	Timeline *runs.Timeline `json:"timeline,omitempty"`
 	// Dataset is the dataset id ("cifar10", "cifar100", "cifar100-coarse") and Split the split
 	// evaluated ("test" or "train").
 	Dataset string `json:"dataset"`
@@ -63,7 +68,8 @@ type ClassAccuracy struct {
 
 // EvalOptions tune Evaluate. The zero value evaluates the whole split at batch size 100.
 type EvalOptions struct {
-	// BatchSize of the evaluation batches. Default 100.
+	// BatchSize of the evaluation batches. Default 100. The last, partial batch of a split is
+	// padded to it, so that one compiled program evaluates every batch.
 	BatchSize int
 	// MaxExamples limits the evaluation to the first MaxExamples examples (0: all).
 	MaxExamples int
@@ -72,6 +78,14 @@ type EvalOptions struct {
 	// Devices shards each batch across this many devices of the backend (DevicesAll: all of
 	// them; 0 or 1: one device). See Evaluator.useDevices.
 	Devices int
+
+	// TimelineFrom is when the evaluation's timeline (EvalResult.Timeline) starts: zero, the
+	// process start; a process that outlives notebook cells gives the cell's start.
+	TimelineFrom time.Time
+
+	// purpose is runs.PhaseValidation for a Trainer's evaluations during training, else
+	// runs.PhaseEval: the phase of the timeline.
+	purpose runs.Phase
 }
 
 // Evaluator evaluates a model whose variables are in a GoMLX model.Store. It compiles its
@@ -84,6 +98,9 @@ type Evaluator struct {
 	exec    *model.Exec
 	// devices is the number of devices exec shards batches across (0: one device, unsharded).
 	devices int
+	// rt is the timeline of the Trainer that evaluates (nil: each Evaluate records its own), and
+	// cur the one of the evaluation under way.
+	rt, cur *runTimeline
 }
 
 // NewEvaluator returns an Evaluator of m, with the variables of store, on backend.
@@ -106,6 +123,7 @@ func NewEvaluator(backend compute.Backend, m *cifarlib.Model, store *model.Store
 // graph computes, per example: the predicted class, whether the label is in the top k, and
 // the cross-entropy loss (0 for labels outside the head).
 func (e *Evaluator) graph(scope *model.Scope, images, labels *graph.Node) (pred, topHit, loss *graph.Node) {
+	e.cur.building(runs.ProgramEvaluation)
 	g := images.Graph()
 	scope.Store().SetTraining(g, false)
 	logits := e.model.ModelFn(scope, nil, []*graph.Node{images})[0]
@@ -131,6 +149,14 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalO
 	if opts.Split == "" {
 		opts.Split = "test"
 	}
+	if opts.purpose == "" {
+		opts.purpose = runs.PhaseEval
+	}
+	e.cur = e.rt
+	if e.cur == nil {
+		e.cur = newRunTimeline(opts.TimelineFrom)
+	}
+	began := time.Now()
 	if err := e.useDevices(opts.Devices); err != nil {
 		return nil, err
 	}
@@ -164,7 +190,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalO
 			if err != nil {
 				return err
 			}
-			outs, err := e.call(batch.Inputs[0], batch.Labels[0])
+			outs, err := e.call(batch.Inputs[0], batch.Labels[0], opts)
 			_ = batch.Finalize()
 			if err != nil {
 				return err
@@ -224,6 +250,10 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalO
 		if pc := &res.PerClass[c]; pc.Examples > 0 {
 			pc.Accuracy = float64(pc.Correct) / float64(pc.Examples)
 		}
+	}
+	e.cur.add(opts.purpose, began).Count = res.Examples
+	if e.rt == nil {
+		res.Timeline = e.cur.tl
 	}
 	return res, nil
 }

@@ -14,10 +14,9 @@ import (
 // useDevices makes the evaluator shard its batches across devices devices of its backend
 // (DevicesAll: all of them; 0 or 1: one device). The evaluation graph is then one program
 // partitioned by XLA (GoMLX's AutoSharding): images and labels are split on the batch axis,
-// the variables replicated, and the per-example outputs gathered back in batch order. A batch
-// whose size is not a multiple of the device count (the last one of a split) is padded with
-// zero images, whose outputs are dropped: evaluation uses the batch-norm moving averages, so
-// padding changes nothing. Changing the count recompiles.
+// the variables replicated, and the per-example outputs gathered back in batch order. Batches
+// are padded to the batch size rounded up to a multiple of the device count (see call).
+// Changing the count recompiles.
 func (e *Evaluator) useDevices(devices int) error {
 	n, err := backends.ResolveDevices(e.backend, devices)
 	if err != nil {
@@ -60,12 +59,17 @@ func (e *Evaluator) useDevices(devices int) error {
 // call runs the evaluation graph on one batch: directly on one device, or sharded across
 // e.devices devices (see useDevices). It returns pred, topHit and loss, one value per example
 // (padded examples at the end, if any, are to be ignored).
-func (e *Evaluator) call(images, labels *tensors.Tensor) ([]*tensors.Tensor, error) {
-	if e.devices <= 1 {
-		return e.exec.Call(images, labels)
-	}
+//
+// Every batch is padded with zero images to opts.BatchSize (rounded up to a multiple of the
+// devices), so that a split's last, partial batch runs the same program as the others: one
+// program per batch size, shared by the validations and the final evaluation, never compiled
+// twice. The padded examples' outputs are dropped, and change nothing else: evaluation uses
+// the batch-norm moving averages, not the batch's statistics. On one
+// device the program is compiled before the call, so that the timeline times the compile alone.
+func (e *Evaluator) call(images, labels *tensors.Tensor, opts EvalOptions) ([]*tensors.Tensor, error) {
 	b := images.Shape().Dimensions[0]
-	if padded := (b + e.devices - 1) / e.devices * e.devices; padded != b {
+	devices := max(e.devices, 1)
+	if padded := (max(b, opts.BatchSize) + devices - 1) / devices * devices; padded != b {
 		var err error
 		if images, err = padBatch(images, padded); err != nil {
 			return nil, err
@@ -76,6 +80,16 @@ func (e *Evaluator) call(images, labels *tensors.Tensor) ([]*tensors.Tensor, err
 		}
 		defer func() { _ = labels.FinalizeAll() }()
 	}
+	if e.devices <= 1 {
+		if err := e.cur.compile(string(opts.purpose), func() error {
+			_, err := e.exec.Compile(images.Shape(), labels.Shape())
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		return e.exec.Call(images, labels)
+	}
+	defer e.cur.built(string(opts.purpose)) // a sharded program compiles in its first call
 	spec := e.exec.DefaultShardingSpec()
 	batchSpec, err := backends.BatchShardingSpec(spec.Mesh)
 	if err != nil {

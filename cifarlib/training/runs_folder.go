@@ -59,7 +59,8 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 		record: newRunRecord(cfg, t.model.NumClasses, t.dist.numDevices())}
 	provenance := t.provenance
 	rf.record.Data = &provenance
-	if start > 0 { // a resume: the record of the runs before it
+	rf.record.Timeline = t.rt.tl // filled in as the run goes
+	if start > 0 {               // a resume: the record of the runs before it
 		if prev, err := runs.ReadRecord(rf.dir); err == nil {
 			rf.prior = prev.WallTime
 			if rf.record.From == "" {

@@ -82,8 +82,13 @@ type Trainer struct {
 	firstStepAt time.Time
 	lastStepAt  time.Time
 	lastMetrics []float64
+	loopStart   time.Time
+	finished    bool // Run returned
 	hookErr     error
 	folder      *runFolder // run.json and TensorBoard events, with a CheckpointDir
+
+	rt    *runTimeline // the run's timeline (timeline.go)
+	progs *programSet  // the compiled programs, kept in Config.Programs (programs.go)
 }
 
 // NewTrainer validates cfg, loads the data, builds the model, the GoMLX trainer and loop, and
@@ -98,15 +103,14 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 	if cfg, err = cfg.withDefaults(); err != nil {
 		return nil, err
 	}
-	t := &Trainer{cfg: cfg, history: &runs.History{TopK: cfg.topK()}, transfer: transfer}
+	t := &Trainer{cfg: cfg, history: &runs.History{TopK: cfg.topK()}, transfer: transfer, rt: newRunTimeline(cfg.TimelineFrom)}
 
 	// Backend and model: the static guard runs before the data is even loaded.
-	t.backend = cfg.Backend
-	if t.backend == nil {
-		if t.backend, err = backends.NewWithDevices(cfg.BackendName, cfg.Devices); err != nil {
-			return nil, devicesConfigError(err)
-		}
+	began := time.Now()
+	if t.backend, err = cfg.Programs.backendFor(&cfg); err != nil {
+		return nil, devicesConfigError(err)
 	}
+	t.rt.add(runs.PhaseBackend, began)
 	if t.dist, err = newTrainDevices(t.backend, &cfg); err != nil {
 		return nil, err
 	}
@@ -127,6 +131,7 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 	}
 
 	// Data.
+	began = time.Now()
 	if t.trainRecs, err = t.loadRecords(cfg.TrainRecords, data.SplitTrain); err != nil {
 		return nil, err
 	}
@@ -140,6 +145,7 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 		test = cfg.TestRecords // given, though this run does not evaluate
 	}
 	t.provenance = data.ProvenanceOf(t.trainRecs, test)
+	t.rt.add(runs.PhaseData, began)
 	if cfg.TrainRecords == nil {
 		t.logf("data: %s", t.provenance) // synthetic or real, where from
 	}
@@ -165,6 +171,9 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 		}
 		t.noteImported()
 	}
+	if err := t.usePrograms(); err != nil {
+		return nil, err
+	}
 	if err := t.startTransfer(); err != nil {
 		return nil, err
 	}
@@ -182,8 +191,11 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 		if cfg.Unguarded {
 			mode = cifarlib.GuardOff
 		}
-		t.trainer = train.NewTrainer(t.backend, t.store, t.modelFn, t.model.LossFn(mode), t.transfer.wrapOptimizer(opt),
-			trainMetricsFor(cfg.topK(), cfg.Unguarded, t.model.NumClasses), evalMetricsFor(cfg.topK()))
+		if t.trainer = t.progs.trainer; t.trainer == nil {
+			t.trainer = train.NewTrainer(t.backend, t.store, t.modelFn, t.model.LossFn(mode), t.transfer.wrapOptimizer(opt),
+				trainMetricsFor(cfg.topK(), cfg.Unguarded, t.model.NumClasses), evalMetricsFor(cfg.topK()))
+			t.progs.keep(t.trainer)
+		}
 		t.loop = train.NewLoop(t.trainer)
 		return nil
 	})
@@ -249,6 +261,7 @@ func trainOptimizer(c *Config) (optimizer.Interface, error) {
 // modelFn wraps the model's graph function with the learning-rate schedule, which GoMLX's
 // cosineschedule builds into the training graph.
 func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*graph.Node {
+	t.rt.building(runs.ProgramTrainStep)
 	if t.cfg.Schedule == ScheduleCosine {
 		cosineschedule.New(scope, inputs[0].Graph(), dtypes.Float32).
 			LearningRate(t.cfg.LearningRate).
@@ -326,7 +339,15 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 		t.logf("resumed from checkpoint %s at step %d of %d", cfg.CheckpointDir, start, cfg.Steps)
 	}
 	t.folder = t.openRunFolder(start)
-	defer func() { t.folder.close(result, err) }()
+	res.Timeline = t.rt.tl
+	defer func() {
+		t.finished = true
+		if result != nil {
+			result.Trained.evaluator = t.evaluator // compiled: evaluations after the run reuse it
+		}
+		t.progs.release(result)
+		t.folder.close(result, err)
+	}()
 
 	if start < cfg.Steps {
 		if err := t.runSteps(ctx, start, res); err != nil {
@@ -366,6 +387,7 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 	t.attachHooks()
 
 	began := time.Now()
+	t.loopStart = began
 	err = backends.TrainCatch(func() error {
 		if t.dist != nil {
 			return t.runDistributed(ctx, cfg.Steps-start)
@@ -387,6 +409,7 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 			res.TopK = t.lastMetrics[trainMetricTopK]
 		}
 	}
+	t.rt.steps(t.firstStepAt, t.lastStepAt, res.EndStep-start-1)
 	if n := res.EndStep - start; n > 1 && t.lastStepAt.After(t.firstStepAt) {
 		elapsed := t.lastStepAt.Sub(t.firstStepAt).Seconds()
 		res.StepsPerSecond = float64(n-1) / elapsed
@@ -457,7 +480,9 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 	step := loop.LoopStep + 1 // The step just completed, counted from 1.
 	t.lastStepAt = time.Now()
 	if t.firstStepAt.IsZero() {
-		t.firstStepAt = t.lastStepAt
+		t.rt.built(runs.ProgramTrainStep) // a data-parallel step compiles in its first call
+		t.rt.add(runs.PhaseFirstStep, t.loopStart)
+		t.firstStepAt = time.Now()
 	}
 	t.lastMetrics = t.lastMetrics[:0]
 	for _, m := range metrics {
@@ -480,7 +505,8 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 		p.BatchAccuracy = &batch
 	}
 	if evalNow {
-		ev, err := t.Evaluate(context.Background(), t.testRecs, EvalOptions{BatchSize: cfg.EvalBatchSize, MaxExamples: cfg.EvalExamples})
+		ev, err := t.Evaluate(context.Background(), t.testRecs, EvalOptions{BatchSize: cfg.EvalBatchSize, MaxExamples: cfg.EvalExamples,
+			purpose: runs.PhaseValidation})
 		if err != nil {
 			return err
 		}
@@ -525,6 +551,7 @@ func (t *Trainer) saveCheckpoint() error {
 	if t.ckpt == nil {
 		return nil
 	}
+	defer t.rt.add(runs.PhaseCheckpoint, time.Now())
 	return t.ckpt.save(t.store, t.history)
 }
 
@@ -543,10 +570,17 @@ func (t *Trainer) Evaluate(ctx context.Context, recs *data.Records, opts EvalOpt
 		return nil, &ConfigError{Field: "SkipFinalEval", Value: "true", Reason: "the test split was not loaded; pass records to evaluate"}
 	}
 	if t.evaluator == nil {
-		var err error
-		if t.evaluator, err = NewEvaluator(t.backend, t.model, t.store); err != nil {
-			return nil, err
+		if t.evaluator = t.progs.evaluator; t.evaluator == nil {
+			var err error
+			if t.evaluator, err = NewEvaluator(t.backend, t.model, t.store); err != nil {
+				return nil, err
+			}
+			t.progs.evaluator = t.evaluator
 		}
+	}
+	t.evaluator.rt = t.rt
+	if t.finished {
+		t.evaluator.rt = nil // after the run: a timeline of its own
 	}
 	if opts.Devices == 0 {
 		opts.Devices = t.dist.numDevices()

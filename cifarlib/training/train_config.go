@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
@@ -153,6 +154,16 @@ type Config struct {
 	// BackboneLearningRate is the backbone's learning rate when fine-tuning a transferred run
 	// (the head uses LearningRate); 0: the same as LearningRate. Needs From, not with Freeze.
 	BackboneLearningRate float64
+
+	// TimelineFrom is when the run's timeline (Result.Timeline) starts: zero, the process start
+	// (a notebook cell's program, a CLI run); a process that outlives notebook cells gives the
+	// start of the cell it trains for.
+	TimelineFrom time.Time
+
+	// Programs, when set, keeps the run's compiled programs for later runs in this process, and
+	// gives this run those of an earlier run with the same ProgramKey: it then compiles nothing
+	// (see Programs). Nil: the run compiles its own and keeps nothing.
+	Programs *Programs
 
 	// Params are the run's hyperparameters as the user wrote them (name -> value, e.g. the
 	// flags of `cifarlab train` that were set), recorded in run.json and shown on TensorBoard's

@@ -7,6 +7,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/train"
@@ -28,6 +29,8 @@ type stepDataset struct {
 
 	interrupted      bool
 	seen, outOfRange int64
+	// shapes are those of the last batch yielded, inputs then labels (for compileTrainStep).
+	shapes []shapes.Shape
 }
 
 // Name implements train.Dataset.
@@ -56,6 +59,7 @@ func (d *stepDataset) Iter() iter.Seq2[train.Batch, error] {
 				return
 			}
 			d.countLabels(batch)
+			d.shapes = batchShapes(batch)
 			if !yield(batch, nil) {
 				return
 			}

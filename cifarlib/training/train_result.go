@@ -101,6 +101,10 @@ type Result struct {
 	StepsPerSecond  float64       `json:"steps_per_second"`
 	ImagesPerSecond float64       `json:"images_per_second"`
 
+	// Timeline is where the run's wall time went, from the start of its process: the backend,
+	// the data, each compile, the steps, the evaluations and the checkpoint writes.
+	Timeline *runs.Timeline `json:"timeline,omitempty"`
+
 	// Eval is the final evaluation on the test split (nil if skipped or interrupted).
 	Eval *EvalResult `json:"eval,omitempty"`
 	// History holds the curves of the whole run, including the part before a resume.
@@ -162,6 +166,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	if r.Eval != nil {
 		b.WriteString(r.Eval.Summary())
 		b.WriteString("\n")
+	}
+	if r.Timeline != nil {
+		fmt.Fprintf(&b, "timeline: %s\n", r.Timeline)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -25,6 +25,9 @@ type Trained struct {
 	// notebook's lab process evaluates the run, with the backend, data and compiled programs it
 	// keeps from cell to cell.
 	EvaluateWith func(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error)
+
+	// evaluator is the Trainer's, whose evaluation program is compiled (nil: Evaluate makes one).
+	evaluator *Evaluator
 }
 
 // Logits runs the trained model on images (float32 [n, 32, 32, 3]) and returns the logits
@@ -39,10 +42,16 @@ func (t *Trained) Losses(b *data.Batch) (*cifarlib.ExampleLosses, error) {
 	return t.Model.Losses(t.Backend, t.Store, b)
 }
 
-// Evaluate evaluates the trained model on recs (accuracy, loss, per-class accuracy).
+// Evaluate evaluates the trained model on recs (accuracy, loss, per-class accuracy). The model
+// of a Result evaluates with the evaluation program its run compiled (for the same batch size,
+// nothing is compiled again).
 func (t *Trained) Evaluate(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
 	if t.EvaluateWith != nil {
 		return t.EvaluateWith(ctx, recs, opts)
+	}
+	if e := t.evaluator; e != nil && e.store == t.Store {
+		e.rt = nil // a timeline of its own
+		return e.Evaluate(ctx, recs, opts)
 	}
 	return Evaluate(ctx, t.Backend, t.Model, t.Store, recs, opts)
 }

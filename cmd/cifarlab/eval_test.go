@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 
 	"github.com/stretchr/testify/require"
@@ -39,6 +40,8 @@ func TestEvalCommandCIFAR100Coarse(t *testing.T) {
 	require.Len(t, ev.PerClass, 20)
 	require.Equal(t, "aquatic_mammals", ev.PerClass[0].Name)
 	require.GreaterOrEqual(t, ev.TopKAccuracy, ev.Accuracy)
+	require.NotNil(t, ev.Timeline, "--json carries the evaluation's timeline")
+	require.Equal(t, 1, ev.Timeline.Compiles(runs.ProgramEvaluation), ev.Timeline.String())
 
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--backend", "go"}, &stdout, &stderr), stderr.String())

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 
 	"github.com/stretchr/testify/require"
@@ -81,10 +82,13 @@ func TestTrainCommandUnguardedReportsZeroLoss(t *testing.T) {
 	require.Equal(t, int64(bad), res.ZeroLoss.OutOfRange)
 	require.Equal(t, 10, res.ZeroLoss.HeadWidth)
 	require.Equal(t, 256, res.ZeroLoss.SplitExamples)
+	require.NotNil(t, res.Timeline, "--json carries the run's timeline")
+	require.Equal(t, 1, res.Timeline.Compiles(runs.ProgramTrainStep))
 
 	stdout.Reset()
 	require.Equal(t, 0, run(args, &stdout, &stderr), stderr.String())
 	require.Contains(t, stdout.String(), "zero-loss examples: "+res.ZeroLoss.String()+"\n")
+	require.Contains(t, stdout.String(), "\ntimeline: start ")
 	require.Contains(t, stdout.String(), "WARNING: ")
 }
 

@@ -49,6 +49,7 @@ var allowed = map[string][]string{
 	"bench/convim2col":     {"cifarlib", "cifarlib/data", "cifarlib/backends"},
 	"bench/devices":        {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/trainstep":      {"cifarlib", "cifarlib/data", "cifarlib/backends", "internal/plugins"},
+	"bench/loop":           {"cifarlib/data", "cifarlib/nb", "cifarlib/runs", "cifarlib/training"},
 	"bench/transfer":       {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/interop/logits": {"cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"docker/pjrtinstall":   nil,

@@ -1,0 +1,304 @@
+package training
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/model/checkpoint"
+	"github.com/gomlx/gomlx/ml/train"
+)
+
+// Programs keeps the compiled programs of training runs for the life of a process, so that a
+// second Train with the same ProgramKey compiles nothing: a process that outlives notebook cells
+// keeps one and passes it in Config.Programs. The zero value is ready to use; nil keeps nothing.
+// It is safe for concurrent use; a set of programs serves one run at a time (a run that finds
+// its set in use compiles its own, which is not kept).
+//
+// What it keeps: GoMLX compiles a program per model.Exec and input shapes, and each Exec is
+// bound to the model.Store whose variables it reads and updates (model.NewExec; train.Trainer
+// keeps one Exec per dataset spec, each with its compiled programs). So a set keeps the model,
+// the Store, the train.Trainer (its train-step Exec) and the Evaluator (its evaluation Exec), and
+// the values of every variable when training started (after GoMLX initialised them from the
+// seed). A run that reuses the set restores those values, so it trains from the same initial
+// weights, optimiser state and random state as a fresh run: its results are the same bit for bit.
+//
+// Runs that are not kept, and compile as before: those transferred from another run
+// (Config.From, whose weights come from the source), data-parallel runs (Devices > 1), and runs
+// that resume from a checkpoint in CheckpointDir (their weights come from it).
+//
+// The model a run returns (Result.Trained) shares the set's Store until the next run takes the
+// set; that run first gives it a Store of its own, with copies of its weights (detach), so a
+// Result keeps what it was trained to. Programs.Evaluate keeps evaluation programs for any
+// trained model, a loaded checkpoint's too (programs_eval.go).
+type Programs struct {
+	mu       sync.Mutex
+	sets     map[ProgramKey]*programSet
+	evals    map[EvalProgramKey]*evalSet // programs_eval.go
+	backends map[string]compute.Backend
+}
+
+// ProgramKey is what determines a run's compiled programs, and so what a second run must share
+// with the first to reuse them: every Config field that is built into the train step's or the
+// evaluation's graph, or that fixes the variables' initial values.
+type ProgramKey struct {
+	// EvalProgramKey: the backend (its name and identity: programs live on the backend that
+	// compiled them), the dataset and its classes (the metrics, top-k), the architecture, its
+	// head width and what it computes in.
+	EvalProgramKey
+	// BatchSize and EvalBatchSize: the input shapes of the train step and the evaluation.
+	BatchSize, EvalBatchSize int
+	// Devices the batches are sharded across (1: one device).
+	Devices int
+	// Optimizer and its hyper-parameters, and the learning-rate schedule: the cosine schedule's
+	// Steps, WarmupSteps and MinLearningRate are constants of the train step (Steps is 0 for the
+	// constant schedule, which does not depend on it).
+	Optimizer                 string
+	LearningRate, WeightDecay float64
+	Schedule                  string
+	Steps, WarmupSteps        int
+	MinLearningRate           float64
+	// Unguarded: the guard mode of the loss (GuardAll or GuardOff) differs in the graph.
+	Unguarded bool
+	// Freeze: a linear probe trains only the head, another train step.
+	Freeze string
+	// Seed: GoMLX initialises the variables from it with a program of its own; the set keeps the
+	// values it computed for this seed.
+	Seed int64
+}
+
+// String names the key's parts, for logs and errors.
+func (k ProgramKey) String() string {
+	return fmt.Sprintf("%s %s head %d %s batch %d/%d on %d device(s) of %s, %s lr %g wd %g %s(%d, %d, %g), unguarded %t, freeze %q, seed %d",
+		k.Dataset, k.Model, k.Head, k.Precision, k.BatchSize, k.EvalBatchSize, k.Devices, k.Backend, k.Optimizer, k.LearningRate,
+		k.WeightDecay, k.Schedule, k.Steps, k.WarmupSteps, k.MinLearningRate, k.Unguarded, k.Freeze, k.Seed)
+}
+
+// programKey is the key of a run of c (with its defaults) on backend b.
+func programKey(c *Config, b compute.Backend, devices int) ProgramKey {
+	k := ProgramKey{EvalProgramKey: evalProgramKey(b, c.Spec, c.Model, c.headWidth(), c.Precision), BatchSize: c.BatchSize,
+		EvalBatchSize: c.EvalBatchSize, Devices: devices, Optimizer: c.Optimizer, LearningRate: c.LearningRate,
+		WeightDecay: c.WeightDecay, Schedule: c.Schedule, WarmupSteps: c.WarmupSteps, MinLearningRate: c.MinLearningRate,
+		Unguarded: c.Unguarded, Freeze: c.Freeze, Seed: c.Seed}
+	if c.Schedule == ScheduleCosine {
+		k.Steps = c.Steps
+	}
+	return k
+}
+
+// Len returns the number of sets of programs kept.
+func (p *Programs) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sets)
+}
+
+// Keys returns the keys of the sets kept, in no particular order.
+func (p *Programs) Keys() []ProgramKey {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keys := make([]ProgramKey, 0, len(p.sets))
+	for k := range p.sets {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// backendFor returns c.Backend, else the backend p made earlier for c's BackendName and
+// Devices (programs live on their backend), else a new one (kept by p when p is not nil).
+func (p *Programs) backendFor(c *Config) (compute.Backend, error) {
+	if c.Backend != nil {
+		return c.Backend, nil
+	}
+	if p == nil {
+		return backends.NewWithDevices(c.BackendName, c.Devices)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	name := fmt.Sprintf("%s/%d", c.BackendName, c.Devices)
+	if b := p.backends[name]; b != nil {
+		return b, nil
+	}
+	b, err := backends.NewWithDevices(c.BackendName, c.Devices)
+	if err != nil {
+		return nil, err
+	}
+	if p.backends == nil {
+		p.backends = map[string]compute.Backend{}
+	}
+	p.backends[name] = b
+	return b, nil
+}
+
+// take returns the set kept for key, marked in use, or nil.
+func (p *Programs) take(key ProgramKey) *programSet {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.sets[key]
+	if s == nil || s.inUse {
+		return nil
+	}
+	s.inUse = true
+	return s
+}
+
+// put keeps s (again), not in use.
+func (p *Programs) put(s *programSet) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sets == nil {
+		p.sets = map[ProgramKey]*programSet{}
+	}
+	if old := p.sets[s.key]; old != nil && old != s && old.inUse {
+		return // another run's set, in use: keep that one
+	}
+	s.inUse = false
+	p.sets[s.key] = s
+}
+
+// programSet is what a run compiled, and what Programs keeps of it (see Programs).
+type programSet struct {
+	programs *Programs // where it is kept; nil: not kept
+	key      ProgramKey
+	inUse    bool
+
+	owner     *Trainer // the run using it, which the train.Trainer's Exec hook calls
+	model     *cifarlib.Model
+	store     *model.Store
+	trainer   *train.Trainer
+	evaluator *Evaluator
+	// initial holds host copies of the variables' values when training started (by path).
+	initial map[string]*tensors.Tensor
+	// last is the trained model of the last run that used the set (Result.Trained), whose
+	// Store is the set's until the next run takes the set (see detach).
+	last *Trained
+}
+
+// usePrograms gives t its set of programs: the one Config.Programs keeps for t's key, whose
+// model, Store (restored to its initial values) and compiled programs t then uses, or a new
+// set of t's, which Config.Programs keeps when the run ends.
+func (t *Trainer) usePrograms() error {
+	t.progs = &programSet{owner: t, model: t.model, store: t.store}
+	p := t.cfg.Programs
+	if p == nil || t.cfg.From != "" || t.dist != nil || t.ckpt != nil && t.ckpt.resumed != nil {
+		return nil
+	}
+	key := programKey(&t.cfg, t.backend, t.dist.numDevices())
+	s := p.take(key)
+	if s == nil {
+		t.progs.programs, t.progs.key = p, key
+		return nil
+	}
+	if err := s.detach(); err != nil {
+		p.put(s)
+		return err
+	}
+	if err := s.restore(); err != nil {
+		p.put(s)
+		return err
+	}
+	s.owner, t.progs = t, s
+	t.model, t.store = s.model, s.store
+	if t.ckpt != nil { // the handler saves the kept Store now (the directory holds no checkpoint)
+		h, err := checkpoint.Build(t.store).Dir(t.cfg.CheckpointDir).Keep(t.cfg.CheckpointKeep).Done()
+		if err != nil {
+			return fmt.Errorf("cifarlib: checkpoint directory %s: %w", t.cfg.CheckpointDir, err)
+		}
+		t.ckpt.handler = h
+	}
+	return nil
+}
+
+// keep records the train.Trainer of s and hooks its Exec creation (train_compile.go).
+func (s *programSet) keep(tr *train.Trainer) {
+	s.trainer = tr
+	tr.OnExecCreation(func(exec *model.Exec, kind train.GraphType) { s.owner.onExecCreated(exec, kind) })
+}
+
+// snapshot keeps host copies of the Store's variables, as training starts, for a later run
+// (only for a set that Programs keeps).
+func (s *programSet) snapshot(store *model.Store) {
+	if s.programs == nil {
+		return
+	}
+	initial := map[string]*tensors.Tensor{}
+	for v := range store.IterVariables() {
+		value, err := v.Value()
+		if err != nil {
+			return // not kept: the next run compiles its own
+		}
+		if initial[v.Path()], err = value.LocalClone(); err != nil {
+			return
+		}
+	}
+	s.initial = initial
+}
+
+// detach gives the trained model of the set's last run a Store of its own, holding copies of
+// its trained values, before the next run restores the set's Store: a Result stays what it
+// was trained to. Its evaluations then compile their own program.
+func (s *programSet) detach() error {
+	tr := s.last
+	if tr == nil || tr.Store != s.store {
+		return nil
+	}
+	own := model.NewStore()
+	for v := range s.store.IterVariables() {
+		value, err := v.Value()
+		var c *tensors.Tensor
+		if err == nil {
+			c, err = value.LocalClone()
+		}
+		if err == nil {
+			var nv *model.Variable
+			if nv, err = own.CreateVariable(v.Path(), c); err == nil {
+				nv.SetTrainable(v.Trainable)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("cifarlib: copying variable %s of the last run that used the kept programs: %w", v.Path(), err)
+		}
+	}
+	for k, v := range s.store.IterParams() {
+		own.SetParam(k, v)
+	}
+	tr.Store, tr.evaluator = own, nil
+	s.last = nil
+	return nil
+}
+
+// restore sets every variable of the Store to its value when training started.
+func (s *programSet) restore() error {
+	for v := range s.store.IterVariables() {
+		value, ok := s.initial[v.Path()]
+		if !ok {
+			return fmt.Errorf("cifarlib: the kept programs of %s have no initial value for variable %s", s.key, v.Path())
+		}
+		c, err := value.LocalClone()
+		if err == nil {
+			err = v.SetValue(c)
+		}
+		if err != nil {
+			return fmt.Errorf("cifarlib: restoring variable %s of the kept programs: %w", v.Path(), err)
+		}
+	}
+	return nil
+}
+
+// release hands s back to Programs when the run ends, with the trained model of the run (a
+// set without initial values, from a run that did not get to its first step, is not kept).
+func (s *programSet) release(res *Result) {
+	if s == nil || s.programs == nil || s.initial == nil || s.trainer == nil {
+		return
+	}
+	s.owner, s.last = nil, nil
+	if res != nil {
+		s.last = res.Trained
+	}
+	s.programs.put(s)
+}

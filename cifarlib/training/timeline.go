@@ -1,0 +1,87 @@
+package training
+
+import (
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+)
+
+// runTimeline records a run's runs.Timeline: a Trainer's, or a standalone Evaluator's.
+//
+// How a compile is seen: GoMLX compiles lazily, when an Exec is first called with new input
+// shapes, and it calls the Exec's graph function exactly once per program it compiles
+// (graph.Exec.buildAndCompileGraph, in gomlx v0.28.3 as in v0.28.8); it has no compile
+// callback. So the graph functions of cifarlib's programs (Trainer.modelFn for the train step,
+// Evaluator.graph for evaluations) call building, and the caller asks the Exec to compile
+// (model.Exec.Compile) before it calls it: the compile event is then exactly the build and the
+// XLA compile. Where the program is compiled by the call itself (data-parallel runs, whose
+// sharded inputs GoMLX shapes per device), built closes the event after the call, which then
+// includes that first run.
+type runTimeline struct {
+	tl *runs.Timeline
+	// pending is when the graph function of program began, while it is being compiled.
+	pending        time.Time
+	pendingProgram string
+	// lastCompileEnd is when the last compile ended: the phase it interrupted resumes there.
+	lastCompileEnd time.Time
+}
+
+// newRunTimeline starts a timeline from origin (zero: the process start) whose first event is
+// the origin until now.
+func newRunTimeline(origin time.Time) *runTimeline {
+	rt := &runTimeline{tl: runs.NewTimeline(origin)}
+	rt.tl.Add(runs.PhaseStart, rt.tl.Origin, time.Now())
+	return rt
+}
+
+// add records phase from began until now, starting after any compile that ended since began.
+func (rt *runTimeline) add(phase runs.Phase, began time.Time) *runs.Event {
+	if rt.lastCompileEnd.After(began) {
+		began = rt.lastCompileEnd
+	}
+	return rt.tl.Add(phase, began, time.Now())
+}
+
+// building is called by the graph function of program: GoMLX is building it to compile it.
+func (rt *runTimeline) building(program string) {
+	if rt != nil && rt.pending.IsZero() {
+		rt.pending, rt.pendingProgram = time.Now(), program
+	}
+}
+
+// built records the compile of the program being built, if any, as a compile for purpose, and
+// reports whether there was one.
+func (rt *runTimeline) built(purpose string) bool {
+	if rt == nil || rt.pending.IsZero() {
+		return false
+	}
+	now := time.Now()
+	e := rt.tl.Add(runs.PhaseCompile, rt.pending, now)
+	e.Program, e.For = rt.pendingProgram, purpose
+	rt.pending, rt.lastCompileEnd = time.Time{}, now
+	return true
+}
+
+// compile runs fn, which compiles a program (or finds it compiled), and records the compile.
+func (rt *runTimeline) compile(purpose string, fn func() error) error {
+	err := fn()
+	rt.built(purpose)
+	return err
+}
+
+// stepsSince records the steps after the first, from firstEnd to lastEnd, less the events
+// (validations, their compiles, checkpoint writes) that began between them.
+func (rt *runTimeline) steps(firstEnd, lastEnd time.Time, count int) {
+	if count <= 0 {
+		return
+	}
+	from, to := firstEnd.Sub(rt.tl.Origin), lastEnd.Sub(rt.tl.Origin)
+	var paused time.Duration
+	for _, e := range rt.tl.Events {
+		if e.Start >= from && e.Start < to {
+			paused += e.Duration
+		}
+	}
+	e := rt.tl.Add(runs.PhaseSteps, firstEnd, lastEnd)
+	e.Duration, e.Count = max(0, e.Duration-paused), count
+}

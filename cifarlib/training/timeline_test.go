@@ -1,0 +1,119 @@
+package training
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+
+	"github.com/stretchr/testify/require"
+)
+
+// timelineConfig is a small run whose evaluations end in partial batches: 40 validation
+// examples and 70 test examples, at batch 32.
+func timelineConfig(t *testing.T) Config {
+	spec := data.CIFAR10()
+	train, test := labtest.TrainTestRecords(t, spec, 96, 70, 5)
+	return Config{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear, Backend: labtest.Backend(t),
+		Steps: 6, BatchSize: 8, Seed: 3, EvalEvery: 3, EvalExamples: 40, EvalBatchSize: 32, CheckpointEvery: 3,
+		CheckpointDir: filepath.Join(t.TempDir(), "run"), Progress: ProgressOff}
+}
+
+// A real run on the pure-Go backend records its phases in order, each compile once, with
+// non-negative durations that add up to at most the wall time of Train; run.json and the
+// summary carry them.
+func TestTrainTimeline(t *testing.T) {
+	cfg := timelineConfig(t)
+	called := time.Now()
+	res, err := Train(context.Background(), cfg)
+	wall := time.Since(called)
+	require.NoError(t, err)
+	tl := res.Timeline
+	require.NotNil(t, tl)
+
+	// Compile nothing twice: one train step, one evaluation program for the two validations
+	// (40 examples: 32 + 8 padded) and the final evaluation (70: 32 + 32 + 6 padded), and
+	// GoMLX's variable initialisation.
+	require.Equal(t, 1, tl.Compiles(runs.ProgramTrainStep), tl.String())
+	require.Equal(t, 1, tl.Compiles(runs.ProgramEvaluation), tl.String())
+	require.Equal(t, 1, tl.Compiles(runs.ProgramInit), tl.String())
+	require.Equal(t, 3, tl.Compiles(""))
+
+	var phases []string
+	var sum time.Duration
+	prevEnd := time.Duration(0)
+	for i, e := range tl.Events {
+		require.GreaterOrEqual(t, e.Duration, time.Duration(0), "%d: %+v", i, e)
+		label := string(e.Phase)
+		if e.Phase == runs.PhaseCompile {
+			label += " " + e.Program
+		}
+		phases = append(phases, label)
+		if e.Phase == runs.PhaseStart {
+			require.Zero(t, e.Start)
+			require.LessOrEqual(t, tl.Origin.Add(e.End()), called.Add(time.Millisecond))
+			prevEnd = e.End()
+			continue
+		}
+		sum += e.Duration
+		if e.Phase == runs.PhaseSteps { // spans the steps, recorded when they end
+			require.Equal(t, 5, e.Count)
+			continue
+		}
+		require.GreaterOrEqual(t, e.Start, prevEnd, "%d: %+v begins before the event before it ends", i, e)
+		prevEnd = e.End()
+	}
+	require.LessOrEqual(t, sum, wall)
+	require.Equal(t, []string{"start", "backend", "data", "compile train step", "compile variable initialisation", "first_step",
+		"compile evaluation", "validation", "checkpoint", "validation", "checkpoint", "steps", "checkpoint", "eval"}, phases)
+	for _, e := range tl.Events {
+		if e.Phase == runs.PhaseCompile && e.Program == runs.ProgramEvaluation {
+			require.Equal(t, string(runs.PhaseValidation), e.For)
+		}
+	}
+
+	rec, err := runs.ReadRecord(cfg.CheckpointDir)
+	require.NoError(t, err)
+	require.NotNil(t, rec.Timeline)
+	require.Equal(t, tl.Events, rec.Timeline.Events)
+	var summary bytes.Buffer
+	require.NoError(t, res.WriteSummary(&summary))
+	require.Contains(t, summary.String(), "timeline: start ")
+	require.Regexp(t, `^start \d+\.\d+ s · compile \d+\.\d+ s · 6 steps \d+\.\d+ s · eval \d+\.\d+ s · 3 checkpoints \d+\.\d+ s$`, tl.Short())
+
+	// The trained model evaluates with the run's evaluation program: nothing compiles.
+	ev, err := res.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 32})
+	require.NoError(t, err)
+	require.Zero(t, ev.Timeline.Compiles(""), ev.Timeline.String())
+	require.Equal(t, res.Eval.Confusion, ev.Confusion)
+	require.Len(t, tl.Events, len(phases), "the run's timeline is left alone")
+}
+
+// An evaluation of a split whose size is not a multiple of the batch compiles one program;
+// a standalone Evaluate records its own timeline.
+func TestEvaluateTimeline(t *testing.T) {
+	cfg := timelineConfig(t)
+	cfg.SkipFinalEval, cfg.EvalEvery, cfg.CheckpointDir = true, EvalOff, ""
+	res, err := Train(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Zero(t, res.Timeline.Compiles(runs.ProgramEvaluation))
+	ev, err := res.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 32})
+	require.NoError(t, err)
+	require.Equal(t, 70, ev.Examples)
+	require.NotNil(t, ev.Timeline)
+	require.Equal(t, 1, ev.Timeline.Compiles(""), ev.Timeline.String())
+	require.Equal(t, 1, ev.Timeline.Compiles(runs.ProgramEvaluation))
+	var last runs.Event
+	for _, e := range ev.Timeline.Events {
+		last = e
+	}
+	require.Equal(t, runs.PhaseEval, last.Phase)
+	require.Equal(t, 70, last.Count)
+	require.Regexp(t, `^start \d+\.\d+ s · compile \d+\.\d+ s · eval \d+\.\d+ s$`, ev.Timeline.Short())
+}

@@ -1,0 +1,53 @@
+package training
+
+import (
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train"
+)
+
+// batchShapes returns the shapes of a batch's inputs, then its labels: the input shapes of
+// GoMLX's train step program.
+func batchShapes(b train.Batch) []shapes.Shape {
+	out := make([]shapes.Shape, 0, len(b.Inputs)+len(b.Labels))
+	for _, t := range append(append([]*tensors.Tensor(nil), b.Inputs...), b.Labels...) {
+		out = append(out, t.Shape())
+	}
+	return out
+}
+
+// onExecCreated is called by GoMLX's train.Trainer when it creates the Exec of a train step,
+// just before its first call. On one device it compiles the program for the batch's shapes
+// and initialises the variables there, each timed on the timeline (the call would otherwise do
+// both, with the first step), and the program cache keeps the initial variables.
+func (t *Trainer) onExecCreated(exec *model.Exec, kind train.GraphType) {
+	if kind != train.TrainType || t.dist != nil || t.data == nil || len(t.data.shapes) == 0 {
+		return // compiled, and timed, by its first call
+	}
+	if err := t.rt.compile(runs.ProgramTrainStep, func() error {
+		_, err := exec.Compile(t.data.shapes...)
+		return err
+	}); err != nil {
+		return // the call compiles again and reports the error
+	}
+	uninitialised := false
+	for v := range t.store.IterVariables() {
+		uninitialised = uninitialised || !v.HasValue()
+	}
+	if !uninitialised {
+		return
+	}
+	began := time.Now()
+	if err := t.store.InitializeVariables(t.backend, nil); err != nil {
+		return // the call initialises them again and reports the error
+	}
+	e := t.rt.tl.Add(runs.PhaseCompile, began, time.Now())
+	e.Program, e.For = runs.ProgramInit, runs.ProgramTrainStep
+	t.rt.lastCompileEnd = began.Add(e.Duration)
+	t.progs.snapshot(t.store)
+}
