@@ -91,7 +91,7 @@ type fitRequest struct {
 // leaves out; labClient keeps such configs in the cell.
 type wireConfig struct {
 	training.Config
-	Backend, TrainRecords, TestRecords, Log, OnPoint *struct{} `json:",omitempty"`
+	Backend, TrainRecords, TestRecords, Log, OnPoint, Programs *struct{} `json:",omitempty"`
 }
 
 // GobEncode implements gob.GobEncoder: the config travels as JSON, which embedding and
@@ -138,7 +138,10 @@ func (l *Lab) fitInLabProcess(name string, cfg training.Config) (res *training.R
 	if client == nil {
 		return nil, nil, false
 	}
-	cfg.Backend, cfg.TrainRecords, cfg.TestRecords = nil, nil, nil
+	cfg.Backend, cfg.TrainRecords, cfg.TestRecords, cfg.Programs = nil, nil, nil, nil
+	if cfg.TimelineFrom.IsZero() { // the run's timeline counts from this cell's program start
+		cfg.TimelineFrom, _ = runs.ProcessStart()
+	}
 	cfg.DataDir, cfg.From = absPath(cfg.DataDir), absPath(cfg.From) // the lab process has its own working folder
 	payload, err := encode(fitRequest{Name: name, Config: wireConfig{Config: cfg}, Spec: l.Spec, DataDir: absPath(l.DataDir), RunsDir: absPath(l.RunsDir), InNotebook: InNotebook()})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labproc"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
@@ -50,6 +51,9 @@ func (l *Lab) evaluateInLabProcess(ck *training.LoadedCheckpoint, dir string) {
 		if split == "" || opts.Devices > 1 {
 			return training.Evaluate(ctx, t.Backend, t.Model, t.Store, recs, opts)
 		}
+		if opts.TimelineFrom.IsZero() { // the evaluation's timeline counts from this cell's program start
+			opts.TimelineFrom, _ = runs.ProcessStart()
+		}
 		payload, err := encode(evalRequest{Dir: absPath(dir), Step: ck.Info.Step, Stamp: stamp, Spec: l.Spec, DataDir: absPath(l.DataDir), Split: split, Options: opts})
 		if err != nil {
 			return nil, err
@@ -66,11 +70,11 @@ func (l *Lab) evaluateInLabProcess(ck *training.LoadedCheckpoint, dir string) {
 	}
 }
 
-// heldRun is a run the lab process loaded to evaluate, with its evaluator (compiled once per
-// batch shape).
+// heldRun is a run the lab process loaded to evaluate (its weights read once per checkpoint);
+// the evaluation program is the lab process's Programs', shared by the runs of an architecture.
 type heldRun struct {
 	key string
-	ev  *training.Evaluator
+	run *training.Trained
 }
 
 // maxHeld is how many runs the lab process keeps loaded for evaluation; the one evaluated
@@ -87,8 +91,8 @@ func (s *labServer) hold(dir string, h *heldRun) {
 	}
 }
 
-// evaluate serves an evalRequest: the run is loaded once per checkpoint and kept, with its
-// compiled evaluation.
+// evaluate serves an evalRequest: the run is loaded once per checkpoint and kept, and evaluated
+// with the evaluation program the lab process keeps for its architecture (training.Programs).
 func (s *labServer) evaluate(ctx context.Context, r *evalRequest) ([]byte, error) {
 	lab, err := s.lab(r.Spec, r.DataDir)
 	if err != nil {
@@ -104,18 +108,14 @@ func (s *labServer) evaluate(ctx context.Context, r *evalRequest) ([]byte, error
 		if err != nil {
 			return nil, err
 		}
-		ev, err := training.NewEvaluator(s.backend, ck.Model, ck.Store)
-		if err != nil {
-			return nil, err
-		}
-		h = &heldRun{key: key, ev: ev}
+		h = &heldRun{key: key, run: ck.Trained}
 		s.hold(r.Dir, h)
 	}
 	recs := lab.Test
 	if r.Split == data.SplitTrain.String() {
 		recs = lab.Train
 	}
-	res, err := h.ev.Evaluate(ctx, recs, r.Options)
+	res, err := s.programs.Evaluate(ctx, h.run, recs, r.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labproc"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 
 	"github.com/gomlx/compute"
 )
@@ -17,9 +18,13 @@ import (
 // labServer is the lab process's state: the backend (created by the first request), and the
 // labs of each data folder and dataset it was asked for, with their data loaded once.
 type labServer struct {
-	mu        sync.Mutex
-	backend   compute.Backend
-	labs      map[string]*Lab
+	mu      sync.Mutex
+	backend compute.Backend
+	labs    map[string]*Lab
+	// programs keeps the compiled programs of the runs trained and evaluated here: a Fit with
+	// the same ProgramKey as an earlier one compiles nothing, nor does an evaluation of a run
+	// of an architecture evaluated before.
+	programs  training.Programs
 	held      map[string]*heldRun // by run folder
 	heldOrder []string            // the folders of held, the one evaluated longest ago first
 }
@@ -75,7 +80,9 @@ func (s *labServer) handle(ctx context.Context, req *labproc.Request, out *labpr
 		l := *lab
 		l.RunsDir = r.RunsDir
 		defer toCell(out, r.InNotebook)()
-		res, err := l.fit(ctx, r.Name, r.Config.Config)
+		cfg := r.Config.Config
+		cfg.Programs = &s.programs
+		res, err := l.fit(ctx, r.Name, cfg)
 		var reply fitReply
 		if res != nil {
 			reply.Result, _ = json.Marshal(res)

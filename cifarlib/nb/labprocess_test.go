@@ -128,6 +128,17 @@ func TestLabServerFit(t *testing.T) {
 	require.Equal(t, here.Loss, there.Loss)
 	require.Len(t, s.held, 1)
 
+	// The same Fit again: the lab process's programs compile nothing, and the run's timeline
+	// counts from the cell's program start.
+	started := time.Now().Add(-time.Second)
+	reply, _, err = fit("two", training.Config{Steps: 2, BatchSize: 16, EvalEvery: training.EvalOff, SkipFinalEval: true, TimelineFrom: started})
+	require.NoError(t, err)
+	var again training.Result
+	require.NoError(t, json.Unmarshal(reply.Result, &again))
+	require.Equal(t, 0, again.Timeline.Compiles(""), "%s", again.Timeline)
+	require.True(t, started.Equal(again.Timeline.Origin), "%v", again.Timeline.Origin)
+	require.Equal(t, res.Loss, again.Loss, "the same run")
+
 	_, _, err = fit("head", training.Config{Steps: 1, BatchSize: 16, Head: 5})
 	require.ErrorIs(t, err, cifarlib.ErrHeadMismatch)
 	require.ErrorContains(t, err, "model head has 5 outputs but dataset cifar10 has 10 classes")
