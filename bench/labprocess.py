@@ -10,7 +10,8 @@ and without the lab process; the wall column has it). Cells:
 
   trivial  fmt.Println(lab.Arch)
   fit      lab.Fit of 1 step (no evaluation), batch 64: the backend, the data, the compile and
-           one step; run three times with the same shapes
+           one step; run three times with the same shapes; prints when the first step ended,
+           from the run's timeline (runs.PhaseFirstStep), counted from the cell's program start
   eval     lab.Load of that run and Evaluate on the whole test split, three times
   rss      the lab process's resident memory (VmRSS, VmHWM), with the lab process on
 
@@ -34,6 +35,7 @@ SETUP = """import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/nb"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
@@ -50,7 +52,8 @@ fmt.Println(lab)"""
 CELLS = [
     ("trivial", "%%\nnb.CellTime()\ndefer nb.CellTime()\nfmt.Println(lab.Arch)"),
     ("fit", "%%\nnb.CellTime()\ndefer nb.CellTime()\nres := nb.Must(lab.Fit(\"bench\", training.Config{Steps: 1, BatchSize: 64, Seed: 1, "
-            "EvalEvery: training.EvalOff, SkipFinalEval: true}))\nfmt.Printf(\"steps %.2fs\\n\", res.Duration.Seconds())"),
+            "EvalEvery: training.EvalOff, SkipFinalEval: true}))\nfor _, e := range res.Timeline.Events {\n\tif e.Phase == runs.PhaseFirstStep {\n"
+            "\t\tfmt.Printf(\"first step ended %.2fs after the program started (%s)\\n\", e.End().Seconds(), res.Timeline.OriginFrom)\n\t}\n}\nfmt.Println(res.Timeline)"),
     ("eval", "%%\nnb.CellTime()\ndefer nb.CellTime()\nrun := nb.Must(lab.Load(\"bench\"))\n"
              "ev := nb.Must(run.Evaluate(context.Background(), lab.Test, training.EvalOptions{}))\nfmt.Println(ev.Summary())"),
 ]
