@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,14 +66,8 @@ func TestLabProcessLifecycle(t *testing.T) {
 			"fmt.Printf(\"lab process %s: evaluated there %t: accuracy %v loss %v; here: accuracy %v loss %v\\n\", labPID(), run.EvaluateWith != nil, ev.Accuracy, ev.Loss, here.Accuracy, here.Loss)",
 	}
 	out := runCells(t, repo, jupyterDir, dir, "interrupt_cells.py", []string{CPUKernel, "-1", ""}, cells...)
-	var res []struct {
-		Text   string `json:"text"`
-		Status string `json:"status"`
-	}
-	require.NoError(t, json.Unmarshal(out, &res))
-	require.Len(t, res, len(cells))
+	res := cellResults(t, out, len(cells))
 	for i, c := range res {
-		t.Logf("cell %d (%s):\n%s", i, c.Status, c.Text)
 		require.Equal(t, "ok", c.Status, "cell %d: %s", i, c.Text)
 	}
 	kernelDir := regexp.MustCompile(`kernel folder (\S+)`).FindStringSubmatch(res[0].Text)
