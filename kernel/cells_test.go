@@ -3,6 +3,7 @@ package kernel
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,4 +35,22 @@ func runCells(t *testing.T, repo Repo, jupyterDir, dir, script string, args []st
 	out, err := cmd.Output()
 	require.NoError(t, err, "%s (the kernel's log):\n%s", script, stderr.String())
 	return out
+}
+
+// cellResult is one cell's output and status, as interrupt_cells.py prints them.
+type cellResult struct {
+	Text   string `json:"text"`
+	Status string `json:"status"`
+}
+
+// cellResults decodes what interrupt_cells.py printed for n cells, and logs each cell.
+func cellResults(t *testing.T, out []byte, n int) []cellResult {
+	t.Helper()
+	var res []cellResult
+	require.NoError(t, json.Unmarshal(out, &res))
+	require.Len(t, res, n)
+	for i, c := range res {
+		t.Logf("cell %d (%s):\n%s", i, c.Status, c.Text)
+	}
+	return res
 }

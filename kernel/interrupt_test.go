@@ -13,7 +13,8 @@ import (
 )
 
 // TestInterruptedFitResumes interrupts lab.Fit through the real CPU kernel the way JupyterLab's
-// Kernel → Interrupt does, once training has logged its step 10, and checks what a notebook
+// Kernel → Interrupt does (the Fit runs in the kernel's lab process; the cell forwards the
+// interrupt), once training has logged its step 10, and checks what a notebook
 // user then has: the cell stops with how to continue (no "signal: interrupt"), run.json says
 // "interrupted" at the step the message names, the checkpoint is there for lab.Load, and
 // running the same cell again resumes from that step to the end, with the same final loss and
@@ -29,12 +30,13 @@ func TestInterruptedFitResumes(t *testing.T) {
 			"fmt.Printf(\"end step %%d, loss %%v, test accuracy %%v\\n\", res.EndStep, res.Loss, res.Eval.Accuracy)", name, steps)
 	}
 	cells := []string{
-		"import (\n\t\"github.com/cifarlab/cifarlab/cifarlib/data\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/nb\"\n" +
+		"import (\n\t\"os\"\n\t\"path/filepath\"\n\n\t\"github.com/cifarlab/cifarlab/cifarlib/data\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/nb\"\n" +
 			"\t\"github.com/cifarlab/cifarlab/cifarlib/runs\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/training\"\n)\n\n" +
 			"var lab = nb.Open(data.CIFAR10())\n\n%%\nfmt.Println(lab.Arch)",
 		fit("stopped"),
 		"%%\nrec := nb.Must(runs.ReadRecord(nb.Must(lab.RunDir(\"stopped\"))))\nfmt.Println(\"run.json:\", rec.Status)\n" +
-			"ck := nb.Must(lab.Load(\"stopped\"))\nfmt.Println(\"loaded step\", ck.Info.Step)",
+			"ck := nb.Must(lab.Load(\"stopped\"))\nfmt.Println(\"loaded step\", ck.Info.Step)\n" +
+			"_, err := os.Stat(filepath.Join(os.Getenv(\"GONB_TMP_DIR\"), \"cifarlab-lab\", \"lab.pid\"))\nfmt.Println(\"lab process:\", err == nil)",
 		fit("stopped"),
 		fit("reference"),
 	}
@@ -74,6 +76,7 @@ func TestInterruptedFitResumes(t *testing.T) {
 	require.Contains(t, res[2].Text, "run.json: interrupted\n")
 	require.Contains(t, res[2].Text, fmt.Sprintf("run \"stopped\": loaded cnn for cifar10 (10 classes) at step %d", step))
 	require.Contains(t, res[2].Text, fmt.Sprintf("loaded step %d\n", step))
+	require.Contains(t, res[2].Text, "lab process: true\n", "the Fit cells ran in the kernel's lab process (nb.LabProcessEnv)")
 
 	resumed, reference := res[3], res[4]
 	require.Equal(t, "ok", resumed.Status, resumed.Text)

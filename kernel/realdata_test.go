@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,15 +48,7 @@ func TestNotebookUsesUnverifiedRealData(t *testing.T) {
 		"%%\nres := nb.Must(lab.Fit(\"real\", training.Config{Steps: 3, BatchSize: 8, Seed: 1}))\nfmt.Println(\"trained on:\", res.Data)",
 	}
 	out := runCells(t, repo, jupyterDir, dir, "interrupt_cells.py", []string{CPUKernel, "-1", ""}, cells...)
-	var res []struct {
-		Text   string `json:"text"`
-		Status string `json:"status"`
-	}
-	require.NoError(t, json.Unmarshal(out, &res))
-	require.Len(t, res, len(cells))
-	for i, c := range res {
-		t.Logf("cell %d (%s):\n%s", i, c.Status, c.Text)
-	}
+	res := cellResults(t, out, len(cells))
 	require.Equal(t, "ok", res[0].Status, res[0].Text)
 	require.Contains(t, res[0].Text, "\ndata:    cifar10: real, unverified (binary layout, in $CIFARLAB_DATA/cifar-10-batches-bin): "+
 		"not checked against the official checksums; check it with: cifarlab verify --data $CIFARLAB_DATA --dataset cifar10\n")

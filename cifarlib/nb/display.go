@@ -22,8 +22,24 @@ func output() io.Writer {
 }
 
 // InNotebook reports whether the program runs as a GoNB notebook cell (GoNB sets $GONB_PIPE),
-// so rich output (HTML, SVG, PNG) reaches the notebook.
-func InNotebook() bool { return gonbui.IsNotebook }
+// so rich output (HTML, SVG, PNG) reaches the notebook. In the lab process, it is whether the
+// cell it serves is.
+func InNotebook() bool { return cellIO.notebook() }
+
+// cellIO is where rich output goes: the GoNB cell's pipe (gonbui), or, in the lab process
+// while it serves a cell's request, that cell (serveRequest sets it).
+var cellIO = struct {
+	notebook func() bool
+	send     func(*protocol.DisplayData)
+}{
+	notebook: func() bool { return gonbui.IsNotebook },
+	send: func(d *protocol.DisplayData) {
+		gonbui.SendData(d)
+		// Wait until GoNB has received it, so that the display keeps its place relative to
+		// what the cell prints next, and is not lost if the cell exits right after.
+		gonbui.Sync()
+	},
+}
 
 // DisplayHTML shows html in the notebook cell, with text as its plain-text alternative (kept
 // in the saved notebook next to the HTML). Outside a notebook it writes text to Output.
@@ -45,7 +61,7 @@ func DisplayPNG(png []byte, text string) {
 }
 
 func display(data map[protocol.MIMEType]any, text string) {
-	if !gonbui.IsNotebook {
+	if !InNotebook() {
 		if text != "" {
 			fmt.Fprintln(output(), text)
 		}
@@ -54,8 +70,5 @@ func display(data map[protocol.MIMEType]any, text string) {
 	if text != "" {
 		data[protocol.MIMETextPlain] = text
 	}
-	gonbui.SendData(&protocol.DisplayData{Data: data})
-	// Wait until GoNB has received it, so that the display keeps its place relative to what
-	// the cell prints next, and is not lost if the cell exits right after.
-	gonbui.Sync()
+	cellIO.send(&protocol.DisplayData{Data: data})
 }

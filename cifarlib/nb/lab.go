@@ -45,6 +45,10 @@ type Lab struct {
 	Layout data.Layout
 	// DataDir is the data folder (data.DefaultDir()) and RunsDir the folder of runs.
 	DataDir, RunsDir string
+
+	// opened is true for a lab of Open (the kernel's backend): only its Fit runs in the
+	// kernel's lab process, which has the same backend.
+	opened bool
 }
 
 // Open returns the Lab of spec on the kernel's backend, with the data of the default data folder
@@ -53,7 +57,9 @@ type Lab struct {
 func Open(spec data.Spec) *Lab {
 	backend, err := backends.New(backends.Auto)
 	Check(err)
-	return Must(New(spec, backend, data.DefaultDir()))
+	l := Must(New(spec, backend, data.DefaultDir()))
+	l.opened = true
+	return l
 }
 
 // New returns the Lab of spec on backend with the data of dataDir (loaded, or synthesised there
@@ -143,11 +149,31 @@ func (l *Lab) RunDir(name string) (string, error) {
 // training after the current step, saves the checkpoint, marks run.json "interrupted" and
 // returns the result with an *InterruptedError, which says how to continue; Must and Check stop
 // the cell with it. A second interrupt kills the cell at once.
+//
+// In a notebook, Fit runs in the kernel's lab process (see LabProcess), which keeps the backend,
+// the data and the compiled programs from one cell to the next; the cell's output, the run
+// folder and the result are the same as in the cell's own program.
 func (l *Lab) Fit(name string, cfg training.Config) (*training.Result, error) {
+	if res, err, done := l.fitInLabProcess(name, cfg); done {
+		return res, err
+	}
+	ctx, stop := training.InterruptContext(context.Background())
+	defer stop()
+	return l.fit(ctx, name, cfg)
+}
+
+// fit is Fit in this program, until ctx ends: the run's folder is locked while it trains
+// (lockRun), so that two kernels, or a kernel and its lab process, never write it at once.
+func (l *Lab) fit(ctx context.Context, name string, cfg training.Config) (*training.Result, error) {
 	dir, err := l.RunDir(name)
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := l.lockRun(name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if cfg.Spec.Name == "" {
 		cfg.Spec = l.Spec
 	}
@@ -166,8 +192,6 @@ func (l *Lab) Fit(name string, cfg training.Config) (*training.Result, error) {
 	if cfg.Log == nil && cfg.LogEvery > 0 {
 		cfg.Log = output()
 	}
-	ctx, stop := training.InterruptContext(context.Background())
-	defer stop()
 	step, resume := interruptedRun(dir)
 	if !resume {
 		if err := removeRun(name, dir); err != nil {
@@ -229,7 +253,9 @@ var ErrNoRun = errors.New("nb: no such run")
 
 // Load returns the model and weights of the run called name, as an earlier cell's Fit saved
 // them, on the lab's backend: a later cell's way to use what an earlier one trained without
-// training again. It prints the step and how long loading took.
+// training again. It prints the step and how long loading took. In a notebook, its Evaluate
+// of the lab's Train or Test split runs in the kernel's lab process (see LabProcessEnv), which
+// keeps the run's weights, the data and the compiled evaluation from cell to cell.
 func (l *Lab) Load(name string) (*training.LoadedCheckpoint, error) {
 	dir, err := l.existingRun(name)
 	if err != nil {
@@ -240,6 +266,7 @@ func (l *Lab) Load(name string) (*training.LoadedCheckpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.evaluateInLabProcess(ckpt, dir)
 	fmt.Fprintf(output(), "run %q: loaded %s at step %d in %.1fs, from %s\n", name, ckpt.Model, ckpt.Info.Step, time.Since(start).Seconds(), shownPath(dir))
 	return ckpt, nil
 }

@@ -33,11 +33,10 @@ type NotebookSink struct{}
 
 // Update sends svg to the display id and waits until GoNB has it.
 func (NotebookSink) Update(id, svg, text string) {
-	gonbui.SendData(&protocol.DisplayData{
+	cellIO.send(&protocol.DisplayData{
 		Data:      map[protocol.MIMEType]any{protocol.MIMEImageSVG: svg, protocol.MIMETextPlain: text},
 		DisplayID: id,
 	})
-	gonbui.Sync()
 }
 
 // Live is the live view of a training run: the loss and accuracy charts of the run so far,

@@ -21,6 +21,10 @@ type Trained struct {
 	Store *model.Store
 	// Backend is where they live and where Logits, Losses and Evaluate run.
 	Backend compute.Backend
+	// EvaluateWith, when set, evaluates in Evaluate's place: package nb sets it so that a
+	// notebook's lab process evaluates the run, with the backend, data and compiled programs it
+	// keeps from cell to cell.
+	EvaluateWith func(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error)
 
 	// evaluator is the Trainer's, whose evaluation program is compiled (nil: Evaluate makes one).
 	evaluator *Evaluator
@@ -42,6 +46,9 @@ func (t *Trained) Losses(b *data.Batch) (*cifarlib.ExampleLosses, error) {
 // of a Result evaluates with the evaluation program its run compiled (for the same batch size,
 // nothing is compiled again).
 func (t *Trained) Evaluate(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
+	if t.EvaluateWith != nil {
+		return t.EvaluateWith(ctx, recs, opts)
+	}
 	if e := t.evaluator; e != nil && e.store == t.Store {
 		e.rt = nil // a timeline of its own
 		return e.Evaluate(ctx, recs, opts)

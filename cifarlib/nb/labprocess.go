@@ -1,0 +1,294 @@
+package nb
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labproc"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/internal/repo"
+)
+
+// LabProcessEnv turns the lab process off when set to "0": every cell then trains in its own
+// program, as the CLI does. LabIdleEnv is how long the lab process waits for a cell before it
+// ends and frees the device (a Go duration; default 30m).
+//
+// The lab process is the kernel's: GoNB runs every cell as a new program, so a cell's Fit
+// would create the backend, read the data and compile its programs again. Instead, the first
+// Fit of a notebook starts the cell's own binary again as a process that outlives the cell (one
+// per kernel, in GoNB's folder of that kernel, talking over a unix socket only its user can
+// open), and every Fit of a later cell runs there: its log, live charts and errors stream into
+// the cell as before, and its result comes back. It ends with its kernel (restart or shutdown),
+// after LabIdleEnv without a cell, or when a cell was built from other library code or selects
+// another backend (it is then replaced). Killing it loses time, never work: the run folder
+// holds every result.
+const (
+	LabProcessEnv = labproc.Env
+	LabIdleEnv    = labproc.IdleEnv
+)
+
+// inLabProcess is true in the lab process itself: its Fit calls run where they are.
+var inLabProcess = os.Getenv(labproc.ServeEnv) != ""
+
+func init() {
+	if inLabProcess {
+		os.Exit(serveLabProcess())
+	}
+}
+
+// RunBusyError is returned by Fit when another program trains the same run.
+type RunBusyError struct {
+	// Run is the run's name; PID the process that trains it.
+	Run string
+	PID int
+}
+
+// Error implements error.
+func (e *RunBusyError) Error() string {
+	return fmt.Sprintf("nb: run %q is being trained by another program (pid %d: another notebook's kernel or lab process, or `cifarlab train`): "+
+		"wait for it to end, or give this lab.Fit another name", e.Run, e.PID)
+}
+
+// lockRun locks the run called name for this program until unlock: a lock file next to its
+// folder (RunsDir/.NAME.lock; Fit removes and re-creates the folder itself), held with flock,
+// so that a killed program holds nothing.
+func (l *Lab) lockRun(name string) (unlock func(), err error) {
+	if err := os.MkdirAll(l.RunsDir, 0o755); err != nil {
+		return nil, fmt.Errorf("nb: creating the runs folder: %w", err)
+	}
+	unlock, err = labproc.Lock(filepath.Join(l.RunsDir, "."+name+".lock"))
+	var locked *labproc.LockedError
+	if errors.As(err, &locked) {
+		return nil, &RunBusyError{Run: name, PID: locked.PID}
+	}
+	return unlock, err
+}
+
+// fitRequest is a Fit call as it travels to the lab process: the cell's config without what
+// cannot leave the cell (see labClient), and the lab's data and runs folders.
+type fitRequest struct {
+	Name       string
+	Config     wireConfig
+	Spec       data.Spec
+	DataDir    string
+	RunsDir    string
+	InNotebook bool
+}
+
+// wireConfig is a training.Config as it travels, in JSON: the fields that cannot leave the
+// cell (the backend, the records, the hooks, the writer, a training-level cache of this
+// process) are shadowed by fields of the same name, which JSON prefers to the embedded ones and
+// leaves out; labClient keeps such configs in the cell.
+type wireConfig struct {
+	training.Config
+	Backend, TrainRecords, TestRecords, Log, OnPoint, Programs *struct{} `json:",omitempty"`
+}
+
+// GobEncode implements gob.GobEncoder: the config travels as JSON, which embedding and
+// shadowing serve (gob would encode the embedded Config whole).
+func (c wireConfig) GobEncode() ([]byte, error) { return json.Marshal(c) }
+
+// GobDecode implements gob.GobDecoder.
+func (c *wireConfig) GobDecode(b []byte) error { return json.Unmarshal(b, c) }
+
+// fitReply is Fit's result from the lab process: the Result and History as JSON (as run.json
+// and history.json hold them), and whether its live view drew the charts to the end.
+type fitReply struct {
+	Result, History []byte
+	LiveDrawn       bool
+}
+
+// labClient returns the client of the kernel's lab process when Fit of cfg runs there: in a
+// GoNB cell, with the lab process on, a lab from Open (the kernel's backend) and a config
+// whose every part can travel (no hook, writer, plot or progress bar of the cell's, and the
+// lab's own backend and splits). Otherwise nil: Fit runs in the cell's program, as before.
+func (l *Lab) labClient(cfg training.Config) *labproc.Client {
+	switch {
+	case inLabProcess, !l.opened, !InNotebook(), labproc.Off(), os.Getenv(labproc.GoNBTmpEnv) == "",
+		cfg.OnPoint != nil, cfg.Log != nil, cfg.Plot, cfg.Progress == training.ProgressOn,
+		cfg.Backend != nil && cfg.Backend != l.Backend,
+		(cfg.TrainRecords != nil || cfg.TestRecords != nil) && (cfg.TrainRecords != l.Train || cfg.TestRecords != l.Test):
+		return nil
+	}
+	folder, err := labproc.Folder(os.Getenv(labproc.GoNBTmpEnv))
+	if err == nil {
+		var fp string
+		if fp, err = labproc.Fingerprint(repo.Dir()); err == nil {
+			return &labproc.Client{Folder: folder, Fingerprint: fp, Note: output()}
+		}
+	}
+	fmt.Fprintf(output(), "lab process: %v; running in this cell's program\n", err)
+	return nil
+}
+
+// fitInLabProcess runs Fit in the kernel's lab process when it can (labClient); done is false
+// when Fit must run in this program instead.
+func (l *Lab) fitInLabProcess(name string, cfg training.Config) (res *training.Result, err error, done bool) {
+	client := l.labClient(cfg)
+	if client == nil {
+		return nil, nil, false
+	}
+	cfg.Backend, cfg.TrainRecords, cfg.TestRecords, cfg.Programs = nil, nil, nil, nil
+	if cfg.TimelineFrom.IsZero() { // the run's timeline counts from this cell's program start
+		cfg.TimelineFrom, _ = runs.ProcessStart()
+	}
+	cfg.DataDir, cfg.From = absPath(cfg.DataDir), absPath(cfg.From) // the lab process has its own working folder
+	payload, err := encode(fitRequest{Name: name, Config: wireConfig{Config: cfg}, Spec: l.Spec, DataDir: absPath(l.DataDir), RunsDir: absPath(l.RunsDir), InNotebook: InNotebook()})
+	if err != nil {
+		return nil, fmt.Errorf("nb: sending lab.Fit(%q) to the lab process: %w", name, err), true
+	}
+	ctx, stop := training.InterruptContext(context.Background())
+	defer stop()
+	msg, err := client.Do(ctx, &labproc.Request{Op: "fit", Payload: payload}, relay)
+	if msg == nil {
+		if errors.Is(err, labproc.ErrNotStarted) {
+			fmt.Fprintf(output(), "lab process: %v; training in this cell's program\n", err)
+			return nil, nil, false
+		}
+		return nil, fmt.Errorf("nb: lab.Fit(%q): %w", name, err), true
+	}
+	var reply fitReply
+	if derr := decode(msg.Payload, &reply); derr != nil || reply.Result == nil {
+		return nil, cellError(err), true
+	}
+	res = new(training.Result)
+	if jerr := json.Unmarshal(reply.Result, res); jerr != nil {
+		return nil, fmt.Errorf("nb: lab.Fit(%q): the lab process's result: %w", name, jerr), true
+	}
+	if reply.History != nil {
+		res.History = new(runs.History)
+		if jerr := json.Unmarshal(reply.History, res.History); jerr != nil {
+			return nil, fmt.Errorf("nb: lab.Fit(%q): the lab process's history: %w", name, jerr), true
+		}
+		if reply.LiveDrawn {
+			drawnLive.Store(res.History, struct{}{})
+		}
+	}
+	// The trained weights, in this program too (res.Logits, res.Evaluate): read from the
+	// checkpoint the run saved, lazily, as LoadCheckpoint does.
+	if dir, _ := l.RunDir(name); res.CheckpointDir != "" {
+		ck, lerr := training.LoadCheckpoint(dir, l.Backend)
+		if lerr != nil {
+			return nil, fmt.Errorf("nb: lab.Fit(%q): loading what the lab process trained: %w", name, lerr), true
+		}
+		res.Trained = ck.Trained
+	}
+	return res, cellError(err), true
+}
+
+// absPath is path made absolute in this program's working folder ("" stays "").
+func absPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
+// relay passes a message of the lab process on to the cell's output.
+func relay(m *labproc.Message) {
+	switch m.Kind {
+	case labproc.KindText:
+		fmt.Fprint(output(), m.Text)
+	case labproc.KindDisplay:
+		if m.Display != nil && InNotebook() {
+			cellIO.send(m.Display)
+		}
+	}
+}
+
+// sentinels are the errors a cell may look for with errors.Is in what Fit returns: a lab
+// process's error carries which of them it wraps (remoteError). A variable's initialiser, not an
+// init function: the lab process serves from nb's init, before the init functions after it.
+var sentinels = func() map[string]error {
+	m := map[string]error{}
+	for _, e := range []error{ErrNoRun, ErrInterrupted, cifarlib.ErrHeadMismatch, cifarlib.ErrInputContract, cifarlib.ErrNoBackend,
+		training.ErrNoCheckpoint, data.ErrLabelOutOfRange, data.ErrNoRecords, backends.ErrBackend, backends.ErrDeviceMemory,
+		backends.ErrNoGPU, backends.ErrCUDARuntime, backends.ErrDevices} {
+		m[e.Error()] = e
+	}
+	return m
+}()
+
+// remoteError is an error of the lab process in the cell: its text, and errors.Is finds the
+// sentinels it wrapped there.
+type remoteError struct {
+	text  string
+	kinds []string
+}
+
+func (e *remoteError) Error() string { return e.text }
+
+func (e *remoteError) Is(target error) bool {
+	for _, k := range e.kinds {
+		if sentinels[k] == target {
+			return true
+		}
+	}
+	return false
+}
+
+// wireError is the lab process's encoding of a request's error for the cell (cellError
+// decodes it).
+func wireError(err error) *labproc.Error {
+	w := &labproc.Error{Text: err.Error()}
+	for k, s := range sentinels {
+		if errors.Is(err, s) {
+			w.Kinds = append(w.Kinds, k)
+		}
+	}
+	var interrupted *InterruptedError
+	var busy *RunBusyError
+	switch {
+	case errors.As(err, &interrupted):
+		w.Detail, _ = encode(wireDetail{Interrupted: interrupted})
+	case errors.As(err, &busy):
+		w.Detail, _ = encode(wireDetail{Busy: busy})
+	}
+	return w
+}
+
+// wireDetail holds the typed errors that reach the cell whole.
+type wireDetail struct {
+	Interrupted *InterruptedError
+	Busy        *RunBusyError
+}
+
+// cellError is the error of the lab process as the cell gets it: a typed error for an
+// interrupted or busy run, else its text with its sentinels.
+func cellError(err error) error {
+	var w *labproc.Error
+	if !errors.As(err, &w) {
+		return err
+	}
+	var d wireDetail
+	if w.Detail != nil && decode(w.Detail, &d) == nil {
+		switch {
+		case d.Interrupted != nil:
+			return d.Interrupted
+		case d.Busy != nil:
+			return d.Busy
+		}
+	}
+	return &remoteError{text: w.Text, kinds: w.Kinds}
+}
+
+func encode(v any) ([]byte, error) {
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(v)
+	return b.Bytes(), err
+}
+
+func decode(b []byte, v any) error { return gob.NewDecoder(bytes.NewReader(b)).Decode(v) }

@@ -1,0 +1,159 @@
+package nb
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labproc"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLabProcessErrors: an error of the lab process reaches the cell with its text, errors.Is
+// finds the sentinels it wrapped, and an interrupted or busy run is its typed error again
+// (Check exits 130 for the first, as in the cell's own program).
+func TestLabProcessErrors(t *testing.T) {
+	head := fmt.Errorf("training: %w", &cifarlib.HeadMismatchError{HeadWidth: 10, NumClasses: 100, Dataset: "cifar100"})
+	got := cellError(wireError(head))
+	require.EqualError(t, got, head.Error())
+	require.ErrorIs(t, got, cifarlib.ErrHeadMismatch)
+	require.NotErrorIs(t, got, ErrNoRun)
+
+	interrupted := &InterruptedError{Run: "r", Dir: "/d/runs/r", Step: 12, Target: 400}
+	got = cellError(wireError(fmt.Errorf("wrapped: %w", interrupted)))
+	require.Equal(t, interrupted, got)
+	require.ErrorIs(t, got, ErrInterrupted)
+
+	busy := &RunBusyError{Run: "r", PID: 42}
+	require.Equal(t, busy, cellError(wireError(busy)))
+
+	plain := errors.New("nb: something")
+	require.Equal(t, plain, cellError(plain), "an error of this program is left as it is")
+}
+
+// TestFitRequestTravels: a Fit's config travels to the lab process whole, but for what cannot
+// leave the cell (Fit sends the lab's backend and splits as nil: the lab process has its own).
+func TestFitRequestTravels(t *testing.T) {
+	cfg := training.Config{Steps: 7, BatchSize: 32, Seed: 3, Head: 100, Precision: cifarlib.PrecisionBF16Mixed, EvalEvery: training.EvalOff,
+		Optimizer: "adamw", LearningRate: 0.01, Devices: 2, From: "/runs/src", Params: map[string]string{"steps": "7"}}
+	cfg.OnPoint = func(runs.HistoryPoint) error { return nil } // labClient keeps such a config in the cell; on the wire it is left out
+	b, err := encode(fitRequest{Name: "n", Config: wireConfig{Config: cfg}, Spec: data.CIFAR100(data.LabelsFine), DataDir: "/d", RunsDir: "/r", InNotebook: true})
+	require.NoError(t, err)
+	var got fitRequest
+	require.NoError(t, decode(b, &got))
+	cfg.OnPoint = nil
+	require.Equal(t, cfg, got.Config.Config)
+	require.Equal(t, data.CIFAR100(data.LabelsFine), got.Spec)
+	require.True(t, got.InNotebook)
+}
+
+// TestLabClientOnlyForWhatTravels: Fit runs in this program outside a notebook, for a lab of
+// New (its own backend), with the lab process off, and for a config with the cell's hooks.
+func TestLabClientOnlyForWhatTravels(t *testing.T) {
+	l := &Lab{opened: true}
+	require.Nil(t, l.labClient(training.Config{}), "not a GoNB cell")
+	t.Setenv("GONB_TMP_DIR", t.TempDir())
+	saved := cellIO
+	defer func() { cellIO = saved }()
+	cellIO.notebook = func() bool { return true }
+	require.NotNil(t, l.labClient(training.Config{}))
+	require.Nil(t, l.labClient(training.Config{OnPoint: func(runs.HistoryPoint) error { return nil }}))
+	require.Nil(t, l.labClient(training.Config{Plot: true}))
+	require.Nil(t, l.labClient(training.Config{Progress: training.ProgressOn}))
+	require.Nil(t, l.labClient(training.Config{TrainRecords: &data.Records{}}))
+	require.Nil(t, (&Lab{}).labClient(training.Config{}), "a lab of New")
+	t.Setenv(LabProcessEnv, "0")
+	require.Nil(t, l.labClient(training.Config{}))
+}
+
+// TestLabServerFit serves lab.Fit requests with the lab process's handler on a socket in this
+// test's process (the kernel tests re-run a cell's binary as the real one): the run trains
+// there, its output reaches the client, its result comes back, and a head mismatch keeps
+// errors.Is.
+func TestLabServerFit(t *testing.T) {
+	dataDir := t.TempDir()
+	folder, err := labproc.Folder(t.TempDir())
+	require.NoError(t, err)
+	s := &labServer{labs: map[string]*Lab{}, held: map[string]*heldRun{}}
+	srv := &labproc.Server{Socket: labproc.SocketPath(folder), Fingerprint: "fp", Backend: labproc.BackendKey(), Handle: s.handle, WireError: wireError}
+	go srv.Serve()
+	client := &labproc.Client{Folder: folder, Fingerprint: "fp"}
+	require.Eventually(t, func() bool { _, err := os.Stat(labproc.SocketPath(folder)); return err == nil }, 5*time.Second, 10*time.Millisecond)
+
+	fit := func(name string, cfg training.Config) (*fitReply, string, error) {
+		payload, err := encode(fitRequest{Name: name, Config: wireConfig{Config: cfg}, Spec: data.CIFAR10(), DataDir: dataDir, RunsDir: filepath.Join(dataDir, "runs")})
+		require.NoError(t, err)
+		var out strings.Builder
+		msg, err := client.Do(context.Background(), &labproc.Request{Op: "fit", Payload: payload}, func(m *labproc.Message) { out.WriteString(m.Text) })
+		require.NotNil(t, msg, "%v", err)
+		var reply fitReply
+		require.NoError(t, decode(msg.Payload, &reply))
+		return &reply, out.String(), cellError(err)
+	}
+	reply, out, err := fit("two", training.Config{Steps: 2, BatchSize: 16, EvalEvery: training.EvalOff, SkipFinalEval: true, LogEvery: 1})
+	require.NoError(t, err)
+	require.Contains(t, out, `run "two": trained 2 steps in`)
+	var res training.Result
+	require.NoError(t, json.Unmarshal(reply.Result, &res))
+	require.Equal(t, 2, res.EndStep)
+	require.NotNil(t, reply.History)
+
+	// The run evaluated by the lab process: what this process's evaluation of the same weights
+	// gives, the same program on the same backend.
+	dir := filepath.Join(dataDir, "runs", "two")
+	payload, err := encode(evalRequest{Dir: dir, Step: 2, Spec: data.CIFAR10(), DataDir: dataDir, Split: data.SplitTest.String(), Options: training.EvalOptions{MaxExamples: 50}})
+	require.NoError(t, err)
+	msg, err := client.Do(context.Background(), &labproc.Request{Op: "evaluate", Payload: payload}, func(*labproc.Message) {})
+	require.NoError(t, err)
+	var there training.EvalResult
+	require.NoError(t, json.Unmarshal(msg.Payload, &there))
+	lab := s.labs[dataDir+"\x00"+data.CIFAR10().ID()]
+	ck, err := training.LoadCheckpoint(dir, lab.Backend)
+	require.NoError(t, err)
+	here, err := training.Evaluate(context.Background(), lab.Backend, ck.Model, ck.Store, lab.Test, training.EvalOptions{MaxExamples: 50})
+	require.NoError(t, err)
+	require.Equal(t, here.Accuracy, there.Accuracy)
+	require.Equal(t, here.Loss, there.Loss)
+	require.Len(t, s.held, 1)
+
+	// The same Fit again: the lab process's programs compile nothing, and the run's timeline
+	// counts from the cell's program start.
+	started := time.Now().Add(-time.Second)
+	reply, _, err = fit("two", training.Config{Steps: 2, BatchSize: 16, EvalEvery: training.EvalOff, SkipFinalEval: true, TimelineFrom: started})
+	require.NoError(t, err)
+	var again training.Result
+	require.NoError(t, json.Unmarshal(reply.Result, &again))
+	require.Equal(t, 0, again.Timeline.Compiles(""), "%s", again.Timeline)
+	require.True(t, started.Equal(again.Timeline.Origin), "%v", again.Timeline.Origin)
+	require.Equal(t, res.Loss, again.Loss, "the same run")
+
+	_, _, err = fit("head", training.Config{Steps: 1, BatchSize: 16, Head: 5})
+	require.ErrorIs(t, err, cifarlib.ErrHeadMismatch)
+	require.ErrorContains(t, err, "model head has 5 outputs but dataset cifar10 has 10 classes")
+}
+
+// TestHeldRunsBounded: the lab process keeps the runs evaluated last, at most maxHeld.
+func TestHeldRunsBounded(t *testing.T) {
+	s := &labServer{held: map[string]*heldRun{}}
+	for _, dir := range []string{"a", "b", "c", "d", "e"} {
+		s.hold(dir, &heldRun{key: dir})
+	}
+	require.Equal(t, []string{"b", "c", "d", "e"}, s.heldOrder)
+	s.hold("b", s.held["b"]) // evaluated again: the most recent
+	s.hold("f", &heldRun{key: "f"})
+	require.Equal(t, []string{"d", "e", "b", "f"}, s.heldOrder)
+	require.Len(t, s.held, maxHeld)
+	require.NotContains(t, s.held, "c")
+}
