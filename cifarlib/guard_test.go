@@ -87,7 +87,7 @@ func TestHostGuardStopsTrainingBeforeTheDevice(t *testing.T) {
 		Bad: []data.BadLabel{{Position: 1, Example: 1, Label: 57}}}, lre)
 	require.Equal(t, int64(0), optimizer.GetGlobalStep(store), "no step ran")
 	// The dataset adds its name and the epoch; the batch is named once, by the guard.
-	require.Contains(t, err.Error(), `cifarlib: dataset "train" (epoch 0): batch 0: 1 of 3 labels out of range [0, 10): `+
+	require.Contains(t, err.Error(), `data: dataset "train" (epoch 0): batch 0: 1 of 3 labels out of range [0, 10): `+
 		"position 1 (example 1) label 57: ")
 }
 

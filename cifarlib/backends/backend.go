@@ -96,7 +96,7 @@ func New(name string) (compute.Backend, error) {
 		if env := strings.TrimSpace(os.Getenv(compute.ConfigEnvVar)); env != "" && strings.ToLower(env) != Auto {
 			b, err := New(env)
 			if err != nil {
-				return nil, fmt.Errorf("cifarlib: $%s=%q: %w", compute.ConfigEnvVar, env, err)
+				return nil, fmt.Errorf("backends: $%s=%q: %w", compute.ConfigEnvVar, env, err)
 			}
 			return b, nil
 		}
@@ -166,6 +166,50 @@ func New(name string) (compute.Backend, error) {
 	}
 	return nil, &BackendError{Requested: requested, Missing: "unknown backend name",
 		Fix: "use one of \"auto\", \"cpu\", \"go\", \"cuda\" (or a GoMLX configuration such as \"xla:cpu\")"}
+}
+
+// NewWithDevices is New(name) for data-parallel training over devices devices
+// (DevicesAll: every device the backend has; 0 or 1: one device, the same as New).
+//
+// On XLA's CPU plugin ("cpu", "xla:cpu", an "xla:/path/pjrt_c_api_cpu_plugin.so", or "auto"
+// resolving to one of them) the client is created with the plugin option cpu_device_count set
+// to devices, so the backend has exactly that many CPU devices (virtual: they share the cores;
+// at most MaxCPUDevices); DevicesAll keeps the plugin's default (4). On CUDA the GPUs are what
+// they are: asking for more than there are is a *DeviceCountError that says how many exist.
+// The pure-Go backend has one device: devices > 1 is a *DevicesUnsupportedError, and so is
+// "cpu" when the XLA CPU plugin is not installed (it falls back to the pure-Go backend).
+func NewWithDevices(name string, devices int) (compute.Backend, error) {
+	if devices < DevicesAll {
+		return nil, &DevicesValueError{Value: fmt.Sprint(devices), Fix: "use a positive number of devices or DevicesAll"}
+	}
+	b, err := New(name)
+	if err != nil || devices == 0 || devices == 1 {
+		return b, err
+	}
+	if b, err = withCPUDevices(name, b, devices); err != nil {
+		return nil, err
+	}
+	if _, err := ResolveDevices(b, devices); err != nil {
+		b.Finalize()
+		return nil, err
+	}
+	return b, nil
+}
+
+// withCPUDevices returns b, or, when b is XLA's CPU plugin with another number of devices than
+// the devices asked for (not DevicesAll), b created again with that many (b is finalized).
+func withCPUDevices(name string, b compute.Backend, devices int) (compute.Backend, error) {
+	xb, isXLA := b.(*xla.Backend)
+	if !isXLA || !xb.IsCPU() || devices == DevicesAll || devices == b.NumDevices() {
+		return b, nil
+	}
+	plugin := xb.PluginName()
+	b.Finalize()
+	if devices > MaxCPUDevices {
+		return nil, &DeviceCountError{Backend: xlaCPUName, Requested: devices, Available: MaxCPUDevices,
+			Fix: fmt.Sprintf("cifarlib creates at most %d XLA CPU devices (they share the machine's cores); ask for fewer", MaxCPUDevices)}
+	}
+	return newXLA(name, plugin, pjrt.NamedValuesMap{xlaCPUDeviceCountOption: int64(devices)})
 }
 
 // findXLACPUPluginFor is plugins.FindXLACPU with errors naming the requested backend.
@@ -299,43 +343,4 @@ func startWithTimeout(create func() (compute.Backend, error)) (b compute.Backend
 	case <-time.After(createTimeout):
 		return nil, nil, true
 	}
-}
-
-// Name describes a backend for display, e.g. "go (pure Go, CPU)",
-// "xla:cpu (XLA CPU plugin)" or "xla:cuda (XLA CUDA: NVIDIA H100 ...)".
-func Name(b compute.Backend) string {
-	if b == nil {
-		return "<no backend>"
-	}
-	if IsGoBackend(b) {
-		return "go (pure Go, CPU)"
-	}
-	if xb, ok := b.(*xla.Backend); ok {
-		if xb.IsCUDA() {
-			desc := ""
-			func() {
-				defer func() { _ = recover() }()
-				if b.NumDevices() > 0 {
-					desc = b.DeviceDescription(0)
-				}
-			}()
-			if desc != "" {
-				return fmt.Sprintf("xla:cuda (XLA CUDA: %s)", desc)
-			}
-			return "xla:cuda (XLA CUDA)"
-		}
-		if xb.IsCPU() {
-			return "xla:cpu (XLA CPU plugin)"
-		}
-	}
-	return fmt.Sprintf("%s (%s)", b.String(), b.Name())
-}
-
-// Plugin returns the PJRT plugin an XLA backend runs on (a name such as "cuda", or the
-// absolute path of the plugin file), or "" for other backends.
-func Plugin(b compute.Backend) string {
-	if xb, ok := b.(*xla.Backend); ok {
-		return xb.PluginName()
-	}
-	return ""
 }

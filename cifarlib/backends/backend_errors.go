@@ -139,7 +139,7 @@ func TrainCatch(fn func() error) (err error) {
 			if pe, ok := p.(error); ok {
 				err = pe
 			} else {
-				err = fmt.Errorf("cifarlib: %v", p)
+				err = fmt.Errorf("backends: %v", p)
 			}
 		}
 		err = TranslateRuntimeError(err)

@@ -2,8 +2,6 @@ package backends
 
 import (
 	"strings"
-
-	"github.com/gomlx/compute"
 )
 
 // goBackendDefaultOptions are the options New adds to the pure-Go backend's configuration
@@ -26,9 +24,6 @@ const goBackendDefaultOptions = "ops_sequential"
 // program and that backend is the largest part of cifarlib a cell on XLA never runs
 // (bench/RESULTS-cells.md); a cell links it back with `%goflags -tags=`.
 const NoGoBackendTag = "cifarlab_nogobackend"
-
-// IsGoBackend reports whether b is the pure-Go backend.
-func IsGoBackend(b compute.Backend) bool { return b != nil && b.String() == Go }
 
 // goBackendConfig returns config with goBackendDefaultOptions added unless config already picks
 // "ops_sequential" or "ops_parallel".

@@ -74,7 +74,7 @@ func TestNewBackendCUDANoGPURealPlugin(t *testing.T) {
 	t.Setenv("GOMLX_BACKEND", "xla:cuda")
 	_, err := New("auto")
 	require.True(t, errors.Is(err, ErrNoGPU))
-	require.Equal(t, `cifarlib: $GOMLX_BACKEND="xla:cuda": `+noGPUMessage("xla:cuda", desc), err.Error())
+	require.Equal(t, `backends: $GOMLX_BACKEND="xla:cuda": `+noGPUMessage("xla:cuda", desc), err.Error())
 }
 
 // TestNewBackendCUDANoGPUFormat: the message without any CUDA plugin, and with the plugin's own

@@ -102,7 +102,7 @@ func TestNewBackendAuto(t *testing.T) {
 
 	t.Setenv("GOMLX_BACKEND", "tpu")
 	_, err = New("auto")
-	require.EqualError(t, err, `cifarlib: $GOMLX_BACKEND="tpu": backend "tpu" unavailable: unknown backend name: `+
+	require.EqualError(t, err, `backends: $GOMLX_BACKEND="tpu": backend "tpu" unavailable: unknown backend name: `+
 		`use one of "auto", "cpu", "go", "cuda" (or a GoMLX configuration such as "xla:cpu")`)
 }
 

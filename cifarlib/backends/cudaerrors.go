@@ -164,5 +164,5 @@ func newClassError(i int, err error) error {
 	case "*DeviceMismatchError":
 		return &DeviceMismatchError{base}
 	}
-	panic("cifarlib: runtime error class without a type: " + c.Type)
+	panic("backends: runtime error class without a type: " + c.Type)
 }

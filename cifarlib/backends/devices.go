@@ -7,7 +7,6 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
 	"github.com/gomlx/go-xla/compute/xla"
-	"github.com/gomlx/go-xla/pjrt"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -41,46 +40,7 @@ func ParseDevices(s string) (int, error) {
 	return n, nil
 }
 
-// NewWithDevices is New(name) for data-parallel training over devices devices
-// (DevicesAll: every device the backend has; 0 or 1: one device, the same as New).
-//
-// On XLA's CPU plugin ("cpu", "xla:cpu", an "xla:/path/pjrt_c_api_cpu_plugin.so", or "auto"
-// resolving to one of them) the client is created with the plugin option cpu_device_count set
-// to devices, so the backend has exactly that many CPU devices (virtual: they share the cores;
-// at most MaxCPUDevices); DevicesAll keeps the plugin's default (4). On CUDA the GPUs are what
-// they are: asking for more than there are is a *DeviceCountError that says how many exist.
-// The pure-Go backend has one device: devices > 1 is a *DevicesUnsupportedError, and so is
-// "cpu" when the XLA CPU plugin is not installed (it falls back to the pure-Go backend).
-func NewWithDevices(name string, devices int) (compute.Backend, error) {
-	if devices < DevicesAll {
-		return nil, &DevicesValueError{Value: fmt.Sprint(devices), Fix: "use a positive number of devices or DevicesAll"}
-	}
-	b, err := New(name)
-	if err != nil || devices == 0 || devices == 1 {
-		return b, err
-	}
-	n, err := ResolveDevices(b, devices)
-	xb, isXLA := b.(*xla.Backend)
-	if !isXLA || !xb.IsCPU() || devices == DevicesAll || (err == nil && n == b.NumDevices()) {
-		if err != nil {
-			b.Finalize()
-			return nil, err
-		}
-		return b, nil
-	}
-	// XLA CPU: create the client again with the number of devices asked for.
-	if devices > MaxCPUDevices {
-		name := Name(b)
-		b.Finalize()
-		return nil, &DeviceCountError{Backend: name, Requested: devices, Available: MaxCPUDevices,
-			Fix: fmt.Sprintf("cifarlib creates at most %d XLA CPU devices (they share the machine's cores); ask for fewer", MaxCPUDevices)}
-	}
-	plugin := Plugin(b)
-	b.Finalize()
-	return newXLA(name, plugin, pjrt.NamedValuesMap{xlaCPUDeviceCountOption: int64(devices)})
-}
-
-// resolveDevices returns the number of devices to train on with backend b for the requested
+// ResolveDevices returns the number of devices to train on with backend b for the requested
 // count (DevicesAll: all of b's devices), or a typed error when b cannot provide them.
 func ResolveDevices(b compute.Backend, requested int) (int, error) {
 	switch {
@@ -113,13 +73,13 @@ func ResolveDevices(b compute.Backend, requested int) (int, error) {
 	return requested, nil
 }
 
-// newDeviceMesh returns the one-axis mesh (deviceMeshAxis) of n devices used for data
+// NewDeviceMesh returns the one-axis mesh (deviceMeshAxis) of n devices used for data
 // parallelism.
 func NewDeviceMesh(n int) (*distributed.DeviceMesh, error) {
 	return distributed.NewDeviceMesh([]int{n}, []string{deviceMeshAxis})
 }
 
-// batchShardingSpec shards axis 0 (the batch) of a tensor along the mesh's deviceMeshAxis; the
+// BatchShardingSpec shards axis 0 (the batch) of a tensor along the mesh's deviceMeshAxis; the
 // other axes are replicated.
 func BatchShardingSpec(mesh *distributed.DeviceMesh) (*distributed.ShardingSpec, error) {
 	return distributed.BuildSpec(mesh).S(deviceMeshAxis).Done()
@@ -155,7 +115,7 @@ func ListDevices(b compute.Backend) (devices []DeviceInfo) {
 	return devices
 }
 
-// storeMesh returns the device mesh the variables of store are already distributed on (after
+// StoreMesh returns the device mesh the variables of store are already distributed on (after
 // data-parallel training: a graph must use the very mesh object of its variables' sharding
 // specs), or a new one of n devices when they are not distributed. Variables distributed on a
 // different number of devices are an error: save a checkpoint and load it, which any device
@@ -176,7 +136,7 @@ func StoreMesh(store *model.Store, n int) (*distributed.DeviceMesh, error) {
 	return NewDeviceMesh(n)
 }
 
-// replicateUnsharded gives every variable of store without a sharding spec the replicated
+// ReplicateUnsharded gives every variable of store without a sharding spec the replicated
 // spec of mesh. GoMLX v0.28.3 creates the random-number state variable (Store.SetRNGStateFromSeed)
 // without a link to its store, so a distributed graph that reads it would otherwise fail on the
 // store's default spec with a nil pointer.

@@ -16,7 +16,7 @@ type DevicesUnsupportedError struct {
 }
 
 func (e *DevicesUnsupportedError) Error() string {
-	return fmt.Sprintf("cifarlib: %s devices asked of the %s backend, which has one device and runs no distributed "+
+	return fmt.Sprintf("backends: %s devices asked of the %s backend, which has one device and runs no distributed "+
 		"programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: %s) or cuda for "+
 		"several GPUs, or -devices 1", devicesWord(e.Requested), e.Backend, plugins.XLACPUInstallHint)
 }
@@ -35,7 +35,7 @@ type DeviceCountError struct {
 }
 
 func (e *DeviceCountError) Error() string {
-	return fmt.Sprintf("cifarlib: %d devices asked for, but the %s backend has %d: %s",
+	return fmt.Sprintf("backends: %d devices asked for, but the %s backend has %d: %s",
 		e.Requested, e.Backend, e.Available, e.Fix)
 }
 
@@ -59,7 +59,7 @@ func (e *BatchDivisibilityError) Error() string {
 	if e.Below > 0 {
 		near = fmt.Sprintf("%d or %d", e.Below, e.Above)
 	}
-	return fmt.Sprintf("cifarlib: training config: %s=%d does not split across %d devices (%d is not a multiple of %d): "+
+	return fmt.Sprintf("backends: training config: %s=%d does not split across %d devices (%d is not a multiple of %d): "+
 		"use %s, or another number of devices", e.Field, e.BatchSize, e.Devices, e.BatchSize, e.Devices, near)
 }
 
@@ -92,9 +92,9 @@ type DevicesValueError struct {
 	Fix string
 }
 
-// Error implements error: "cifarlib: devices=VALUE: FIX".
+// Error implements error: "backends: devices=VALUE: FIX".
 func (e *DevicesValueError) Error() string {
-	return fmt.Sprintf("cifarlib: devices=%s: %s", e.Value, e.Fix)
+	return fmt.Sprintf("backends: devices=%s: %s", e.Value, e.Fix)
 }
 
 // Is makes errors.Is(err, ErrDevices) true.

@@ -23,6 +23,6 @@ func ExampleNewWithDevices() {
 	fmt.Printf("position 13 of a batch of 16 on 4 devices: device %d, its example %d\n", device, local)
 	// Output:
 	// true true
-	// cifarlib: training config: BatchSize=30 does not split across 4 devices (30 is not a multiple of 4): use 28 or 32, or another number of devices
+	// backends: training config: BatchSize=30 does not split across 4 devices (30 is not a multiple of 4): use 28 or 32, or another number of devices
 	// position 13 of a batch of 16 on 4 devices: device 3, its example 1
 }

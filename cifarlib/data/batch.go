@@ -25,10 +25,10 @@ func (b *Batch) Size() int { return b.Host.Size() }
 // does not lie within the records or a label is outside the Spec's classes.
 func (r *Records) Batch(start, n int) (*Batch, error) {
 	if r == nil {
-		return nil, fmt.Errorf("cifarlib: Batch: records are nil: load them with LoadSplit or LoadPrepared")
+		return nil, fmt.Errorf("data: Batch: records are nil: load them with LoadSplit or LoadPrepared")
 	}
 	if n < 1 || start < 0 || start+n > r.Len() {
-		return nil, fmt.Errorf("cifarlib: Batch(%d, %d) of %s: examples [%d, %d) are not within its %d records: "+
+		return nil, fmt.Errorf("data: Batch(%d, %d) of %s: examples [%d, %d) are not within its %d records: "+
 			"ask for 1 to %d examples from start 0", start, n, r.Source, start, start+n, r.Len(), r.Len())
 	}
 	if err := r.Validate(); err != nil {
@@ -36,7 +36,7 @@ func (r *Records) Batch(start, n int) (*Batch, error) {
 	}
 	norm, err := newNormalizer(r.Spec.Mean, r.Spec.Std)
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: Batch of %s: %w", r.Source, err)
+		return nil, fmt.Errorf("data: Batch of %s: %w", r.Source, err)
 	}
 	hb := &HostBatch{Examples: make([]int, n), Labels: make([]int32, n), Images: make([]float32, n*ImageBytes)}
 	for k := range n {

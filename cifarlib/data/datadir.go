@@ -83,7 +83,7 @@ func Verify(root string, spec Spec) error {
 		if _, serr := os.Stat(filepath.Join(dir, SyntheticMarker)); serr == nil {
 			reason = "it holds synthetic data, not the verified archive"
 		}
-		return fmt.Errorf("cifarlib: %s: %w: %s (%s missing): %s", dir, ErrNotVerified, reason, VerifiedMarker, fix)
+		return fmt.Errorf("data: %s: %w: %s (%s missing): %s", dir, ErrNotVerified, reason, VerifiedMarker, fix)
 	}
 	info, err := parseVerifiedMarker(dir, data, spec, fix)
 	if err != nil {
@@ -93,10 +93,10 @@ func Verify(root string, spec Spec) error {
 		path := filepath.Join(dir, name)
 		fi, err := os.Lstat(path)
 		if err != nil {
-			return fmt.Errorf("cifarlib: %w: data file %s is missing: %s", ErrNotVerified, path, fix)
+			return fmt.Errorf("data: %w: data file %s is missing: %s", ErrNotVerified, path, fix)
 		}
 		if !fi.Mode().IsRegular() || fi.Size() != want || info.Files[name] != want {
-			return fmt.Errorf("cifarlib: %w: data file %s has %d bytes (verified download: %d, official: %d): %s",
+			return fmt.Errorf("data: %w: data file %s has %d bytes (verified download: %d, official: %d): %s",
 				ErrNotVerified, path, fi.Size(), info.Files[name], want, fix)
 		}
 	}
@@ -108,10 +108,10 @@ func Verify(root string, spec Spec) error {
 func parseVerifiedMarker(dir string, data []byte, spec Spec, fix string) (VerifiedInfo, error) {
 	var info VerifiedInfo
 	if err := json.Unmarshal(data, &info); err != nil {
-		return info, fmt.Errorf("cifarlib: %s: %w: unreadable %s (%v): %s", dir, ErrNotVerified, VerifiedMarker, err, fix)
+		return info, fmt.Errorf("data: %s: %w: unreadable %s (%v): %s", dir, ErrNotVerified, VerifiedMarker, err, fix)
 	}
 	if info.SHA256 != spec.ArchiveSHA256 {
-		return info, fmt.Errorf("cifarlib: %s: %w: it was extracted from an archive with SHA-256 %s, want %s: %s",
+		return info, fmt.Errorf("data: %s: %w: it was extracted from an archive with SHA-256 %s, want %s: %s",
 			dir, ErrNotVerified, info.SHA256, spec.ArchiveSHA256, fix)
 	}
 	return info, nil

@@ -80,7 +80,7 @@ var _ train.Dataset = (*Dataset)(nil)
 // label within the Spec's class range).
 func NewDataset(name string, recs *Records, opts DatasetOptions) (*Dataset, error) {
 	if recs == nil {
-		return nil, errors.New("cifarlib: NewDataset: records are nil: load them with LoadSplit or ReadFile")
+		return nil, errors.New("data: NewDataset: records are nil: load them with LoadSplit or ReadFile")
 	}
 	if err := recs.Validate(); err != nil {
 		return nil, err
@@ -88,13 +88,13 @@ func NewDataset(name string, recs *Records, opts DatasetOptions) (*Dataset, erro
 	n := recs.Len()
 	switch {
 	case n == 0:
-		return nil, fmt.Errorf("cifarlib: dataset %q: %s holds no records", name, recs.Source)
+		return nil, fmt.Errorf("data: dataset %q: %s holds no records", name, recs.Source)
 	case opts.BatchSize < 1:
-		return nil, fmt.Errorf("cifarlib: dataset %q: batch size %d must be at least 1", name, opts.BatchSize)
+		return nil, fmt.Errorf("data: dataset %q: batch size %d must be at least 1", name, opts.BatchSize)
 	case opts.Epochs < 0:
-		return nil, fmt.Errorf("cifarlib: dataset %q: epochs %d must be >= 0 (0 means infinite)", name, opts.Epochs)
+		return nil, fmt.Errorf("data: dataset %q: epochs %d must be >= 0 (0 means infinite)", name, opts.Epochs)
 	case opts.DropRemainder && opts.BatchSize > n:
-		return nil, fmt.Errorf("cifarlib: dataset %q: batch size %d is larger than the %d examples and DropRemainder is set: "+
+		return nil, fmt.Errorf("data: dataset %q: batch size %d is larger than the %d examples and DropRemainder is set: "+
 			"no batch would be produced; use a smaller batch size or more data", name, opts.BatchSize, n)
 	}
 	mean, std := recs.Spec.Mean, recs.Spec.Std
@@ -103,7 +103,7 @@ func NewDataset(name string, recs *Records, opts DatasetOptions) (*Dataset, erro
 	}
 	norm, err := newNormalizer(mean, std)
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: dataset %q: %w", name, err)
+		return nil, fmt.Errorf("data: dataset %q: %w", name, err)
 	}
 	return &Dataset{name: name, recs: recs, opts: opts, norm: norm}, nil
 }
@@ -218,9 +218,9 @@ func (d *Dataset) batches(reuse bool) iter.Seq2[*HostBatch, error] {
 						var lre *LabelRangeError
 						if errors.As(err, &lre) && lre.Batch == number {
 							// The guard's message starts with the batch number already.
-							yield(nil, fmt.Errorf("cifarlib: dataset %q (epoch %d): %w", d.name, epoch, err))
+							yield(nil, fmt.Errorf("data: dataset %q (epoch %d): %w", d.name, epoch, err))
 						} else {
-							yield(nil, fmt.Errorf("cifarlib: dataset %q batch %d (epoch %d): %w", d.name, number, epoch, err))
+							yield(nil, fmt.Errorf("data: dataset %q batch %d (epoch %d): %w", d.name, number, epoch, err))
 						}
 						return
 					}

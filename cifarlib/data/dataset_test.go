@@ -260,7 +260,7 @@ func TestDatasetCheckHook(t *testing.T) {
 	}
 	require.Equal(t, 2, good, "batches 0 and 1 pass; batch 2 holds example 9")
 	require.ErrorIs(t, gotErr, errBadLabel)
-	require.EqualError(t, gotErr, `cifarlib: dataset "guarded" batch 2 (epoch 0): label 9 not allowed`)
+	require.EqualError(t, gotErr, `data: dataset "guarded" batch 2 (epoch 0): label 9 not allowed`)
 	require.Equal(t, []int{0, 1, 2}, seen)
 
 	// Iter yields the error before making tensors, then stops.

@@ -26,7 +26,7 @@ func newNormalizer(mean, std [ImageChannels]float32) (*normalizer, error) {
 	n := &normalizer{Mean: mean, Std: std}
 	for c := range ImageChannels {
 		if !(std[c] > 0) {
-			return nil, fmt.Errorf("cifarlib: normalisation std %v must be positive in every channel", std)
+			return nil, fmt.Errorf("data: normalisation std %v must be positive in every channel", std)
 		}
 		for v := range 256 {
 			n.lut[c][v] = float32((float64(v)/255 - float64(mean[c])) / float64(std[c]))
@@ -104,12 +104,12 @@ func decodeFile(path string, spec Spec) (images, labels *tensors.Tensor, err err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cifarlib: opening %s data file: %w", spec.Name, err)
+		return nil, nil, fmt.Errorf("data: opening %s data file: %w", spec.Name, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, nil, fmt.Errorf("cifarlib: %s: %w", path, err)
+		return nil, nil, fmt.Errorf("data: %s: %w", path, err)
 	}
 	n, err := recordCount(spec, path, fi.Size())
 	if err != nil {
@@ -171,7 +171,7 @@ func decodeStream(r io.Reader, source string, spec Spec, norm *normalizer, n int
 			if err != nil {
 				c.err = truncatedError(spec, source, first+got/rb, got%rb)
 				if err != io.EOF && err != io.ErrUnexpectedEOF {
-					c.err = fmt.Errorf("cifarlib: %s: reading record %d: %w", source, first+got/rb, err)
+					c.err = fmt.Errorf("data: %s: reading record %d: %w", source, first+got/rb, err)
 				}
 			}
 			select {

@@ -52,7 +52,7 @@ type DownloadError struct {
 
 // Error implements error.
 func (e *DownloadError) Error() string {
-	return fmt.Sprintf("cifarlib: downloading the %s archive from %s failed: %v. "+
+	return fmt.Sprintf("data: downloading the %s archive from %s failed: %v. "+
 		"If this machine is offline, download %s on another machine, check that its SHA-256 is %s, "+
 		"and put it at %s; then run `cifarlab download --dataset %s --data %s` again, which verifies "+
 		"and extracts it. To work without the real data, use synthetic data: `cifarlab synth --dataset %s --out DIR`",
@@ -101,7 +101,7 @@ func Download(ctx context.Context, root string, spec Spec, opts DownloadOptions)
 		return nil
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fmt.Errorf("cifarlib: creating data folder: %w", err)
+		return fmt.Errorf("data: creating data folder: %w", err)
 	}
 	archive := filepath.Join(root, spec.ArchiveName)
 	source := url
@@ -112,7 +112,7 @@ func Download(ctx context.Context, root string, spec Spec, opts DownloadOptions)
 		}
 		fmt.Fprintf(progress, "%s: %s has SHA-256 %s, want %s: downloading it again\n", spec.Name, archive, sum, spec.ArchiveSHA256)
 		if err := os.Remove(archive); err != nil {
-			return fmt.Errorf("cifarlib: removing bad archive: %w", err)
+			return fmt.Errorf("data: removing bad archive: %w", err)
 		}
 	}
 	wait := opts.RetryWait
@@ -165,7 +165,7 @@ func fetch(ctx context.Context, client *http.Client, url, archive string, spec S
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(archive), "."+filepath.Base(archive)+".part-*")
 	if err != nil {
-		return fmt.Errorf("cifarlib: %w", err)
+		return fmt.Errorf("data: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -194,13 +194,13 @@ func fetch(ctx context.Context, client *http.Client, url, archive string, spec S
 		return fail(resp.StatusCode, false, fmt.Errorf("%w: the %d bytes received have SHA-256 %s, want %s", ErrChecksum, n, sum, spec.ArchiveSHA256))
 	}
 	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("cifarlib: %w", err)
+		return fmt.Errorf("data: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("cifarlib: %w", err)
+		return fmt.Errorf("data: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), archive); err != nil {
-		return fmt.Errorf("cifarlib: %w", err)
+		return fmt.Errorf("data: %w", err)
 	}
 	return nil
 }
@@ -209,7 +209,7 @@ func fetch(ctx context.Context, client *http.Client, url, archive string, spec S
 func install(archive, root string, spec Spec, url string, progress io.Writer) error {
 	f, err := os.Open(archive)
 	if err != nil {
-		return fmt.Errorf("cifarlib: %w", err)
+		return fmt.Errorf("data: %w", err)
 	}
 	defer f.Close()
 	fmt.Fprintf(progress, "%s: extracting %s into %s\n", spec.Name, archive, filepath.Join(root, spec.Dir))
@@ -219,7 +219,7 @@ func install(archive, root string, spec Spec, url string, progress io.Writer) er
 	}
 	dir := filepath.Join(root, spec.Dir)
 	if err := os.Remove(filepath.Join(dir, SyntheticMarker)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("cifarlib: %w", err)
+		return fmt.Errorf("data: %w", err)
 	}
 	info := VerifiedInfo{Archive: spec.ArchiveName, SHA256: spec.ArchiveSHA256, URL: url, Files: files}
 	if err := writeJSONAtomic(filepath.Join(dir, VerifiedMarker), info); err != nil {

@@ -32,7 +32,7 @@ var (
 	ErrPickleLayout = errors.New("not a CIFAR pickle")
 
 	// ErrLabelOutOfRange: a label is outside [0, numClasses) (host guard or in-graph guard).
-	ErrLabelOutOfRange = errors.New("cifarlib: label out of range")
+	ErrLabelOutOfRange = errors.New("data: label out of range")
 
 	// ErrNotVerified is wrapped by Verify's errors: the verified data is absent or incomplete.
 	ErrNotVerified = errors.New("no verified data")

@@ -25,5 +25,5 @@ func ExampleReadPickleFile() {
 	// Output:
 	// 2 images; fine labels [3 10] coarse labels 0 1
 	// true
-	// cifarlib: testdata/pickles/evil_posix_system_p2.pkl: at byte offset 2: value posix.system: global not allowed: a CIFAR pickle names only numpy.core.multiarray._reconstruct (or numpy._core.multiarray._reconstruct), numpy.ndarray and numpy.dtype; nothing of this file was executed
+	// data: testdata/pickles/evil_posix_system_p2.pkl: at byte offset 2: value posix.system: global not allowed: a CIFAR pickle names only numpy.core.multiarray._reconstruct (or numpy._core.multiarray._reconstruct), numpy.ndarray and numpy.dtype; nothing of this file was executed
 }

@@ -27,15 +27,15 @@ var archiveMetadataFiles = map[string]bool{
 func extractTarGz(r io.Reader, root string, spec Spec) (map[string]int64, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: %s is not a gzip archive: %w", spec.ArchiveName, err)
+		return nil, fmt.Errorf("data: %s is not a gzip archive: %w", spec.ArchiveName, err)
 	}
 	// Before anything is installed, read to the end so that gzip checks its CRC and length trailer.
 	return extractTarThen(zr, root, spec, func() error {
 		if _, err := io.Copy(io.Discard, zr); err != nil {
-			return fmt.Errorf("cifarlib: %s: %w: %v", spec.ArchiveName, ErrIncompleteArchive, err)
+			return fmt.Errorf("data: %s: %w: %v", spec.ArchiveName, ErrIncompleteArchive, err)
 		}
 		if err := zr.Close(); err != nil {
-			return fmt.Errorf("cifarlib: %s: %w: %v", spec.ArchiveName, ErrIncompleteArchive, err)
+			return fmt.Errorf("data: %s: %w: %v", spec.ArchiveName, ErrIncompleteArchive, err)
 		}
 		return nil
 	})
@@ -84,7 +84,7 @@ func extractTarThen(r io.Reader, root string, spec Spec, check func() error) (fi
 		// The data is about to change: it is not verified any more until the caller says so.
 		Installing: func(dir string) error {
 			if err := os.Remove(filepath.Join(dir, VerifiedMarker)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("cifarlib: %w", err)
+				return fmt.Errorf("data: %w", err)
 			}
 			return nil
 		},

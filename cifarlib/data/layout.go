@@ -40,7 +40,7 @@ func ParseLayout(s string) (Layout, error) {
 	case "python", "py", "pickle":
 		return LayoutPython, nil
 	}
-	return LayoutBinary, fmt.Errorf("cifarlib: unknown data format %q: use \"binary\" or \"python\"", s)
+	return LayoutBinary, fmt.Errorf("data: unknown data format %q: use \"binary\" or \"python\"", s)
 }
 
 // pythonLayout holds the Python distribution's folder, files and archive of one dataset.
@@ -147,7 +147,7 @@ func DetectLayout(root string, spec Spec) (Layout, error) {
 	if py.Dir != bin.Dir && isDir(filepath.Join(root, py.Dir)) {
 		return LayoutPython, nil
 	}
-	return LayoutBinary, fmt.Errorf("cifarlib: %s: no %s data: neither %s/ (binary layout) nor %s/ (python layout, as torchvision "+
+	return LayoutBinary, fmt.Errorf("data: %s: no %s data: neither %s/ (binary layout) nor %s/ (python layout, as torchvision "+
 		"downloads it) is there: run `cifarlab download --dataset %s --data %s` (add --format python for the pickles): %w",
 		root, spec.Name, bin.Dir, py.Dir, spec.Name, root, fs.ErrNotExist)
 }

@@ -151,16 +151,16 @@ func ReadPickleFile(path string, spec Spec) (*Records, error) {
 func openPickle(path string, spec Spec) (*os.File, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, 0, fmt.Errorf("cifarlib: opening %s data file: %w", spec.Name, err)
+		return nil, 0, fmt.Errorf("data: opening %s data file: %w", spec.Name, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("cifarlib: %s: %w", path, err)
+		return nil, 0, fmt.Errorf("data: %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, 0, fmt.Errorf("cifarlib: %s is not a regular file", path)
+		return nil, 0, fmt.Errorf("data: %s is not a regular file", path)
 	}
 	return f, fi.Size(), nil
 }

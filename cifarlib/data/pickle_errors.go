@@ -26,11 +26,11 @@ type PickleError struct {
 	Kind error
 }
 
-// Error implements error: "cifarlib: FILE: at byte offset O: key K: record R: value V: REASON",
+// Error implements error: "data: FILE: at byte offset O: key K: record R: value V: REASON",
 // leaving out the parts that do not apply.
 func (e *PickleError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cifarlib: %s: ", e.File)
+	fmt.Fprintf(&b, "data: %s: ", e.File)
 	if e.Offset >= 0 {
 		fmt.Fprintf(&b, "at byte offset %d: ", e.Offset)
 	}

@@ -29,7 +29,7 @@ func loadPythonSplit(root string, spec Spec, split Split) (*Records, error) {
 	dir := filepath.Join(root, py.Dir)
 	files := split.Files(py)
 	missing := func(path string, err error) error {
-		return fmt.Errorf("cifarlib: %s %s split (python layout): file %s is missing: run "+
+		return fmt.Errorf("data: %s %s split (python layout): file %s is missing: run "+
 			"`cifarlab download --dataset %s --format python --data %s` (or point --data at the folder holding %s/): %w",
 			spec.Name, split, path, spec.Name, root, py.Dir, err)
 	}
@@ -50,10 +50,10 @@ func loadPythonSplit(root string, spec Spec, split Split) (*Records, error) {
 			if errors.Is(err, os.ErrNotExist) {
 				return nil, missing(path, err)
 			}
-			return nil, fmt.Errorf("cifarlib: %s %s split: %w", spec.Name, split, err)
+			return nil, fmt.Errorf("data: %s %s split: %w", spec.Name, split, err)
 		}
 		if !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("cifarlib: %s %s split: %s is not a regular file", spec.Name, split, path)
+			return nil, fmt.Errorf("data: %s %s split: %s is not a regular file", spec.Name, split, path)
 		}
 		sizes[k] = fi.Size()
 		capacity += min(fi.Size(), maxPickleFileBytes) / ImageBytes
@@ -78,7 +78,7 @@ func loadPythonSplit(root string, spec Spec, split Split) (*Records, error) {
 		}
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("cifarlib: opening %s data file: %w", spec.Name, err)
+			return nil, fmt.Errorf("data: opening %s data file: %w", spec.Name, err)
 		}
 		err = readPickleInto(f, sizes[k], part, alloc)
 		f.Close()
@@ -109,10 +109,10 @@ func verifyPython(root string, spec Spec) error {
 		path := filepath.Join(dir, name)
 		fi, err := os.Lstat(path)
 		if err != nil {
-			return fmt.Errorf("cifarlib: %w: data file %s is missing: %s", ErrNotVerified, path, fix)
+			return fmt.Errorf("data: %w: data file %s is missing: %s", ErrNotVerified, path, fix)
 		}
 		if want := info.Files[name]; !fi.Mode().IsRegular() || want <= 0 || fi.Size() != want {
-			return fmt.Errorf("cifarlib: %w: data file %s has %d bytes (verified download: %d): %s",
+			return fmt.Errorf("data: %w: data file %s has %d bytes (verified download: %d): %s",
 				ErrNotVerified, path, fi.Size(), want, fix)
 		}
 	}
@@ -126,10 +126,10 @@ func verifyTorchvision(dir string, spec Spec, fix string) error {
 		path := filepath.Join(dir, name)
 		sum, err := fileMD5(path)
 		if err != nil {
-			return fmt.Errorf("cifarlib: %w: %s: %v: %s", ErrNotVerified, path, err, fix)
+			return fmt.Errorf("data: %w: %s: %v: %s", ErrNotVerified, path, err, fix)
 		}
 		if sum != pins[name] {
-			return fmt.Errorf("cifarlib: %w: %s has MD5 %s, not the official file's %s (torchvision's pin), and %s has no %s: %s",
+			return fmt.Errorf("data: %w: %s has MD5 %s, not the official file's %s (torchvision's pin), and %s has no %s: %s",
 				ErrNotVerified, path, sum, pins[name], dir, VerifiedMarker, fix)
 		}
 	}

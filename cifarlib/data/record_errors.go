@@ -19,12 +19,12 @@ type FormatError struct {
 	Kind error
 }
 
-// Error implements error: "cifarlib: FILE: record R at byte offset O: REASON".
+// Error implements error: "data: FILE: record R at byte offset O: REASON".
 func (e *FormatError) Error() string {
 	if e.Record < 0 {
-		return fmt.Sprintf("cifarlib: %s: at byte offset %d: %s", e.File, e.Offset, e.Reason)
+		return fmt.Sprintf("data: %s: at byte offset %d: %s", e.File, e.Offset, e.Reason)
 	}
-	return fmt.Sprintf("cifarlib: %s: record %d at byte offset %d: %s", e.File, e.Record, e.Offset, e.Reason)
+	return fmt.Sprintf("data: %s: record %d at byte offset %d: %s", e.File, e.Record, e.Offset, e.Reason)
 }
 
 // Unwrap returns the kind of the error (ErrTruncated, ErrLabelRange, ...), for errors.Is.
@@ -46,13 +46,13 @@ func labelByteName(spec Spec, j int) string {
 func checkSpec(spec Spec) error {
 	if spec.LabelBytes < 1 || len(spec.MaxLabels) != spec.LabelBytes || spec.LabelByte < 0 ||
 		spec.LabelByte >= spec.LabelBytes || spec.NumClasses < 1 {
-		return fmt.Errorf("cifarlib: invalid Spec %q (LabelBytes=%d, MaxLabels=%v, LabelByte=%d, NumClasses=%d): "+
+		return fmt.Errorf("data: invalid Spec %q (LabelBytes=%d, MaxLabels=%v, LabelByte=%d, NumClasses=%d): "+
 			"use CIFAR10(), CIFAR100(...) or SpecByName", spec.Name, spec.LabelBytes, spec.MaxLabels,
 			spec.LabelByte, spec.NumClasses)
 	}
 	for _, m := range spec.MaxLabels {
 		if m < 1 || m > 256 {
-			return fmt.Errorf("cifarlib: invalid Spec %q: MaxLabels %v must be in [1, 256]", spec.Name, spec.MaxLabels)
+			return fmt.Errorf("data: invalid Spec %q: MaxLabels %v must be in [1, 256]", spec.Name, spec.MaxLabels)
 		}
 	}
 	return nil

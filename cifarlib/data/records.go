@@ -39,7 +39,7 @@ func ParseSplit(s string) (Split, error) {
 	case "test":
 		return SplitTest, nil
 	}
-	return SplitTrain, fmt.Errorf("cifarlib: unknown split %q: use \"train\" or \"test\"", s)
+	return SplitTrain, fmt.Errorf("data: unknown split %q: use \"train\" or \"test\"", s)
 }
 
 // Files returns the data files of the split, relative to spec.Dir.
@@ -120,7 +120,7 @@ func (r *Records) Labels() []int {
 // typically to switch CIFAR-100 between fine and coarse labels. The bytes are shared, not copied.
 func (r *Records) WithSpec(spec Spec) (*Records, error) {
 	if spec.Name != r.Spec.Name || spec.LabelBytes != r.Spec.LabelBytes {
-		return nil, fmt.Errorf("cifarlib: %s: records of %s cannot be viewed as %s: the record layouts differ",
+		return nil, fmt.Errorf("data: %s: records of %s cannot be viewed as %s: the record layouts differ",
 			r.Source, r.Spec.Name, spec.Name)
 	}
 	view := *r
@@ -238,7 +238,7 @@ func readRecordInto(r io.Reader, spec Spec, source string, i int, label, pixels 
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return n, truncatedError(spec, source, i, n)
 		}
-		return n, fmt.Errorf("cifarlib: %s: reading record %d at byte offset %d: %w", source, i, offset, err)
+		return n, fmt.Errorf("data: %s: reading record %d at byte offset %d: %w", source, i, offset, err)
 	}
 	if err := checkLabels(spec, source, label, i, offset); err != nil {
 		return n, err
@@ -248,7 +248,7 @@ func readRecordInto(r io.Reader, spec Spec, source string, i int, label, pixels 
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return n + m, truncatedError(spec, source, i, n+m)
 		}
-		return n + m, fmt.Errorf("cifarlib: %s: reading record %d at byte offset %d: %w", source, i, offset, err)
+		return n + m, fmt.Errorf("data: %s: reading record %d at byte offset %d: %w", source, i, offset, err)
 	}
 	return n + m, nil
 }
@@ -284,12 +284,12 @@ func readFile(path string, spec Spec) (*Records, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: opening %s data file: %w", spec.Name, err)
+		return nil, fmt.Errorf("data: opening %s data file: %w", spec.Name, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: %s: %w", path, err)
+		return nil, fmt.Errorf("data: %s: %w", path, err)
 	}
 	n, err := recordCount(spec, path, fi.Size())
 	if err != nil {
@@ -350,7 +350,7 @@ func LoadSplit(root string, spec Spec, split Split) (*Records, error) {
 	}
 	files := split.Files(spec)
 	if len(files) == 0 {
-		return nil, fmt.Errorf("cifarlib: %s has no %s files", spec.Name, split)
+		return nil, fmt.Errorf("data: %s has no %s files", spec.Name, split)
 	}
 	dir := filepath.Join(root, spec.Dir)
 	counts := make([]int, len(files))
@@ -360,15 +360,15 @@ func LoadSplit(root string, spec Spec, split Split) (*Records, error) {
 		fi, err := os.Stat(path)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("cifarlib: %s %s split: data file %s is missing: run "+
+				return nil, fmt.Errorf("data: %s %s split: data file %s is missing: run "+
 					"`cifarlab download --dataset %s --data %s` for the real data or "+
 					"`cifarlab synth --dataset %s --out %s` for synthetic data: %w",
 					spec.Name, split, path, spec.Name, root, spec.Name, root, err)
 			}
-			return nil, fmt.Errorf("cifarlib: %s %s split: %w", spec.Name, split, err)
+			return nil, fmt.Errorf("data: %s %s split: %w", spec.Name, split, err)
 		}
 		if !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("cifarlib: %s %s split: %s is not a regular file", spec.Name, split, path)
+			return nil, fmt.Errorf("data: %s %s split: %s is not a regular file", spec.Name, split, path)
 		}
 		if counts[k], err = recordCount(spec, path, fi.Size()); err != nil {
 			return nil, err
@@ -396,7 +396,7 @@ func LoadSplit(root string, spec Spec, split Split) (*Records, error) {
 func readFileInto(path string, recs *Records, first, n int) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("cifarlib: opening %s data file: %w", recs.Spec.Name, err)
+		return fmt.Errorf("data: opening %s data file: %w", recs.Spec.Name, err)
 	}
 	defer f.Close()
 	return readRecordsAt(f, recs, first, n)

@@ -43,7 +43,7 @@ func ParseLabelSet(s string) (LabelSet, error) {
 	case "coarse":
 		return LabelsCoarse, nil
 	}
-	return LabelsFine, fmt.Errorf("cifarlib: unknown label set %q: use \"fine\" or \"coarse\"", s)
+	return LabelsFine, fmt.Errorf("data: unknown label set %q: use \"fine\" or \"coarse\"", s)
 }
 
 // Spec describes one CIFAR dataset variant: its classes, the files of its binary
@@ -170,7 +170,7 @@ func SpecByName(name, labels string) (Spec, error) {
 	switch strings.ToLower(strings.TrimSpace(name)) {
 	case "cifar10", "cifar-10":
 		if set != LabelsFine {
-			return Spec{}, fmt.Errorf("cifarlib: dataset cifar10 has only fine labels, got label set %q: drop the labels option or use cifar100", labels)
+			return Spec{}, fmt.Errorf("data: dataset cifar10 has only fine labels, got label set %q: drop the labels option or use cifar100", labels)
 		}
 		return CIFAR10(), nil
 	case "cifar100", "cifar-100":
@@ -178,7 +178,7 @@ func SpecByName(name, labels string) (Spec, error) {
 	case "cifar100-coarse":
 		return CIFAR100(LabelsCoarse), nil
 	}
-	return Spec{}, fmt.Errorf("cifarlib: unknown dataset %q: use \"cifar10\" or \"cifar100\"", name)
+	return Spec{}, fmt.Errorf("data: unknown dataset %q: use \"cifar10\" or \"cifar100\"", name)
 }
 
 var cifar10Classes = []string{

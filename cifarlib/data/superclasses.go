@@ -46,7 +46,7 @@ func initSuperclasses() {
 			for k, name := range fines {
 				f, ok := index[name]
 				if !ok {
-					panic("cifarlib: superclass table names unknown fine class " + name)
+					panic("data: superclass table names unknown fine class " + name)
 				}
 				fineToCoarse[f], fineRank[f] = c, k
 			}

@@ -57,15 +57,15 @@ func (o SynthOptions) WithDefaults() SynthOptions {
 // validate checks the options (after WithDefaults) against a spec.
 func (o SynthOptions) validate(spec Spec) error {
 	if o.TrainSize < len(spec.TrainFiles) || o.TrainSize > MaxSynthSize {
-		return fmt.Errorf("cifarlib: synthetic %s train size %d must be in [%d, %d] (one record per file at least)",
+		return fmt.Errorf("data: synthetic %s train size %d must be in [%d, %d] (one record per file at least)",
 			spec.Name, o.TrainSize, len(spec.TrainFiles), MaxSynthSize)
 	}
 	if o.TestSize < len(spec.TestFiles) || o.TestSize > MaxSynthSize {
-		return fmt.Errorf("cifarlib: synthetic %s test size %d must be in [%d, %d]",
+		return fmt.Errorf("data: synthetic %s test size %d must be in [%d, %d]",
 			spec.Name, o.TestSize, len(spec.TestFiles), MaxSynthSize)
 	}
 	if !(o.LabelNoise >= 0 && o.LabelNoise < 1) {
-		return fmt.Errorf("cifarlib: label noise %v must be in [0, 1)", o.LabelNoise)
+		return fmt.Errorf("data: label noise %v must be in [0, 1)", o.LabelNoise)
 	}
 	return nil
 }
@@ -98,14 +98,14 @@ func Synthesize(root string, spec Spec, opts SynthOptions) error {
 	}
 	dir := filepath.Join(root, spec.Dir)
 	if _, err := os.Stat(filepath.Join(dir, VerifiedMarker)); err == nil {
-		return fmt.Errorf("cifarlib: %s holds verified real %s data: refusing to overwrite it with synthetic data; choose another folder",
+		return fmt.Errorf("data: %s holds verified real %s data: refusing to overwrite it with synthetic data; choose another folder",
 			dir, spec.Name)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cifarlib: %w", err)
+		return fmt.Errorf("data: %w", err)
 	}
 	if err := os.Remove(filepath.Join(dir, SyntheticMarker)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("cifarlib: %w", err)
+		return fmt.Errorf("data: %w", err)
 	}
 	for _, split := range []Split{SplitTrain, SplitTest} {
 		recs, err := SynthesizeRecords(spec, split, opts)
@@ -135,10 +135,10 @@ func ReadSynthInfo(root string, spec Spec) (SynthInfo, error) {
 	var info SynthInfo
 	data, err := os.ReadFile(filepath.Join(root, spec.Dir, SyntheticMarker))
 	if err != nil {
-		return info, fmt.Errorf("cifarlib: %w", err)
+		return info, fmt.Errorf("data: %w", err)
 	}
 	if err := json.Unmarshal(data, &info); err != nil {
-		return info, fmt.Errorf("cifarlib: reading %s: %w", filepath.Join(root, spec.Dir, SyntheticMarker), err)
+		return info, fmt.Errorf("data: reading %s: %w", filepath.Join(root, spec.Dir, SyntheticMarker), err)
 	}
 	return info, nil
 }
@@ -147,7 +147,7 @@ func ReadSynthInfo(root string, spec Spec) (SynthInfo, error) {
 func writeJSONAtomic(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("cifarlib: %w", err)
+		return fmt.Errorf("data: %w", err)
 	}
 	return atomicfile.WriteFile(path, func(w io.Writer) error {
 		_, err := w.Write(append(data, '\n'))

@@ -40,9 +40,9 @@ func VerifyFolder(root string, spec Spec, archivePath string) (string, error) {
 	st := StateOf(root, spec)
 	switch st.Kind {
 	case KindNone:
-		return "", fmt.Errorf("cifarlib: %s: %w: %s", root, ErrNotVerified, st)
+		return "", fmt.Errorf("data: %s: %w: %s", root, ErrNotVerified, st)
 	case KindSynthetic:
-		return "", fmt.Errorf("cifarlib: %s: %w: it holds synthetic data, nothing to verify: %s", st.Dir, ErrNotVerified, st)
+		return "", fmt.Errorf("data: %s: %w: it holds synthetic data, nothing to verify: %s", st.Dir, ErrNotVerified, st)
 	}
 	ls := spec
 	if spec.Layout() != st.Layout {
@@ -63,7 +63,7 @@ func VerifyFolder(root string, spec Spec, archivePath string) (string, error) {
 		return fmt.Sprintf("%s holds the record of a verified download (%s) and every data file has its official size", st.Dir, VerifiedMarker), nil
 	}
 	if st.Layout == LayoutPython {
-		return "", fmt.Errorf("cifarlib: %w: %w", ErrNotOfficial, st.NotVerified)
+		return "", fmt.Errorf("data: %w: %w", ErrNotOfficial, st.NotVerified)
 	}
 	fix := fmt.Sprintf("to verify them offline, pass the official archive: cifarlab verify --data %s --dataset %s --archive PATH/%s (SHA-256 %s)",
 		root, spec.Name, ls.ArchiveName, ls.ArchiveSHA256)
@@ -74,13 +74,13 @@ func VerifyFolder(root string, spec Spec, archivePath string) (string, error) {
 		fi, err := os.Stat(p)
 		switch {
 		case err != nil:
-			return "", fmt.Errorf("cifarlib: %w: %s is missing (the official %s has %s): %s", ErrNotOfficial, p, name, images(ls, want), official)
+			return "", fmt.Errorf("data: %w: %s is missing (the official %s has %s): %s", ErrNotOfficial, p, name, images(ls, want), official)
 		case fi.Size() != want:
-			return "", fmt.Errorf("cifarlib: %w: %s has %s, the official file %s (a subset or a conversion, not the official archive's files): %s",
+			return "", fmt.Errorf("data: %w: %s has %s, the official file %s (a subset or a conversion, not the official archive's files): %s",
 				ErrNotOfficial, p, images(ls, fi.Size()), images(ls, want), official)
 		}
 	}
-	return "", fmt.Errorf("cifarlib: %s: %w: every data file has its official size, but cifarlib pins no checksum of the binary layout's files, "+
+	return "", fmt.Errorf("data: %s: %w: every data file has its official size, but cifarlib pins no checksum of the binary layout's files, "+
 		"only of the archive %s: %s", st.Dir, ErrNotVerified, ls.ArchiveName, fix)
 }
 
@@ -107,10 +107,10 @@ func sortedNames(files map[string]int64) []string {
 func verifyAgainstArchive(root string, spec Spec, archivePath string) (string, error) {
 	sum, err := fileSHA256(archivePath)
 	if err != nil {
-		return "", fmt.Errorf("cifarlib: reading the archive: %w", err)
+		return "", fmt.Errorf("data: reading the archive: %w", err)
 	}
 	if sum != spec.ArchiveSHA256 {
-		return "", fmt.Errorf("cifarlib: %s: %w: it has SHA-256 %s, the official %s has %s: pass the official archive, as `cifarlab download` fetches it",
+		return "", fmt.Errorf("data: %s: %w: it has SHA-256 %s, the official %s has %s: pass the official archive, as `cifarlab download` fetches it",
 			archivePath, ErrChecksum, sum, spec.ArchiveName, spec.ArchiveSHA256)
 	}
 	names := spec.TrainFiles
@@ -128,26 +128,26 @@ func verifyAgainstArchive(root string, spec Spec, archivePath string) (string, e
 		p := filepath.Join(dir, name)
 		want, ok := official[name]
 		if !ok {
-			return "", fmt.Errorf("cifarlib: %s: %w: it has no %s/%s", archivePath, ErrIncompleteArchive, spec.Dir, name)
+			return "", fmt.Errorf("data: %s: %w: it has no %s/%s", archivePath, ErrIncompleteArchive, spec.Dir, name)
 		}
 		got, err := fileSHA256(p)
 		if err != nil {
-			return "", fmt.Errorf("cifarlib: %w: %s: %v", ErrNotOfficial, p, err)
+			return "", fmt.Errorf("data: %w: %s: %v", ErrNotOfficial, p, err)
 		}
 		if got != want {
-			return "", fmt.Errorf("cifarlib: %w: %s differs from the official archive's copy (SHA-256 %s, official %s): "+
+			return "", fmt.Errorf("data: %w: %s differs from the official archive's copy (SHA-256 %s, official %s): "+
 				"to replace the folder with the official files, run `cifarlab download --dataset %s --data %s`, which extracts the archive placed at %s",
 				ErrNotOfficial, p, got, want, spec.Name, root, filepath.Join(root, spec.ArchiveName))
 		}
 		fi, err := os.Stat(p)
 		if err != nil {
-			return "", fmt.Errorf("cifarlib: %w", err)
+			return "", fmt.Errorf("data: %w", err)
 		}
 		files[name] = fi.Size()
 	}
 	info := VerifiedInfo{Archive: spec.ArchiveName, SHA256: spec.ArchiveSHA256, Files: files}
 	if err := writeJSONAtomic(filepath.Join(dir, VerifiedMarker), info); err != nil {
-		return "", fmt.Errorf("cifarlib: the files are the official ones, but the record of it cannot be written (%w): "+
+		return "", fmt.Errorf("data: the files are the official ones, but the record of it cannot be written (%w): "+
 			"make %s writable and verify again, or later runs say \"real, unverified\"", err, dir)
 	}
 	if err := Verify(root, spec); err != nil {
@@ -162,12 +162,12 @@ func verifyAgainstArchive(root string, spec Spec, archivePath string) (string, e
 func archiveSHA256s(archivePath, dir string, names []string) (map[string]string, error) {
 	f, err := os.Open(archivePath)
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: %w", err)
+		return nil, fmt.Errorf("data: %w", err)
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: %s is not a gzip archive: %w", archivePath, err)
+		return nil, fmt.Errorf("data: %s is not a gzip archive: %w", archivePath, err)
 	}
 	wanted := make(map[string]bool, len(names))
 	for _, name := range names {
@@ -181,7 +181,7 @@ func archiveSHA256s(archivePath, dir string, names []string) (map[string]string,
 			return sums, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cifarlib: %s: %w: %v", archivePath, ErrIncompleteArchive, err)
+			return nil, fmt.Errorf("data: %s: %w: %v", archivePath, ErrIncompleteArchive, err)
 		}
 		name := strings.TrimPrefix(path.Clean(hdr.Name), "./")
 		base := path.Base(name)
@@ -190,7 +190,7 @@ func archiveSHA256s(archivePath, dir string, names []string) (map[string]string,
 		}
 		h := sha256.New()
 		if _, err := io.Copy(h, tr); err != nil {
-			return nil, fmt.Errorf("cifarlib: %s: %w: %v", archivePath, ErrIncompleteArchive, err)
+			return nil, fmt.Errorf("data: %s: %w: %v", archivePath, ErrIncompleteArchive, err)
 		}
 		sums[base] = hex.EncodeToString(h.Sum(nil))
 	}

@@ -24,14 +24,14 @@ func writeRecords(w io.Writer, recs *Records) error {
 	lb := recs.Spec.LabelBytes
 	for i := 0; i < recs.Len(); i++ {
 		if _, err := bw.Write(recs.RawLabels[i*lb : (i+1)*lb]); err != nil {
-			return fmt.Errorf("cifarlib: writing record %d of %s: %w", i, recs.Source, err)
+			return fmt.Errorf("data: writing record %d of %s: %w", i, recs.Source, err)
 		}
 		if _, err := bw.Write(recs.Image(i)); err != nil {
-			return fmt.Errorf("cifarlib: writing record %d of %s: %w", i, recs.Source, err)
+			return fmt.Errorf("data: writing record %d of %s: %w", i, recs.Source, err)
 		}
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("cifarlib: writing %s: %w", recs.Source, err)
+		return fmt.Errorf("data: writing %s: %w", recs.Source, err)
 	}
 	return nil
 }

@@ -121,11 +121,11 @@ func LoadHistory(dir string) (*History, error) {
 		return &History{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: reading history: %w", err)
+		return nil, fmt.Errorf("runs: reading history: %w", err)
 	}
 	h := &History{}
 	if err := json.Unmarshal(data, h); err != nil {
-		return nil, fmt.Errorf("cifarlib: %s: %w: delete the file to start a new history", filepath.Join(dir, HistoryFileName), err)
+		return nil, fmt.Errorf("runs: %s: %w: delete the file to start a new history", filepath.Join(dir, HistoryFileName), err)
 	}
 	return h, nil
 }
@@ -134,21 +134,21 @@ func LoadHistory(dir string) (*History, error) {
 func (h *History) Save(dir string) error {
 	data, err := json.Marshal(h)
 	if err != nil {
-		return fmt.Errorf("cifarlib: encoding history: %w", err)
+		return fmt.Errorf("runs: encoding history: %w", err)
 	}
 	tmp, err := os.CreateTemp(dir, HistoryFileName+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("cifarlib: saving history: %w", err)
+		return fmt.Errorf("runs: saving history: %w", err)
 	}
 	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
 	if werr != nil || cerr != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("cifarlib: writing %s: %w", tmp.Name(), errors.Join(werr, cerr))
+		return fmt.Errorf("runs: writing %s: %w", tmp.Name(), errors.Join(werr, cerr))
 	}
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, HistoryFileName)); err != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("cifarlib: saving history: %w", err)
+		return fmt.Errorf("runs: saving history: %w", err)
 	}
 	return nil
 }

@@ -93,16 +93,16 @@ func ReadRecord(dir string) (*Record, error) {
 	path := filepath.Join(dir, FileName)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: reading the run record: %w", err)
+		return nil, fmt.Errorf("runs: reading the run record: %w", err)
 	}
 	rec := &Record{}
 	if err := json.Unmarshal(data, rec); err != nil {
-		return nil, fmt.Errorf("cifarlib: %s: %w: the file is not a cifarlib run record", path, err)
+		return nil, fmt.Errorf("runs: %s: %w: the file is not a cifarlib run record", path, err)
 	}
 	switch rec.Status {
 	case RunRunning, RunDone, RunInterrupted, RunFailed:
 	default:
-		return nil, fmt.Errorf("cifarlib: %s: unknown status %q (want running, done, interrupted or failed)", path, rec.Status)
+		return nil, fmt.Errorf("runs: %s: unknown status %q (want running, done, interrupted or failed)", path, rec.Status)
 	}
 	return rec, nil
 }
@@ -111,7 +111,7 @@ func ReadRecord(dir string) (*Record, error) {
 func (r *Record) Write(dir string) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return fmt.Errorf("cifarlib: encoding the run record: %w", err)
+		return fmt.Errorf("runs: encoding the run record: %w", err)
 	}
 	return atomicfile.WriteFile(filepath.Join(dir, FileName), func(w io.Writer) error {
 		_, err := w.Write(append(data, '\n'))

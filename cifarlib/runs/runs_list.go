@@ -75,7 +75,7 @@ type Table []Info
 func List(dir string) (Table, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: listing the runs folder: %w", err)
+		return nil, fmt.Errorf("runs: listing the runs folder: %w", err)
 	}
 	var runs Table
 	for _, e := range entries {

@@ -41,7 +41,7 @@ const (
 )
 
 // ErrNoCheckpoint is returned (wrapped) when a directory holds no checkpoint to load.
-var ErrNoCheckpoint = errors.New("cifarlib: no checkpoint")
+var ErrNoCheckpoint = errors.New("training: no checkpoint")
 
 // CheckpointInfo is what a checkpoint records about the training run that saved it.
 type CheckpointInfo struct {
@@ -83,6 +83,14 @@ type CheckpointInfo struct {
 
 // Spec returns the dataset Spec the checkpoint was trained on.
 func (ci *CheckpointInfo) Spec() (data.Spec, error) { return data.SpecByName(ci.Dataset, ci.Labels) }
+
+// specID is the Spec ID of the dataset a checkpoint recorded.
+func specID(info CheckpointInfo) string {
+	if spec, err := info.Spec(); err == nil {
+		return spec.ID()
+	}
+	return info.Dataset
+}
 
 // checkpointInfoFromConfig is the info a run with config c records.
 func checkpointInfoFromConfig(c *Config) CheckpointInfo {
@@ -157,7 +165,7 @@ type CheckpointMismatchError struct {
 
 // Error implements error, listing every differing setting.
 func (e *CheckpointMismatchError) Error() string {
-	return fmt.Sprintf("cifarlib: checkpoint %s was saved by a run with different settings (%s): resume with the "+
+	return fmt.Sprintf("training: checkpoint %s was saved by a run with different settings (%s): resume with the "+
 		"same settings, or use a new checkpoint directory", e.Dir, strings.Join(e.Diffs, "; "))
 }
 
@@ -206,48 +214,120 @@ type trainCheckpoint struct {
 	setAside []string
 }
 
-// openTrainCheckpoint creates (or loads) the checkpoint directory for a run of config c into
-// store, before any of the run's parameters are set. A loaded checkpoint must match c.
-func openTrainCheckpoint(store *model.Store, c *Config) (*trainCheckpoint, error) {
-	setAside, err := setAsideIncompleteCheckpoints(c.CheckpointDir)
+// openCheckpoints is the checkpointing part of a Trainer for plan p and its model m: it
+// creates (or resumes from) the checkpoint directory, loading a checkpoint's variables and
+// History, gives m the input normalisation its weights expect (adoptInput), and records the
+// run's settings in store's parameters (replacing those a resumed checkpoint loaded), which
+// every checkpoint saves. Without a CheckpointDir the run has no checkpoints (nil) and a fresh
+// History.
+func openCheckpoints(p *plan, m *cifarlib.Model, store *model.Store, log runLog) (*trainCheckpoint, *runs.History, error) {
+	want := checkpointInfoFromConfig(&p.Config)
+	history := &runs.History{TopK: p.topK()}
+	var tc *trainCheckpoint
+	if p.CheckpointDir != "" {
+		var err error
+		if tc, err = openTrainCheckpoint(store, p, want); err != nil {
+			return nil, nil, err
+		}
+	}
+	m.Input = tc.adoptInput(p, m.Input)
+	recordSettings(p, store, m.Input)
+	if tc == nil {
+		return nil, history, nil
+	}
+	for _, name := range tc.setAside {
+		log("checkpoint %s in %s was incomplete (an interrupted save): set aside as %s.{json,bin}%s",
+			name, p.CheckpointDir, name, incompleteCheckpointSuffix)
+	}
+	if tc.resumed != nil {
+		var err error
+		if history, err = runs.LoadHistory(p.CheckpointDir); err != nil {
+			return nil, nil, err
+		}
+		history.TopK = p.topK()
+	}
+	tc.noteImported(p, log)
+	return tc, history, nil
+}
+
+// recordSettings records the settings of a run of plan p, whose model expects input, in
+// store's parameters (replacing those a resumed checkpoint loaded), which every checkpoint saves.
+func recordSettings(p *plan, store *model.Store, input cifarlib.InputNormalization) {
+	info := checkpointInfoFromConfig(&p.Config)
+	info.Input = input
+	info.setStoreParams(store)
+}
+
+// adoptInput returns the input normalisation the weights of a run of plan p expect: a resumed
+// or imported run's recorded one (tc nil: none), or a transfer source's. Runs that record none
+// keep own, their dataset's.
+func (tc *trainCheckpoint) adoptInput(p *plan, own cifarlib.InputNormalization) cifarlib.InputNormalization {
+	switch {
+	case tc != nil && tc.resumed != nil:
+		return tc.resumed.Input
+	case tc != nil && tc.imported != nil:
+		return tc.imported.Input
+	case p.source != nil:
+		return p.source.info.Input
+	}
+	return own
+}
+
+// openTrainCheckpoint creates (or loads) the checkpoint directory of plan p into store, before
+// any of the run's parameters are set, for a run that records want: a loaded checkpoint must
+// match want.
+func openTrainCheckpoint(store *model.Store, p *plan, want CheckpointInfo) (*trainCheckpoint, error) {
+	dir := p.CheckpointDir
+	setAside, err := setAsideIncompleteCheckpoints(dir)
 	if err != nil {
 		return nil, err
 	}
-	h, err := checkpoint.Build(store).Dir(c.CheckpointDir).Keep(c.CheckpointKeep).Done()
+	h, err := checkpoint.Build(store).Dir(dir).Keep(p.CheckpointKeep).Done()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: checkpoint directory %s: %w", c.CheckpointDir, err)
+		return nil, fmt.Errorf("training: checkpoint directory %s: %w", dir, err)
 	}
-	tc := &trainCheckpoint{handler: h, dir: c.CheckpointDir, setAside: setAside}
+	tc := &trainCheckpoint{handler: h, dir: dir, setAside: setAside}
 	has, err := h.HasCheckpoints()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: checkpoint directory %s: %w", c.CheckpointDir, err)
+		return nil, fmt.Errorf("training: checkpoint directory %s: %w", dir, err)
 	}
 	if !has {
 		return tc, nil
 	}
-	info, ok := checkpointInfoFromStore(store, c.CheckpointDir)
+	info, ok := checkpointInfoFromStore(store, dir)
 	if !ok {
-		return nil, fmt.Errorf("cifarlib: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter): "+
-			"use another checkpoint directory", c.CheckpointDir, ckptParamModel)
+		return nil, fmt.Errorf("training: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter): "+
+			"use another checkpoint directory", dir, ckptParamModel)
 	}
 	if info.Input, err = inputFromStore(store); err != nil {
 		return nil, err
 	}
-	if err := headShapeCheck(h, info, c.Spec.ID(), c.headWidth(), c.Model, true); err != nil {
+	diffs := info.compareForResume(want)
+	// A different head is a *ShapeMismatchError, which says more than the settings' diff.
+	if err := headShapeCheck(h, info, p.dataset, want.Head, want.Model, true); err != nil {
 		return nil, err
 	}
 	if info.hasNoTrainingSettings() { // an import: nothing to resume but its weights
-		if err := info.checkTrainOn(checkpointInfoFromConfig(c)); err != nil {
+		if err := info.checkTrainOn(want); err != nil {
 			return nil, err
 		}
 		tc.imported = &info
 		return tc, nil
 	}
-	if diffs := info.compareForResume(checkpointInfoFromConfig(c)); len(diffs) > 0 {
-		return nil, &CheckpointMismatchError{Dir: c.CheckpointDir, Diffs: diffs}
+	if len(diffs) > 0 {
+		return nil, &CheckpointMismatchError{Dir: dir, Diffs: diffs}
 	}
 	tc.resumed = &info
 	return tc, nil
+}
+
+// resumedAt returns the step the run resumed from, and whether it resumed (false for a fresh
+// run and for a run without checkpoints, tc nil).
+func (tc *trainCheckpoint) resumedAt() (step int, ok bool) {
+	if tc == nil || tc.resumed == nil {
+		return 0, false
+	}
+	return tc.resumed.Step, true
 }
 
 // save writes a new checkpoint (keeping the newest CheckpointKeep) and the history.
@@ -259,7 +339,7 @@ func (tc *trainCheckpoint) save(store *model.Store, history *runs.History) error
 		}
 	}
 	if err := tc.handler.Save(); err != nil {
-		return fmt.Errorf("cifarlib: saving checkpoint in %s: %w", tc.dir, err)
+		return fmt.Errorf("training: saving checkpoint in %s: %w", tc.dir, err)
 	}
 	return history.Save(tc.dir)
 }
@@ -290,7 +370,7 @@ func readRunCheckpoint(dir string) (*model.Store, *checkpoint.Handler, Checkpoin
 	}
 	info, ok := checkpointInfoFromStore(store, dir)
 	if !ok {
-		return nil, nil, CheckpointInfo{}, fmt.Errorf("cifarlib: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter)", dir, ckptParamModel)
+		return nil, nil, CheckpointInfo{}, fmt.Errorf("training: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter)", dir, ckptParamModel)
 	}
 	if info.Input, err = inputFromStore(store); err != nil {
 		return nil, nil, CheckpointInfo{}, err
@@ -333,7 +413,7 @@ type IncompleteCheckpointError struct {
 }
 
 func (e *IncompleteCheckpointError) Error() string {
-	return fmt.Sprintf("cifarlib: checkpoint %s in %s is incomplete (%s; a save was interrupted): resume "+
+	return fmt.Sprintf("training: checkpoint %s in %s is incomplete (%s; a save was interrupted): resume "+
 		"training with the same --checkpoint directory to set it aside and continue from the previous one, "+
 		"or delete its .json and .bin files", e.Files[len(e.Files)-1], e.Dir, e.Reason)
 }
@@ -398,7 +478,7 @@ func setAsideIncompleteCheckpoints(dir string) ([]string, error) {
 		for _, suffix := range []string{checkpoint.JsonNameSuffix, checkpoint.BinDataSuffix} {
 			from := filepath.Join(dir, name+suffix)
 			if err := os.Rename(from, from+incompleteCheckpointSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("cifarlib: setting aside the incomplete checkpoint %s: %w", from, err)
+				return nil, fmt.Errorf("training: setting aside the incomplete checkpoint %s: %w", from, err)
 			}
 		}
 	}

@@ -26,17 +26,17 @@ import (
 // renamed into place, so on any error nothing is left.
 func WriteImportedRun(dir string, m *cifarlib.Model, store *model.Store, source string) (err error) {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("cifarlib: %s already holds %d files: give a new folder for the imported run", dir, len(entries))
+		return fmt.Errorf("training: %s already holds %d files: give a new folder for the imported run", dir, len(entries))
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("cifarlib: run folder %s: %w", dir, err)
+		return fmt.Errorf("training: run folder %s: %w", dir, err)
 	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("cifarlib: creating %s: %w", parent, err)
+		return fmt.Errorf("training: creating %s: %w", parent, err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".import-*")
 	if err != nil {
-		return fmt.Errorf("cifarlib: %w", err)
+		return fmt.Errorf("training: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -48,10 +48,10 @@ func WriteImportedRun(dir string, m *cifarlib.Model, store *model.Store, source 
 	info.setStoreParams(store)
 	h, err := checkpoint.Build(store).Dir(tmp).Done()
 	if err != nil {
-		return fmt.Errorf("cifarlib: checkpoint in %s: %w", tmp, err)
+		return fmt.Errorf("training: checkpoint in %s: %w", tmp, err)
 	}
 	if err := h.Save(); err != nil {
-		return fmt.Errorf("cifarlib: saving the imported checkpoint: %w", err)
+		return fmt.Errorf("training: saving the imported checkpoint: %w", err)
 	}
 	if err := (&runs.History{}).Save(tmp); err != nil {
 		return err
@@ -64,7 +64,7 @@ func WriteImportedRun(dir string, m *cifarlib.Model, store *model.Store, source 
 	}
 	_ = os.Remove(dir) // an empty folder given as the destination
 	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("cifarlib: renaming %s to %s: %w", tmp, dir, err)
+		return fmt.Errorf("training: renaming %s to %s: %w", tmp, dir, err)
 	}
 	return nil
 }

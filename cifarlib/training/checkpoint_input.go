@@ -36,7 +36,7 @@ func inputFromStore(store *model.Store) (cifarlib.InputNormalization, error) {
 	mean, err1 := cifarlib.ParseStats(m)
 	std, err2 := cifarlib.ParseStats(s)
 	if err1 != nil || err2 != nil {
-		return cifarlib.InputNormalization{}, fmt.Errorf("cifarlib: the checkpoint's input normalisation %s=%q, %s=%q: want three numbers each",
+		return cifarlib.InputNormalization{}, fmt.Errorf("training: the checkpoint's input normalisation %s=%q, %s=%q: want three numbers each",
 			ckptParamInputMean, m, ckptParamInputStd, s)
 	}
 	return cifarlib.InputNormalization{Mean: mean, Std: std}, nil

@@ -30,11 +30,11 @@ func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, err
 	}
 	spec, err := info.Spec()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: checkpoint %s: %w", dir, err)
+		return nil, fmt.Errorf("training: checkpoint %s: %w", dir, err)
 	}
 	m, err := info.modelBuilder(spec).Backend(backend).Done()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: checkpoint %s: rebuilding model %s: %w", dir, info.Model, err)
+		return nil, fmt.Errorf("training: checkpoint %s: rebuilding model %s: %w", dir, info.Model, err)
 	}
 	return loadedCheckpoint(store, info, m, backend)
 }

@@ -26,11 +26,11 @@ func TestLoadCheckpointErrors(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
 	_, err = LoadCheckpoint(file, b)
-	require.EqualError(t, err, "cifarlib: no checkpoint: "+file+" is a file, not a checkpoint directory")
+	require.EqualError(t, err, "training: no checkpoint: "+file+" is a file, not a checkpoint directory")
 
 	empty := t.TempDir()
 	_, err = LoadCheckpoint(empty, b)
-	require.EqualError(t, err, "cifarlib: no checkpoint in "+empty+": train with a checkpoint directory first (cifarlab train --checkpoint "+empty+")")
+	require.EqualError(t, err, "training: no checkpoint in "+empty+": train with a checkpoint directory first (cifarlab train --checkpoint "+empty+")")
 
 	// A GoMLX checkpoint that cifarlib did not write.
 	foreign := t.TempDir()
@@ -41,18 +41,18 @@ func TestLoadCheckpointErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, h.Save())
 	_, err = LoadCheckpoint(foreign, b)
-	require.EqualError(t, err, "cifarlib: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" parameter)`)
+	require.EqualError(t, err, "training: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" parameter)`)
 	trainRecs, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 40, 1, 1)
 	_, err = NewTrainer(Config{Spec: data.CIFAR10(), TrainRecords: trainRecs, SkipFinalEval: true, Steps: 2,
 		CheckpointDir: foreign, Backend: b})
-	require.EqualError(t, err, "cifarlib: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" `+
+	require.EqualError(t, err, "training: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" `+
 		"parameter): use another checkpoint directory")
 }
 
 func TestCheckpointInfoCompare(t *testing.T) {
-	cfg, err := Config{Spec: data.CIFAR100(data.LabelsCoarse), Steps: 100, Schedule: ScheduleCosine, WarmupSteps: 10}.withDefaults()
+	cfg, err := resolve(Config{Spec: data.CIFAR100(data.LabelsCoarse), Steps: 100, Schedule: ScheduleCosine, WarmupSteps: 10})
 	require.NoError(t, err)
-	saved := checkpointInfoFromConfig(&cfg)
+	saved := checkpointInfoFromConfig(&cfg.Config)
 	require.Equal(t, CheckpointInfo{Dataset: "cifar100", Labels: "coarse", Model: "cnn", Head: 20, BatchSize: 32, Optimizer: "adam",
 		LearningRate: 0.001, Schedule: "cosine", WarmupSteps: 10, Steps: 100}, saved)
 	spec, err := saved.Spec()

@@ -33,7 +33,7 @@ import (
 // before it is cut) are yielded unchanged.
 func newDistributedDataset(backend compute.Backend, source train.Dataset, devices int) (train.DistributedDataset, error) {
 	if backend == nil || source == nil {
-		return nil, errors.New("cifarlib: NewDistributedDataset needs a backend and a source dataset")
+		return nil, errors.New("training: NewDistributedDataset needs a backend and a source dataset")
 	}
 	n, err := backends.ResolveDevices(backend, devices)
 	if err != nil {
@@ -60,7 +60,7 @@ func newAccumulator(backend compute.Backend, mesh *distributed.DeviceMesh, split
 	specs := []*distributed.ShardingSpec{spec}
 	acc, err := dataset.NewDistributedAccumulator(backend, split, distributed.AutoSharding, specs, specs, nil)
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: creating the distributed dataset over %d devices: %w", split.devices, err)
+		return nil, fmt.Errorf("training: creating the distributed dataset over %d devices: %w", split.devices, err)
 	}
 	return acc, nil
 }
@@ -148,7 +148,7 @@ func splitBatch(batch train.Batch, n int) ([]train.Batch, error) {
 	cut := func(t *tensors.Tensor, add func(i int, s *tensors.Tensor)) error {
 		shape := t.Shape()
 		if shape.Rank() == 0 {
-			return fmt.Errorf("cifarlib: cannot shard a scalar %s across %d devices", shape, n)
+			return fmt.Errorf("training: cannot shard a scalar %s across %d devices", shape, n)
 		}
 		size := shape.Dimensions[0]
 		if err := backends.CheckBatchDivisible("BatchSize", size, n); err != nil {

@@ -25,11 +25,11 @@ func DiagnoseRun(runDir string, target data.Spec, root string, opts cifarlib.Dia
 	}
 	source, err := info.Spec()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: run %s: %w", runDir, err)
+		return nil, fmt.Errorf("training: run %s: %w", runDir, err)
 	}
 	m, err := info.modelBuilder(target).Done()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: run %s: %w", runDir, err)
+		return nil, fmt.Errorf("training: run %s: %w", runDir, err)
 	}
 	d, err := cifarlib.DiagnoseWith(m, root, opts)
 	if err != nil {
@@ -99,22 +99,7 @@ func switchChecklist(head int, source, target data.Spec, splits []data.SplitLabe
 	}
 	add("label range", beyond == 0, rangeDetail, transfer)
 
-	shift := 0.0 // The largest gap between the two normalisations, in the run's standard deviations.
-	for c := range data.ImageChannels {
-		shift = math.Max(shift, math.Abs(float64(target.Mean[c]-source.Mean[c]))/float64(source.Std[c]))
-		shift = math.Max(shift, math.Abs(float64(target.Std[c]/source.Std[c])-1))
-	}
-	norm := cifarlib.CheckItem{Item: "normalisation", Status: cifarlib.CheckOK, Detail: fmt.Sprintf("the run was trained with %s's "+
-		"statistics, the same as %s's (mean %v, std %v)", source.ID(), target.ID(), source.Mean, source.Std)}
-	if source.Mean != target.Mean || source.Std != target.Std {
-		norm.Status = cifarlib.CheckNote
-		norm.Detail = fmt.Sprintf("the run was trained on inputs normalised with %s's mean %v and std %v; %s's are %v "+
-			"and %v (up to %.2f of the run's standard deviation apart)", source.ID(), source.Mean, source.Std,
-			target.ID(), target.Mean, target.Std, shift)
-		norm.Fix = "cifarlib normalises each dataset with its own statistics: fine-tuning adapts the batch norms to " +
-			"them; a frozen backbone (linear probe) sees its inputs shifted by that much"
-	}
-	items = append(items, norm)
+	items = append(items, normalisationCheck(source, target))
 
 	metrics := "top-1 accuracy"
 	if target.NumClasses > 10 {
@@ -132,6 +117,27 @@ func switchChecklist(head int, source, target data.Spec, splits []data.SplitLabe
 	}
 	add("class names", same, namesDetail, transfer)
 	return items
+}
+
+// normalisationCheck compares the normalisation statistics a run was trained with (source's)
+// with target's.
+func normalisationCheck(source, target data.Spec) cifarlib.CheckItem {
+	shift := 0.0 // The largest gap between the two normalisations, in the run's standard deviations.
+	for c := range data.ImageChannels {
+		shift = math.Max(shift, math.Abs(float64(target.Mean[c]-source.Mean[c]))/float64(source.Std[c]))
+		shift = math.Max(shift, math.Abs(float64(target.Std[c]/source.Std[c])-1))
+	}
+	norm := cifarlib.CheckItem{Item: "normalisation", Status: cifarlib.CheckOK, Detail: fmt.Sprintf("the run was trained with %s's "+
+		"statistics, the same as %s's (mean %v, std %v)", source.ID(), target.ID(), source.Mean, source.Std)}
+	if source.Mean != target.Mean || source.Std != target.Std {
+		norm.Status = cifarlib.CheckNote
+		norm.Detail = fmt.Sprintf("the run was trained on inputs normalised with %s's mean %v and std %v; %s's are %v "+
+			"and %v (up to %.2f of the run's standard deviation apart)", source.ID(), source.Mean, source.Std,
+			target.ID(), target.Mean, target.Std, shift)
+		norm.Fix = "cifarlib normalises each dataset with its own statistics: fine-tuning adapts the batch norms to " +
+			"them; a frozen backbone (linear probe) sees its inputs shifted by that much"
+	}
+	return norm
 }
 
 // firstNames lists the first three names, then "...".

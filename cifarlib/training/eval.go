@@ -66,10 +66,11 @@ type ClassAccuracy struct {
 	Accuracy float64 `json:"accuracy"`
 }
 
-// EvalOptions tune Evaluate. The zero value evaluates the whole split at batch size 100.
+// EvalOptions tune Evaluate. The zero value evaluates the whole split at batch size
+// DefaultEvalBatchSize (100).
 type EvalOptions struct {
-	// BatchSize of the evaluation batches. Default 100. The last, partial batch of a split is
-	// padded to it, so that one compiled program evaluates every batch.
+	// BatchSize of the evaluation batches. Default DefaultEvalBatchSize (100). The last, partial
+	// batch of a split is padded to it, so that one compiled program evaluates every batch.
 	BatchSize int
 	// MaxExamples limits the evaluation to the first MaxExamples examples (0: all).
 	MaxExamples int
@@ -106,7 +107,7 @@ type Evaluator struct {
 // NewEvaluator returns an Evaluator of m, with the variables of store, on backend.
 func NewEvaluator(backend compute.Backend, m *cifarlib.Model, store *model.Store) (*Evaluator, error) {
 	if backend == nil || m == nil || store == nil {
-		return nil, fmt.Errorf("cifarlib: NewEvaluator needs a backend, a model and a store (got %v, %v, %v)", backend != nil, m != nil, store != nil)
+		return nil, fmt.Errorf("training: NewEvaluator needs a backend, a model and a store (got %v, %v, %v)", backend != nil, m != nil, store != nil)
 	}
 	e := &Evaluator{backend: backend, model: m, store: store}
 	if m.Spec.NumClasses > 10 && m.NumClasses > 5 {
@@ -115,7 +116,7 @@ func NewEvaluator(backend compute.Backend, m *cifarlib.Model, store *model.Store
 	var err error
 	e.exec, err = model.NewExec(backend, store, e.graph)
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: creating the evaluation graph: %w", err)
+		return nil, fmt.Errorf("training: creating the evaluation graph: %w", err)
 	}
 	return e, nil
 }
@@ -141,10 +142,10 @@ func (e *Evaluator) graph(scope *model.Scope, images, labels *graph.Node) (pred,
 // and per-class results. Cancelling ctx stops it between batches with ctx's error.
 func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
 	if recs == nil || recs.Len() == 0 {
-		return nil, fmt.Errorf("cifarlib: Evaluate: no examples to evaluate")
+		return nil, fmt.Errorf("training: Evaluate: no examples to evaluate")
 	}
 	if opts.BatchSize <= 0 {
-		opts.BatchSize = 100
+		opts.BatchSize = DefaultEvalBatchSize
 	}
 	if opts.Split == "" {
 		opts.Split = "test"
@@ -163,86 +164,118 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalO
 	if opts.MaxExamples > 0 && opts.MaxExamples < recs.Len() {
 		recs = recsPrefix(recs, opts.MaxExamples)
 	}
-	spec := recs.Spec
-	head := e.model.NumClasses
-	res := &EvalResult{Dataset: spec.ID(), Split: opts.Split, HeadWidth: head, TopK: e.topK,
+	ds, err := data.NewDataset("eval-"+opts.Split, recs, data.DatasetOptions{BatchSize: opts.BatchSize, Epochs: 1})
+	if err != nil {
+		return nil, err
+	}
+	tally := newEvalTally(recs.Spec, opts.Split, e.model.NumClasses, e.topK)
+	if err := backends.TrainCatch(func() error { return e.run(ctx, ds, tally, opts) }); err != nil {
+		return nil, backends.TranslateRunError(err, opts.BatchSize)
+	}
+	res, err := tally.result()
+	if err != nil {
+		return nil, err
+	}
+	e.cur.add(opts.purpose, began).Count = res.Examples
+	if e.rt == nil {
+		res.Timeline = e.cur.tl
+	}
+	return res, nil
+}
+
+// run evaluates the batches of ds into tally.
+func (e *Evaluator) run(ctx context.Context, ds *data.Dataset, tally *evalTally, opts EvalOptions) error {
+	for batch, err := range ds.Iter() {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			_ = batch.Finalize()
+			return err
+		}
+		labels, err := tensors.CopyFlatData[int32](batch.Labels[0])
+		if err != nil {
+			return err
+		}
+		outs, err := e.call(batch.Inputs[0], batch.Labels[0], opts)
+		_ = batch.Finalize()
+		if err != nil {
+			return err
+		}
+		preds := tensors.MustCopyFlatData[int32](outs[0])
+		top := tensors.MustCopyFlatData[float32](outs[1])
+		losses := tensors.MustCopyFlatData[float32](outs[2])
+		for _, o := range outs {
+			_ = o.FinalizeAll()
+		}
+		tally.add(labels, preds, top, losses)
+	}
+	return nil
+}
+
+// evalTally adds up an evaluation, batch by batch.
+type evalTally struct {
+	res                      *EvalResult
+	classes, head            int
+	lossSum                  float64
+	lossCount, hits, topHits int
+}
+
+// newEvalTally starts the evaluation of a model with a head of head outputs on the split of spec.
+func newEvalTally(spec data.Spec, split string, head, topK int) *evalTally {
+	res := &EvalResult{Dataset: spec.ID(), Split: split, HeadWidth: head, TopK: topK,
 		PerClass: make([]ClassAccuracy, spec.NumClasses), Confusion: make([][]int, spec.NumClasses)}
 	for c := range res.PerClass {
 		res.PerClass[c] = ClassAccuracy{Label: c, Name: spec.ClassName(c)}
 		res.Confusion[c] = make([]int, head)
 	}
-	ds, err := data.NewDataset("eval-"+opts.Split, recs, data.DatasetOptions{BatchSize: opts.BatchSize, Epochs: 1})
-	if err != nil {
-		return nil, err
-	}
-	var lossSum float64
-	var lossCount, hits, topHits int
-	err = backends.TrainCatch(func() error {
-		for batch, err := range ds.Iter() {
-			if err != nil {
-				return err
+	return &evalTally{res: res, classes: spec.NumClasses, head: head}
+}
+
+// add counts one batch: its labels and the model's predictions, top-k hits and losses (the
+// outputs past the labels, padding, are ignored).
+func (t *evalTally) add(labels, preds []int32, top, losses []float32) {
+	res := t.res
+	for i, l := range labels {
+		res.Examples++
+		p := int(preds[i])
+		if l >= 0 && int(l) < t.head {
+			t.lossSum += float64(losses[i])
+			t.lossCount++
+		} else {
+			res.OutOfRange++
+		}
+		if top[i] > 0 {
+			t.topHits++
+		}
+		if int(l) >= 0 && int(l) < t.classes {
+			pc := &res.PerClass[l]
+			pc.Examples++
+			if p >= 0 && p < t.head {
+				res.Confusion[l][p]++
 			}
-			if err := ctx.Err(); err != nil {
-				_ = batch.Finalize()
-				return err
-			}
-			labels, err := tensors.CopyFlatData[int32](batch.Labels[0])
-			if err != nil {
-				return err
-			}
-			outs, err := e.call(batch.Inputs[0], batch.Labels[0], opts)
-			_ = batch.Finalize()
-			if err != nil {
-				return err
-			}
-			preds := tensors.MustCopyFlatData[int32](outs[0])
-			top := tensors.MustCopyFlatData[float32](outs[1])
-			losses := tensors.MustCopyFlatData[float32](outs[2])
-			for _, o := range outs {
-				_ = o.FinalizeAll()
-			}
-			for i, l := range labels {
-				res.Examples++
-				p := int(preds[i])
-				inRange := l >= 0 && int(l) < head
-				if !inRange {
-					res.OutOfRange++
-				} else {
-					lossSum += float64(losses[i])
-					lossCount++
-				}
-				if top[i] > 0 {
-					topHits++
-				}
-				if int(l) >= 0 && int(l) < spec.NumClasses {
-					pc := &res.PerClass[l]
-					pc.Examples++
-					if p >= 0 && p < head {
-						res.Confusion[l][p]++
-					}
-					if p == int(l) {
-						pc.Correct++
-					}
-				}
-				if p == int(l) {
-					hits++
-				}
+			if p == int(l) {
+				pc.Correct++
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, backends.TranslateRunError(err, opts.BatchSize)
+		if p == int(l) {
+			t.hits++
+		}
 	}
+}
+
+// result returns the evaluation: accuracies and the mean loss.
+func (t *evalTally) result() (*EvalResult, error) {
+	res := t.res
 	if res.Examples == 0 {
-		return nil, fmt.Errorf("cifarlib: Evaluate: the dataset yielded no batches")
+		return nil, fmt.Errorf("training: Evaluate: the dataset yielded no batches")
 	}
-	res.Accuracy = float64(hits) / float64(res.Examples)
-	if e.topK > 0 {
-		res.TopKAccuracy = float64(topHits) / float64(res.Examples)
+	res.Accuracy = float64(t.hits) / float64(res.Examples)
+	if res.TopK > 0 {
+		res.TopKAccuracy = float64(t.topHits) / float64(res.Examples)
 	}
-	if lossCount > 0 {
-		res.Loss = lossSum / float64(lossCount)
+	if t.lossCount > 0 {
+		res.Loss = t.lossSum / float64(t.lossCount)
 	} else {
 		res.Loss = math.NaN()
 	}
@@ -250,10 +283,6 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalO
 		if pc := &res.PerClass[c]; pc.Examples > 0 {
 			pc.Accuracy = float64(pc.Correct) / float64(pc.Examples)
 		}
-	}
-	e.cur.add(opts.purpose, began).Count = res.Examples
-	if e.rt == nil {
-		res.Timeline = e.cur.tl
 	}
 	return res, nil
 }

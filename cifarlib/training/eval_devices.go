@@ -30,7 +30,7 @@ func (e *Evaluator) useDevices(devices int) error {
 	}
 	exec, err := model.NewExec(e.backend, e.store, e.graph)
 	if err != nil {
-		return fmt.Errorf("cifarlib: creating the evaluation graph: %w", err)
+		return fmt.Errorf("training: creating the evaluation graph: %w", err)
 	}
 	if n > 0 {
 		mesh, err := backends.StoreMesh(e.store, n)
@@ -131,7 +131,7 @@ func padBatch(t *tensors.Tensor, size int) (*tensors.Tensor, error) {
 	}
 	if err != nil {
 		_ = out.FinalizeAll()
-		return nil, fmt.Errorf("cifarlib: padding an evaluation batch to %d examples: %w", size, err)
+		return nil, fmt.Errorf("training: padding an evaluation batch to %d examples: %w", size, err)
 	}
 	return out, nil
 }

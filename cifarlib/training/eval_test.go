@@ -166,11 +166,11 @@ func TestEvaluateErrors(t *testing.T) {
 	m, err := cifarlib.NewModel(data.CIFAR10(), cifarlib.ArchLinear).Done()
 	require.NoError(t, err)
 	_, err = NewEvaluator(b, m, nil)
-	require.EqualError(t, err, "cifarlib: NewEvaluator needs a backend, a model and a store (got true, true, false)")
+	require.EqualError(t, err, "training: NewEvaluator needs a backend, a model and a store (got true, true, false)")
 	ev, err := NewEvaluator(b, m, model.NewStore())
 	require.NoError(t, err)
 	_, err = ev.Evaluate(context.Background(), nil, EvalOptions{})
-	require.EqualError(t, err, "cifarlib: Evaluate: no examples to evaluate")
+	require.EqualError(t, err, "training: Evaluate: no examples to evaluate")
 }
 
 // TestEvalHTMLWorstFirst: the table starts with the worst class and says what each class was

@@ -230,7 +230,7 @@ func TestTrainConfigPrecision(t *testing.T) {
 	_, err := NewTrainer(Config{Spec: data.CIFAR10(), Steps: 1, Precision: "fp16"})
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
-	require.EqualError(t, err, `cifarlib: training config: Precision="fp16": use f32 or bf16-mixed`)
+	require.EqualError(t, err, `training: config: Precision="fp16": use f32 or bf16-mixed`)
 
 	goBackend, err := backends.New(backends.Go)
 	require.NoError(t, err)

@@ -184,11 +184,11 @@ type programSet struct {
 // set of t's, which Config.Programs keeps when the run ends.
 func (t *Trainer) usePrograms() error {
 	t.progs = &programSet{owner: t, model: t.model, store: t.store}
-	p := t.cfg.Programs
-	if p == nil || t.cfg.From != "" || t.dist != nil || t.ckpt != nil && t.ckpt.resumed != nil {
+	p := t.plan.Programs
+	if p == nil || t.plan.From != "" || t.devices.numDevices() > 1 || t.ckpt != nil && (t.ckpt.resumed != nil || t.ckpt.imported != nil) {
 		return nil
 	}
-	key := programKey(&t.cfg, t.backend, t.dist.numDevices())
+	key := programKey(&t.plan.Config, t.backend, t.devices.numDevices())
 	s := p.take(key)
 	if s == nil {
 		t.progs.programs, t.progs.key = p, key
@@ -204,10 +204,11 @@ func (t *Trainer) usePrograms() error {
 	}
 	s.owner, t.progs = t, s
 	t.model, t.store = s.model, s.store
-	if t.ckpt != nil { // the handler saves the kept Store now (the directory holds no checkpoint)
-		h, err := checkpoint.Build(t.store).Dir(t.cfg.CheckpointDir).Keep(t.cfg.CheckpointKeep).Done()
+	recordSettings(t.plan, t.store, t.model.Input) // this run's, not the kept Store's earlier run's
+	if t.ckpt != nil {                             // the handler saves the kept Store now (the directory holds no checkpoint)
+		h, err := checkpoint.Build(t.store).Dir(t.plan.CheckpointDir).Keep(t.plan.CheckpointKeep).Done()
 		if err != nil {
-			return fmt.Errorf("cifarlib: checkpoint directory %s: %w", t.cfg.CheckpointDir, err)
+			return fmt.Errorf("training: checkpoint directory %s: %w", t.plan.CheckpointDir, err)
 		}
 		t.ckpt.handler = h
 	}
@@ -261,7 +262,7 @@ func (s *programSet) detach() error {
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("cifarlib: copying variable %s of the last run that used the kept programs: %w", v.Path(), err)
+			return fmt.Errorf("training: copying variable %s of the last run that used the kept programs: %w", v.Path(), err)
 		}
 	}
 	for k, v := range s.store.IterParams() {
@@ -277,14 +278,14 @@ func (s *programSet) restore() error {
 	for v := range s.store.IterVariables() {
 		value, ok := s.initial[v.Path()]
 		if !ok {
-			return fmt.Errorf("cifarlib: the kept programs of %s have no initial value for variable %s", s.key, v.Path())
+			return fmt.Errorf("training: the kept programs of %s have no initial value for variable %s", s.key, v.Path())
 		}
 		c, err := value.LocalClone()
 		if err == nil {
 			err = v.SetValue(c)
 		}
 		if err != nil {
-			return fmt.Errorf("cifarlib: restoring variable %s of the kept programs: %w", v.Path(), err)
+			return fmt.Errorf("training: restoring variable %s of the kept programs: %w", v.Path(), err)
 		}
 	}
 	return nil

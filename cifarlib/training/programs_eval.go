@@ -44,7 +44,7 @@ type evalSet struct {
 func (p *Programs) Evaluate(ctx context.Context, tr *Trained, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
 	if p == nil || tr == nil || tr.Model == nil || tr.Store == nil || opts.Devices > 1 || opts.Devices < 0 {
 		if tr == nil {
-			return nil, fmt.Errorf("cifarlib: Programs.Evaluate: no trained model (nil *Trained)")
+			return nil, fmt.Errorf("training: Programs.Evaluate: no trained model (nil *Trained)")
 		}
 		return tr.Evaluate(ctx, recs, opts)
 	}
@@ -105,11 +105,11 @@ func weightOf(tr *Trained, path string) (*tensors.Tensor, error) {
 	if v == nil || !v.HasValue() {
 		loader := tr.Store.Loader()
 		if loader == nil {
-			return nil, fmt.Errorf("cifarlib: the trained %s has no variable %s to evaluate with", tr.Model, path)
+			return nil, fmt.Errorf("training: the trained %s has no variable %s to evaluate with", tr.Model, path)
 		}
 		value, found := loader.LoadVariable(tr.Store, path)
 		if !found {
-			return nil, fmt.Errorf("cifarlib: the trained %s has no variable %s to evaluate with", tr.Model, path)
+			return nil, fmt.Errorf("training: the trained %s has no variable %s to evaluate with", tr.Model, path)
 		}
 		var err error
 		if v == nil {
@@ -118,12 +118,12 @@ func weightOf(tr *Trained, path string) (*tensors.Tensor, error) {
 			err = v.SetValue(value)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cifarlib: reading variable %s of the trained %s: %w", path, tr.Model, err)
+			return nil, fmt.Errorf("training: reading variable %s of the trained %s: %w", path, tr.Model, err)
 		}
 	}
 	value, err := v.Value()
 	if err != nil {
-		return nil, fmt.Errorf("cifarlib: reading variable %s of the trained %s: %w", path, tr.Model, err)
+		return nil, fmt.Errorf("training: reading variable %s of the trained %s: %w", path, tr.Model, err)
 	}
 	return value.LocalClone()
 }

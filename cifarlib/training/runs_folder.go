@@ -54,10 +54,10 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 	if t.ckpt == nil {
 		return nil
 	}
-	cfg := &t.cfg
+	cfg := t.plan
 	rf := &runFolder{dir: cfg.CheckpointDir, opened: time.Now(), log: cfg.Log, topK: cfg.topK() > 0,
-		record: newRunRecord(cfg, t.model.NumClasses, t.dist.numDevices())}
-	provenance := t.provenance
+		record: newRunRecord(&cfg.Config, t.model.NumClasses, t.devices.numDevices())}
+	provenance := t.records.provenance
 	rf.record.Data = &provenance
 	rf.record.Timeline = t.rt.tl // filled in as the run goes
 	if start > 0 {               // a resume: the record of the runs before it
@@ -197,11 +197,11 @@ func RecordFailedStart(cfg Config, runErr error) error {
 	if entries, err := os.ReadDir(cfg.CheckpointDir); err == nil && len(entries) > 0 || err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	c, err := cfg.withDefaults()
-	if err != nil {
+	p := &plan{Config: cfg} // its settings only: the transfer source may be what failed
+	if err := p.resolveSettings(); err != nil {
 		return nil
 	}
-	rec := newRunRecord(&c, c.headWidth(), max(1, c.Devices))
+	rec := newRunRecord(&p.Config, p.headWidth(), max(1, p.Devices))
 	rec.Status, rec.Error, rec.Ended = runs.RunFailed, runErr.Error(), time.Now()
-	return rec.Write(c.CheckpointDir)
+	return rec.Write(p.CheckpointDir)
 }

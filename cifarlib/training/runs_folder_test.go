@@ -176,7 +176,7 @@ func TestListRuns(t *testing.T) {
 
 	_, err = runs.List(filepath.Join(runsDir, "missing"))
 	require.ErrorIs(t, err, os.ErrNotExist)
-	require.ErrorContains(t, err, "cifarlib: listing the runs folder")
+	require.ErrorContains(t, err, "runs: listing the runs folder")
 }
 
 // TestTensorBoardEqualsHistory trains, resumes, and reads the run's TensorBoard events with

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -55,219 +54,16 @@ func InterruptContext(parent context.Context) (ctx context.Context, stop context
 	return ctx, stop
 }
 
-// Trainer is a training run: a cifarlib model on a GoMLX train.Trainer driven by GoMLX's
-// train.Loop, with the guarded loss, metrics, checkpoints, progress bar and curves wired in.
-// Create it with NewTrainer, then call Run once.
-type Trainer struct {
-	cfg     Config
-	backend compute.Backend
-	model   *cifarlib.Model
-	store   *model.Store
-	trainer *train.Trainer
-	loop    *train.Loop
-	ckpt    *trainCheckpoint
-	history *runs.History
-	dist    *trainDevices // nil on one device
-	// transfer is the source of a transferred run (training.Config.From); nil otherwise.
-	transfer *trainTransfer
-
-	trainRecs, testRecs *data.Records
-	provenance          data.Provenance // of trainRecs and testRecs
-	evaluator           *Evaluator
-
-	// Per-run state, set by Run and the loop hooks.
-	ran         bool
-	data        *stepDataset
-	live        *liveCurves
-	firstStepAt time.Time
-	lastStepAt  time.Time
-	lastMetrics []float64
-	loopStart   time.Time
-	finished    bool // Run returned
-	hookErr     error
-	folder      *runFolder // run.json and TensorBoard events, with a CheckpointDir
-
-	rt    *runTimeline // the run's timeline (timeline.go)
-	progs *programSet  // the compiled programs, kept in Config.Programs (programs.go)
-}
-
-// NewTrainer validates cfg, loads the data, builds the model, the GoMLX trainer and loop, and
-// opens (or resumes from) the checkpoint directory. Nothing is compiled or run yet, except the
-// static head check: with the guard on, a head that differs from the dataset's number of
-// classes fails here, with *HeadMismatchError.
-func NewTrainer(cfg Config) (*Trainer, error) {
-	transfer, err := openTransfer(&cfg) // nil without cfg.From
-	if err != nil {
-		return nil, err
-	}
-	if cfg, err = cfg.withDefaults(); err != nil {
-		return nil, err
-	}
-	t := &Trainer{cfg: cfg, history: &runs.History{TopK: cfg.topK()}, transfer: transfer, rt: newRunTimeline(cfg.TimelineFrom)}
-
-	// Backend and model: the static guard runs before the data is even loaded.
-	began := time.Now()
-	if t.backend, err = cfg.Programs.backendFor(&cfg); err != nil {
-		return nil, devicesConfigError(err)
-	}
-	t.rt.add(runs.PhaseBackend, began)
-	if t.dist, err = newTrainDevices(t.backend, &cfg); err != nil {
-		return nil, err
-	}
-	mb := cifarlib.NewModel(cfg.Spec, cfg.Model).Backend(t.backend).Precision(cfg.Precision)
-	if cfg.Head > 0 {
-		mb = mb.Head(cfg.Head)
-	}
-	if t.model, err = mb.Done(); err != nil {
-		return nil, err
-	}
-	if err := t.transfer.check(&cfg, t.model); err != nil {
-		return nil, err
-	}
-	if !cfg.Unguarded {
-		if err := staticGuardCheck(t.backend, t.model); err != nil {
-			return nil, err
-		}
-	}
-
-	// Data.
-	began = time.Now()
-	if t.trainRecs, err = t.loadRecords(cfg.TrainRecords, data.SplitTrain); err != nil {
-		return nil, err
-	}
-	if !cfg.SkipFinalEval || cfg.EvalEvery > 0 {
-		if t.testRecs, err = t.loadRecords(cfg.TestRecords, data.SplitTest); err != nil {
-			return nil, err
-		}
-	}
-	test := t.testRecs
-	if test == nil {
-		test = cfg.TestRecords // given, though this run does not evaluate
-	}
-	t.provenance = data.ProvenanceOf(t.trainRecs, test)
-	t.rt.add(runs.PhaseData, began)
-	if cfg.TrainRecords == nil {
-		t.logf("data: %s", t.provenance) // synthetic or real, where from
-	}
-
-	// Store and checkpoint: a checkpoint's parameters are loaded first and compared with cfg.
-	t.store = model.NewStore()
-	if err := t.store.SetRNGStateFromSeed(cfg.Seed); err != nil {
-		return nil, fmt.Errorf("cifarlib: seeding the model's random state: %w", err)
-	}
-	if cfg.CheckpointDir != "" {
-		if t.ckpt, err = openTrainCheckpoint(t.store, &cfg); err != nil {
-			return nil, err
-		}
-		for _, name := range t.ckpt.setAside {
-			t.logf("checkpoint %s in %s was incomplete (an interrupted save): set aside as %s.{json,bin}%s",
-				name, cfg.CheckpointDir, name, incompleteCheckpointSuffix)
-		}
-		if t.ckpt.resumed != nil {
-			if t.history, err = runs.LoadHistory(cfg.CheckpointDir); err != nil {
-				return nil, err
-			}
-			t.history.TopK = cfg.topK()
-		}
-		t.noteImported()
-	}
-	if err := t.usePrograms(); err != nil {
-		return nil, err
-	}
-	if err := t.startTransfer(); err != nil {
-		return nil, err
-	}
-	t.adoptInput()
-	info := checkpointInfoFromConfig(&cfg)
-	info.Input = t.model.Input
-	info.setStoreParams(t.store)
-
-	err = backends.TrainCatch(func() error {
-		opt, err := trainOptimizer(&cfg)
-		if err != nil {
-			return err
-		}
-		mode := cifarlib.GuardAll
-		if cfg.Unguarded {
-			mode = cifarlib.GuardOff
-		}
-		if t.trainer = t.progs.trainer; t.trainer == nil {
-			t.trainer = train.NewTrainer(t.backend, t.store, t.modelFn, t.model.LossFn(mode), t.transfer.wrapOptimizer(opt),
-				trainMetricsFor(cfg.topK(), cfg.Unguarded, t.model.NumClasses), evalMetricsFor(cfg.topK()))
-			t.progs.keep(t.trainer)
-		}
-		t.loop = train.NewLoop(t.trainer)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// loadRecords returns given when set (checking its Spec), else loads the split from
-// cfg.DataDir, or from SyntheticDir(cfg.DataDir) where Prepare puts synthetic data when the
-// folder holds no real data (the data's SYNTHETIC DATA line goes to cfg.Log).
-func (t *Trainer) loadRecords(given *data.Records, split data.Split) (*data.Records, error) {
-	spec, dir := t.cfg.Spec, t.cfg.DataDir
-	if given != nil {
-		if given.Spec.ID() != spec.ID() || given.Spec.NumClasses != spec.NumClasses {
-			return nil, &ConfigError{Field: "TrainRecords/TestRecords", Value: given.Spec.ID(),
-				Reason: fmt.Sprintf("the records are %s but Spec is %s: load them with the same Spec", given.Spec, spec)}
-		}
-		return given, nil
-	}
-	recs, err := LoadSplitOrSynthetic(dir, spec, split)
-	switch {
-	case err != nil:
-	case split != data.SplitTrain: // one note per run, for the training split
-	case filepath.Dir(filepath.Dir(recs.Source)) == filepath.Clean(data.SyntheticDir(dir)):
-		t.logf("%s", data.StateOf(dir, spec)) // "SYNTHETIC DATA: ...", as a notebook's first cell says it
-	}
-	return recs, err
-}
-
-// staticGuardCheck runs the guarded loss's static check (head width against the dataset's
-// classes) on a graph that is built but never run, so a mismatched head fails before anything
-// is loaded or compiled, with the guard's own *HeadMismatchError.
-func staticGuardCheck(backend compute.Backend, m *cifarlib.Model) error {
-	return backends.TrainCatch(func() error {
-		g := graph.NewGraph(backend, "cifarlib_static_guard")
-		defer g.Finalize()
-		logits := graph.Parameter(g, "logits", shapes.Make(dtypes.Float32, 1, m.NumClasses))
-		labels := graph.Parameter(g, "labels", shapes.Make(dtypes.Int32, 1, 1))
-		m.LossFn(cifarlib.GuardStatic)([]*graph.Node{labels}, []*graph.Node{logits})
-		return nil
-	})
-}
-
-// trainOptimizer builds the GoMLX optimizer named in c.
-func trainOptimizer(c *Config) (optimizer.Interface, error) {
-	switch c.Optimizer {
-	case "sgd":
-		return optimizer.StochasticGradientDescent().WithLearningRate(c.LearningRate).WithDecay(false).Done(), nil
-	case "adam":
-		return optimizer.Adam().LearningRate(c.LearningRate).Done(), nil
-	case "adamw":
-		return optimizer.Adam().LearningRate(c.LearningRate).WeightDecay(c.WeightDecay).Done(), nil
-	case "adamax":
-		return optimizer.Adam().Adamax().LearningRate(c.LearningRate).Done(), nil
-	case "rmsprop":
-		return optimizer.RMSProp().LearningRate(c.LearningRate).Done(), nil
-	}
-	return nil, &ConfigError{Field: "Optimizer", Value: c.Optimizer, Reason: "unknown optimizer"}
-}
-
 // modelFn wraps the model's graph function with the learning-rate schedule, which GoMLX's
 // cosineschedule builds into the training graph.
 func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*graph.Node {
 	t.rt.building(runs.ProgramTrainStep)
-	if t.cfg.Schedule == ScheduleCosine {
+	if t.plan.Schedule == ScheduleCosine {
 		cosineschedule.New(scope, inputs[0].Graph(), dtypes.Float32).
-			LearningRate(t.cfg.LearningRate).
-			MinLearningRate(t.cfg.MinLearningRate).
-			WarmUpSteps(t.cfg.WarmupSteps).
-			PeriodSteps(t.cfg.Steps - t.cfg.WarmupSteps).
+			LearningRate(t.plan.LearningRate).
+			MinLearningRate(t.plan.MinLearningRate).
+			WarmUpSteps(t.plan.WarmupSteps).
+			PeriodSteps(t.plan.Steps - t.plan.WarmupSteps).
 			Done()
 	}
 	if t.transfer != nil {
@@ -276,8 +72,8 @@ func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []
 	return t.model.ModelFn(scope, spec, inputs)
 }
 
-// Config returns the configuration with its defaults filled in.
-func (t *Trainer) Config() Config { return t.cfg }
+// Config returns the configuration with its defaults filled in (a copy of the plan's).
+func (t *Trainer) Config() Config { return t.plan.Config }
 
 // Model returns the model being trained.
 func (t *Trainer) Model() *cifarlib.Model { return t.model }
@@ -306,10 +102,7 @@ func (t *Trainer) GlobalStep() int {
 
 // Resumed reports whether the trainer continues from a checkpoint, and at which step.
 func (t *Trainer) Resumed() (step int, ok bool) {
-	if t.ckpt == nil || t.ckpt.resumed == nil {
-		return 0, false
-	}
-	return t.ckpt.resumed.Step, true
+	return t.ckpt.resumedAt()
 }
 
 // Run trains up to Config.Steps, then evaluates on the test split (unless SkipFinalEval).
@@ -320,18 +113,19 @@ func (t *Trainer) Resumed() (step int, ok bool) {
 // *LabelRangeError, *DeviceLabelError) stop training and are returned as they are.
 func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 	if t.ran {
-		return nil, errors.New("cifarlib: Trainer.Run called twice: create a new Trainer (with the same CheckpointDir it resumes)")
+		return nil, errors.New("training: Trainer.Run called twice: create a new Trainer (with the same CheckpointDir it resumes)")
 	}
 	t.ran = true
-	cfg := &t.cfg
+	cfg := t.plan
 	start := t.GlobalStep()
 	res := &Result{Dataset: cfg.Spec.ID(), Model: cfg.Model, HeadWidth: t.model.NumClasses, Guarded: !cfg.Unguarded, Precision: cfg.Precision,
-		Backend: backends.Name(t.backend), Devices: t.dist.numDevices(), BatchSize: cfg.BatchSize, Data: t.provenance, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
-		Resumed: t.ckpt != nil && t.ckpt.resumed != nil, CheckpointDir: cfg.CheckpointDir, History: t.history,
+		Backend: backends.Name(t.backend), Devices: t.devices.numDevices(), BatchSize: cfg.BatchSize, Data: t.records.provenance, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
+		CheckpointDir: cfg.CheckpointDir, History: t.history,
 		Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}, Transfer: t.Transfer()}
-	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.trainRecs.Len()}
-	for i := range t.trainRecs.Len() {
-		if l := t.trainRecs.Label(i); l < 0 || l >= t.model.NumClasses {
+	_, res.Resumed = t.ckpt.resumedAt()
+	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.records.train.Len()}
+	for i := range t.records.train.Len() {
+		if l := t.records.train.Label(i); l < 0 || l >= t.model.NumClasses {
 			res.ZeroLoss.SplitOutOfRange++
 		}
 	}
@@ -341,9 +135,9 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 	t.folder = t.openRunFolder(start)
 	res.Timeline = t.rt.tl
 	defer func() {
-		t.finished = true
+		t.validate.rt = nil // after the run, an evaluation records a timeline of its own
 		if result != nil {
-			result.Trained.evaluator = t.evaluator // compiled: evaluations after the run reuse it
+			result.Trained.evaluator = t.validate.evaluator // compiled: evaluations after the run reuse it
 		}
 		t.progs.release(result)
 		t.folder.close(result, err)
@@ -358,7 +152,7 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 	}
 
 	if !res.Interrupted && !cfg.SkipFinalEval {
-		ev, err := t.Evaluate(ctx, t.testRecs, EvalOptions{BatchSize: cfg.EvalBatchSize})
+		ev, err := t.validate.final(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				res.Interrupted = true
@@ -373,48 +167,27 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 
 // runSteps runs GoMLX's loop from global step start to cfg.Steps and fills res.
 func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
-	cfg := &t.cfg
+	cfg := t.plan
 	check := func(*data.HostBatch) error { return nil }
 	if !cfg.Unguarded {
 		check = t.model.HostGuard()
 	}
-	inner, err := data.NewDataset("train", t.trainRecs, data.DatasetOptions{BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed,
+	inner, err := data.NewDataset("train", t.records.train, data.DatasetOptions{BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed,
 		Epochs: 0, DropRemainder: true, Augment: cfg.Augment, Check: check})
 	if err != nil {
 		return err
 	}
-	t.data = &stepDataset{inner: inner, start: start, end: cfg.Steps, ctx: ctx, headWidth: t.model.NumClasses}
+	t.steps = &stepDataset{inner: inner, start: start, end: cfg.Steps, ctx: ctx, headWidth: t.model.NumClasses}
 	t.attachHooks()
 
 	began := time.Now()
 	t.loopStart = began
-	err = backends.TrainCatch(func() error {
-		if t.dist != nil {
-			return t.runDistributed(ctx, cfg.Steps-start)
-		}
-		_, err := t.loop.RunEpochs(t.data, 1)
-		return err
-	})
+	err = backends.TrainCatch(func() error { return t.devices.run(ctx, t, cfg.Steps-start) })
 	res.Duration = time.Since(began)
 	res.EndStep = t.GlobalStep()
-	res.Interrupted = t.data.interrupted
-	res.ZeroLoss.Seen, res.ZeroLoss.OutOfRange = t.data.seen, t.data.outOfRange
-	if t.dist != nil { // The distributed dataset reads ahead: count what was trained.
-		res.Interrupted = res.Interrupted || t.dist.interrupted
-		res.ZeroLoss.Seen, res.ZeroLoss.OutOfRange = t.dist.zeroLossCounts(res.EndStep-start, cfg.BatchSize)
-	}
-	if len(t.lastMetrics) > trainMetricAccuracy {
-		res.Loss, res.MovingLoss, res.Accuracy = t.lastMetrics[trainMetricLoss], t.lastMetrics[trainMetricMovingLoss], t.lastMetrics[trainMetricAccuracy]
-		if cfg.topK() > 0 {
-			res.TopK = t.lastMetrics[trainMetricTopK]
-		}
-	}
+	t.devices.count(res, t.steps, res.EndStep-start, cfg.BatchSize)
+	t.stepMetrics(res, start)
 	t.rt.steps(t.firstStepAt, t.lastStepAt, res.EndStep-start-1)
-	if n := res.EndStep - start; n > 1 && t.lastStepAt.After(t.firstStepAt) {
-		elapsed := t.lastStepAt.Sub(t.firstStepAt).Seconds()
-		res.StepsPerSecond = float64(n-1) / elapsed
-		res.ImagesPerSecond = res.StepsPerSecond * float64(cfg.BatchSize)
-	}
 	if t.live != nil {
 		t.live.finish()
 	}
@@ -427,17 +200,40 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 		// continues from the last checkpoint saved (CheckpointEvery).
 		return err
 	}
-	// Save what was trained, also when interrupted: a resume continues from there.
-	if t.ckpt != nil && res.EndStep > start {
+	return t.saveTrained(res, start)
+}
+
+// stepMetrics fills res with the last step's metrics and the speed of the steps since start.
+func (t *Trainer) stepMetrics(res *Result, start int) {
+	if len(t.lastMetrics) > trainMetricAccuracy {
+		res.Loss, res.MovingLoss, res.Accuracy = t.lastMetrics[trainMetricLoss], t.lastMetrics[trainMetricMovingLoss], t.lastMetrics[trainMetricAccuracy]
+		if t.plan.topK() > 0 {
+			res.TopK = t.lastMetrics[trainMetricTopK]
+		}
+	}
+	if n := res.EndStep - start; n > 1 && t.lastStepAt.After(t.firstStepAt) {
+		elapsed := t.lastStepAt.Sub(t.firstStepAt).Seconds()
+		res.StepsPerSecond = float64(n-1) / elapsed
+		res.ImagesPerSecond = res.StepsPerSecond * float64(t.plan.BatchSize)
+	}
+}
+
+// saveTrained saves what was trained since start, also when interrupted: a resume continues
+// from there.
+func (t *Trainer) saveTrained(res *Result, start int) error {
+	if t.ckpt == nil {
+		if res.Interrupted {
+			t.logf("interrupted at step %d (no checkpoint directory: progress is not saved)", res.EndStep)
+		}
+		return nil
+	}
+	if res.EndStep > start {
 		if err := t.saveCheckpoint(); err != nil {
 			return err
 		}
 		if res.Interrupted {
-			t.logf("interrupted: checkpoint saved at step %d in %s", res.EndStep, cfg.CheckpointDir)
+			t.logf("interrupted: checkpoint saved at step %d in %s", res.EndStep, t.plan.CheckpointDir)
 		}
-	}
-	if res.Interrupted && t.ckpt == nil {
-		t.logf("interrupted at step %d (no checkpoint directory: progress is not saved)", res.EndStep)
 	}
 	return nil
 }
@@ -445,7 +241,7 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 // attachHooks registers cifarlib's hooks on GoMLX's loop: the end step for the progress bar,
 // history and logging, periodic evaluation and checkpoints, the progress bar and live curves.
 func (t *Trainer) attachHooks() {
-	cfg := &t.cfg
+	cfg := t.plan
 	// RunEpochs over a dataset that ends at cfg.Steps, so an interruption ends the loop
 	// cleanly (its OnEnd hooks run); tell the hooks (progress bar) where it will end.
 	t.loop.OnStart("cifarlib: end step", -100, func(loop *train.Loop, _ train.Dataset) error {
@@ -476,7 +272,7 @@ func (t *Trainer) attachHooks() {
 // onStep runs after each training step: it keeps the last metrics, records History points,
 // evaluates periodically and logs.
 func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
-	cfg := &t.cfg
+	cfg := t.plan
 	step := loop.LoopStep + 1 // The step just completed, counted from 1.
 	t.lastStepAt = time.Now()
 	if t.firstStepAt.IsZero() {
@@ -489,7 +285,7 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 		t.lastMetrics = append(t.lastMetrics, shapes.ConvertTo[float64](m.Value()))
 	}
 	last := step == cfg.Steps
-	evalNow := cfg.EvalEvery > 0 && (step%cfg.EvalEvery == 0 || last)
+	evalNow := t.validate.due(step, cfg.Steps)
 	record := step%cfg.HistoryEvery == 0 || last || evalNow
 	logNow := step%cfg.LogEvery == 0 || last || evalNow
 	if !record && !logNow {
@@ -505,12 +301,10 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 		p.BatchAccuracy = &batch
 	}
 	if evalNow {
-		ev, err := t.Evaluate(context.Background(), t.testRecs, EvalOptions{BatchSize: cfg.EvalBatchSize, MaxExamples: cfg.EvalExamples,
-			purpose: runs.PhaseValidation})
-		if err != nil {
+		var err error
+		if p.Eval, err = t.validate.point(); err != nil {
 			return err
 		}
-		p.Eval = &runs.EvalPoint{Examples: ev.Examples, Loss: ev.Loss, Accuracy: ev.Accuracy, TopK: ev.TopKAccuracy}
 	}
 	if logNow {
 		msg := fmt.Sprintf("step %d/%d: loss %.4f (avg %.4f), train accuracy %.2f%%", step, cfg.Steps, p.Loss, p.MovingLoss, 100*p.Accuracy)
@@ -566,31 +360,8 @@ func (t *Trainer) SaveCheckpoint() error {
 
 // Evaluate evaluates the current model on recs (e.g. the test split).
 func (t *Trainer) Evaluate(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
-	if recs == nil {
-		return nil, &ConfigError{Field: "SkipFinalEval", Value: "true", Reason: "the test split was not loaded; pass records to evaluate"}
-	}
-	if t.evaluator == nil {
-		if t.evaluator = t.progs.evaluator; t.evaluator == nil {
-			var err error
-			if t.evaluator, err = NewEvaluator(t.backend, t.model, t.store); err != nil {
-				return nil, err
-			}
-			t.progs.evaluator = t.evaluator
-		}
-	}
-	t.evaluator.rt = t.rt
-	if t.finished {
-		t.evaluator.rt = nil // after the run: a timeline of its own
-	}
-	if opts.Devices == 0 {
-		opts.Devices = t.dist.numDevices()
-	}
-	return t.evaluator.Evaluate(ctx, recs, opts)
+	return t.validate.evaluate(ctx, recs, opts)
 }
 
-// logf writes one line to cfg.Log, if set.
-func (t *Trainer) logf(format string, args ...any) {
-	if t.cfg.Log != nil {
-		fmt.Fprintf(t.cfg.Log, format+"\n", args...)
-	}
-}
+// logf writes one line to Config.Log, if set.
+func (t *Trainer) logf(format string, args ...any) { t.log(format, args...) }

@@ -26,11 +26,11 @@ func batchShapes(b train.Batch) []shapes.Shape {
 // and initialises the variables there, each timed on the timeline (the call would otherwise do
 // both, with the first step), and the program cache keeps the initial variables.
 func (t *Trainer) onExecCreated(exec *model.Exec, kind train.GraphType) {
-	if kind != train.TrainType || t.dist != nil || t.data == nil || len(t.data.shapes) == 0 {
+	if kind != train.TrainType || t.devices.numDevices() > 1 || t.steps == nil || len(t.steps.shapes) == 0 {
 		return // compiled, and timed, by its first call
 	}
 	if err := t.rt.compile(runs.ProgramTrainStep, func() error {
-		_, err := exec.Compile(t.data.shapes...)
+		_, err := exec.Compile(t.steps.shapes...)
 		return err
 	}); err != nil {
 		return // the call compiles again and reports the error

@@ -3,11 +3,9 @@ package training
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
-	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
@@ -48,7 +46,7 @@ type Config struct {
 	// TrainRecords and TestRecords, when set, are used instead of loading the splits from DataDir.
 	TrainRecords, TestRecords *data.Records
 
-	// Model is the architecture: "cnn" (default), "linear", "resnet18" or "resnet20".
+	// Model is the architecture: "cnn" (DefaultModel), "linear", "resnet18" or "resnet20".
 	Model string
 	// Head overrides the classifier head width; 0 (the default) sizes it from Spec. A head that
 	// differs from Spec.NumClasses only exists to reproduce the CIFAR-100/10-class-head bug: with the
@@ -77,18 +75,20 @@ type Config struct {
 	// Steps is the global step to train to. A run resumed from a checkpoint at step s trains
 	// Steps-s more steps.
 	Steps int
-	// BatchSize is the number of images per step. Default 32.
+	// BatchSize is the number of images per step. Default DefaultBatchSize (32).
 	BatchSize int
 	// Seed seeds the weight initialisation and the order (and augmentation) of the training data.
 	Seed int64
 	// Augment turns on the dataset's random flips and crops.
 	Augment bool
 
-	// Optimizer is "adam" (default), "adamw", "adamax", "rmsprop" or "sgd" (plain, no decay).
+	// Optimizer is "adam" (DefaultOptimizer), "adamw", "adamax", "rmsprop" or "sgd" (plain, no decay).
 	Optimizer string
-	// LearningRate is the peak learning rate. Default: 0.001 for the Adam family, 0.1 for sgd.
+	// LearningRate is the peak learning rate. Default: DefaultLearningRate (0.001) for the Adam
+	// family, DefaultSGDLearningRate (0.1) for sgd.
 	LearningRate float64
-	// WeightDecay is AdamW's decoupled weight decay. Default 0.004 for "adamw", else 0.
+	// WeightDecay is AdamW's decoupled weight decay. Default DefaultAdamWWeightDecay (0.004) for
+	// "adamw", else 0.
 	WeightDecay float64
 	// Schedule is ScheduleConstant (default) or ScheduleCosine.
 	Schedule string
@@ -106,7 +106,8 @@ type Config struct {
 	// CheckpointEvery saves a checkpoint every this many steps; 0 saves only at the end or on
 	// interruption.
 	CheckpointEvery int
-	// CheckpointKeep is the number of checkpoints kept in CheckpointDir. Default 2.
+	// CheckpointKeep is the number of checkpoints kept in CheckpointDir. Default
+	// DefaultCheckpointKeep (2).
 	CheckpointKeep int
 
 	// EvalEvery evaluates on the test split every this many steps (recorded in the History),
@@ -118,12 +119,13 @@ type Config struct {
 	// the whole test split, or, for the evaluations EvalEvery 0 adds, DefaultEvalExamples. The
 	// final evaluation always uses the whole test split.
 	EvalExamples int
-	// EvalBatchSize is the batch size of evaluations. Default 100.
+	// EvalBatchSize is the batch size of evaluations. Default DefaultEvalBatchSize (100).
 	EvalBatchSize int
 	// SkipFinalEval skips the evaluation on the test split at the end of Train.
 	SkipFinalEval bool
 
-	// HistoryEvery records a History point every this many steps. Default: Steps/200, at least 1.
+	// HistoryEvery records a History point every this many steps. Default:
+	// Steps/DefaultMaxPoints, at least 1.
 	HistoryEvery int
 	// Progress controls GoMLX's progress bar (terminal and GoNB). Default ProgressAuto.
 	Progress ProgressMode
@@ -133,7 +135,7 @@ type Config struct {
 	// Log receives one line per LogEvery steps and notes such as "resumed from step N"; nil: silent.
 	Log io.Writer
 	// LogEvery is the period, in steps, of the lines written to Log. Default: HistoryEvery, or
-	// more to write at most 200 lines (Steps/200 rounded up).
+	// more to write at most DefaultMaxPoints lines (Steps/DefaultMaxPoints rounded up).
 	LogEvery int
 	// OnPoint, when set, is called with each History point as it is recorded; an error stops
 	// training (the checkpoint is still saved).
@@ -171,14 +173,6 @@ type Config struct {
 	Params map[string]string
 }
 
-// Validation during training (Config.EvalEvery 0): about DefaultEvals evaluations per run, on
-// the first DefaultEvalExamples test examples each; EvalOff turns them off.
-const (
-	DefaultEvals        = 5
-	DefaultEvalExamples = 500
-	EvalOff             = -1
-)
-
 // ConfigError reports an invalid Config field: which field, its value and how to fix it.
 type ConfigError struct {
 	// Field is the Config field name, e.g. "Steps".
@@ -189,9 +183,9 @@ type ConfigError struct {
 	Reason string
 }
 
-// Error implements error: "cifarlib: training config: FIELD=VALUE: REASON".
+// Error implements error: "training: config: FIELD=VALUE: REASON".
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("cifarlib: training config: %s=%s: %s", e.Field, e.Value, e.Reason)
+	return fmt.Sprintf("training: config: %s=%s: %s", e.Field, e.Value, e.Reason)
 }
 
 // headWidth is the classifier width the config asks for.
@@ -208,110 +202,4 @@ func (c *Config) topK() int {
 		return 5
 	}
 	return 0
-}
-
-// withDefaults returns a copy with defaults filled in, or a *ConfigError.
-func (c Config) withDefaults() (Config, error) {
-	if c.Spec.NumClasses <= 0 || c.Spec.Name == "" {
-		return c, &ConfigError{Field: "Spec", Value: "(zero)", Reason: "set it to CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse)"}
-	}
-	if c.DataDir == "" {
-		c.DataDir = data.DefaultDir()
-	}
-	c.Model = strings.ToLower(strings.TrimSpace(c.Model))
-	if c.Model == "" {
-		c.Model = "cnn"
-	}
-	if c.Head < 0 {
-		return c, &ConfigError{Field: "Head", Value: fmt.Sprint(c.Head), Reason: "use 0 to size the head from the dataset, or a positive width"}
-	}
-	if c.BackendName == "" {
-		c.BackendName = backends.Auto
-	}
-	precision, err := cifarlib.ParsePrecision(string(c.Precision))
-	if err != nil {
-		return c, &ConfigError{Field: "Precision", Value: fmt.Sprintf("%q", c.Precision), Reason: "use " + strings.Join(cifarlib.Precisions(), " or ")}
-	}
-	c.Precision = precision
-	if c.Steps <= 0 {
-		return c, &ConfigError{Field: "Steps", Value: fmt.Sprint(c.Steps), Reason: "set the number of training steps (> 0)"}
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 32
-	}
-	if c.BatchSize < 0 {
-		return c, &ConfigError{Field: "BatchSize", Value: fmt.Sprint(c.BatchSize), Reason: "use a positive batch size, e.g. 32 or 128"}
-	}
-	c.Optimizer = strings.ToLower(strings.TrimSpace(c.Optimizer))
-	if c.Optimizer == "" {
-		c.Optimizer = "adam"
-	}
-	known := false
-	for _, o := range trainOptimizers {
-		known = known || o == c.Optimizer
-	}
-	if !known {
-		return c, &ConfigError{Field: "Optimizer", Value: fmt.Sprintf("%q", c.Optimizer), Reason: "use one of " + strings.Join(trainOptimizers, ", ")}
-	}
-	if c.LearningRate < 0 || c.MinLearningRate < 0 || c.WeightDecay < 0 {
-		return c, &ConfigError{Field: "LearningRate", Value: fmt.Sprintf("%g (min %g, weight decay %g)", c.LearningRate, c.MinLearningRate, c.WeightDecay),
-			Reason: "learning rates and weight decay must not be negative"}
-	}
-	if c.LearningRate == 0 {
-		c.LearningRate = 0.001
-		if c.Optimizer == "sgd" {
-			c.LearningRate = 0.1
-		}
-	}
-	if c.Optimizer == "adamw" && c.WeightDecay == 0 {
-		c.WeightDecay = 0.004
-	}
-	if c.WeightDecay > 0 && c.Optimizer != "adamw" {
-		return c, &ConfigError{Field: "WeightDecay", Value: fmt.Sprint(c.WeightDecay), Reason: "weight decay needs Optimizer \"adamw\""}
-	}
-	c.Schedule = strings.ToLower(strings.TrimSpace(c.Schedule))
-	if c.Schedule == "" {
-		c.Schedule = ScheduleConstant
-	}
-	switch c.Schedule {
-	case ScheduleConstant:
-		if c.WarmupSteps != 0 || c.MinLearningRate != 0 {
-			return c, &ConfigError{Field: "Schedule", Value: c.Schedule, Reason: "WarmupSteps and MinLearningRate need Schedule \"cosine\""}
-		}
-	case ScheduleCosine:
-		if c.WarmupSteps < 0 || c.WarmupSteps >= c.Steps {
-			return c, &ConfigError{Field: "WarmupSteps", Value: fmt.Sprint(c.WarmupSteps), Reason: fmt.Sprintf("use 0 <= WarmupSteps < Steps (%d)", c.Steps)}
-		}
-		if c.MinLearningRate >= c.LearningRate {
-			return c, &ConfigError{Field: "MinLearningRate", Value: fmt.Sprint(c.MinLearningRate), Reason: fmt.Sprintf("must be below LearningRate (%g)", c.LearningRate)}
-		}
-	default:
-		return c, &ConfigError{Field: "Schedule", Value: fmt.Sprintf("%q", c.Schedule), Reason: "use \"constant\" or \"cosine\""}
-	}
-	switch {
-	case c.EvalEvery < 0: // EvalOff
-		c.EvalEvery = 0
-	case c.EvalEvery == 0 && !c.SkipFinalEval:
-		c.EvalEvery = (c.Steps + DefaultEvals - 1) / DefaultEvals
-		if c.EvalExamples == 0 {
-			c.EvalExamples = DefaultEvalExamples
-		}
-	}
-	if c.CheckpointEvery < 0 || c.EvalExamples < 0 || c.HistoryEvery < 0 || c.LogEvery < 0 || c.CheckpointKeep < 0 || c.EvalBatchSize < 0 {
-		return c, &ConfigError{Field: "CheckpointEvery/EvalExamples/EvalBatchSize/HistoryEvery/LogEvery/CheckpointKeep",
-			Value: "negative", Reason: "periods and counts must be >= 0 (0 picks the default)"}
-	}
-	if c.CheckpointKeep == 0 {
-		c.CheckpointKeep = 2
-	}
-	if c.EvalBatchSize == 0 {
-		c.EvalBatchSize = 100
-	}
-	if c.HistoryEvery == 0 {
-		c.HistoryEvery = max(1, c.Steps/200)
-	}
-	if c.LogEvery == 0 {
-		c.LogEvery = max(c.HistoryEvery, (c.Steps+199)/200) // at most 200 lines
-	}
-	return c, nil
 }

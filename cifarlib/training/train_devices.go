@@ -13,6 +13,57 @@ import (
 	"github.com/gomlx/gomlx/ml/train"
 )
 
+// stepRunner is the devices part of a Trainer: it runs the training steps on one device
+// (oneDevice) or with each global batch sharded across several (*trainDevices).
+type stepRunner interface {
+	// numDevices is the number of devices the steps run on.
+	numDevices() int
+	// run trains steps steps of t's step dataset. A cancelled ctx stops after the current step.
+	run(ctx context.Context, t *Trainer, steps int) error
+	// count sets res's Interrupted and zero-loss counts for the steps steps trained from ds.
+	count(res *Result, ds *stepDataset, steps, batchSize int)
+}
+
+// openDevices returns the backend of plan p (Config.Backend, else the one Config.Programs
+// keeps, else one created by name for Config.Devices devices) and the devices part that trains
+// on it.
+func openDevices(p *plan) (compute.Backend, stepRunner, error) {
+	b, err := p.Programs.backendFor(&p.Config)
+	if err != nil {
+		return nil, nil, devicesConfigError(err)
+	}
+	n, err := backends.ResolveDevices(b, p.Devices)
+	if err != nil {
+		return nil, nil, devicesConfigError(err)
+	}
+	if n < 2 {
+		return b, oneDevice{}, nil
+	}
+	if err := backends.CheckBatchDivisible("BatchSize", p.BatchSize, n); err != nil {
+		return nil, nil, err
+	}
+	mesh, err := backends.NewDeviceMesh(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, &trainDevices{n: n, mesh: mesh}, nil
+}
+
+// oneDevice trains on one device, with GoMLX's Loop.RunEpochs over the step dataset.
+type oneDevice struct{}
+
+func (oneDevice) numDevices() int { return 1 }
+
+func (oneDevice) run(_ context.Context, t *Trainer, _ int) error {
+	_, err := t.loop.RunEpochs(t.steps, 1)
+	return err
+}
+
+func (oneDevice) count(res *Result, ds *stepDataset, _, _ int) {
+	res.Interrupted = ds.interrupted
+	res.ZeroLoss.Seen, res.ZeroLoss.OutOfRange = ds.seen, ds.outOfRange
+}
+
 // trainDevices is the data-parallel state of a Trainer over n >= 2 devices.
 type trainDevices struct {
 	n     int
@@ -22,37 +73,13 @@ type trainDevices struct {
 	interrupted bool
 }
 
-// newTrainDevices resolves cfg.Devices on backend b and checks that the batch splits evenly;
-// it returns nil for one device.
-func newTrainDevices(b compute.Backend, cfg *Config) (*trainDevices, error) {
-	n, err := backends.ResolveDevices(b, cfg.Devices)
-	if err != nil || n < 2 {
-		return nil, devicesConfigError(err)
-	}
-	if err := backends.CheckBatchDivisible("BatchSize", cfg.BatchSize, n); err != nil {
-		return nil, err
-	}
-	mesh, err := backends.NewDeviceMesh(n)
-	if err != nil {
-		return nil, err
-	}
-	return &trainDevices{n: n, mesh: mesh}, nil
-}
+func (d *trainDevices) numDevices() int { return d.n }
 
-// numDevices returns the number of devices a Trainer trains on (1 without data parallelism).
-func (d *trainDevices) numDevices() int {
-	if d == nil {
-		return 1
-	}
-	return d.n
-}
-
-// runDistributed trains steps steps of t.data, each global batch sharded across the devices,
+// run trains steps steps of t's step dataset, each global batch sharded across the devices,
 // with GoMLX's Loop.RunSteps over a DistributedAccumulator (which makes the loop call
 // Trainer.DistributedTrainStep). A cancelled ctx stops the loop after the current step.
-func (t *Trainer) runDistributed(ctx context.Context, steps int) error {
-	d := t.dist
-	d.split = &shardSplitter{inner: t.data, devices: d.n, headWidth: t.model.NumClasses}
+func (d *trainDevices) run(ctx context.Context, t *Trainer, steps int) error {
+	d.split = &shardSplitter{inner: t.steps, devices: d.n, headWidth: t.model.NumClasses}
 	ds, err := newAccumulator(t.backend, d.mesh, d.split)
 	if err != nil {
 		return err
@@ -70,7 +97,7 @@ func (t *Trainer) runDistributed(ctx context.Context, steps int) error {
 		return nil
 	})
 	_, err = t.loop.RunSteps(ds, steps)
-	if err != nil && cifarlib.GuardErrorOf(err) == err && t.hookErr == nil && t.data.interrupted {
+	if err != nil && cifarlib.GuardErrorOf(err) == err && t.hookErr == nil && t.steps.interrupted {
 		// Cancelled between a step's hooks and the next batch: the data ended first.
 		d.interrupted = true
 		return nil
@@ -78,13 +105,15 @@ func (t *Trainer) runDistributed(ctx context.Context, steps int) error {
 	return err
 }
 
-// zeroLossCounts returns the training examples fed to the first steps steps of a distributed
-// run and how many of them had labels outside the head.
-func (d *trainDevices) zeroLossCounts(steps, batchSize int) (seen, outOfRange int64) {
-	if d.split == nil {
-		return 0, 0
+// count sets the training examples fed to the first steps steps of a distributed run and how
+// many of them had labels outside the head: the distributed dataset reads ahead, so ds's own
+// counts are past what was trained.
+func (d *trainDevices) count(res *Result, ds *stepDataset, steps, batchSize int) {
+	res.Interrupted = ds.interrupted || d.interrupted
+	res.ZeroLoss.Seen, res.ZeroLoss.OutOfRange = 0, 0
+	if d.split != nil {
+		res.ZeroLoss.Seen, res.ZeroLoss.OutOfRange = int64(steps)*int64(batchSize), d.split.outOfRange(steps)
 	}
-	return int64(steps) * int64(batchSize), d.split.outOfRange(steps)
 }
 
 // devicesConfigError reports the backends' *DevicesValueError for Config.Devices as a

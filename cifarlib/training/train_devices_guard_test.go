@@ -180,7 +180,7 @@ func TestDevicesErrors(t *testing.T) {
 		require.ErrorAs(t, err, &due)
 		require.True(t, errors.Is(err, backends.ErrDevices))
 		require.Equal(t, 2, due.Requested)
-		require.EqualError(t, err, "cifarlib: 2 devices asked of the go (pure Go, CPU) backend, which has one device and runs "+
+		require.EqualError(t, err, "backends: 2 devices asked of the go (pure Go, CPU) backend, which has one device and runs "+
 			"no distributed programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: "+plugins.XLACPUInstallHint+
 			") or cuda for several GPUs, or -devices 1")
 		// "all" on the pure-Go backend is its one device.
@@ -197,7 +197,7 @@ func TestDevicesErrors(t *testing.T) {
 		_, err := NewTrainer(cfg)
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce)
-		require.EqualError(t, err, "cifarlib: training config: Devices=-3: use a positive number of devices or DevicesAll")
+		require.EqualError(t, err, "training: config: Devices=-3: use a positive number of devices or DevicesAll")
 	})
 
 	t.Run("batch not divisible", func(t *testing.T) {
@@ -205,9 +205,9 @@ func TestDevicesErrors(t *testing.T) {
 		var bde *backends.BatchDivisibilityError
 		require.ErrorAs(t, err, &bde)
 		require.Equal(t, backends.BatchDivisibilityError{Field: "BatchSize", BatchSize: 10, Devices: 4, Below: 8, Above: 12}, *bde)
-		require.EqualError(t, err, "cifarlib: training config: BatchSize=10 does not split across 4 devices (10 is not a "+
+		require.EqualError(t, err, "backends: training config: BatchSize=10 does not split across 4 devices (10 is not a "+
 			"multiple of 4): use 8 or 12, or another number of devices")
-		require.EqualError(t, backends.CheckBatchDivisible("BatchSize", 3, 4), "cifarlib: training config: BatchSize=3 does not split "+
+		require.EqualError(t, backends.CheckBatchDivisible("BatchSize", 3, 4), "backends: training config: BatchSize=3 does not split "+
 			"across 4 devices (3 is not a multiple of 4): use 4, or another number of devices")
 		require.NoError(t, backends.CheckBatchDivisible("BatchSize", 12, 4))
 		require.NoError(t, backends.CheckBatchDivisible("BatchSize", 7, 1))
@@ -228,7 +228,7 @@ func TestDevicesErrors(t *testing.T) {
 		require.ErrorAs(t, err, &dce)
 		require.Equal(t, 4, dce.Requested)
 		require.Equal(t, 2, dce.Available)
-		require.EqualError(t, err, "cifarlib: 4 devices asked for, but the xla:cpu (XLA CPU plugin) backend has 2: create the "+
+		require.EqualError(t, err, "backends: 4 devices asked for, but the xla:cpu (XLA CPU plugin) backend has 2: create the "+
 			"backend with NewBackendWithDevices(name, 4) (XLA's CPU plugin makes as many devices as asked), or use at most 2")
 		_, err = backends.NewWithDevices("cpu", backends.MaxCPUDevices+1)
 		require.ErrorAs(t, err, &dce)

@@ -28,37 +28,24 @@ func (ci *CheckpointInfo) checkTrainOn(want CheckpointInfo) error {
 	if saved == requested {
 		return nil
 	}
-	return fmt.Errorf("cifarlib: %s is an imported %s; training it on needs the same model and dataset, not %s: "+
+	return fmt.Errorf("training: %s is an imported %s; training it on needs the same model and dataset, not %s: "+
 		"use --model %s --dataset %s (training.Config.Model, Spec), or move it to another dataset with --from %s (Config.From)",
 		ci.Dir, saved, requested, ci.Model, ci.Dataset, ci.Dir)
 }
 
-// noteImported says, in one line, that training continues an imported run from its weights.
-func (t *Trainer) noteImported() {
-	if t.ckpt == nil || t.ckpt.imported == nil {
+// noteImported says, in one line, that training continues an imported run (in tc, nil without
+// checkpoints) from its weights, with the settings of plan p.
+func (tc *trainCheckpoint) noteImported(p *plan, log runLog) {
+	if tc == nil || tc.imported == nil {
 		return
 	}
-	info := t.ckpt.imported
+	info := tc.imported
 	from := info.Dir
 	if info.ImportedFrom != "" {
 		from = fmt.Sprintf("%s (imported from %s)", info.Dir, info.ImportedFrom)
 	}
-	t.logf("training on %s from its weights, head kept: step 0, a fresh %s optimizer state, batch %d "+
-		"(an imported run has no optimizer state or settings to resume)", from, t.cfg.Optimizer, t.cfg.BatchSize)
-}
-
-// adoptInput gives the Trainer's model the input normalisation its weights expect: a resumed
-// or imported run's recorded one, or a transfer source's. Runs that record none keep their
-// dataset's.
-func (t *Trainer) adoptInput() {
-	switch {
-	case t.ckpt != nil && t.ckpt.resumed != nil:
-		t.model.Input = t.ckpt.resumed.Input
-	case t.ckpt != nil && t.ckpt.imported != nil:
-		t.model.Input = t.ckpt.imported.Input
-	case t.transfer != nil && t.transfer.report != nil:
-		t.model.Input = t.transfer.info.Input
-	}
+	log("training on %s from its weights, head kept: step 0, a fresh %s optimizer state, batch %d "+
+		"(an imported run has no optimizer state or settings to resume)", from, p.Optimizer, p.BatchSize)
 }
 
 // importedFrom is the file the run in the checkpoint folder was imported from, kept in its
@@ -67,7 +54,7 @@ func (t *Trainer) importedFrom(start int) string {
 	if t.ckpt == nil || (t.ckpt.imported == nil && start == 0) {
 		return ""
 	}
-	if prev, err := runs.ReadRecord(t.cfg.CheckpointDir); err == nil {
+	if prev, err := runs.ReadRecord(t.plan.CheckpointDir); err == nil {
 		return prev.ImportedFrom
 	}
 	return ""

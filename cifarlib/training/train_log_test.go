@@ -43,7 +43,7 @@ func TestLogEveryDefault(t *testing.T) {
 		{300, 10, 0, 10},
 		{300, 0, 7, 7},
 	} {
-		cfg, err := Config{Spec: data.CIFAR10(), Steps: c.steps, HistoryEvery: c.history, LogEvery: c.logEvery}.withDefaults()
+		cfg, err := resolve(Config{Spec: data.CIFAR10(), Steps: c.steps, HistoryEvery: c.history, LogEvery: c.logEvery})
 		require.NoError(t, err)
 		require.Equal(t, c.want, cfg.LogEvery, "%+v", c)
 	}
@@ -69,7 +69,7 @@ func TestEvalEveryDefault(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := c.cfg
 			cfg.Spec = data.CIFAR10()
-			got, err := cfg.withDefaults()
+			got, err := resolve(cfg)
 			require.NoError(t, err)
 			require.Equal(t, [2]int{c.wantEvery, c.wantExamples}, [2]int{got.EvalEvery, got.EvalExamples})
 		})

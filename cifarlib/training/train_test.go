@@ -32,23 +32,23 @@ func TestTrainConfigErrors(t *testing.T) {
 		msg   string
 	}{
 		{"no spec", func(c *Config) { c.Spec = data.Spec{} }, "Spec",
-			"cifarlib: training config: Spec=(zero): set it to CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse)"},
+			"training: config: Spec=(zero): set it to CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse)"},
 		{"no steps", func(c *Config) { c.Steps = 0 }, "Steps",
-			"cifarlib: training config: Steps=0: set the number of training steps (> 0)"},
+			"training: config: Steps=0: set the number of training steps (> 0)"},
 		{"negative head", func(c *Config) { c.Head = -1 }, "Head",
-			"cifarlib: training config: Head=-1: use 0 to size the head from the dataset, or a positive width"},
+			"training: config: Head=-1: use 0 to size the head from the dataset, or a positive width"},
 		{"negative batch", func(c *Config) { c.BatchSize = -4 }, "BatchSize",
-			"cifarlib: training config: BatchSize=-4: use a positive batch size, e.g. 32 or 128"},
+			"training: config: BatchSize=-4: use a positive batch size, e.g. 32 or 128"},
 		{"optimizer", func(c *Config) { c.Optimizer = "lion" }, "Optimizer",
-			`cifarlib: training config: Optimizer="lion": use one of adam, adamw, adamax, rmsprop, sgd`},
+			`training: config: Optimizer="lion": use one of adam, adamw, adamax, rmsprop, sgd`},
 		{"schedule", func(c *Config) { c.Schedule = "step" }, "Schedule",
-			`cifarlib: training config: Schedule="step": use "constant" or "cosine"`},
+			`training: config: Schedule="step": use "constant" or "cosine"`},
 		{"warmup without cosine", func(c *Config) { c.WarmupSteps = 5 }, "Schedule",
-			"cifarlib: training config: Schedule=constant: WarmupSteps and MinLearningRate need Schedule \"cosine\""},
+			"training: config: Schedule=constant: WarmupSteps and MinLearningRate need Schedule \"cosine\""},
 		{"warmup too long", func(c *Config) { c.Schedule, c.WarmupSteps = ScheduleCosine, 10 }, "WarmupSteps",
-			"cifarlib: training config: WarmupSteps=10: use 0 <= WarmupSteps < Steps (10)"},
+			"training: config: WarmupSteps=10: use 0 <= WarmupSteps < Steps (10)"},
 		{"weight decay", func(c *Config) { c.WeightDecay = 0.01 }, "WeightDecay",
-			`cifarlib: training config: WeightDecay=0.01: weight decay needs Optimizer "adamw"`},
+			`training: config: WeightDecay=0.01: weight decay needs Optimizer "adamw"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := base
@@ -61,7 +61,7 @@ func TestTrainConfigErrors(t *testing.T) {
 		})
 	}
 
-	cfg, err := Config{Spec: data.CIFAR100(data.LabelsFine), Steps: 1000, Optimizer: "SGD"}.withDefaults()
+	cfg, err := resolve(Config{Spec: data.CIFAR100(data.LabelsFine), Steps: 1000, Optimizer: "SGD"})
 	require.NoError(t, err)
 	require.Equal(t, "cnn", cfg.Model)
 	require.Equal(t, 32, cfg.BatchSize)
@@ -290,7 +290,7 @@ func TestTrainResumeRefusesDifferentSettings(t *testing.T) {
 	var me *CheckpointMismatchError
 	require.ErrorAs(t, err, &me)
 	require.Equal(t, []string{"batch size: saved 16, requested 8", "seed: saved 0, requested 3"}, me.Diffs)
-	require.EqualError(t, err, "cifarlib: checkpoint "+dir+" was saved by a run with different settings (batch size: saved 16, "+
+	require.EqualError(t, err, "training: checkpoint "+dir+" was saved by a run with different settings (batch size: saved 16, "+
 		"requested 8; seed: saved 0, requested 3): resume with the same settings, or use a new checkpoint directory")
 
 	// Asking for no more steps than the checkpoint has trains nothing.
@@ -328,7 +328,7 @@ func TestTopKAccuracyGraph(t *testing.T) {
 func TestTrainGuardErrorUnwrapped(t *testing.T) {
 	host := &data.LabelRangeError{Batch: 3, BatchSize: 2, NumClasses: 10, Bad: []data.BadLabel{{Position: 1, Example: 7, Label: 12}}}
 	wrapped := fmt.Errorf("Loop.RunEpochs(1): failed reading from Dataset (LoopStep=3): %w",
-		fmt.Errorf("cifarlib: dataset \"train\" batch 3 (epoch 0): %w", host))
+		fmt.Errorf("data: dataset \"train\" batch 3 (epoch 0): %w", host))
 	require.Same(t, host, cifarlib.GuardErrorOf(wrapped))
 	device := &cifarlib.DeviceLabelError{Step: 4, NumBad: 1, BatchSize: 8, NumClasses: 10}
 	require.Same(t, device, cifarlib.GuardErrorOf(fmt.Errorf("train.Loop.OnStep(hook %q): %w", "guard", device)))
@@ -340,6 +340,6 @@ func TestTrainGuardErrorUnwrapped(t *testing.T) {
 func TestTrainRecordsMustMatchSpec(t *testing.T) {
 	train, _ := labtest.TrainTestRecords(t, data.CIFAR100(data.LabelsFine), 40, 10, 1)
 	_, err := NewTrainer(Config{Spec: data.CIFAR10(), TrainRecords: train, Steps: 1, SkipFinalEval: true, Backend: labtest.Backend(t)})
-	require.EqualError(t, err, "cifarlib: training config: TrainRecords/TestRecords=cifar100: the records are cifar100 (100 classes) "+
+	require.EqualError(t, err, "training: config: TrainRecords/TestRecords=cifar100: the records are cifar100 (100 classes) "+
 		"but Spec is cifar10 (10 classes): load them with the same Spec")
 }

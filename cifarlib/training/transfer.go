@@ -24,13 +24,9 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 
-	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/model/checkpoint"
-	"github.com/gomlx/gomlx/ml/train"
-	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
 // FreezeBackbone is the Config.Freeze value of a linear probe: only the head trains.
@@ -123,7 +119,6 @@ func (r *TransferReport) String() string {
 // trainTransfer is the transfer side of a Trainer.
 type trainTransfer struct {
 	report *TransferReport
-	info   CheckpointInfo
 	// values are the source's backbone tensors by path, until carried.
 	values map[string]*tensors.Tensor
 	// scope is the architecture's scope ("/cnn/") and head its head's ("/cnn/head/").
@@ -144,37 +139,63 @@ func (tt *trainTransfer) isBackbone(path string) bool {
 	return strings.HasPrefix(path, tt.scope) && !strings.HasPrefix(path, tt.head)
 }
 
-// openTransfer reads the source run of cfg.From, before cfg's defaults are filled in: a Model
-// left empty becomes the source's. Without From it returns nil, or, with Freeze, a transfer
-// without a source (report nil): the backbone as initialised from the seed, frozen (the
-// random-feature baseline of a linear probe).
-func openTransfer(cfg *Config) (*trainTransfer, error) {
-	if cfg.From == "" {
-		if cfg.BackboneLearningRate != 0 {
-			return nil, &ConfigError{Field: "BackboneLearningRate", Value: fmt.Sprint(cfg.BackboneLearningRate),
-				Reason: "it applies to a transferred run: set From to the trained run's checkpoint directory"}
-		}
-		if cfg.NewHead {
-			return nil, &ConfigError{Field: "NewHead", Value: "true",
-				Reason: "it applies to a transferred run: set From to the trained run's checkpoint directory"}
-		}
-		if cfg.Freeze == "" {
-			return nil, nil
-		}
-		return &trainTransfer{}, nil
+// newTrainTransfer is the transfer part of a Trainer for plan p, whose store is fresh, or
+// resumed from the run's own checkpoint: a fresh store gets the source's backbone (carry), a
+// resumed one keeps its trained values. Without From it returns nil, or, with Freeze, a
+// transfer without a source (report nil): the backbone as initialised from the seed, frozen
+// (the random-feature baseline of a linear probe).
+func newTrainTransfer(p *plan, store *model.Store, resumed bool, log runLog) (*trainTransfer, error) {
+	if p.source == nil && p.Freeze == "" {
+		return nil, nil
 	}
-	h, info, err := readRunSource(cfg.From)
+	tt := &trainTransfer{freeze: p.Freeze == FreezeBackbone, lrRatio: 1}
+	tt.scope, tt.head = archScopes(p.Model)
+	if p.source == nil {
+		return tt, nil
+	}
+	r, err := tt.sortSource(p)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Model == "" {
-		cfg.Model = info.Model
+	r.Dataset, r.Head, r.Freeze, r.LearningRate = p.Spec.ID(), p.headWidth(), p.Freeze, p.LearningRate
+	r.BackboneLearningRate = p.LearningRate
+	switch {
+	case tt.freeze:
+		r.BackboneLearningRate = 0
+	case p.BackboneLearningRate > 0:
+		r.BackboneLearningRate = p.BackboneLearningRate
+		tt.lrRatio = p.BackboneLearningRate / p.LearningRate
 	}
-	tt := &trainTransfer{info: info, values: map[string]*tensors.Tensor{}}
-	tt.scope, tt.head = archScopes(info.Model)
-	r := &TransferReport{From: cfg.From, FromStep: info.Step, FromDataset: specID(info), FromHead: info.Head, Model: info.Model}
+	for i := range r.Reinitialized {
+		v := &r.Reinitialized[i]
+		v.Shape = append([]int{}, v.FromShape...)
+		v.Shape[len(v.Shape)-1] = p.headWidth() // The dense head's weights [in, classes] and biases [classes].
+	}
+	tt.report = r
+	tt.keepHead(p)
+	if resumed {
+		r.Resumed, tt.values = true, nil
+		return tt, nil
+	}
+	if err := tt.carry(store); err != nil {
+		return nil, err
+	}
+	head := fmt.Sprintf("head initialised afresh at %d", p.headWidth())
+	if len(r.KeptHead) > 0 {
+		head = fmt.Sprintf("head of %d classes kept (Config.NewHead, --new-head, re-initialises it)", p.headWidth())
+	}
+	log("transferred from %s: carried %d backbone variables, %s", p.From, len(r.Carried), head)
+	return tt, nil
+}
+
+// sortSource sorts the variables of p's source run into the backbone's, carried (their values
+// kept in tt.values), the head's, initialised afresh, and the others, dropped.
+func (tt *trainTransfer) sortSource(p *plan) (*TransferReport, error) {
+	info := p.source.info
+	tt.values = map[string]*tensors.Tensor{}
+	r := &TransferReport{From: p.From, FromStep: info.Step, FromDataset: p.source.dataset, FromHead: info.Head, Model: info.Model}
 	const prefix = "var:" // GoMLX's checkpoint key of a variable is "var:" + its path.
-	saved := h.LoadedVariables()
+	saved := p.source.handler.LoadedVariables()
 	for _, key := range slices.Sorted(maps.Keys(saved)) {
 		path, value := strings.TrimPrefix(key, prefix), saved[key]
 		dims := append([]int{}, value.Shape().Dimensions...)
@@ -191,83 +212,9 @@ func openTransfer(cfg *Config) (*trainTransfer, error) {
 		}
 	}
 	if len(r.Reinitialized) == 0 { // The linear model is all head: it carries nothing, but has one.
-		return nil, &CorruptCheckpointError{Dir: cfg.From, Err: fmt.Errorf("it holds no head variables (%s*)", tt.head)}
+		return nil, &CorruptCheckpointError{Dir: p.From, Err: fmt.Errorf("it holds no head variables (%s*)", tt.head)}
 	}
-	tt.report = r
-	return tt, nil
-}
-
-// readRunSource opens the trained run in dir as a source (of a transfer, of DiagnoseRun):
-// *IncompleteCheckpointError and *CorruptCheckpointError as they are, any other failure (no
-// folder, no checkpoint, a foreign one) as *NotRunError.
-func readRunSource(dir string) (*checkpoint.Handler, CheckpointInfo, error) {
-	_, h, info, err := readRunCheckpoint(dir)
-	if err != nil {
-		switch err.(type) {
-		case *IncompleteCheckpointError, *CorruptCheckpointError:
-			return nil, info, err
-		}
-		return nil, info, &NotRunError{Dir: dir, Err: err}
-	}
-	return h, info, nil
-}
-
-// specID is the Spec ID of the dataset a checkpoint recorded.
-func specID(info CheckpointInfo) string {
-	if spec, err := info.Spec(); err == nil {
-		return spec.ID()
-	}
-	return info.Dataset
-}
-
-// check validates the transfer against cfg (defaults filled in) and the model built for it.
-func (tt *trainTransfer) check(cfg *Config, m *cifarlib.Model) error {
-	if tt == nil {
-		return nil
-	}
-	if tt.report == nil { // Freeze without From: the seed's backbone.
-		tt.scope, tt.head = archScopes(cfg.Model)
-	} else if cfg.Model != tt.info.Model {
-		return &ArchMismatchError{Dir: cfg.From, Saved: tt.info.Model, Requested: cfg.Model}
-	}
-	switch cfg.Freeze {
-	case "":
-	case FreezeBackbone:
-		if cfg.BackboneLearningRate != 0 {
-			return &ConfigError{Field: "BackboneLearningRate", Value: fmt.Sprint(cfg.BackboneLearningRate),
-				Reason: "a frozen backbone does not train: leave it 0 with Freeze \"backbone\""}
-		}
-		tt.freeze = true
-	default:
-		return &ConfigError{Field: "Freeze", Value: fmt.Sprintf("%q", cfg.Freeze), Reason: "use \"\" (fine-tune everything) or \"backbone\" (linear probe)"}
-	}
-	if cfg.BackboneLearningRate < 0 {
-		return &ConfigError{Field: "BackboneLearningRate", Value: fmt.Sprint(cfg.BackboneLearningRate), Reason: "must not be negative (0: the same as LearningRate)"}
-	}
-	if cfg.Head > 0 && cfg.Head != cfg.Spec.NumClasses {
-		return &ConfigError{Field: "Head", Value: fmt.Sprint(cfg.Head), Reason: "a transferred run's head is sized from Spec: leave Head 0"}
-	}
-	tt.lrRatio = 1
-	r := tt.report
-	if r == nil {
-		return nil
-	}
-	r.Dataset, r.Head, r.Freeze, r.LearningRate = cfg.Spec.ID(), m.NumClasses, cfg.Freeze, cfg.LearningRate
-	r.BackboneLearningRate = cfg.LearningRate
-	switch {
-	case tt.freeze:
-		r.BackboneLearningRate = 0
-	case cfg.BackboneLearningRate > 0:
-		r.BackboneLearningRate = cfg.BackboneLearningRate
-		tt.lrRatio = cfg.BackboneLearningRate / cfg.LearningRate
-	}
-	for i := range r.Reinitialized {
-		v := &r.Reinitialized[i]
-		v.Shape = append([]int{}, v.FromShape...)
-		v.Shape[len(v.Shape)-1] = m.NumClasses // The dense head's weights [in, classes] and biases [classes].
-	}
-	tt.keepHead(cfg, m)
-	return nil
+	return r, nil
 }
 
 // carry creates the backbone's variables in store with the source's values. It is called on a
@@ -275,7 +222,7 @@ func (tt *trainTransfer) check(cfg *Config, m *cifarlib.Model) error {
 func (tt *trainTransfer) carry(store *model.Store) error {
 	for _, v := range append(tt.report.Carried, tt.report.KeptHead...) {
 		if _, err := store.CreateVariable(v.Path, tt.values[v.Path]); err != nil {
-			return fmt.Errorf("cifarlib: carrying %s from %s: %w", v.Path, tt.report.From, err)
+			return fmt.Errorf("training: carrying %s from %s: %w", v.Path, tt.report.From, err)
 		}
 	}
 	tt.values = nil
@@ -301,93 +248,6 @@ func (tt *trainTransfer) modelFn(m *cifarlib.Model, scope *model.Scope, spec any
 		}
 	}
 	return logits
-}
-
-// wrapOptimizer returns opt, or, with a separate backbone learning rate, opt with the
-// backbone's updates scaled by BackboneLearningRate/LearningRate.
-func (tt *trainTransfer) wrapOptimizer(opt optimizer.Interface) optimizer.Interface {
-	if tt == nil || tt.lrRatio == 1 {
-		return opt
-	}
-	return &backboneRateOptimizer{inner: opt, tt: tt}
-}
-
-// backboneRateOptimizer runs its inner optimizer, then scales each backbone variable's update
-// (new - old) by ratio. Every optimizer cifarlib offers (SGD, Adam, AdamW, Adamax, RMSProp)
-// moves a variable by the learning rate times a step that does not depend on it (AdamW's decay
-// is scaled by the learning rate too), and its moments do not depend on the learning rate, so
-// this is the inner optimizer run with learning rate LearningRate*ratio for the backbone, the
-// schedule included, up to float32 rounding.
-type backboneRateOptimizer struct {
-	inner optimizer.Interface
-	tt    *trainTransfer
-}
-
-// UpdateGraph implements optimizer.Interface.
-func (o *backboneRateOptimizer) UpdateGraph(scope *model.Scope, g *graph.Graph, loss *graph.Node) {
-	before := o.backboneValues(scope, g)
-	o.inner.UpdateGraph(scope, g, loss)
-	o.scale(g, before)
-}
-
-// UpdateGraphWithGradients implements train.OptimizeWithGradients when the inner optimizer does.
-func (o *backboneRateOptimizer) UpdateGraphWithGradients(scope *model.Scope, grads []*graph.Node, lossDType dtypes.DType) {
-	inner, ok := o.inner.(train.OptimizeWithGradients)
-	if !ok || len(grads) == 0 {
-		panic(fmt.Errorf("cifarlib: optimizer %T does not take accumulated gradients", o.inner))
-	}
-	g := grads[0].Graph()
-	before := o.backboneValues(scope, g)
-	inner.UpdateGraphWithGradients(scope, grads, lossDType)
-	o.scale(g, before)
-}
-
-// Clear implements optimizer.Interface.
-func (o *backboneRateOptimizer) Clear(scope *model.Scope) error { return o.inner.Clear(scope) }
-
-// backboneValue is a trainable backbone variable and its value before the optimizer's update.
-type backboneValue struct {
-	v   *model.Variable
-	old *graph.Node
-}
-
-func (o *backboneRateOptimizer) backboneValues(scope *model.Scope, g *graph.Graph) []backboneValue {
-	var before []backboneValue
-	for v := range scope.Store().IterVariables() {
-		if v.Trainable && o.tt.isBackbone(v.Path()) && v.InUseByGraph(g) {
-			before = append(before, backboneValue{v: v, old: v.NodeValue(g)})
-		}
-	}
-	return before
-}
-
-func (o *backboneRateOptimizer) scale(g *graph.Graph, before []backboneValue) {
-	for _, b := range before {
-		step := graph.Sub(b.v.NodeValue(g), b.old)
-		b.v.SetNodeValue(graph.Add(b.old, graph.MulScalar(step, o.tt.lrRatio)))
-	}
-}
-
-// startTransfer carries the source's backbone into the Trainer's store on a fresh run; a run
-// resumed from its own checkpoint keeps its trained values.
-func (t *Trainer) startTransfer() error {
-	if t.transfer == nil || t.transfer.report == nil {
-		return nil
-	}
-	if t.ckpt != nil && t.ckpt.resumed != nil {
-		t.transfer.report.Resumed = true
-		t.transfer.values = nil
-		return nil
-	}
-	if err := t.transfer.carry(t.store); err != nil {
-		return err
-	}
-	head := fmt.Sprintf("head initialised afresh at %d", t.model.NumClasses)
-	if len(t.transfer.report.KeptHead) > 0 {
-		head = fmt.Sprintf("head of %d classes kept (Config.NewHead, --new-head, re-initialises it)", t.model.NumClasses)
-	}
-	t.logf("transferred from %s: carried %d backbone variables, %s", t.cfg.From, len(t.transfer.report.Carried), head)
-	return nil
 }
 
 // Transfer returns the report of a transferred run (training.Config.From), or nil.

@@ -16,7 +16,7 @@ type NotRunError struct {
 
 // Error implements error.
 func (e *NotRunError) Error() string {
-	return fmt.Sprintf("cifarlib: %s is not a trained cifarlib run (%v): give the checkpoint directory of a run "+
+	return fmt.Sprintf("training: %s is not a trained cifarlib run (%v): give the checkpoint directory of a run "+
 		"(cifarlab train --checkpoint DIR, or a notebook's lab.Fit run)", e.Dir, e.Err)
 }
 
@@ -34,7 +34,7 @@ type CorruptCheckpointError struct {
 
 // Error implements error.
 func (e *CorruptCheckpointError) Error() string {
-	return fmt.Sprintf("cifarlib: the checkpoint in %s is corrupt and was not used (%v): train the run again, "+
+	return fmt.Sprintf("training: the checkpoint in %s is corrupt and was not used (%v): train the run again, "+
 		"or delete its newest checkpoint-*.json and .bin to fall back to the previous one", e.Dir, e.Err)
 }
 
@@ -59,7 +59,7 @@ func (e *ArchMismatchError) InFlags() string {
 }
 
 func (e *ArchMismatchError) message(fix string) string {
-	return fmt.Sprintf("cifarlib: run %s is a %s, but the model asked for is a %s: the backbone can only be carried "+
+	return fmt.Sprintf("training: run %s is a %s, but the model asked for is a %s: the backbone can only be carried "+
 		"into the same architecture; %s", e.Dir, e.Saved, e.Requested, fix)
 }
 
@@ -106,7 +106,7 @@ func (e *ShapeMismatchError) message(fix string) string {
 	if e.Resume {
 		what = "resuming"
 	}
-	return fmt.Sprintf("cifarlib: %s %s: size mismatch for %s: copying a variable with shape %v from checkpoint "+
+	return fmt.Sprintf("training: %s %s: size mismatch for %s: copying a variable with shape %v from checkpoint "+
 		"(trained for %s, head of %d), the shape in the current model is %v (built for %s, head of %d); a saved "+
 		"variable is never reshaped: transfer the run instead, which carries the backbone and initialises a new "+
 		"head of %d (%s)", what, e.Dir, e.Variable, e.Saved, e.SavedDataset, e.SavedHead, e.Model, e.ModelDataset,

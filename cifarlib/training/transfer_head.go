@@ -3,17 +3,15 @@ package training
 import (
 	"fmt"
 	"strings"
-
-	"github.com/cifarlab/cifarlab/cifarlib"
 )
 
 // keepHead carries the source's head with the backbone when the target has the source's
 // number of classes (fine-tuning a model on its own task, or on another dataset of the same
-// width) and cfg.NewHead is false: the report's Reinitialized variables become KeptHead, with
+// width) and p.NewHead is false: the report's Reinitialized variables become KeptHead, with
 // the source's shapes. A different width, or NewHead, leaves them re-initialised from the seed.
-func (tt *trainTransfer) keepHead(cfg *Config, m *cifarlib.Model) {
+func (tt *trainTransfer) keepHead(p *plan) {
 	r := tt.report
-	if r == nil || cfg.NewHead || m.NumClasses != r.FromHead || len(r.Reinitialized) == 0 {
+	if r == nil || p.NewHead || p.headWidth() != r.FromHead || len(r.Reinitialized) == 0 {
 		return
 	}
 	for _, v := range r.Reinitialized {

@@ -295,10 +295,18 @@ func TestTransferErrors(t *testing.T) {
 	cfg.Model = cifarlib.ArchCNN
 	_, err := NewTrainer(cfg)
 	require.Equal(t, &ArchMismatchError{Dir: from, Saved: cifarlib.ArchLinear, Requested: cifarlib.ArchCNN}, err)
-	require.EqualError(t, err, "cifarlib: run "+from+" is a linear, but the model asked for is a cnn: the backbone can only be "+
+	require.EqualError(t, err, "training: run "+from+" is a linear, but the model asked for is a cnn: the backbone can only be "+
 		`carried into the same architecture; use Model "linear", or leave Model empty with From`)
-	require.Equal(t, "cifarlib: run "+from+" is a linear, but the model asked for is a cnn: the backbone can only be "+
+	require.Equal(t, "training: run "+from+" is a linear, but the model asked for is a cnn: the backbone can only be "+
 		"carried into the same architecture; use --model linear, or leave --model out with --from", err.(*ArchMismatchError).InFlags())
+
+	// Model left empty is the source's: read into the plan, the caller's Config untouched.
+	cfg.Model = ""
+	p, err := resolve(cfg)
+	require.NoError(t, err)
+	require.Equal(t, cifarlib.ArchLinear, p.Model)
+	require.Equal(t, cifarlib.ArchLinear, p.source.info.Model)
+	require.Empty(t, cfg.Model)
 
 	for name, dir := range map[string]string{"missing": filepath.Join(t.TempDir(), "missing"), "empty": t.TempDir()} {
 		t.Run(name, func(t *testing.T) {
@@ -307,7 +315,7 @@ func TestTransferErrors(t *testing.T) {
 			require.ErrorAs(t, err, &nr)
 			require.Equal(t, dir, nr.Dir)
 			require.ErrorIs(t, err, ErrNoCheckpoint)
-			require.Contains(t, err.Error(), "cifarlib: "+dir+" is not a trained cifarlib run (")
+			require.Contains(t, err.Error(), "training: "+dir+" is not a trained cifarlib run (")
 		})
 	}
 
@@ -335,7 +343,7 @@ func TestTransferErrors(t *testing.T) {
 	var ce *CorruptCheckpointError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, corrupt, ce.Dir)
-	require.True(t, strings.HasPrefix(err.Error(), "cifarlib: the checkpoint in "+corrupt+" is corrupt and was not used ("), err.Error())
+	require.True(t, strings.HasPrefix(err.Error(), "training: the checkpoint in "+corrupt+" is corrupt and was not used ("), err.Error())
 
 	// A plain load into a CIFAR-100 model: PyTorch's "size mismatch for fc.weight".
 	m100, err := cifarlib.NewModel(data.CIFAR100(data.LabelsFine), cifarlib.ArchLinear).Done()
@@ -344,7 +352,7 @@ func TestTransferErrors(t *testing.T) {
 	want := &ShapeMismatchError{Dir: from, Variable: "/linear/head/dense/weights", Saved: []int{3072, 10}, Model: []int{3072, 100},
 		SavedDataset: "cifar10", ModelDataset: "cifar100", SavedHead: 10, ModelHead: 100}
 	require.Equal(t, want, err)
-	require.EqualError(t, err, "cifarlib: loading "+from+": size mismatch for /linear/head/dense/weights: copying a variable with "+
+	require.EqualError(t, err, "training: loading "+from+": size mismatch for /linear/head/dense/weights: copying a variable with "+
 		"shape [3072 10] from checkpoint (trained for cifar10, head of 10), the shape in the current model is [3072 100] (built "+
 		"for cifar100, head of 100); a saved variable is never reshaped: transfer the run instead, which carries the backbone "+
 		`and initialises a new head of 100 (training.Config{From: "`+from+`", Spec: data.CIFAR100(data.LabelsFine)})`)
@@ -366,7 +374,7 @@ func TestTransferErrors(t *testing.T) {
 	_, err = NewTrainer(resume)
 	want.Resume = true
 	require.Equal(t, want, err)
-	require.Contains(t, err.Error(), "cifarlib: resuming "+from+": size mismatch for /linear/head/dense/weights: ")
+	require.Contains(t, err.Error(), "training: resuming "+from+": size mismatch for /linear/head/dense/weights: ")
 	require.True(t, strings.HasSuffix(err.Error(), "Spec: data.CIFAR100(data.LabelsFine)}, with a new CheckpointDir)"), err.Error())
 	require.True(t, strings.HasSuffix(err.(*ShapeMismatchError).InFlags(), "--dataset cifar100, with a new --checkpoint directory)"))
 
@@ -386,15 +394,15 @@ func TestTransferErrors(t *testing.T) {
 		msg  string
 	}{
 		{func(c *Config) { c.From = ""; c.BackboneLearningRate = 0.1 },
-			`cifarlib: training config: BackboneLearningRate=0.1: it applies to a transferred run: set From to the trained run's checkpoint directory`},
+			`training: config: BackboneLearningRate=0.1: it applies to a transferred run: set From to the trained run's checkpoint directory`},
 		{func(c *Config) { c.Freeze = "head" },
-			`cifarlib: training config: Freeze="head": use "" (fine-tune everything) or "backbone" (linear probe)`},
+			`training: config: Freeze="head": use "" (fine-tune everything) or "backbone" (linear probe)`},
 		{func(c *Config) { c.Freeze, c.BackboneLearningRate = FreezeBackbone, 0.1 },
-			`cifarlib: training config: BackboneLearningRate=0.1: a frozen backbone does not train: leave it 0 with Freeze "backbone"`},
+			`training: config: BackboneLearningRate=0.1: a frozen backbone does not train: leave it 0 with Freeze "backbone"`},
 		{func(c *Config) { c.BackboneLearningRate = -1 },
-			`cifarlib: training config: BackboneLearningRate=-1: must not be negative (0: the same as LearningRate)`},
+			`training: config: BackboneLearningRate=-1: must not be negative (0: the same as LearningRate)`},
 		{func(c *Config) { c.Head = 10 },
-			`cifarlib: training config: Head=10: a transferred run's head is sized from Spec: leave Head 0`},
+			`training: config: Head=10: a transferred run's head is sized from Spec: leave Head 0`},
 	} {
 		cfg := transferConfig(t, from, 1)
 		c.edit(&cfg)

@@ -32,7 +32,7 @@ func inFlags(err error) error {
 	var bd *backends.BatchDivisibilityError
 	if errors.As(err, &bd) {
 		if flag, ok := configFlags[bd.Field]; ok {
-			return &flagWords{err: err, msg: strings.Replace(strings.TrimPrefix(bd.Error(), "cifarlib: training config: "),
+			return &flagWords{err: err, msg: strings.Replace(strings.TrimPrefix(bd.Error(), "backends: training config: "),
 				fmt.Sprintf("%s=%d", bd.Field, bd.BatchSize), fmt.Sprintf("%s %d", flag, bd.BatchSize), 1)}
 		}
 	}

@@ -29,15 +29,15 @@ func TestInFlags(t *testing.T) {
 		{"quoted value", &training.ConfigError{Field: "Schedule", Value: `"step"`, Reason: `use "constant" or "cosine"`},
 			`--schedule step: use "constant" or "cosine"`},
 		{"field without a flag", &training.ConfigError{Field: "Spec", Value: "(zero)", Reason: "set it"},
-			"cifarlib: training config: Spec=(zero): set it"},
+			"training: config: Spec=(zero): set it"},
 		{"batch across devices", &backends.BatchDivisibilityError{Field: "BatchSize", BatchSize: 10, Devices: 4, Below: 8, Above: 12},
 			"--batch 10 does not split across 4 devices (10 is not a multiple of 4): use 8 or 12, or another number of devices"},
 		{"transfer into another architecture", fmt.Errorf("train: %w", &training.ArchMismatchError{Dir: "runs/c10", Saved: "cnn", Requested: "resnet20"}),
-			"cifarlib: run runs/c10 is a cnn, but the model asked for is a resnet20: the backbone can only be carried into the same " +
+			"training: run runs/c10 is a cnn, but the model asked for is a resnet20: the backbone can only be carried into the same " +
 				"architecture; use --model cnn, or leave --model out with --from"},
 		{"resume into another head", &training.ShapeMismatchError{Dir: "runs/c10", Variable: "/cnn/head/dense/weights", Saved: []int{1024, 10},
 			Model: []int{1024, 20}, SavedDataset: "cifar10", ModelDataset: "cifar100-coarse", SavedHead: 10, ModelHead: 20, Resume: true},
-			"cifarlib: resuming runs/c10: size mismatch for /cnn/head/dense/weights: copying a variable with shape [1024 10] from " +
+			"training: resuming runs/c10: size mismatch for /cnn/head/dense/weights: copying a variable with shape [1024 10] from " +
 				"checkpoint (trained for cifar10, head of 10), the shape in the current model is [1024 20] (built for cifar100-coarse, " +
 				"head of 20); a saved variable is never reshaped: transfer the run instead, which carries the backbone and initialises " +
 				"a new head of 20 (cifarlab train --from runs/c10 --dataset cifar100 --labels coarse, with a new --checkpoint directory)"},

@@ -25,13 +25,13 @@ func TestTrainCommandDevicesErrors(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"train", "--steps", "3", "--backend", "go", "--devices", "2"},
-			"cifarlab train: cifarlib: 2 devices asked of the go (pure Go, CPU) backend, which has one device and runs no " +
+			"cifarlab train: backends: 2 devices asked of the go (pure Go, CPU) backend, which has one device and runs no " +
 				"distributed programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: " +
 				plugins.XLACPUInstallHint + ") or cuda for several GPUs, or -devices 1\n"},
 		{[]string{"train", "--steps", "3", "--devices", "0"}, "cifarlab train: --devices \"0\": use a positive number or all\n"},
 		{[]string{"eval", "--checkpoint", t.TempDir(), "--devices", "many"}, "cifarlab eval: --devices \"many\": use a positive number or all\n"},
 		{[]string{"eval", "--checkpoint", t.TempDir(), "--backend", "go", "--devices", "4"},
-			"cifarlab eval: cifarlib: 4 devices asked of the go (pure Go, CPU) backend, which has one device and runs no " +
+			"cifarlab eval: backends: 4 devices asked of the go (pure Go, CPU) backend, which has one device and runs no " +
 				"distributed programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: " +
 				plugins.XLACPUInstallHint + ") or cuda for several GPUs, or -devices 1\n"},
 	} {

@@ -61,7 +61,7 @@ func TestDiagnoseCommandOK(t *testing.T) {
 func TestDiagnoseCommandBadFlags(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 2, run([]string{"diagnose", "--dataset", "mnist"}, &stdout, &stderr))
-	require.Equal(t, "cifarlab diagnose: cifarlib: unknown dataset \"mnist\": use \"cifar10\" or \"cifar100\"\n", stderr.String())
+	require.Equal(t, "cifarlab diagnose: data: unknown dataset \"mnist\": use \"cifar10\" or \"cifar100\"\n", stderr.String())
 	stderr.Reset()
 	require.Equal(t, 2, run([]string{"diagnose", "--model", "vgg"}, &stdout, &stderr))
 	require.Equal(t, "cifarlab diagnose: cifarlib: unknown architecture \"vgg\": use one of linear, cnn, resnet18, resnet20\n", stderr.String())

@@ -87,7 +87,7 @@ func TestDownloadCommandOfflineAndErrors(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Empty(t, stdout)
 	archive := filepath.Join(data, "cifar-100-binary.tar.gz")
-	require.Contains(t, stderr, "cifarlab download: cifarlib: downloading the cifar100 archive from "+url+" failed")
+	require.Contains(t, stderr, "cifarlab download: data: downloading the cifar100 archive from "+url+" failed")
 	require.Contains(t, stderr, "check that its SHA-256 is 58a81ae192c23a4be8b1804d68e518ed807d710a4eb253b1f2a199162a40d8ec, and put it at "+archive)
 	require.Contains(t, stderr, "`cifarlab synth --dataset cifar100 --out DIR`")
 	entries, err := os.ReadDir(data)

@@ -89,7 +89,7 @@ func TestInspectCommandErrors(t *testing.T) {
 	code, stdout, stderr := runDataCmd(t, "inspect", "--dataset", "cifar100", "--data", empty)
 	require.Equal(t, 1, code)
 	require.Empty(t, stdout)
-	require.Contains(t, stderr, "cifarlab inspect: cifarlib: cifar100 train split: data file "+filepath.Join(empty, "cifar-100-binary", "train.bin")+" is missing")
+	require.Contains(t, stderr, "cifarlab inspect: data: cifar100 train split: data file "+filepath.Join(empty, "cifar-100-binary", "train.bin")+" is missing")
 	require.Contains(t, stderr, "`cifarlab download --dataset cifar100 --data "+empty+"`")
 
 	code, _, stderr = runDataCmd(t, "inspect", "--dataset", "cifar10", "--labels", "coarse", "--data", empty)
@@ -110,5 +110,5 @@ func TestInspectCommandErrors(t *testing.T) {
 	require.NoError(t, writeFileForTest(bad, raw))
 	code, _, stderr = runDataCmd(t, "inspect", "--dataset", "cifar10", "--data", dataDir)
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "cifarlab inspect: cifarlib: "+bad+": record 1 at byte offset 3073: label byte is 57, outside the cifar10 class range [0, 10)")
+	require.Contains(t, stderr, "cifarlab inspect: data: "+bad+": record 1 at byte offset 3073: label byte is 57, outside the cifar10 class range [0, 10)")
 }

@@ -82,7 +82,7 @@ func TestDownloadCommandPythonFormat(t *testing.T) {
 
 	code, _, stderr = runDataCmd(t, "download", "--dataset", "cifar100", "--format", "hdf5", "--data", dataDir)
 	require.Equal(t, 2, code)
-	require.Equal(t, "cifarlab download: cifarlib: unknown data format \"hdf5\": use \"binary\" or \"python\"\n", stderr)
+	require.Equal(t, "cifarlab download: data: unknown data format \"hdf5\": use \"binary\" or \"python\"\n", stderr)
 
 	code, stdout, _ = runDataCmd(t, "download", "-h")
 	require.Equal(t, 0, code)

@@ -52,7 +52,7 @@ func TestRunsCommand(t *testing.T) {
 	stdout.Reset()
 	stderr.Reset()
 	require.Equal(t, 1, run([]string{"runs", "--runs", filepath.Join(root, "nope")}, &stdout, &stderr))
-	require.Contains(t, stderr.String(), "cifarlab runs: cifarlib: listing the runs folder: open "+filepath.Join(root, "nope")+
+	require.Contains(t, stderr.String(), "cifarlab runs: runs: listing the runs folder: open "+filepath.Join(root, "nope")+
 		": no such file or directory: pass the folder of runs with --runs DIR (or the data folder with --data)")
 
 	empty := t.TempDir()

@@ -55,10 +55,10 @@ func TestSynthCommandErrors(t *testing.T) {
 	}{
 		{[]string{"synth", "--out", out}, 2, "cifarlab synth: --dataset is required: cifar10 or cifar100\n"},
 		{[]string{"synth", "--dataset", "cifar10"}, 2, "cifarlab synth: --out is required: the folder to write the dataset to\n"},
-		{[]string{"synth", "--dataset", "mnist", "--out", out}, 2, "cifarlab synth: cifarlib: unknown dataset \"mnist\": use \"cifar10\" or \"cifar100\"\n"},
+		{[]string{"synth", "--dataset", "mnist", "--out", out}, 2, "cifarlab synth: data: unknown dataset \"mnist\": use \"cifar10\" or \"cifar100\"\n"},
 		{[]string{"synth", "--dataset", "cifar10", "--out", out, "--train", "0"}, 2, "cifarlab synth: --train 0 and --test 1000 must be positive\n"},
-		{[]string{"synth", "--dataset", "cifar10", "--out", out, "--train", "4"}, 1, "cifarlab synth: cifarlib: synthetic cifar10 train size 4 must be in [5, 1000000] (one record per file at least)\n"},
-		{[]string{"synth", "--dataset", "cifar10", "--out", out, "--noise", "1.5"}, 1, "cifarlab synth: cifarlib: label noise 1.5 must be in [0, 1)\n"},
+		{[]string{"synth", "--dataset", "cifar10", "--out", out, "--train", "4"}, 1, "cifarlab synth: data: synthetic cifar10 train size 4 must be in [5, 1000000] (one record per file at least)\n"},
+		{[]string{"synth", "--dataset", "cifar10", "--out", out, "--noise", "1.5"}, 1, "cifarlab synth: data: label noise 1.5 must be in [0, 1)\n"},
 		{[]string{"synth", "--dataset", "cifar10", "--out", out, "extra"}, 2, "cifarlab synth: unexpected arguments [\"extra\"]\n"},
 		{[]string{"synth", "--bogus"}, 1, "cifarlab synth: flag provided but not defined: -bogus\n"},
 	}

@@ -148,7 +148,7 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"train", "--dataset", "cifar10"}, 2, "cifarlab train: --steps is required: the global step to train to (e.g. --steps 1000)\n"},
-		{[]string{"train", "--dataset", "svhn", "--steps", "3"}, 2, "cifarlab train: cifarlib: unknown dataset \"svhn\": use \"cifar10\" or \"cifar100\"\n"},
+		{[]string{"train", "--dataset", "svhn", "--steps", "3"}, 2, "cifarlab train: data: unknown dataset \"svhn\": use \"cifar10\" or \"cifar100\"\n"},
 		{[]string{"train", "--steps", "3", "--optimizer", "lion", "--backend", "go"}, 2,
 			"cifarlab train: --optimizer lion: use one of adam, adamw, adamax, rmsprop, sgd\n"},
 		{[]string{"train", "--steps", "3", "--progress", "maybe"}, 2, "cifarlab train: --progress \"maybe\": use auto, on or off\n"},
@@ -163,7 +163,7 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 	empty := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 1, run([]string{"eval", "--checkpoint", empty, "--backend", "go"}, &stdout, &stderr))
-	require.Equal(t, "cifarlab eval: cifarlib: no checkpoint in "+empty+": train with a checkpoint directory first "+
+	require.Equal(t, "cifarlab eval: training: no checkpoint in "+empty+": train with a checkpoint directory first "+
 		"(cifarlab train --checkpoint "+empty+")\n", stderr.String())
 
 	stderr.Reset()

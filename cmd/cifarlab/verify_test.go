@@ -31,7 +31,7 @@ func TestVerifyCommand(t *testing.T) {
 	code, stdout, stderr := runDataCmd(t, "verify", "--data", root)
 	require.Equal(t, 1, code, stdout)
 	require.Equal(t, "cifar10: real, unverified (binary layout, in "+dir+"): not checked against the official checksums; check it with: cifarlab verify --data "+
-		root+" --dataset cifar10\n  real data, but NOT verifiable as the official files: cifarlib: not the official files: "+
+		root+" --dataset cifar10\n  real data, but NOT verifiable as the official files: data: not the official files: "+
 		filepath.Join(dir, "data_batch_1.bin")+" has 30730 bytes (10 images), the official file 30730000 bytes (10000 images) "+
 		"(a subset or a conversion, not the official archive's files): the lab uses them as real, unverified data; for the official files run "+
 		"`cifarlab download --dataset cifar10 --data DIR`\n", stdout)
@@ -42,7 +42,7 @@ func TestVerifyCommand(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte("not the archive"), 0o644))
 	code, stdout, _ = runDataCmd(t, "verify", "--data", root, "--dataset", "cifar10", "--archive", bad)
 	require.Equal(t, 1, code)
-	require.Contains(t, stdout, "  not verified: cifarlib: "+bad+": SHA-256 mismatch: it has SHA-256 ")
+	require.Contains(t, stdout, "  not verified: data: "+bad+": SHA-256 mismatch: it has SHA-256 ")
 	require.Contains(t, stdout, "the official cifar-10-binary.tar.gz has c4a38c50a1bc5f3a1c5537f2155ab9d68f9f25eb1ed8d9ddda3db29a59bca1dd")
 
 	code, _, stderr = runDataCmd(t, "verify", "--data", root, "--dataset", "cifar100", "--archive", bad)

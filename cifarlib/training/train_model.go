@@ -1,0 +1,45 @@
+package training
+
+import (
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+)
+
+// buildModel builds the model of plan p on backend and, with the guard on, runs the guarded
+// loss's static check: a head that differs from the dataset's number of classes fails here,
+// before the data is even loaded, with *HeadMismatchError.
+func buildModel(p *plan, backend compute.Backend) (*cifarlib.Model, error) {
+	mb := cifarlib.NewModel(p.Spec, p.Model).Backend(backend).Precision(p.Precision)
+	if p.Head > 0 {
+		mb = mb.Head(p.Head)
+	}
+	m, err := mb.Done()
+	if err != nil {
+		return nil, err
+	}
+	if !p.Unguarded {
+		if err := staticGuardCheck(backend, m); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// staticGuardCheck runs the guarded loss's static check (head width against the dataset's
+// classes) on a graph that is built but never run, so a mismatched head fails before anything
+// is loaded or compiled, with the guard's own *HeadMismatchError.
+func staticGuardCheck(backend compute.Backend, m *cifarlib.Model) error {
+	return backends.TrainCatch(func() error {
+		g := graph.NewGraph(backend, "cifarlib_static_guard")
+		defer g.Finalize()
+		logits := graph.Parameter(g, "logits", shapes.Make(dtypes.Float32, 1, m.NumClasses))
+		labels := graph.Parameter(g, "labels", shapes.Make(dtypes.Int32, 1, 1))
+		m.LossFn(cifarlib.GuardStatic)([]*graph.Node{labels}, []*graph.Node{logits})
+		return nil
+	})
+}

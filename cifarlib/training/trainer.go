@@ -1,0 +1,121 @@
+package training
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train"
+)
+
+// Trainer is a training run: a cifarlib model on a GoMLX train.Trainer driven by GoMLX's
+// train.Loop, with the guarded loss, metrics, checkpoints, progress bar and curves wired in.
+// Create it with NewTrainer, then call Run once.
+//
+// It is assembled from parts, each reading the run's plan (its Config resolved once): the
+// devices (stepRunner), the data (trainRecords), checkpointing and resume (trainCheckpoint),
+// the transfer (trainTransfer), evaluation and validation (validation), logging (runLog), the
+// timeline (runTimeline) and the compiled programs (programSet).
+type Trainer struct {
+	plan     *plan
+	log      runLog
+	backend  compute.Backend
+	devices  stepRunner
+	model    *cifarlib.Model
+	records  *trainRecords
+	store    *model.Store
+	ckpt     *trainCheckpoint // nil without a CheckpointDir
+	history  *runs.History
+	transfer *trainTransfer // nil unless the run transfers (Config.From) or freezes
+	validate *validation
+	trainer  *train.Trainer
+	loop     *train.Loop
+
+	// Per-run state, set by Run and the loop hooks.
+	ran         bool
+	steps       *stepDataset
+	live        *liveCurves
+	firstStepAt time.Time
+	lastStepAt  time.Time
+	lastMetrics []float64
+	loopStart   time.Time
+	hookErr     error
+	folder      *runFolder // run.json and TensorBoard events, with a CheckpointDir
+
+	rt    *runTimeline // the timeline part: where the run's time goes (timeline.go)
+	progs *programSet  // the compiled programs, kept in Config.Programs (programs.go)
+}
+
+// NewTrainer validates cfg, loads the data, builds the model, the GoMLX trainer and loop, and
+// opens (or resumes from) the checkpoint directory. Nothing is compiled or run yet, except the
+// static head check: with the guard on, a head that differs from the dataset's number of
+// classes fails here, with *HeadMismatchError.
+func NewTrainer(cfg Config) (*Trainer, error) {
+	p, err := resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trainer{plan: p, log: newRunLog(p.Log), rt: newRunTimeline(p.TimelineFrom)}
+	began := time.Now()
+	if t.backend, t.devices, err = openDevices(p); err != nil {
+		return nil, err
+	}
+	t.rt.add(runs.PhaseBackend, began)
+	if t.model, err = buildModel(p, t.backend); err != nil { // the static guard runs before the data is loaded
+		return nil, err
+	}
+	began = time.Now()
+	if t.records, err = loadTrainRecords(p, t.log); err != nil {
+		return nil, err
+	}
+	t.rt.add(runs.PhaseData, began)
+	t.store = model.NewStore()
+	if err := t.store.SetRNGStateFromSeed(p.Seed); err != nil {
+		return nil, fmt.Errorf("training: seeding the model's random state: %w", err)
+	}
+	// A checkpoint's parameters are loaded first and compared with the plan.
+	if t.ckpt, t.history, err = openCheckpoints(p, t.model, t.store, t.log); err != nil {
+		return nil, err
+	}
+	if err := t.usePrograms(); err != nil {
+		return nil, err
+	}
+	_, resumed := t.ckpt.resumedAt()
+	if t.transfer, err = newTrainTransfer(p, t.store, resumed, t.log); err != nil {
+		return nil, err
+	}
+	t.validate = newValidation(p, t.backend, t.model, t.store, t.devices.numDevices(), t.records.test)
+	t.validate.rt, t.validate.progs = t.rt, t.progs
+	if t.trainer, err = newGoMLXTrainer(p, t); err != nil {
+		return nil, err
+	}
+	t.loop = train.NewLoop(t.trainer)
+	return t, nil
+}
+
+// newGoMLXTrainer builds GoMLX's train.Trainer of t for plan p: t's model function, the guarded
+// loss (unless Unguarded), the optimizer and the metrics.
+func newGoMLXTrainer(p *plan, t *Trainer) (trainer *train.Trainer, err error) {
+	err = backends.TrainCatch(func() error {
+		opt, err := newOptimizer(p, t.transfer)
+		if err != nil {
+			return err
+		}
+		mode := cifarlib.GuardAll
+		if p.Unguarded {
+			mode = cifarlib.GuardOff
+		}
+		if trainer = t.progs.trainer; trainer == nil { // compiled by an earlier run (Config.Programs)
+			trainer = train.NewTrainer(t.backend, t.store, t.modelFn, t.model.LossFn(mode), opt,
+				trainMetricsFor(p.topK(), p.Unguarded, t.model.NumClasses), evalMetricsFor(p.topK()))
+			t.progs.keep(trainer)
+		}
+		return nil
+	})
+	return trainer, err
+}
