@@ -54,3 +54,31 @@ func cellResults(t *testing.T, out []byte, n int) []cellResult {
 	}
 	return res
 }
+
+// privateCheckout returns a copy of repo's module that a test may edit: go.mod, go.sum, the
+// library (cifarlib/, internal/), cmd/, tools/ and kernel/testdata/, with the checkout's .venv
+// and the tools of its .bin linked (Jupyter and the pinned tools are not copied). Kernels
+// installed for the copy build cells against it.
+func privateCheckout(t *testing.T, repo Repo) Repo {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "checkout")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "kernel"), 0o755))
+	for _, rel := range []string{"go.mod", "go.sum", "cifarlib", "internal", "cmd", "tools", filepath.Join("kernel", "testdata")} {
+		cp := exec.Command("cp", "-a", filepath.Join(repo.Dir, rel), filepath.Join(dir, rel))
+		out, err := cp.CombinedOutput()
+		require.NoError(t, err, "copying %s: %s", rel, out)
+	}
+	copied := Repo{Dir: dir}
+	require.NoError(t, os.Symlink(repo.VenvDir(), copied.VenvDir()))
+	require.NoError(t, os.Mkdir(copied.BinDir(), 0o755))
+	tools, err := os.ReadDir(repo.BinDir())
+	require.NoError(t, err)
+	for _, tool := range tools {
+		if tool.Name() == "cifarlab-kernel" {
+			continue // the copy builds its own supervisor: a link would have it overwrite the checkout's
+		}
+		require.NoError(t, os.Symlink(filepath.Join(repo.BinDir(), tool.Name()), filepath.Join(copied.BinDir(), tool.Name())))
+	}
+	require.True(t, IsRepo(copied.Dir), "the copy %s is not a checkout", dir)
+	return copied
+}

@@ -22,7 +22,9 @@ import (
 // errors.Is across the socket; a loaded run's Evaluate runs in the lab process, with the same
 // result as in the cell's; and when the kernel shuts down, every lab process it had ends.
 func TestLabProcessLifecycle(t *testing.T) {
-	repo := testRepo(t)
+	// The test edits a library file: it runs on a private copy of the checkout, so that the
+	// packages go test runs beside it (notebooks, cmd) keep building the real one.
+	repo := privateCheckout(t, testRepo(t))
 	jupyterDir := installKernels(t, repo)
 	dir := t.TempDir()
 	runsDir := filepath.Join(dir, "data", "runs")
@@ -38,7 +40,6 @@ func TestLabProcessLifecycle(t *testing.T) {
 	require.NoError(t, err)
 
 	stale := filepath.Join(repo.Dir, "cifarlib", "nb", "zz_labprocess_stale_test_file.go")
-	t.Cleanup(func() { os.Remove(stale) })
 
 	fit := func(name string) string {
 		return fmt.Sprintf("%%%%\nres := nb.Must(lab.Fit(%q, training.Config{Steps: 20, BatchSize: 32, Seed: 1, EvalEvery: training.EvalOff, SkipFinalEval: true}))\n"+
