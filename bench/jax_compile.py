@@ -250,7 +250,7 @@ def main():
     ap.add_argument("--eval-batch", type=int, default=100, help="evaluation batch (training.Config's default: 100)")
     ap.add_argument("--repeats", type=int, default=3, help="fresh processes per model")
     ap.add_argument("--no-run", action="store_true", help="compile only; skip the one step of each program")
-    ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one model in this process
+    ap.add_argument("--one", metavar="MODEL", help="measure one model in this process and print its JSON line")
     a = ap.parse_args()
     if a.one:
         print(json.dumps(measure(a.one, a.batch, a.eval_batch, not a.no_run)), flush=True)
