@@ -94,12 +94,12 @@ var pythonLayouts = map[string]pythonLayout{
 // the given layout; everything else (classes, sizes, statistics) is unchanged. Download uses
 // it for DownloadOptions.Layout; records always carry the binary spec.
 func (s Spec) InLayout(l Layout) Spec {
-	var base Spec
+	var base Spec // the binary layout's folder, files and archive, which no label set changes
 	switch s.Name {
 	case "cifar10":
 		base = CIFAR10()
 	case "cifar100":
-		base = CIFAR100(s.Labels)
+		base = CIFAR100(LabelsFine)
 	default:
 		return s
 	}
