@@ -11,7 +11,8 @@ const KindNone = "none"
 // State is what a data folder holds for a dataset, as StateOf decides it: the one decision
 // that the notebooks (PrepareRoot), the CLI (training's LoadSplitOrSynthetic), `cifarlab
 // doctor` and a run's Provenance follow. Real data is used wherever it is present, verified
-// or not: "unverified" is a note, never a reason to use synthetic data.
+// or not: "unverified" is a note, never a reason to use synthetic data. LoadSplit and
+// Provenance load and describe the splits from what StateOf found, without a second look.
 type State struct {
 	// Dataset is the dataset's name ("cifar10", "cifar100").
 	Dataset string
