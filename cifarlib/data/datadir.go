@@ -1,8 +1,6 @@
 package data
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 )
@@ -41,82 +39,6 @@ func DefaultDir() string {
 // synthetic data never mixes with, or overwrites, real data.
 func SyntheticDir(root string) string { return filepath.Join(root, "synthetic") }
 
-// expectedFileSize returns the size in bytes that the k-th of nFiles files of a split of
-// splitSize records has in a complete download.
-func expectedFileSize(spec Spec, splitSize, nFiles, k int) int64 {
-	records := (k+1)*splitSize/nFiles - k*splitSize/nFiles
-	return int64(records) * int64(spec.RecordBytes())
-}
-
-// expectedFiles maps each data file of spec (relative to spec.Dir) to its expected size.
-func expectedFiles(spec Spec) map[string]int64 {
-	files := make(map[string]int64, len(spec.TrainFiles)+len(spec.TestFiles))
-	for k, name := range spec.TrainFiles {
-		files[name] = expectedFileSize(spec, spec.TrainSize, len(spec.TrainFiles), k)
-	}
-	for k, name := range spec.TestFiles {
-		files[name] = expectedFileSize(spec, spec.TestSize, len(spec.TestFiles), k)
-	}
-	return files
-}
-
-// Verify reports whether root/spec.Dir holds the complete data of a verified download: the
-// VerifiedMarker for spec.ArchiveSHA256 and every data file with the size of the official
-// split (spec.TrainSize, spec.TestSize). The error wraps ErrNotVerified and says what is
-// missing and how to get it. For the Python layout (see DetectLayout) the marker of
-// `cifarlab download --format python`, or else torchvision's per-file MD5 pins, verify it.
-func Verify(root string, spec Spec) error {
-	if err := checkSpec(spec); err != nil {
-		return err
-	}
-	if spec.Layout() == LayoutPython {
-		return verifyPython(root, spec)
-	}
-	if layout, _ := DetectLayout(root, spec); layout == LayoutPython {
-		return verifyPython(root, spec.InLayout(LayoutPython))
-	}
-	dir := filepath.Join(root, spec.Dir)
-	fix := fmt.Sprintf("run `cifarlab download --dataset %s --data %s`", spec.Name, root)
-	data, err := os.ReadFile(filepath.Join(dir, VerifiedMarker))
-	if err != nil {
-		reason := "it has no verified download"
-		if _, serr := os.Stat(filepath.Join(dir, SyntheticMarker)); serr == nil {
-			reason = "it holds synthetic data, not the verified archive"
-		}
-		return fmt.Errorf("data: %s: %w: %s (%s missing): %s", dir, ErrNotVerified, reason, VerifiedMarker, fix)
-	}
-	info, err := parseVerifiedMarker(dir, data, spec, fix)
-	if err != nil {
-		return err
-	}
-	for name, want := range expectedFiles(spec) {
-		path := filepath.Join(dir, name)
-		fi, err := os.Lstat(path)
-		if err != nil {
-			return fmt.Errorf("data: %w: data file %s is missing: %s", ErrNotVerified, path, fix)
-		}
-		if !fi.Mode().IsRegular() || fi.Size() != want || info.Files[name] != want {
-			return fmt.Errorf("data: %w: data file %s has %d bytes (verified download: %d, official: %d): %s",
-				ErrNotVerified, path, fi.Size(), info.Files[name], want, fix)
-		}
-	}
-	return nil
-}
-
-// parseVerifiedMarker reads the VerifiedMarker of dir (its contents data) and checks that it
-// records spec's archive; fix says how to get verified data.
-func parseVerifiedMarker(dir string, data []byte, spec Spec, fix string) (VerifiedInfo, error) {
-	var info VerifiedInfo
-	if err := json.Unmarshal(data, &info); err != nil {
-		return info, fmt.Errorf("data: %s: %w: unreadable %s (%v): %s", dir, ErrNotVerified, VerifiedMarker, err, fix)
-	}
-	if info.SHA256 != spec.ArchiveSHA256 {
-		return info, fmt.Errorf("data: %s: %w: it was extracted from an archive with SHA-256 %s, want %s: %s",
-			dir, ErrNotVerified, info.SHA256, spec.ArchiveSHA256, fix)
-	}
-	return info, nil
-}
-
 // Prepare makes data for spec available under root and says whether it is synthetic. If
 // root holds real data (StateOf: either layout, verified or not; Verify only decides what a
 // run records) it uses it: load it with LoadSplit(root, ...). Synthetic data written into root
@@ -140,7 +62,7 @@ func PrepareRoot(root string, spec Spec, synth SynthOptions) (dataRoot string, s
 // LoadRoot is the folder to pass to LoadSplit and its String the line that says it.
 func PrepareState(root string, spec Spec, synth SynthOptions) (State, error) {
 	if err := checkSpec(spec); err != nil {
-		return State{Dataset: spec.Name, Kind: KindNone, Root: root}, err
+		return State{Dataset: spec.Name, Kind: KindNone, Root: root, spec: spec}, err
 	}
 	st := StateOf(root, spec)
 	if st.Real() || st.Kind == KindSynthetic && st.LoadRoot == root {
@@ -148,7 +70,7 @@ func PrepareState(root string, spec Spec, synth SynthOptions) (State, error) {
 	}
 	synthRoot := SyntheticDir(root)
 	st = State{Dataset: spec.Name, Kind: KindSynthetic, Root: root, LoadRoot: synthRoot,
-		Dir: filepath.Join(synthRoot, spec.Dir), Layout: LayoutBinary}
+		Dir: filepath.Join(synthRoot, spec.Dir), Layout: LayoutBinary, spec: spec}
 	synth = synth.WithDefaults()
 	if info, err := ReadSynthInfo(synthRoot, spec); err == nil && info == (SynthInfo{
 		Generator: synthGenerator, Dataset: spec.Name, Seed: synth.Seed,

@@ -11,7 +11,7 @@ import (
 
 // What a data folder holds, decided once for the notebooks, training and doctor: here a copied
 // folder of real-layout files with no record of a verified download, which is used as real data
-// and said to be unverified, with the command that checks it.
+// and said to be unverified, with the command that checks it; its splits are loaded from there.
 func ExampleStateOf() {
 	root, _ := os.MkdirTemp("", "cifarlab-example-")
 	defer os.RemoveAll(root)
@@ -23,8 +23,13 @@ func ExampleStateOf() {
 	st := data.StateOf(root, data.CIFAR10())
 	fmt.Println(st.Kind, st.LoadRoot == root)
 	fmt.Println(strings.ReplaceAll(st.String(), root, "DIR"))
+
+	// Load from what it found, without looking at the folder again.
+	train, _ := st.LoadSplit(data.SplitTrain)
+	fmt.Println(st.Provenance(train, nil).Kind, train.Len())
 	// Output:
 	// none
 	// real, unverified true
 	// cifar10: real, unverified (binary layout, in DIR/cifar-10-batches-bin): not checked against the official checksums; check it with: cifarlab verify --data DIR --dataset cifar10
+	// real, unverified 10
 }

@@ -94,12 +94,12 @@ var pythonLayouts = map[string]pythonLayout{
 // the given layout; everything else (classes, sizes, statistics) is unchanged. Download uses
 // it for DownloadOptions.Layout; records always carry the binary spec.
 func (s Spec) InLayout(l Layout) Spec {
-	var base Spec
+	var base Spec // the binary layout's folder, files and archive, which no label set changes
 	switch s.Name {
 	case "cifar10":
 		base = CIFAR10()
 	case "cifar100":
-		base = CIFAR100(s.Labels)
+		base = CIFAR100(LabelsFine)
 	default:
 		return s
 	}
@@ -140,16 +140,28 @@ func DetectLayout(root string, spec Spec) (Layout, error) {
 	if err := checkSpec(spec); err != nil {
 		return LayoutBinary, err
 	}
+	layout, _, err := detectLayout(root, spec)
+	return layout, err
+}
+
+// detectLayout is DetectLayout for a spec already checked; in is spec in the layout found
+// (Spec.InLayout), or spec itself when it names that layout's folder already (its own files
+// and checksums, as Verify and LoadSplit read them).
+func detectLayout(root string, spec Spec) (layout Layout, in Spec, err error) {
 	bin, py := spec.InLayout(LayoutBinary), spec.InLayout(LayoutPython)
-	if isDir(filepath.Join(root, bin.Dir)) {
-		return LayoutBinary, nil
+	switch layout, in = LayoutBinary, bin; {
+	case isDir(filepath.Join(root, bin.Dir)):
+	case py.Dir != bin.Dir && isDir(filepath.Join(root, py.Dir)):
+		layout, in = LayoutPython, py
+	default:
+		return LayoutBinary, bin, fmt.Errorf("data: %s: no %s data: neither %s/ (binary layout) nor %s/ (python layout, as torchvision "+
+			"downloads it) is there: run `cifarlab download --dataset %s --data %s` (add --format python for the pickles): %w",
+			root, spec.Name, bin.Dir, py.Dir, spec.Name, root, fs.ErrNotExist)
 	}
-	if py.Dir != bin.Dir && isDir(filepath.Join(root, py.Dir)) {
-		return LayoutPython, nil
+	if in.Dir == spec.Dir {
+		in = spec
 	}
-	return LayoutBinary, fmt.Errorf("data: %s: no %s data: neither %s/ (binary layout) nor %s/ (python layout, as torchvision "+
-		"downloads it) is there: run `cifarlab download --dataset %s --data %s` (add --format python for the pickles): %w",
-		root, spec.Name, bin.Dir, py.Dir, spec.Name, root, fs.ErrNotExist)
+	return layout, in, nil
 }
 
 // Locate returns the folder LoadSplit reads spec from under root, and its layout (see

@@ -1,19 +1,11 @@
 package data
 
 import (
-	"crypto/md5"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 )
-
-// pythonFiles returns the files of a Python-layout spec: its batches and its meta file.
-func pythonFiles(spec Spec) []string {
-	return append(append(append([]string(nil), spec.TrainFiles...), spec.TestFiles...), spec.MetaFile())
-}
 
 // splitFileRecords returns the number of records file k of nFiles of a split has.
 func splitFileRecords(splitSize, nFiles, k int) int {
@@ -88,70 +80,6 @@ func loadPythonSplit(root string, spec Spec, split Split) (*Records, error) {
 		recs.Pixels, recs.RawLabels = part.Pixels, part.RawLabels
 	}
 	return recs, nil
-}
-
-// verifyPython is Verify for the Python layout (spec in that layout). Data that Download
-// installed has the VerifiedMarker: the archive's SHA-256 and every file's size must match.
-// A folder torchvision downloaded has no marker: every file must then have the MD5 that
-// torchvision pins (and checks itself).
-func verifyPython(root string, spec Spec) error {
-	dir := filepath.Join(root, spec.Dir)
-	fix := fmt.Sprintf("run `cifarlab download --dataset %s --format python --data %s`", spec.Name, root)
-	data, err := os.ReadFile(filepath.Join(dir, VerifiedMarker))
-	if err != nil {
-		return verifyTorchvision(dir, spec, fix)
-	}
-	info, err := parseVerifiedMarker(dir, data, spec, fix)
-	if err != nil {
-		return err
-	}
-	for _, name := range pythonFiles(spec) {
-		path := filepath.Join(dir, name)
-		fi, err := os.Lstat(path)
-		if err != nil {
-			return fmt.Errorf("data: %w: data file %s is missing: %s", ErrNotVerified, path, fix)
-		}
-		if want := info.Files[name]; !fi.Mode().IsRegular() || want <= 0 || fi.Size() != want {
-			return fmt.Errorf("data: %w: data file %s has %d bytes (verified download: %d): %s",
-				ErrNotVerified, path, fi.Size(), want, fix)
-		}
-	}
-	return nil
-}
-
-// verifyTorchvision checks the files of a Python-layout folder against torchvision's MD5 pins.
-func verifyTorchvision(dir string, spec Spec, fix string) error {
-	pins := pythonLayouts[spec.Name].md5
-	for _, name := range pythonFiles(spec) {
-		path := filepath.Join(dir, name)
-		sum, err := fileMD5(path)
-		if err != nil {
-			return fmt.Errorf("data: %w: %s: %v: %s", ErrNotVerified, path, err, fix)
-		}
-		if sum != pins[name] {
-			return fmt.Errorf("data: %w: %s has MD5 %s, not the official file's %s (torchvision's pin), and %s has no %s: %s",
-				ErrNotVerified, path, sum, pins[name], dir, VerifiedMarker, fix)
-		}
-	}
-	return nil
-}
-
-// fileMD5 returns the hex MD5 of a regular file (the checksum torchvision pins; SHA-256
-// protects the archives cifarlib downloads).
-func fileMD5(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("not a regular file")
-	}
-	h := md5.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // pythonArchiveFiles maps the files of a Python-layout archive to the largest size accepted,

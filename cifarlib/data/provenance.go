@@ -44,24 +44,55 @@ type Provenance struct {
 // environment variables in their Source, as a notebook's Lab writes it, are expanded);
 // records SynthesizeRecords made are synthetic; any other records are in memory.
 func ProvenanceOf(train, test *Records) Provenance {
+	p, folder := provenanceBase(train, test), recordsFolder(train)
+	if folder == "" || p.Kind == KindSynthetic {
+		return p
+	}
+	return StateOf(filepath.Dir(os.ExpandEnv(folder)), train.Spec).describe(p, folder)
+}
+
+// Provenance is ProvenanceOf for records that s.LoadSplit loaded: s already says what their
+// folder holds, so it is not looked at again. Records from elsewhere are described as in
+// memory: describe them with ProvenanceOf.
+func (s State) Provenance(train, test *Records) Provenance {
+	p, folder := provenanceBase(train, test), recordsFolder(train)
+	if folder == "" || p.Kind == KindSynthetic || train.Spec.ID() != s.spec.ID() {
+		return p
+	}
+	return s.describe(p, folder)
+}
+
+// provenanceBase describes train and test as far as their Source tells: synthetic records made
+// in memory, or else records in memory.
+func provenanceBase(train, test *Records) Provenance {
 	p := Provenance{Dataset: train.Spec.ID(), Kind: KindInMemory, TrainImages: train.Len()}
 	if test != nil {
 		p.TestImages = test.Len()
 	}
 	if strings.HasPrefix(train.Source, "synthetic ") {
 		p.Kind = KindSynthetic
-		return p
 	}
+	return p
+}
+
+// recordsFolder returns the folder of train's files as their Source names it, "" when that is
+// no folder here.
+func recordsFolder(train *Records) string {
 	folder := filepath.Dir(train.Source)
 	local := os.ExpandEnv(folder) // a notebook's Lab shows its data folder as $CIFARLAB_DATA/...
 	if fi, err := os.Stat(local); err != nil || !fi.IsDir() || folder == "." {
+		return ""
+	}
+	return folder
+}
+
+// describe completes p, of records whose files are in folder (as their Source names it), from
+// the state s of the folder above it.
+func (s State) describe(p Provenance, folder string) Provenance {
+	if s.Kind == KindNone || s.Dir != filepath.Clean(os.ExpandEnv(folder)) {
 		return p
 	}
-	st := StateOf(filepath.Dir(local), train.Spec)
-	if st.Kind == KindNone || st.Dir != filepath.Clean(local) {
-		return p
-	}
-	p.Folder, p.Layout, p.Kind = folder, st.Layout.String(), st.Kind
+	p.Folder, p.Layout, p.Kind = folder, s.Layout.String(), s.Kind
 	return p
 }
 

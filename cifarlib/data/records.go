@@ -345,7 +345,24 @@ func LoadSplit(root string, spec Spec, split Split) (*Records, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}
-	if layout, _ := DetectLayout(root, spec); layout == LayoutPython || spec.Layout() == LayoutPython {
+	layout, _, _ := detectLayout(root, spec)
+	return loadSplitIn(root, spec, layout, split)
+}
+
+// LoadSplit loads a split from what StateOf (or PrepareState) found, with no second look at
+// the folder: LoadRoot's dataset folder, in its Layout. For KindNone it returns LoadSplit's
+// error for Root, which says how to get the data.
+func (s State) LoadSplit(split Split) (*Records, error) {
+	if s.Kind == KindNone || checkSpec(s.spec) != nil {
+		return LoadSplit(s.Root, s.spec, split)
+	}
+	return loadSplitIn(s.LoadRoot, s.spec, s.Layout, split)
+}
+
+// loadSplitIn is LoadSplit for a spec already checked, whose folder under root has the given
+// layout (as DetectLayout or StateOf found it).
+func loadSplitIn(root string, spec Spec, layout Layout, split Split) (*Records, error) {
+	if layout == LayoutPython || spec.Layout() == LayoutPython {
 		return loadPythonSplit(root, spec, split)
 	}
 	files := split.Files(spec)

@@ -11,7 +11,8 @@ const KindNone = "none"
 // State is what a data folder holds for a dataset, as StateOf decides it: the one decision
 // that the notebooks (PrepareRoot), the CLI (training's LoadSplitOrSynthetic), `cifarlab
 // doctor` and a run's Provenance follow. Real data is used wherever it is present, verified
-// or not: "unverified" is a note, never a reason to use synthetic data.
+// or not: "unverified" is a note, never a reason to use synthetic data. LoadSplit and
+// Provenance load and describe the splits from what StateOf found, without a second look.
 type State struct {
 	// Dataset is the dataset's name ("cifar10", "cifar100").
 	Dataset string
@@ -28,6 +29,8 @@ type State struct {
 	// NotVerified is Verify's error for KindUnverified: why the data is not known to be the
 	// official files (it wraps ErrNotVerified); nil otherwise.
 	NotVerified error
+	// spec is the Spec asked about, which LoadSplit and Provenance use.
+	spec Spec
 }
 
 // StateOf decides what root holds for spec. Real data is a dataset folder in either layout
@@ -37,29 +40,28 @@ type State struct {
 // KindSynthetic; with neither, KindNone. It reads markers and, for a torchvision folder, the
 // files' MD5s; it never writes.
 func StateOf(root string, spec Spec) State {
-	st := State{Dataset: spec.Name, Kind: KindNone, Root: root}
+	st := State{Dataset: spec.Name, Kind: KindNone, Root: root, spec: spec}
 	if checkSpec(spec) != nil {
 		return st
 	}
-	if layout, err := DetectLayout(root, spec); err == nil {
-		st.LoadRoot, st.Layout = root, layout
-		st.Dir = filepath.Join(root, spec.InLayout(layout).Dir)
-		switch {
-		case isSynthetic(root, spec.InLayout(layout)):
-			st.Kind = KindSynthetic
-		default:
-			if st.NotVerified = Verify(root, spec); st.NotVerified == nil {
-				st.Kind = KindVerified
-			} else {
+	// root's own data (real, or synthetic written into it), else Prepare's synthetic stand-in.
+	for _, dir := range []string{root, SyntheticDir(root)} {
+		layout, in, err := detectLayout(dir, spec)
+		if err != nil {
+			continue
+		}
+		synthetic := isSynthetic(dir, in)
+		if dir != root && !synthetic {
+			break // SyntheticDir(root) counts only when it holds synthetic data
+		}
+		st.LoadRoot, st.Layout, st.Dir, st.Kind = dir, layout, filepath.Join(dir, in.Dir), KindSynthetic
+		if !synthetic {
+			st.Kind = KindVerified
+			if st.NotVerified = verifyIn(root, in, layout); st.NotVerified != nil {
 				st.Kind = KindUnverified
 			}
 		}
 		return st
-	}
-	synth := SyntheticDir(root)
-	if layout, err := DetectLayout(synth, spec); err == nil && isSynthetic(synth, spec.InLayout(layout)) {
-		st.Kind, st.LoadRoot, st.Layout = KindSynthetic, synth, layout
-		st.Dir = filepath.Join(synth, spec.InLayout(layout).Dir)
 	}
 	return st
 }

@@ -202,3 +202,54 @@ func TestVerifyFolderPythonArchive(t *testing.T) {
 	require.Contains(t, what, "each of the 7 files in "+filepath.Join(root, py.Dir)+" is identical to its copy in it")
 	require.Equal(t, KindVerified, StateOf(root, py).Kind)
 }
+
+// TestStateLoadSplit: a State loads each split from what StateOf found, the records and errors
+// LoadSplit gives for that folder, and describes them as ProvenanceOf does: real binary files,
+// a torchvision folder, synthetic data written into the folder, Prepare's stand-in next to
+// it, and an empty folder (LoadSplit's error for the folder asked about).
+func TestStateLoadSplit(t *testing.T) {
+	spec := CIFAR10()
+	opts := SynthOptions{Seed: 3, TrainSize: 20, TestSize: 10}
+	cases := []struct {
+		name  string
+		setup func(root string)
+		kind  string
+	}{
+		{"binary", func(root string) {
+			require.NoError(t, Synthesize(root, spec, opts))
+			require.NoError(t, os.Remove(filepath.Join(root, spec.Dir, SyntheticMarker)))
+		}, KindUnverified},
+		{"python", func(root string) { writePythonFolder(t, root, spec) }, KindUnverified},
+		{"synthetic in root", func(root string) { require.NoError(t, Synthesize(root, spec, opts)) }, KindSynthetic},
+		{"stand-in", func(root string) { require.NoError(t, Synthesize(SyntheticDir(root), spec, opts)) }, KindSynthetic},
+		{"none", func(string) {}, KindNone},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			c.setup(root)
+			st := StateOf(root, spec)
+			require.Equal(t, c.kind, st.Kind)
+			var loaded [2]*Records
+			for _, split := range []Split{SplitTrain, SplitTest} {
+				got, err := st.LoadSplit(split)
+				want, wantErr := LoadSplit(st.LoadRoot, spec, split)
+				if st.Kind == KindNone {
+					want, wantErr = LoadSplit(root, spec, split)
+				}
+				require.Equal(t, wantErr, err)
+				require.Equal(t, want, got)
+				loaded[split] = got
+			}
+			if st.Kind == KindNone {
+				require.Nil(t, loaded[SplitTrain])
+				_, err := st.LoadSplit(SplitTrain)
+				require.ErrorIs(t, err, os.ErrNotExist)
+				require.ErrorContains(t, err, "cifarlab download --dataset cifar10 --data "+root)
+				return
+			}
+			require.Equal(t, ProvenanceOf(loaded[SplitTrain], loaded[SplitTest]), st.Provenance(loaded[SplitTrain], loaded[SplitTest]))
+			require.Equal(t, c.kind, st.Provenance(loaded[SplitTrain], loaded[SplitTest]).Kind)
+		})
+	}
+}

@@ -104,8 +104,5 @@ func (d *stepDataset) countLabels(batch train.Batch) {
 // where Prepare puts synthetic data; if neither has it, it returns LoadSplit's error for root
 // (which says how to get the data).
 func LoadSplitOrSynthetic(root string, spec data.Spec, split data.Split) (*data.Records, error) {
-	if st := data.StateOf(root, spec); st.Kind != data.KindNone {
-		root = st.LoadRoot
-	}
-	return data.LoadSplit(root, spec, split)
+	return data.StateOf(root, spec).LoadSplit(split)
 }
