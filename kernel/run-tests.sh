@@ -6,6 +6,11 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
+# The kernels of this run go into out/jupyter, not into the venv as setup's default puts them
+# (kernel/README.md): the tests install kernels into folders of their own and check what Jupyter
+# lists there, so the venv they share must not hold this checkout's kernels already. The
+# notebook tests use these (JUPYTER_DATA_DIR is exported to them).
+export JUPYTER_DATA_DIR="${JUPYTER_DATA_DIR:-$repo/out/jupyter}"
 # CIFARLAB_CUDA=plugin: the CUDA plugin also without a GPU (not its 1.8 GB of NVIDIA libraries),
 # for the tests of what it does on a machine without one.
 CIFARLAB_CUDA="${CIFARLAB_CUDA:-plugin}" bash kernel/setup.sh
