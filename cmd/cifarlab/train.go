@@ -53,14 +53,14 @@ func runTrain(args []string, stdout io.Writer) error {
 
 // newTrainFlags is the flag set of "cifarlab train" and the flags it fills.
 func newTrainFlags(stdout io.Writer) (*flag.FlagSet, *trainFlags) {
-	fs := newFlagSet("train", "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--model cnn|resnet18|resnet20|linear] "+
+	fs := newFlagSet("train", "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--model cnn|resnet18|resnet20|airbench94|linear] "+
 		"[--head N] [--guard=true|false] --steps N [--batch B] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--checkpoint DIR] "+
 		"[--from RUN_DIR [--freeze backbone] [--backbone-lr X] [--new-head]] [--json]", stdout)
 	var f trainFlags
 	fs.StringVar(&f.dataset, "dataset", "cifar10", "dataset: cifar10 or cifar100")
 	fs.StringVar(&f.labels, "labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
 	fs.StringVar(&f.dataDir, "data", data.DefaultDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DirEnv+")")
-	fs.StringVar(&f.arch, "model", cifarlib.ArchCNN, "architecture: linear, cnn, resnet18 or resnet20")
+	fs.StringVar(&f.arch, "model", cifarlib.ArchCNN, "architecture: linear, cnn, resnet18, resnet20 or airbench94")
 	fs.IntVar(&f.head, "head", 0, "override the head width (reproduces the head/label mismatch bug); 0 = the dataset's classes")
 	fs.BoolVar(&f.guard, "guard", true, "guard the loss: refuse a head/dataset mismatch and out-of-range labels; with false, GoMLX's plain loss "+
 		"silently gives such labels zero loss, and the summary says how many")

@@ -152,7 +152,7 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 		{[]string{"train", "--steps", "3", "--optimizer", "lion", "--backend", "go"}, 2,
 			"cifarlab train: --optimizer lion: use one of adam, adamw, adamax, rmsprop, sgd\n"},
 		{[]string{"train", "--steps", "3", "--progress", "maybe"}, 2, "cifarlab train: --progress \"maybe\": use auto, on or off\n"},
-		{[]string{"train", "--steps", "3", "--model", "vgg"}, 2, "cifarlab train: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20\n"},
+		{[]string{"train", "--steps", "3", "--model", "vgg"}, 2, "cifarlab train: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20, airbench94\n"},
 		{[]string{"eval"}, 2, "cifarlab eval: --checkpoint is required: the directory given to cifarlab train --checkpoint\n"},
 	} {
 		var stdout, stderr bytes.Buffer
