@@ -34,6 +34,14 @@ const (
 	ckptParamMinLR     = "cifarlab_min_learning_rate"
 	ckptParamDecay     = "cifarlab_weight_decay"
 	ckptParamUnguarded = "cifarlab_unguarded"
+	// The airbench94 recipe's settings (Config.Recipe, Momentum, BiasScaler, WhitenBiasEpochs,
+	// LabelSmoothing, Lookahead); absent from older checkpoints, whose zero values they equal.
+	ckptParamRecipe         = "cifarlab_recipe"
+	ckptParamMomentum       = "cifarlab_momentum"
+	ckptParamBiasScaler     = "cifarlab_bias_scaler"
+	ckptParamWhitenBias     = "cifarlab_whiten_bias_epochs"
+	ckptParamLabelSmoothing = "cifarlab_label_smoothing"
+	ckptParamLookahead      = "cifarlab_lookahead"
 	// A transferred run's source and recipe (Config.From, Freeze, BackboneLearningRate).
 	ckptParamFrom       = "cifarlab_transferred_from"
 	ckptParamFreeze     = "cifarlab_freeze"
@@ -65,7 +73,16 @@ type CheckpointInfo struct {
 	Schedule        string  `json:"schedule"`
 	WarmupSteps     int     `json:"warmup_steps"`
 	MinLearningRate float64 `json:"min_learning_rate"`
-	// Steps is the target step of the run that saved it (it matters to the cosine schedule).
+	// The airbench94 recipe's settings (see Config): the recipe named, nesterov's momentum, bias
+	// scaler and whitening-bias epochs, label smoothing and lookahead.
+	Recipe           string  `json:"recipe,omitempty"`
+	Momentum         float64 `json:"momentum,omitempty"`
+	BiasScaler       float64 `json:"bias_scaler,omitempty"`
+	WhitenBiasEpochs int     `json:"whiten_bias_epochs,omitempty"`
+	LabelSmoothing   float64 `json:"label_smoothing,omitempty"`
+	Lookahead        bool    `json:"lookahead,omitempty"`
+	// Steps is the target step of the run that saved it (it matters to the cosine and triangle
+	// schedules and to lookahead).
 	Steps int `json:"steps"`
 	// Unguarded is true when that run trained with the guards off.
 	Unguarded bool `json:"unguarded"`
@@ -98,6 +115,8 @@ func checkpointInfoFromConfig(c *Config) CheckpointInfo {
 		Head: c.headWidth(), BatchSize: c.BatchSize, Seed: c.Seed, Augment: c.Augment, Optimizer: c.Optimizer,
 		LearningRate: c.LearningRate, WeightDecay: c.WeightDecay, Schedule: c.Schedule, WarmupSteps: c.WarmupSteps,
 		MinLearningRate: c.MinLearningRate, Steps: c.Steps, Unguarded: c.Unguarded,
+		Recipe: c.Recipe, Momentum: c.Momentum, BiasScaler: c.BiasScaler, WhitenBiasEpochs: c.WhitenBiasEpochs,
+		LabelSmoothing: c.LabelSmoothing, Lookahead: c.Lookahead,
 		TransferredFrom: c.From, Freeze: c.Freeze, BackboneLearningRate: c.BackboneLearningRate}
 }
 
@@ -110,6 +129,8 @@ func (ci *CheckpointInfo) setStoreParams(store *model.Store) {
 		optimizer.ParamOptimizer: ci.Optimizer, optimizer.ParamLearningRate: ci.LearningRate,
 		ckptParamDecay: ci.WeightDecay, ckptParamSchedule: ci.Schedule, ckptParamWarmup: ci.WarmupSteps,
 		ckptParamMinLR: ci.MinLearningRate, ckptParamSteps: ci.Steps, ckptParamUnguarded: ci.Unguarded,
+		ckptParamRecipe: ci.Recipe, ckptParamMomentum: ci.Momentum, ckptParamBiasScaler: ci.BiasScaler,
+		ckptParamWhitenBias: ci.WhitenBiasEpochs, ckptParamLabelSmoothing: ci.LabelSmoothing, ckptParamLookahead: ci.Lookahead,
 	})
 	if ci.TransferredFrom != "" {
 		root.SetParams(map[string]any{ckptParamFrom: ci.TransferredFrom, ckptParamFreeze: ci.Freeze,
@@ -144,6 +165,13 @@ func checkpointInfoFromStore(store *model.Store, dir string) (info CheckpointInf
 		MinLearningRate: model.GetParamOr(root, ckptParamMinLR, 0.0),
 		Steps:           model.GetParamOr(root, ckptParamSteps, 0),
 		Unguarded:       model.GetParamOr(root, ckptParamUnguarded, false),
+
+		Recipe:           model.GetParamOr(root, ckptParamRecipe, ""),
+		Momentum:         model.GetParamOr(root, ckptParamMomentum, 0.0),
+		BiasScaler:       model.GetParamOr(root, ckptParamBiasScaler, 0.0),
+		WhitenBiasEpochs: model.GetParamOr(root, ckptParamWhitenBias, 0),
+		LabelSmoothing:   model.GetParamOr(root, ckptParamLabelSmoothing, 0.0),
+		Lookahead:        model.GetParamOr(root, ckptParamLookahead, false),
 
 		TransferredFrom:      model.GetParamOr(root, ckptParamFrom, ""),
 		Freeze:               model.GetParamOr(root, ckptParamFreeze, ""),
@@ -188,11 +216,19 @@ func (ci *CheckpointInfo) compareForResume(want CheckpointInfo) []string {
 	add("optimizer", ci.Optimizer, want.Optimizer)
 	add("learning rate", ci.LearningRate, want.LearningRate)
 	add("weight decay", ci.WeightDecay, want.WeightDecay)
+	add("momentum", ci.Momentum, want.Momentum)
+	add("bias scaler", ci.BiasScaler, want.BiasScaler)
+	add("whitening bias epochs", ci.WhitenBiasEpochs, want.WhitenBiasEpochs)
+	add("label smoothing", ci.LabelSmoothing, want.LabelSmoothing)
+	add("lookahead", ci.Lookahead, want.Lookahead)
 	add("schedule", ci.Schedule, want.Schedule)
 	if ci.Schedule == ScheduleCosine {
 		add("warmup steps", ci.WarmupSteps, want.WarmupSteps)
 		add("min learning rate", ci.MinLearningRate, want.MinLearningRate)
 		add("steps (the cosine schedule spans them)", ci.Steps, want.Steps)
+	}
+	if ci.Schedule == ScheduleTriangle || ci.Lookahead {
+		add("steps (the triangle schedule and lookahead span them)", ci.Steps, want.Steps)
 	}
 	add("transferred from", ci.TransferredFrom, want.TransferredFrom)
 	add("freeze", ci.Freeze, want.Freeze)

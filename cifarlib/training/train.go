@@ -55,9 +55,12 @@ func InterruptContext(parent context.Context) (ctx context.Context, stop context
 }
 
 // modelFn wraps the model's graph function with the learning-rate schedule, which GoMLX's
-// cosineschedule builds into the training graph.
+// cosineschedule (or the triangle) builds into the training graph.
 func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*graph.Node {
 	t.rt.building(runs.ProgramTrainStep)
+	if g := inputs[0].Graph(); t.plan.Schedule == ScheduleTriangle && scope.IsTraining(g) {
+		airbenchTriangle(t.plan.Steps).setLearningRate(scope, g, t.plan.LearningRate)
+	}
 	if t.plan.Schedule == ScheduleCosine {
 		cosineschedule.New(scope, inputs[0].Graph(), dtypes.Float32).
 			LearningRate(t.plan.LearningRate).
