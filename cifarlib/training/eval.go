@@ -16,6 +16,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/distributed"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -79,6 +80,11 @@ type EvalOptions struct {
 	// Devices shards each batch across this many devices of the backend (DevicesAll: all of
 	// them; 0 or 1: one device). See Evaluator.useDevices.
 	Devices int
+	// TTA is the test-time augmentation: TTANone (0, the default), TTAMirror (1) or
+	// TTAMirrorTranslate (2); see TTAMirrorTranslate. The views' logits are averaged inside the
+	// evaluation program (one program per level), so the loss, accuracy and predictions are
+	// those of the averaged logits.
+	TTA int
 
 	// TimelineFrom is when the evaluation's timeline (EvalResult.Timeline) starts: zero, the
 	// process start; a process that outlives notebook cells gives the cell's start.
@@ -96,9 +102,12 @@ type Evaluator struct {
 	model   *cifarlib.Model
 	store   *model.Store
 	topK    int
-	exec    *model.Exec
-	// devices is the number of devices exec shards batches across (0: one device, unsharded).
+	// execs holds the evaluation program of each TTA level used so far, for e.devices devices.
+	execs map[int]*model.Exec
+	// devices is the number of devices the execs shard batches across (0: one device,
+	// unsharded), and mesh their device mesh (nil for one device).
 	devices int
+	mesh    *distributed.DeviceMesh
 	// rt is the timeline of the Trainer that evaluates (nil: each Evaluate records its own), and
 	// cur the one of the evaluation under way.
 	rt, cur *runTimeline
@@ -113,21 +122,20 @@ func NewEvaluator(backend compute.Backend, m *cifarlib.Model, store *model.Store
 	if m.Spec.NumClasses > 10 && m.NumClasses > 5 {
 		e.topK = 5
 	}
-	var err error
-	e.exec, err = model.NewExec(backend, store, e.graph)
-	if err != nil {
-		return nil, fmt.Errorf("training: creating the evaluation graph: %w", err)
+	if _, err := e.execFor(TTANone); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
 
-// graph computes, per example: the predicted class, whether the label is in the top k, and
-// the cross-entropy loss (0 for labels outside the head).
-func (e *Evaluator) graph(scope *model.Scope, images, labels *graph.Node) (pred, topHit, loss *graph.Node) {
+// graph computes, per example, from the logits averaged over the views of TTA level tta: the
+// predicted class, whether the label is in the top k, and the cross-entropy loss (0 for labels
+// outside the head).
+func (e *Evaluator) graph(scope *model.Scope, images, labels *graph.Node, tta int) (pred, topHit, loss *graph.Node) {
 	e.cur.building(runs.ProgramEvaluation)
 	g := images.Graph()
 	scope.Store().SetTraining(g, false)
-	logits := e.model.ModelFn(scope, nil, []*graph.Node{images})[0]
+	logits := ttaLogits(e.model, scope, images, tta)
 	n := logits.Shape().Dimensions[logits.Rank()-1]
 	pred = graph.ArgMax(logits, -1, dtypes.Int32)
 	k := max(e.topK, 1)
@@ -152,6 +160,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalO
 	}
 	if opts.purpose == "" {
 		opts.purpose = runs.PhaseEval
+	}
+	if err := checkTTA(opts.TTA); err != nil {
+		return nil, err
 	}
 	e.cur = e.rt
 	if e.cur == nil {
