@@ -42,6 +42,7 @@ const (
 	ckptParamWhitenBias     = "cifarlab_whiten_bias_epochs"
 	ckptParamLabelSmoothing = "cifarlab_label_smoothing"
 	ckptParamLookahead      = "cifarlab_lookahead"
+	ckptParamAugmentation   = "cifarlab_augmentation"
 	// A transferred run's source and recipe (Config.From, Freeze, BackboneLearningRate).
 	ckptParamFrom       = "cifarlab_transferred_from"
 	ckptParamFreeze     = "cifarlab_freeze"
@@ -64,9 +65,12 @@ type CheckpointInfo struct {
 	Model string `json:"model"`
 	Head  int    `json:"head"`
 	// The settings that fix the data order and the optimisation: a resumed run must match them.
+	// Augmentation is the scheme of Augment when it is not the default crop-flip (which is "", as
+	// in checkpoints older than the choice).
 	BatchSize       int     `json:"batch_size"`
 	Seed            int64   `json:"seed"`
 	Augment         bool    `json:"augment"`
+	Augmentation    string  `json:"augmentation,omitempty"`
 	Optimizer       string  `json:"optimizer"`
 	LearningRate    float64 `json:"learning_rate"`
 	WeightDecay     float64 `json:"weight_decay"`
@@ -112,12 +116,21 @@ func specID(info CheckpointInfo) string {
 // checkpointInfoFromConfig is the info a run with config c records.
 func checkpointInfoFromConfig(c *Config) CheckpointInfo {
 	return CheckpointInfo{Dir: c.CheckpointDir, Dataset: c.Spec.Name, Labels: c.Spec.Labels.String(), Model: c.Model,
-		Head: c.headWidth(), BatchSize: c.BatchSize, Seed: c.Seed, Augment: c.Augment, Optimizer: c.Optimizer,
+		Head: c.headWidth(), BatchSize: c.BatchSize, Seed: c.Seed, Augment: c.Augment, Augmentation: nonDefaultAugmentation(c), Optimizer: c.Optimizer,
 		LearningRate: c.LearningRate, WeightDecay: c.WeightDecay, Schedule: c.Schedule, WarmupSteps: c.WarmupSteps,
 		MinLearningRate: c.MinLearningRate, Steps: c.Steps, Unguarded: c.Unguarded,
 		Recipe: c.Recipe, Momentum: c.Momentum, BiasScaler: c.BiasScaler, WhitenBiasEpochs: c.WhitenBiasEpochs,
 		LabelSmoothing: c.LabelSmoothing, Lookahead: c.Lookahead,
 		TransferredFrom: c.From, Freeze: c.Freeze, BackboneLearningRate: c.BackboneLearningRate}
+}
+
+// nonDefaultAugmentation is the name of c's augmentation scheme when it augments with another
+// than the default (data.AugmentCropFlip), else "".
+func nonDefaultAugmentation(c *Config) string {
+	if !c.Augment || c.Augmentation.String() == data.AugmentCropFlip.String() {
+		return ""
+	}
+	return c.Augmentation.String()
 }
 
 // setStoreParams records info in the Store's parameters, which the checkpoint saves.
@@ -129,7 +142,7 @@ func (ci *CheckpointInfo) setStoreParams(store *model.Store) {
 		optimizer.ParamOptimizer: ci.Optimizer, optimizer.ParamLearningRate: ci.LearningRate,
 		ckptParamDecay: ci.WeightDecay, ckptParamSchedule: ci.Schedule, ckptParamWarmup: ci.WarmupSteps,
 		ckptParamMinLR: ci.MinLearningRate, ckptParamSteps: ci.Steps, ckptParamUnguarded: ci.Unguarded,
-		ckptParamRecipe: ci.Recipe, ckptParamMomentum: ci.Momentum, ckptParamBiasScaler: ci.BiasScaler,
+		ckptParamAugmentation: ci.Augmentation, ckptParamRecipe: ci.Recipe, ckptParamMomentum: ci.Momentum, ckptParamBiasScaler: ci.BiasScaler,
 		ckptParamWhitenBias: ci.WhitenBiasEpochs, ckptParamLabelSmoothing: ci.LabelSmoothing, ckptParamLookahead: ci.Lookahead,
 	})
 	if ci.TransferredFrom != "" {
@@ -166,6 +179,7 @@ func checkpointInfoFromStore(store *model.Store, dir string) (info CheckpointInf
 		Steps:           model.GetParamOr(root, ckptParamSteps, 0),
 		Unguarded:       model.GetParamOr(root, ckptParamUnguarded, false),
 
+		Augmentation:     model.GetParamOr(root, ckptParamAugmentation, ""),
 		Recipe:           model.GetParamOr(root, ckptParamRecipe, ""),
 		Momentum:         model.GetParamOr(root, ckptParamMomentum, 0.0),
 		BiasScaler:       model.GetParamOr(root, ckptParamBiasScaler, 0.0),
@@ -213,6 +227,7 @@ func (ci *CheckpointInfo) compareForResume(want CheckpointInfo) []string {
 	add("batch size", ci.BatchSize, want.BatchSize)
 	add("seed", ci.Seed, want.Seed)
 	add("augment", ci.Augment, want.Augment)
+	add("augmentation", ci.Augmentation, want.Augmentation)
 	add("optimizer", ci.Optimizer, want.Optimizer)
 	add("learning rate", ci.LearningRate, want.LearningRate)
 	add("weight decay", ci.WeightDecay, want.WeightDecay)

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 )
 
 // RecipeAirbench94 is Config.Recipe "airbench94": Keller Jordan's airbench94 (airbench 0.1.8
@@ -35,12 +38,14 @@ var recipes = map[string]Config{
 		LabelSmoothing:   0.2,
 		Lookahead:        true,
 		Schedule:         ScheduleTriangle,
-		TTA:              2,
+		TTA:              TTAMirrorTranslate,
+		Augment:          true,
+		Augmentation:     data.AugmentAltFlip,
 	},
 }
 
 // modelAirbench94 is the architecture of RecipeAirbench94.
-const modelAirbench94 = "airbench94"
+const modelAirbench94 = cifarlib.ArchAirbench94
 
 // Recipes lists the names Config.Recipe accepts.
 func Recipes() []string {
@@ -84,6 +89,9 @@ func applyRecipe(c *Config) error {
 	fill(&c.LabelSmoothing, r.LabelSmoothing)
 	fill(&c.TTA, r.TTA)
 	c.Lookahead = c.Lookahead || r.Lookahead
+	if c.Augmentation == "" { // an explicit scheme wins, and goes with Augment as the user set it
+		c.Augment, c.Augmentation = c.Augment || r.Augment, r.Augmentation
+	}
 	if c.Steps == 0 && c.Epochs == 0 {
 		c.Epochs = r.Epochs
 	}

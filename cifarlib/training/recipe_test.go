@@ -15,7 +15,8 @@ func TestResolveRecipe(t *testing.T) {
 	size := func(*Config) (int, error) { return 50000, nil }
 	airbench := Config{Model: "airbench94", BatchSize: 1024, Optimizer: OptimizerNesterov, LearningRate: 11.5, Momentum: 0.85,
 		WeightDecay: 0.0153, BiasScaler: 64, WhitenBiasEpochs: 3, Schedule: ScheduleTriangle, LabelSmoothing: 0.2,
-		Lookahead: true, TTA: 2, Epochs: 9.9, Steps: 476} // ceil(9.9 * (50000/1024 = 48))
+		Lookahead: true, TTA: 2, Epochs: 9.9, Steps: 476, // ceil(9.9 * (50000/1024 = 48))
+		Augment: true, Augmentation: data.AugmentAltFlip}
 	cases := []struct {
 		name string
 		cfg  Config
@@ -24,21 +25,22 @@ func TestResolveRecipe(t *testing.T) {
 		{"recipe", Config{Recipe: "airbench94"}, airbench},
 		{"recipe with steps", Config{Recipe: " AirBench94 ", Steps: 2}, func() Config { c := airbench; c.Epochs, c.Steps = 0, 2; return c }()},
 		{"explicit fields win", Config{Recipe: RecipeAirbench94, Model: "cnn", BatchSize: 64, LearningRate: 5, Momentum: 0.9, Schedule: ScheduleConstant,
-			LabelSmoothing: 0.1, TTA: TTAOff, Epochs: 2},
+			LabelSmoothing: 0.1, TTA: TTAOff, Epochs: 2, Augmentation: "crop-flip"},
 			Config{Model: "cnn", BatchSize: 64, Optimizer: OptimizerNesterov, LearningRate: 5, Momentum: 0.9, WeightDecay: 0.0153, BiasScaler: 64,
-				Schedule: ScheduleConstant, LabelSmoothing: 0.1, Lookahead: true, Epochs: 2, Steps: 2 * 781}},
+				Schedule: ScheduleConstant, LabelSmoothing: 0.1, Lookahead: true, Epochs: 2, Steps: 2 * 781, Augmentation: data.AugmentCropFlip}},
 		{"another optimizer takes its own defaults", Config{Recipe: RecipeAirbench94, Optimizer: "adam", Steps: 10},
 			Config{Model: "airbench94", BatchSize: 1024, Optimizer: "adam", LearningRate: DefaultLearningRate, Schedule: ScheduleTriangle,
-				LabelSmoothing: 0.2, Lookahead: true, TTA: 2, Steps: 10}},
+				LabelSmoothing: 0.2, Lookahead: true, TTA: 2, Steps: 10, Augment: true, Augmentation: data.AugmentAltFlip}},
 		{"nesterov without the recipe", Config{Optimizer: "Nesterov", Steps: 10},
 			Config{Model: DefaultModel, BatchSize: DefaultBatchSize, Optimizer: OptimizerNesterov, LearningRate: 11.5, Momentum: 0.85,
-				WeightDecay: 0.0153, BiasScaler: 64, Schedule: ScheduleConstant, Steps: 10}},
-		{"the parts on their own", Config{Schedule: "triangle", LabelSmoothing: 0.3, Lookahead: true, TTA: 1, Epochs: 0.5, BatchSize: 100},
+				WeightDecay: 0.0153, BiasScaler: 64, Schedule: ScheduleConstant, Steps: 10, Augmentation: data.AugmentCropFlip}},
+		{"the parts on their own", Config{Schedule: "triangle", LabelSmoothing: 0.3, Lookahead: true, TTA: 1, Epochs: 0.5, BatchSize: 100,
+			Augment: true, Augmentation: data.AugmentAltFlip},
 			Config{Model: DefaultModel, BatchSize: 100, Optimizer: DefaultOptimizer, LearningRate: DefaultLearningRate, Schedule: ScheduleTriangle,
-				LabelSmoothing: 0.3, Lookahead: true, TTA: 1, Epochs: 0.5, Steps: 250}},
+				LabelSmoothing: 0.3, Lookahead: true, TTA: 1, Epochs: 0.5, Steps: 250, Augment: true, Augmentation: data.AugmentAltFlip}},
 		{"no recipe: today's defaults", Config{Steps: 10},
 			Config{Model: DefaultModel, BatchSize: DefaultBatchSize, Optimizer: DefaultOptimizer, LearningRate: DefaultLearningRate,
-				Schedule: ScheduleConstant, Steps: 10}},
+				Schedule: ScheduleConstant, Steps: 10, Augmentation: data.AugmentCropFlip}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -47,7 +49,8 @@ func TestResolveRecipe(t *testing.T) {
 			require.NoError(t, err)
 			got := Config{Model: p.Model, BatchSize: p.BatchSize, Optimizer: p.Optimizer, LearningRate: p.LearningRate, Momentum: p.Momentum,
 				WeightDecay: p.WeightDecay, BiasScaler: p.BiasScaler, WhitenBiasEpochs: p.WhitenBiasEpochs, Schedule: p.Schedule,
-				LabelSmoothing: p.LabelSmoothing, Lookahead: p.Lookahead, TTA: p.TTA, Epochs: p.Epochs, Steps: p.Steps}
+				LabelSmoothing: p.LabelSmoothing, Lookahead: p.Lookahead, TTA: p.TTA, Epochs: p.Epochs, Steps: p.Steps,
+				Augment: p.Augment, Augmentation: p.Augmentation}
 			require.Equal(t, c.want, got)
 		})
 	}
@@ -67,6 +70,7 @@ func TestResolveRecipe(t *testing.T) {
 		{"whitening without the network", Config{Optimizer: OptimizerNesterov, WhitenBiasEpochs: 3, Steps: 1}, "WhitenBiasEpochs", "no whitening layer"},
 		{"label smoothing", Config{LabelSmoothing: 1, Steps: 1}, "LabelSmoothing", "in [0, 1)"},
 		{"tta", Config{TTA: 3, Steps: 1}, "TTA", "2 (mirror and translate)"},
+		{"augmentation", Config{Augment: true, Augmentation: "cutout", Steps: 1}, "Augmentation", `unknown augmentation "cutout"`},
 		{"triangle warm-up", Config{Schedule: ScheduleTriangle, WarmupSteps: 2, Steps: 10}, "Schedule", "the triangle has its own"},
 		{"epoch without a full batch", Config{Epochs: 1, BatchSize: 60000}, "BatchSize", "at most 50000"},
 	}

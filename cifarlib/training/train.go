@@ -176,7 +176,7 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 		check = t.model.HostGuard()
 	}
 	inner, err := data.NewDataset("train", t.records.train, data.DatasetOptions{BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed,
-		Epochs: 0, DropRemainder: true, Augment: cfg.Augment, Check: check})
+		Epochs: 0, DropRemainder: true, Augment: cfg.Augment, Augmentation: cfg.Augmentation, Check: check})
 	if err != nil {
 		return err
 	}

@@ -93,8 +93,13 @@ type Config struct {
 	BatchSize int
 	// Seed seeds the weight initialisation and the order (and augmentation) of the training data.
 	Seed int64
-	// Augment turns on the dataset's random flips and crops.
+	// Augment turns on the training data's augmentation, the scheme Augmentation names.
 	Augment bool
+	// Augmentation is the scheme Augment applies: data.AugmentCropFlip ("" or "crop-flip",
+	// the default: random crops of the image padded by 4 pixels and random flips) or
+	// data.AugmentAltFlip ("altflip-translate": airbench's alternating flip and 2-pixel
+	// reflect-padded translation).
+	Augmentation data.Augmentation
 
 	// Optimizer is "adam" (DefaultOptimizer), "adamw", "adamax", "rmsprop", "sgd" (plain, no
 	// decay) or OptimizerNesterov ("nesterov": airbench94's Nesterov SGD with decoupled

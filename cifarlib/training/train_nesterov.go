@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cifarlab/cifarlab/cifarlib"
+
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
@@ -34,21 +36,30 @@ const (
 	// groupWhitenBias (airbench94's whitening bias) is trained as groupOther for the first
 	// WhitenBiasEpochs epochs, then frozen.
 	groupWhitenBias
+	// groupNotTrained is left unchanged (airbench trains no such parameter).
+	groupNotTrained
 )
 
-// paramGroupOf says which group the trainable variable at path is in: airbench puts a variable
-// whose name has "norm" in it in its batch-norm bias group (its batch norms train only their
-// biases); in GoMLX's and cifarlib's batch norms that is "offset" in a scope named "...norm...".
-// The whitening bias is "whiten/.../biases".
+// paramGroupOf says which group the trainable variable at path is in: airbench94's variables by
+// cifarlib.AirbenchGroup (a trainable one it calls not trained, such as a batch-norm scale, is
+// left unchanged); another model's after airbench's rule that a parameter with "norm" in its
+// name is a batch-norm bias: a batch norm's "offset" (GoMLX's and cifarlib's batch norms live in
+// a scope named "batch_normalization" or "...norm...").
 func paramGroupOf(path string) paramGroup {
+	if strings.HasPrefix(path, model.ScopeSeparator+cifarlib.ArchAirbench94+model.ScopeSeparator) {
+		switch cifarlib.AirbenchGroup(path) {
+		case cifarlib.AirbenchWhitenBias:
+			return groupWhitenBias
+		case cifarlib.AirbenchNormBias:
+			return groupNormBias
+		case cifarlib.AirbenchOther:
+			return groupOther
+		}
+		return groupNotTrained
+	}
 	parts := strings.Split(path, model.ScopeSeparator)
-	name := parts[len(parts)-1]
-	dir := strings.Join(parts[:len(parts)-1], model.ScopeSeparator)
-	switch {
-	case name == "offset" && strings.Contains(dir, "norm"):
+	if parts[len(parts)-1] == "offset" && strings.Contains(strings.Join(parts[:len(parts)-1], model.ScopeSeparator), "norm") {
 		return groupNormBias
-	case strings.Contains(dir, "whiten") && (name == "biases" || name == "bias"):
-		return groupWhitenBias
 	}
 	return groupOther
 }
@@ -122,6 +133,9 @@ func (o *nesterovOptimizer) UpdateGraphWithGradients(scope *model.Scope, grads [
 		grad := grads[i]
 		i++
 		group := paramGroupOf(v.Path())
+		if group == groupNotTrained {
+			continue
+		}
 		lrg := o.lr
 		if group == groupNormBias {
 			lrg *= o.biasScaler

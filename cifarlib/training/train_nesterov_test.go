@@ -27,13 +27,17 @@ func TestNesterovMatchesTorchSGD(t *testing.T) {
 	backend := labtest.Backend(t)
 	store := model.NewStore()
 	names := []string{"norm_bias", "weight", "whiten_bias"}
-	paths := map[string]string{"norm_bias": "/m/block1/norm1/offset", "weight": "/m/block1/conv1/weights", "whiten_bias": "/m/whiten/biases"}
+	paths := map[string]string{"norm_bias": "/airbench94/block1/norm1/batch_normalization/offset",
+		"weight": "/airbench94/block1/conv1/conv/weights", "whiten_bias": "/airbench94/whiten/conv/biases"}
 	for _, n := range names {
 		store.VariableWithValue(paths[n], toFloat32(fx.Initial[n]))
 	}
 	require.Equal(t, groupNormBias, paramGroupOf(paths["norm_bias"]))
 	require.Equal(t, groupOther, paramGroupOf(paths["weight"]))
 	require.Equal(t, groupWhitenBias, paramGroupOf(paths["whiten_bias"]))
+	require.Equal(t, groupNotTrained, paramGroupOf("/airbench94/block1/norm1/batch_normalization/scale"))
+	require.Equal(t, groupNormBias, paramGroupOf("/resnet20/stage1/block1/bn1/batch_normalization/offset"))
+	require.Equal(t, groupOther, paramGroupOf("/cnn/conv1/conv/biases"))
 
 	opt := newNesterov(fx.LearningRate, fx.Momentum, fx.WeightDecay, fx.BiasScaler, fx.BatchSize, fx.WhitenSteps)
 	tr := airbenchTriangle(fx.Steps)

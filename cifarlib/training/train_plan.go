@@ -221,24 +221,26 @@ func (p *plan) resolveSchedule() error {
 	return nil
 }
 
-// resolveRecipeParts resolves the parts of a recipe that any model and optimizer can use: label
-// smoothing and the test-time augmentation of the final evaluation.
+// resolveRecipeParts resolves the parts of a recipe that any model and optimizer can use: the
+// augmentation scheme, label smoothing and the test-time augmentation of the final evaluation.
 func (p *plan) resolveRecipeParts() error {
 	c := &p.Config
+	augmentation, err := data.ParseAugmentation(string(c.Augmentation))
+	if err != nil {
+		return &ConfigError{Field: "Augmentation", Value: fmt.Sprintf("%q", c.Augmentation), Reason: strings.TrimPrefix(err.Error(), "data: ")}
+	}
+	c.Augmentation = augmentation
 	if c.LabelSmoothing < 0 || c.LabelSmoothing >= 1 || math.IsNaN(c.LabelSmoothing) {
 		return &ConfigError{Field: "LabelSmoothing", Value: fmt.Sprint(c.LabelSmoothing), Reason: "use a value in [0, 1): 0 is none, airbench94 uses 0.2"}
 	}
 	if c.TTA < 0 {
 		c.TTA = 0 // TTAOff
 	}
-	if c.TTA > maxTTA {
+	if c.TTA > TTAMirrorTranslate {
 		return &ConfigError{Field: "TTA", Value: fmt.Sprint(c.TTA), Reason: "use 0 (none), 1 (mirror) or 2 (mirror and translate)"}
 	}
 	return nil
 }
-
-// maxTTA is the highest test-time augmentation level (EvalOptions.TTA).
-const maxTTA = 2
 
 // resolvePeriods resolves the periods of validation, checkpoints, History points and log lines.
 func (p *plan) resolvePeriods() error {
