@@ -109,21 +109,32 @@ func reflectIndex(i, n int) int {
 // reflect padding (output pixel (y, x) reads (y+dy, x+dx)), then mirrored again if flip.
 func altFlipImage(norm *normalizer, planar []byte, dst []float32, dy, dx int, preflip, flip bool) {
 	const plane = ImageHeight * ImageWidth
+	// The source column of each output column: the same for every row.
+	var cols [ImageWidth]uint8
+	for x := range cols {
+		cx := x
+		if flip {
+			cx = ImageWidth - 1 - x
+		}
+		sx := reflectIndex(cx+dx, ImageWidth)
+		if preflip {
+			sx = ImageWidth - 1 - sx
+		}
+		cols[x] = uint8(sx)
+	}
+	lr, lg, lb := &norm.lut[0], &norm.lut[1], &norm.lut[2]
 	for y := range ImageHeight {
-		sy := reflectIndex(y+dy, ImageHeight)
-		for x := range ImageWidth {
-			cx := x
-			if flip {
-				cx = ImageWidth - 1 - x
-			}
-			sx := reflectIndex(cx+dx, ImageWidth)
-			if preflip {
-				sx = ImageWidth - 1 - sx
-			}
-			d := dst[(y*ImageWidth+x)*ImageChannels : (y*ImageWidth+x+1)*ImageChannels]
-			for c := range ImageChannels {
-				d[c] = norm.lut[c][planar[c*plane+sy*ImageWidth+sx]]
-			}
+		row := reflectIndex(y+dy, ImageHeight) * ImageWidth
+		r := planar[row : row+ImageWidth : row+ImageWidth]
+		g := planar[plane+row : plane+row+ImageWidth : plane+row+ImageWidth]
+		b := planar[2*plane+row : 2*plane+row+ImageWidth : 2*plane+row+ImageWidth]
+		out := dst[y*ImageWidth*ImageChannels : (y+1)*ImageWidth*ImageChannels : (y+1)*ImageWidth*ImageChannels]
+		for x, sx := range cols {
+			// sx < ImageWidth = 32; the mask lets the compiler drop the bounds checks.
+			d := out[3*x : 3*x+3 : 3*x+3]
+			d[0] = lr[r[sx&(ImageWidth-1)]]
+			d[1] = lg[g[sx&(ImageWidth-1)]]
+			d[2] = lb[b[sx&(ImageWidth-1)]]
 		}
 	}
 }
@@ -136,18 +147,38 @@ type augmenter struct {
 	epoch int
 }
 
-// image decodes record ex into dst, augmented.
-func (a augmenter) image(ex int, dst []float32) {
+// augDraw is what augmenter draws for one image: the crop offsets (ox, oy) and flip of
+// AugmentCropFlip, or the shift (dy, dx) of AugmentAltFlip.
+type augDraw struct {
+	a, b int
+	flip bool
+}
+
+// batch decodes the records examples into images (len(examples)*ImageBytes, NHWC),
+// augmented: the draws are made one image after the other, as the images are yielded (so they
+// depend only on Seed, the epoch and the order), then the images are made on all CPUs.
+func (a augmenter) batch(examples []int, images []float32) {
 	d := a.d
-	if d.opts.Augmentation.orDefault() == AugmentAltFlip {
-		r := d.translate()
-		dy, dx := a.rng.IntN(2*r+1)-r, a.rng.IntN(2*r+1)-r
-		altFlipImage(d.norm, d.recs.Image(ex), dst, dy, dx, d.preflip[ex], a.epoch%2 == 1)
-		return
+	altFlip := d.opts.Augmentation.orDefault() == AugmentAltFlip
+	draws := make([]augDraw, len(examples))
+	for k := range draws {
+		if altFlip {
+			r := d.translate()
+			draws[k] = augDraw{a: a.rng.IntN(2*r+1) - r, b: a.rng.IntN(2*r+1) - r}
+		} else {
+			draws[k] = augDraw{a: a.rng.IntN(2*augmentPadding + 1), b: a.rng.IntN(2*augmentPadding + 1), flip: a.rng.IntN(2) == 1}
+		}
 	}
-	ox, oy := a.rng.IntN(2*augmentPadding+1), a.rng.IntN(2*augmentPadding+1)
-	flip := a.rng.IntN(2) == 1
-	augmentImage(d.norm, d.recs.Image(ex), dst, ox, oy, flip)
+	parallelFor(len(examples), 64, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			ex, dw, dst := examples[k], draws[k], images[k*ImageBytes:(k+1)*ImageBytes]
+			if altFlip {
+				altFlipImage(d.norm, d.recs.Image(ex), dst, dw.a, dw.b, d.preflip[ex], a.epoch%2 == 1)
+			} else {
+				augmentImage(d.norm, d.recs.Image(ex), dst, dw.a, dw.b, dw.flip)
+			}
+		}
+	})
 }
 
 // translate returns AugmentAltFlip's translation range.

@@ -223,12 +223,12 @@ func (d *Dataset) batches(reuse bool) iter.Seq2[*HostBatch, error] {
 				}
 				for k, ex := range hb.Examples {
 					hb.Labels[k] = int32(d.recs.Label(ex))
-					dst := hb.Images[k*ImageBytes : (k+1)*ImageBytes]
-					if d.opts.Augment {
-						aug.image(ex, dst)
-					} else {
-						d.norm.DecodeImage(d.recs.Image(ex), dst)
+					if !d.opts.Augment {
+						d.norm.DecodeImage(d.recs.Image(ex), hb.Images[k*ImageBytes:(k+1)*ImageBytes])
 					}
+				}
+				if d.opts.Augment {
+					aug.batch(hb.Examples, hb.Images)
 				}
 				if d.opts.Check != nil {
 					if err := d.opts.Check(hb); err != nil {

@@ -54,6 +54,9 @@ type EvalResult struct {
 	// Confusion[label][prediction] counts examples; it has one row per class of the dataset and
 	// HeadWidth columns.
 	Confusion [][]int `json:"confusion"`
+	// TTA is the test-time augmentation whose averaged logits were evaluated (EvalOptions.TTA;
+	// TTANone, 0, left out of the JSON).
+	TTA int `json:"tta,omitempty"`
 }
 
 // ClassAccuracy is the accuracy of one class.
@@ -187,6 +190,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalO
 	if err != nil {
 		return nil, err
 	}
+	res.TTA = opts.TTA
 	e.cur.add(opts.purpose, began).Count = res.Examples
 	if e.rt == nil {
 		res.Timeline = e.cur.tl
@@ -323,13 +327,18 @@ func (r *EvalResult) Worst(n int) []ClassAccuracy {
 }
 
 // Summary returns a one-line summary, e.g.
-// "test accuracy 71.20% (7120/10000), loss 0.8123, top-5 92.10% [cifar100, head 100]".
+// "test accuracy 71.20% (7120/10000), loss 0.8123, top-5 92.10% [cifar100, head 100]", or
+// "test accuracy 94.01% (9401/10000), loss 0.4210, test-time augmentation mirror+translate
+// [cifar10, head 10]" with EvalOptions.TTA.
 func (r *EvalResult) Summary() string {
 	var b strings.Builder
 	hits := int(math.Round(r.Accuracy * float64(r.Examples)))
 	fmt.Fprintf(&b, "%s accuracy %.2f%% (%d/%d), loss %.4f", r.Split, 100*r.Accuracy, hits, r.Examples, r.Loss)
 	if r.TopK > 0 {
 		fmt.Fprintf(&b, ", top-%d %.2f%%", r.TopK, 100*r.TopKAccuracy)
+	}
+	if r.TTA != TTANone {
+		fmt.Fprintf(&b, ", test-time augmentation %s", ttaName(r.TTA))
 	}
 	fmt.Fprintf(&b, " [%s, head %d]", r.Dataset, r.HeadWidth)
 	if r.OutOfRange > 0 {

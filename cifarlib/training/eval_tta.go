@@ -33,6 +33,19 @@ func checkTTA(level int) error {
 	return nil
 }
 
+// ttaName names a TTA level for reports: "none", "mirror", "mirror+translate".
+func ttaName(level int) string {
+	switch level {
+	case TTANone:
+		return "none"
+	case TTAMirror:
+		return "mirror"
+	case TTAMirrorTranslate:
+		return "mirror+translate"
+	}
+	return fmt.Sprintf("level %d", level)
+}
+
 // ttaViews returns the views of images [B, 32, 32, 3] that TTA level tta averages, and the
 // weight of each view's logits: for TTAMirrorTranslate x, mirror(x), t1, mirror(t1), t2,
 // mirror(t2), weighted 1/4, 1/4, 1/8, 1/8, 1/8, 1/8 (airbench's nesting of means, expanded).

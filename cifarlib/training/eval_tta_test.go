@@ -266,6 +266,8 @@ func TestTTAMirrorTranslateMatchesHost(t *testing.T) {
 	res, err := l.ev.Evaluate(context.Background(), test, EvalOptions{BatchSize: 5, TTA: TTAMirrorTranslate})
 	require.NoError(t, err)
 	require.Equal(t, 13, res.Examples)
+	require.Equal(t, TTAMirrorTranslate, res.TTA)
+	require.Contains(t, res.Summary(), ", test-time augmentation mirror+translate [cifar10, head 10]")
 	require.Equal(t, float64(hits)/13, res.Accuracy)
 	// The cross-entropy moves by at most twice its logits' error, plus its own rounding.
 	require.InDelta(t, lossSum/13, res.Loss, 2*maxTol+1e-5)
