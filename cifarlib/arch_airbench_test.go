@@ -47,6 +47,7 @@ func TestAirbench94Parameters(t *testing.T) {
 		head := 256 * spec.NumClasses
 		require.Equal(t, airbenchTrainedParams-2560+head, s.TotalParams)
 		require.Equal(t, 288+airbenchBNChannels+3*airbenchBNChannels, s.NonTrainable)
+		require.Equal(t, 288+airbenchBNChannels, s.FixedWeights, "the whitening filters and batch-norm scales")
 		require.Equal(t, airbenchTorchParams-2560+head, s.TotalParams+288+airbenchBNChannels, "make_net94's parameters()")
 		var names []string
 		for _, l := range s.Layers {
