@@ -6,10 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
+	"github.com/gomlx/gomlx/ml/model"
 	"github.com/stretchr/testify/require"
 )
 
@@ -99,4 +101,40 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestAirbench94WhiteningAndBiasFreeze trains airbench94 with nesterov and WhitenBiasEpochs 1 on
+// 16 examples (2 steps of 8 per epoch): the whitening filters are those computed from the
+// training images and never trained, and the whitening bias trains in steps 1-2 and stays put
+// in step 3, which runs as a resume from step 2's checkpoint.
+func TestAirbench94WhiteningAndBiasFreeze(t *testing.T) {
+	spec := data.CIFAR10()
+	train, _ := labtest.TrainTestRecords(t, spec, 16, 8, 5)
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	cfg := Config{Spec: spec, TrainRecords: train, Model: cifarlib.ArchAirbench94, Optimizer: OptimizerNesterov, WhitenBiasEpochs: 1,
+		BatchSize: 8, Steps: 2, Seed: 4, SkipFinalEval: true, Backend: labtest.Backend(t), Progress: ProgressOff, CheckpointDir: dir}
+	first, err := NewTrainer(cfg)
+	require.NoError(t, err)
+	_, err = first.Run(context.Background())
+	require.NoError(t, err)
+	atTwo := trainVars(t, first.Store())
+
+	cfg.Steps = 3
+	second, err := NewTrainer(cfg)
+	require.NoError(t, err)
+	res, err := second.Run(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 2, res.StartStep)
+	atThree := trainVars(t, second.Store())
+
+	const bias, filters = "/airbench94/whiten/conv/biases", cifarlib.AirbenchWhiteningVariable
+	require.Equal(t, atTwo[bias], atThree[bias], "the whitening bias is frozen after 1 epoch (2 steps)")
+	require.NotEqual(t, make([]byte, len(atTwo[bias])), atTwo[bias], "it trained in the first epoch")
+	conv := "/airbench94/block1/conv1/conv/weights"
+	require.NotEqual(t, atTwo[conv], atThree[conv], "the other weights train on")
+
+	fresh := model.NewStore()
+	require.NoError(t, second.Model().InitWhitening(fresh, train))
+	want := trainVars(t, fresh)
+	require.Equal(t, want[filters], atThree[filters], "the filters are the data's, untrained")
 }

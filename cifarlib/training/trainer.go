@@ -87,6 +87,9 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 		return nil, err
 	}
 	_, resumed := t.ckpt.resumedAt()
+	if err := t.initWhitening(resumed); err != nil {
+		return nil, err
+	}
 	if t.transfer, err = newTrainTransfer(p, t.store, resumed, t.log); err != nil {
 		return nil, err
 	}
@@ -97,6 +100,16 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 	}
 	t.loop = train.NewLoop(t.trainer)
 	return t, nil
+}
+
+// initWhitening sets airbench94's whitening filters from the first training images
+// (cifarlib.Model.InitWhitening, airbench's init_whitening_conv) at the start of a fresh run. A
+// resumed or imported run keeps its own, and a transfer carries its source's.
+func (t *Trainer) initWhitening(resumed bool) error {
+	if t.model.Arch != cifarlib.ArchAirbench94 || resumed || t.plan.source != nil || t.ckpt != nil && t.ckpt.imported != nil {
+		return nil
+	}
+	return t.model.InitWhitening(t.store, t.records.train)
 }
 
 // loadRecords loads the splits of c into t.records (see loadTrainRecords), timed on the
