@@ -64,38 +64,57 @@ func nesterovDefaults() Config {
 	return Config{LearningRate: r.LearningRate, WeightDecay: r.WeightDecay, Momentum: r.Momentum, BiasScaler: r.BiasScaler}
 }
 
-// applyRecipe fills the zero fields of c from its Recipe (nothing without one).
+// RecipeOffFields are the Config fields whose zero value is a setting of its own (no label
+// smoothing, no lookahead, ...), which Config.RecipeOff can keep at zero under a Recipe.
+var RecipeOffFields = []string{"Momentum", "WeightDecay", "WhitenBiasEpochs", "LabelSmoothing", "Lookahead", "TTA", "Augment"}
+
+// applyRecipe fills the zero fields of c from its Recipe (nothing without one), but those named
+// in c.RecipeOff.
 func applyRecipe(c *Config) error {
+	for _, name := range c.RecipeOff {
+		if !slices.Contains(RecipeOffFields, name) {
+			return &ConfigError{Field: "RecipeOff", Value: fmt.Sprintf("%q", name), Reason: "name fields among " + strings.Join(RecipeOffFields, ", ")}
+		}
+	}
 	if c.Recipe = strings.ToLower(strings.TrimSpace(c.Recipe)); c.Recipe == "" {
+		if len(c.RecipeOff) > 0 {
+			return &ConfigError{Field: "RecipeOff", Value: strings.Join(c.RecipeOff, ","), Reason: "it only applies with a Recipe"}
+		}
 		return nil
 	}
 	r, ok := recipes[c.Recipe]
 	if !ok {
 		return &ConfigError{Field: "Recipe", Value: fmt.Sprintf("%q", c.Recipe), Reason: "use \"\" (none) or one of " + strings.Join(Recipes(), ", ")}
 	}
+	on := func(name string) bool { return !slices.Contains(c.RecipeOff, name) }
 	fillString(&c.Model, r.Model)
 	fillString(&c.Optimizer, r.Optimizer)
 	fillString(&c.Schedule, r.Schedule)
 	fill(&c.BatchSize, r.BatchSize)
 	if nameOr(c.Optimizer, "") == r.Optimizer { // another optimizer takes its own defaults
 		fill(&c.LearningRate, r.LearningRate)
-		fill(&c.Momentum, r.Momentum)
-		fill(&c.WeightDecay, r.WeightDecay)
 		fill(&c.BiasScaler, r.BiasScaler)
-		if nameOr(c.Model, "") == r.Model {
-			fill(&c.WhitenBiasEpochs, r.WhitenBiasEpochs)
-		}
+		fillIf(on("Momentum"), &c.Momentum, r.Momentum)
+		fillIf(on("WeightDecay"), &c.WeightDecay, r.WeightDecay)
+		fillIf(on("WhitenBiasEpochs") && nameOr(c.Model, "") == r.Model, &c.WhitenBiasEpochs, r.WhitenBiasEpochs)
 	}
-	fill(&c.LabelSmoothing, r.LabelSmoothing)
-	fill(&c.TTA, r.TTA)
-	c.Lookahead = c.Lookahead || r.Lookahead
+	fillIf(on("LabelSmoothing"), &c.LabelSmoothing, r.LabelSmoothing)
+	fillIf(on("TTA"), &c.TTA, r.TTA)
+	c.Lookahead = c.Lookahead || on("Lookahead") && r.Lookahead
 	if c.Augmentation == "" { // an explicit scheme wins, and goes with Augment as the user set it
-		c.Augment, c.Augmentation = c.Augment || r.Augment, r.Augmentation
+		c.Augment, c.Augmentation = c.Augment || on("Augment") && r.Augment, r.Augmentation
 	}
 	if c.Steps == 0 && c.Epochs == 0 {
 		c.Epochs = r.Epochs
 	}
 	return nil
+}
+
+// fillIf fills field with value (see fill) when on.
+func fillIf[T int | float64](on bool, field *T, value T) {
+	if on {
+		fill(field, value)
+	}
 }
 
 // fill sets *field to value when it is zero.

@@ -38,6 +38,10 @@ func TestResolveRecipe(t *testing.T) {
 			Augment: true, Augmentation: data.AugmentAltFlip},
 			Config{Model: DefaultModel, BatchSize: 100, Optimizer: DefaultOptimizer, LearningRate: DefaultLearningRate, Schedule: ScheduleTriangle,
 				LabelSmoothing: 0.3, Lookahead: true, TTA: 1, Epochs: 0.5, Steps: 250, Augment: true, Augmentation: data.AugmentAltFlip}},
+		{"an ablation: the recipe's zero settings kept", Config{Recipe: RecipeAirbench94, Steps: 10,
+			RecipeOff: []string{"LabelSmoothing", "Lookahead", "WhitenBiasEpochs", "TTA", "Augment", "Momentum", "WeightDecay"}},
+			Config{Model: "airbench94", BatchSize: 1024, Optimizer: OptimizerNesterov, LearningRate: 11.5, BiasScaler: 64, Schedule: ScheduleTriangle,
+				Steps: 10, Augmentation: data.AugmentAltFlip}},
 		{"no recipe: today's defaults", Config{Steps: 10},
 			Config{Model: DefaultModel, BatchSize: DefaultBatchSize, Optimizer: DefaultOptimizer, LearningRate: DefaultLearningRate,
 				Schedule: ScheduleConstant, Steps: 10, Augmentation: data.AugmentCropFlip}},
@@ -72,6 +76,8 @@ func TestResolveRecipe(t *testing.T) {
 		{"tta", Config{TTA: 3, Steps: 1}, "TTA", "2 (mirror and translate)"},
 		{"augmentation", Config{Augment: true, Augmentation: "cutout", Steps: 1}, "Augmentation", `unknown augmentation "cutout"`},
 		{"triangle warm-up", Config{Schedule: ScheduleTriangle, WarmupSteps: 2, Steps: 10}, "Schedule", "the triangle has its own"},
+		{"recipe off unknown", Config{Recipe: RecipeAirbench94, RecipeOff: []string{"Schedule"}}, "RecipeOff", "name fields among Momentum, "},
+		{"recipe off without recipe", Config{RecipeOff: []string{"Lookahead"}, Steps: 1}, "RecipeOff", "only applies with a Recipe"},
 		{"epoch without a full batch", Config{Epochs: 1, BatchSize: 60000}, "BatchSize", "at most 50000"},
 	}
 	for _, c := range errCases {

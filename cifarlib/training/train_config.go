@@ -47,6 +47,10 @@ type Config struct {
 	// Recipe, when set, is a named recipe whose settings fill every field left at its zero
 	// value (recipe.go): RecipeAirbench94. Fields set explicitly win. "" (the default): none.
 	Recipe string
+	// RecipeOff names fields that the Recipe leaves at their zero value, whose zero is a
+	// setting of its own (RecipeOffFields: e.g. "LabelSmoothing" for none, "Lookahead" for
+	// none): an ablation of the recipe.
+	RecipeOff []string
 
 	// Spec is the dataset: CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse).
 	Spec data.Spec

@@ -174,13 +174,14 @@ func (p *plan) resolveOptimizer() error {
 	return nil
 }
 
-// resolveNesterov resolves nesterov's settings, their defaults airbench94's (nesterovDefaults).
+// resolveNesterov resolves nesterov's settings, their defaults airbench94's (nesterovDefaults),
+// but those a recipe keeps off (RecipeOff).
 func (p *plan) resolveNesterov() error {
 	c := &p.Config
 	d := nesterovDefaults()
 	fill(&c.LearningRate, d.LearningRate)
-	fill(&c.WeightDecay, d.WeightDecay)
-	fill(&c.Momentum, d.Momentum)
+	fillIf(!slices.Contains(c.RecipeOff, "WeightDecay"), &c.WeightDecay, d.WeightDecay)
+	fillIf(!slices.Contains(c.RecipeOff, "Momentum"), &c.Momentum, d.Momentum)
 	fill(&c.BiasScaler, d.BiasScaler)
 	if c.Momentum < 0 || c.Momentum >= 1 {
 		return &ConfigError{Field: "Momentum", Value: fmt.Sprint(c.Momentum), Reason: "use a momentum in [0, 1), e.g. 0.85 (airbench94's)"}

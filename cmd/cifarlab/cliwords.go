@@ -19,6 +19,7 @@ var configFlags = map[string]string{
 	"NewHead": "--new-head", "Recipe": "--recipe", "Epochs": "--epochs", "Steps/Epochs": "--steps/--epochs", "Momentum": "--momentum",
 	"BiasScaler": "--bias-scaler", "WhitenBiasEpochs": "--whiten-bias-epochs", "LabelSmoothing": "--label-smoothing", "TTA": "--tta",
 	"Augmentation": "--augmentation", "Momentum/BiasScaler/WhitenBiasEpochs": "--momentum/--bias-scaler/--whiten-bias-epochs",
+	"Lookahead": "--lookahead", "Augment": "--augment",
 }
 
 // inFlags says err in a CLI user's words: the library's errors tell a Go caller what to change

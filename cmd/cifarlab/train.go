@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -217,7 +218,7 @@ func (f *trainFlags) config() (training.Config, error) {
 	if err != nil {
 		return training.Config{}, err
 	}
-	return training.Config{
+	cfg := training.Config{
 		Recipe: f.recipe, Spec: spec, DataDir: f.dataDir, Head: f.head, Unguarded: !f.guard,
 		BackendName: f.backend, Devices: devices, Steps: f.steps, Epochs: f.epochs, BatchSize: orRecipe(f, "batch", f.batch), Seed: f.seed,
 		Augment: f.augment, Augmentation: data.Augmentation(f.augmentation),
@@ -229,7 +230,9 @@ func (f *trainFlags) config() (training.Config, error) {
 		EvalEvery: f.evalEvery, EvalExamples: f.evalExamples, SkipFinalEval: f.noEval,
 		Progress: progress, Log: os.Stderr, LogEvery: f.logEvery, Precision: precision,
 		From: f.from, Freeze: f.freeze, BackboneLearningRate: f.backboneLR, Model: f.transferArch(), NewHead: f.newHead,
-	}, nil
+	}
+	cfg.RecipeOff = f.recipeOff(cfg)
+	return cfg, nil
 }
 
 // transferArch is --model, or "" (the source run's architecture) with --from and no --model,
@@ -246,6 +249,20 @@ func (f *trainFlags) visit(fs *flag.FlagSet) {
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	f.modelSet = f.set["model"]
+}
+
+// recipeOff lists the fields of cfg that a flag given on the command line sets to their zero
+// value, which --recipe would otherwise fill (training.Config.RecipeOff): e.g.
+// --label-smoothing 0 or --lookahead=false, an ablation of the recipe.
+func (f *trainFlags) recipeOff(cfg training.Config) []string {
+	var off []string
+	for _, field := range training.RecipeOffFields {
+		name := strings.TrimPrefix(configFlags[field], "--")
+		if f.recipe != "" && f.set[name] && reflect.ValueOf(cfg).FieldByName(field).IsZero() {
+			off = append(off, field)
+		}
+	}
+	return off
 }
 
 // orRecipe is a flag's value, or its zero value when --recipe is given and the flag is not, so

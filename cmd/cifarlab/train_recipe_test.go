@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
@@ -46,6 +47,14 @@ func TestTrainRecipeFlags(t *testing.T) {
 		training.Config{Spec: cfg.Spec, Model: cfg.Model, BatchSize: cfg.BatchSize, Optimizer: cfg.Optimizer, Momentum: cfg.Momentum,
 			BiasScaler: cfg.BiasScaler, WeightDecay: cfg.WeightDecay, WhitenBiasEpochs: cfg.WhitenBiasEpochs, Lookahead: cfg.Lookahead,
 			Schedule: cfg.Schedule, Augment: cfg.Augment, Augmentation: cfg.Augmentation, TTA: cfg.TTA, Epochs: cfg.Epochs})
+
+	// Flags given at their zero value keep the recipe from filling them: an ablation.
+	cfg, err = parse("--recipe", "airbench94", "--label-smoothing", "0", "--lookahead=false", "--tta", "0", "--augment=false", "--momentum", "0.9")
+	require.NoError(t, err)
+	require.Equal(t, []string{"LabelSmoothing", "Lookahead", "TTA", "Augment"}, cfg.RecipeOff)
+	cfg, err = parse("--label-smoothing", "0", "--lookahead=false", "--steps", "3")
+	require.NoError(t, err)
+	require.Empty(t, cfg.RecipeOff, "without --recipe, nothing to keep off")
 
 	for _, c := range []struct {
 		args []string
@@ -90,4 +99,25 @@ func TestTrainCommandRecipe(t *testing.T) {
 	rec, err := runs.ReadRecord(ckpt)
 	require.NoError(t, err)
 	require.Equal(t, "airbench94", rec.Params["recipe"])
+}
+
+// A sweep of the recipe: seeds of airbench94 and label smoothing on a grid, the recipe and
+// epochs shared; a task that `cifarlab train` refuses (both --steps and --epochs) is refused
+// before anything is written.
+func TestSweepRecipeDryRun(t *testing.T) {
+	runsDir := filepath.Join(t.TempDir(), "runs")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"sweep", "--runs", runsDir, "--name", "ab", "--grid", "seed=1,2", "--grid", "label-smoothing=0,0.2",
+		"--recipe", "airbench94", "--epochs", "2", "--local", "--dry-run"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	require.Len(t, lines, 5, stdout.String())
+	require.Contains(t, lines[3], "ab-seed_2-label-smoothing_0.2  --recipe airbench94 --epochs 2 --seed=2 --label-smoothing=0.2 ")
+	require.Equal(t, "would run tasks 0-3 here, 1 at a time", lines[4])
+
+	stderr.Reset()
+	code = run([]string{"sweep", "--runs", runsDir, "--name", "ab", "--grid", "seed=1,2", "--recipe", "airbench94", "--epochs", "2",
+		"--steps", "5", "--local", "--dry-run"}, &stdout, &stderr)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr.String(), "--steps 5 and --epochs 2: give the length of the run once")
 }
