@@ -99,6 +99,7 @@ func TestTrainCommandRecipe(t *testing.T) {
 	rec, err := runs.ReadRecord(ckpt)
 	require.NoError(t, err)
 	require.Equal(t, "airbench94", rec.Params["recipe"])
+	require.Equal(t, "airbench94", rec.Recipe)
 }
 
 // A sweep of the recipe: seeds of airbench94 and label smoothing on a grid, the recipe and
