@@ -259,3 +259,28 @@ func TestAirbenchBatchNormIsPyTorchs(t *testing.T) {
 		})
 	}
 }
+
+// TestAirbench94BF16CloseToF32: with the same seeded weights, airbench94's bf16-mixed logits
+// differ from its float32 ones by a relative L2 within testenv.Bf16Tolerance of its 8 product
+// layers (the whitening convolution, six 3x3 convolutions and the head), times 1.13 for each of
+// its 7 GELUs (GELU's slope reaches 1.13, where the bound assumes 1-Lipschitz activations), and
+// are not identical (bfloat16 really ran).
+func TestAirbench94BF16CloseToF32(t *testing.T) {
+	backend := labtest.Backend(t)
+	m, err := NewModel(data.CIFAR10(), ArchAirbench94).Backend(backend).Done()
+	require.NoError(t, err)
+	images := tensors.FromFlatDataAndDimensions(testenv.SinData(4*data.ImageBytes, 0.0137, 1), 4, 32, 32, 3)
+	store := testenv.SeededStore(t, testenv.SpreadSeed(t, 5))
+	logits := map[Precision][]float32{}
+	for _, p := range []Precision{PrecisionF32, PrecisionBF16Mixed} {
+		m.Precision = p
+		out, err := m.Logits(backend, store, images)
+		require.NoError(t, err)
+		require.Equal(t, dtypes.Float32, out.DType())
+		logits[p] = tensors.MustCopyFlatData[float32](out)
+	}
+	low, high := testenv.Bf16Tolerance(8)
+	d := testenv.NormRelDiff(nil, logits[PrecisionF32], logits[PrecisionBF16Mixed])
+	require.Greater(t, d, low, "bf16-mixed logits equal the f32 ones: bfloat16 did not run")
+	testenv.RequireSpread(t, "logits", d, high*math.Pow(1.13, 7))
+}

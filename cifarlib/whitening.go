@@ -24,7 +24,8 @@ import (
 // λᵢ, each scaled to vᵢ/sqrt(λᵢ + 5e-4), and the 12 of them followed by their negatives: 24
 // filters. Convolved with the patches, the first 12 give uncorrelated outputs of variance
 // λᵢ/(λᵢ+5e-4), nearly 1 for every direction the data spans; the negatives let the GELU after
-// it keep both signs.
+// it keep both signs. (airbench normalises its images in float16 on the GPU, a relative
+// rounding of 2^-11 per pixel; the lab's are float32, as its network sees them.)
 const (
 	// AirbenchWhiteningImages is how many training images the whitening is computed from: the
 	// first 5000 (airbench's train_loader.images[:5000]).

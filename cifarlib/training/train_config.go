@@ -59,7 +59,8 @@ type Config struct {
 	// TrainRecords and TestRecords, when set, are used instead of loading the splits from DataDir.
 	TrainRecords, TestRecords *data.Records
 
-	// Model is the architecture: "cnn" (DefaultModel), "linear", "resnet18" or "resnet20".
+	// Model is the architecture: "cnn" (DefaultModel), "linear", "resnet18", "resnet20" or
+	// "airbench94".
 	Model string
 	// Head overrides the classifier head width; 0 (the default) sizes it from Spec. A head that
 	// differs from Spec.NumClasses only exists to reproduce the CIFAR-100/10-class-head bug: with the
