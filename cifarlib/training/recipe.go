@@ -101,8 +101,9 @@ func applyRecipe(c *Config) error {
 	fillIf(on("LabelSmoothing"), &c.LabelSmoothing, r.LabelSmoothing)
 	fillIf(on("TTA"), &c.TTA, r.TTA)
 	c.Lookahead = c.Lookahead || on("Lookahead") && r.Lookahead
-	if c.Augmentation == "" { // an explicit scheme wins, and goes with Augment as the user set it
-		c.Augment, c.Augmentation = c.Augment || on("Augment") && r.Augment, r.Augmentation
+	c.Augment = c.Augment || on("Augment") && r.Augment
+	if c.Augmentation == "" { // an explicit scheme wins
+		c.Augmentation = r.Augmentation
 	}
 	if c.Steps == 0 && c.Epochs == 0 {
 		c.Epochs = r.Epochs
