@@ -118,6 +118,22 @@ func fillIf[T int | float64](on bool, field *T, value T) {
 	}
 }
 
+// recipeSettings says, in one line, the settings of c that a recipe decides (for the summary).
+func recipeSettings(c *Config) string {
+	s := fmt.Sprintf("%s, %d steps of %d, %s lr %g", c.Model, c.Steps, c.BatchSize, c.Optimizer, c.LearningRate)
+	if c.Optimizer == OptimizerNesterov {
+		s += fmt.Sprintf(" (per 1024 examples) momentum %g weight decay %g bias scaler %g", c.Momentum, c.WeightDecay, c.BiasScaler)
+		if c.WhitenBiasEpochs > 0 {
+			s += fmt.Sprintf(", whitening bias frozen after %d epochs", c.WhitenBiasEpochs)
+		}
+	}
+	s += fmt.Sprintf(", %s schedule, label smoothing %g, lookahead %t", c.Schedule, c.LabelSmoothing, c.Lookahead)
+	if c.Augment {
+		s += ", " + c.Augmentation.String() + " augmentation"
+	}
+	return s + fmt.Sprintf(", final TTA %d", c.TTA)
+}
+
 // fill sets *field to value when it is zero.
 func fill[T int | float64](field *T, value T) {
 	if *field == 0 {
