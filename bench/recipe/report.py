@@ -57,7 +57,9 @@ def airbench_side(path):
         "val_eval_s": statistics.fmean(e["eval_time_s"] for e in epochs),
         "tta_eval_s": d["tta_eval_time_s"],
         "setup_s": d["whiten_init_s"],
-        "compile_s": 0.0,
+        "compile_s": None,
+        "warmup_s": d.get("warmup_s"),
+        "time_to_acc_s": d["total_time_seconds"],
         "per_epoch_val": [e["val_acc"] for e in epochs],
         "total_steps": d["total_steps"],
         "load": (d["load_before"][0], d["load_after"][0]),
@@ -94,6 +96,8 @@ def lab_side(folder, epochs):
         "setup_s": total("backend") + total("data"),
         "compile_s": total("compile"),
         "compile_train_s": total("compile", "train step"),
+        "warmup_s": total("backend") + total("compile"),
+        "time_to_acc_s": train_s + total("eval"),
         "per_epoch_val": [a for _, a in vals],
         "total_steps": steps,
         "load": tuple(float(meta[k].split()[0]) for k in ("load_before", "load_after")),
@@ -110,6 +114,7 @@ def main():
     ap.add_argument("--epochs", required=True)
     ap.add_argument("--seeds", required=True)
     ap.add_argument("--data", default="/work/c10real")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--md")
     args = ap.parse_args()
     epochs = float(args.epochs)
@@ -131,9 +136,13 @@ def main():
         return mean_std([side[s][key] for s in side])
 
     rows = []
-    for key, what, fmt in (("val_acc", "test accuracy, no TTA (%)", pct), ("tta_val_acc", "test accuracy, TTA level 2 (%)", pct),
-                           ("epoch_s", "training time per epoch (s)", secs), ("val_eval_s", "evaluation of the 10k test images, no TTA (s)", secs),
-                           ("tta_eval_s", "final evaluation with TTA (s)", secs), ("compile_s", "XLA compiles, all programs (s)", secs)):
+    keys = [("val_acc", "test accuracy, no TTA (%)", pct), ("tta_val_acc", "test accuracy, TTA level 2 (%)", pct)]
+    if args.device == "cuda":
+        keys += [("time_to_acc_s", "time to the final accuracy (s): whitening, training, final TTA evaluation", secs),
+                 ("warmup_s", "warm-up apart (s): airbench's warm-up run; the lab's backend and XLA compiles", secs)]
+    keys += [("epoch_s", "training time per epoch (s)", secs), ("val_eval_s", "evaluation of the test split, no TTA (s)", secs),
+             ("tta_eval_s", "final evaluation with TTA (s)", secs), ("compile_s", "XLA compiles, all programs (s)", secs)]
+    for key, what, fmt in keys:
         a, b = stat(ab, key), stat(lab, key)
         rows.append((what, fmt(*a), fmt(*b), a, b))
 
@@ -153,25 +162,35 @@ def main():
         ratio = el / ea
 
     cpu = sh("lscpu | sed -n 's/^Model name: *//p' | head -1")
-    isa = sh("grep -m1 -o -w -E 'avx512f|avx2' /proc/cpuinfo | head -1")
+    isa = sh("grep -m1 -o -w -E 'avx512f' /proc/cpuinfo || grep -m1 -o -w avx2 /proc/cpuinfo")
     any_ab = next(iter(ab.values()), {})
     any_lab = next(iter(lab.values()), {})
     loads = [v["load"] for v in list(ab.values()) + list(lab.values())]
+    gpu = args.device == "cuda"
+    ntrain, ntest = any_ab.get("train_images"), any_ab.get("test_images")
+    spe = any_ab.get("steps_per_epoch")
+    where = f"on the GPU ({any_ab.get('gpu') or '?'})" if gpu else "on the CPU"
+    ab_head = "airbench 0.1.8 (PyTorch CUDA, fp16 as written)" if gpu else "airbench 0.1.8 (PyTorch CPU, f32)"
+    lab_head = f"the lab (XLA CUDA, {any_lab.get('precision', '?')})" if gpu else "the lab (XLA CPU, f32)"
     lines = [
-        "# The airbench94 recipe: the lab against airbench's own code, on the CPU",
+        f"# The airbench94 recipe: the lab against airbench's own code, {where}",
         "",
-        f"Real CIFAR-10, {args.epochs} epochs, seeds {', '.join(seeds)}: the lab's `cifarlab train --recipe airbench94` on "
-        "XLA CPU (f32) against airbench 0.1.8's own `train()`, `make_net94` and `hyp` run on the CPU in f32 "
-        "(`bench/recipe/airbench_cpu.py`), on the same images (issue 37, item 2).",
+        f"Real CIFAR-10, {args.epochs} epochs, seeds {', '.join(seeds)}: the lab's `cifarlab train --recipe airbench94` "
+        f"against airbench 0.1.8's own `train()`, `make_net94` and `hyp` "
+        + ("as written (fp16, CUDA), " if gpu else "run on the CPU in f32 ")
+        + "(`bench/recipe/airbench_cpu.py`), on the same images (issue 37, item " + ("3" if gpu else "2") + ").",
         "",
-        "| | airbench 0.1.8 (PyTorch CPU, f32) | the lab (XLA CPU, f32) |",
+        f"| | {ab_head} | {lab_head} |",
         "|---|---:|---:|",
     ]
     for what, a, b, _, _ in rows:
         lines.append(f"| {what} | {a} | {b} |")
     lines += ["", "Mean +- sample standard deviation over the seeds. Time per epoch is the training steps only "
               "(airbench: its own timer around each epoch's loop; the lab: the timeline's first step and steps, "
-              "compiles apart), divided by the epochs.", ""]
+              "compiles apart), divided by the epochs."
+              + (" Time to the final accuracy is airbench's own `total_time_seconds` (whitening initialisation, "
+                 "training, the final TTA evaluation; not the per-epoch evaluations), and for the lab the same parts of "
+                 "its timeline (first step, steps, final evaluation), its XLA compiles reported apart with the warm-up." if gpu else ""), ""]
     lines += verdict
     if ratio:
         lines.append(f"- time per epoch: the lab takes {ratio:.2f}x airbench's.")
@@ -184,32 +203,41 @@ def main():
             v = side[s]
             f = lambda x: "n/a" if x is None else f"{100 * x:.2f}"
             lines.append(f"| {s} | {name} | {f(v['val_acc'])} | {f(v['tta_val_acc'])} | "
-                         f"{', '.join(f(x) for x in v['per_epoch_val'])} | {v['epoch_s']:.1f} | {v['load'][0]:.1f}, {v['load'][1]:.1f} |")
+                         f"{', '.join(f(x) for x in v['per_epoch_val'])} | {v['epoch_s']:.2f} | {v['load'][0]:.1f}, {v['load'][1]:.1f} |")
     if missing:
         lines += ["", "Missing results: " + ", ".join(f"`{m}`" for m in missing)]
+    lo = min((l for p in loads for l in p), default=0)
+    hi = max((l for p in loads for l in p), default=0)
+    lines += ["", "## Machine and data", ""]
+    if gpu:
+        lines.append(f"- GPU: {any_ab.get('gpu') or '?'}; host CPU {cpu}, {os.cpu_count()} cores.")
+        lines.append(f"- airbench: torch {any_ab.get('torch', '?')}, as written (fp16 network, cudnn.benchmark), after its own warm-up run.")
+    else:
+        lines.append(f"- CPU: {cpu} ({isa}), {os.cpu_count()} cores. The machine is shared by five engineers' work: its load "
+                     f"average (1 min) was {lo:.1f}-{hi:.1f} at the start and end of these runs, so the times are upper bounds "
+                     "and their ratio is approximate (the two sides did not run at the same time).")
+        lines.append(f"- airbench: torch {any_ab.get('torch', '?')}, {any_ab.get('threads', '?')} threads, OMP_WAIT_POLICY=PASSIVE, under nice.")
+    lines.append(f"- the lab: {any_lab.get('backend', '?')}, precision {any_lab.get('precision', '?')}, under nice.")
+    lines.append(f"- data: `{args.data}`: real CIFAR-10 decoded from JPEGs (not the official archive: pixel values differ slightly; "
+                 "the 20k/10k real subset of ../shared/data" + (", of which the GPU stage carries the first 12,000 training and 5,000 test images" if gpu else "")
+                 + f"): {ntrain} training and {ntest} test images, binary layout. airbench reads "
+                 "the same images converted to its `cifar10/train.pt`/`test.pt` by `bench/recipe/cifar10_to_pt.py`.")
+    if spe:
+        lines.append(f"- {args.epochs} epochs of {spe} steps of 1024 images (the last partial batch of each epoch dropped, as airbench does): "
+                     f"{any_ab.get('total_steps', '?')} steps. The recipe's schedules (learning-rate triangle, lookahead) are defined over "
+                     "the total steps, so a shorter run is airbench94 compressed (airbench's `epochs` argument does the same); "
+                     "the whitening bias trains for its 3 epochs on both sides (airbench's `whiten_bias_epochs`" + (", i.e. throughout)." if epochs <= 3 else ")."))
     lines += [
-        "",
-        "## Machine and data",
-        "",
-        f"- CPU: {cpu} ({isa}), {os.cpu_count()} cores. The machine is shared by five engineers' work: its load "
-        f"average (1 min) was {min((l for p in loads for l in p), default=0):.1f}-{max((l for p in loads for l in p), default=0):.1f} during these runs, "
-        "so the times are upper bounds and their ratio is approximate (the two sides did not run at the same time).",
-        f"- airbench: {any_ab.get('torch', '?')}, {any_ab.get('threads', '?')} threads, OMP_WAIT_POLICY=PASSIVE, under nice.",
-        f"- the lab: {any_lab.get('backend', '?')}, precision {any_lab.get('precision', '?')}, under nice.",
-        f"- data: `{args.data}`: real CIFAR-10 decoded from JPEGs (not the official archive: pixel values differ slightly), "
-        "20,000 training images (2,000 per class) and the whole 10,000-image test split, binary layout. airbench reads "
-        "the same images converted to its `cifar10/train.pt`/`test.pt` by `bench/recipe/cifar10_to_pt.py`.",
-        f"- {args.epochs} epochs of 19 steps of 1024 images (the last 544 images of each epoch dropped, as airbench does): "
-        f"{any_ab.get('total_steps', any_lab.get('total_steps', '?'))} steps; the recipe's schedules (learning-rate triangle, "
-        "lookahead) are defined over the total steps, so this is airbench94 compressed (airbench's `epochs` argument does the same); "
-        "the whitening bias trains for 3 epochs on both sides (airbench's `whiten_bias_epochs`), i.e. throughout.",
         "",
         "## Commands",
         "",
         "```",
-        f"EPOCHS={args.epochs} SEEDS=\"{args.seeds}\" DATA={args.data} bash bench/recipe/run.sh",
+        ("GPU_STAGES=12 bash bench/gpu.sh   # after bash bench/gpu.sh --build-recipe /work/c10real here; it runs:\n" if gpu else "")
+        + f"{'DEVICE=cuda ' if gpu else ''}EPOCHS={args.epochs} SEEDS=\"{args.seeds}\" DATA={args.data} bash bench/recipe/run.sh",
         f"# airbench: python bench/recipe/cifar10_to_pt.py --data {args.data} --out SCRATCH/cifar10",
-        f"#           OMP_WAIT_POLICY=PASSIVE nice python bench/recipe/airbench_cpu.py --data SCRATCH --epochs {args.epochs} --seed S --threads {any_ab.get('threads', 2)} --json OUT/airbench-e{args.epochs}-sS.json",
+        f"#           {'' if gpu else 'OMP_WAIT_POLICY=PASSIVE '}nice python bench/recipe/airbench_cpu.py "
+        + ("--device cuda --warmup" if gpu else f"--device cpu --threads {any_ab.get('threads', 2)}")
+        + f" --data SCRATCH --epochs {args.epochs} --seed S --json OUT/airbench-e{args.epochs}-sS.json",
         f"# lab:      nice {any_lab.get('command', 'cifarlab train --recipe airbench94 ...')}",
         "```",
     ]

@@ -22,6 +22,8 @@
 #   cifar-10-batches-bin/)  SCRATCH=/tmp/cifarlab-recipe  OUT=bench/out/recipe  THREADS=$(nproc)
 #   OMP_WAIT_POLICY=PASSIVE (PyTorch; see bench/README.md)  RESULTS=bench/RESULTS-recipe.md ("" skips)
 #   LAB_FLAGS="" (more flags for cifarlab train)
+#   DEVICE=cpu (cuda: airbench as written on the GPU, after its own warm-up run, and the lab with
+#   --backend cuda; bench/gpu.sh stage 12 runs it so)  CIFARLAB=<a built cifarlab> (default: go build)
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
@@ -34,6 +36,13 @@ OUT="${OUT:-$REPO/bench/out/recipe}"
 THREADS="${THREADS:-$(nproc)}"
 RESULTS="${RESULTS-$REPO/bench/RESULTS-recipe.md}"
 LAB_FLAGS="${LAB_FLAGS:-}"
+DEVICE="${DEVICE:-cpu}"
+CIFARLAB="${CIFARLAB:-}"
+case "$DEVICE" in
+  cpu) AB_FLAGS=(--device cpu --threads "$THREADS"); BACKEND=cpu ;;
+  cuda) AB_FLAGS=(--device cuda --warmup); BACKEND=cuda ;;
+  *) echo "run.sh: DEVICE=$DEVICE: use cpu or cuda" >&2; exit 1 ;;
+esac
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" GOMLX_NO_AUTO_INSTALL=1
 mkdir -p "$OUT"
 [ -d "$DATA/cifar-10-batches-bin" ] || { echo "run.sh: no cifar-10-batches-bin/ in DATA=$DATA (the folder that holds it)" >&2; exit 1; }
@@ -55,14 +64,17 @@ if side airbench; then
     res="$OUT/airbench-e$EPOCHS-s$seed.json"
     [ -f "$res" ] && { echo "== airbench seed $seed: kept $res"; continue; }
     echo "== airbench seed $seed, $EPOCHS epochs (load $(load))"
-    nice "$PY" bench/recipe/airbench_cpu.py --data "$SCRATCH" --epochs "$EPOCHS" --seed "$seed" --threads "$THREADS" \
+    nice "$PY" bench/recipe/airbench_cpu.py "${AB_FLAGS[@]}" --data "$SCRATCH" --epochs "$EPOCHS" --seed "$seed" \
       --json "$res" 2>&1 | tee "$OUT/airbench-e$EPOCHS-s$seed.log"
   done
 fi
 
 if side lab; then
-  echo "== go build ./cmd/cifarlab"
-  go build -o "$OUT/cifarlab" ./cmd/cifarlab
+  if [ -z "$CIFARLAB" ]; then
+    echo "== go build ./cmd/cifarlab"
+    go build -o "$OUT/cifarlab" ./cmd/cifarlab
+    CIFARLAB="$OUT/cifarlab"
+  fi
   # Steps per epoch as the recipe counts them (airbench's too): the whole batches of the training split.
   train_images=$(( $(cat "$DATA"/cifar-10-batches-bin/data_batch_*.bin | wc -c) / 3073 ))
   spe=$(( train_images / 1024 ))
@@ -74,11 +86,15 @@ if side lab; then
     echo "== lab seed $seed, $EPOCHS epochs ($spe steps each; load $(load))"
     before="$(load)"
     # shellcheck disable=SC2086 # LAB_FLAGS is a list of flags
-    nice "$OUT/cifarlab" train --recipe airbench94 --epochs "$EPOCHS" --seed "$seed" --dataset cifar10 --data "$DATA" \
-      --backend cpu --eval-every "$spe" --eval-examples 0 --checkpoint "$dir/run" --progress off --json $LAB_FLAGS \
-      > "$dir/result.json.tmp" 2> "$dir/train.log"
+    if ! nice "$CIFARLAB" train --recipe airbench94 --epochs "$EPOCHS" --seed "$seed" --dataset cifar10 --data "$DATA" \
+      --backend "$BACKEND" --eval-every "$spe" --eval-examples 0 --checkpoint "$dir/run" --progress off --json $LAB_FLAGS \
+      > "$dir/result.json.tmp" 2> "$dir/train.log"; then
+      echo "run.sh: the lab's seed $seed failed; the end of $dir/train.log:" >&2
+      grep -v '^[WI][0-9]\{4\} ' "$dir/train.log" | tail -5 >&2
+      exit 1
+    fi
     printf '{"load_before": "%s", "load_after": "%s", "threads": "%s", "command": "%s"}\n' "$before" "$(load)" "$THREADS" \
-      "cifarlab train --recipe airbench94 --epochs $EPOCHS --seed $seed --dataset cifar10 --data $DATA --backend cpu --eval-every $spe --eval-examples 0 --checkpoint DIR --progress off --json $LAB_FLAGS" \
+      "cifarlab train --recipe airbench94 --epochs $EPOCHS --seed $seed --dataset cifar10 --data $DATA --backend $BACKEND --eval-every $spe --eval-examples 0 --checkpoint DIR --progress off --json $LAB_FLAGS" \
       > "$dir/meta.json"
     mv "$dir/result.json.tmp" "$dir/result.json"
     grep -v '^[WI][0-9]\{4\} ' "$dir/train.log" | tail -3
@@ -86,5 +102,5 @@ if side lab; then
 fi
 
 if [ -n "$RESULTS" ]; then
-  python3 bench/recipe/report.py --out-dir "$OUT" --epochs "$EPOCHS" --seeds "$SEEDS" --data "$DATA" --md "$RESULTS"
+  python3 bench/recipe/report.py --out-dir "$OUT" --epochs "$EPOCHS" --seeds "$SEEDS" --data "$DATA" --device "$DEVICE" --md "$RESULTS"
 fi
