@@ -163,6 +163,11 @@ def main():
     ap.add_argument("--first-steps", type=int, default=0, help="also record the loss of the first N steps")
     args = ap.parse_args()
     DEVICE = args.device
+    # train() reads 'cifar10' relative to the data folder, so the script changes into it: the
+    # paths given are made absolute first.
+    for k in ("json", "save_init"):
+        if getattr(args, k):
+            setattr(args, k, os.path.abspath(getattr(args, k)))
     if not os.path.exists(os.path.join(args.data, "cifar10", "train.pt")):
         sys.exit(f"airbench_cpu: no cifar10/train.pt in {args.data}; write it with "
                  f"bench/recipe/cifar10_to_pt.py --data DIR --out {args.data}/cifar10")
