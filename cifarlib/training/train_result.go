@@ -119,6 +119,12 @@ type Result struct {
 func (r *Result) StepsRun() int { return r.EndStep - r.StartStep }
 
 // WriteSummary writes a human-readable summary of the run to w.
+// Source says where the run's numbers come from, its data and machine, as its charts' caption
+// says it.
+func (r *Result) Source() runs.Source {
+	return runs.Source{Data: &r.Data, Backend: r.Backend, Devices: r.Devices, Precision: r.Precision}
+}
+
 func (r *Result) WriteSummary(w io.Writer) error {
 	var b strings.Builder
 	guard := "guarded loss"
