@@ -53,7 +53,7 @@ func compareCaption(list []runs.Info) Caption {
 		dataParts.add(src.DataCaption(), r.Name)
 		machineParts.add(src.MachineCaption(), r.Name)
 	}
-	c.Lines = []string{"data: " + dataParts.String() + " · machine: " + machineParts.String()}
+	c.Lines = []string{"data: " + dataParts.String() + captionSep + "machine: " + machineParts.String()}
 	return c
 }
 
@@ -114,24 +114,46 @@ func (c Caption) style() text.Style {
 	return sty
 }
 
-// wrapped returns the caption's lines broken at spaces so that each fits in width.
+// captionSlack is how much wider than measured a caption line may be drawn: the width is
+// measured in Liberation Sans, and a browser without it draws a fallback font up to ~20% wider
+// (DejaVu Sans Bold: 18%), which must still fit.
+const captionSlack = 1.2
+
+// wrapped returns the caption's lines broken so that each fits in width, in a fallback font
+// too (captionSlack): at " · " between its parts (data, machine) first, then at spaces.
 func (c Caption) wrapped(width vg.Length) []string {
+	width /= captionSlack
 	sty := c.style()
+	fits := func(s string) bool { return sty.Width(s) <= width }
 	var out []string
 	for _, line := range c.Lines {
 		cur := ""
-		for _, word := range strings.Split(line, " ") {
-			if next := strings.TrimPrefix(cur+" "+word, " "); cur == "" || sty.Width(next) <= width {
-				cur = next
+		for i, part := range strings.Split(line, captionSep) {
+			if i > 0 && fits(cur+captionSep+part) {
+				cur += captionSep + part
 				continue
 			}
-			out = append(out, cur)
-			cur = word
+			if i > 0 {
+				out = append(out, cur+strings.TrimRight(captionSep, " "))
+			}
+			words := strings.Split(part, " ")
+			cur = words[0]
+			for _, word := range words[1:] {
+				if fits(cur + " " + word) {
+					cur += " " + word
+					continue
+				}
+				out = append(out, cur)
+				cur = word
+			}
 		}
 		out = append(out, cur)
 	}
 	return out
 }
+
+// captionSep separates the parts of a caption's line.
+const captionSep = " · "
 
 // height is the height the caption takes under a chart of the given width (0 without lines).
 func (c Caption) height(width vg.Length) vg.Length {

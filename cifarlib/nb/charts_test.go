@@ -109,8 +109,11 @@ func TestCaptionWrapsAndTakesItsOwnStrip(t *testing.T) {
 	lines := c.wrapped(ChartWidth - 2*captionMargin)
 	require.Greater(t, len(lines), 1)
 	require.Equal(t, c.Lines[0], strings.Join(lines, " "), "nothing lost, nothing added")
+	two := SourceCaption(runs.Source{Data: &data.Provenance{Dataset: "cifar100", Kind: data.KindSynthetic}, Backend: "xla:cpu (XLA CPU plugin)", Devices: 4})
+	require.Equal(t, []string{"data: SYNTHETIC cifar100 (generated images, not real accuracy) ·", "machine: xla:cpu (XLA CPU plugin), 4 devices"},
+		two.wrapped(ChartWidth-2*captionMargin), "broken between data and machine first")
 	for _, l := range lines {
-		require.LessOrEqual(t, c.style().Width(l), ChartWidth-2*captionMargin)
+		require.LessOrEqual(t, captionSlack*c.style().Width(l), ChartWidth-2*captionMargin, "fits in a fallback font too")
 	}
 	p, err := LossChart(testHistory())
 	require.NoError(t, err)
