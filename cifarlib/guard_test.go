@@ -128,9 +128,9 @@ func TestTrainStepEachArchitecture(t *testing.T) {
 			t.Logf("%s: one train step at batch 2 (incl. compilation) took %s, loss %.4f", arch, time.Since(start), lossValue)
 			require.False(t, math.IsNaN(lossValue) || math.IsInf(lossValue, 0))
 			require.Greater(t, lossValue, 0.0)
-			if arch == ArchResNet18 || arch == ArchResNet20 {
+			if bn := map[string]string{ArchResNet18: "stem/bn", ArchResNet20: "stem/bn", ArchAirbench94: "block1/norm1"}[arch]; bn != "" {
 				// The batch-norm moving averages were updated by the training step.
-				v := store.GetVariable("/" + arch + "/stem/bn/batch_normalization/mean")
+				v := store.GetVariable("/" + arch + "/" + bn + "/batch_normalization/mean")
 				require.NotNil(t, v, "variables: %v", testenv.SortedVariablePaths(store))
 				mean, err := v.Value()
 				require.NoError(t, err)
@@ -145,24 +145,27 @@ func TestTrainStepEachArchitecture(t *testing.T) {
 }
 
 // TestTrainerSurfacesGuardErrors: errors raised while GoMLX builds the train graph come back
-// from Trainer.TrainStep as errors with the typed value inside.
+// from Trainer.TrainStep as errors with the typed value inside (for airbench94 too, whose head
+// has no bias and a scale).
 func TestTrainerSurfacesGuardErrors(t *testing.T) {
-	m, err := NewModel(data.CIFAR100(data.LabelsFine), ArchLinear).Head(10).Done()
-	require.NoError(t, err)
-	trainer := train.NewTrainer(labtest.Backend(t), model.NewStore(), m.ModelFn, m.LossFn(GuardAll),
-		optimizer.StochasticGradientDescent(), nil, nil)
-	_, err = trainer.TrainStep(train.Batch{
-		Inputs: []*tensors.Tensor{tensors.FromShape(shapes.Make(dtypes.Float32, 2, 32, 32, 3))},
-		Labels: []*tensors.Tensor{tensors.FromValue([][]int32{{57}, {3}})},
-	})
-	var hm *HeadMismatchError
-	require.ErrorAs(t, err, &hm)
-	require.Equal(t, 10, hm.HeadWidth)
+	for _, arch := range []string{ArchLinear, ArchAirbench94} {
+		m, err := NewModel(data.CIFAR100(data.LabelsFine), arch).Head(10).Done()
+		require.NoError(t, err)
+		trainer := train.NewTrainer(labtest.Backend(t), model.NewStore(), m.ModelFn, m.LossFn(GuardAll),
+			optimizer.StochasticGradientDescent(), nil, nil)
+		_, err = trainer.TrainStep(train.Batch{
+			Inputs: []*tensors.Tensor{tensors.FromShape(shapes.Make(dtypes.Float32, 2, 32, 32, 3))},
+			Labels: []*tensors.Tensor{tensors.FromValue([][]int32{{57}, {3}})},
+		})
+		var hm *HeadMismatchError
+		require.ErrorAs(t, err, &hm, arch)
+		require.Equal(t, &HeadMismatchError{Dataset: "cifar100", HeadWidth: 10, NumClasses: 100, Overridden: true}, hm, arch)
+	}
 
 	// Channels-first images through the trainer.
-	m, err = NewModel(data.CIFAR10(), ArchLinear).Done()
+	m, err := NewModel(data.CIFAR10(), ArchLinear).Done()
 	require.NoError(t, err)
-	trainer = train.NewTrainer(labtest.Backend(t), model.NewStore(), m.ModelFn, m.LossFn(GuardAll),
+	trainer := train.NewTrainer(labtest.Backend(t), model.NewStore(), m.ModelFn, m.LossFn(GuardAll),
 		optimizer.StochasticGradientDescent(), nil, nil)
 	_, err = trainer.TrainStep(train.Batch{
 		Inputs: []*tensors.Tensor{tensors.FromShape(shapes.Make(dtypes.Float32, 2, 3, 32, 32))},

@@ -68,19 +68,29 @@ func (m *Model) Normalization() InputNormalization {
 // multiply-add with coefficients computed in float64. It is the identity (no op in the graph)
 // when the model's normalisation is the Spec's.
 func (m *Model) renormalizeInput(x *graph.Node) *graph.Node {
-	own, spec := m.Normalization(), SpecNormalization(m.Spec)
-	if own == spec {
+	scale, shift, ok := m.renormalization(m.Spec)
+	if !ok {
 		return x
 	}
-	scale, shift := make([]float32, data.ImageChannels), make([]float32, data.ImageChannels)
+	g := x.Graph()
+	a := graph.Reshape(graph.Const(g, scale[:]), 1, 1, 1, data.ImageChannels)
+	b := graph.Reshape(graph.Const(g, shift[:]), 1, 1, 1, data.ImageChannels)
+	return graph.Add(graph.Mul(x, a), b)
+}
+
+// renormalization is the per-channel x*scale + shift that maps images normalised with from's
+// statistics to the model's own, with coefficients computed in float64; ok is false when the
+// two are the same (the identity).
+func (m *Model) renormalization(from data.Spec) (scale, shift [data.ImageChannels]float32, ok bool) {
+	own, spec := m.Normalization(), SpecNormalization(from)
+	if own == spec {
+		return scale, shift, false
+	}
 	for c := range data.ImageChannels {
 		scale[c] = float32(float64(spec.Std[c]) / float64(own.Std[c]))
 		shift[c] = float32((float64(spec.Mean[c]) - float64(own.Mean[c])) / float64(own.Std[c]))
 	}
-	g := x.Graph()
-	a := graph.Reshape(graph.Const(g, scale), 1, 1, 1, data.ImageChannels)
-	b := graph.Reshape(graph.Const(g, shift), 1, 1, 1, data.ImageChannels)
-	return graph.Add(graph.Mul(x, a), b)
+	return scale, shift, true
 }
 
 // JoinStats formats per-channel statistics as "a,b,c", each with the fewest digits that read

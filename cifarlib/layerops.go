@@ -55,10 +55,19 @@ func LayerOpsFor(backend compute.Backend) LayerOps {
 // bf16-mixed the input and the weights are cast to bfloat16 for the convolution alone (the
 // im2col copies included) and its result back to float32, before the bias.
 func (nb *netBuilder) convolution(scope *model.Scope, x *graph.Node, channels, kernel, stride int, withBias bool) *graph.Node {
+	return nb.convolutionPadded(scope, x, channels, kernel, stride, withBias, true)
+}
+
+// convolutionPadded is convolution, "same"-padded when same, else unpadded (PyTorch's
+// padding=0: [batch, (H-kernel)/stride+1, (W-kernel)/stride+1, channels]).
+func (nb *netBuilder) convolutionPadded(scope *model.Scope, x *graph.Node, channels, kernel, stride int, withBias, same bool) *graph.Node {
 	mixed := nb.m.Precision.computeDType() != x.DType()
 	if nb.m.LayerOps != LayerOpsMatmul && !mixed {
-		return layers.Convolution(scope, x).Channels(channels).KernelSize(kernel).Strides(stride).
-			PadSame().UseBias(withBias).Done()
+		conv := layers.Convolution(scope, x).Channels(channels).KernelSize(kernel).Strides(stride).UseBias(withBias)
+		if same {
+			return conv.PadSame().Done()
+		}
+		return conv.NoPadding().Done()
 	}
 	s := scope.In("conv")
 	g := x.Graph()
@@ -66,10 +75,15 @@ func (nb *netBuilder) convolution(scope *model.Scope, x *graph.Node, channels, k
 	weights := s.VariableWithShape("weights", shapes.Make(x.DType(), kernel, kernel, cin, channels))
 	xc, wc := nb.toCompute(x), nb.toCompute(weights.NodeValue(g))
 	var y *graph.Node
-	if nb.m.LayerOps == LayerOpsMatmul {
+	switch {
+	case nb.m.LayerOps == LayerOpsMatmul && same:
 		y = im2colConvolution(xc, wc, stride)
-	} else {
+	case nb.m.LayerOps == LayerOpsMatmul:
+		y = im2colConvolutionPadded(xc, wc, stride, 0, 0)
+	case same:
 		y = graph.Convolve(xc, wc).StridePerAxis(stride, stride).PadSame().Done()
+	default:
+		y = graph.Convolve(xc, wc).StridePerAxis(stride, stride).NoPadding().Done()
 	}
 	y = fromCompute(y)
 	if withBias {
@@ -89,11 +103,18 @@ func (nb *netBuilder) convolution(scope *model.Scope, x *graph.Node, channels, k
 // matmul. Padding follows GoMLX's PadSame: (k-1)/2 zeros before and k/2 after each spatial axis,
 // whatever the stride, so the output is [batch, (H-1)/stride+1, (W-1)/stride+1, Cout].
 func im2colConvolution(x, kernel *graph.Node, stride int) *graph.Node {
+	k := kernel.Shape().Dimensions[0]
+	return im2colConvolutionPadded(x, kernel, stride, (k-1)/2, k/2)
+}
+
+// im2colConvolutionPadded is im2colConvolution with before and after zeros around each spatial
+// axis: the output is [batch, (H+before+after-k)/stride+1, (W+before+after-k)/stride+1, Cout].
+func im2colConvolutionPadded(x, kernel *graph.Node, stride, before, after int) *graph.Node {
 	dims := x.Shape().Dimensions
 	batch, h, w, cin := dims[0], dims[1], dims[2], dims[3]
 	k, cout := kernel.Shape().Dimensions[0], kernel.Shape().Dimensions[3]
-	outH, outW := (h-1)/stride+1, (w-1)/stride+1
-	xp := zeroPadSpatial(x, (k-1)/2, k/2)
+	outH, outW := (h+before+after-k)/stride+1, (w+before+after-k)/stride+1
+	xp := zeroPadSpatial(x, before, after)
 	patches := make([]*graph.Node, 0, k*k)
 	for ky := range k {
 		for kx := range k {
@@ -116,8 +137,13 @@ func im2colConvolution(x, kernel *graph.Node, stride int) *graph.Node {
 // [features, outputs] and "biases" [outputs] in scope.In("dense"). In bf16-mixed the product
 // runs in bfloat16 and its result is cast back to float32 before the bias.
 func (nb *netBuilder) dense(scope *model.Scope, x *graph.Node, outputs int) *graph.Node {
+	return nb.denseBias(scope, x, outputs, true)
+}
+
+// denseBias is dense, without the "biases" variable and its addition unless withBias.
+func (nb *netBuilder) denseBias(scope *model.Scope, x *graph.Node, outputs int, withBias bool) *graph.Node {
 	if nb.m.Precision.computeDType() == x.DType() {
-		return layers.DenseWithBias(scope, x, outputs)
+		return layers.Dense(scope, x, withBias, outputs)
 	}
 	s := scope.In("dense")
 	g := x.Graph()
@@ -125,8 +151,11 @@ func (nb *netBuilder) dense(scope *model.Scope, x *graph.Node, outputs int) *gra
 	if reg := regularizer.FromScope(s); reg != nil {
 		reg(g, weights)
 	}
-	biases := s.VariableWithShape("biases", shapes.Make(x.DType(), outputs)).NodeValue(g)
 	y := fromCompute(matMul(nb.toCompute(x), nb.toCompute(weights.NodeValue(g))))
+	if !withBias {
+		return y
+	}
+	biases := s.VariableWithShape("biases", shapes.Make(x.DType(), outputs)).NodeValue(g)
 	return graph.Add(y, graph.Reshape(biases, 1, outputs))
 }
 
@@ -153,13 +182,21 @@ func zeroPadSpatial(x *graph.Node, before, after int) *graph.Node {
 	return x
 }
 
-// maxPool2x2 is graph.MaxPool(x).Window(2).Done() for x [batch, H, W, C]; with LayerOpsMatmul
-// and even H and W it is a reshape to [batch, H/2, 2, W/2, 2, C] and a ReduceMax over the two
-// window axes.
-func (nb *netBuilder) maxPool2x2(x *graph.Node) *graph.Node {
+// maxPool2x2 is graph.MaxPool(x).Window(2).Done() for x [batch, H, W, C] (see maxPool).
+func (nb *netBuilder) maxPool2x2(x *graph.Node) *graph.Node { return nb.maxPool(x, 2) }
+
+// maxPool is graph.MaxPool(x).Window(k).Done() for x [batch, H, W, C], PyTorch's
+// nn.MaxPool2d(k): windows of k x k at stride k, the last H%k rows and W%k columns left out.
+// With LayerOpsMatmul it drops those rows and columns, reshapes to
+// [batch, H/k, k, W/k, k, C] and takes a ReduceMax over the two window axes.
+func (nb *netBuilder) maxPool(x *graph.Node, k int) *graph.Node {
 	d := x.Shape().Dimensions
-	if nb.m.LayerOps != LayerOpsMatmul || d[1]%2 != 0 || d[2]%2 != 0 {
-		return graph.MaxPool(x).Window(2).Done()
+	if nb.m.LayerOps != LayerOpsMatmul {
+		return graph.MaxPool(x).Window(k).Done()
 	}
-	return graph.ReduceMax(graph.Reshape(x, d[0], d[1]/2, 2, d[2]/2, 2, d[3]), 2, 4)
+	h, w := d[1]/k, d[2]/k
+	if d[1] != h*k || d[2] != w*k {
+		x = graph.Slice(x, graph.AxisRange(), graph.AxisRange(0, h*k), graph.AxisRange(0, w*k), graph.AxisRange())
+	}
+	return graph.ReduceMax(graph.Reshape(x, d[0], h, k, w, k, d[3]), 2, 4)
 }

@@ -18,21 +18,28 @@ import (
 // TestIm2colConvolutionMatchesConvolve compares im2colConvolution with graph.Convolve(...).PadSame()
 // (the op cifarlib's layers use on XLA) on the test backend: the output, its gradient with
 // respect to the input and with respect to the kernel, for the kernel sizes and strides the
-// architectures use, on even and odd image sizes. (Even kernel sizes are left out: GoMLX
-// v0.28.3's input gradient of an even-sized PadSame convolution is shifted by one pixel, checked
-// against finite differences; the models use only 1x1 and 3x3 kernels.)
+// architectures use, on even and odd image sizes, "same"-padded and unpadded. (For even kernel
+// sizes the input gradient is left out: GoMLX's (v0.28.3 to v0.28.8) input gradient of an
+// even-sized convolution, PadSame or NoPadding, is shifted by one pixel, checked against finite
+// differences, where im2col's agrees with them. The models' only even kernel is airbench94's 2x2
+// whitening convolution, the first layer, whose input gradient is never used.)
 func TestIm2colConvolutionMatchesConvolve(t *testing.T) {
-	for _, tc := range []struct{ kernel, stride, h, w, cin, cout int }{
-		{3, 1, 8, 8, 3, 4},   // cnn and the ResNet 3x3 convolutions
-		{3, 2, 8, 8, 4, 6},   // first convolution of a ResNet stage
-		{1, 2, 8, 8, 4, 6},   // ResNet-18's 1x1 projection shortcut
-		{1, 1, 5, 3, 2, 3},   // 1x1 without stride
-		{3, 2, 7, 5, 2, 3},   // odd sizes with stride 2
-		{3, 1, 1, 1, 2, 2},   // a single pixel: only the kernel's centre sees data
-		{5, 3, 9, 10, 2, 2},  // larger kernel and stride
-		{3, 1, 32, 32, 3, 2}, // CIFAR-sized input
+	for _, tc := range []struct {
+		kernel, stride, h, w, cin, cout int
+		valid                           bool // unpadded: NoPadding and im2colConvolutionPadded(..., 0, 0)
+	}{
+		{3, 1, 8, 8, 3, 4, false},   // cnn and the ResNet 3x3 convolutions
+		{3, 2, 8, 8, 4, 6, false},   // first convolution of a ResNet stage
+		{1, 2, 8, 8, 4, 6, false},   // ResNet-18's 1x1 projection shortcut
+		{1, 1, 5, 3, 2, 3, false},   // 1x1 without stride
+		{3, 2, 7, 5, 2, 3, false},   // odd sizes with stride 2
+		{3, 1, 1, 1, 2, 2, false},   // a single pixel: only the kernel's centre sees data
+		{5, 3, 9, 10, 2, 2, false},  // larger kernel and stride
+		{3, 1, 32, 32, 3, 2, false}, // CIFAR-sized input
+		{2, 1, 32, 32, 3, 4, true},  // airbench94's whitening convolution (2x2, unpadded: 31x31 out)
+		{3, 2, 9, 8, 2, 3, true},    // unpadded with stride
 	} {
-		t.Run(fmt.Sprintf("k%d_s%d_%dx%d_%d-%d", tc.kernel, tc.stride, tc.h, tc.w, tc.cin, tc.cout), func(t *testing.T) {
+		t.Run(fmt.Sprintf("k%d_s%d_%dx%d_%d-%d_valid%t", tc.kernel, tc.stride, tc.h, tc.w, tc.cin, tc.cout, tc.valid), func(t *testing.T) {
 			const batch = 2
 			x := tensors.FromFlatDataAndDimensions(testenv.SinData(batch*tc.h*tc.w*tc.cin, 0.37, 1), batch, tc.h, tc.w, tc.cin)
 			k := tensors.FromFlatDataAndDimensions(testenv.SinData(tc.kernel*tc.kernel*tc.cin*tc.cout, 0.71, 0.3),
@@ -54,10 +61,24 @@ func TestIm2colConvolutionMatchesConvolve(t *testing.T) {
 				return out
 			}
 			want := run(func(x, k *graph.Node) *graph.Node {
+				if tc.valid {
+					return graph.Convolve(x, k).StridePerAxis(tc.stride, tc.stride).NoPadding().Done()
+				}
 				return graph.Convolve(x, k).StridePerAxis(tc.stride, tc.stride).PadSame().Done()
 			})
-			got := run(func(x, k *graph.Node) *graph.Node { return im2colConvolution(x, k, tc.stride) })
+			got := run(func(x, k *graph.Node) *graph.Node {
+				if tc.valid {
+					return im2colConvolutionPadded(x, k, tc.stride, 0, 0)
+				}
+				return im2colConvolution(x, k, tc.stride)
+			})
 			for i, what := range []string{"output", "d/dx", "d/dkernel"} {
+				if what == "d/dx" && tc.kernel%2 == 0 {
+					// GoMLX's input gradient of an even-sized convolution is shifted (see above);
+					// airbench94's 2x2 whitening convolution is the first layer, whose input
+					// gradient is never used.
+					continue
+				}
 				testenv.RequireClose(t, want[i], got[i], testenv.TolReorderOp, what)
 			}
 		})
@@ -87,7 +108,7 @@ func TestLayerOpsFor(t *testing.T) {
 // then with LayerOpsMatmul on the same variable store: the im2col model must find every
 // variable the op model created (same names and shapes, no new ones) and give the same logits.
 func TestLayerOpsShareVariables(t *testing.T) {
-	for _, arch := range []string{ArchCNN, ArchResNet20, ArchResNet18} {
+	for _, arch := range []string{ArchCNN, ArchResNet20, ArchAirbench94, ArchResNet18} {
 		t.Run(arch, func(t *testing.T) {
 			if arch == ArchResNet18 && testing.Short() {
 				t.Skip("resnet18 forward is slow on the go backend")
@@ -114,12 +135,18 @@ func TestLayerOpsShareVariables(t *testing.T) {
 	}
 }
 
-// TestMaxPool2x2MatchesMaxPool compares the matmul lowering's 2x2 max-pool (reshape + ReduceMax)
-// with graph.MaxPool: output and input gradient, on inputs without ties in any window; odd sizes
-// fall back to graph.MaxPool.
+// TestMaxPool2x2MatchesMaxPool compares the matmul lowering's k x k max-pool (reshape +
+// ReduceMax, the rows and columns past the last whole window dropped) with graph.MaxPool: output
+// and input gradient, on inputs without ties in any window, for the 2x2 pools and airbench94's
+// odd sizes (31 -> 15, 15 -> 7, 7 -> 3) and final 3x3 pool.
 func TestMaxPool2x2MatchesMaxPool(t *testing.T) {
-	for _, dims := range [][]int{{2, 8, 8, 3}, {1, 4, 6, 2}, {2, 5, 4, 1}} {
-		t.Run(fmt.Sprint(dims), func(t *testing.T) {
+	for _, tc := range []struct {
+		dims []int
+		k    int
+	}{{[]int{2, 8, 8, 3}, 2}, {[]int{1, 4, 6, 2}, 2}, {[]int{2, 5, 4, 1}, 2}, {[]int{1, 31, 31, 2}, 2}, {[]int{2, 7, 7, 3}, 2},
+		{[]int{2, 3, 3, 4}, 3}, {[]int{1, 7, 8, 2}, 3}} {
+		dims := tc.dims
+		t.Run(fmt.Sprintf("%v_k%d", dims, tc.k), func(t *testing.T) {
 			n := dims[0] * dims[1] * dims[2] * dims[3]
 			x := tensors.FromFlatDataAndDimensions(testenv.SinData(n, 1.3, 1), dims...)
 			run := func(pool func(x *graph.Node) *graph.Node) [][]float32 {
@@ -135,9 +162,9 @@ func TestMaxPool2x2MatchesMaxPool(t *testing.T) {
 				}
 				return out
 			}
-			want := run(func(x *graph.Node) *graph.Node { return graph.MaxPool(x).Window(2).Done() })
+			want := run(func(x *graph.Node) *graph.Node { return graph.MaxPool(x).Window(tc.k).Done() })
 			nb := &netBuilder{m: &Model{LayerOps: LayerOpsMatmul}}
-			got := run(nb.maxPool2x2)
+			got := run(func(x *graph.Node) *graph.Node { return nb.maxPool(x, tc.k) })
 			require.Equal(t, want[0], got[0], "output")
 			testenv.RequireClose(t, want[1], got[1], testenv.TolReorderOp, "d/dx")
 		})
@@ -150,8 +177,17 @@ func TestMaxPool2x2MatchesMaxPool(t *testing.T) {
 // normwise within kinkTolerance: the two lowerings sum in different orders, so a pre-activation
 // within rounding of zero may take the other ReLU branch on one side.
 func TestLayerOpsSameGradients(t *testing.T) {
-	for _, arch := range []string{ArchCNN, ArchResNet20} {
+	for _, arch := range []string{ArchCNN, ArchResNet20, ArchAirbench94} {
 		t.Run(arch, func(t *testing.T) {
+			if arch == ArchAirbench94 && !backends.IsGoBackend(labtest.Backend(t)) {
+				// The matmul lowering runs only on the pure-Go backend. On XLA CPU its max-pool
+				// gradient (ReduceMax's, an indicator of x - max >= 0) loses about half the
+				// maxima when x is computed by element-wise ops, as airbench94's batch norm and
+				// GELU before each pool are (measured: 143 of 288 for x = 1.7·input, none lost
+				// on the pure-Go backend), presumably because XLA fuses x's recomputation into
+				// the subtraction (an FMA keeps the unrounded product).
+				t.Skip("the matmul lowering's max-pool gradient is for the pure-Go backend")
+			}
 			images := tensors.FromFlatDataAndDimensions(testenv.SinData(4*data.ImageBytes, 0.0173, 1), 4, 32, 32, 3)
 			labels := tensors.FromFlatDataAndDimensions([]int32{3, 8, 0, 9}, 4, 1)
 			store := testenv.SeededStore(t, testenv.SpreadSeed(t, 0))
@@ -185,8 +221,11 @@ func TestLayerOpsSameGradients(t *testing.T) {
 			gotNames, got := grads(LayerOpsMatmul)
 			require.Equal(t, wantNames, gotNames)
 			require.NotEmpty(t, want)
-			// Through ReLUs: normwise, with the kink tolerance of the 8x8 layers at batch 4.
-			testenv.RequireAllNormClose(t, wantNames, want, got, testenv.KinkTolerance(4, 8*8), "gradient")
+			// Through ReLUs and max-pools: normwise, with the kink tolerance of the smallest layers
+			// at batch 4 (8x8; airbench94's last group, 3x3, where GELU has no kink but a
+			// max-pool tie can go the other way).
+			minHW := map[string]int{ArchCNN: 8 * 8, ArchResNet20: 8 * 8, ArchAirbench94: 3 * 3}[arch]
+			testenv.RequireAllNormClose(t, wantNames, want, got, testenv.KinkTolerance(4, minHW), "gradient")
 		})
 	}
 }

@@ -2,6 +2,7 @@ package cifarlib
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
@@ -67,6 +68,7 @@ type LossBuilder struct {
 	mode        GuardMode
 	ignoreIndex int
 	useIgnore   bool
+	smoothing   float64
 }
 
 // NewLoss starts a loss for a dataset: the static guard requires logits with spec.NumClasses entries.
@@ -103,6 +105,17 @@ func (l *LossBuilder) IgnoreIndex(index int) *LossBuilder {
 	return l
 }
 
+// LabelSmoothing mixes each target with the uniform distribution over the classes, as
+// PyTorch's CrossEntropyLoss(label_smoothing=eps): the target of class k is (1-eps)*onehot_k +
+// eps/numClasses, for sparse and for one-hot (or soft) labels alike (airbench94 uses 0.2). 0,
+// the default, is plain cross-entropy. It changes only the loss of the counted rows: the guards
+// refuse and count out-of-range labels exactly as without it. eps must be in [0, 1), else the
+// loss function panics with an error when it builds its graph.
+func (l *LossBuilder) LabelSmoothing(eps float64) *LossBuilder {
+	l.smoothing = eps
+	return l
+}
+
 // Done returns the loss function, usable as train.LossFn.
 //
 // Labels may be sparse class indices of any integer dtype, shaped [batch] or [batch, 1]
@@ -115,8 +128,15 @@ func (l *LossBuilder) IgnoreIndex(index int) *LossBuilder {
 // trainer return it as an error.
 func (l *LossBuilder) Done() loss.LossFn {
 	cfg := *l
+	if cfg.smoothing < 0 || cfg.smoothing >= 1 || math.IsNaN(cfg.smoothing) {
+		err := fmt.Errorf("cifarlib: label smoothing %g is outside [0, 1): use 0 (none) or e.g. 0.1", cfg.smoothing)
+		return func(_, _ []*graph.Node) *graph.Node { panic(err) }
+	}
 	if cfg.mode == GuardOff {
-		return loss.SparseCategoricalCrossEntropyLogits
+		if cfg.smoothing == 0 {
+			return loss.SparseCategoricalCrossEntropyLogits
+		}
+		return cfg.unguardedSmoothedLoss
 	}
 	if cfg.useIgnore && cfg.ignoreIndex >= 0 && cfg.ignoreIndex < cfg.numClasses {
 		err := fmt.Errorf("cifarlib: ignore index %d is a valid class of %s [0, %d): choose a negative value such as %d",
@@ -143,7 +163,7 @@ func (l *LossBuilder) guardedLoss(labels, predictions []*graph.Node) *graph.Node
 
 	if lab.DType().IsFloat() {
 		// One-hot (or soft) labels of the head's width: nothing can be out of range.
-		perExample := graph.ReduceSum(graph.Neg(graph.Mul(graph.ConvertDType(lab, logits.DType()),
+		perExample := graph.ReduceSum(graph.Neg(graph.Mul(l.smooth(graph.ConvertDType(lab, logits.DType())),
 			graph.LogSoftmax(logits))), -1)
 		return maskedMean(perExample, mask, weights)
 	}
@@ -161,13 +181,36 @@ func (l *LossBuilder) guardedLoss(labels, predictions []*graph.Node) *graph.Node
 		recordDeviceLabels(g, sparse, bad, l.numClasses)
 	}
 	safe := graph.Where(inRange, sparse, graph.ZerosLike(sparse))
-	oneHot := graph.OneHot(safe, l.numClasses, logits.DType())
+	oneHot := l.smooth(graph.OneHot(safe, l.numClasses, logits.DType()))
 	perExample := graph.ReduceSum(graph.Neg(graph.Mul(oneHot, graph.LogSoftmax(logits))), -1)
 	counted := inRange
 	if mask != nil {
 		counted = graph.LogicalAnd(counted, mask)
 	}
 	return maskedMean(perExample, counted, weights)
+}
+
+// smooth applies LabelSmoothing to targets [batch, numClasses]: (1-eps)*targets + eps/numClasses.
+func (l *LossBuilder) smooth(targets *graph.Node) *graph.Node {
+	if l.smoothing == 0 {
+		return targets
+	}
+	k := float64(targets.Shape().Dimensions[1])
+	return graph.AddScalar(graph.MulScalar(targets, 1-l.smoothing), l.smoothing/k)
+}
+
+// unguardedSmoothedLoss is GuardOff's loss with LabelSmoothing: GoMLX's plain loss with smoothed
+// targets. As GoMLX's, it checks nothing: a label outside the head one-hots to a zero row, so
+// its target is the uniform eps/numClasses alone, silently.
+func (l *LossBuilder) unguardedSmoothedLoss(labels, predictions []*graph.Node) *graph.Node {
+	logits := predictions[0]
+	targets := labels[0]
+	if !targets.DType().IsFloat() {
+		batch := logits.Shape().Dimensions[0]
+		targets = graph.OneHot(graph.Reshape(targets, batch), logits.Shape().Dimensions[1], logits.DType())
+	}
+	targets = l.smooth(graph.ConvertDType(targets, logits.DType()))
+	return graph.ReduceAllMean(graph.ReduceSum(graph.Neg(graph.Mul(targets, graph.LogSoftmax(logits))), -1))
 }
 
 // maskedMean is sum(loss*weights over counted rows) / number of counted rows (0 when none).

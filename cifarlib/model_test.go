@@ -83,7 +83,7 @@ func TestModelString(t *testing.T) {
 
 func TestNewModelErrors(t *testing.T) {
 	_, err := NewModel(data.CIFAR10(), "vgg16").Done()
-	require.EqualError(t, err, `cifarlib: unknown architecture "vgg16": use one of linear, cnn, resnet18, resnet20`)
+	require.EqualError(t, err, `cifarlib: unknown architecture "vgg16": use one of linear, cnn, resnet18, resnet20, airbench94`)
 	_, err = NewModel(data.Spec{}, "cnn").Done()
 	require.EqualError(t, err, "cifarlib: NewModel needs a dataset Spec (use CIFAR10(), CIFAR100(...) or SpecByName)")
 	_, err = NewModel(data.CIFAR10(), "cnn").Head(0).Done()

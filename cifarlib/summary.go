@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/layers/norm"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
 )
@@ -25,7 +26,8 @@ type LayerInfo struct {
 	OutputShape []int
 	// Params is the number of trainable parameters of the layer.
 	Params int
-	// NonTrainable is the number of non-trainable values (batch-norm moving averages).
+	// NonTrainable is the number of non-trainable values (batch-norm statistics, and weights
+	// that are not trained, such as airbench94's whitening filters).
 	NonTrainable int
 }
 
@@ -39,6 +41,9 @@ type Summary struct {
 	Layers []LayerInfo
 	// TotalParams is the number of trainable parameters; NonTrainable the non-trainable values.
 	TotalParams, NonTrainable int
+	// FixedWeights is how many of the NonTrainable values are weights that are not trained
+	// rather than batch-norm statistics (airbench94's whitening filters and batch-norm scales).
+	FixedWeights int
 	// HeadWidth is the logits' last dimension; NumClasses the dataset's number of classes.
 	HeadWidth, NumClasses int
 }
@@ -76,6 +81,9 @@ func Summarize(m *Model, backend compute.Backend, batchSize int) (sum *Summary, 
 						l.Params += v.Shape().Size()
 					} else {
 						l.NonTrainable += v.Shape().Size()
+						if !isBatchNormStatistic(v.Path()) {
+							sum.FixedWeights += v.Shape().Size()
+						}
 					}
 				}
 			}
@@ -142,9 +150,25 @@ func (s *Summary) String() string {
 	}
 	b.WriteString(line)
 	fmt.Fprintf(&b, "Total params: %s\n", summaryCount(s.TotalParams))
-	fmt.Fprintf(&b, "Non-trainable (batch-norm statistics): %s\n", summaryCount(s.NonTrainable))
+	fmt.Fprintf(&b, "Non-trainable (%s): %s\n", s.nonTrainableWhat(), summaryCount(s.NonTrainable))
 	fmt.Fprintf(&b, "%s\n", s.HeadVerdict())
 	return b.String()
+}
+
+// nonTrainableWhat says what the non-trainable values are.
+func (s *Summary) nonTrainableWhat() string {
+	if s.FixedWeights > 0 {
+		return "batch-norm statistics and fixed weights"
+	}
+	return "batch-norm statistics"
+}
+
+// isBatchNormStatistic says whether the variable at path is a batch norm's running statistic
+// (mean, variance or avg_weight, the batches seen).
+func isBatchNormStatistic(path string) bool {
+	scope, name := model.SplitPath(path)
+	return strings.HasSuffix(scope, model.ScopeSeparator+norm.BatchNormalizationScopeName) &&
+		(name == "mean" || name == "variance" || name == "avg_weight")
 }
 
 // HTML renders the summary as an HTML table for notebooks (nb.Show displays it).
@@ -160,7 +184,7 @@ func (s *Summary) HTML() string {
 	}
 	b.WriteString("</tbody><tfoot>")
 	fmt.Fprintf(&b, "<tr><th colspan=\"2\">Total params</th><th>%s</th></tr>", summaryCount(s.TotalParams))
-	fmt.Fprintf(&b, "<tr><td colspan=\"2\">Non-trainable (batch-norm statistics)</td><td>%s</td></tr>", summaryCount(s.NonTrainable))
+	fmt.Fprintf(&b, "<tr><td colspan=\"2\">Non-trainable (%s)</td><td>%s</td></tr>", s.nonTrainableWhat(), summaryCount(s.NonTrainable))
 	status := "ok"
 	if s.HeadWidth != s.NumClasses {
 		status = "mismatch"

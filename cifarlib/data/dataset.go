@@ -47,9 +47,18 @@ type DatasetOptions struct {
 	// DropRemainder drops the last, smaller batch of each epoch, so that every batch has
 	// BatchSize examples (one compiled graph). Use it for training.
 	DropRemainder bool
-	// Augment applies a random crop with 4-pixel zero padding and a random horizontal flip
-	// to every image. Use it for training only.
+	// Augment augments every image with the scheme Augmentation names (by default a random
+	// crop with 4-pixel zero padding and a random horizontal flip), deterministically from Seed
+	// and the epoch's index. Use it for training only.
 	Augment bool
+	// Augmentation is the scheme Augment applies: AugmentCropFlip (or "", the default) or
+	// AugmentAltFlip (airbench's alternating flip and reflect-padded translation, whose
+	// alternation follows HostBatch.Epoch). Unused when Augment is false.
+	Augmentation Augmentation
+	// Translate is AugmentAltFlip's translation range in pixels: each image is shifted by up
+	// to Translate pixels in each direction; 0 means DefaultTranslate (2, as airbench).
+	// Must be 0 for AugmentCropFlip.
+	Translate int
 	// Check, if set, is called with every batch before its tensors are made (a host-side
 	// label guard). If it returns an error, the iteration yields that error (wrapped, so
 	// errors.Is and errors.As see it) and stops. The batch must not be kept after Check returns.
@@ -70,6 +79,8 @@ type Dataset struct {
 	recs *Records
 	opts DatasetOptions
 	norm *normalizer
+	// preflip holds AugmentAltFlip's pre-flip of each record (nil for other schemes).
+	preflip []bool
 	// epochs counts the epochs started, across Iter calls.
 	epochs atomic.Int64
 }
@@ -97,6 +108,9 @@ func NewDataset(name string, recs *Records, opts DatasetOptions) (*Dataset, erro
 		return nil, fmt.Errorf("data: dataset %q: batch size %d is larger than the %d examples and DropRemainder is set: "+
 			"no batch would be produced; use a smaller batch size or more data", name, opts.BatchSize, n)
 	}
+	if err := checkAugmentation(opts); err != nil {
+		return nil, fmt.Errorf("data: dataset %q: %w", name, err)
+	}
 	mean, std := recs.Spec.Mean, recs.Spec.Std
 	if opts.Std != ([ImageChannels]float32{}) {
 		mean, std = opts.Mean, opts.Std
@@ -105,7 +119,11 @@ func NewDataset(name string, recs *Records, opts DatasetOptions) (*Dataset, erro
 	if err != nil {
 		return nil, fmt.Errorf("data: dataset %q: %w", name, err)
 	}
-	return &Dataset{name: name, recs: recs, opts: opts, norm: norm}, nil
+	d := &Dataset{name: name, recs: recs, opts: opts, norm: norm}
+	if opts.Augment && opts.Augmentation.orDefault() == AugmentAltFlip {
+		d.preflip = preflips(opts.Seed, n)
+	}
+	return d, nil
 }
 
 // Reset makes the next epoch epoch 0 again, so that an iteration repeats the first one exactly.
@@ -163,10 +181,11 @@ func (d *Dataset) Iter() iter.Seq2[train.Batch, error] {
 // so it may be kept).
 func (d *Dataset) HostBatches() iter.Seq2[*HostBatch, error] { return d.batches(false) }
 
-// Salts separating the shuffling and augmentation random streams.
+// Salts separating the shuffling, augmentation and pre-flip (AugmentAltFlip) random streams.
 const (
 	shuffleSalt = 0x5348_5546_464c_4500
 	augmentSalt = 0x4155_474d_454e_5400
+	preflipSalt = 0x5052_4546_4c49_5000
 )
 
 // batches is the iteration behind Iter and HostBatches; reuse recycles the image buffer.
@@ -185,7 +204,7 @@ func (d *Dataset) batches(reuse bool) iter.Seq2[*HostBatch, error] {
 				rng := rand.New(rand.NewPCG(uint64(d.opts.Seed)^shuffleSalt, uint64(epoch)))
 				rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
 			}
-			augRng := rand.New(rand.NewPCG(uint64(d.opts.Seed)^augmentSalt, uint64(epoch)))
+			aug := augmenter{d: d, rng: rand.New(rand.NewPCG(uint64(d.opts.Seed)^augmentSalt, uint64(epoch))), epoch: epoch}
 			for start := 0; start < n; start += size {
 				end := min(start+size, n)
 				if end-start < size && d.opts.DropRemainder {
@@ -204,14 +223,12 @@ func (d *Dataset) batches(reuse bool) iter.Seq2[*HostBatch, error] {
 				}
 				for k, ex := range hb.Examples {
 					hb.Labels[k] = int32(d.recs.Label(ex))
-					dst := hb.Images[k*ImageBytes : (k+1)*ImageBytes]
-					if d.opts.Augment {
-						ox, oy := augRng.IntN(2*augmentPadding+1), augRng.IntN(2*augmentPadding+1)
-						flip := augRng.IntN(2) == 1
-						augmentImage(d.norm, d.recs.Image(ex), dst, ox, oy, flip)
-					} else {
-						d.norm.DecodeImage(d.recs.Image(ex), dst)
+					if !d.opts.Augment {
+						d.norm.DecodeImage(d.recs.Image(ex), hb.Images[k*ImageBytes:(k+1)*ImageBytes])
 					}
+				}
+				if d.opts.Augment {
+					aug.batch(hb.Examples, hb.Images)
 				}
 				if d.opts.Check != nil {
 					if err := d.opts.Check(hb); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
@@ -119,4 +120,54 @@ func ExampleDownload() {
 	}
 	train, _ := data.LoadSplit(root, spec, data.SplitTrain)
 	fmt.Println(train.Len())
+}
+
+// AugmentAltFlip is airbench's training augmentation: a random pre-flip drawn once from the
+// Seed, a random reflect-padded translation of up to Translate pixels every epoch, and every
+// image mirrored on odd epochs. Like the default scheme, it is reproducible from Seed and the
+// epoch, so a resumed run sees the same images.
+func ExampleAugmentation() {
+	spec := data.CIFAR10()
+	recs, _ := data.SynthesizeRecords(spec, data.SplitTrain, data.SynthOptions{TrainSize: 100})
+	mode, err := data.ParseAugmentation("altflip-translate") // e.g. from a flag
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	opts := data.DatasetOptions{BatchSize: 32, Shuffle: true, Seed: 1, Epochs: 2, DropRemainder: true,
+		Augment: true, Augmentation: mode, Translate: data.DefaultTranslate}
+	ds, err := data.NewDataset("train", recs, opts)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var first []float32
+	for b, err := range ds.HostBatches() {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if b.Number == 0 {
+			first = b.Images
+		}
+		fmt.Printf("epoch %d batch %d: %d images\n", b.Epoch, b.Number, b.Size())
+	}
+	ds.Reset()
+	for b := range ds.HostBatches() {
+		fmt.Println("after Reset, the first batch again:", slices.Equal(first, b.Images))
+		break
+	}
+
+	opts.Augmentation = "mixup"
+	_, err = data.NewDataset("train", recs, opts)
+	fmt.Println(err)
+	// Output:
+	// epoch 0 batch 0: 32 images
+	// epoch 0 batch 1: 32 images
+	// epoch 0 batch 2: 32 images
+	// epoch 1 batch 3: 32 images
+	// epoch 1 batch 4: 32 images
+	// epoch 1 batch 5: 32 images
+	// after Reset, the first batch again: true
+	// data: dataset "train": unknown augmentation "mixup": use "crop-flip" (random crop with 4-pixel padding and random flip, the default) or "altflip-translate" (airbench's alternating flip and reflect-padded translation)
 }

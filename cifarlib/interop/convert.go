@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/internal/torchfile"
 )
 
@@ -14,6 +15,10 @@ import (
 type Normalization struct {
 	Mean, Std [3]float32
 }
+
+// AirbenchNormalization is airbench's (utils.py CIFAR_MEAN, CIFAR_STD), the lab's CIFAR-10
+// statistics.
+var AirbenchNormalization = Normalization{Mean: [3]float32{0.4914, 0.4822, 0.4465}, Std: [3]float32{0.2470, 0.2435, 0.2616}}
 
 // PytorchCIFARNormalization is kuangliu/pytorch-cifar's (main.py): the lab's CIFAR-10 means
 // with different standard deviations.
@@ -47,8 +52,8 @@ type converted struct {
 
 // detectNames picks the naming of a ResNet-18 state_dict from its keys.
 func detectNames(arch string, keys []string) Names {
-	if arch == "cnn" {
-		return NamesCNNTwin
+	if arch == "cnn" || arch == cifarlib.ArchAirbench94 {
+		return DefaultNames(arch)
 	}
 	for _, k := range keys {
 		if k == "fc.weight" || strings.Contains(k, ".downsample.") {
@@ -65,6 +70,8 @@ func modelClass(names Names) string {
 		return "ResNet"
 	case NamesCNNTwin:
 		return "LabCNN"
+	case NamesAirbench94:
+		return "Sequential"
 	}
 	return "ResNet18"
 }
@@ -112,7 +119,7 @@ func checkKeys(sd *StateDict, ps []param, names Names, numClasses int) error {
 	}
 	head := ps[len(ps)-1].torch
 	if len(e.Missing)+len(e.Unexpected) == 0 {
-		if t := sd.Tensors[head]; len(t.Shape) == 1 && t.Shape[0] != numClasses {
+		if t := sd.Tensors[head]; len(t.Shape) >= 1 && t.Shape[0] != numClasses { // the head's last tensor: its bias, or airbench's weight
 			e.Hint = fmt.Sprintf("The file's head has %d outputs, the model's %d: import it with the dataset it was trained on "+
 				"(--dataset cifar100 for 100 classes; ImportOptions.Spec), then move it to another dataset with `cifarlab train --from RUN_DIR` "+
 				"(lab.Transfer).",
@@ -132,7 +139,7 @@ func matchingNaming(keys []string) (string, Names) {
 	for _, c := range []struct {
 		arch  string
 		names Names
-	}{{"resnet18", NamesPytorchCIFAR}, {"resnet18", NamesTorchvision}, {"cnn", NamesCNNTwin}} {
+	}{{"resnet18", NamesPytorchCIFAR}, {"resnet18", NamesTorchvision}, {"cnn", NamesCNNTwin}, {cifarlib.ArchAirbench94, NamesAirbench94}} {
 		ps, _ := keyMap(c.arch, c.names, 10)
 		if len(ps) != len(keys) {
 			continue

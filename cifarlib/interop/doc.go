@@ -1,7 +1,8 @@
 // Package interop carries models between PyTorch and the lab: Import reads a PyTorch
 // state_dict (a torch.save zip file, torch >= 1.6, read with weights_only=True semantics, or a
-// .safetensors file) of a CIFAR ResNet-18 (kuangliu/pytorch-cifar's or torchvision's naming) or
-// of the cnn's PyTorch twin, and writes a run folder that `cifarlab eval`, `diagnose --from` and
+// .safetensors file) of a CIFAR ResNet-18 (kuangliu/pytorch-cifar's or torchvision's naming), of
+// the cnn's PyTorch twin or of airbench's make_net94 (airbench94; Keller Jordan,
+// KellerJordan/cifar10-airbench, airbench 0.1.8), and writes a run folder that `cifarlab eval`, `diagnose --from` and
 // `train --from` accept like any other run; Export writes a run's model as a safetensors file
 // with PyTorch's names and layouts, which model.load_state_dict(safetensors.torch.load_file(FILE))
 // loads with strict=True.

@@ -11,7 +11,7 @@ import (
 
 // ImportOptions configures Import.
 type ImportOptions struct {
-	// Arch is the lab architecture: "resnet18" (the default) or "cnn".
+	// Arch is the lab architecture: "resnet18" (the default), "cnn" or "airbench94".
 	Arch string
 	// Spec is the dataset the model was trained on; its classes are the head width (CIFAR10()
 	// when zero).
@@ -20,7 +20,8 @@ type ImportOptions struct {
 	Names Names
 	// Source is the normalisation the model was trained with. Zero means: the file's own
 	// metadata when it is a safetensors file the lab exported, else kuangliu's
-	// (PytorchCIFARNormalization) for resnet18 and the lab's for the cnn twin.
+	// (PytorchCIFARNormalization) for resnet18, the lab's for the cnn twin and airbench's
+	// (AirbenchNormalization) for airbench94.
 	Source Normalization
 }
 
@@ -140,8 +141,11 @@ func sourceNormalization(sd *StateDict, arch string, opt, lab Normalization) (No
 		}
 		return Normalization{Mean: mean, Std: std}, nil
 	}
-	if arch == cifarlib.ArchCNN {
+	switch arch {
+	case cifarlib.ArchCNN:
 		return lab, nil
+	case cifarlib.ArchAirbench94:
+		return AirbenchNormalization, nil
 	}
 	return PytorchCIFARNormalization, nil
 }

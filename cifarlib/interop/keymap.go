@@ -3,6 +3,8 @@ package interop
 import (
 	"fmt"
 	"slices"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
 )
 
 // Names is a PyTorch naming of a model's state_dict keys.
@@ -19,6 +21,11 @@ const (
 	// NamesCNNTwin is the lab's cnn's PyTorch twin (bench/interop/models.py LabCNN): conv1,
 	// conv2, conv3 (with bias) and head.
 	NamesCNNTwin Names = "cnn-twin"
+	// NamesAirbench94 is airbench's make_net94 (Keller Jordan, KellerJordan/cifar10-airbench,
+	// airbench 0.1.8's lib_airbench94.py), an nn.Sequential: 0 (the whitening Conv2d, with
+	// bias), 2, 3 and 4 (the ConvGroups: conv1, norm1, conv2, norm2) and 7 (the Linear head,
+	// no bias); 1, 5, 6 and 8 (GELU, MaxPool2d, Flatten, Mul) have no parameters.
+	NamesAirbench94 Names = "airbench94"
 )
 
 // kind says how a tensor changes between PyTorch's layout and the lab's.
@@ -60,7 +67,8 @@ func (p param) labShape() []int {
 	return s
 }
 
-// keyMap lists, in PyTorch's state_dict order, the tensors of arch ("resnet18" or "cnn") in a
+// keyMap lists, in PyTorch's state_dict order, the tensors of arch ("resnet18", "cnn" or
+// "airbench94") in a
 // naming with a head of numClasses outputs.
 func keyMap(arch string, names Names, numClasses int) ([]param, error) {
 	switch {
@@ -68,15 +76,21 @@ func keyMap(arch string, names Names, numClasses int) ([]param, error) {
 		return cnnKeys(numClasses), nil
 	case arch == "resnet18" && (names == NamesPytorchCIFAR || names == NamesTorchvision):
 		return resnet18Keys(names, numClasses), nil
+	case arch == cifarlib.ArchAirbench94 && names == NamesAirbench94:
+		return airbench94Keys(numClasses), nil
 	}
-	return nil, fmt.Errorf("interop: architecture %q has no PyTorch naming %q: use resnet18 with the names %s or %s, or cnn with %s "+
-		"(--arch, --names; ImportOptions.Arch, Names)", arch, names, NamesPytorchCIFAR, NamesTorchvision, NamesCNNTwin)
+	return nil, fmt.Errorf("interop: architecture %q has no PyTorch naming %q: use resnet18 with the names %s or %s, cnn with %s, "+
+		"or airbench94 with %s (--arch, --names; ImportOptions.Arch, Names)", arch, names, NamesPytorchCIFAR, NamesTorchvision,
+		NamesCNNTwin, NamesAirbench94)
 }
 
 // DefaultNames is the naming export uses for an architecture when none is given.
 func DefaultNames(arch string) Names {
-	if arch == "cnn" {
+	switch arch {
+	case "cnn":
 		return NamesCNNTwin
+	case cifarlib.ArchAirbench94:
+		return NamesAirbench94
 	}
 	return NamesPytorchCIFAR
 }
@@ -136,6 +150,27 @@ func resnet18Keys(names Names, numClasses int) []param {
 	return append(ps,
 		param{head + ".weight", "/resnet18/head/dense/weights", kindLinear, []int{numClasses, 512}},
 		param{head + ".bias", "/resnet18/head/dense/biases", kindVector, []int{numClasses}})
+}
+
+// airbench94Keys is make_net94's state_dict (see NamesAirbench94), with a head of numClasses
+// outputs (make_net94's is 10). Its batch norms' weights are the lab's fixed scales.
+func airbench94Keys(numClasses int) []param {
+	const l = "/" + cifarlib.ArchAirbench94 + "/"
+	ps := []param{
+		{"0.weight", cifarlib.AirbenchWhiteningVariable, kindConv, []int{cifarlib.AirbenchWhitenWidth, 3, 2, 2}},
+		{"0.bias", l + cifarlib.AirbenchScopeWhiten + "/conv/biases", kindVector, []int{cifarlib.AirbenchWhitenWidth}},
+	}
+	in := cifarlib.AirbenchWhitenWidth
+	for i, out := range cifarlib.AirbenchWidths {
+		t := fmt.Sprintf("%d.", i+2)
+		b := l + cifarlib.AirbenchBlocks[i] + "/"
+		ps = append(ps, param{t + "conv1.weight", b + cifarlib.AirbenchScopeConv1 + "/conv/weights", kindConv, []int{out, in, 3, 3}})
+		ps = append(ps, batchNorm(t+"norm1", b+cifarlib.AirbenchScopeNorm1, out)...)
+		ps = append(ps, param{t + "conv2.weight", b + cifarlib.AirbenchScopeConv2 + "/conv/weights", kindConv, []int{out, out, 3, 3}})
+		ps = append(ps, batchNorm(t+"norm2", b+cifarlib.AirbenchScopeNorm2, out)...)
+		in = out
+	}
+	return append(ps, param{"7.weight", l + cifarlib.AirbenchScopeHead + "/dense/weights", kindLinear, []int{numClasses, in}})
 }
 
 // channelsOf is the channel count of the layer a num_batches_tracked belongs to (the size of

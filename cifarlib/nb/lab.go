@@ -137,7 +137,7 @@ func (l *Lab) RunDir(name string) (string, error) {
 // first, so running the cell again gives the same result, unless that run was interrupted, which
 // Fit resumes from its checkpoint (the same parameters as an uninterrupted run; with other
 // settings than the interrupted run's it starts again). Fields cfg leaves unset come from the
-// lab: Spec, the splits, Arch and Backend. The progress bar is off unless asked for, and log
+// lab: Spec, the splits, Arch (unless cfg.Recipe names the model) and Backend. The progress bar is off unless asked for, and log
 // lines (every cfg.LogEvery steps, when set) go to Output. In a notebook, the loss and
 // accuracy charts of the run so far are drawn in the cell and redrawn in place as it trains
 // (Live, at most every LiveEvery; not with cfg.Plot, GoMLX's own plotly figures), and stay as
@@ -180,7 +180,7 @@ func (l *Lab) fit(ctx context.Context, name string, cfg training.Config) (*train
 	if cfg.TrainRecords == nil && cfg.TestRecords == nil {
 		cfg.TrainRecords, cfg.TestRecords = l.Train, l.Test
 	}
-	if cfg.Model == "" {
+	if cfg.Model == "" && cfg.Recipe == "" { // a recipe names its own model
 		cfg.Model = l.Arch
 	}
 	if cfg.Backend == nil {

@@ -119,7 +119,8 @@ func TestLabServerFit(t *testing.T) {
 	require.NoError(t, err)
 	var there training.EvalResult
 	require.NoError(t, json.Unmarshal(msg.Payload, &there))
-	lab := s.labs[dataDir+"\x00"+data.CIFAR10().ID()]
+	lab, err := s.lab(data.CIFAR10(), dataDir) // under the server's lock: its handler may still hold it
+	require.NoError(t, err)
 	ck, err := training.LoadCheckpoint(dir, lab.Backend)
 	require.NoError(t, err)
 	here, err := training.Evaluate(context.Background(), lab.Backend, ck.Model, ck.Store, lab.Test, training.EvalOptions{MaxExamples: 50})
@@ -127,6 +128,20 @@ func TestLabServerFit(t *testing.T) {
 	require.Equal(t, here.Accuracy, there.Accuracy)
 	require.Equal(t, here.Loss, there.Loss)
 	require.Len(t, s.held, 1)
+
+	// Test-time augmentation travels with the options.
+	opts := training.EvalOptions{MaxExamples: 50, TTA: training.TTAMirrorTranslate}
+	payload, err = encode(evalRequest{Dir: dir, Step: 2, Spec: data.CIFAR10(), DataDir: dataDir, Split: data.SplitTest.String(), Options: opts})
+	require.NoError(t, err)
+	msg, err = client.Do(context.Background(), &labproc.Request{Op: "evaluate", Payload: payload}, func(*labproc.Message) {})
+	require.NoError(t, err)
+	var thereTTA training.EvalResult
+	require.NoError(t, json.Unmarshal(msg.Payload, &thereTTA))
+	hereTTA, err := training.Evaluate(context.Background(), lab.Backend, ck.Model, ck.Store, lab.Test, opts)
+	require.NoError(t, err)
+	require.Equal(t, training.TTAMirrorTranslate, thereTTA.TTA)
+	require.Equal(t, hereTTA.Loss, thereTTA.Loss)
+	require.NotEqual(t, here.Loss, thereTTA.Loss)
 
 	// The same Fit again: the lab process's programs compile nothing, and the run's timeline
 	// counts from the cell's program start.

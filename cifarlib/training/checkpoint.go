@@ -34,6 +34,15 @@ const (
 	ckptParamMinLR     = "cifarlab_min_learning_rate"
 	ckptParamDecay     = "cifarlab_weight_decay"
 	ckptParamUnguarded = "cifarlab_unguarded"
+	// The airbench94 recipe's settings (Config.Recipe, Momentum, BiasScaler, WhitenBiasEpochs,
+	// LabelSmoothing, Lookahead); absent from older checkpoints, whose zero values they equal.
+	ckptParamRecipe         = "cifarlab_recipe"
+	ckptParamMomentum       = "cifarlab_momentum"
+	ckptParamBiasScaler     = "cifarlab_bias_scaler"
+	ckptParamWhitenBias     = "cifarlab_whiten_bias_epochs"
+	ckptParamLabelSmoothing = "cifarlab_label_smoothing"
+	ckptParamLookahead      = "cifarlab_lookahead"
+	ckptParamAugmentation   = "cifarlab_augmentation"
 	// A transferred run's source and recipe (Config.From, Freeze, BackboneLearningRate).
 	ckptParamFrom       = "cifarlab_transferred_from"
 	ckptParamFreeze     = "cifarlab_freeze"
@@ -56,16 +65,28 @@ type CheckpointInfo struct {
 	Model string `json:"model"`
 	Head  int    `json:"head"`
 	// The settings that fix the data order and the optimisation: a resumed run must match them.
+	// Augmentation is the scheme of Augment when it is not the default crop-flip (which is "", as
+	// in checkpoints older than the choice).
 	BatchSize       int     `json:"batch_size"`
 	Seed            int64   `json:"seed"`
 	Augment         bool    `json:"augment"`
+	Augmentation    string  `json:"augmentation,omitempty"`
 	Optimizer       string  `json:"optimizer"`
 	LearningRate    float64 `json:"learning_rate"`
 	WeightDecay     float64 `json:"weight_decay"`
 	Schedule        string  `json:"schedule"`
 	WarmupSteps     int     `json:"warmup_steps"`
 	MinLearningRate float64 `json:"min_learning_rate"`
-	// Steps is the target step of the run that saved it (it matters to the cosine schedule).
+	// The airbench94 recipe's settings (see Config): the recipe named, nesterov's momentum, bias
+	// scaler and whitening-bias epochs, label smoothing and lookahead.
+	Recipe           string  `json:"recipe,omitempty"`
+	Momentum         float64 `json:"momentum,omitempty"`
+	BiasScaler       float64 `json:"bias_scaler,omitempty"`
+	WhitenBiasEpochs int     `json:"whiten_bias_epochs,omitempty"`
+	LabelSmoothing   float64 `json:"label_smoothing,omitempty"`
+	Lookahead        bool    `json:"lookahead,omitempty"`
+	// Steps is the target step of the run that saved it (it matters to the cosine and triangle
+	// schedules and to lookahead).
 	Steps int `json:"steps"`
 	// Unguarded is true when that run trained with the guards off.
 	Unguarded bool `json:"unguarded"`
@@ -95,10 +116,21 @@ func specID(info CheckpointInfo) string {
 // checkpointInfoFromConfig is the info a run with config c records.
 func checkpointInfoFromConfig(c *Config) CheckpointInfo {
 	return CheckpointInfo{Dir: c.CheckpointDir, Dataset: c.Spec.Name, Labels: c.Spec.Labels.String(), Model: c.Model,
-		Head: c.headWidth(), BatchSize: c.BatchSize, Seed: c.Seed, Augment: c.Augment, Optimizer: c.Optimizer,
+		Head: c.headWidth(), BatchSize: c.BatchSize, Seed: c.Seed, Augment: c.Augment, Augmentation: nonDefaultAugmentation(c), Optimizer: c.Optimizer,
 		LearningRate: c.LearningRate, WeightDecay: c.WeightDecay, Schedule: c.Schedule, WarmupSteps: c.WarmupSteps,
 		MinLearningRate: c.MinLearningRate, Steps: c.Steps, Unguarded: c.Unguarded,
+		Recipe: c.Recipe, Momentum: c.Momentum, BiasScaler: c.BiasScaler, WhitenBiasEpochs: c.WhitenBiasEpochs,
+		LabelSmoothing: c.LabelSmoothing, Lookahead: c.Lookahead,
 		TransferredFrom: c.From, Freeze: c.Freeze, BackboneLearningRate: c.BackboneLearningRate}
+}
+
+// nonDefaultAugmentation is the name of c's augmentation scheme when it augments with another
+// than the default (data.AugmentCropFlip), else "".
+func nonDefaultAugmentation(c *Config) string {
+	if !c.Augment || c.Augmentation.String() == data.AugmentCropFlip.String() {
+		return ""
+	}
+	return c.Augmentation.String()
 }
 
 // setStoreParams records info in the Store's parameters, which the checkpoint saves.
@@ -110,6 +142,8 @@ func (ci *CheckpointInfo) setStoreParams(store *model.Store) {
 		optimizer.ParamOptimizer: ci.Optimizer, optimizer.ParamLearningRate: ci.LearningRate,
 		ckptParamDecay: ci.WeightDecay, ckptParamSchedule: ci.Schedule, ckptParamWarmup: ci.WarmupSteps,
 		ckptParamMinLR: ci.MinLearningRate, ckptParamSteps: ci.Steps, ckptParamUnguarded: ci.Unguarded,
+		ckptParamAugmentation: ci.Augmentation, ckptParamRecipe: ci.Recipe, ckptParamMomentum: ci.Momentum, ckptParamBiasScaler: ci.BiasScaler,
+		ckptParamWhitenBias: ci.WhitenBiasEpochs, ckptParamLabelSmoothing: ci.LabelSmoothing, ckptParamLookahead: ci.Lookahead,
 	})
 	if ci.TransferredFrom != "" {
 		root.SetParams(map[string]any{ckptParamFrom: ci.TransferredFrom, ckptParamFreeze: ci.Freeze,
@@ -144,6 +178,14 @@ func checkpointInfoFromStore(store *model.Store, dir string) (info CheckpointInf
 		MinLearningRate: model.GetParamOr(root, ckptParamMinLR, 0.0),
 		Steps:           model.GetParamOr(root, ckptParamSteps, 0),
 		Unguarded:       model.GetParamOr(root, ckptParamUnguarded, false),
+
+		Augmentation:     model.GetParamOr(root, ckptParamAugmentation, ""),
+		Recipe:           model.GetParamOr(root, ckptParamRecipe, ""),
+		Momentum:         model.GetParamOr(root, ckptParamMomentum, 0.0),
+		BiasScaler:       model.GetParamOr(root, ckptParamBiasScaler, 0.0),
+		WhitenBiasEpochs: model.GetParamOr(root, ckptParamWhitenBias, 0),
+		LabelSmoothing:   model.GetParamOr(root, ckptParamLabelSmoothing, 0.0),
+		Lookahead:        model.GetParamOr(root, ckptParamLookahead, false),
 
 		TransferredFrom:      model.GetParamOr(root, ckptParamFrom, ""),
 		Freeze:               model.GetParamOr(root, ckptParamFreeze, ""),
@@ -185,14 +227,23 @@ func (ci *CheckpointInfo) compareForResume(want CheckpointInfo) []string {
 	add("batch size", ci.BatchSize, want.BatchSize)
 	add("seed", ci.Seed, want.Seed)
 	add("augment", ci.Augment, want.Augment)
+	add("augmentation", ci.Augmentation, want.Augmentation)
 	add("optimizer", ci.Optimizer, want.Optimizer)
 	add("learning rate", ci.LearningRate, want.LearningRate)
 	add("weight decay", ci.WeightDecay, want.WeightDecay)
+	add("momentum", ci.Momentum, want.Momentum)
+	add("bias scaler", ci.BiasScaler, want.BiasScaler)
+	add("whitening bias epochs", ci.WhitenBiasEpochs, want.WhitenBiasEpochs)
+	add("label smoothing", ci.LabelSmoothing, want.LabelSmoothing)
+	add("lookahead", ci.Lookahead, want.Lookahead)
 	add("schedule", ci.Schedule, want.Schedule)
 	if ci.Schedule == ScheduleCosine {
 		add("warmup steps", ci.WarmupSteps, want.WarmupSteps)
 		add("min learning rate", ci.MinLearningRate, want.MinLearningRate)
 		add("steps (the cosine schedule spans them)", ci.Steps, want.Steps)
+	}
+	if ci.Schedule == ScheduleTriangle || ci.Lookahead {
+		add("steps (the triangle schedule and lookahead span them)", ci.Steps, want.Steps)
 	}
 	add("transferred from", ci.TransferredFrom, want.TransferredFrom)
 	add("freeze", ci.Freeze, want.Freeze)

@@ -50,7 +50,7 @@ func TestLoadCheckpointErrors(t *testing.T) {
 }
 
 func TestCheckpointInfoCompare(t *testing.T) {
-	cfg, err := resolve(Config{Spec: data.CIFAR100(data.LabelsCoarse), Steps: 100, Schedule: ScheduleCosine, WarmupSteps: 10})
+	cfg, err := resolve(Config{Spec: data.CIFAR100(data.LabelsCoarse), Steps: 100, Schedule: ScheduleCosine, WarmupSteps: 10}, nil)
 	require.NoError(t, err)
 	saved := checkpointInfoFromConfig(&cfg.Config)
 	require.Equal(t, CheckpointInfo{Dataset: "cifar100", Labels: "coarse", Model: "cnn", Head: 20, BatchSize: 32, Optimizer: "adam",

@@ -4,7 +4,9 @@
 // dataset), transfer from a trained run (Config.From, DiagnoseRun's dataset-switch checklist),
 // mixed precision, interrupts, the run folder (run.json and TensorBoard scalars, through
 // package runs), the run's timeline (runs.Timeline: where the wall time went, each compile
-// with its program) and a cache of compiled programs for later runs in the process (Programs).
+// with its program), a cache of compiled programs for later runs in the process (Programs), and
+// named recipes (Config.Recipe: RecipeAirbench94, airbench94's Nesterov SGD, triangle schedule,
+// label smoothing and lookahead, recipe.go).
 //
 // It is stage 6 of the module's pipeline (see internal/layers): it may import every stage below
 // it (data, backends, cifarlib, runs) and must not import nb or cmd.

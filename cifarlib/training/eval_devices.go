@@ -6,6 +6,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 
 	"github.com/gomlx/compute/distributed"
+	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/core/tensors/dtensor"
 	"github.com/gomlx/gomlx/ml/model"
@@ -28,32 +29,49 @@ func (e *Evaluator) useDevices(devices int) error {
 	if n == e.devices {
 		return nil
 	}
-	exec, err := model.NewExec(e.backend, e.store, e.graph)
-	if err != nil {
-		return fmt.Errorf("training: creating the evaluation graph: %w", err)
-	}
+	var mesh *distributed.DeviceMesh
 	if n > 0 {
-		mesh, err := backends.StoreMesh(e.store, n)
-		if err != nil {
-			return err
-		}
-		spec, err := backends.BatchShardingSpec(mesh)
-		if err != nil {
+		if mesh, err = backends.StoreMesh(e.store, n); err != nil {
 			return err
 		}
 		if err := backends.ReplicateUnsharded(e.store, mesh); err != nil {
 			return err
 		}
-		exec = exec.AutoSharding(mesh).WithInputShardingSpecs(spec, spec).WithOutputShardingSpecs(spec, spec, spec)
-		if err := exec.SetDefaultShardingSpec(distributed.NewReplicatedShardingSpec(mesh)); err != nil {
-			return err
+	}
+	for _, exec := range e.execs {
+		exec.Finalize()
+	}
+	e.execs, e.devices, e.mesh = nil, n, mesh
+	return nil
+}
+
+// execFor returns the evaluation program of TTA level tta on the evaluator's devices, creating
+// it on first use.
+func (e *Evaluator) execFor(tta int) (*model.Exec, error) {
+	if exec := e.execs[tta]; exec != nil {
+		return exec, nil
+	}
+	exec, err := model.NewExec(e.backend, e.store, func(scope *model.Scope, images, labels *graph.Node) (pred, topHit, loss *graph.Node) {
+		return e.graph(scope, images, labels, tta)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("training: creating the evaluation graph: %w", err)
+	}
+	if e.mesh != nil {
+		spec, err := backends.BatchShardingSpec(e.mesh)
+		if err != nil {
+			return nil, err
+		}
+		exec = exec.AutoSharding(e.mesh).WithInputShardingSpecs(spec, spec).WithOutputShardingSpecs(spec, spec, spec)
+		if err := exec.SetDefaultShardingSpec(distributed.NewReplicatedShardingSpec(e.mesh)); err != nil {
+			return nil, err
 		}
 	}
-	if e.exec != nil {
-		e.exec.Finalize()
+	if e.execs == nil {
+		e.execs = map[int]*model.Exec{}
 	}
-	e.exec, e.devices = exec, n
-	return nil
+	e.execs[tta] = exec
+	return exec, nil
 }
 
 // call runs the evaluation graph on one batch: directly on one device, or sharded across
@@ -80,17 +98,21 @@ func (e *Evaluator) call(images, labels *tensors.Tensor, opts EvalOptions) ([]*t
 		}
 		defer func() { _ = labels.FinalizeAll() }()
 	}
+	exec, err := e.execFor(opts.TTA)
+	if err != nil {
+		return nil, err
+	}
 	if e.devices <= 1 {
 		if err := e.cur.compile(string(opts.purpose), func() error {
-			_, err := e.exec.Compile(images.Shape(), labels.Shape())
+			_, err := exec.Compile(images.Shape(), labels.Shape())
 			return err
 		}); err != nil {
 			return nil, err
 		}
-		return e.exec.Call(images, labels)
+		return exec.Call(images, labels)
 	}
 	defer e.cur.built(string(opts.purpose)) // a sharded program compiles in its first call
-	spec := e.exec.DefaultShardingSpec()
+	spec := exec.DefaultShardingSpec()
 	batchSpec, err := backends.BatchShardingSpec(spec.Mesh)
 	if err != nil {
 		return nil, err
@@ -104,7 +126,7 @@ func (e *Evaluator) call(images, labels *tensors.Tensor, opts EvalOptions) ([]*t
 		defer func() { _ = dt.FinalizeAll() }()
 		args = append(args, dt)
 	}
-	outs, err := e.exec.DistributedExec(args...)
+	outs, err := exec.DistributedExec(args...)
 	if err != nil {
 		return nil, err
 	}

@@ -67,6 +67,13 @@ type ProgramKey struct {
 	Unguarded bool
 	// Freeze: a linear probe trains only the head, another train step.
 	Freeze string
+	// The airbench94 recipe's parts in the train step: nesterov's Momentum and BiasScaler, the
+	// step its whitening bias freezes at, LabelSmoothing and Lookahead (whose end, like the
+	// triangle's, is at Steps).
+	Momentum, BiasScaler float64
+	WhitenBiasSteps      int
+	LabelSmoothing       float64
+	Lookahead            bool
 	// Seed: GoMLX initialises the variables from it with a program of its own; the set keeps the
 	// values it computed for this seed.
 	Seed int64
@@ -74,18 +81,21 @@ type ProgramKey struct {
 
 // String names the key's parts, for logs and errors.
 func (k ProgramKey) String() string {
-	return fmt.Sprintf("%s %s head %d %s batch %d/%d on %d device(s) of %s, %s lr %g wd %g %s(%d, %d, %g), unguarded %t, freeze %q, seed %d",
+	return fmt.Sprintf("%s %s head %d %s batch %d/%d on %d device(s) of %s, %s lr %g wd %g momentum %g bias scaler %g whiten bias steps %d %s(%d, %d, %g), label smoothing %g, lookahead %t, unguarded %t, freeze %q, seed %d",
 		k.Dataset, k.Model, k.Head, k.Precision, k.BatchSize, k.EvalBatchSize, k.Devices, k.Backend, k.Optimizer, k.LearningRate,
-		k.WeightDecay, k.Schedule, k.Steps, k.WarmupSteps, k.MinLearningRate, k.Unguarded, k.Freeze, k.Seed)
+		k.WeightDecay, k.Momentum, k.BiasScaler, k.WhitenBiasSteps, k.Schedule, k.Steps, k.WarmupSteps, k.MinLearningRate,
+		k.LabelSmoothing, k.Lookahead, k.Unguarded, k.Freeze, k.Seed)
 }
 
-// programKey is the key of a run of c (with its defaults) on backend b.
-func programKey(c *Config, b compute.Backend, devices int) ProgramKey {
+// programKey is the key of a run of plan p on backend b.
+func programKey(p *plan, b compute.Backend, devices int) ProgramKey {
+	c := &p.Config
 	k := ProgramKey{EvalProgramKey: evalProgramKey(b, c.Spec, c.Model, c.headWidth(), c.Precision), BatchSize: c.BatchSize,
 		EvalBatchSize: c.EvalBatchSize, Devices: devices, Optimizer: c.Optimizer, LearningRate: c.LearningRate,
 		WeightDecay: c.WeightDecay, Schedule: c.Schedule, WarmupSteps: c.WarmupSteps, MinLearningRate: c.MinLearningRate,
-		Unguarded: c.Unguarded, Freeze: c.Freeze, Seed: c.Seed}
-	if c.Schedule == ScheduleCosine {
+		Unguarded: c.Unguarded, Freeze: c.Freeze, Seed: c.Seed, Momentum: c.Momentum, BiasScaler: c.BiasScaler,
+		WhitenBiasSteps: c.WhitenBiasEpochs * p.stepsPerEpoch, LabelSmoothing: c.LabelSmoothing, Lookahead: c.Lookahead}
+	if c.Schedule == ScheduleCosine || c.Schedule == ScheduleTriangle || c.Lookahead {
 		k.Steps = c.Steps
 	}
 	return k
@@ -188,7 +198,7 @@ func (t *Trainer) usePrograms() error {
 	if p == nil || t.plan.From != "" || t.devices.numDevices() > 1 || t.ckpt != nil && (t.ckpt.resumed != nil || t.ckpt.imported != nil) {
 		return nil
 	}
-	key := programKey(&t.plan.Config, t.backend, t.devices.numDevices())
+	key := programKey(t.plan, t.backend, t.devices.numDevices())
 	s := p.take(key)
 	if s == nil {
 		t.progs.programs, t.progs.key = p, key

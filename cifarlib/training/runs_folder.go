@@ -197,7 +197,13 @@ func RecordFailedStart(cfg Config, runErr error) error {
 	if entries, err := os.ReadDir(cfg.CheckpointDir); err == nil && len(entries) > 0 || err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	p := &plan{Config: cfg} // its settings only: the transfer source may be what failed
+	p := &plan{Config: cfg, examples: func(c *Config) (int, error) { // for Epochs: the split's size
+		recs, err := loadTrainRecords(&Config{Spec: c.Spec, DataDir: c.DataDir, TrainRecords: c.TrainRecords, SkipFinalEval: true}, newRunLog(nil))
+		if err != nil {
+			return 0, err
+		}
+		return recs.train.Len(), nil
+	}} // its settings only: the transfer source may be what failed
 	if err := p.resolveSettings(); err != nil {
 		return nil
 	}

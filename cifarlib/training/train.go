@@ -55,9 +55,12 @@ func InterruptContext(parent context.Context) (ctx context.Context, stop context
 }
 
 // modelFn wraps the model's graph function with the learning-rate schedule, which GoMLX's
-// cosineschedule builds into the training graph.
+// cosineschedule (or the triangle) builds into the training graph.
 func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*graph.Node {
 	t.rt.building(runs.ProgramTrainStep)
+	if g := inputs[0].Graph(); t.plan.Schedule == ScheduleTriangle && scope.IsTraining(g) {
+		airbenchTriangle(t.plan.Steps).setLearningRate(scope, g, t.plan.LearningRate)
+	}
 	if t.plan.Schedule == ScheduleCosine {
 		cosineschedule.New(scope, inputs[0].Graph(), dtypes.Float32).
 			LearningRate(t.plan.LearningRate).
@@ -173,7 +176,7 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 		check = t.model.HostGuard()
 	}
 	inner, err := data.NewDataset("train", t.records.train, data.DatasetOptions{BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed,
-		Epochs: 0, DropRemainder: true, Augment: cfg.Augment, Check: check})
+		Epochs: 0, DropRemainder: true, Augment: cfg.Augment, Augmentation: cfg.Augmentation, Check: check})
 	if err != nil {
 		return err
 	}

@@ -19,10 +19,15 @@ const (
 	// ScheduleCosine anneals the learning rate from LearningRate to MinLearningRate along half a
 	// cosine over the run's Steps, after WarmupSteps of linear warm-up (GoMLX's cosineschedule).
 	ScheduleCosine = "cosine"
+	// ScheduleTriangle is airbench's triangle: the learning rate rises linearly from 0.2 to 1
+	// times LearningRate over the first 23% of the run's Steps, then falls linearly to 0.07 times
+	// it at the last step (see triangle).
+	ScheduleTriangle = "triangle"
 )
 
-// Optimizers accepted by Config.Optimizer (GoMLX's optimizer package).
-var trainOptimizers = []string{"adam", "adamw", "adamax", "rmsprop", "sgd"}
+// Optimizers accepted by Config.Optimizer (GoMLX's optimizer package, and airbench's
+// OptimizerNesterov).
+var trainOptimizers = []string{"adam", "adamw", "adamax", "rmsprop", "sgd", OptimizerNesterov}
 
 // ProgressMode says whether Train shows GoMLX's progress bar.
 type ProgressMode int
@@ -39,6 +44,14 @@ const (
 // Config describes one training run. Only Spec and Steps are required; the zero value of
 // every other field picks the documented default. The guarded loss is on unless Unguarded is set.
 type Config struct {
+	// Recipe, when set, is a named recipe whose settings fill every field left at its zero
+	// value (recipe.go): RecipeAirbench94. Fields set explicitly win. "" (the default): none.
+	Recipe string
+	// RecipeOff names fields that the Recipe leaves at their zero value, whose zero is a
+	// setting of its own (RecipeOffFields: e.g. "LabelSmoothing" for none, "Lookahead" for
+	// none): an ablation of the recipe.
+	RecipeOff []string
+
 	// Spec is the dataset: CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse).
 	Spec data.Spec
 	// DataDir is the folder holding the dataset (as given to LoadSplit). Default: data.DefaultDir().
@@ -46,7 +59,8 @@ type Config struct {
 	// TrainRecords and TestRecords, when set, are used instead of loading the splits from DataDir.
 	TrainRecords, TestRecords *data.Records
 
-	// Model is the architecture: "cnn" (DefaultModel), "linear", "resnet18" or "resnet20".
+	// Model is the architecture: "cnn" (DefaultModel), "linear", "resnet18", "resnet20" or
+	// "airbench94".
 	Model string
 	// Head overrides the classifier head width; 0 (the default) sizes it from Spec. A head that
 	// differs from Spec.NumClasses only exists to reproduce the CIFAR-100/10-class-head bug: with the
@@ -73,24 +87,53 @@ type Config struct {
 	Precision cifarlib.Precision
 
 	// Steps is the global step to train to. A run resumed from a checkpoint at step s trains
-	// Steps-s more steps.
+	// Steps-s more steps. Set Steps or Epochs, not both.
 	Steps int
+	// Epochs, instead of Steps, is the length of the run in passes over the training split:
+	// Steps = ceil(Epochs * steps per epoch), with len(train)/BatchSize steps per epoch (the
+	// last partial batch of each epoch dropped), as airbench counts. It may be fractional
+	// (airbench94 trains 9.9 epochs).
+	Epochs float64
 	// BatchSize is the number of images per step. Default DefaultBatchSize (32).
 	BatchSize int
 	// Seed seeds the weight initialisation and the order (and augmentation) of the training data.
 	Seed int64
-	// Augment turns on the dataset's random flips and crops.
+	// Augment turns on the training data's augmentation, the scheme Augmentation names.
 	Augment bool
+	// Augmentation is the scheme Augment applies: data.AugmentCropFlip ("" or "crop-flip",
+	// the default: random crops of the image padded by 4 pixels and random flips) or
+	// data.AugmentAltFlip ("altflip-translate": airbench's alternating flip and 2-pixel
+	// reflect-padded translation).
+	Augmentation data.Augmentation
 
-	// Optimizer is "adam" (DefaultOptimizer), "adamw", "adamax", "rmsprop" or "sgd" (plain, no decay).
+	// Optimizer is "adam" (DefaultOptimizer), "adamw", "adamax", "rmsprop", "sgd" (plain, no
+	// decay) or OptimizerNesterov ("nesterov": airbench94's Nesterov SGD with decoupled
+	// hyper-parameters, see nesterovOptimizer).
 	Optimizer string
 	// LearningRate is the peak learning rate. Default: DefaultLearningRate (0.001) for the Adam
-	// family, DefaultSGDLearningRate (0.1) for sgd.
+	// family, DefaultSGDLearningRate (0.1) for sgd; for nesterov the rate per 1024 examples,
+	// default the airbench94 recipe's (11.5).
 	LearningRate float64
-	// WeightDecay is AdamW's decoupled weight decay. Default DefaultAdamWWeightDecay (0.004) for
-	// "adamw", else 0.
+	// WeightDecay is AdamW's decoupled weight decay (default DefaultAdamWWeightDecay, 0.004), or
+	// nesterov's decay per 1024 examples (default the recipe's, 0.0153); other optimizers take none.
 	WeightDecay float64
-	// Schedule is ScheduleConstant (default) or ScheduleCosine.
+	// Momentum is nesterov's momentum (default the recipe's, 0.85); other optimizers take none.
+	Momentum float64
+	// BiasScaler multiplies nesterov's learning rate (not its weight decay) for batch-norm biases
+	// (default the recipe's, 64); other optimizers take none.
+	BiasScaler float64
+	// WhitenBiasEpochs trains airbench94's whitening bias for that many epochs, then freezes it
+	// (nesterov only; the recipe's 3). 0: it trains throughout.
+	WhitenBiasEpochs int
+	// LabelSmoothing mixes the training targets with the uniform distribution, as PyTorch's
+	// CrossEntropyLoss(label_smoothing=...): in [0, 1), 0 (the default) is none. The guards
+	// are the same with it.
+	LabelSmoothing float64
+	// Lookahead keeps airbench's lookahead EMA of the model's weights and batch-norm
+	// statistics, resets the weights to it every 5 steps and ends the run on it (see
+	// lookaheadOptimizer), with any optimizer. Its copies are saved in checkpoints.
+	Lookahead bool
+	// Schedule is ScheduleConstant (default), ScheduleCosine or ScheduleTriangle.
 	Schedule string
 	// WarmupSteps of linear warm-up before the cosine schedule (cosine only).
 	WarmupSteps int
@@ -123,6 +166,10 @@ type Config struct {
 	EvalBatchSize int
 	// SkipFinalEval skips the evaluation on the test split at the end of Train.
 	SkipFinalEval bool
+	// TTA is the test-time augmentation of the final evaluation (EvalOptions.TTA): 0 none (or,
+	// with a Recipe, the recipe's level), 1 mirror, 2 mirror and translate; TTAOff (any negative
+	// value) none even with a Recipe. Validation during training is without it, as airbench's.
+	TTA int
 
 	// HistoryEvery records a History point every this many steps. Default:
 	// Steps/DefaultMaxPoints, at least 1.

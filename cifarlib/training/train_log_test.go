@@ -43,7 +43,7 @@ func TestLogEveryDefault(t *testing.T) {
 		{300, 10, 0, 10},
 		{300, 0, 7, 7},
 	} {
-		cfg, err := resolve(Config{Spec: data.CIFAR10(), Steps: c.steps, HistoryEvery: c.history, LogEvery: c.logEvery})
+		cfg, err := resolve(Config{Spec: data.CIFAR10(), Steps: c.steps, HistoryEvery: c.history, LogEvery: c.logEvery}, nil)
 		require.NoError(t, err)
 		require.Equal(t, c.want, cfg.LogEvery, "%+v", c)
 	}
@@ -69,7 +69,7 @@ func TestEvalEveryDefault(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := c.cfg
 			cfg.Spec = data.CIFAR10()
-			got, err := resolve(cfg)
+			got, err := resolve(cfg, nil)
 			require.NoError(t, err)
 			require.Equal(t, [2]int{c.wantEvery, c.wantExamples}, [2]int{got.EvalEvery, got.EvalExamples})
 		})

@@ -15,12 +15,23 @@ import (
 
 // newOptimizer builds the GoMLX optimizer of plan p, the backbone's rate of its transfer tt
 // (nil without one) included.
+// With Lookahead, the whole is wrapped in the lookahead (lookaheadOptimizer).
 func newOptimizer(p *plan, tt *trainTransfer) (optimizer.Interface, error) {
-	opt, err := namedOptimizer(p.Optimizer, p.LearningRate, p.WeightDecay)
-	if err != nil {
-		return nil, err
+	var opt optimizer.Interface
+	if p.Optimizer == OptimizerNesterov {
+		opt = newNesterov(p.LearningRate, p.Momentum, p.WeightDecay, p.BiasScaler, p.BatchSize, p.WhitenBiasEpochs*p.stepsPerEpoch)
+	} else {
+		var err error
+		if opt, err = namedOptimizer(p.Optimizer, p.LearningRate, p.WeightDecay); err != nil {
+			return nil, err
+		}
 	}
-	return tt.wrapOptimizer(opt), nil
+	opt = tt.wrapOptimizer(opt)
+	if p.Lookahead {
+		scope, _ := archScopes(p.Model)
+		opt = withLookahead(opt, scope, p.Steps)
+	}
+	return opt, nil
 }
 
 // namedOptimizer builds the GoMLX optimizer named name (one of trainOptimizers).

@@ -2,6 +2,7 @@ package training
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -21,12 +22,21 @@ type plan struct {
 	source *sourceRun
 	// dataset is Spec.ID().
 	dataset string
+	// stepsPerEpoch is len(train)/BatchSize, when the plan needs it (Epochs, WhitenBiasEpochs);
+	// else 0. examples tells resolve len(train) (see trainSize).
+	stepsPerEpoch int
+	examples      trainSize
 }
 
+// trainSize returns the number of training examples of c (its Spec and DataDir resolved):
+// resolve calls it once, and only when the plan depends on it (Epochs, WhitenBiasEpochs).
+type trainSize func(c *Config) (int, error)
+
 // resolve validates cfg and fills in its defaults, or returns the first *ConfigError (or the
-// transfer source's error), in the order of Config's fields.
-func resolve(cfg Config) (*plan, error) {
-	p := &plan{Config: cfg}
+// transfer source's error), in the order of Config's fields. examples gives the training
+// split's size when the plan needs it; nil: cfg.TrainRecords' size, if given.
+func resolve(cfg Config, examples trainSize) (*plan, error) {
+	p := &plan{Config: cfg, examples: examples}
 	var err error
 	if p.source, err = readTransferSource(&cfg); err != nil {
 		return nil, err
@@ -40,7 +50,10 @@ func resolve(cfg Config) (*plan, error) {
 // resolveSettings validates and defaults p's Config field by field, in the order of Config's
 // fields, its transfer source (if any) read.
 func (p *plan) resolveSettings() error {
-	for _, step := range []func() error{p.resolveModel, p.resolveOptimizer, p.resolveSchedule, p.resolvePeriods, p.resolveTransfer} {
+	if err := applyRecipe(&p.Config); err != nil {
+		return err
+	}
+	for _, step := range []func() error{p.resolveModel, p.resolveOptimizer, p.resolveSchedule, p.resolveRecipeParts, p.resolvePeriods, p.resolveTransfer} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -75,16 +88,57 @@ func (p *plan) resolveModel() error {
 		return &ConfigError{Field: "Precision", Value: fmt.Sprintf("%q", c.Precision), Reason: "use " + strings.Join(cifarlib.Precisions(), " or ")}
 	}
 	c.Precision = precision
-	if c.Steps <= 0 {
-		return &ConfigError{Field: "Steps", Value: fmt.Sprint(c.Steps), Reason: "set the number of training steps (> 0)"}
-	}
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
 	}
 	if c.BatchSize < 0 {
 		return &ConfigError{Field: "BatchSize", Value: fmt.Sprint(c.BatchSize), Reason: "use a positive batch size, e.g. 32 or 128"}
 	}
+	return p.resolveSteps()
+}
+
+// resolveSteps resolves Steps, from Epochs when it is given instead (and the steps per epoch
+// when the plan needs them).
+func (p *plan) resolveSteps() error {
+	c := &p.Config
+	switch {
+	case c.Steps != 0 && c.Epochs != 0:
+		return &ConfigError{Field: "Steps/Epochs", Value: fmt.Sprintf("%d/%g", c.Steps, c.Epochs),
+			Reason: "set the length of the run once: Steps or Epochs, not both"}
+	case c.Steps < 0 || c.Epochs < 0 || math.IsNaN(c.Epochs) || math.IsInf(c.Epochs, 0):
+		return &ConfigError{Field: "Steps/Epochs", Value: fmt.Sprintf("%d/%g", c.Steps, c.Epochs), Reason: "must be positive"}
+	case c.Steps == 0 && c.Epochs == 0:
+		return &ConfigError{Field: "Steps", Value: "0", Reason: "set the number of training steps (Steps > 0) or of epochs (Epochs > 0)"}
+	}
+	if c.WhitenBiasEpochs < 0 {
+		return &ConfigError{Field: "WhitenBiasEpochs", Value: fmt.Sprint(c.WhitenBiasEpochs), Reason: "must not be negative (0: the whitening bias trains throughout)"}
+	}
+	if c.Epochs == 0 && c.WhitenBiasEpochs == 0 {
+		return nil
+	}
+	n, err := p.trainExamples()
+	if err != nil {
+		return err
+	}
+	if p.stepsPerEpoch = n / c.BatchSize; p.stepsPerEpoch == 0 {
+		return &ConfigError{Field: "BatchSize", Value: fmt.Sprint(c.BatchSize),
+			Reason: fmt.Sprintf("an epoch of the %d training examples has no full batch: use a batch size of at most %d", n, n)}
+	}
+	if c.Epochs > 0 {
+		c.Steps = int(math.Ceil(c.Epochs * float64(p.stepsPerEpoch)))
+	}
 	return nil
+}
+
+// trainExamples is the size of the training split, from p.examples, else from TrainRecords.
+func (p *plan) trainExamples() (int, error) {
+	switch {
+	case p.examples != nil:
+		return p.examples(&p.Config)
+	case p.TrainRecords != nil:
+		return p.TrainRecords.Len(), nil
+	}
+	return 0, &ConfigError{Field: "Epochs", Value: fmt.Sprint(p.Epochs), Reason: "the training split's size is not known here: set Steps"}
 }
 
 // resolveOptimizer resolves the optimizer, its learning rate and its weight decay.
@@ -98,6 +152,13 @@ func (p *plan) resolveOptimizer() error {
 		return &ConfigError{Field: "LearningRate", Value: fmt.Sprintf("%g (min %g, weight decay %g)", c.LearningRate, c.MinLearningRate, c.WeightDecay),
 			Reason: "learning rates and weight decay must not be negative"}
 	}
+	if c.Optimizer == OptimizerNesterov {
+		return p.resolveNesterov()
+	}
+	if c.Momentum != 0 || c.BiasScaler != 0 || c.WhitenBiasEpochs != 0 {
+		return &ConfigError{Field: "Momentum/BiasScaler/WhitenBiasEpochs", Value: fmt.Sprintf("%g/%g/%d", c.Momentum, c.BiasScaler, c.WhitenBiasEpochs),
+			Reason: fmt.Sprintf("these are settings of Optimizer %q: leave them 0 with %q", OptimizerNesterov, c.Optimizer)}
+	}
 	if c.LearningRate == 0 {
 		c.LearningRate = DefaultLearningRate
 		if c.Optimizer == "sgd" {
@@ -108,7 +169,29 @@ func (p *plan) resolveOptimizer() error {
 		c.WeightDecay = DefaultAdamWWeightDecay
 	}
 	if c.WeightDecay > 0 && c.Optimizer != "adamw" {
-		return &ConfigError{Field: "WeightDecay", Value: fmt.Sprint(c.WeightDecay), Reason: "weight decay needs Optimizer \"adamw\""}
+		return &ConfigError{Field: "WeightDecay", Value: fmt.Sprint(c.WeightDecay), Reason: "weight decay needs Optimizer \"adamw\" or \"nesterov\""}
+	}
+	return nil
+}
+
+// resolveNesterov resolves nesterov's settings, their defaults airbench94's (nesterovDefaults),
+// but those a recipe keeps off (RecipeOff).
+func (p *plan) resolveNesterov() error {
+	c := &p.Config
+	d := nesterovDefaults()
+	fill(&c.LearningRate, d.LearningRate)
+	fillIf(!slices.Contains(c.RecipeOff, "WeightDecay"), &c.WeightDecay, d.WeightDecay)
+	fillIf(!slices.Contains(c.RecipeOff, "Momentum"), &c.Momentum, d.Momentum)
+	fill(&c.BiasScaler, d.BiasScaler)
+	if c.Momentum < 0 || c.Momentum >= 1 {
+		return &ConfigError{Field: "Momentum", Value: fmt.Sprint(c.Momentum), Reason: "use a momentum in [0, 1), e.g. 0.85 (airbench94's)"}
+	}
+	if c.BiasScaler < 0 {
+		return &ConfigError{Field: "BiasScaler", Value: fmt.Sprint(c.BiasScaler), Reason: "must be positive (0: airbench94's 64)"}
+	}
+	if c.WhitenBiasEpochs > 0 && c.Model != modelAirbench94 {
+		return &ConfigError{Field: "WhitenBiasEpochs", Value: fmt.Sprint(c.WhitenBiasEpochs),
+			Reason: fmt.Sprintf("model %q has no whitening layer: leave it 0 (it is for model %q)", c.Model, modelAirbench94)}
 	}
 	return nil
 }
@@ -122,6 +205,10 @@ func (p *plan) resolveSchedule() error {
 		if c.WarmupSteps != 0 || c.MinLearningRate != 0 {
 			return &ConfigError{Field: "Schedule", Value: c.Schedule, Reason: "WarmupSteps and MinLearningRate need Schedule \"cosine\""}
 		}
+	case ScheduleTriangle:
+		if c.WarmupSteps != 0 || c.MinLearningRate != 0 {
+			return &ConfigError{Field: "Schedule", Value: c.Schedule, Reason: "WarmupSteps and MinLearningRate need Schedule \"cosine\" (the triangle has its own)"}
+		}
 	case ScheduleCosine:
 		if c.WarmupSteps < 0 || c.WarmupSteps >= c.Steps {
 			return &ConfigError{Field: "WarmupSteps", Value: fmt.Sprint(c.WarmupSteps), Reason: fmt.Sprintf("use 0 <= WarmupSteps < Steps (%d)", c.Steps)}
@@ -130,7 +217,28 @@ func (p *plan) resolveSchedule() error {
 			return &ConfigError{Field: "MinLearningRate", Value: fmt.Sprint(c.MinLearningRate), Reason: fmt.Sprintf("must be below LearningRate (%g)", c.LearningRate)}
 		}
 	default:
-		return &ConfigError{Field: "Schedule", Value: fmt.Sprintf("%q", c.Schedule), Reason: "use \"constant\" or \"cosine\""}
+		return &ConfigError{Field: "Schedule", Value: fmt.Sprintf("%q", c.Schedule), Reason: "use \"constant\", \"cosine\" or \"triangle\""}
+	}
+	return nil
+}
+
+// resolveRecipeParts resolves the parts of a recipe that any model and optimizer can use: the
+// augmentation scheme, label smoothing and the test-time augmentation of the final evaluation.
+func (p *plan) resolveRecipeParts() error {
+	c := &p.Config
+	augmentation, err := data.ParseAugmentation(string(c.Augmentation))
+	if err != nil {
+		return &ConfigError{Field: "Augmentation", Value: fmt.Sprintf("%q", c.Augmentation), Reason: strings.TrimPrefix(err.Error(), "data: ")}
+	}
+	c.Augmentation = augmentation
+	if c.LabelSmoothing < 0 || c.LabelSmoothing >= 1 || math.IsNaN(c.LabelSmoothing) {
+		return &ConfigError{Field: "LabelSmoothing", Value: fmt.Sprint(c.LabelSmoothing), Reason: "use a value in [0, 1): 0 is none, airbench94 uses 0.2"}
+	}
+	if c.TTA < 0 {
+		c.TTA = 0 // TTAOff
+	}
+	if c.TTA > TTAMirrorTranslate {
+		return &ConfigError{Field: "TTA", Value: fmt.Sprint(c.TTA), Reason: "use 0 (none), 1 (mirror) or 2 (mirror and translate)"}
 	}
 	return nil
 }

@@ -18,10 +18,11 @@ type trainRecords struct {
 	provenance  data.Provenance // of train and test
 }
 
-// loadTrainRecords loads the splits of plan p: the records given in the Config, else from its
-// DataDir (or the synthetic data Prepare put next to it). The test split is loaded when the run
-// evaluates (at the end or periodically).
-func loadTrainRecords(p *plan, log runLog) (*trainRecords, error) {
+// loadTrainRecords loads the splits of config p (its Spec and DataDir resolved): the records
+// given in the Config, else from its DataDir (or the synthetic data Prepare put next to it). The
+// test split is loaded when the run evaluates (at the end or periodically: EvalEvery > 0, which
+// is also true of EvalEvery before resolve, whose 0 turns positive only without SkipFinalEval).
+func loadTrainRecords(p *Config, log runLog) (*trainRecords, error) {
 	r := &trainRecords{dataset: p.Spec, log: log}
 	evaluates := !p.SkipFinalEval || p.EvalEvery > 0
 	if p.TrainRecords == nil || evaluates && p.TestRecords == nil {

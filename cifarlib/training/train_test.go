@@ -34,21 +34,21 @@ func TestTrainConfigErrors(t *testing.T) {
 		{"no spec", func(c *Config) { c.Spec = data.Spec{} }, "Spec",
 			"training: config: Spec=(zero): set it to CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse)"},
 		{"no steps", func(c *Config) { c.Steps = 0 }, "Steps",
-			"training: config: Steps=0: set the number of training steps (> 0)"},
+			"training: config: Steps=0: set the number of training steps (Steps > 0) or of epochs (Epochs > 0)"},
 		{"negative head", func(c *Config) { c.Head = -1 }, "Head",
 			"training: config: Head=-1: use 0 to size the head from the dataset, or a positive width"},
 		{"negative batch", func(c *Config) { c.BatchSize = -4 }, "BatchSize",
 			"training: config: BatchSize=-4: use a positive batch size, e.g. 32 or 128"},
 		{"optimizer", func(c *Config) { c.Optimizer = "lion" }, "Optimizer",
-			`training: config: Optimizer="lion": use one of adam, adamw, adamax, rmsprop, sgd`},
+			`training: config: Optimizer="lion": use one of adam, adamw, adamax, rmsprop, sgd, nesterov`},
 		{"schedule", func(c *Config) { c.Schedule = "step" }, "Schedule",
-			`training: config: Schedule="step": use "constant" or "cosine"`},
+			`training: config: Schedule="step": use "constant", "cosine" or "triangle"`},
 		{"warmup without cosine", func(c *Config) { c.WarmupSteps = 5 }, "Schedule",
 			"training: config: Schedule=constant: WarmupSteps and MinLearningRate need Schedule \"cosine\""},
 		{"warmup too long", func(c *Config) { c.Schedule, c.WarmupSteps = ScheduleCosine, 10 }, "WarmupSteps",
 			"training: config: WarmupSteps=10: use 0 <= WarmupSteps < Steps (10)"},
 		{"weight decay", func(c *Config) { c.WeightDecay = 0.01 }, "WeightDecay",
-			`training: config: WeightDecay=0.01: weight decay needs Optimizer "adamw"`},
+			`training: config: WeightDecay=0.01: weight decay needs Optimizer "adamw" or "nesterov"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := base
@@ -61,7 +61,7 @@ func TestTrainConfigErrors(t *testing.T) {
 		})
 	}
 
-	cfg, err := resolve(Config{Spec: data.CIFAR100(data.LabelsFine), Steps: 1000, Optimizer: "SGD"})
+	cfg, err := resolve(Config{Spec: data.CIFAR100(data.LabelsFine), Steps: 1000, Optimizer: "SGD"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "cnn", cfg.Model)
 	require.Equal(t, 32, cfg.BatchSize)

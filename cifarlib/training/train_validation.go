@@ -21,6 +21,8 @@ type validation struct {
 	devices int
 	// every, examples and batchSize are Config's EvalEvery, EvalExamples and EvalBatchSize.
 	every, examples, batchSize int
+	// tta is Config.TTA, the final evaluation's test-time augmentation.
+	tta int
 	// test is the test split; nil when the run does not evaluate.
 	test      *data.Records
 	evaluator *Evaluator
@@ -33,7 +35,7 @@ type validation struct {
 // newValidation is the evaluation part of a run of plan p on devices devices, evaluating on test.
 func newValidation(p *plan, backend compute.Backend, m *cifarlib.Model, store *model.Store, devices int, test *data.Records) *validation {
 	return &validation{backend: backend, model: m, store: store, devices: devices,
-		every: p.EvalEvery, examples: p.EvalExamples, batchSize: p.EvalBatchSize, test: test}
+		every: p.EvalEvery, examples: p.EvalExamples, batchSize: p.EvalBatchSize, tta: p.TTA, test: test}
 }
 
 // evaluate evaluates the current model on recs, on the run's devices unless opts says otherwise.
@@ -72,7 +74,7 @@ func (v *validation) point() (*runs.EvalPoint, error) {
 	return &runs.EvalPoint{Examples: ev.Examples, Loss: ev.Loss, Accuracy: ev.Accuracy, TopK: ev.TopKAccuracy}, nil
 }
 
-// final evaluates on the whole test split.
+// final evaluates on the whole test split, with the run's test-time augmentation.
 func (v *validation) final(ctx context.Context) (*EvalResult, error) {
-	return v.evaluate(ctx, v.test, EvalOptions{BatchSize: v.batchSize})
+	return v.evaluate(ctx, v.test, EvalOptions{BatchSize: v.batchSize, TTA: v.tta})
 }

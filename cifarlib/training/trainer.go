@@ -56,11 +56,12 @@ type Trainer struct {
 // static head check: with the guard on, a head that differs from the dataset's number of
 // classes fails here, with *HeadMismatchError.
 func NewTrainer(cfg Config) (*Trainer, error) {
-	p, err := resolve(cfg)
+	t := &Trainer{log: newRunLog(cfg.Log), rt: newRunTimeline(cfg.TimelineFrom)}
+	p, err := resolve(cfg, t.loadRecords) // loads the data first when the plan depends on its size
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{plan: p, log: newRunLog(p.Log), rt: newRunTimeline(p.TimelineFrom)}
+	t.plan = p
 	began := time.Now()
 	if t.backend, t.devices, err = openDevices(p); err != nil {
 		return nil, err
@@ -69,11 +70,11 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 	if t.model, err = buildModel(p, t.backend); err != nil { // the static guard runs before the data is loaded
 		return nil, err
 	}
-	began = time.Now()
-	if t.records, err = loadTrainRecords(p, t.log); err != nil {
-		return nil, err
+	if t.records == nil {
+		if _, err := t.loadRecords(&p.Config); err != nil {
+			return nil, err
+		}
 	}
-	t.rt.add(runs.PhaseData, began)
 	t.store = model.NewStore()
 	if err := t.store.SetRNGStateFromSeed(p.Seed); err != nil {
 		return nil, fmt.Errorf("training: seeding the model's random state: %w", err)
@@ -86,6 +87,9 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 		return nil, err
 	}
 	_, resumed := t.ckpt.resumedAt()
+	if err := t.initWhitening(resumed); err != nil {
+		return nil, err
+	}
 	if t.transfer, err = newTrainTransfer(p, t.store, resumed, t.log); err != nil {
 		return nil, err
 	}
@@ -96,6 +100,29 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 	}
 	t.loop = train.NewLoop(t.trainer)
 	return t, nil
+}
+
+// initWhitening sets airbench94's whitening filters from the first training images
+// (cifarlib.Model.InitWhitening, airbench's init_whitening_conv) at the start of a fresh run. A
+// resumed or imported run keeps its own, and a transfer carries its source's.
+func (t *Trainer) initWhitening(resumed bool) error {
+	if t.model.Arch != cifarlib.ArchAirbench94 || resumed || t.plan.source != nil || t.ckpt != nil && t.ckpt.imported != nil {
+		return nil
+	}
+	return t.model.InitWhitening(t.store, t.records.train)
+}
+
+// loadRecords loads the splits of c into t.records (see loadTrainRecords), timed on the
+// timeline, and returns the number of training examples (a trainSize for resolve).
+func (t *Trainer) loadRecords(c *Config) (int, error) {
+	began := time.Now()
+	recs, err := loadTrainRecords(c, t.log)
+	if err != nil {
+		return 0, err
+	}
+	t.records = recs
+	t.rt.add(runs.PhaseData, began)
+	return recs.train.Len(), nil
 }
 
 // newGoMLXTrainer builds GoMLX's train.Trainer of t for plan p: t's model function, the guarded
@@ -111,7 +138,8 @@ func newGoMLXTrainer(p *plan, t *Trainer) (trainer *train.Trainer, err error) {
 			mode = cifarlib.GuardOff
 		}
 		if trainer = t.progs.trainer; trainer == nil { // compiled by an earlier run (Config.Programs)
-			trainer = train.NewTrainer(t.backend, t.store, t.modelFn, t.model.LossFn(mode), opt,
+			loss := t.model.Loss().Mode(mode).LabelSmoothing(p.LabelSmoothing).Done()
+			trainer = train.NewTrainer(t.backend, t.store, t.modelFn, loss, opt,
 				trainMetricsFor(p.topK(), p.Unguarded, t.model.NumClasses), evalMetricsFor(p.topK()))
 			t.progs.keep(trainer)
 		}

@@ -302,7 +302,7 @@ func TestTransferErrors(t *testing.T) {
 
 	// Model left empty is the source's: read into the plan, the caller's Config untouched.
 	cfg.Model = ""
-	p, err := resolve(cfg)
+	p, err := resolve(cfg, nil)
 	require.NoError(t, err)
 	require.Equal(t, cifarlib.ArchLinear, p.Model)
 	require.Equal(t, cifarlib.ArchLinear, p.source.info.Model)

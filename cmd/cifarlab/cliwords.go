@@ -16,7 +16,10 @@ var configFlags = map[string]string{
 	"Steps": "--steps", "BatchSize": "--batch", "Head": "--head", "Optimizer": "--optimizer", "LearningRate": "--lr",
 	"MinLearningRate": "--min-lr", "WeightDecay": "--weight-decay", "Schedule": "--schedule", "WarmupSteps": "--warmup",
 	"Precision": "--precision", "BackboneLearningRate": "--backbone-lr", "Freeze": "--freeze", "From": "--from",
-	"NewHead": "--new-head",
+	"NewHead": "--new-head", "Recipe": "--recipe", "Epochs": "--epochs", "Steps/Epochs": "--steps/--epochs", "Momentum": "--momentum",
+	"BiasScaler": "--bias-scaler", "WhitenBiasEpochs": "--whiten-bias-epochs", "LabelSmoothing": "--label-smoothing", "TTA": "--tta",
+	"Augmentation": "--augmentation", "Momentum/BiasScaler/WhitenBiasEpochs": "--momentum/--bias-scaler/--whiten-bias-epochs",
+	"Lookahead": "--lookahead", "Augment": "--augment",
 }
 
 // inFlags says err in a CLI user's words: the library's errors tell a Go caller what to change

@@ -23,7 +23,7 @@ func runDiagnose(args []string, stdout io.Writer) error {
 	fs := newFlagSet("diagnose", "--dataset cifar10|cifar100 [--data DIR] [--model ARCH] [--head N] [--labels fine|coarse] [--from RUN_DIR] [--json]", stdout)
 	dataset := fs.String("dataset", "cifar10", "dataset: cifar10 or cifar100")
 	dataDir := fs.String("data", data.DefaultDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DirEnv+")")
-	arch := fs.String("model", cifarlib.ArchCNN, "architecture: linear, cnn, resnet18 or resnet20")
+	arch := fs.String("model", cifarlib.ArchCNN, "architecture: linear, cnn, resnet18, resnet20 or airbench94")
 	head := fs.Int("head", 0, "override the head width (reproduces the head/label mismatch bug); 0 = the dataset's classes")
 	labels := fs.String("labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
 	batch := fs.Int("batch", 128, "batch size of the inspected tensors")

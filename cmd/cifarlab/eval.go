@@ -22,7 +22,7 @@ func init() {
 }
 
 func runEval(args []string, stdout io.Writer) error {
-	fs := newFlagSet("eval", "--checkpoint DIR [--data DIR] [--split test|train] [--batch B] [--max N] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--json]", stdout)
+	fs := newFlagSet("eval", "--checkpoint DIR [--data DIR] [--split test|train] [--batch B] [--max N] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--tta 0|1|2] [--json]", stdout)
 	ckptDir := fs.String("checkpoint", "", "checkpoint `DIR` written by cifarlab train (required); it records the dataset and the model")
 	dataDir := fs.String("data", data.DefaultDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DirEnv+")")
 	splitName := fs.String("split", "test", "split to evaluate: test or train")
@@ -32,6 +32,8 @@ func runEval(args []string, stdout io.Writer) error {
 	devicesFlag := fs.String("devices", "1", "shard each evaluation batch across N devices, or all (any count: checkpoints do not depend on it)")
 	precisionFlag := fs.String("precision", string(cifarlib.PrecisionF32), "what convolutions and matrix products compute in: f32 or bf16-mixed "+
 		"(any checkpoint: they hold float32 whatever the training precision)")
+	tta := fs.Int("tta", training.TTANone, "test-time augmentation, airbench's levels: 0 none, 1 mirror (the image and its left-right mirror), "+
+		"2 mirror+translate (also the image shifted by one pixel up-left and down-right): the logits of the views are averaged")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -48,6 +50,9 @@ func runEval(args []string, stdout io.Writer) error {
 	}
 	if *batch <= 0 || *maxExamples < 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--batch must be positive and --max not negative (got %d, %d)", *batch, *maxExamples)}
+	}
+	if *tta < training.TTANone || *tta > training.TTAMirrorTranslate {
+		return &exitError{code: 2, err: fmt.Errorf("--tta %d: use 0 (none), 1 (mirror) or 2 (mirror+translate)", *tta)}
 	}
 	precision, err := parsePrecisionFlag(*precisionFlag)
 	if err != nil {
@@ -79,7 +84,7 @@ func runEval(args []string, stdout io.Writer) error {
 	ctx, stop := training.InterruptContext(context.Background())
 	defer stop()
 	res, err := training.Evaluate(ctx, backend, ck.Model, ck.Store, recs,
-		training.EvalOptions{BatchSize: *batch, MaxExamples: *maxExamples, Split: split.String(), Devices: devices})
+		training.EvalOptions{BatchSize: *batch, MaxExamples: *maxExamples, Split: split.String(), Devices: devices, TTA: *tta})
 	if err != nil {
 		return err
 	}

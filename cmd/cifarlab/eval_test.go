@@ -51,4 +51,16 @@ func TestEvalCommandCIFAR100Coarse(t *testing.T) {
 	require.Len(t, lines, 3+20)
 
 	require.Equal(t, 2, run([]string{"eval", "--checkpoint", ckpt, "--split", "validation"}, &stdout, &stderr))
+
+	// --tta: airbench's mirror+translate test-time augmentation, recorded in the result.
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--backend", "go", "--tta", "2", "--json"}, &stdout, &stderr), stderr.String())
+	var tta training.EvalResult
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &tta))
+	require.Equal(t, training.TTAMirrorTranslate, tta.TTA)
+	require.Equal(t, 100, tta.Examples)
+	require.NotEqual(t, ev.Loss, tta.Loss, "the averaged logits of six views are not the plain ones")
+	stderr.Reset()
+	require.Equal(t, 2, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--tta", "3"}, &stdout, &stderr))
+	require.Contains(t, stderr.String(), "--tta 3: use 0 (none), 1 (mirror) or 2 (mirror+translate)")
 }

@@ -17,7 +17,7 @@ import (
 func init() {
 	register(command{
 		name:    "import",
-		summary: "import a PyTorch state_dict (torch.save .pth/.pt, or .safetensors) of a CIFAR ResNet-18 or the cnn twin as a run",
+		summary: "import a PyTorch state_dict (torch.save .pth/.pt, or .safetensors) of a CIFAR ResNet-18, the cnn twin or airbench's make_net94 as a run",
 		run:     runImport,
 	})
 	register(command{
@@ -28,19 +28,19 @@ func init() {
 }
 
 func runImport(args []string, stdout io.Writer) error {
-	fs := newFlagSet("import", "--from FILE --checkpoint RUN_DIR [--arch resnet18|cnn] [--dataset cifar10|cifar100] [--labels fine|coarse] "+
-		"[--names pytorch-cifar|torchvision|cnn-twin] [--normalize MEAN,MEAN,MEAN/STD,STD,STD|pytorch-cifar|lab] [--check [--data DIR]] [--json]", stdout)
+	fs := newFlagSet("import", "--from FILE --checkpoint RUN_DIR [--arch resnet18|cnn|airbench94] [--dataset cifar10|cifar100] [--labels fine|coarse] "+
+		"[--names pytorch-cifar|torchvision|cnn-twin|airbench94] [--normalize MEAN,MEAN,MEAN/STD,STD,STD|pytorch-cifar|lab] [--check [--data DIR]] [--json]", stdout)
 	from := fs.String("from", "", "the PyTorch `FILE`: torch.save(model.state_dict(), FILE) (zip format, torch >= 1.6; a checkpoint dict with "+
 		"'net', 'state_dict', 'model' or 'model_state_dict' too), or a .safetensors file; nothing in it is executed (required)")
 	ckptDir := fs.String("checkpoint", "", "the run `DIR` to create, new or empty (required)")
 	arch := fs.String("arch", cifarlib.ArchResNet18, "lab architecture: resnet18 (kuangliu's ResNet18 or torchvision's resnet18 with a "+
-		"3x3 stem) or cnn (the lab's cnn twin, bench/interop/models.py)")
+		"3x3 stem), cnn (the lab's cnn twin, bench/interop/models.py) or airbench94 (airbench 0.1.8's make_net94)")
 	dataset := fs.String("dataset", "cifar10", "the dataset the model was trained on: cifar10 or cifar100 (its classes are the head width)")
 	labels := fs.String("labels", "fine", "CIFAR-100 label set: fine or coarse")
-	names := fs.String("names", "", "PyTorch naming: pytorch-cifar, torchvision or cnn-twin (default: detected from the keys)")
+	names := fs.String("names", "", "PyTorch naming: pytorch-cifar, torchvision, cnn-twin or airbench94 (default: detected from the keys)")
 	normalize := fs.String("normalize", "", "the transforms.Normalize statistics the model was trained with, recorded by the run and "+
 		"applied at its model's input: MEAN,MEAN,MEAN/STD,STD,STD, pytorch-cifar (kuangliu's std 0.2023,0.1994,0.2010) or lab (default: pytorch-cifar "+
-		"for resnet18, lab for cnn, or what a lab export recorded)")
+		"for resnet18, lab for cnn, airbench's (the lab's CIFAR-10 statistics) for airbench94, or what a lab export recorded)")
 	check := fs.Bool("check", false, "evaluate the imported run on the test split of --data and compare with the accuracy the file records")
 	dataDir := fs.String("data", data.DefaultDir(), "CIFAR data `DIR` for --check ($"+data.DirEnv+")")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -112,11 +112,11 @@ func checkImported(dir, dataDir string, spec data.Spec) (*training.EvalResult, e
 }
 
 func runExport(args []string, stdout io.Writer) error {
-	fs := newFlagSet("export", "--run RUN_DIR --out FILE [--format safetensors] [--names pytorch-cifar|torchvision|cnn-twin] [--backend cpu|cuda|go|auto] [--json]", stdout)
+	fs := newFlagSet("export", "--run RUN_DIR --out FILE [--format safetensors] [--names pytorch-cifar|torchvision|cnn-twin|airbench94] [--backend cpu|cuda|go|auto] [--json]", stdout)
 	runDir := fs.String("run", "", "the run `DIR` to export (required)")
 	out := fs.String("out", "", "the `FILE` to write (required; written atomically)")
 	format := fs.String("format", "safetensors", "file format: safetensors (what safetensors.torch.load_file reads)")
-	names := fs.String("names", "", "PyTorch naming: pytorch-cifar (kuangliu's ResNet18, the default for resnet18), torchvision, or cnn-twin (cnn)")
+	names := fs.String("names", "", "PyTorch naming: pytorch-cifar (kuangliu's ResNet18, the default for resnet18), torchvision, cnn-twin (cnn) or airbench94 (make_net94's nn.Sequential)")
 	backendName := fs.String("backend", backends.Auto, "compute backend used to load the run: auto, cpu, go or cuda")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := fs.Parse(args); err != nil {

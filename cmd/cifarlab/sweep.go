@@ -202,6 +202,7 @@ func checkTrainArgs(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	f.visit(fs)
 	cfg, err := f.config()
 	if err != nil {
 		return err

@@ -147,12 +147,12 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"train", "--dataset", "cifar10"}, 2, "cifarlab train: --steps is required: the global step to train to (e.g. --steps 1000)\n"},
+		{[]string{"train", "--dataset", "cifar10"}, 2, "cifarlab train: --steps or --epochs is required: the global step to train to (e.g. --steps 1000), or the epochs (e.g. --epochs 10)\n"},
 		{[]string{"train", "--dataset", "svhn", "--steps", "3"}, 2, "cifarlab train: data: unknown dataset \"svhn\": use \"cifar10\" or \"cifar100\"\n"},
 		{[]string{"train", "--steps", "3", "--optimizer", "lion", "--backend", "go"}, 2,
-			"cifarlab train: --optimizer lion: use one of adam, adamw, adamax, rmsprop, sgd\n"},
+			"cifarlab train: --optimizer lion: use one of adam, adamw, adamax, rmsprop, sgd, nesterov\n"},
 		{[]string{"train", "--steps", "3", "--progress", "maybe"}, 2, "cifarlab train: --progress \"maybe\": use auto, on or off\n"},
-		{[]string{"train", "--steps", "3", "--model", "vgg"}, 2, "cifarlab train: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20\n"},
+		{[]string{"train", "--steps", "3", "--model", "vgg"}, 2, "cifarlab train: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20, airbench94\n"},
 		{[]string{"eval"}, 2, "cifarlab eval: --checkpoint is required: the directory given to cifarlab train --checkpoint\n"},
 	} {
 		var stdout, stderr bytes.Buffer

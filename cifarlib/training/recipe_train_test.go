@@ -1,0 +1,140 @@
+package training
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/stretchr/testify/require"
+)
+
+// recipeTestConfig is a tiny run of the airbench94 recipe's training parts (nesterov,
+// triangle, label smoothing, lookahead, epochs) on model, on 96 synthetic training examples
+// (12 steps of 8 per epoch): 0.6 epochs is 8 steps, with lookahead updates at step 5 and at the end.
+func recipeTestConfig(t *testing.T, model string) Config {
+	spec := data.CIFAR10()
+	train, test := labtest.TrainTestRecords(t, spec, 96, 40, 5)
+	return Config{Recipe: RecipeAirbench94, Model: model, Spec: spec, TrainRecords: train, TestRecords: test, Epochs: 0.6, BatchSize: 8,
+		Seed: 3, SkipFinalEval: true, Backend: labtest.Backend(t), Progress: ProgressOff}
+}
+
+// TestRecipeInterruptResumeEqualsStraightRun: a recipe run interrupted after step 3 and resumed
+// ends with the variables of an uninterrupted run, bit for bit: the momentum buffers and the
+// lookahead EMA are in the checkpoint, and the schedule and lookahead depend on the global step.
+func TestRecipeInterruptResumeEqualsStraightRun(t *testing.T) {
+	cfg := recipeTestConfig(t, "cnn")
+	straight, err := NewTrainer(cfg)
+	require.NoError(t, err)
+	require.Equal(t, 8, straight.Config().Steps)
+	resA, err := straight.Run(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 8, resA.EndStep)
+
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	interrupted := cfg
+	interrupted.CheckpointDir = dir
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	interrupted.OnPoint = func(p runs.HistoryPoint) error {
+		if p.Step == 3 {
+			cancel()
+		}
+		return nil
+	}
+	resB, err := Train(ctx, interrupted)
+	require.NoError(t, err)
+	require.True(t, resB.Interrupted)
+	require.Equal(t, 3, resB.EndStep)
+
+	resumedCfg := cfg
+	resumedCfg.CheckpointDir = dir
+	resumed, err := NewTrainer(resumedCfg)
+	require.NoError(t, err)
+	resC, err := resumed.Run(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 3, resC.StartStep)
+	require.Equal(t, 8, resC.EndStep)
+
+	want, got := trainVars(t, straight.Store()), trainVars(t, resumed.Store())
+	var momentum, ema int
+	for path := range want {
+		momentum += boolInt(strings.HasPrefix(path, nesterovScope+"/cnn/"))
+		ema += boolInt(strings.HasPrefix(path, lookaheadScope+"/cnn/"))
+	}
+	require.Positive(t, momentum, "momentum buffers")
+	require.Positive(t, ema, "lookahead EMA")
+	require.Equal(t, len(want), len(got))
+	for path, value := range want {
+		require.Equal(t, value, got[path], "variable %s differs between the straight and the resumed run", path)
+	}
+	// The run ends on the EMA: the weights equal their EMA copies.
+	for path, value := range want {
+		if strings.HasPrefix(path, "/cnn/") && !strings.HasSuffix(path, "avg_weight") {
+			require.Equal(t, value, want[lookaheadScope+path], "%s is its EMA after the last step", path)
+		}
+	}
+	// The triangle over 8 steps (peak at int(0.23*8) = 1): the learning rate of each step.
+	tr := airbenchTriangle(8)
+	for i, p := range resC.History.Points {
+		require.Equal(t, resA.History.Points[i].Loss, p.Loss, "step %d", p.Step)
+		require.InDelta(t, 11.5*float64(tr.at(p.Step-1)), p.LearningRate, 1e-5, "step %d (0-based %d)", p.Step, p.Step-1)
+	}
+
+	// A resume with another recipe setting is refused.
+	other := resumedCfg
+	other.LabelSmoothing = 0.1
+	_, err = NewTrainer(other)
+	var me *CheckpointMismatchError
+	require.ErrorAs(t, err, &me)
+	require.Contains(t, err.Error(), "label smoothing: saved 0.2, requested 0.1")
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestAirbench94WhiteningAndBiasFreeze trains airbench94 with nesterov and WhitenBiasEpochs 1 on
+// 16 examples (2 steps of 8 per epoch): the whitening filters are those computed from the
+// training images and never trained, and the whitening bias trains in steps 1-2 and stays put
+// in step 3, which runs as a resume from step 2's checkpoint.
+func TestAirbench94WhiteningAndBiasFreeze(t *testing.T) {
+	spec := data.CIFAR10()
+	train, _ := labtest.TrainTestRecords(t, spec, 16, 8, 5)
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	cfg := Config{Spec: spec, TrainRecords: train, Model: cifarlib.ArchAirbench94, Optimizer: OptimizerNesterov, WhitenBiasEpochs: 1,
+		BatchSize: 8, Steps: 2, Seed: 4, SkipFinalEval: true, Backend: labtest.Backend(t), Progress: ProgressOff, CheckpointDir: dir}
+	first, err := NewTrainer(cfg)
+	require.NoError(t, err)
+	_, err = first.Run(context.Background())
+	require.NoError(t, err)
+	atTwo := trainVars(t, first.Store())
+
+	cfg.Steps = 3
+	second, err := NewTrainer(cfg)
+	require.NoError(t, err)
+	res, err := second.Run(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 2, res.StartStep)
+	atThree := trainVars(t, second.Store())
+
+	const bias, filters = "/airbench94/whiten/conv/biases", cifarlib.AirbenchWhiteningVariable
+	require.Equal(t, atTwo[bias], atThree[bias], "the whitening bias is frozen after 1 epoch (2 steps)")
+	require.NotEqual(t, make([]byte, len(atTwo[bias])), atTwo[bias], "it trained in the first epoch")
+	conv := "/airbench94/block1/conv1/conv/weights"
+	require.NotEqual(t, atTwo[conv], atThree[conv], "the other weights train on")
+
+	fresh := model.NewStore()
+	require.NoError(t, second.Model().InitWhitening(fresh, train))
+	want := trainVars(t, fresh)
+	require.Equal(t, want[filters], atThree[filters], "the filters are the data's, untrained")
+}

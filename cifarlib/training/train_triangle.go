@@ -1,0 +1,78 @@
+package training
+
+// Airbench's triangle learning-rate schedule (ScheduleTriangle).
+
+import (
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// The triangle schedule of airbench94 (airbench 0.1.8, utils.py: train's
+// triangle(total_train_steps, start=0.2, end=0.07, peak=0.23)).
+const (
+	triangleStart = 0.2
+	triangleEnd   = 0.07
+	trianglePeak  = 0.23
+)
+
+// triangle is airbench's triangle(steps, start, end, peak) (airbench 0.1.8, utils.py): the
+// factor of the learning rate at step x (0-based: the step being taken) rises linearly from
+// start at step 0 to 1 at the integer peak step int(peak*steps), then falls linearly to end at
+// step steps. It computes as airbench does, in float32: the slope m and intercept b of each
+// segment from the float32 end points, then m*x + b.
+type triangle struct {
+	// peakStep is int(peak*steps), as Python's int() truncates.
+	peakStep int
+	// m and b are the slopes and intercepts of the rising (0) and the falling (1) segment.
+	m, b [2]float32
+}
+
+// newTriangle returns the triangle schedule over steps steps.
+func newTriangle(steps int, start, end, peak float64) triangle {
+	p := int(peak * float64(steps))
+	s, e, one := float32(start), float32(end), float32(1)
+	tr := triangle{peakStep: p}
+	if p > 0 {
+		tr.m[0] = (one - s) / float32(p)
+	}
+	tr.b[0] = s // start - m0*0
+	tr.m[1] = (e - one) / float32(steps-p)
+	tr.b[1] = one - tr.m[1]*float32(p)
+	return tr
+}
+
+// airbenchTriangle is the schedule of Config.Schedule "triangle" over steps steps.
+func airbenchTriangle(steps int) triangle {
+	return newTriangle(steps, triangleStart, triangleEnd, trianglePeak)
+}
+
+// at is the factor at step x (0 <= x <= steps): segment 0 below the peak step, else segment 1
+// (airbench's index sum(x >= xp) - 1, clamped to the two segments).
+func (tr triangle) at(x int) float32 {
+	i := 1
+	if x < tr.peakStep {
+		i = 0
+	}
+	return tr.m[i]*float32(x) + tr.b[i]
+}
+
+// factor builds the factor at step (an integer node: the step being taken, from 0) in float32.
+func (tr triangle) factor(step *graph.Node) *graph.Node {
+	x := graph.ConvertDType(step, dtypes.Float32)
+	g := x.Graph()
+	seg := func(i int) *graph.Node {
+		return graph.Add(graph.Mul(x, graph.Scalar(g, dtypes.Float32, tr.m[i])), graph.Scalar(g, dtypes.Float32, tr.b[i]))
+	}
+	below := graph.LessThan(x, graph.Scalar(g, dtypes.Float32, float32(tr.peakStep)))
+	return graph.Where(below, seg(0), seg(1))
+}
+
+// setLearningRate sets GoMLX's learning-rate variable in g to learningRate times the factor of
+// the step being taken (the global step before the optimizer increments it).
+func (tr triangle) setLearningRate(scope *model.Scope, g *graph.Graph, learningRate float64) {
+	step := optimizer.GetGlobalStepVar(scope).NodeValue(g)
+	lrVar := optimizer.LearningRateVarWithValue(scope, dtypes.Float32, learningRate)
+	lrVar.SetNodeValue(graph.MulScalar(tr.factor(step), learningRate))
+}

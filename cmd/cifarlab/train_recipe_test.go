@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestTrainRecipeFlags checks what the recipe's flags put in training.Config: with --recipe,
+// the flags not given leave their fields to the recipe (not their defaults), the flags given win.
+func TestTrainRecipeFlags(t *testing.T) {
+	parse := func(args ...string) (training.Config, error) {
+		fs, f := newTrainFlags(io.Discard)
+		require.NoError(t, fs.Parse(args))
+		f.visit(fs)
+		return f.config()
+	}
+	cfg, err := parse("--recipe", "airbench94")
+	require.NoError(t, err)
+	require.Equal(t, training.Config{Recipe: "airbench94", Spec: data.CIFAR10()},
+		training.Config{Recipe: cfg.Recipe, Spec: cfg.Spec, Model: cfg.Model, BatchSize: cfg.BatchSize, Optimizer: cfg.Optimizer,
+			Schedule: cfg.Schedule, Steps: cfg.Steps, Epochs: cfg.Epochs}, "the recipe decides")
+
+	cfg, err = parse("--recipe", "airbench94", "--model", "cnn", "--batch", "8", "--steps", "2", "--optimizer", "sgd", "--schedule", "cosine",
+		"--tta", "-1", "--label-smoothing", "0.1", "--augmentation", "crop-flip")
+	require.NoError(t, err)
+	require.Equal(t, []any{"cnn", 8, "sgd", "cosine", 2, training.TTAOff, 0.1, data.AugmentCropFlip},
+		[]any{cfg.Model, cfg.BatchSize, cfg.Optimizer, cfg.Schedule, cfg.Steps, cfg.TTA, cfg.LabelSmoothing, cfg.Augmentation})
+
+	cfg, err = parse("--epochs", "2.5", "--optimizer", "nesterov", "--momentum", "0.9", "--bias-scaler", "32", "--weight-decay", "0.01",
+		"--whiten-bias-epochs", "2", "--model", "airbench94", "--lookahead", "--schedule", "triangle", "--augment",
+		"--augmentation", "altflip-translate", "--tta", "1")
+	require.NoError(t, err)
+	require.Equal(t, training.Config{Spec: data.CIFAR10(), Model: "airbench94", BatchSize: 32, Optimizer: "nesterov", Momentum: 0.9,
+		BiasScaler: 32, WeightDecay: 0.01, WhitenBiasEpochs: 2, Lookahead: true, Schedule: "triangle", Augment: true,
+		Augmentation: data.AugmentAltFlip, TTA: 1, Epochs: 2.5},
+		training.Config{Spec: cfg.Spec, Model: cfg.Model, BatchSize: cfg.BatchSize, Optimizer: cfg.Optimizer, Momentum: cfg.Momentum,
+			BiasScaler: cfg.BiasScaler, WeightDecay: cfg.WeightDecay, WhitenBiasEpochs: cfg.WhitenBiasEpochs, Lookahead: cfg.Lookahead,
+			Schedule: cfg.Schedule, Augment: cfg.Augment, Augmentation: cfg.Augmentation, TTA: cfg.TTA, Epochs: cfg.Epochs})
+
+	// Flags given at their zero value keep the recipe from filling them: an ablation.
+	cfg, err = parse("--recipe", "airbench94", "--label-smoothing", "0", "--lookahead=false", "--tta", "0", "--augment=false", "--momentum", "0.9")
+	require.NoError(t, err)
+	require.Equal(t, []string{"LabelSmoothing", "Lookahead", "TTA", "Augment"}, cfg.RecipeOff)
+	cfg, err = parse("--label-smoothing", "0", "--lookahead=false", "--steps", "3")
+	require.NoError(t, err)
+	require.Empty(t, cfg.RecipeOff, "without --recipe, nothing to keep off")
+
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--steps", "3", "--epochs", "1"}, "--steps 3 and --epochs 1: give the length of the run once, in steps or in epochs"},
+		{[]string{"--recipe", "airbench99"}, `unknown --recipe "airbench99": use one of airbench94`},
+	} {
+		_, err := parse(c.args...)
+		require.EqualError(t, err, c.msg)
+	}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 2, run([]string{"train", "--steps", "3", "--label-smoothing", "1", "--backend", "go"}, &stdout, &stderr))
+	require.Contains(t, stderr.String(), "--label-smoothing 1: use a value in [0, 1)")
+}
+
+// TestTrainCommandRecipe trains the airbench94 recipe for 2 steps of 8 images on synthetic data
+// through the CLI, and checks what the run recorded: its settings in the checkpoint and its flags
+// in run.json.
+func TestTrainCommandRecipe(t *testing.T) {
+	root := trainTestData(t, data.CIFAR10())
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"train", "--recipe", "airbench94", "--steps", "2", "--batch", "8", "--data", root, "--backend", "go",
+		"--checkpoint", ckpt, "--no-eval", "--eval-every", "-1", "--json"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	var res training.Result
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
+	require.Equal(t, "airbench94", res.Model)
+	require.Equal(t, 8, res.BatchSize)
+	require.Equal(t, 2, res.EndStep)
+	require.Equal(t, data.KindSynthetic, res.Data.Kind)
+
+	backend, err := backends.New(backends.Go)
+	require.NoError(t, err)
+	ck, err := training.LoadCheckpoint(ckpt, backend)
+	require.NoError(t, err)
+	info := ck.Info
+	require.Equal(t, []any{"airbench94", "nesterov", 11.5, 0.85, 0.0153, 64.0, 3, "triangle", 0.2, true, true, "altflip-translate"},
+		[]any{info.Recipe, info.Optimizer, info.LearningRate, info.Momentum, info.WeightDecay, info.BiasScaler, info.WhitenBiasEpochs,
+			info.Schedule, info.LabelSmoothing, info.Lookahead, info.Augment, info.Augmentation})
+	rec, err := runs.ReadRecord(ckpt)
+	require.NoError(t, err)
+	require.Equal(t, "airbench94", rec.Params["recipe"])
+}
+
+// A sweep of the recipe: seeds of airbench94 and label smoothing on a grid, the recipe and
+// epochs shared; a task that `cifarlab train` refuses (both --steps and --epochs) is refused
+// before anything is written.
+func TestSweepRecipeDryRun(t *testing.T) {
+	runsDir := filepath.Join(t.TempDir(), "runs")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"sweep", "--runs", runsDir, "--name", "ab", "--grid", "seed=1,2", "--grid", "label-smoothing=0,0.2",
+		"--recipe", "airbench94", "--epochs", "2", "--local", "--dry-run"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	require.Len(t, lines, 5, stdout.String())
+	require.Contains(t, lines[3], "ab-seed_2-label-smoothing_0.2  --recipe airbench94 --epochs 2 --seed=2 --label-smoothing=0.2 ")
+	require.Equal(t, "would run tasks 0-3 here, 1 at a time", lines[4])
+
+	stderr.Reset()
+	code = run([]string{"sweep", "--runs", runsDir, "--name", "ab", "--grid", "seed=1,2", "--recipe", "airbench94", "--epochs", "2",
+		"--steps", "5", "--local", "--dry-run"}, &stdout, &stderr)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr.String(), "--steps 5 and --epochs 2: give the length of the run once")
+}
