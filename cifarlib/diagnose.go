@@ -1,9 +1,7 @@
 package cifarlib
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
@@ -85,15 +83,10 @@ func DiagnoseWith(m *Model, root string, opts DiagnoseOptions) (*Diagnosis, erro
 		return nil, fmt.Errorf("cifarlib: %s produced logits of width %d, not %d: this is a cifarlib bug", m, sum.HeadWidth, m.NumClasses)
 	}
 
-	dataRoot := root
+	st := data.StateOf(root, m.Spec) // root's data, else the synthetic stand-in beside it; the labels' Kind is its
 	var train *data.Records
 	for _, split := range []data.Split{data.SplitTrain, data.SplitTest} {
-		recs, err := data.LoadSplit(dataRoot, m.Spec, split)
-		if err != nil && split == data.SplitTrain && errors.Is(err, fs.ErrNotExist) {
-			if r2, err2 := data.LoadSplit(data.SyntheticDir(root), m.Spec, split); err2 == nil {
-				dataRoot, recs, err = data.SyntheticDir(root), r2, nil
-			}
-		}
+		recs, err := st.LoadSplit(split)
 		if err != nil {
 			return nil, err
 		}
@@ -101,7 +94,7 @@ func DiagnoseWith(m *Model, root string, opts DiagnoseOptions) (*Diagnosis, erro
 			train = recs
 		}
 		labels := recs.LabelStats(m.NumClasses)
-		labels.Split, labels.Source = split.String(), dataRoot
+		labels.Split, labels.Source = split.String(), st.LoadRoot
 		d.Splits = append(d.Splits, labels)
 	}
 

@@ -93,6 +93,7 @@ func TestDiagnoseFindsSyntheticSubfolderAndReportsMissingData(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.OK)
 	require.Equal(t, data.SyntheticDir(root), d.Splits[0].Source)
+	require.Equal(t, data.KindSynthetic, d.Splits[0].Kind, "the label chart's caption says synthetic")
 
 	_, err = Diagnose(m, t.TempDir())
 	require.ErrorContains(t, err, "is missing: run `cifarlab download --dataset cifar10")

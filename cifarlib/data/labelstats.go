@@ -42,13 +42,20 @@ type SplitLabels struct {
 	FirstBeyondHead []int `json:"first_beyond_head,omitempty"`
 	// HeadWidth is the head width BeyondHead was counted against.
 	HeadWidth int `json:"head_width"`
+	// Dataset is the dataset's id (Spec.ID) and Kind what the records are (Records.Kind: synthetic,
+	// real and verified or not, "" when not known): a chart of the labels says it (Caption).
+	Dataset string `json:"dataset,omitempty"`
+	Kind    string `json:"kind,omitempty"`
 }
+
+// Caption says which data the labels are of, in a few words (see Caption).
+func (s SplitLabels) Caption() string { return Caption(s.Dataset, s.Kind) }
 
 // splitLabels counts the labels of recs, split name read from source, against a head of
 // headWidth outputs.
 func splitLabels(name, source string, recs *Records, headWidth int) SplitLabels {
 	s := SplitLabels{Split: name, Source: source, Count: recs.Len(), Min: -1, Max: -1,
-		Histogram: make([]int, recs.Spec.NumClasses), HeadWidth: headWidth}
+		Histogram: make([]int, recs.Spec.NumClasses), HeadWidth: headWidth, Dataset: recs.Spec.ID(), Kind: recs.Kind}
 	for i := range recs.Len() {
 		l := recs.Label(i)
 		if s.Min < 0 || l < s.Min {

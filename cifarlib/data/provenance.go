@@ -102,6 +102,33 @@ func isSynthetic(root string, spec Spec) bool {
 	return err == nil
 }
 
+// Caption says in a few words which data a figure or an accuracy comes from, for the caption
+// next to it: kind is the data's Kind (Provenance.Kind, Records.Kind). Synthetic data is said
+// in capitals, as the first cell of a notebook says it:
+//
+//	SYNTHETIC cifar100 (generated images, not real accuracy)
+//	real cifar10, verified
+//	real cifar10, unverified
+//	cifar10, not known whether real or synthetic
+func Caption(dataset, kind string) string {
+	switch {
+	case dataset == "" && kind != KindSynthetic:
+		return "not known whether real or synthetic"
+	case dataset == "":
+		dataset = "data"
+	}
+	switch kind {
+	case KindSynthetic:
+		return fmt.Sprintf("SYNTHETIC %s (generated images, not real accuracy)", dataset)
+	case KindVerified, KindUnverified:
+		return fmt.Sprintf("real %s, %s", dataset, strings.TrimPrefix(kind, "real, "))
+	}
+	return fmt.Sprintf("%s, not known whether real or synthetic", dataset)
+}
+
+// Caption says which data p is in a few words (see Caption), e.g. "real cifar10, verified".
+func (p Provenance) Caption() string { return Caption(p.Dataset, p.Kind) }
+
 // Real is true for real data, verified or not.
 func (p Provenance) Real() bool { return p.Kind == KindVerified || p.Kind == KindUnverified }
 

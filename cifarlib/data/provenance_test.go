@@ -47,3 +47,25 @@ func TestProvenanceOf(t *testing.T) {
 	require.True(t, unverified.Real())
 	require.Equal(t, "cifar10 (real, unverified), binary layout, 50 train images, in "+folder, unverified.String())
 }
+
+// TestCaption: the few words a figure or an accuracy carries about its data.
+func TestCaption(t *testing.T) {
+	for _, c := range []struct{ dataset, kind, want string }{
+		{"cifar100", KindSynthetic, "SYNTHETIC cifar100 (generated images, not real accuracy)"},
+		{"cifar10", KindVerified, "real cifar10, verified"},
+		{"cifar10", KindUnverified, "real cifar10, unverified"},
+		{"cifar100-coarse", KindInMemory, "cifar100-coarse, not known whether real or synthetic"},
+		{"cifar10", "", "cifar10, not known whether real or synthetic"},
+		{"", KindSynthetic, "SYNTHETIC data (generated images, not real accuracy)"},
+		{"", "", "not known whether real or synthetic"},
+	} {
+		require.Equal(t, c.want, Caption(c.dataset, c.kind), "%q %q", c.dataset, c.kind)
+		require.Equal(t, c.want, Provenance{Dataset: c.dataset, Kind: c.kind}.Caption())
+		require.Equal(t, c.want, SplitLabels{Dataset: c.dataset, Kind: c.kind}.Caption())
+	}
+	recs, err := SynthesizeRecords(CIFAR10(), SplitTest, SynthOptions{Seed: 1, TrainSize: 10, TestSize: 10})
+	require.NoError(t, err)
+	require.Equal(t, KindSynthetic, recs.Kind)
+	require.Equal(t, "cifar10", recs.LabelStats(10).Dataset)
+	require.Equal(t, KindSynthetic, recs.LabelStats(10).Kind, "a chart of the labels says synthetic")
+}

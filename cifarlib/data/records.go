@@ -71,6 +71,11 @@ type Records struct {
 	// RawLabels holds Len()*Spec.LabelBytes bytes, the label bytes exactly as on disk
 	// (CIFAR-10: the label; CIFAR-100: coarse, fine).
 	RawLabels []byte
+	// Kind is what the records are, when it is known: KindSynthetic, KindVerified or
+	// KindUnverified as the State that loaded them found it (State.LoadSplit), KindSynthetic for
+	// SynthesizeRecords'; "" when not known (LoadSplit, ReadRecords, records built in memory).
+	// Captions of figures and accuracies say it (Caption).
+	Kind string
 }
 
 // NewRecords returns n zeroed records (all labels 0, all pixels black) of the given spec.
@@ -350,13 +355,18 @@ func LoadSplit(root string, spec Spec, split Split) (*Records, error) {
 }
 
 // LoadSplit loads a split from what StateOf (or PrepareState) found, with no second look at
-// the folder: LoadRoot's dataset folder, in its Layout. For KindNone it returns LoadSplit's
+// the folder: LoadRoot's dataset folder, in its Layout; the records' Kind is the state's. For KindNone it returns LoadSplit's
 // error for Root, which says how to get the data.
 func (s State) LoadSplit(split Split) (*Records, error) {
 	if s.Kind == KindNone || checkSpec(s.spec) != nil {
 		return LoadSplit(s.Root, s.spec, split)
 	}
-	return loadSplitIn(s.LoadRoot, s.spec, s.Layout, split)
+	recs, err := loadSplitIn(s.LoadRoot, s.spec, s.Layout, split)
+	if err != nil {
+		return nil, err
+	}
+	recs.Kind = s.Kind
+	return recs, nil
 }
 
 // loadSplitIn is LoadSplit for a spec already checked, whose folder under root has the given

@@ -199,6 +199,7 @@ func synthesizeRecords(spec Spec, split Split, opts SynthOptions) (*Records, []i
 	}
 
 	recs := NewRecords(spec, fmt.Sprintf("synthetic %s %s (seed %d)", spec.Name, split, opts.Seed), n)
+	recs.Kind = KindSynthetic
 	lb := spec.LabelBytes
 	for i, fine := range stored {
 		recs.RawLabels[i*lb+lb-1] = byte(fine)

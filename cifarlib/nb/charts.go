@@ -163,10 +163,19 @@ func (countTicks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
-// SVG renders a chart as a self-contained SVG document of ChartWidth x ChartHeight. The legend,
-// if any, goes in a column right of the chart, where it cannot cover a curve, top-aligned with
-// the plotting area; margins keep the top and the last tick labels inside the document.
-func SVG(p *plot.Plot) (string, error) { return svgWithColumn(p, 0) }
+// SVG renders a chart as a self-contained SVG document ChartWidth wide and ChartHeight high,
+// plus the height of its caption, if given: drawn under the chart (which data and machine the
+// chart's numbers come from: SourceCaption, DataCaption), wrapped to the chart's width. The
+// legend, if any, goes in a column right of the chart, where it cannot cover a curve,
+// top-aligned with the plotting area; margins keep the top and the last tick labels inside the
+// document.
+func SVG(p *plot.Plot, caption ...Caption) (string, error) {
+	var all Caption
+	for _, c := range caption {
+		all.Lines, all.Synthetic = append(all.Lines, c.Lines...), all.Synthetic || c.Synthetic
+	}
+	return svgWithColumn(p, 0, all)
+}
 
 // legendColumn returns the width of the column SVG gives p's legend, 0 when p has none. Text
 // is measured in Liberation Sans; a browser without it draws a fallback font up to ~15% wider,
@@ -182,9 +191,14 @@ func legendColumn(p *plot.Plot) vg.Length {
 // svgWithColumn is SVG with a legend column at least minColumn wide: charts shown one above
 // the other get the same column, so that their plotting areas end at the same place (their
 // starts still differ by the width of the y tick labels).
-func svgWithColumn(p *plot.Plot, minColumn vg.Length) (string, error) {
-	c := vgsvg.New(ChartWidth, ChartHeight)
+func svgWithColumn(p *plot.Plot, minColumn vg.Length, caption Caption) (string, error) {
+	below := caption.height(ChartWidth - 2*captionMargin)
+	c := vgsvg.New(ChartWidth, ChartHeight+below)
 	dc := draw.New(c)
+	if below > 0 {
+		caption.draw(draw.Crop(dc, 0, 0, 0, -ChartHeight))
+		dc = draw.Crop(dc, 0, 0, below, 0)
+	}
 	legend := p.Legend
 	if column := legendColumn(p); column > 0 {
 		column = max(column, minColumn)

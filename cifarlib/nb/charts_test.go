@@ -1,7 +1,14 @@
 package nb
 
 import (
+	"encoding/xml"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/stretchr/testify/require"
 )
@@ -25,12 +32,131 @@ func TestHistoryChartsShareTheLegendColumn(t *testing.T) {
 	acc, err := AccuracyChart(h)
 	require.NoError(t, err)
 	require.Less(t, legendColumn(loss), legendColumn(acc), "the accuracy legend is the wider one")
-	want, err := svgWithColumn(loss, legendColumn(acc))
+	want, err := svgWithColumn(loss, legendColumn(acc), Caption{})
 	require.NoError(t, err)
-	charts := historyCharts(h)
+	charts := historyCharts(h, Caption{})
 	require.NoError(t, charts[0].err)
 	require.Equal(t, want, charts[0].svg)
 	alone, err := SVG(loss)
 	require.NoError(t, err)
 	require.NotEqual(t, alone, charts[0].svg, "alone, the loss chart's column is narrower")
+}
+
+// svgTexts returns the texts of doc's <text> elements, in document order, joined by spaces:
+// a caption wrapped over several lines reads as one.
+func svgTexts(t *testing.T, doc string) string {
+	t.Helper()
+	dec := xml.NewDecoder(strings.NewReader(doc))
+	var texts []string
+	in := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			in = tok.Name.Local == "text"
+		case xml.EndElement:
+			in = false
+		case xml.CharData:
+			if in {
+				texts = append(texts, string(tok))
+			}
+		}
+	}
+	return strings.Join(texts, " ")
+}
+
+// TestChartCaptions: every chart of a run says, under it and in its text, which data (synthetic
+// in capitals and red) and which machine its numbers come from.
+func TestChartCaptions(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		src       runs.Source
+		want      string
+		synthetic bool
+	}{
+		{"synthetic", runs.Source{Data: &data.Provenance{Dataset: "cifar100", Kind: data.KindSynthetic}, Backend: "xla:cpu (XLA CPU plugin)", Devices: 4},
+			"data: SYNTHETIC cifar100 (generated images, not real accuracy) · machine: xla:cpu (XLA CPU plugin), 4 devices", true},
+		{"real, verified", runs.Source{Data: &data.Provenance{Dataset: "cifar10", Kind: data.KindVerified}, Backend: "xla:cuda (XLA CUDA: NVIDIA H200)",
+			Devices: 1, Precision: cifarlib.PrecisionBF16Mixed},
+			"data: real cifar10, verified · machine: xla:cuda (XLA CUDA: NVIDIA H200), 1 device, bf16-mixed", false},
+		{"real, unverified", runs.Source{Data: &data.Provenance{Dataset: "cifar10", Kind: data.KindUnverified}, Backend: "go (pure Go, CPU)", Devices: 1,
+			Precision: cifarlib.PrecisionF32}, "data: real cifar10, unverified · machine: go (pure Go, CPU), 1 device", false},
+		{"in memory", runs.Source{Data: &data.Provenance{Dataset: "cifar10", Kind: data.KindInMemory}},
+			"data: cifar10, not known whether real or synthetic · machine: not recorded", false},
+		{"not recorded", runs.Source{}, "data: not recorded · machine: not recorded", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			charts := historyCharts(testHistory(), SourceCaption(c.src))
+			for i, name := range []string{"loss", "accuracy"} {
+				require.NoError(t, charts[i].err)
+				require.Equal(t, curveText(name, 20)+"\n"+c.want, charts[i].text)
+				requireSVG(t, charts[i].svg)
+				require.Contains(t, svgTexts(t, charts[i].svg), c.want)
+				require.Equal(t, c.synthetic, strings.Contains(charts[i].svg, "fill:#B01E1E"), "red when synthetic")
+			}
+		})
+	}
+}
+
+// TestCaptionWrapsAndTakesItsOwnStrip: a caption too long for one line is broken at spaces
+// into lines that fit the chart's width, and the document grows by the caption's height, so
+// that the chart and its legend keep their size and place.
+func TestCaptionWrapsAndTakesItsOwnStrip(t *testing.T) {
+	c := Caption{Lines: []string{strings.Repeat("word ", 60) + "end"}}
+	lines := c.wrapped(ChartWidth - 2*captionMargin)
+	require.Greater(t, len(lines), 1)
+	require.Equal(t, c.Lines[0], strings.Join(lines, " "), "nothing lost, nothing added")
+	two := SourceCaption(runs.Source{Data: &data.Provenance{Dataset: "cifar100", Kind: data.KindSynthetic}, Backend: "xla:cpu (XLA CPU plugin)", Devices: 4})
+	require.Equal(t, []string{"data: SYNTHETIC cifar100 (generated images, not real accuracy) ·", "machine: xla:cpu (XLA CPU plugin), 4 devices"},
+		two.wrapped(ChartWidth-2*captionMargin), "broken between data and machine first")
+	for _, l := range lines {
+		require.LessOrEqual(t, captionSlack*c.style().Width(l), ChartWidth-2*captionMargin, "fits in a fallback font too")
+	}
+	p, err := LossChart(testHistory())
+	require.NoError(t, err)
+	bare, err := SVG(p)
+	require.NoError(t, err)
+	withCaption, err := SVG(p, c)
+	require.NoError(t, err)
+	height := func(doc string) float64 {
+		_, rest, _ := strings.Cut(doc, `height="`)
+		h, err := strconv.ParseFloat(rest[:strings.Index(rest, "pt")], 64)
+		require.NoError(t, err)
+		return h
+	}
+	require.InDelta(t, height(bare)+c.height(ChartWidth-2*captionMargin).Points(), height(withCaption), 0.01)
+}
+
+// TestCompareCaption: Compare's caption says the data and the machine once when the runs share
+// them, else each with its runs; one synthetic run makes it red.
+func TestCompareCaption(t *testing.T) {
+	synth := &data.Provenance{Dataset: "cifar10", Kind: data.KindSynthetic}
+	real := &data.Provenance{Dataset: "cifar10", Kind: data.KindVerified}
+	h := testHistory()
+	run := func(name string, d *data.Provenance, devices int) runs.Info {
+		return runs.Info{Name: name, Data: d, Backend: "xla:cpu (XLA CPU plugin)", Devices: devices, History: h}
+	}
+	for _, c := range []struct {
+		name string
+		list []runs.Info
+		want string
+		red  bool
+	}{
+		{"shared", []runs.Info{run("a", real, 1), run("b", real, 1)},
+			"data: real cifar10, verified · machine: xla:cpu (XLA CPU plugin), 1 device", false},
+		{"devices differ", []runs.Info{run("one", synth, 1), run("four", synth, 4)},
+			"data: SYNTHETIC cifar10 (generated images, not real accuracy) · machine: xla:cpu (XLA CPU plugin), 1 device (one); " +
+				"xla:cpu (XLA CPU plugin), 4 devices (four)", true},
+		{"data differ", []runs.Info{run("a", real, 1), run("b", synth, 1), run("c", real, 1), {Name: "no-curves", Data: synth}},
+			"data: real cifar10, verified (a, c); SYNTHETIC cifar10 (generated images, not real accuracy) (b) · machine: xla:cpu (XLA CPU plugin), 1 device", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := compareCaption(c.list)
+			require.Equal(t, []string{c.want}, got.Lines)
+			require.Equal(t, c.red, got.Synthetic)
+		})
+	}
 }

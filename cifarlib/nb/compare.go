@@ -100,7 +100,9 @@ func eachCurve(p *plot.Plot, list []runs.Info, curve func(runs.Info) (string, pl
 
 // Compare shows the curves of runs (from Lab.Runs, e.g. through Select) overlaid: the
 // training loss, then the test accuracy (the training accuracy when none was evaluated during
-// training). Its plain-text form lists the runs compared, and
+// training). Under each chart, a caption says which data and machine the runs' numbers come
+// from (runs.Info.Source), once when the runs share them, else with the runs each is theirs;
+// synthetic data in red. Its plain-text form lists the runs compared, and
 // says which had no curves (a run that failed before its first step, a foreign folder).
 func Compare(list ...runs.Info) {
 	var text strings.Builder
@@ -116,8 +118,9 @@ func Compare(list ...runs.Info) {
 		last, _ := r.History.Last()
 		fmt.Fprintf(&text, "%s: %d points, to step %d, last loss %.4f\n", r.Name, len(r.History.Points), last.Step, last.Loss)
 	}
+	caption := compareCaption(list)
 	for i, chart := range []func(...runs.Info) (*plot.Plot, error){CompareLossChart, CompareAccuracyChart} {
-		svg, err := render(chart(list...))
+		svg, err := render(caption)(chart(list...))
 		if err != nil {
 			fmt.Fprintln(output(), "error:", err)
 			continue
@@ -126,6 +129,6 @@ func Compare(list ...runs.Info) {
 		if i > 0 {
 			alt = fmt.Sprintf("accuracy of the %d runs above", len(list))
 		}
-		DisplaySVG(svg, alt)
+		DisplaySVG(svg, caption.withText(alt))
 	}
 }

@@ -55,6 +55,8 @@ func ExampleLab() {
 func ExampleShow() {
 	recs := data.NewRecords(data.CIFAR10(), "five records", 5)
 	copy(recs.RawLabels, []byte{3, 9, 0, 3, 7})
-	nb.Show(recs.LabelStats(4)) // in a notebook: a histogram, labels >= 4 in red
-	// Output: 5 labels (five records): 0..9, 4 of 10 classes present; 2 (40%) are >= the head's 4 outputs
+	nb.Show(recs.LabelStats(4)) // in a notebook: a histogram, labels >= 4 in red, with the caption
+	// Output:
+	// 5 labels (five records): 0..9, 4 of 10 classes present; 2 (40%) are >= the head's 4 outputs
+	// data: cifar10, not known whether real or synthetic
 }

@@ -27,7 +27,8 @@ const tileSize = 2.4 * vg.Centimeter
 
 // ImageGrid draws the first n images of recs in a grid of cols columns, each titled with its
 // label and class name, as SVG (each image embedded as a 32x32 PNG, so the document stays small):
-// PyTorch users' torchvision.utils.make_grid with the labels.
+// PyTorch users' torchvision.utils.make_grid with the labels. A caption under the grid, and in
+// its text, says which data the images are (DataCaption of recs' Kind): synthetic ones in red.
 func ImageGrid(recs *data.Records, n, cols int) (*Image, error) {
 	if recs == nil || n < 1 || n > recs.Len() || cols < 1 {
 		return nil, fmt.Errorf("nb: ImageGrid(%d images, %d columns): need 1 to %d images and at least one column",
@@ -50,8 +51,13 @@ func ImageGrid(recs *data.Records, n, cols int) (*Image, error) {
 		p.Add(plotter.NewImage(recordImage(recs, i), 0, 0, data.ImageWidth, data.ImageHeight))
 		plots[i/cols][i%cols] = p
 	}
-	canvas := vgsvg.New(tileSize*vg.Length(cols), tileSize*vg.Length(rows))
+	caption := DataCaption(recs.Spec.ID(), recs.Kind)
+	width := tileSize * vg.Length(cols)
+	below := caption.height(width - 2*captionMargin)
+	canvas := vgsvg.New(width, tileSize*vg.Length(rows)+below)
 	dc := draw.New(canvas)
+	caption.draw(draw.Crop(dc, 0, 0, 0, -tileSize*vg.Length(rows)))
+	dc = draw.Crop(dc, 0, 0, below, 0)
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter, PadY: vg.Millimeter}
 	for j, row := range plot.Align(plots, tiles, dc) {
 		for i, c := range row {
@@ -64,7 +70,7 @@ func ImageGrid(recs *data.Records, n, cols int) (*Image, error) {
 	if _, err := canvas.WriteTo(&b); err != nil {
 		return nil, fmt.Errorf("nb: ImageGrid: %w", err)
 	}
-	return &Image{SVG: strings.ReplaceAll(b.String(), svgFontFamily, svgFontFallbacks), Text: fmt.Sprintf("first %d images of %s: %s", n, recs.Source, strings.Join(names, ", "))}, nil
+	return &Image{SVG: strings.ReplaceAll(b.String(), svgFontFamily, svgFontFallbacks), Text: caption.withText(fmt.Sprintf("first %d images of %s: %s", n, recs.Source, strings.Join(names, ", ")))}, nil
 }
 
 func recsLen(r *data.Records) int {

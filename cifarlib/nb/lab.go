@@ -72,11 +72,11 @@ func New(spec data.Spec, backend compute.Backend, dataDir string) (*Lab, error) 
 	if err != nil {
 		return nil, err
 	}
-	train, err := data.LoadSplit(st.LoadRoot, spec, data.SplitTrain)
+	train, err := st.LoadSplit(data.SplitTrain) // its Kind the state's: the charts' captions say it
 	if err != nil {
 		return nil, err
 	}
-	test, err := data.LoadSplit(st.LoadRoot, spec, data.SplitTest)
+	test, err := st.LoadSplit(data.SplitTest)
 	if err != nil {
 		return nil, err
 	}
@@ -222,6 +222,9 @@ func (l *Lab) fit(ctx context.Context, name string, cfg training.Config) (*train
 		}
 		return nil, err
 	}
+	if live != nil {
+		live.Source = res.Source() // the run's own record of its data and machine, for the last drawing
+	}
 	if live != nil && live.Finish(res.History) {
 		drawnLive.Store(res.History, struct{}{})
 	}
@@ -234,9 +237,17 @@ func (l *Lab) fit(ctx context.Context, name string, cfg training.Config) (*train
 }
 
 // liveFor returns a live view on the notebook, fed by cfg.OnPoint (before any hook of the
-// caller's).
+// caller's), whose caption says cfg's data (its training records' Kind) and machine.
 func liveFor(cfg *training.Config) *Live {
 	live := NewLive(NotebookSink{}, cfg.TopK())
+	devices := max(1, cfg.Devices)
+	if cfg.Devices == backends.DevicesAll && cfg.Backend != nil {
+		devices = cfg.Backend.NumDevices()
+	}
+	live.Source = runs.Source{Backend: backends.Name(cfg.Backend), Devices: devices, Precision: cfg.Precision}
+	if cfg.TrainRecords != nil {
+		live.Source.Data = &data.Provenance{Dataset: cfg.Spec.ID(), Kind: cfg.TrainRecords.Kind}
+	}
 	next := cfg.OnPoint
 	cfg.OnPoint = func(p runs.HistoryPoint) error {
 		_ = live.Add(p)

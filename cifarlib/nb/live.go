@@ -47,6 +47,10 @@ type Live struct {
 	// when 0).
 	Sink  Sink
 	Every time.Duration
+	// Source is the run's data and machine, which the charts' caption says (SourceCaption);
+	// set it before the first Add (lab.Fit sets it from the run's config, and from its
+	// training.Result for the last drawing).
+	Source runs.Source
 
 	mu      sync.Mutex
 	now     func() time.Time // the clock; time.Now, a fake one in tests
@@ -98,7 +102,7 @@ func (l *Live) Finish(h *runs.History) bool {
 }
 
 func (l *Live) drawLocked(h *runs.History) {
-	for i, c := range historyCharts(h) {
+	for i, c := range historyCharts(h, SourceCaption(l.Source)) {
 		if c.err == nil {
 			l.Sink.Update(l.ids[i], c.svg, c.text)
 		}
@@ -117,8 +121,9 @@ type chart struct {
 }
 
 // historyCharts draws the loss and accuracy charts of h, in that order, with one legend
-// column width, so that their last steps line up when shown one above the other.
-func historyCharts(h *runs.History) []chart {
+// column width, so that their last steps line up when shown one above the other, each with the
+// caption under it and in its text.
+func historyCharts(h *runs.History, caption Caption) []chart {
 	last, _ := h.Last()
 	names := []string{"loss", "accuracy"}
 	plots := make([]*plot.Plot, len(names))
@@ -133,9 +138,9 @@ func historyCharts(h *runs.History) []chart {
 	}
 	out := make([]chart, len(names))
 	for i, name := range names {
-		out[i] = chart{err: errs[i], text: fmt.Sprintf("%s curve: %d points, to step %d", name, len(h.Points), last.Step)}
+		out[i] = chart{err: errs[i], text: caption.withText(fmt.Sprintf("%s curve: %d points, to step %d", name, len(h.Points), last.Step))}
 		if errs[i] == nil {
-			out[i].svg, out[i].err = svgWithColumn(plots[i], column)
+			out[i].svg, out[i].err = svgWithColumn(plots[i], column, caption)
 		}
 	}
 	return out

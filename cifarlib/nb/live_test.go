@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 
@@ -33,6 +34,7 @@ func TestLiveThrottlesAndAlwaysDrawsTheEnd(t *testing.T) {
 	sink := &recordingSink{}
 	live := NewLive(sink, 5)
 	live.Every = time.Second
+	live.Source = testSource
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	live.now = func() time.Time { return clock }
 	h := testHistory() // 20 points, one every 0.4 s below
@@ -44,7 +46,7 @@ func TestLiveThrottlesAndAlwaysDrawsTheEnd(t *testing.T) {
 	// the last drawing: points 5 (1.6s), 8 (2.8s), 11, 14, 17, 20.
 	var want []string
 	for _, n := range []int{2, 5, 8, 11, 14, 17, 20} {
-		want = append(want, curveText("loss", n), curveText("accuracy", n))
+		want = append(want, curveText("loss", n)+"\n"+testSource.String(), curveText("accuracy", n)+"\n"+testSource.String())
 	}
 	require.Equal(t, want, sink.texts())
 
@@ -55,15 +57,22 @@ func TestLiveThrottlesAndAlwaysDrawsTheEnd(t *testing.T) {
 	require.Equal(t, sink.updates[0].id, last[0].id, "the loss chart is updated in place")
 	require.Equal(t, sink.updates[1].id, last[1].id, "the accuracy chart is updated in place")
 	require.NotEqual(t, last[0].id, last[1].id)
-	requireSVG(t, last[0].svg, ">loss<", "train (smoothed)")
-	requireSVG(t, last[1].svg, ">accuracy<", "train top-5")
-	require.Equal(t, curveText("loss", 20), last[0].text)
+	requireSVG(t, last[0].svg, ">loss<", "train (smoothed)", "SYNTHETIC cifar100")
+	requireSVG(t, last[1].svg, ">accuracy<", "train top-5", "SYNTHETIC cifar100")
+	require.Equal(t, curveText("loss", 20)+"\n"+testSource.String(), last[0].text)
 }
 
-// curveText is the text alternative of a chart of testHistory's first n points.
+// testSource is a run's source: synthetic CIFAR-100 on XLA CPU with 4 devices.
+var testSource = runs.Source{Data: &data.Provenance{Dataset: "cifar100", Kind: data.KindSynthetic},
+	Backend: "xla:cpu (XLA CPU plugin)", Devices: 4}
+
+// curveText is the text alternative of a chart of testHistory's first n points, without its caption.
 func curveText(name string, n int) string {
 	return fmt.Sprintf("%s curve: %d points, to step %d", name, n, n)
 }
+
+// notRecorded is the caption of the charts of a History whose source is not known.
+const notRecorded = "\ndata: not recorded · machine: not recorded"
 
 func TestLiveFinishWithoutEnoughPoints(t *testing.T) {
 	sink := &recordingSink{}
@@ -75,7 +84,8 @@ func TestLiveFinishWithoutEnoughPoints(t *testing.T) {
 	require.NoError(t, live.Add(runs.HistoryPoint{Step: 2, Loss: 1}))
 	require.Len(t, sink.updates, 2, "the second point is drawn at once")
 	require.True(t, live.Finish(nil), "Finish(nil) draws the points added")
-	require.Equal(t, []string{curveText("loss", 2), curveText("accuracy", 2), curveText("loss", 2), curveText("accuracy", 2)}, sink.texts())
+	l2, a2 := curveText("loss", 2)+notRecorded, curveText("accuracy", 2)+notRecorded
+	require.Equal(t, []string{l2, a2, l2, a2}, sink.texts())
 }
 
 // TestShowSkipsChartsDrawnLive: Show of a training.Result whose curves lab.Fit's live view drew
@@ -89,6 +99,7 @@ func TestShowSkipsChartsDrawnLive(t *testing.T) {
 	Show(res)
 	require.NotContains(t, buf.String(), "curve:")
 	buf.Reset()
-	Show(&training.Result{History: testHistory()})
-	require.Contains(t, buf.String(), curveText("loss", 20)+"\n"+curveText("accuracy", 20)+"\n")
+	Show(&training.Result{History: testHistory(), Data: *testSource.Data, Backend: testSource.Backend, Devices: testSource.Devices})
+	require.Contains(t, buf.String(), curveText("loss", 20)+"\n"+testSource.String()+"\n"+curveText("accuracy", 20)+"\n"+testSource.String()+"\n",
+		"the charts of a result say its data and machine")
 }

@@ -150,7 +150,10 @@ func TestImageGrid(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("%d:%s", recs.Label(i), recs.Spec.ClassName(recs.Label(i)))
 	}
-	require.Equal(t, "first 6 images of "+recs.Source+": "+strings.Join(names, ", "), img.Text)
+	require.Equal(t, "first 6 images of "+recs.Source+": "+strings.Join(names, ", ")+
+		"\ndata: SYNTHETIC cifar100 (generated images, not real accuracy)", img.Text)
+	require.Contains(t, svgTexts(t, img.SVG), "data: SYNTHETIC cifar100 (generated images, not real accuracy)", "wrapped to the grid's width")
+	require.Contains(t, img.SVG, "fill:#B01E1E", "in red")
 
 	for _, c := range []struct{ n, cols int }{{0, 4}, {11, 4}, {2, 0}} {
 		_, err := ImageGrid(recs, c.n, c.cols)
@@ -160,7 +163,8 @@ func TestImageGrid(t *testing.T) {
 
 func TestShowText(t *testing.T) {
 	buf := captureOutput(t)
-	s := data.SplitLabels{Source: "src", Count: 4, Min: 0, Max: 3, Histogram: []int{1, 1, 1, 1}, BeyondHead: 2, HeadWidth: 2}
+	s := data.SplitLabels{Source: "src", Count: 4, Min: 0, Max: 3, Histogram: []int{1, 1, 1, 1}, BeyondHead: 2, HeadWidth: 2,
+		Dataset: "cifar10", Kind: data.KindUnverified}
 	Show(s)
 	Show(testHistory())
 	Show([]cifarlib.Mistake{{Name: "a mistake", Err: &data.LabelRangeError{Batch: 0, BatchSize: 1, NumClasses: 2,
@@ -168,8 +172,9 @@ func TestShowText(t *testing.T) {
 	Show(&Image{SVG: "<svg/>", Text: "a picture"})
 	Show("plain")
 	require.Equal(t, "4 labels (src): 0..3, 4 of 4 classes present; 2 (50%) are >= the head's 2 outputs\n"+
-		"loss curve: 20 points, to step 20\n"+
-		"accuracy curve: 20 points, to step 20\n"+
+		"data: real cifar10, unverified\n"+
+		"loss curve: 20 points, to step 20"+notRecorded+"\n"+
+		"accuracy curve: 20 points, to step 20"+notRecorded+"\n"+
 		"1. a mistake\n   *data.LabelRangeError: batch 0: 1 of 1 labels out of range [0, 2): position 0 (example 0) label 5: "+
 		"labels must be class indices in [0, 2); the labels come from a dataset with more classes than the model's head "+
 		"(e.g. CIFAR-100 labels for a 10-class model): build the model and the dataset from the same Spec\n\n"+

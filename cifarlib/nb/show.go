@@ -20,7 +20,8 @@ import (
 // text-only viewers, tests and terminals get):
 //
 //   - *cifarlib.Summary and *training.EvalResult: an HTML table;
-//   - *runs.History: loss and accuracy charts;
+//   - *runs.History: loss and accuracy charts (a History alone does not know its data and
+//     machine: the caption says "not recorded"; Show the training.Result, or Compare the run);
 //   - *training.Result: the run's summary, then its History's charts (unless lab.Fit's
 //     live view drew them already, above);
 //   - data.SplitLabels (Records.LabelStats): the label histogram as a chart, with the
@@ -35,7 +36,10 @@ import (
 // Paths in the data folder ($CIFARLAB_DATA) are printed $CIFARLAB_DATA/..., so that a
 // notebook's outputs carry no machine's absolute paths.
 //
-// A chart that cannot be drawn is reported as text; Show never stops the cell.
+// Every chart has a caption under it, also in its plain-text alternative, that says which data
+// it comes from (SYNTHETIC, in red, or real and verified or not) and, for curves, on which
+// machine (backend, devices, precision): see SourceCaption. A chart that cannot be drawn is
+// reported as text; Show never stops the cell.
 func Show(v any) {
 	switch v := v.(type) {
 	case *cifarlib.Summary:
@@ -43,7 +47,7 @@ func Show(v any) {
 	case *training.EvalResult:
 		DisplayHTML(v.HTML(), v.Summary())
 	case *runs.History:
-		showHistory(v)
+		showHistory(v, SourceCaption(runs.Source{}))
 	case *training.Result:
 		var summary strings.Builder
 		if err := v.WriteSummary(&summary); err != nil {
@@ -51,7 +55,7 @@ func Show(v any) {
 		}
 		fmt.Fprint(output(), shownText(summary.String()))
 		if _, live := drawnLive.Load(v.History); v.History != nil && len(v.History.Points) > 1 && !live {
-			showHistory(v.History)
+			showHistory(v.History, SourceCaption(v.Source()))
 		}
 	case data.SplitLabels:
 		showLabels(fmt.Sprintf("labels of %s against a head of %d outputs", filepath.Base(v.Source), v.HeadWidth), v)
@@ -73,8 +77,8 @@ func Show(v any) {
 	}
 }
 
-func showHistory(h *runs.History) {
-	for _, c := range historyCharts(h) {
+func showHistory(h *runs.History, caption Caption) {
+	for _, c := range historyCharts(h, caption) {
 		if c.err != nil {
 			fmt.Fprintln(output(), "error:", c.err)
 			continue
@@ -84,20 +88,24 @@ func showHistory(h *runs.History) {
 }
 
 func showLabels(title string, s data.SplitLabels) {
-	svg, err := render(LabelChart(title, s))
+	caption := DataCaption(s.Dataset, s.Kind)
+	svg, err := render(caption)(LabelChart(title, s))
 	if err != nil {
 		fmt.Fprintln(output(), "error:", err)
 		return
 	}
-	DisplaySVG(svg, shownText(s.String()))
+	DisplaySVG(svg, caption.withText(shownText(s.String())))
 }
 
-// render draws a chart as SVG, passing on the chart builder's error.
-func render(p *plot.Plot, err error) (string, error) {
-	if err != nil {
-		return "", err
+// render returns a function that draws a chart as SVG with the caption under it, passing on the
+// chart builder's error.
+func render(caption Caption) func(p *plot.Plot, err error) (string, error) {
+	return func(p *plot.Plot, err error) (string, error) {
+		if err != nil {
+			return "", err
+		}
+		return SVG(p, caption)
 	}
-	return SVG(p)
 }
 
 func showMistakes(ms []cifarlib.Mistake) {

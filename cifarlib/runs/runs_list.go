@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/internal/tfevents"
 )
@@ -42,6 +43,10 @@ type Info struct {
 	Head    int    `json:"head,omitempty"`
 	Guarded bool   `json:"guarded"`
 	Devices int    `json:"devices,omitempty"`
+	// Backend describes the backend the run trained on (backends.Name), "" when its run.json
+	// records no result; Precision is its precision ("" when not recorded).
+	Backend   string             `json:"backend,omitempty"`
+	Precision cifarlib.Precision `json:"precision,omitempty"`
 	// Steps is the global step reached (the last History point's, for an incomplete run).
 	Steps int `json:"steps"`
 	// Loss is the last batch loss recorded.
@@ -127,13 +132,13 @@ func Read(dir string) Info {
 		return info.broken("%v", err)
 	}
 	info.Dataset, info.Model, info.Head, info.Guarded, info.Devices = rec.Dataset, rec.Model, rec.Head, rec.Guarded, rec.Devices
-	info.WallTime, info.From, info.Status, info.Data = rec.WallTime, rec.From, rec.Status, rec.Data
+	info.WallTime, info.From, info.Status, info.Data, info.Precision = rec.WallTime, rec.From, rec.Status, rec.Data, rec.Precision
 	if rec.Result != nil {
 		var r recordedResult
 		if err := json.Unmarshal(rec.Result, &r); err != nil {
 			return info.broken("%s: result: %v", FileName, err)
 		}
-		info.Steps, info.Loss = r.EndStep, r.Loss
+		info.Steps, info.Loss, info.Backend = r.EndStep, r.Loss, r.Backend
 		if r.Eval != nil {
 			info.HasTest, info.TestAccuracy, info.TestTopK = true, r.Eval.Accuracy, r.Eval.TopKAccuracy
 		}
@@ -152,6 +157,11 @@ func Read(dir string) Info {
 		info.Reason = strings.TrimPrefix(info.Reason+"; "+rec.Warning, "; ")
 	}
 	return info
+}
+
+// Source says where the run's numbers come from: its data and machine, for a chart's caption.
+func (info Info) Source() Source {
+	return Source{Data: info.Data, Backend: info.Backend, Devices: info.Devices, Precision: info.Precision}
 }
 
 func (info Info) broken(format string, args ...any) Info {
@@ -259,6 +269,7 @@ func (rs Table) Find(name string) (Info, bool) {
 type recordedResult struct {
 	EndStep int     `json:"end_step"`
 	Loss    float64 `json:"loss"`
+	Backend string  `json:"backend"`
 	Eval    *struct {
 		Accuracy     float64 `json:"accuracy"`
 		TopKAccuracy float64 `json:"top_k_accuracy"`

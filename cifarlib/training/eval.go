@@ -35,6 +35,9 @@ type EvalResult struct {
 	Split   string `json:"split"`
 	// HeadWidth is the number of logits of the model.
 	HeadWidth int `json:"head_width"`
+	// DataKind is what the evaluated records are (data.Records.Kind: synthetic, real and
+	// verified or not; "" when not known); Summary says it.
+	DataKind string `json:"data_kind,omitempty"`
 	// Examples is the number of examples evaluated.
 	Examples int `json:"examples"`
 	// Loss is the mean cross-entropy over the examples whose label lies within the head
@@ -192,7 +195,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalO
 	if err != nil {
 		return nil, err
 	}
-	res.TTA = opts.TTA
+	res.DataKind, res.TTA = recs.Kind, opts.TTA
 	e.cur.add(opts.purpose, began).Count = res.Examples
 	if e.rt == nil {
 		res.Timeline = e.cur.tl
@@ -329,9 +332,11 @@ func (r *EvalResult) Worst(n int) []ClassAccuracy {
 }
 
 // Summary returns a one-line summary, e.g.
-// "test accuracy 71.20% (7120/10000), loss 0.8123, top-5 92.10% [cifar100, head 100]", or
+// "test accuracy 71.20% (7120/10000), loss 0.8123, top-5 92.10% [real cifar100, verified, head 100]", or
 // "test accuracy 94.01% (9401/10000), loss 0.4210, test-time augmentation mirror+translate
-// [cifar10, head 10]" with EvalOptions.TTA.
+// [real cifar10, verified, head 10]" with EvalOptions.TTA; the data as data.Caption says it, in
+// capitals when synthetic ("[SYNTHETIC cifar10 (generated images, not real accuracy), head 10]"),
+// the dataset alone when DataKind is not known.
 func (r *EvalResult) Summary() string {
 	var b strings.Builder
 	hits := int(math.Round(r.Accuracy * float64(r.Examples)))
@@ -342,7 +347,11 @@ func (r *EvalResult) Summary() string {
 	if r.TTA != TTANone {
 		fmt.Fprintf(&b, ", test-time augmentation %s", ttaName(r.TTA))
 	}
-	fmt.Fprintf(&b, " [%s, head %d]", r.Dataset, r.HeadWidth)
+	what := r.Dataset
+	if r.DataKind != "" {
+		what = data.Caption(r.Dataset, r.DataKind)
+	}
+	fmt.Fprintf(&b, " [%s, head %d]", what, r.HeadWidth)
 	if r.OutOfRange > 0 {
 		fmt.Fprintf(&b, "; %d of %d examples (%.1f%%) have labels outside the head's %d outputs and can never be predicted",
 			r.OutOfRange, r.Examples, 100*float64(r.OutOfRange)/float64(r.Examples), r.HeadWidth)

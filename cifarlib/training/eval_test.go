@@ -137,7 +137,8 @@ func TestEvaluateNarrowHeadCountsOutOfRange(t *testing.T) {
 	require.Equal(t, float64(200-out)/200, res.TopKAccuracy, "every in-range label ties for the top 5 except 3, which leads")
 	lse := math.Log(9 + math.Exp(9))
 	require.InDelta(t, (float64(200-out-threes)*lse+float64(threes)*(lse-9))/float64(200-out), res.Loss, testenv.TolFloat32Ref)
-	require.True(t, strings.HasSuffix(res.Summary(), fmt.Sprintf("[cifar100, head 10]; %d of 200 examples (%.1f%%) have labels "+
+	require.Equal(t, data.KindSynthetic, res.DataKind, "the records' Kind")
+	require.True(t, strings.HasSuffix(res.Summary(), fmt.Sprintf("[SYNTHETIC cifar100 (generated images, not real accuracy), head 10]; %d of 200 examples (%.1f%%) have labels "+
 		"outside the head's 10 outputs and can never be predicted", out, 100*float64(out)/200)), res.Summary())
 
 	var report bytes.Buffer

@@ -267,7 +267,7 @@ func TestTTAMirrorTranslateMatchesHost(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 13, res.Examples)
 	require.Equal(t, TTAMirrorTranslate, res.TTA)
-	require.Contains(t, res.Summary(), ", test-time augmentation mirror+translate [cifar10, head 10]")
+	require.Contains(t, res.Summary(), ", test-time augmentation mirror+translate [SYNTHETIC cifar10 (generated images, not real accuracy), head 10]")
 	require.Equal(t, float64(hits)/13, res.Accuracy)
 	// The cross-entropy moves by at most twice its logits' error, plus its own rounding.
 	require.InDelta(t, lossSum/13, res.Loss, 2*maxTol+1e-5)

@@ -21,6 +21,8 @@ func TestRunRecordsItsData(t *testing.T) {
 	require.Equal(t, &res.Data, rec.Data)
 	info := runs.Read(filepath.Join(runsDir, "run"))
 	require.Equal(t, &res.Data, info.Data)
+	require.Equal(t, res.Source(), info.Source(), "a chart of the listed run says what one of the result says")
+	require.Equal(t, "data: SYNTHETIC cifar100 (generated images, not real accuracy) · machine: "+res.Backend+", 1 device", res.Source().String())
 
 	tbtest.Python(t) // fails in CI, skips elsewhere, without TensorBoard
 	_, err = trainRun(t, runsDir, "run", func(c *Config) { c.Steps = 5 })

@@ -122,6 +122,28 @@ type Result struct {
 // StepsRun is the number of steps this run trained.
 func (r *Result) StepsRun() int { return r.EndStep - r.StartStep }
 
+// Source says where the run's numbers come from, its data and machine, as its charts' caption
+// says it.
+func (r *Result) Source() runs.Source {
+	return runs.Source{Data: &r.Data, Backend: r.Backend, Devices: r.Devices, Precision: r.Precision}
+}
+
+// EpochTime is the time one epoch of the training split takes at the run's steady pace: the
+// time per step of the steps after the first (the timeline's PhaseSteps: no compilation, no
+// first step, no evaluations or checkpoints), times the steps of an epoch (Data.TrainImages /
+// BatchSize: the last partial batch is dropped, as Train drops it). 0 when the run has no
+// such steps (a single step, or no timeline).
+func (r *Result) EpochTime() time.Duration {
+	if r.Timeline == nil || r.BatchSize <= 0 {
+		return 0
+	}
+	d, n := r.Timeline.Total(runs.PhaseSteps)
+	if n == 0 {
+		return 0
+	}
+	return d / time.Duration(n) * time.Duration(r.Data.TrainImages/r.BatchSize)
+}
+
 // WriteSummary writes a human-readable summary of the run to w.
 func (r *Result) WriteSummary(w io.Writer) error {
 	var b strings.Builder

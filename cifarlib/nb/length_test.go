@@ -1,0 +1,40 @@
+package nb
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/stretchr/testify/require"
+)
+
+// TestEpochs: a notebook trains for the epochs it asks on real data, and SyntheticEpochs on
+// the synthetic stand-in, as its data folder decides (nb.New).
+func TestEpochs(t *testing.T) {
+	backend, err := backends.New(backends.Go)
+	require.NoError(t, err)
+	spec := data.CIFAR10()
+	synthetic := t.TempDir() // nothing there: the stand-in is generated
+	real := t.TempDir()      // a copy of real-looking files: no synthetic marker
+	require.NoError(t, data.Synthesize(real, spec, data.SynthOptions{Seed: 1, TrainSize: 20, TestSize: 10}))
+	require.NoError(t, os.Remove(filepath.Join(real, spec.Dir, data.SyntheticMarker)))
+	for _, c := range []struct {
+		name, dir string
+		asked     float64
+		want      float64
+	}{
+		{"synthetic", synthetic, 9.9, SyntheticEpochs},
+		{"synthetic, the recipe's length", synthetic, 0, SyntheticEpochs},
+		{"real", real, 9.9, 9.9},
+		{"real, the recipe's length", real, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := New(spec, backend, c.dir)
+			require.NoError(t, err)
+			require.Equal(t, c.dir == synthetic, l.Synthetic)
+			require.Equal(t, c.want, l.Epochs(c.asked))
+		})
+	}
+}
