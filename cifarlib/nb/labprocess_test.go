@@ -119,7 +119,8 @@ func TestLabServerFit(t *testing.T) {
 	require.NoError(t, err)
 	var there training.EvalResult
 	require.NoError(t, json.Unmarshal(msg.Payload, &there))
-	lab := s.labs[dataDir+"\x00"+data.CIFAR10().ID()]
+	lab, err := s.lab(data.CIFAR10(), dataDir) // under the server's lock: its handler may still hold it
+	require.NoError(t, err)
 	ck, err := training.LoadCheckpoint(dir, lab.Backend)
 	require.NoError(t, err)
 	here, err := training.Evaluate(context.Background(), lab.Backend, ck.Model, ck.Store, lab.Test, training.EvalOptions{MaxExamples: 50})

@@ -86,7 +86,9 @@ type EvalOptions struct {
 	// TTA is the test-time augmentation: TTANone (0, the default), TTAMirror (1) or
 	// TTAMirrorTranslate (2); see TTAMirrorTranslate. The views' logits are averaged inside the
 	// evaluation program (one program per level), so the loss, accuracy and predictions are
-	// those of the averaged logits.
+	// those of the averaged logits. The views go through the model as one batch: a level of v
+	// views (2 or 6) takes about v times the compute and activation memory of TTANone at the
+	// same BatchSize (lower BatchSize if memory is short), and compiles no longer.
 	TTA int
 
 	// TimelineFrom is when the evaluation's timeline (EvalResult.Timeline) starts: zero, the
