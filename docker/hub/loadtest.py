@@ -364,7 +364,13 @@ def cmd_isolation(state, _args):
     checks = []
 
     def refused(what, r):
-        ok = r.status_code in (302, 401, 403, 404)
+        ok = r.status_code in (401, 403, 404)
+        if r.status_code == 302:
+            # A browser without the user's cookie is sent to log in with the hub, nothing else.
+            where = r.headers.get("Location", "")
+            ok = "/hub/api/oauth2/authorize" in where or "/hub/login" in where
+            if not ok:
+                raise Fail(f"isolation: {what} redirected to {where!r}, not to the hub's login")
         checks.append(f"{what}: {r.status_code}")
         if not ok:
             raise Fail(f"isolation: {what} answered {r.status_code}, want a refusal: {r.text[:200]}")

@@ -71,18 +71,25 @@ fi
 set -m
 podman_pid=""
 hub_pid=""
+stop_group() { # stop_group PID SECONDS: SIGTERM to PID, then SIGKILL to its process group
+  local pid="$1" i
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < $2 * 10; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    say "pid $pid did not stop in $2 s: killing its process group"
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  if [ -n "$hub_pid" ] && kill -0 "$hub_pid" 2>/dev/null; then
-    kill -TERM "$hub_pid" 2>/dev/null || true
-    wait "$hub_pid" 2>/dev/null || true
-  fi
-  if [ -n "$podman_pid" ] && kill -0 "$podman_pid" 2>/dev/null; then
-    kill -TERM "$podman_pid" 2>/dev/null || true
-    wait "$podman_pid" 2>/dev/null || true
-    rm -f "$state/podman.sock"
-  fi
+  # The hub stops its culler and proxy (about 30 s: JupyterHub waits on the culler's SIGINT).
+  stop_group "$hub_pid" 60
+  # podman's service finishes the requests in flight (a container removal under vfs takes long).
+  stop_group "$podman_pid" 20
+  [ -z "$podman_pid" ] || rm -f "$state/podman.sock"
   exit "$rc"
 }
 trap cleanup EXIT

@@ -29,7 +29,8 @@
 #   CIFARLAB_HUB_TEST_USERS      N (default 4)
 #   CIFARLAB_HUB_TEST_IMAGE      image (default localhost/cifarlab:test, docker/test.sh's)
 #   CIFARLAB_DOCKER_CACHE        docker/test.sh's cache, whose storage holds the image
-#   CIFARLAB_HUB_TEST_CULL       culling timeout after the restart, seconds (default 60)
+#   CIFARLAB_HUB_TEST_CULL       culling timeout after the restart, seconds (default 240: longer
+#                                than the restart checks, which must find every server running)
 #   CIFARLAB_HUB_TEST_OUT        where state, logs and figures go (default $cache/hub-test)
 set -euo pipefail
 
@@ -39,7 +40,7 @@ cd "$repo"
 n="${CIFARLAB_HUB_TEST_USERS:-4}"
 image="${CIFARLAB_HUB_TEST_IMAGE:-localhost/cifarlab:test}"
 cache="${CIFARLAB_DOCKER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cifarlab-docker}"
-cull="${CIFARLAB_HUB_TEST_CULL:-60}"
+cull="${CIFARLAB_HUB_TEST_CULL:-240}"
 out="${CIFARLAB_HUB_TEST_OUT:-$cache/hub-test}"
 # The same storage as docker/test.sh (see its comment on the run root).
 runroot="/tmp/cifarlab-podman-$(id -u)-$(printf '%s' "$cache" | sha256sum | cut -c1-12)"
@@ -58,9 +59,12 @@ command -v podman >/dev/null || fail "podman is missing: apt-get install podman"
 command -v slirp4netns >/dev/null || fail "slirp4netns is missing: apt-get install slirp4netns (podman's user-mode network, which lets containers reach the hub on the host's loopback)"
 [ -x "$py" ] || fail "$py is missing: kernel/setup.sh makes the lab's venv (requests, websocket-client, nbformat)"
 "${P[@]}" image exists "$image" || fail "no image $image in $cache/storage: build it with docker/test.sh"
-"${P[@]}" run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --health-interval disable \
-  --network none --entrypoint /opt/cifarlab/.venv/bin/jupyterhub-singleuser "$image" --version >/dev/null 2>&1 \
-  || fail "$image has no jupyterhub-singleuser: rebuild it with docker/test.sh from this checkout"
+# The image's files, read in place (a container would copy the whole image first under vfs).
+mnt="$("${P[@]}" image mount "$image")"
+have_su=0
+[ -x "$mnt/opt/cifarlab/.venv/bin/jupyterhub-singleuser" ] && have_su=1
+"${P[@]}" image unmount "$image" >/dev/null
+[ "$have_su" = 1 ] || fail "$image has no jupyterhub-singleuser: rebuild it with docker/test.sh from this checkout"
 
 rm -rf "$out"
 install -d -m 0700 "$out" "$out/state"
@@ -99,7 +103,8 @@ hub_start() { # hub_start LOG: start.sh in the background, until the hub answers
 hub_stop() { # stops start.sh (it stops the hub, proxy, culler and its podman service)
   [ -n "$hub_pid" ] || return 0
   kill -TERM "$hub_pid" 2>/dev/null || true
-  for _ in $(seq 1 60); do kill -0 "$hub_pid" 2>/dev/null || break; sleep 1; done
+  # start.sh gives the hub 60 s and podman's service 20 s, then kills them.
+  for _ in $(seq 1 120); do kill -0 "$hub_pid" 2>/dev/null || break; sleep 1; done
   kill -0 "$hub_pid" 2>/dev/null && { kill -KILL -- "-$hub_pid" 2>/dev/null || true; }
   hub_pid=""
 }
@@ -163,6 +168,12 @@ for line in open(sys.argv[1]):
         sys.exit(f"the server's port is not published on 127.0.0.1 only: {line.strip()}")
 print(f"limits: every container has cpu {cpu}, memory {mem}, its port on 127.0.0.1 only")
 EOF
+# ... and its cgroup enforces them (what the kernel reads, from inside u1's container).
+# shellcheck disable=SC2016 # expanded by the container's shell
+"${P[@]}" exec "${prefix}u1" sh -c 'echo "cgroup of u1: memory.limit_in_bytes $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes) cpu.cfs_quota_us $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us)/$(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us) pids.max $(cat /sys/fs/cgroup/pids/pids.max)"' \
+  | tee -a "$out/limits.txt" | grep -q "memory.limit_in_bytes $("${P[@]}" inspect -f '{{.HostConfig.Memory}}' "${prefix}u1") " \
+  || fail "u1's cgroup does not carry the memory limit (see $out/limits.txt)"
+tail -n 1 "$out/limits.txt"
 # The GPU memory share reaches the CUDA kernel (the spec that the user's server serves).
 "$py" - "$state_json" u1 <<'EOF' || fail "the CUDA kernelspec does not carry the per-user memory fraction"
 import json, sys, requests
@@ -197,14 +208,15 @@ lt check-mark u1
 
 step "culling (timeout $cull s, checked every 10 s)"
 ids="$("${P[@]}" ps -q --no-trunc --filter "name=^$prefix")"
-lt wait-culled $((cull + 10 + 120))
+lt wait-culled $((cull + 10 + 180))
+grep "Culling server" "$out/hub-2.log" | sed 's/^.*IdleCuller[^]]*] /culler: /' || true
 left="$("${P[@]}" ps -a -q --filter "name=^$prefix")"
 [ -z "$left" ] || fail "culled servers' containers are still there: $left"
 for id in $ids; do
   if pgrep -f "$id" >/dev/null; then fail "a process of culled container $id is still running: $(pgrep -af "$id")"; fi
 done
 if pgrep -f jupyterhub-singleuser >/dev/null; then fail "a jupyterhub-singleuser process is still running: $(pgrep -af jupyterhub-singleuser)"; fi
-echo "culler: $(grep -c "Culling server" "$out/hub-2.log" || true) 'Culling server' lines in the hub's log; no container, conmon or server process left"
+echo "culled: no container, conmon or server process of the hub's users left"
 
 step "figures"
 lt report | tee "$out/figures.md"
