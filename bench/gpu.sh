@@ -36,14 +36,27 @@
 #      counts above the GPUs present are skipped), steps/s and images/s.
 #  11. XLA's autotune cache across processes (issue 34): the same resnet20 run twice, in a fresh cache
 #      home; the wall time of the first and the second process, and the autotune files cached.
+#  12. The airbench94 recipe (issue 37, item 3): time to the recipe's final accuracy, the lab
+#      (`cifarlab train --recipe airbench94 --backend cuda`, GPU_RECIPE_PRECISION) against airbench
+#      0.1.8's own code as written (fp16, CUDA) on this GPU and the same data, GPU_RECIPE_SEEDS seeds
+#      each, through bench/recipe/run.sh (DEVICE=cuda); warm-up (airbench's own warm-up run) and
+#      compile (the lab's XLA compiles) reported apart. It needs its own archive, made here with
+#        bash bench/gpu.sh --build-recipe /work/c10real      # -> bench/out/gpu-recipe.tar.xz (~50 MB)
+#      and runs alone, as the archive and bench/out/gpu.tar.gz together pass the 64 MiB the device
+#      tool carries:
+#        run(command="GPU_STAGES=12 bash bench/gpu.sh", carry=["bench/out/gpu-recipe.tar.xz"], timeout_s=600)
+#      The data subset it carries: real CIFAR-10 from the folder given (the 20k/10k real subset of
+#      ../shared/data), its first 12,000 training images (data_batch_1..3) and first 5,000 test images:
+#      about 52 MB raw, xz-compressed with the cifarlab binary and airbench's sdist.
 # Results: $OUT (the device tool's output folder) or bench/out/gpu-results: gpu.log, doctor.txt,
 # smoke/, guard-tests.log, train.json, results.jsonl, RESULTS-gpu.md (copy it to bench/RESULTS-gpu.md),
-# devices.jsonl.
+# devices.jsonl, RESULTS-recipe-gpu.md and recipe.tar.gz (stage 12: each seed's results).
 #
 # Settings: GPU_MODELS=resnet18 GPU_BATCHES=128 GPU_STEPS=20 GPU_WARMUP=3 GPU_DEADLINE=560 (s)
 #           GUARD_TESTS=<regexp> PYTHON=<python with torch> CIFARLAB_CUDA_PLUGIN=<plugin .so>
 #           GPU_DP_MODEL=resnet18 GPU_DP_BATCH=512 GPU_DP_DEVICES=1,2,4,8,all GPU_DP_STEPS=30
 #           GPU_TRAIN_STEPS=60 GPU_STAGES=<list> GPU_MP_MODEL=resnet18 GPU_MP_BATCH=128
+#           GPU_RECIPE_SEEDS="0 1 2" GPU_RECIPE_EPOCHS=9.9 GPU_RECIPE_PRECISION=bf16-mixed
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -78,10 +91,41 @@ if [ "${1:-}" = "--build" ]; then
   echo "carry: bench/out/gpu.tar.gz ($(du -h "$REPO/bench/out/gpu.tar.gz" | cut -f1)); then: bash bench/gpu.sh"
   exit 0
 fi
+if [ "${1:-}" = "--build-recipe" ]; then
+  # Stage 12's archive: cifarlab, airbench 0.1.8's sdist (pip checks its pinned hash) and the data
+  # subset (see stage 12 above), under gpu/ like the binaries, xz-compressed to fit the 64 MiB.
+  set -e
+  SRC="${2:?usage: bash bench/gpu.sh --build-recipe DATA_DIR (the folder holding cifar-10-batches-bin/, e.g. /work/c10real)}"
+  B="$SRC/cifar-10-batches-bin"
+  for f in data_batch_1.bin data_batch_2.bin data_batch_3.bin test_batch.bin batches.meta.txt; do
+    [ -f "$B/$f" ] || { echo "gpu.sh --build-recipe: $B/$f missing: DATA_DIR must hold CIFAR-10's binary layout" >&2; exit 1; }
+  done
+  STAGE="$REPO/bench/out/gpu-recipe"
+  rm -rf "$STAGE"
+  mkdir -p "$STAGE/gpu/recipe-data/cifar-10-batches-bin"
+  go build -ldflags='-s -w' -o "$STAGE/gpu/cifarlab" ./cmd/cifarlab
+  PYR="${TORCH_PYTHON:-$REPO/bench/.venv-torch/bin/python}"
+  grep '^airbench==' bench/recipe/requirements-airbench.txt > "$STAGE/req.txt"
+  "$PYR" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: --require-hashes -r "$STAGE/req.txt" -d "$STAGE/gpu"
+  D="$STAGE/gpu/recipe-data/cifar-10-batches-bin"
+  cp "$B"/data_batch_{1,2,3}.bin "$B/batches.meta.txt" "$D/"
+  head -c $(( 5000 * 3073 )) "$B/test_batch.bin" > "$D/test_batch.bin"
+  objdump -T "$STAGE/gpu/cifarlab" | grep -o 'GLIBC_[0-9.]*' | sort -V | tail -n 1 | sed 's/GLIBC_//' > "$STAGE/gpu/GLIBC"
+  echo "real CIFAR-10 subset from $B: data_batch_1..3 (12,000 training images), the first 5,000 of test_batch" > "$STAGE/gpu/recipe-data/SOURCE.txt"
+  tar -C "$STAGE" -cJf "$REPO/bench/out/gpu-recipe.tar.xz" gpu
+  ls -la "$STAGE/gpu" "$D"
+  echo "carry: bench/out/gpu-recipe.tar.xz ($(du -h "$REPO/bench/out/gpu-recipe.tar.xz" | cut -f1)); then: GPU_STAGES=12 bash bench/gpu.sh"
+  exit 0
+fi
 # The carried binaries, unpacked.
 if [ ! -x "$BIN/cifarlib.test" ] && [ -f "$REPO/bench/out/gpu.tar.gz" ]; then
   tar -C "$REPO/bench/out" -xzf "$REPO/bench/out/gpu.tar.gz"
 fi
+if [ ! -d "$BIN/recipe-data" ] && [ -f "$REPO/bench/out/gpu-recipe.tar.xz" ]; then
+  tar -C "$REPO/bench/out" -xJf "$REPO/bench/out/gpu-recipe.tar.xz"
+fi
+# tests_needed: whether a selected stage needs the test binaries and trainstep (all but 1, 2 and 12).
+tests_needed() { local s; for s in 3 4 5 6 7 8 9 10 11; do stage "$s" && return 0; done; return 1; }
 
 OUTDIR="${OUT:-$REPO/bench/out/gpu-results}"
 mkdir -p "$OUTDIR"
@@ -145,8 +189,9 @@ else
 fi
 export GOMLX_NO_AUTO_INSTALL=1
 
-# Binaries: prebuilt (bench/gpu.sh --build, carried) or built here offline.
-if [ ! -x "$BIN/cifarlib.test" ] || [ ! -x "$BIN/trainstep" ]; then
+# Binaries: prebuilt (bench/gpu.sh --build, carried) or built here offline (stage 12 alone needs
+# only the cifarlab of bench/out/gpu-recipe.tar.xz).
+if tests_needed && { [ ! -x "$BIN/cifarlib.test" ] || [ ! -x "$BIN/trainstep" ]; }; then
   if command -v go >/dev/null; then
     say "-- no prebuilt binaries in $BIN: building offline with $(go version)"
     mkdir -p "$BIN"
@@ -164,13 +209,15 @@ if [ -f "$BIN/GLIBC" ]; then
     finish
   fi
 fi
-[ -x "$BIN/cifarlib.test" ] && [ -x "$BIN/trainstep" ] || finish
+if tests_needed && { [ ! -x "$BIN/cifarlib.test" ] || [ ! -x "$BIN/trainstep" ]; }; then finish; fi
 if [ ! -x "$BIN/devices" ] && command -v go >/dev/null; then
   GOFLAGS="${GOFLAGS:-} -mod=mod" GOPROXY=off go build -o "$BIN/devices" ./bench/devices >> "$OUTDIR/build.log" 2>&1
 fi
 
 # Does cifarlib pick the plugin up?
-if timeout "$(left 120)" "$BIN/trainstep" -list -backends cuda > "$OUTDIR/backend.txt" 2>&1 && grep -q "xla:cuda" "$OUTDIR/backend.txt"; then
+if [ ! -x "$BIN/trainstep" ]; then
+  result skip "backends.New(\"cuda\"): no trainstep here (stage 12 alone: its cifarlab runs say)"
+elif timeout "$(left 120)" "$BIN/trainstep" -list -backends cuda > "$OUTDIR/backend.txt" 2>&1 && grep -q "xla:cuda" "$OUTDIR/backend.txt"; then
   result ok "backends.New(\"cuda\"): $(grep -v '^[WIE][0-9]\{4\}' "$OUTDIR/backend.txt" | head -1 | tr '\t' ' ')"
 else
   result FAIL "backends.New(\"cuda\"): $(tail -5 "$OUTDIR/backend.txt" | tr '\n' ' ')"
@@ -380,5 +427,49 @@ if stage 11 && [ -x "$BIN/cifarlab" ]; then
     line="$line $run process $(printf '%.1f' "$wall") s (outside the training loop $(printf '%.1f' "$(echo "$wall - ${loop:-0}/1000000000" | bc -l)") s, $files autotune files);"
   done
   [ -n "$line" ] && result ok "autotune cache (resnet20, batch 128, 20 steps, fresh cache, $(ls "$cache_home/cifarlab/xla-cuda" 2>/dev/null)):$line"
+fi
+
+# 12. The airbench94 recipe (issue 37, item 3): the lab against airbench's own code on this GPU and
+# the carried real CIFAR-10 subset (12,000 training, 5,000 test images: see the header), the whole
+# recipe (GPU_RECIPE_EPOCHS, its 9.9 by default), GPU_RECIPE_SEEDS seeds each, one process per seed,
+# through bench/recipe/run.sh with DEVICE=cuda. airbench runs as written (fp16 network, CUDA
+# events; its own warm-up run first, timed apart); the lab with --backend cuda and
+# GPU_RECIPE_PRECISION (bf16-mixed; f32 when the recipe refuses it). Time to the final accuracy:
+# airbench's own total_time_seconds (whitening, training, the final TTA evaluation), and the same
+# parts of the lab's timeline, its XLA compiles apart.
+if stage 12; then
+  RDIR="$REPO/bench/out/gpu-recipe-run" # outside $OUT: the device tool brings back 8 files, 2 folders deep
+  rm -rf "$RDIR"
+  mkdir -p "$RDIR"
+  AIRBENCH_SRC=""
+  for f in "$BIN"/airbench-*.tar.gz; do [ -f "$f" ] && AIRBENCH_SRC="$f"; done
+  if [ -z "$PY" ] || ! "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    result FAIL "recipe: no Python here whose torch sees a CUDA GPU (torch.cuda.is_available() is False): stage 12 needs the lent GPU"
+  elif [ ! -d "$BIN/recipe-data/cifar-10-batches-bin" ] || [ ! -x "$BIN/cifarlab" ] || [ -z "$AIRBENCH_SRC" ]; then
+    result FAIL "recipe: no data subset, cifarlab or airbench sdist in $BIN: run bash bench/gpu.sh --build-recipe /work/c10real here first and carry bench/out/gpu-recipe.tar.xz"
+  elif [ "$(left 1000)" -lt 120 ]; then
+    result skip "recipe: under two minutes left before the deadline"
+  else
+    tar -C "$RDIR" -xzf "$AIRBENCH_SRC"
+    AIRBENCH_DIR="$RDIR/$(basename "$AIRBENCH_SRC" .tar.gz)" # the sdist's folder, airbench/ inside
+    prec="${GPU_RECIPE_PRECISION:-bf16-mixed}"
+    if [ "$prec" != f32 ] && ! timeout "$(left 120)" "$BIN/cifarlab" train --recipe airbench94 --steps 1 --no-eval --backend cuda \
+         --precision "$prec" --data "$BIN/recipe-data" > /dev/null 2> "$RDIR/precision-check.err"; then
+      say "recipe: --precision $prec refused or failed ($(grep -v '^[WI][0-9]\{4\} ' "$RDIR/precision-check.err" | tail -1 | cut -c1-200)); f32 instead"
+      prec=f32
+    fi
+    say "-- recipe: airbench94, ${GPU_RECIPE_EPOCHS:-9.9} epochs, seeds ${GPU_RECIPE_SEEDS:-0 1 2}: airbench (fp16, as written) and the lab (--precision $prec)"
+    if PYTHONPATH="$AIRBENCH_DIR${PYTHONPATH:+:$PYTHONPATH}" TORCH_PYTHON="$PY" DEVICE=cuda \
+         CIFARLAB="$BIN/cifarlab" EPOCHS="${GPU_RECIPE_EPOCHS:-9.9}" SEEDS="${GPU_RECIPE_SEEDS:-0 1 2}" DATA="$BIN/recipe-data" \
+         SCRATCH="$RDIR/pt" OUT="$RDIR/out" RESULTS="$OUTDIR/RESULTS-recipe-gpu.md" LAB_FLAGS="--precision $prec" \
+         timeout "$(left 420)" bash bench/recipe/run.sh > "$RDIR/run.log" 2>&1; then
+      result ok "recipe: $(grep -E '^- (with|without) TTA|^- time' "$OUTDIR/RESULTS-recipe-gpu.md" | tr '\n' ' ')"
+    else
+      result FAIL "recipe: bench/recipe/run.sh: $(grep -v '^[WI][0-9]\{4\} ' "$RDIR/run.log" | tail -4 | cut -c1-300 | tr '\n' ' ')"
+    fi
+    grep -v '^[WI][0-9]\{4\} ' "$RDIR/run.log" | tail -40 >> "$LOG"
+    # The per-seed results, in one file (the device tool brings back at most 8 files).
+    tar -C "$RDIR" -czf "$OUTDIR/recipe.tar.gz" --exclude='*.bin' out run.log 2>/dev/null
+  fi
 fi
 finish

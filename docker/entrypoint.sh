@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Entry point of the cifarlab image; runs as the non-root lab user under tini.
 #
-#   (no arguments) or "lab"   start JupyterLab on /opt/cifarlab/notebooks (port 8888, token auth)
+#   (no arguments) or "lab"   start JupyterLab on /opt/cifarlab/notebooks (port 8888, token auth);
+#                             under JupyterHub (its spawner sets JUPYTERHUB_API_TOKEN) start
+#                             jupyterhub-singleuser instead, on notebooks/work, with the hub's
+#                             logins (docker/hub/), as jupyter/docker-stacks images do
 #   anything else             run it as a command (e.g. "bash", "cifarlab doctor")
 #
 # Environment:
@@ -14,7 +17,8 @@
 #                          Written to a user-level kernelspec that overrides the image's one.
 #   CIFARLAB_PORT          port inside the container (default 8888).
 #   JUPYTER_TOKEN          the login token (default: a random one, printed). An empty value is
-#                          refused: it would turn authentication off.
+#                          refused: it would turn authentication off. Not used under JupyterHub,
+#                          whose logins and tokens guard the server.
 #   CIFARLAB_COPY_NOTEBOOKS  1 (default): when a folder is mounted at
 #                          /opt/cifarlab/notebooks/work and holds no notebooks, copy the
 #                          image's notebooks into it once, so that edits survive the container.
@@ -57,22 +61,40 @@ if [ -n "${CIFARLAB_CUDA_BACKEND:-}" ]; then
     --cuda-backend "$CIFARLAB_CUDA_BACKEND" >&2
 fi
 
-if [ "${JUPYTER_TOKEN+set}" = set ] && [ -z "$JUPYTER_TOKEN" ]; then
-  die "JUPYTER_TOKEN is set but empty, which would disable authentication: unset it (a random token is made) or give one"
+hub=0
+[ -n "${JUPYTERHUB_API_TOKEN:-}" ] && hub=1
+if [ "$hub" = 0 ]; then
+  if [ "${JUPYTER_TOKEN+set}" = set ] && [ -z "$JUPYTER_TOKEN" ]; then
+    die "JUPYTER_TOKEN is set but empty, which would disable authentication: unset it (a random token is made) or give one"
+  fi
+  if [ -z "${JUPYTER_TOKEN:-}" ]; then
+    JUPYTER_TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(24))')"
+  fi
+  export JUPYTER_TOKEN
 fi
-if [ -z "${JUPYTER_TOKEN:-}" ]; then
-  JUPYTER_TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(24))')"
-fi
-export JUPYTER_TOKEN
 
+# work/ is in the image, empty: the copy goes only into a folder mounted there (a host folder,
+# the hub's per-user volume), never into the container's own layer.
 work="$notebooks/work"
-if [ "${CIFARLAB_COPY_NOTEBOOKS:-1}" = 1 ] && [ -d "$work" ] && [ -w "$work" ] \
+if [ "${CIFARLAB_COPY_NOTEBOOKS:-1}" = 1 ] && [ -d "$work" ] && [ -w "$work" ] && mountpoint -q "$work" \
    && ! compgen -G "$work/*.ipynb" >/dev/null && compgen -G "$notebooks/*.ipynb" >/dev/null; then
   cp -n "$notebooks"/*.ipynb "$work"/
   say "copied the notebooks into work/ (your mounted folder); edit them there"
 fi
 
 say "mode $mode: new notebooks use the kernel $kernel"
+if [ "$hub" = 1 ]; then
+  # JupyterHub's single-user server: the hub authenticates (OAuth with the hub), the spawner
+  # passes --ip/--port and the server's URL prefix in the environment. It opens on the user's
+  # own copies (work/, the per-user volume) when there are any.
+  root="$notebooks"
+  compgen -G "$work/*.ipynb" >/dev/null && root="$work"
+  say "JupyterHub user ${JUPYTERHUB_USER:-?}: jupyterhub-singleuser on $root"
+  exec jupyterhub-singleuser \
+    --ServerApp.root_dir="$root" \
+    --MappingKernelManager.default_kernel_name="$kernel" \
+    "$@"
+fi
 say "open http://127.0.0.1:$port/lab?token=$JUPYTER_TOKEN (use the host port you published with -p)"
 exec jupyter lab --no-browser --ip=0.0.0.0 --port="$port" \
   --ServerApp.root_dir="$notebooks" \

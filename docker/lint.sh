@@ -6,8 +6,10 @@
 #     dockerfile-utils (the parser and validator behind VS Code's Dockerfile support) and
 #     dockerfilelint (best-practice rules). hadolint cannot be installed offline here.
 #     Any diagnostic, warning or error, fails the lint.
-#   - the shell scripts in docker/ with `bash -n`, and with shellcheck when it is installed
-#     (Debian package shellcheck).
+#   - the shell scripts in docker/ and docker/hub/ with `bash -n`, and with shellcheck when it is
+#     installed (Debian package shellcheck).
+#   - docker/hub/z2jh/values.yaml against the Zero to JupyterHub chart's schema
+#     (docker/hub/z2jh/validate.py, with the lab's .venv: jsonschema, PyYAML).
 #
 # Usage: docker/lint.sh [Dockerfile]
 set -euo pipefail
@@ -48,15 +50,24 @@ if ! "$lintdir/node_modules/.bin/dockerfilelint" -c "$lintdir" "$dockerfile"; th
 fi
 
 echo "== shell scripts"
-for f in "$here"/*.sh; do
+for f in "$here"/*.sh "$here"/hub/*.sh; do
   bash -n "$f" || status=1
 done
 if command -v shellcheck >/dev/null; then
-  scripts=("$here"/*.sh)
+  scripts=("$here"/*.sh "$here"/hub/*.sh)
   shellcheck -x "${scripts[@]}" || status=1
   echo "shellcheck $(shellcheck --version | sed -n 's/^version: //p'): ${#scripts[@]} scripts"
 else
   echo "shellcheck not installed: only bash -n (apt-get install shellcheck for more)"
+fi
+
+echo "== Zero to JupyterHub values"
+venv_py="$here/../.venv/bin/python"
+if [ -x "$venv_py" ]; then
+  "$venv_py" "$here/hub/z2jh/validate.py" || status=1
+else
+  echo "no .venv (kernel/setup.sh makes it): docker/hub/z2jh/values.yaml not validated" >&2
+  status=1
 fi
 
 if [ "$status" -ne 0 ]; then

@@ -64,6 +64,9 @@ type Record struct {
 	TargetStep int    `json:"target_step"`
 	// Precision is training.Config.Precision ("" before the config's defaults were filled in: f32).
 	Precision cifarlib.Precision `json:"precision,omitempty"`
+	// Recipe is the named recipe the run's settings came from (training.Config.Recipe, e.g.
+	// "airbench94"), "" for none.
+	Recipe string `json:"recipe,omitempty"`
 	// From is the run a transferred run was carried from (training.Config.From), "" otherwise.
 	From string `json:"from,omitempty"`
 	// ImportedFrom is the file an imported run's weights came from (WriteImportedRun: a

@@ -101,8 +101,9 @@ func applyRecipe(c *Config) error {
 	fillIf(on("LabelSmoothing"), &c.LabelSmoothing, r.LabelSmoothing)
 	fillIf(on("TTA"), &c.TTA, r.TTA)
 	c.Lookahead = c.Lookahead || on("Lookahead") && r.Lookahead
-	if c.Augmentation == "" { // an explicit scheme wins, and goes with Augment as the user set it
-		c.Augment, c.Augmentation = c.Augment || on("Augment") && r.Augment, r.Augmentation
+	c.Augment = c.Augment || on("Augment") && r.Augment
+	if c.Augmentation == "" { // an explicit scheme wins
+		c.Augmentation = r.Augmentation
 	}
 	if c.Steps == 0 && c.Epochs == 0 {
 		c.Epochs = r.Epochs
@@ -115,6 +116,22 @@ func fillIf[T int | float64](on bool, field *T, value T) {
 	if on {
 		fill(field, value)
 	}
+}
+
+// recipeSettings says, in one line, the settings of c that a recipe decides (for the summary).
+func recipeSettings(c *Config) string {
+	s := fmt.Sprintf("%s, %d steps of %d, %s lr %g", c.Model, c.Steps, c.BatchSize, c.Optimizer, c.LearningRate)
+	if c.Optimizer == OptimizerNesterov {
+		s += fmt.Sprintf(" (per 1024 examples) momentum %g weight decay %g bias scaler %g", c.Momentum, c.WeightDecay, c.BiasScaler)
+		if c.WhitenBiasEpochs > 0 {
+			s += fmt.Sprintf(", whitening bias frozen after %d epochs", c.WhitenBiasEpochs)
+		}
+	}
+	s += fmt.Sprintf(", %s schedule, label smoothing %g, lookahead %t", c.Schedule, c.LabelSmoothing, c.Lookahead)
+	if c.Augment {
+		s += ", " + c.Augmentation.String() + " augmentation"
+	}
+	return s + fmt.Sprintf(", final TTA %d", c.TTA)
 }
 
 // fill sets *field to value when it is zero.

@@ -27,7 +27,7 @@ func TestResolveRecipe(t *testing.T) {
 		{"explicit fields win", Config{Recipe: RecipeAirbench94, Model: "cnn", BatchSize: 64, LearningRate: 5, Momentum: 0.9, Schedule: ScheduleConstant,
 			LabelSmoothing: 0.1, TTA: TTAOff, Epochs: 2, Augmentation: "crop-flip"},
 			Config{Model: "cnn", BatchSize: 64, Optimizer: OptimizerNesterov, LearningRate: 5, Momentum: 0.9, WeightDecay: 0.0153, BiasScaler: 64,
-				Schedule: ScheduleConstant, LabelSmoothing: 0.1, Lookahead: true, Epochs: 2, Steps: 2 * 781, Augmentation: data.AugmentCropFlip}},
+				Schedule: ScheduleConstant, LabelSmoothing: 0.1, Lookahead: true, Epochs: 2, Steps: 2 * 781, Augment: true, Augmentation: data.AugmentCropFlip}},
 		{"another optimizer takes its own defaults", Config{Recipe: RecipeAirbench94, Optimizer: "adam", Steps: 10},
 			Config{Model: "airbench94", BatchSize: 1024, Optimizer: "adam", LearningRate: DefaultLearningRate, Schedule: ScheduleTriangle,
 				LabelSmoothing: 0.2, Lookahead: true, TTA: 2, Steps: 10, Augment: true, Augmentation: data.AugmentAltFlip}},

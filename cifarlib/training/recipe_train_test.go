@@ -10,6 +10,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/internal/testenv"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/stretchr/testify/require"
@@ -36,6 +37,10 @@ func TestRecipeInterruptResumeEqualsStraightRun(t *testing.T) {
 	resA, err := straight.Run(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, 8, resA.EndStep)
+	var summary strings.Builder
+	require.NoError(t, resA.WriteSummary(&summary))
+	require.Contains(t, summary.String(), "\nrecipe airbench94: cnn, 8 steps of 8, nesterov lr 11.5 (per 1024 examples) momentum 0.85 "+
+		"weight decay 0.0153 bias scaler 64, triangle schedule, label smoothing 0.2, lookahead true, altflip-translate augmentation, final TTA 2\n")
 
 	dir := filepath.Join(t.TempDir(), "ckpt")
 	interrupted := cfg
@@ -137,4 +142,22 @@ func TestAirbench94WhiteningAndBiasFreeze(t *testing.T) {
 	require.NoError(t, second.Model().InitWhitening(fresh, train))
 	want := trainVars(t, fresh)
 	require.Equal(t, want[filters], atThree[filters], "the filters are the data's, untrained")
+}
+
+// TestRecipeDevicesSameAsOneDevice: the recipe's training parts (nesterov, whose gradients
+// come accumulated over the devices, the triangle, label smoothing and lookahead, with updates
+// at step 5 and at the end) on 4 devices follow the loss curve of one device, within the
+// devices tests' bound (XLA CPU only, as the other multi-device tests).
+func TestRecipeDevicesSameAsOneDevice(t *testing.T) {
+	backend := devicesTestBackend(t, 4)
+	trainRecs, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 64, 8, 3)
+	var curves [][]runs.HistoryPoint
+	for _, n := range []int{1, 4} {
+		res, err := Train(context.Background(), Config{Recipe: RecipeAirbench94, Model: cifarlib.ArchCNN, Spec: data.CIFAR10(), Backend: backend,
+			Devices: n, TrainRecords: trainRecs, Steps: 6, BatchSize: devicesBatch, Seed: 7, HistoryEvery: 1, SkipFinalEval: true,
+			Progress: ProgressOff})
+		require.NoError(t, err)
+		curves = append(curves, res.History.Points)
+	}
+	requireSameLossCurve(t, curves[0], curves[1], testenv.KinkTolerance(devicesBatch, devicesMinHW))
 }

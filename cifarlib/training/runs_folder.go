@@ -180,7 +180,7 @@ func (rf *runFolder) note(err error) {
 // newRunRecord is the record of a run of c (with defaults) starting now.
 func newRunRecord(c *Config, head, devices int) *runs.Record {
 	return &runs.Record{Status: runs.RunRunning, Started: time.Now(), Dataset: c.Spec.ID(), Model: c.Model, Head: head,
-		Guarded: !c.Unguarded, Devices: devices, BatchSize: c.BatchSize, TargetStep: c.Steps, From: c.From,
+		Guarded: !c.Unguarded, Devices: devices, BatchSize: c.BatchSize, TargetStep: c.Steps, From: c.From, Recipe: c.Recipe,
 		Precision: c.Precision, Params: c.Params, Job: runs.CurrentJob()}
 }
 

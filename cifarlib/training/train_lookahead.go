@@ -37,7 +37,9 @@ var lookaheadScope = model.JoinPath("/", optimizer.Scope, "lookahead")
 // the weights before the first step (airbench takes its copy when the model is made, before the
 // whitening layer is initialised from the data: here it is after, which differs by decay*(the
 // change) at step 5, decay <= 0.77*(5/total)^3). A transferred run's step counts from 0 again,
-// so its EMA starts at the transferred weights.
+// so its EMA starts at the transferred weights. As airbench's, a run of fewer than 5 steps ends
+// on its initial weights (the EMA was never updated), and the last steps after a multiple of 5
+// are averaged away.
 type lookaheadOptimizer struct {
 	inner optimizer.Interface
 	// scope is the model's variable prefix ("/airbench94/").

@@ -84,6 +84,10 @@ type Result struct {
 	// Transfer says what a transferred run (training.Config.From) carried from its source and what
 	// it initialised afresh; nil for a run trained from scratch.
 	Transfer *TransferReport `json:"transfer,omitempty"`
+	// Recipe is the named recipe the run's settings came from (Config.Recipe), "" for none;
+	// recipeSettings says what it resolved to, for the summary.
+	Recipe         string `json:"recipe,omitempty"`
+	recipeSettings string
 
 	// Loss is the last batch loss, MovingLoss its moving average; Accuracy and TopK are the
 	// moving averages of the training accuracy and top-5 accuracy (CIFAR-100).
@@ -158,6 +162,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	}
 	if r.Transfer != nil {
 		b.WriteString(r.Transfer.String())
+	}
+	if r.Recipe != "" && r.recipeSettings != "" {
+		fmt.Fprintf(&b, "recipe %s: %s\n", r.Recipe, r.recipeSettings)
 	}
 	switch {
 	case r.Interrupted:

@@ -90,7 +90,7 @@ func TestSweepCommandErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown flag", []string{"--grid", "learning-rate=0.1", "--steps", "5"},
-			"cifarlab sweep: sweep: --grid learning-rate names --learning-rate, which is not a flag of `cifarlab train`: use one of augment, backbone-lr, "},
+			"cifarlab sweep: sweep: --grid learning-rate names --learning-rate, which is not a flag of `cifarlab train`: use one of augment, augmentation, backbone-lr, "},
 		{"empty grid", []string{"--steps", "5"},
 			"cifarlab sweep: sweep: the sweep has no grid and no list, so no task: give at least one --grid FLAG=V1,V2 (or --list 'FLAG=V ...')\n"},
 		{"unknown shared flag", []string{"--grid", "seed=1", "--step", "5"},

@@ -61,7 +61,7 @@ func runTrain(args []string, stdout io.Writer) error {
 
 // newTrainFlags is the flag set of "cifarlab train" and the flags it fills.
 func newTrainFlags(stdout io.Writer) (*flag.FlagSet, *trainFlags) {
-	fs := newFlagSet("train", "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--recipe airbench94] [--model cnn|resnet18|resnet20|linear|airbench94] "+
+	fs := newFlagSet("train", "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--recipe airbench94] [--model cnn|resnet18|resnet20|airbench94|linear] "+
 		"[--head N] [--guard=true|false] --steps N|--epochs E [--batch B] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--checkpoint DIR] "+
 		"[--from RUN_DIR [--freeze backbone] [--backbone-lr X] [--new-head]] [--json]", stdout)
 	var f trainFlags

@@ -84,6 +84,7 @@ func TestTrainCommandRecipe(t *testing.T) {
 	var res training.Result
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
 	require.Equal(t, "airbench94", res.Model)
+	require.Equal(t, "airbench94", res.Recipe)
 	require.Equal(t, 8, res.BatchSize)
 	require.Equal(t, 2, res.EndStep)
 	require.Equal(t, data.KindSynthetic, res.Data.Kind)
@@ -99,6 +100,7 @@ func TestTrainCommandRecipe(t *testing.T) {
 	rec, err := runs.ReadRecord(ckpt)
 	require.NoError(t, err)
 	require.Equal(t, "airbench94", rec.Params["recipe"])
+	require.Equal(t, "airbench94", rec.Recipe)
 }
 
 // A sweep of the recipe: seeds of airbench94 and label smoothing on a grid, the recipe and

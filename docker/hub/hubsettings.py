@@ -1,0 +1,196 @@
+"""The settings of docker/hub/jupyterhub_config.py, read from CIFARLAB_HUB_* environment variables.
+
+Every variable is optional except CIFARLAB_HUB_SIGNUP_CODE; docker/README.md ("A workshop with
+JupyterHub") lists them. Only the standard library (and DockerSpawner's docker package, for
+Docker's bridge) is imported, so that docker/hub/z2jh/validate.py can read the defaults too.
+"""
+
+import dataclasses
+import os
+
+# Idle culling: a server idle this long is stopped (z2jh/values.yaml's cull.timeout is the same).
+DEFAULT_CULL_TIMEOUT = 3600
+
+
+class SettingsError(ValueError):
+    """A CIFARLAB_HUB_* variable has a value the hub cannot use; the message names it and the fix."""
+
+
+def _env_float(env, name, default, low, high):
+    raw = env.get(name, "")
+    if raw == "":
+        return default
+    try:
+        v = float(raw)
+    except ValueError:
+        raise SettingsError(f"cifarlab hub: {name}={raw!r} is not a number") from None
+    if not low <= v <= high:
+        raise SettingsError(f"cifarlab hub: {name}={raw} is outside [{low}, {high}]")
+    return v
+
+
+@dataclasses.dataclass
+class Settings:
+    image: str
+    public_url: str
+    hub_port: int
+    proxy_api_port: int
+    ssl_cert: str
+    ssl_key: str
+    state_dir: str
+    authenticator_class: str
+    signup_code: str
+    admin_users: list
+    engine: str
+    container_prefix: str
+    volume_prefix: str
+    cpu_limit: float
+    mem_limit: str
+    pids_limit: int
+    ulimits: list
+    gpu: str
+    gpu_mem_fraction: float
+    cull_timeout: int
+    cull_every: int
+    start_timeout: int
+    docker_bridge_gateway: str = ""
+
+    @property
+    def network_mode(self):
+        # podman (rootful): slirp4netns gives each container its own network namespace, publishes
+        # the server's port on the host's 127.0.0.1 and lets the container reach the host's
+        # loopback (the hub's API) at 10.0.2.2. Docker: its default bridge.
+        if self.engine == "podman":
+            return "slirp4netns:allow_host_loopback=true"
+        return "bridge"
+
+    @property
+    def hub_bind_url(self):
+        if self.engine == "podman":
+            return f"http://127.0.0.1:{self.hub_port}"
+        # Docker's bridge: the containers reach the host at the bridge's gateway (docker0).
+        return f"http://{self.docker_bridge_gateway or '172.17.0.1'}:{self.hub_port}"
+
+    @property
+    def spawner_hub_connect_url(self):
+        if self.engine == "podman":
+            return f"http://10.0.2.2:{self.hub_port}"
+        return ""
+
+    @property
+    def activity_interval(self):
+        """Seconds between activity reports: a quarter of the culling timeout, at most 300."""
+        return max(5, min(300, self.cull_timeout // 4))
+
+    @property
+    def cuda_backend(self):
+        """The CUDA kernel's GOMLX_BACKEND: each kernel's XLA allocator capped at its share."""
+        return f"xla:cuda,preallocate=false,memory_fraction={self.gpu_mem_fraction:g}"
+
+    def environment(self):
+        """The environment of every user container (the image's entry point reads it)."""
+        return {
+            "CIFARLAB_MODE": "gpu" if self.gpu != "none" else "cpu",
+            "CIFARLAB_CUDA_BACKEND": self.cuda_backend,
+            "JUPYTERHUB_ACTIVITY_INTERVAL": str(self.activity_interval),
+        }
+
+    def host_config(self):
+        """DockerSpawner's extra_host_config: pids, ulimits and the GPU."""
+        hc = {"pids_limit": self.pids_limit}
+        if self.ulimits:
+            hc["ulimits"] = [{"Name": n, "Soft": s, "Hard": h} for n, s, h in self.ulimits]
+        if self.gpu != "none":
+            req = {"Driver": "nvidia", "Capabilities": [["gpu"]]}
+            if self.gpu == "all":
+                req["Count"] = -1
+            else:
+                req["DeviceIDs"] = self.gpu.split(",")
+            hc["device_requests"] = [req]
+        return hc
+
+
+def _ulimits(env):
+    raw = env.get("CIFARLAB_HUB_ULIMITS", "")
+    out = []
+    for item in filter(None, (x.strip() for x in raw.split(","))):
+        try:
+            name, limits = item.split("=")
+            soft, hard = (int(x) for x in limits.split(":"))
+        except ValueError:
+            raise SettingsError(
+                f"cifarlab hub: CIFARLAB_HUB_ULIMITS item {item!r}: write NAME=SOFT:HARD, e.g. nofile=16384:16384"
+            ) from None
+        out.append((name, soft, hard))
+    return out
+
+
+def _gpu(env):
+    gpu = env.get("CIFARLAB_HUB_GPU", "auto")
+    if gpu == "auto":
+        return "all" if os.path.exists("/dev/nvidia0") else "none"
+    if gpu != "none" and gpu != "all" and not all(x.isdigit() for x in gpu.split(",")):
+        raise SettingsError(f"cifarlab hub: CIFARLAB_HUB_GPU={gpu!r}: use auto, none, all or device numbers like 0 or 0,1")
+    return gpu
+
+
+def _docker_bridge_gateway(env):
+    """The gateway of Docker's default bridge (docker0), where containers reach the host."""
+    import docker  # DockerSpawner's dependency
+
+    try:
+        net = docker.from_env().api.inspect_network("bridge")
+        return net["IPAM"]["Config"][0]["Gateway"]
+    except Exception as e:  # noqa: BLE001 (any failure: fall back to Docker's usual address)
+        print(f"cifarlab hub: could not read Docker's bridge gateway ({e}); using 172.17.0.1")
+        return "172.17.0.1"
+
+
+def settings_from_env(env):
+    """Settings from CIFARLAB_HUB_* variables; a bad value raises SettingsError naming it."""
+    auth = env.get("CIFARLAB_HUB_AUTH", "native")
+    if auth not in ("native", "dummy"):
+        raise SettingsError(f"cifarlab hub: CIFARLAB_HUB_AUTH={auth!r}: use native (workshops) or dummy (tests)")
+    code = env.get("CIFARLAB_HUB_SIGNUP_CODE", "")
+    if len(code) < 8:
+        raise SettingsError(
+            "cifarlab hub: set CIFARLAB_HUB_SIGNUP_CODE to a code of 8 or more characters that you hand "
+            "to the room (attendees need it to sign up; with CIFARLAB_HUB_AUTH=dummy it is the password)"
+        )
+    users = _env_float(env, "CIFARLAB_HUB_USERS", 30, 1, 1000)
+    cull = int(_env_float(env, "CIFARLAB_HUB_CULL_TIMEOUT", DEFAULT_CULL_TIMEOUT, 30, 7 * 86400))
+    engine = env.get("CIFARLAB_HUB_ENGINE", "docker")
+    if engine not in ("docker", "podman"):
+        raise SettingsError(f"cifarlab hub: CIFARLAB_HUB_ENGINE={engine!r}: use docker or podman")
+    ip = env.get("CIFARLAB_HUB_IP", "127.0.0.1")
+    port = int(_env_float(env, "CIFARLAB_HUB_PORT", 8000, 1, 65535))
+    cert, key = env.get("CIFARLAB_HUB_SSL_CERT", ""), env.get("CIFARLAB_HUB_SSL_KEY", "")
+    if bool(cert) != bool(key):
+        raise SettingsError("cifarlab hub: set both CIFARLAB_HUB_SSL_CERT and CIFARLAB_HUB_SSL_KEY, or neither")
+    s = Settings(
+        image=env.get("CIFARLAB_HUB_IMAGE", "cifarlab:workshop"),
+        public_url=f"{'https' if cert else 'http'}://{ip}:{port}",
+        hub_port=int(_env_float(env, "CIFARLAB_HUB_API_PORT", 8081, 1, 65535)),
+        proxy_api_port=int(_env_float(env, "CIFARLAB_HUB_PROXY_API_PORT", 8001, 1, 65535)),
+        ssl_cert=cert,
+        ssl_key=key,
+        state_dir=env.get("CIFARLAB_HUB_STATE") or os.path.expanduser("~/.local/share/cifarlab-hub"),
+        authenticator_class="cifarlab_hub.WorkshopAuthenticator" if auth == "native" else "dummy",
+        signup_code=code,
+        admin_users=[u for u in env.get("CIFARLAB_HUB_ADMINS", "admin").split(",") if u],
+        engine=engine,
+        container_prefix=env.get("CIFARLAB_HUB_PREFIX", "cifarlab-hub-"),
+        volume_prefix=env.get("CIFARLAB_HUB_PREFIX", "cifarlab-hub-") + "work-",
+        cpu_limit=_env_float(env, "CIFARLAB_HUB_CPU", 2.0, 0.1, 1024),
+        mem_limit=env.get("CIFARLAB_HUB_MEM", "4G"),
+        pids_limit=int(_env_float(env, "CIFARLAB_HUB_PIDS", 4096, 64, 1 << 22)),
+        ulimits=_ulimits(env),
+        gpu=_gpu(env),
+        gpu_mem_fraction=_env_float(env, "CIFARLAB_HUB_GPU_MEM_FRACTION", round(0.9 / users, 4), 0.001, 1),
+        cull_timeout=cull,
+        cull_every=int(_env_float(env, "CIFARLAB_HUB_CULL_EVERY", max(10, min(300, cull // 4)), 5, 3600)),
+        start_timeout=int(_env_float(env, "CIFARLAB_HUB_START_TIMEOUT", 300, 30, 3600)),
+    )
+    if engine == "docker":
+        s.docker_bridge_gateway = _docker_bridge_gateway(env)
+    return s

@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# Tests docker/hub for real on this machine: JupyterHub 6.1.1 from PyPI with DockerSpawner against
+# podman's Docker API (no Docker engine needed), the workshop image that docker/test.sh built
+# (its storage, its tag), configurable-http-proxy from npm, the idle culler, NativeAuthenticator
+# with the workshop code. Everything goes through the hub's public URL (the proxy, 127.0.0.1) and
+# REST API, through docker/hub/loadtest.py:
+#
+#   1. hub       docker/hub/start.sh (the one command of the README) with a fresh state folder
+#   2. signup    a wrong workshop code creates nobody; the right one signs up; the password logs in
+#   3. users     N users (u1..uN) created with POST /hub/api/users, a token each
+#   4. start     their servers started through the REST API; CPU, memory and GPU settings checked
+#                on the containers (podman inspect) and in the served CUDA kernelspec
+#   5. load-1    u1 runs notebooks 01-04 through its own kernels (sessions API + kernel websocket),
+#                checked with notebooks/nbcheck.py's checks; cell latencies recorded
+#   6. load-N    all N users run 01-04 at once; podman stats sampled every 5 s
+#   7. isolation another user's token, or none, is refused on a user's server, files, kernels
+#                (REST and websocket), the hub's API, and the container's own port
+#   8. restart   u1 edits a notebook and saves one of its own; the hub is restarted (start.sh
+#                stopped and started again, now with a short culling timeout): the servers are
+#                still there and so is the work; u1's server is stopped and started: still there
+#   9. culling   every server left idle is stopped by the idle culler within the timeout plus a
+#                culling period; their containers and processes are gone
+#
+# Then the figures (docker/hub/RESULTS.md's tables) are printed and kept in $out. Everything it
+# started (hub, proxy, culler, podman service, containers, volumes) is removed on exit, Ctrl-C
+# included. Root, about 15 minutes on 2 cores; not part of CI (kernel/run-tests.sh), too heavy.
+#
+# Environment:
+#   CIFARLAB_HUB_TEST_USERS      N (default 4)
+#   CIFARLAB_HUB_TEST_IMAGE      image (default localhost/cifarlab:test, docker/test.sh's)
+#   CIFARLAB_DOCKER_CACHE        docker/test.sh's cache, whose storage holds the image
+#   CIFARLAB_HUB_TEST_CULL       culling timeout after the restart, seconds (default 60)
+#   CIFARLAB_HUB_TEST_OUT        where state, logs and figures go (default $cache/hub-test)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+cd "$repo"
+n="${CIFARLAB_HUB_TEST_USERS:-4}"
+image="${CIFARLAB_HUB_TEST_IMAGE:-localhost/cifarlab:test}"
+cache="${CIFARLAB_DOCKER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cifarlab-docker}"
+cull="${CIFARLAB_HUB_TEST_CULL:-60}"
+out="${CIFARLAB_HUB_TEST_OUT:-$cache/hub-test}"
+# The same storage as docker/test.sh (see its comment on the run root).
+runroot="/tmp/cifarlab-podman-$(id -u)-$(printf '%s' "$cache" | sha256sum | cut -c1-12)"
+podman_args="--root $cache/storage --runroot $runroot --storage-driver vfs"
+# shellcheck disable=SC2206 # words on purpose
+P=(podman $podman_args)
+prefix="cifarlab-hubtest-$$-"
+py="$repo/.venv/bin/python"
+
+fail() { echo "docker/hub/test.sh: FAIL: $*" >&2; exit 1; }
+step() { echo "=== [$(date +%T)] $*"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+[ "$(id -u)" = 0 ] || fail "run as root (rootful podman, like docker/test.sh)"
+command -v podman >/dev/null || fail "podman is missing: apt-get install podman"
+command -v slirp4netns >/dev/null || fail "slirp4netns is missing: apt-get install slirp4netns (podman's user-mode network, which lets containers reach the hub on the host's loopback)"
+[ -x "$py" ] || fail "$py is missing: kernel/setup.sh makes the lab's venv (requests, websocket-client, nbformat)"
+"${P[@]}" image exists "$image" || fail "no image $image in $cache/storage: build it with docker/test.sh"
+"${P[@]}" run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --health-interval disable \
+  --network none --entrypoint /opt/cifarlab/.venv/bin/jupyterhub-singleuser "$image" --version >/dev/null 2>&1 \
+  || fail "$image has no jupyterhub-singleuser: rebuild it with docker/test.sh from this checkout"
+
+rm -rf "$out"
+install -d -m 0700 "$out" "$out/state"
+state_json="$out/state.json"
+hub_pid=""
+
+export CIFARLAB_HUB_STATE="$out/state"
+CIFARLAB_HUB_SIGNUP_CODE="code-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export CIFARLAB_HUB_SIGNUP_CODE
+export CIFARLAB_HUB_IMAGE="$image"
+CIFARLAB_HUB_PORT="$(free_port)"
+CIFARLAB_HUB_API_PORT="$(free_port)"
+CIFARLAB_HUB_PROXY_API_PORT="$(free_port)"
+export CIFARLAB_HUB_PORT CIFARLAB_HUB_API_PORT CIFARLAB_HUB_PROXY_API_PORT
+export CIFARLAB_HUB_PODMAN_ARGS="$podman_args"
+export CIFARLAB_HUB_ENGINE=podman
+export CIFARLAB_HUB_PREFIX="$prefix"
+export CIFARLAB_HUB_ADMINS=admin
+export CIFARLAB_HUB_CPU="${CIFARLAB_HUB_CPU:-1}" CIFARLAB_HUB_MEM="${CIFARLAB_HUB_MEM:-3G}"
+export CIFARLAB_HUB_USERS="$n"
+# This machine's runc refuses podman's default rlimits (above the hard limit here); docker/test.sh
+# lowers them the same way.
+export CIFARLAB_HUB_ULIMITS="${CIFARLAB_HUB_ULIMITS:-nofile=16384:16384,nproc=8192:8192}"
+unset DOCKER_HOST
+
+hub_start() { # hub_start LOG: start.sh in the background, until the hub answers
+  setsid "$here/start.sh" >"$1" 2>&1 &
+  hub_pid=$!
+  for _ in $(seq 1 120); do
+    grep -q "JupyterHub is now running" "$1" && return 0
+    kill -0 "$hub_pid" 2>/dev/null || { tail -n 30 "$1"; fail "start.sh exited"; }
+    sleep 1
+  done
+  tail -n 30 "$1"; fail "the hub did not start within 120 s"
+}
+hub_stop() { # stops start.sh (it stops the hub, proxy, culler and its podman service)
+  [ -n "$hub_pid" ] || return 0
+  kill -TERM "$hub_pid" 2>/dev/null || true
+  for _ in $(seq 1 60); do kill -0 "$hub_pid" 2>/dev/null || break; sleep 1; done
+  kill -0 "$hub_pid" 2>/dev/null && { kill -KILL -- "-$hub_pid" 2>/dev/null || true; }
+  hub_pid=""
+}
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  hub_stop
+  local ids
+  ids="$("${P[@]}" ps -a -q --filter "name=^$prefix" 2>/dev/null || true)"
+  # shellcheck disable=SC2086
+  [ -z "$ids" ] || "${P[@]}" rm -f -t 5 $ids >/dev/null 2>&1 || true
+  ids="$("${P[@]}" volume ls -q --filter "name=^$prefix" 2>/dev/null || true)"
+  # shellcheck disable=SC2086
+  [ -z "$ids" ] || "${P[@]}" volume rm -f $ids >/dev/null 2>&1 || true
+  rm -f "$out/state/podman.sock"
+  [ "$rc" = 0 ] || echo "docker/hub/test.sh: failed (exit $rc); logs in $out" >&2
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+lt() { "$py" "$here/loadtest.py" "$state_json" "$@"; }
+
+step "hub: docker/hub/start.sh (port $CIFARLAB_HUB_PORT, image $image, $n users)"
+t0=$(date +%s)
+hub_start "$out/hub-1.log"
+token="$(cd "$out/state" && CIFARLAB_HUB_ENGINE=podman DOCKER_HOST="unix://$out/state/podman.sock" \
+  "$here/.venv/bin/jupyterhub" token -f "$here/jupyterhub_config.py" admin 2>>"$out/token.log" | tail -n 1)"
+[ -n "$token" ] || fail "jupyterhub token admin gave no token (see $out/token.log)"
+# shellcheck disable=SC2086 # podman's options, one word each
+python3 - "$state_json" "$CIFARLAB_HUB_PORT" "$token" "$CIFARLAB_HUB_SIGNUP_CODE" "$prefix" $podman_args <<'EOF'
+import json, sys
+path, port, token, code, prefix, *pargs = sys.argv[1:]
+json.dump({"url": f"http://127.0.0.1:{port}", "admin_token": token, "signup_code": code, "prefix": prefix,
+           "stats_cmd": ["podman", *pargs]}, open(path, "w"))
+EOF
+
+step "signup"
+lt signup
+step "users"
+users=()
+for i in $(seq 1 "$n"); do users+=("u$i"); done
+lt users "$n"
+step "start"
+lt start "${users[@]}"
+for u in "${users[@]}"; do
+  "${P[@]}" inspect -f '{{.Name}} cpu_quota={{.HostConfig.CpuQuota}}/{{.HostConfig.CpuPeriod}} memory={{.HostConfig.Memory}} pids={{.HostConfig.PidsLimit}} net={{.HostConfig.NetworkMode}} ports={{json .HostConfig.PortBindings}}' "$prefix$u"
+done | tee "$out/limits.txt"
+python3 - "$out/limits.txt" "$CIFARLAB_HUB_CPU" "$CIFARLAB_HUB_MEM" <<'EOF' || fail "the containers do not carry the configured limits"
+import re, sys
+cpu = float(sys.argv[2]); mem = sys.argv[3]
+units = {"K": 2**10, "M": 2**20, "G": 2**30}
+want_mem = int(float(mem[:-1]) * units[mem[-1].upper()]) if mem[-1].upper() in units else int(mem)
+for line in open(sys.argv[1]):
+    q, p = map(int, re.search(r"cpu_quota=(\d+)/(\d+)", line).groups())
+    m = int(re.search(r"memory=(\d+)", line).group(1))
+    if abs(q / p - cpu) > 1e-6 or m != want_mem:
+        sys.exit(f"limits: {line.strip()}: want cpu {cpu}, memory {want_mem}")
+    if '"HostIp":"127.0.0.1"' not in line.replace(" ", ""):
+        sys.exit(f"the server's port is not published on 127.0.0.1 only: {line.strip()}")
+print(f"limits: every container has cpu {cpu}, memory {mem}, its port on 127.0.0.1 only")
+EOF
+# The GPU memory share reaches the CUDA kernel (the spec that the user's server serves).
+"$py" - "$state_json" u1 <<'EOF' || fail "the CUDA kernelspec does not carry the per-user memory fraction"
+import json, sys, requests
+s = json.load(open(sys.argv[1])); u = sys.argv[2]
+r = requests.get(f"{s['url']}/user/{u}/api/kernelspecs", headers={"Authorization": f"token {s['tokens'][u]}"}, timeout=60)
+specs = r.json()
+env = specs["kernelspecs"]["cifarlab-cuda"]["spec"]["env"]["GOMLX_BACKEND"]
+if "memory_fraction=" not in env or "preallocate=false" not in env:
+    sys.exit(f"cifarlab-cuda GOMLX_BACKEND={env!r}")
+print(f"GPU share: {u}'s CUDA kernel runs with GOMLX_BACKEND={env}; default kernel {specs['default']}")
+EOF
+for u in "${users[@]}"; do "${P[@]}" stats --no-stream --format '{{.Name}} idle: cpu {{.CPUPerc}} mem {{.MemUsage}}' "$prefix$u"; done | tee "$out/idle.txt"
+
+step "load-1: u1 runs notebooks 01-04"
+lt run load-1 u1
+step "load-$n: ${users[*]} run notebooks 01-04 at once"
+lt run "load-$n" "${users[@]}"
+
+step "isolation"
+lt isolation
+
+step "restart"
+lt mark u1
+hub_stop
+echo "hub stopped; user servers still running: $("${P[@]}" ps -q --filter "name=^$prefix" | wc -l)"
+export CIFARLAB_HUB_CULL_TIMEOUT="$cull" CIFARLAB_HUB_CULL_EVERY=10
+hub_start "$out/hub-2.log"
+for u in "${users[@]:1}"; do lt check-mark "$u" --notebooks-only; done
+lt check-mark u1
+lt restart u1
+lt check-mark u1
+
+step "culling (timeout $cull s, checked every 10 s)"
+ids="$("${P[@]}" ps -q --no-trunc --filter "name=^$prefix")"
+lt wait-culled $((cull + 10 + 120))
+left="$("${P[@]}" ps -a -q --filter "name=^$prefix")"
+[ -z "$left" ] || fail "culled servers' containers are still there: $left"
+for id in $ids; do
+  if pgrep -f "$id" >/dev/null; then fail "a process of culled container $id is still running: $(pgrep -af "$id")"; fi
+done
+if pgrep -f jupyterhub-singleuser >/dev/null; then fail "a jupyterhub-singleuser process is still running: $(pgrep -af jupyterhub-singleuser)"; fi
+echo "culler: $(grep -c "Culling server" "$out/hub-2.log" || true) 'Culling server' lines in the hub's log; no container, conmon or server process left"
+
+step "figures"
+lt report | tee "$out/figures.md"
+echo "docker/hub/test.sh: ok in $(( $(date +%s) - t0 )) s (state, logs, figures in $out)"
