@@ -29,6 +29,7 @@ var wantNotebooks = []string{
 	"05-scale-out.ipynb",
 	"06-transfer.ipynb",
 	"07-from-pytorch.ipynb",
+	"08-real-baseline.ipynb",
 }
 
 // repoRoot is the repository root (the test runs in notebooks/).

@@ -34,6 +34,9 @@ func TestEpochs(t *testing.T) {
 			l, err := New(spec, backend, c.dir)
 			require.NoError(t, err)
 			require.Equal(t, c.dir == synthetic, l.Synthetic)
+			kind := map[bool]string{true: data.KindSynthetic, false: data.KindUnverified}[l.Synthetic]
+			require.Equal(t, kind, l.Train.Kind, "the splits say what they are, for the captions")
+			require.Equal(t, kind, l.Test.Kind)
 			require.Equal(t, c.want, l.Epochs(c.asked))
 		})
 	}
