@@ -118,9 +118,14 @@ func fillIf[T int | float64](on bool, field *T, value T) {
 	}
 }
 
-// recipeSettings says, in one line, the settings of c that a recipe decides (for the summary).
+// recipeSettings says, in one line, the settings of c that a recipe decides (for the summary,
+// and DescribeRecipe before the run, whose length may still be in epochs).
 func recipeSettings(c *Config) string {
-	s := fmt.Sprintf("%s, %d steps of %d, %s lr %g", c.Model, c.Steps, c.BatchSize, c.Optimizer, c.LearningRate)
+	length := fmt.Sprintf("%d steps", c.Steps)
+	if c.Steps == 0 {
+		length = fmt.Sprintf("%g epochs", c.Epochs)
+	}
+	s := fmt.Sprintf("%s, %s of %d, %s lr %g", c.Model, length, c.BatchSize, c.Optimizer, c.LearningRate)
 	if c.Optimizer == OptimizerNesterov {
 		s += fmt.Sprintf(" (per 1024 examples) momentum %g weight decay %g bias scaler %g", c.Momentum, c.WeightDecay, c.BiasScaler)
 		if c.WhitenBiasEpochs > 0 {

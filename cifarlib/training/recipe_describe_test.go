@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestDescribeRecipe: the recipe's settings in one line, with the fields a config sets itself
-// in place of the recipe's, and an error without a recipe.
+// TestDescribeRecipe: the recipe's settings in one line, as the run's summary says them, with
+// the fields a config sets itself in place of the recipe's, and an error without a recipe.
 func TestDescribeRecipe(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -19,14 +19,14 @@ func TestDescribeRecipe(t *testing.T) {
 		want string
 	}{
 		{"the recipe", Config{Recipe: RecipeAirbench94},
-			"airbench94: model airbench94, 9.9 epochs, batch 1024, nesterov (lr 11.5, momentum 0.85, weight decay 0.0153, bias scaler 64), " +
-				"triangle schedule, label smoothing 0.2, lookahead, whitening bias trained for 3 epochs, augmentation altflip-translate, TTA mirror+translate"},
-		{"explicit fields win", Config{Recipe: " AirBench94 ", Epochs: 1, LabelSmoothing: 0.1, TTA: TTAOff, Precision: "bf16-mixed"},
-			"airbench94: model airbench94, 1 epoch, batch 1024, nesterov (lr 11.5, momentum 0.85, weight decay 0.0153, bias scaler 64), " +
-				"triangle schedule, label smoothing 0.1, lookahead, whitening bias trained for 3 epochs, augmentation altflip-translate, precision bf16-mixed"},
+			"recipe airbench94: airbench94, 9.9 epochs of 1024, nesterov lr 11.5 (per 1024 examples) momentum 0.85 weight decay 0.0153 bias scaler 64, " +
+				"whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0.2, lookahead true, altflip-translate augmentation, final TTA 2"},
+		{"explicit fields win", Config{Recipe: " AirBench94 ", Epochs: 2, LabelSmoothing: 0.1, TTA: TTAOff},
+			"recipe airbench94: airbench94, 2 epochs of 1024, nesterov lr 11.5 (per 1024 examples) momentum 0.85 weight decay 0.0153 bias scaler 64, " +
+				"whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0.1, lookahead true, altflip-translate augmentation, final TTA -1"},
 		{"an ablation", Config{Recipe: RecipeAirbench94, Steps: 20, RecipeOff: []string{"Lookahead", "LabelSmoothing", "Momentum"}},
-			"airbench94: model airbench94, 20 steps, batch 1024, nesterov (lr 11.5, weight decay 0.0153, bias scaler 64), " +
-				"triangle schedule, whitening bias trained for 3 epochs, augmentation altflip-translate, TTA mirror+translate"},
+			"recipe airbench94: airbench94, 20 steps of 1024, nesterov lr 11.5 (per 1024 examples) momentum 0 weight decay 0.0153 bias scaler 64, " +
+				"whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0, lookahead false, altflip-translate augmentation, final TTA 2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := DescribeRecipe(c.cfg)
