@@ -227,6 +227,7 @@ def main():
                     state["saved"] = True
                 if len(first_losses) < args.first_steps:
                     first_losses.append(float(loss_fn(output.detach().float(), train_loader.last_labels)))
+                    print(f"step {len(first_losses)}: loss {first_losses[-1]:.4f}", file=sys.stderr, flush=True)
             net.register_forward_hook(hook)
             return net
 

@@ -54,7 +54,8 @@ def airbench_side(path):
         "tta_val_acc": d["tta_val_acc"],
         "epoch_s": sum(e["train_time_s"] for e in epochs) / d["epochs"],
         "epoch_times": [e["train_time_s"] for e in epochs],
-        "val_eval_s": statistics.fmean(e["eval_time_s"] for e in epochs),
+        "val_eval_s": statistics.fmean(ts) if (ts := [e["eval_time_s"] for e in epochs if e["eval_time_s"] is not None]) else None,
+        "note": d.get("source"),
         "tta_eval_s": d["tta_eval_time_s"],
         "setup_s": d["whiten_init_s"],
         "compile_s": None,
@@ -115,6 +116,7 @@ def main():
     ap.add_argument("--seeds", required=True)
     ap.add_argument("--data", default="/work/c10real")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--notes", help="a Markdown file appended as it is (findings written after reading the results)")
     ap.add_argument("--md")
     args = ap.parse_args()
     epochs = float(args.epochs)
@@ -204,6 +206,9 @@ def main():
             f = lambda x: "n/a" if x is None else f"{100 * x:.2f}"
             lines.append(f"| {s} | {name} | {f(v['val_acc'])} | {f(v['tta_val_acc'])} | "
                          f"{', '.join(f(x) for x in v['per_epoch_val'])} | {v['epoch_s']:.2f} | {v['load'][0]:.1f}, {v['load'][1]:.1f} |")
+    notes = [f"- airbench seed {s}: {ab[s]['note']}." for s in seeds if s in ab and ab[s].get("note")]
+    if notes:
+        lines += [""] + notes
     if missing:
         lines += ["", "Missing results: " + ", ".join(f"`{m}`" for m in missing)]
     lo = min((l for p in loads for l in p), default=0)
@@ -241,6 +246,8 @@ def main():
         f"# lab:      nice {any_lab.get('command', 'cifarlab train --recipe airbench94 ...')}",
         "```",
     ]
+    if args.notes:
+        lines += ["", open(args.notes).read().rstrip()]
     text = "\n".join(lines) + "\n"
     if args.md:
         tmp = args.md + ".tmp"
