@@ -50,6 +50,6 @@ func TestLabelStats(t *testing.T) {
 	}
 	s := recs.LabelStats(4)
 	require.Equal(t, data.SplitLabels{Source: "hand-made", Count: 5, Min: 0, Max: 9, Histogram: []int{1, 0, 0, 2, 0, 0, 0, 1, 0, 1},
-		BeyondHead: 2, FirstBeyondHead: []int{1, 4}, HeadWidth: 4}, s)
+		BeyondHead: 2, FirstBeyondHead: []int{1, 4}, HeadWidth: 4, Dataset: "cifar10"}, s) // Kind "": records made by hand
 	require.Equal(t, "5 labels (hand-made): 0..9, 4 of 10 classes present; 2 (40%) are >= the head's 4 outputs", s.String())
 }

@@ -146,7 +146,7 @@ func TestListRuns(t *testing.T) {
 	}
 	a, _ := list.Find("a-done")
 	require.Equal(t, runs.Info{Name: "a-done", Dir: a.Dir, Status: runs.RunDone, Dataset: "cifar100", Model: cifarlib.ArchLinear, Head: 100, Guarded: true,
-		Devices: 1, Steps: 6, Loss: done.Loss, TestAccuracy: done.Eval.Accuracy, TestTopK: done.Eval.TopKAccuracy, HasTest: true,
+		Devices: 1, Backend: done.Backend, Precision: done.Precision, Steps: 6, Loss: done.Loss, TestAccuracy: done.Eval.Accuracy, TestTopK: done.Eval.TopKAccuracy, HasTest: true,
 		WallTime: a.WallTime, TensorBoard: true, History: done.History, Data: a.Data}, a)
 	require.Equal(t, &done.Data, a.Data)
 	require.Equal(t, data.Provenance{Dataset: "cifar100", Kind: data.KindSynthetic, TrainImages: done.Data.TrainImages,
