@@ -85,9 +85,10 @@ type Result struct {
 	// it initialised afresh; nil for a run trained from scratch.
 	Transfer *TransferReport `json:"transfer,omitempty"`
 	// Recipe is the named recipe the run's settings came from (Config.Recipe), "" for none;
-	// recipeSettings says what it resolved to, for the summary.
+	// RecipeSettings says what it resolved to, in one line (DescribeRecipe's), for the summary;
+	// it travels with the Result (the lab process sends it back to the cell as JSON).
 	Recipe         string `json:"recipe,omitempty"`
-	recipeSettings string
+	RecipeSettings string `json:"recipe_settings,omitempty"`
 
 	// Loss is the last batch loss, MovingLoss its moving average; Accuracy and TopK are the
 	// moving averages of the training accuracy and top-5 accuracy (CIFAR-100).
@@ -163,8 +164,8 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	if r.Transfer != nil {
 		b.WriteString(r.Transfer.String())
 	}
-	if r.Recipe != "" && r.recipeSettings != "" {
-		fmt.Fprintf(&b, "recipe %s: %s\n", r.Recipe, r.recipeSettings)
+	if r.Recipe != "" && r.RecipeSettings != "" {
+		fmt.Fprintf(&b, "recipe %s: %s\n", r.Recipe, r.RecipeSettings)
 	}
 	switch {
 	case r.Interrupted:

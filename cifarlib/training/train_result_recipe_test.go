@@ -1,0 +1,24 @@
+package training
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestResultRecipeLineTravels: the summary's recipe line survives the JSON a Result travels
+// as from the lab process to the cell (it was an unexported field, and lab.Fit's summary lost it).
+func TestResultRecipeLineTravels(t *testing.T) {
+	cfg := Config{Recipe: RecipeAirbench94, Epochs: 2}
+	require.NoError(t, applyRecipe(&cfg))
+	sent := &Result{Recipe: RecipeAirbench94, RecipeSettings: recipeSettings(&cfg)}
+	payload, err := json.Marshal(sent)
+	require.NoError(t, err)
+	var got Result
+	require.NoError(t, json.Unmarshal(payload, &got))
+	var summary strings.Builder
+	require.NoError(t, got.WriteSummary(&summary))
+	require.Contains(t, summary.String(), "recipe airbench94: airbench94, 2 epochs of 1024, nesterov")
+}
