@@ -64,6 +64,10 @@ def airbench_side(path):
         "per_epoch_val": [e["val_acc"] for e in epochs],
         "total_steps": d["total_steps"],
         "load": (d["load_before"][0], d["load_after"][0]),
+        "train_images": d.get("train_images"),
+        "test_images": d.get("test_images"),
+        "steps_per_epoch": d.get("steps_per_epoch"),
+        "gpu": d.get("gpu"),
         "torch": d["torch"],
         "threads": d["threads"],
     }
@@ -157,7 +161,9 @@ def main():
         d = 100 * (mb - ma)
         se = 100 * math.sqrt((sa ** 2 if na > 1 else 0) / na + (sb ** 2 if nb > 1 else 0) / nb)
         ok = "within 1 point" if abs(d) <= 1 else ("the lab is LOWER by more than 1 point" if d < 0 else "the lab is higher by more than 1 point")
-        verdict.append(f"- {what}: lab - airbench = {d:+.2f} points (standard error of the difference {se:.2f}): {ok}.")
+        se_what = "standard error of the difference" if na > 1 and nb > 1 else \
+            f"standard error from {'airbench' if na > 1 else 'the lab'}'s seeds only: the other side has one"
+        verdict.append(f"- {what}: lab - airbench = {d:+.2f} points ({se_what}, {se:.2f}): {ok}.")
     ratio = None
     (ea, _, _), (el, _, _) = stat(ab, "epoch_s"), stat(lab, "epoch_s")
     if ea and el:
@@ -220,7 +226,7 @@ def main():
     else:
         lines.append(f"- CPU: {cpu} ({isa}), {os.cpu_count()} cores. The machine is shared by five engineers' work: its load "
                      f"average (1 min) was {lo:.1f}-{hi:.1f} at the start and end of these runs, so the times are upper bounds "
-                     "and their ratio is approximate (the two sides did not run at the same time).")
+                     "and their ratio is approximate (the runs were one after the other on each side; the two sides overlapped in part).")
         lines.append(f"- airbench: torch {any_ab.get('torch', '?')}, {any_ab.get('threads', '?')} threads, OMP_WAIT_POLICY=PASSIVE, under nice.")
     lines.append(f"- the lab: {any_lab.get('backend', '?')}, precision {any_lab.get('precision', '?')}, under nice.")
     lines.append(f"- data: `{args.data}`: real CIFAR-10 decoded from JPEGs (not the official archive: pixel values differ slightly; "

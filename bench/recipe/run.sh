@@ -21,7 +21,8 @@
 #   EPOCHS=2  SEEDS="0 1 2"  SIDES=airbench,lab  DATA=/work/c10real (the folder holding
 #   cifar-10-batches-bin/)  SCRATCH=/tmp/cifarlab-recipe  OUT=bench/out/recipe  THREADS=$(nproc)
 #   OMP_WAIT_POLICY=PASSIVE (PyTorch; see bench/README.md)  RESULTS=bench/RESULTS-recipe.md ("" skips)
-#   LAB_FLAGS="" (more flags for cifarlab train)
+#   LAB_FLAGS="" (more flags for cifarlab train)  NOTES=<Markdown appended to the report, e.g.
+#   bench/recipe/findings-cpu.md: what was found reading these results>
 #   DEVICE=cpu (cuda: airbench as written on the GPU, after its own warm-up run, and the lab with
 #   --backend cuda; bench/gpu.sh stage 12 runs it so)  CIFARLAB=<a built cifarlab> (default: go build)
 set -euo pipefail
@@ -102,5 +103,6 @@ if side lab; then
 fi
 
 if [ -n "$RESULTS" ]; then
-  python3 bench/recipe/report.py --out-dir "$OUT" --epochs "$EPOCHS" --seeds "$SEEDS" --data "$DATA" --device "$DEVICE" --md "$RESULTS"
+  python3 bench/recipe/report.py --out-dir "$OUT" --epochs "$EPOCHS" --seeds "$SEEDS" --data "$DATA" --device "$DEVICE" \
+    ${NOTES:+--notes "$NOTES"} --md "$RESULTS"
 fi

@@ -491,7 +491,7 @@ def cmd_wait_culled(state, args):
         if not running:
             took = time.monotonic() - t0
             state["culled_after"] = took
-            print(f"culled: every server stopped by the idle culler {took:.0f} s after the last activity check began")
+            print(f"culled: every server stopped by the idle culler, the last {took:.0f} s after this step began")
             return
         time.sleep(3)
     raise Fail(f"culling: still running after {limit:.0f} s: {running}")

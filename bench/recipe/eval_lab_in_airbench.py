@@ -1,0 +1,68 @@
+"""Evaluate a lab run's airbench94 weights with airbench's own code (a parity diagnostic).
+
+`cifarlab export --run RUN --names airbench94 --out W.safetensors` writes the run's weights and
+batch-norm statistics with make_net94's names; this loads them into airbench 0.1.8's make_net94
+(on the CPU in f32, as airbench_cpu.py makes it) and runs airbench's evaluate() on DATA/cifar10/
+test.pt at TTA levels 0 and 2. Equal accuracies to the lab's own evaluation say the lab's
+evaluation is airbench's, and any gap to airbench's own runs comes from the trained weights.
+
+    python bench/recipe/eval_lab_in_airbench.py --weights W.safetensors --data /tmp/cifarlab-recipe
+
+The safetensors file is read with the standard library and torch (its 8-byte header length,
+JSON header, then the raw little-endian tensors), so no safetensors package is needed.
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import airbench_cpu as ac  # noqa: E402  (its CPU patches and loader)
+
+DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64, "I32": torch.int32}
+
+
+def load_safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    if n > len(raw) - 8:
+        sys.exit(f"eval_lab_in_airbench: {path}: header of {n} bytes is longer than the file")
+    header = json.loads(raw[8:8 + n])
+    body = memoryview(raw)[8 + n:]
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = t["data_offsets"]
+        if not (0 <= lo <= hi <= len(body)):
+            sys.exit(f"eval_lab_in_airbench: {path}: tensor {name} lies outside the file")
+        out[name] = torch.frombuffer(bytearray(body[lo:hi]), dtype=DTYPES[t["dtype"]]).reshape(t["shape"]).clone()
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weights", required=True)
+    ap.add_argument("--data", required=True, help="folder holding cifar10/test.pt")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    args = ap.parse_args()
+    ac.patch_for_cpu()
+    torch.set_num_threads(args.threads)
+    state = load_safetensors(args.weights)
+    net = ac.make_net94_cpu()
+    missing, unexpected = net.load_state_dict(state, strict=False)
+    missing = [k for k in missing if not k.endswith("num_batches_tracked")]
+    if missing or unexpected:
+        sys.exit(f"eval_lab_in_airbench: keys missing {missing}, unexpected {unexpected}")
+    os.chdir(args.data)
+    test = ac.Loader("cifar10", train=False, batch_size=2000)
+    res = {f"tta{lvl}": ac.utils.evaluate(net, test, tta_level=lvl) for lvl in (0, 2)}
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()
