@@ -32,8 +32,9 @@ writes them from the lab's binary layout); train() opens the test set at the rel
         --epochs 2 --seed 0 --json /tmp/parity/airbench-s0.json
     python bench/recipe/airbench_cpu.py --device cuda --warmup --data DIR --seed 0 --json R.json
 
---save-init FILE saves the network's state_dict right after the whitening initialisation, and
---first-steps N the training loss of the first N steps, for comparing with the lab step by step.
+--save-init FILE saves the network's state_dict right after the whitening initialisation,
+--save-final FILE the trained one, and --first-steps N the training loss of the first N steps,
+for comparing with the lab step by step.
 """
 import argparse
 import json
@@ -161,11 +162,12 @@ def main():
     ap.add_argument("--json", help="write the result here (atomically)")
     ap.add_argument("--save-init", help="save the state_dict after the whitening initialisation")
     ap.add_argument("--first-steps", type=int, default=0, help="also record the loss of the first N steps")
+    ap.add_argument("--save-final", help="save the trained network's state_dict (what train() returns)")
     args = ap.parse_args()
     DEVICE = args.device
     # train() reads 'cifar10' relative to the data folder, so the script changes into it: the
     # paths given are made absolute first.
-    for k in ("json", "save_init"):
+    for k in ("json", "save_init", "save_final"):
         if getattr(args, k):
             setattr(args, k, os.path.abspath(getattr(args, k)))
     if not os.path.exists(os.path.join(args.data, "cifar10", "train.pt")):
@@ -232,9 +234,11 @@ def main():
             return net
 
     t0 = time.perf_counter()
-    train(train_loader, make_net, args.seed)
+    model = train(train_loader, make_net, args.seed)
     torch.cuda.synchronize()
     wall = time.perf_counter() - t0
+    if args.save_final:
+        torch.save({k: v.detach().clone() for k, v in model.state_dict().items()}, args.save_final)
 
     epochs_rows = [r for r in ROWS if r["epoch"] != "eval"]
     final = [r for r in ROWS if r["epoch"] == "eval"][0]

@@ -46,13 +46,20 @@ def load_safetensors(path):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--weights", required=True)
+    ap.add_argument("--weights", required=True, help="the lab's export (.safetensors), or a state_dict saved by torch (.pt)")
     ap.add_argument("--data", required=True, help="folder holding cifar10/test.pt")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--tta-levels", default="0,2", help="TTA levels to evaluate (default %(default)s)")
+    ap.add_argument("--recompute-bn", action="store_true",
+                    help="also evaluate after replacing the batch norms' running statistics by the population statistics "
+                         "of the (un-augmented) training images under the same weights: a check of the running statistics")
     args = ap.parse_args()
     ac.patch_for_cpu()
     torch.set_num_threads(args.threads)
-    state = load_safetensors(args.weights)
+    if args.weights.endswith((".pt", ".pth")):  # airbench_cpu.py --save-final: airbench's own weights
+        state = torch.load(args.weights, map_location="cpu", weights_only=True)
+    else:
+        state = load_safetensors(args.weights)
     net = ac.make_net94_cpu()
     missing, unexpected = net.load_state_dict(state, strict=False)
     missing = [k for k in missing if not k.endswith("num_batches_tracked")]
@@ -60,7 +67,19 @@ def main():
         sys.exit(f"eval_lab_in_airbench: keys missing {missing}, unexpected {unexpected}")
     os.chdir(args.data)
     test = ac.Loader("cifar10", train=False, batch_size=2000)
-    res = {f"tta{lvl}": ac.utils.evaluate(net, test, tta_level=lvl) for lvl in (0, 2)}
+    levels = [int(x) for x in args.tta_levels.split(",")]
+    res = {f"tta{lvl}": ac.utils.evaluate(net, test, tta_level=lvl) for lvl in levels}
+    if args.recompute_bn:
+        train = ac.Loader("cifar10", train=True, batch_size=1000)
+        for m in net.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.reset_running_stats()
+                m.momentum = None  # cumulative average over the batches below
+        net.train()
+        with torch.no_grad():
+            for x in train.normalize(train.images).split(1000):
+                net(x)
+        res.update({f"tta{lvl}_population_bn": ac.utils.evaluate(net, test, tta_level=lvl) for lvl in levels})
     print(json.dumps(res))
 
 
