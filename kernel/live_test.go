@@ -3,6 +3,8 @@ package kernel
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -46,12 +48,16 @@ func TestLiveViewUpdatesInPlace(t *testing.T) {
 		ms := byID[ids[i]]
 		t.Logf("%s: %d drawings", name, len(ms))
 		require.Equal(t, "display_data", ms[0].Type, "the first drawing creates the display")
-		require.Regexp(t, "^"+name+` curve: \d+ points, to step \d+$`, ms[0].Text)
+		// The text alternative: the curve, then the chart's caption (which data, which machine).
+		caption := "\ndata: SYNTHETIC cifar10 (generated images, not real accuracy) · machine: "
+		require.Regexp(t, "^"+name+` curve: \d+ points, to step \d+`+regexp.QuoteMeta(caption)+`.+$`, ms[0].Text)
 		require.GreaterOrEqual(t, len(ms), 3, "drawn while training, not only at the end")
 		for _, m := range ms[1:] {
 			require.Equal(t, "update_display_data", m.Type, "later drawings update the same display")
 		}
-		require.Equal(t, fmt.Sprintf("%s curve: %d points, to step %d", name, steps, steps), ms[len(ms)-1].Text, "the last drawing is the whole run")
+		last, _, _ := strings.Cut(ms[len(ms)-1].Text, "\n")
+		require.Equal(t, fmt.Sprintf("%s curve: %d points, to step %d", name, steps, steps), last, "the last drawing is the whole run")
+		require.Contains(t, ms[len(ms)-1].Text, caption, "the last drawing keeps its caption")
 	}
 	// nb.Show(res) prints the summary without drawing the charts again.
 	for _, m := range raw[1] {
