@@ -17,8 +17,9 @@ import (
 type LayerOps int
 
 const (
-	// LayerOpsNative uses GoMLX's layers.Convolution (graph.Convolve) and graph.MaxPool: the
-	// backend's convolution and reduce-window ops. XLA's are fast; it is the default.
+	// LayerOpsNative uses GoMLX's layers.Convolution (graph.Convolve), the backend's convolution,
+	// and maxPoolSelect, a max-pool of slices and selects whose gradient XLA fuses (graph.MaxPool's
+	// select-and-scatter is slow on XLA CPU). XLA's are fast; it is the default.
 	LayerOpsNative LayerOps = iota
 	// LayerOpsMatmul computes each "same"-padded convolution as im2col and one matrix
 	// multiplication (the k*k shifted, strided copies of the zero-padded input concatenated on the
@@ -187,12 +188,13 @@ func (nb *netBuilder) maxPool2x2(x *graph.Node) *graph.Node { return nb.maxPool(
 
 // maxPool is graph.MaxPool(x).Window(k).Done() for x [batch, H, W, C], PyTorch's
 // nn.MaxPool2d(k): windows of k x k at stride k, the last H%k rows and W%k columns left out.
-// With LayerOpsMatmul it drops those rows and columns, reshapes to
+// With LayerOpsNative it is maxPoolSelect (the same function and gradient, without XLA's
+// select-and-scatter). With LayerOpsMatmul it drops those rows and columns, reshapes to
 // [batch, H/k, k, W/k, k, C] and takes a ReduceMax over the two window axes.
 func (nb *netBuilder) maxPool(x *graph.Node, k int) *graph.Node {
 	d := x.Shape().Dimensions
 	if nb.m.LayerOps != LayerOpsMatmul {
-		return graph.MaxPool(x).Window(k).Done()
+		return maxPoolSelect(x, k)
 	}
 	h, w := d[1]/k, d[2]/k
 	if d[1] != h*k || d[2] != w*k {
