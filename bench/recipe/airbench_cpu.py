@@ -51,6 +51,7 @@ import airbench
 from airbench import lib_airbench94 as lib
 from airbench import utils
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # main() changes into --data
 ELAPSED = []  # seconds of each elapsed_time() call of train()'s timer, in order
 
 
@@ -163,11 +164,14 @@ def main():
     ap.add_argument("--save-init", help="save the state_dict after the whitening initialisation")
     ap.add_argument("--first-steps", type=int, default=0, help="also record the loss of the first N steps")
     ap.add_argument("--save-final", help="save the trained network's state_dict (what train() returns)")
+    ap.add_argument("--init-weights", help="start from these whitened initial weights (a state_dict .pt, or a lab "
+                    "export .safetensors with airbench94's names) instead of make_net94's draws and "
+                    "init_whitening_conv: the lab's initialisation trained by airbench's code")
     args = ap.parse_args()
     DEVICE = args.device
     # train() reads 'cifar10' relative to the data folder, so the script changes into it: the
     # paths given are made absolute first.
-    for k in ("json", "save_init", "save_final"):
+    for k in ("json", "save_init", "save_final", "init_weights"):
         if getattr(args, k):
             setattr(args, k, os.path.abspath(getattr(args, k)))
     if not os.path.exists(os.path.join(args.data, "cifar10", "train.pt")):
@@ -209,6 +213,20 @@ def main():
         torch.manual_seed(args.seed)
 
     train_loader = new_loader()
+    if args.init_weights:
+        # The network is drawn as make_net94 draws it (so the data's random draws follow the same
+        # ones), then replaced by the given weights; the whitening initialisation is skipped.
+        from eval_lab_in_airbench import load_safetensors  # here: it imports this module
+        raw = load_safetensors(args.init_weights) if args.init_weights.endswith(".safetensors") else \
+            torch.load(args.init_weights, map_location="cpu")
+        drawn = make_base
+
+        def make_base():
+            net = drawn()
+            net.load_state_dict({k: raw[k].reshape(v.shape).to(v.dtype) if k in raw else v
+                                 for k, v in net.state_dict().items()})
+            return net
+        utils.init_whitening_conv = lambda layer, train_set, eps=5e-4: None
     make_net = make_base
     first_losses = []
     if args.save_init or args.first_steps:

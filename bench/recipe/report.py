@@ -122,6 +122,8 @@ def main():
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--notes", help="a Markdown file appended as it is (findings written after reading the results)")
     ap.add_argument("--md")
+    ap.add_argument("--time-seeds", help="the seeds whose times enter the time rows, e.g. those run alone on a quiet "
+                    "machine (default: all); the per-seed table shows every seed's time and load")
     args = ap.parse_args()
     epochs = float(args.epochs)
     seeds = args.seeds.split()
@@ -138,8 +140,11 @@ def main():
         else:
             missing.append(f + "/result.json")
 
+    time_seeds = set(args.time_seeds.split()) if args.time_seeds else set(seeds)
+    timing_keys = {"epoch_s", "val_eval_s", "tta_eval_s", "compile_s", "time_to_acc_s", "warmup_s"}
+
     def stat(side, key):
-        return mean_std([side[s][key] for s in side])
+        return mean_std([side[s][key] for s in side if key not in timing_keys or s in time_seeds])
 
     rows = []
     keys = [("val_acc", "test accuracy, no TTA (%)", pct), ("tta_val_acc", "test accuracy, TTA level 2 (%)", pct)]
@@ -163,7 +168,8 @@ def main():
         ok = "within 1 point" if abs(d) <= 1 else ("the lab is LOWER by more than 1 point" if d < 0 else "the lab is higher by more than 1 point")
         se_what = "standard error of the difference" if na > 1 and nb > 1 else \
             f"standard error from {'airbench' if na > 1 else 'the lab'}'s seeds only: the other side has one"
-        verdict.append(f"- {what}: lab - airbench = {d:+.2f} points ({se_what}, {se:.2f}): {ok}.")
+        ci = f"; 95% interval {d - 1.96 * se:+.2f} to {d + 1.96 * se:+.2f}" if na > 1 and nb > 1 else ""
+        verdict.append(f"- {what}: lab - airbench = {d:+.2f} points ({se_what}, {se:.2f}{ci}; {na} airbench and {nb} lab seeds): {ok}.")
     ratio = None
     (ea, _, _), (el, _, _) = stat(ab, "epoch_s"), stat(lab, "epoch_s")
     if ea and el:
@@ -193,7 +199,8 @@ def main():
     ]
     for what, a, b, _, _ in rows:
         lines.append(f"| {what} | {a} | {b} |")
-    lines += ["", "Mean +- sample standard deviation over the seeds. Time per epoch is the training steps only "
+    timed = "" if time_seeds >= set(seeds) else f" The time rows are over seeds {', '.join(sorted(time_seeds, key=int))} only (run alone; the others overlapped other work)."
+    lines += ["", "Mean +- sample standard deviation over the seeds." + timed + " Time per epoch is the training steps only "
               "(airbench: its own timer around each epoch's loop; the lab: the timeline's first step and steps, "
               "compiles apart), divided by the epochs."
               + (" Time to the final accuracy is airbench's own `total_time_seconds` (whitening initialisation, "
@@ -224,9 +231,9 @@ def main():
         lines.append(f"- GPU: {any_ab.get('gpu') or '?'}; host CPU {cpu}, {os.cpu_count()} cores.")
         lines.append(f"- airbench: torch {any_ab.get('torch', '?')}, as written (fp16 network, cudnn.benchmark), after its own warm-up run.")
     else:
-        lines.append(f"- CPU: {cpu} ({isa}), {os.cpu_count()} cores. The machine is shared by five engineers' work: its load "
-                     f"average (1 min) was {lo:.1f}-{hi:.1f} at the start and end of these runs, so the times are upper bounds "
-                     "and their ratio is approximate (the runs were one after the other on each side; the two sides overlapped in part).")
+        lines.append(f"- CPU: {cpu} ({isa}), {os.cpu_count()} cores, shared with other work: the load average (1 min) was "
+                     f"{lo:.1f}-{hi:.1f} at the start and end of these runs (per seed in the table above), so the times are upper "
+                     "bounds and their ratio approximate.")
         lines.append(f"- airbench: torch {any_ab.get('torch', '?')}, {any_ab.get('threads', '?')} threads, OMP_WAIT_POLICY=PASSIVE, under nice.")
     lines.append(f"- the lab: {any_lab.get('backend', '?')}, precision {any_lab.get('precision', '?')}, under nice.")
     lines.append(f"- data: `{args.data}`: real CIFAR-10 decoded from JPEGs (not the official archive: pixel values differ slightly; "
