@@ -24,26 +24,28 @@ func maxPoolSelect(x *graph.Node, k int) *graph.Node {
 		return graph.Slice(x, graph.AxisRange(), graph.AxisRange(i, i+(h-1)*k+1).Stride(k),
 			graph.AxisRange(j, j+(w-1)*k+1).Stride(k), graph.AxisRange())
 	}
-	slices := make([]*graph.Node, 0, k*k)
+	// slices and their values without gradient (what the mask is computed from)
+	slices, values := make([]*graph.Node, 0, k*k), make([]*graph.Node, 0, k*k)
 	for i := range k {
 		for j := range k {
-			slices = append(slices, at(i, j))
+			s := at(i, j)
+			slices, values = append(slices, s), append(values, graph.StopGradient(s))
 		}
 	}
-	peak := graph.StopGradient(slices[0])
-	for _, s := range slices[1:] {
-		peak = graph.Max(peak, graph.StopGradient(s))
+	peak := values[0]
+	for _, v := range values[1:] {
+		peak = graph.Max(peak, v)
 	}
 	var taken, out *graph.Node // taken: a maximum was picked earlier in the window
 	for n, s := range slices {
 		var pick *graph.Node
 		switch {
 		case taken == nil:
-			pick = graph.Equal(graph.StopGradient(s), peak)
+			pick = graph.Equal(values[n], peak)
 		case n == len(slices)-1:
 			pick = graph.LogicalNot(taken)
 		default:
-			pick = graph.LogicalAnd(graph.Equal(graph.StopGradient(s), peak), graph.LogicalNot(taken))
+			pick = graph.LogicalAnd(graph.Equal(values[n], peak), graph.LogicalNot(taken))
 		}
 		part := graph.Where(pick, s, graph.ZerosLike(s))
 		if out == nil {

@@ -12,6 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// poolCases are the max-pools the tests compare: 2x2 pools, airbench94's odd sizes (31 -> 15,
+// 15 -> 7, 7 -> 3) and its final 3x3 pool.
+var poolCases = []struct {
+	dims []int
+	k    int
+}{{[]int{2, 8, 8, 3}, 2}, {[]int{1, 4, 6, 2}, 2}, {[]int{2, 5, 4, 1}, 2}, {[]int{1, 31, 31, 2}, 2}, {[]int{2, 15, 15, 3}, 2},
+	{[]int{2, 7, 7, 3}, 2}, {[]int{2, 3, 3, 4}, 3}, {[]int{1, 7, 8, 2}, 3}}
+
 // poolAndGradient runs pool on x and returns its output and the gradient of sum(y * w) with
 // respect to x, for w = cos(iota over the output's width axis) (a different weight per column).
 func poolAndGradient(t *testing.T, x *tensors.Tensor, pool func(x *graph.Node) *graph.Node) (y, dx []float32) {
@@ -57,14 +65,9 @@ func torchMaxPool(x []float32, dims []int, k int) (y, dx []float32) {
 // TestMaxPoolSelectMatchesTorch: maxPoolSelect's output and input gradient equal PyTorch's
 // max-pool rule exactly, on inputs without ties (where graph.MaxPool must agree too) and on
 // inputs made of a few integer values (ties in most windows, where the first maximum in row
-// order takes the gradient), for the 2x2 pools, airbench94's odd sizes (31 -> 15, 15 -> 7,
-// 7 -> 3) and its final 3x3 pool.
+// order takes the gradient), for poolCases.
 func TestMaxPoolSelectMatchesTorch(t *testing.T) {
-	for _, tc := range []struct {
-		dims []int
-		k    int
-	}{{[]int{2, 8, 8, 3}, 2}, {[]int{1, 4, 6, 2}, 2}, {[]int{2, 5, 4, 1}, 2}, {[]int{1, 31, 31, 2}, 2}, {[]int{2, 15, 15, 3}, 2},
-		{[]int{2, 7, 7, 3}, 2}, {[]int{2, 3, 3, 4}, 3}, {[]int{1, 7, 8, 2}, 3}} {
+	for _, tc := range poolCases {
 		for _, ties := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%v_k%d_ties=%t", tc.dims, tc.k, ties), func(t *testing.T) {
 				n := tc.dims[0] * tc.dims[1] * tc.dims[2] * tc.dims[3]

@@ -137,36 +137,18 @@ func TestLayerOpsShareVariables(t *testing.T) {
 
 // TestMaxPool2x2MatchesMaxPool compares the matmul lowering's k x k max-pool (reshape +
 // ReduceMax, the rows and columns past the last whole window dropped) with graph.MaxPool: output
-// and input gradient, on inputs without ties in any window, for the 2x2 pools and airbench94's
-// odd sizes (31 -> 15, 15 -> 7, 7 -> 3) and final 3x3 pool.
+// and input gradient, on inputs without ties in any window, for poolCases.
 func TestMaxPool2x2MatchesMaxPool(t *testing.T) {
-	for _, tc := range []struct {
-		dims []int
-		k    int
-	}{{[]int{2, 8, 8, 3}, 2}, {[]int{1, 4, 6, 2}, 2}, {[]int{2, 5, 4, 1}, 2}, {[]int{1, 31, 31, 2}, 2}, {[]int{2, 7, 7, 3}, 2},
-		{[]int{2, 3, 3, 4}, 3}, {[]int{1, 7, 8, 2}, 3}} {
+	for _, tc := range poolCases {
 		dims := tc.dims
 		t.Run(fmt.Sprintf("%v_k%d", dims, tc.k), func(t *testing.T) {
 			n := dims[0] * dims[1] * dims[2] * dims[3]
 			x := tensors.FromFlatDataAndDimensions(testenv.SinData(n, 1.3, 1), dims...)
-			run := func(pool func(x *graph.Node) *graph.Node) [][]float32 {
-				exec := graph.MustNewExec(labtest.Backend(t), func(x *graph.Node) []*graph.Node {
-					y := pool(x)
-					w := graph.Cos(graph.Iota(x.Graph(), y.Shape(), 2))
-					return []*graph.Node{y, graph.Gradient(graph.ReduceAllSum(graph.Mul(y, w)), x)[0]}
-				})
-				defer exec.Finalize()
-				var out [][]float32
-				for _, r := range exec.MustExec(x) {
-					out = append(out, tensors.MustCopyFlatData[float32](r))
-				}
-				return out
-			}
-			want := run(func(x *graph.Node) *graph.Node { return graph.MaxPool(x).Window(tc.k).Done() })
+			wantY, wantDX := poolAndGradient(t, x, func(x *graph.Node) *graph.Node { return graph.MaxPool(x).Window(tc.k).Done() })
 			nb := &netBuilder{m: &Model{LayerOps: LayerOpsMatmul}}
-			got := run(func(x *graph.Node) *graph.Node { return nb.maxPool(x, tc.k) })
-			require.Equal(t, want[0], got[0], "output")
-			testenv.RequireClose(t, want[1], got[1], testenv.TolReorderOp, "d/dx")
+			y, dx := poolAndGradient(t, x, func(x *graph.Node) *graph.Node { return nb.maxPool(x, tc.k) })
+			require.Equal(t, wantY, y, "output")
+			testenv.RequireClose(t, wantDX, dx, testenv.TolReorderOp, "d/dx")
 		})
 	}
 }
