@@ -40,6 +40,7 @@ import argparse
 import json
 import os
 import platform
+import struct
 import subprocess
 import sys
 import time
@@ -51,7 +52,6 @@ import airbench
 from airbench import lib_airbench94 as lib
 from airbench import utils
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # main() changes into --data
 ELAPSED = []  # seconds of each elapsed_time() call of train()'s timer, in order
 
 
@@ -78,6 +78,46 @@ def make_net94_cpu():
         net = lib.make_net94()
     finally:
         nn.Module.half, nn.Module.cuda = half, cuda
+    return net
+
+
+# --- weights ------------------------------------------------------------------------------------
+DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64, "I32": torch.int32}
+
+
+def load_safetensors(path):
+    """A .safetensors file (the lab's `cifarlab export`) as a dict of tensors, read with the
+    standard library and torch (8-byte header length, JSON header, raw little-endian tensors), so
+    no safetensors package is needed; nothing in it is executed."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    if n > len(raw) - 8:
+        sys.exit(f"{path}: header of {n} bytes is longer than the file")
+    header = json.loads(raw[8:8 + n])
+    body = memoryview(raw)[8 + n:]
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = t["data_offsets"]
+        if not (0 <= lo <= hi <= len(body)):
+            sys.exit(f"{path}: tensor {name} lies outside the file")
+        out[name] = torch.frombuffer(bytearray(body[lo:hi]), dtype=DTYPES[t["dtype"]]).reshape(t["shape"]).clone()
+    return out
+
+
+def load_weights(net, path):
+    """Loads path into net (make_net94's): a state_dict saved by torch (.pt, .pth) or the lab's
+    export (.safetensors, airbench94's names); every key but num_batches_tracked must be there."""
+    if path.endswith((".pt", ".pth")):
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    else:
+        state = load_safetensors(path)
+    missing, unexpected = net.load_state_dict(state, strict=False)
+    missing = [k for k in missing if not k.endswith("num_batches_tracked")]
+    if missing or unexpected:
+        sys.exit(f"{path}: keys missing {missing}, unexpected {unexpected}")
     return net
 
 
@@ -216,16 +256,10 @@ def main():
     if args.init_weights:
         # The network is drawn as make_net94 draws it (so the data's random draws follow the same
         # ones), then replaced by the given weights; the whitening initialisation is skipped.
-        from eval_lab_in_airbench import load_safetensors  # here: it imports this module
-        raw = load_safetensors(args.init_weights) if args.init_weights.endswith(".safetensors") else \
-            torch.load(args.init_weights, map_location="cpu")
         drawn = make_base
 
         def make_base():
-            net = drawn()
-            net.load_state_dict({k: raw[k].reshape(v.shape).to(v.dtype) if k in raw else v
-                                 for k, v in net.state_dict().items()})
-            return net
+            return load_weights(drawn(), args.init_weights)
         utils.init_whitening_conv = lambda layer, train_set, eps=5e-4: None
     make_net = make_base
     first_losses = []

@@ -8,41 +8,17 @@ evaluation is airbench's, and any gap to airbench's own runs comes from the trai
 
     python bench/recipe/eval_lab_in_airbench.py --weights W.safetensors --data /tmp/cifarlab-recipe
 
-The safetensors file is read with the standard library and torch (its 8-byte header length,
-JSON header, then the raw little-endian tensors), so no safetensors package is needed.
+The weights are read by airbench_cpu.load_weights (no safetensors package needed).
 """
 import argparse
 import json
 import os
-import struct
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import airbench_cpu as ac  # noqa: E402  (its CPU patches and loader)
-
-DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64, "I32": torch.int32}
-
-
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    if n > len(raw) - 8:
-        sys.exit(f"eval_lab_in_airbench: {path}: header of {n} bytes is longer than the file")
-    header = json.loads(raw[8:8 + n])
-    body = memoryview(raw)[8 + n:]
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        lo, hi = t["data_offsets"]
-        if not (0 <= lo <= hi <= len(body)):
-            sys.exit(f"eval_lab_in_airbench: {path}: tensor {name} lies outside the file")
-        out[name] = torch.frombuffer(bytearray(body[lo:hi]), dtype=DTYPES[t["dtype"]]).reshape(t["shape"]).clone()
-    return out
-
+import airbench_cpu as ac  # noqa: E402  (its CPU patches, loader and load_weights)
 
 def main():
     ap = argparse.ArgumentParser()
@@ -56,15 +32,7 @@ def main():
     args = ap.parse_args()
     ac.patch_for_cpu()
     torch.set_num_threads(args.threads)
-    if args.weights.endswith((".pt", ".pth")):  # airbench_cpu.py --save-final: airbench's own weights
-        state = torch.load(args.weights, map_location="cpu", weights_only=True)
-    else:
-        state = load_safetensors(args.weights)
-    net = ac.make_net94_cpu()
-    missing, unexpected = net.load_state_dict(state, strict=False)
-    missing = [k for k in missing if not k.endswith("num_batches_tracked")]
-    if missing or unexpected:
-        sys.exit(f"eval_lab_in_airbench: keys missing {missing}, unexpected {unexpected}")
+    net = ac.load_weights(ac.make_net94_cpu(), args.weights)  # .pt: airbench_cpu.py --save-final
     os.chdir(args.data)
     test = ac.Loader("cifar10", train=False, batch_size=2000)
     levels = [int(x) for x in args.tta_levels.split(",")]

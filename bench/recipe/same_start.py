@@ -25,16 +25,15 @@ itself (forward, gradients, optimizer, batch norm, lookahead) from one in everyt
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import airbench_cpu  # noqa: E402  (make_net94_cpu: make_net94 without .half().cuda())
-from eval_lab_in_airbench import load_safetensors  # noqa: E402
+import airbench_cpu  # noqa: E402  (make_net94_cpu: make_net94 without .half().cuda(), load_weights)
 from airbench import lib_airbench94 as lib  # noqa: E402
 from airbench import utils  # noqa: E402
 
@@ -51,7 +50,8 @@ def write_binary(path, images, labels):
 def airbench_steps(images, labels, steps, lookahead, seed, out, dtype=torch.float32, tag="", init=None):
     """airbench's train() loop (utils.py) on one fixed batch; returns the losses. With dtype
     float64 it starts from OUT/init.pt instead (the reference for float32's rounding), and with
-    init (a state_dict) from those weights (saved as OUT/init.pt, no whitening)."""
+    init (a weights file, see airbench_cpu.load_weights) from those weights (saved as OUT/init.pt,
+    no whitening)."""
     hyp = lib.hyp["opt"]
     torch.manual_seed(seed)
     model = airbench_cpu.make_net94_cpu().to(dtype)
@@ -59,7 +59,7 @@ def airbench_steps(images, labels, steps, lookahead, seed, out, dtype=torch.floa
     normalize = utils.T.Normalize(utils.CIFAR_MEAN.to(dtype), utils.CIFAR_STD.to(dtype))
     inputs = normalize(images.to(dtype).div(255).permute(0, 3, 1, 2))
     if dtype == torch.float32 and init is not None:
-        model.load_state_dict(init)
+        airbench_cpu.load_weights(model, init)
         torch.save(model.state_dict(), os.path.join(out, "init.pt"))
     elif dtype == torch.float32:
         utils.init_whitening_conv(model[0], inputs[:5000])
@@ -116,8 +116,7 @@ def airbench_steps(images, labels, steps, lookahead, seed, out, dtype=torch.floa
 
 def lab_steps(cifarlab, out, n, steps, lookahead):
     run = os.path.join(out, f"lab-run-{steps}")
-    if os.path.exists(run):
-        subprocess.run(["rm", "-rf", run], check=True)
+    shutil.rmtree(run, ignore_errors=True)
     env = dict(os.environ, GOMLX_NO_AUTO_INSTALL="1")
     subprocess.run([cifarlab, "import", "--from", os.path.join(out, "init.pt"), "--checkpoint", run,
                     "--arch", "airbench94", "--dataset", "cifar10"], check=True, env=env)
@@ -135,7 +134,7 @@ def lab_steps(cifarlab, out, n, steps, lookahead):
 def compare(init, ref64, ref32, lab):
     """Per tensor: the step's size in float64, and how far PyTorch's float32 step and the lab's
     are from it, relative to that size (float32's rounding shows in the first ratio)."""
-    got = load_safetensors(lab)
+    got = airbench_cpu.load_safetensors(lab)
     print(f"{'tensor':<24} {'max|step|':>10} {'torch32':>9} {'lab':>9}")
     worst = [0.0, 0.0]
     for k, v in ref64.items():
@@ -178,12 +177,7 @@ def main():
     write_binary(os.path.join(bin_dir, "test_batch.bin"), test["images"][:args.n_test], test["labels"][:args.n_test])
     with open(os.path.join(bin_dir, "batches.meta.txt"), "w") as f:
         f.write("\n".join(train["classes"]) + "\n")
-    init = None
-    if args.init:
-        ref = airbench_cpu.make_net94_cpu().state_dict()
-        raw = load_safetensors(args.init) if args.init.endswith(".safetensors") else torch.load(args.init)
-        init = {k: raw[k].reshape(v.shape).to(v.dtype) if k in raw else v for k, v in ref.items()}
-    losses = airbench_steps(images, labels, args.steps, not args.no_lookahead, args.seed, args.out, init=init)
+    losses = airbench_steps(images, labels, args.steps, not args.no_lookahead, args.seed, args.out, init=args.init)
     print("airbench losses:", " ".join(f"{x:.6f}" for x in losses))
     losses = airbench_steps(images, labels, args.steps, not args.no_lookahead, args.seed, args.out, torch.float64, "64")
     print("airbench losses in float64:", " ".join(f"{x:.6f}" for x in losses))
