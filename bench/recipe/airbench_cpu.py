@@ -34,7 +34,10 @@ writes them from the lab's binary layout); train() opens the test set at the rel
 
 --save-init FILE saves the network's state_dict right after the whitening initialisation,
 --save-final FILE the trained one, and --first-steps N the training loss of the first N steps,
-for comparing with the lab step by step.
+for comparing with the lab step by step. --init-weights FILE starts from given initial weights
+(the lab's, exported) and --replay FILE trains on given batches (the lab's stream for a seed,
+written by bench/recipe/labstream) in place of the loader's draws: together they separate the
+training code, the initial weights and the data stream.
 """
 import argparse
 import json
@@ -136,12 +139,51 @@ class Loader(utils.CifarLoader):
 
     def __iter__(self):
         # Instrumentation: keeps the labels of the batch last yielded (for --first-steps).
-        for inputs, labels in super().__iter__():
+        replay = REPLAY is not None and self.shuffle and self.batch_size == REPLAY.batch
+        for inputs, labels in (REPLAY.epoch(self) if replay else super().__iter__()):
             self.last_labels = labels
             yield inputs, labels
 
 
+class Replay:
+    """--replay FILE: training batches written by bench/recipe/labstream (the lab's own stream),
+    yielded in place of the training loader's draws. Each batch is BATCH float32 NHWC images,
+    already normalised and augmented, then BATCH int32 labels, little-endian. The file is mapped,
+    not read whole; nothing in it is executed."""
+
+    def __init__(self, path, batch):
+        import numpy as np
+        self.np, self.path, self.batch = np, path, batch
+        self.record = batch * 32 * 32 * 3 * 4 + batch * 4
+        size = os.path.getsize(path)
+        if size == 0 or size % self.record:
+            sys.exit(f"airbench_cpu: --replay {path}: {size} bytes is not a whole number of batches of {batch} "
+                     f"({self.record} bytes each); write it with bench/recipe/labstream --batch {batch}")
+        self.batches = size // self.record
+        self.raw = np.memmap(path, dtype=np.uint8, mode="r")
+
+    def epoch(self, loader):
+        """One epoch of batches for loader (airbench's CifarLoader, whose epoch counter it advances
+        as CifarLoader.__iter__ does)."""
+        np, e, steps = self.np, loader.epoch, len(loader)
+        loader.epoch += 1
+        if (e + 1) * steps > self.batches:
+            sys.exit(f"airbench_cpu: --replay {self.path} holds {self.batches} batches, and epoch {e + 1} needs "
+                     f"{(e + 1) * steps}: write it with more --epochs")
+        pixels = self.batch * 32 * 32 * 3
+        for k in range(e * steps, (e + 1) * steps):
+            chunk = self.raw[k * self.record:(k + 1) * self.record]
+            images = np.frombuffer(chunk, dtype="<f4", count=pixels).reshape(self.batch, 32, 32, 3)
+            labels = np.frombuffer(chunk, dtype="<i4", count=self.batch, offset=pixels * 4).astype(np.int64)
+            if labels.min() < 0 or labels.max() >= len(loader.classes):
+                sys.exit(f"airbench_cpu: --replay {self.path}: batch {k} has a label outside [0, {len(loader.classes)}), "
+                         f"so it is not CIFAR-10's stream")
+            # NCHW with channels-last memory, as CifarLoader's images are.
+            yield torch.from_numpy(images.copy()).permute(0, 3, 1, 2), torch.from_numpy(labels)
+
+
 DEVICE = "cpu"
+REPLAY = None  # a Replay, with --replay
 
 
 def patch_for_cpu():
@@ -191,7 +233,7 @@ def sh(cmd):
 
 
 def main():
-    global DEVICE
+    global DEVICE, REPLAY
     ap = argparse.ArgumentParser(description="airbench94 (airbench 0.1.8's code) on the CPU in float32, or on CUDA as written")
     ap.add_argument("--data", required=True, help="folder holding cifar10/train.pt and test.pt (cifar10_to_pt.py)")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -207,11 +249,17 @@ def main():
     ap.add_argument("--init-weights", help="start from these whitened initial weights (a state_dict .pt, or a lab "
                     "export .safetensors with airbench94's names) instead of make_net94's draws and "
                     "init_whitening_conv: the lab's initialisation trained by airbench's code")
+    ap.add_argument("--tta-level", type=int, default=lib.hyp["net"]["tta_level"],
+                    help="test-time augmentation of the final evaluation (0: none, 1: flip, 2: flip and translate; default %(default)s)")
+    ap.add_argument("--data-seed", type=int, help="draw the data (flips, shifts, shuffles) from this seed, the network "
+                    "still from --seed: another stream of airbench's own, for the same initial weights")
+    ap.add_argument("--replay", help="train on these batches (bench/recipe/labstream: the lab's own stream for a seed) "
+                    "instead of the loader's draws; with --init-weights, only the training code differs from the lab's run")
     args = ap.parse_args()
     DEVICE = args.device
     # train() reads 'cifar10' relative to the data folder, so the script changes into it: the
     # paths given are made absolute first.
-    for k in ("json", "save_init", "save_final", "init_weights"):
+    for k in ("json", "save_init", "save_final", "init_weights", "replay"):
         if getattr(args, k):
             setattr(args, k, os.path.abspath(getattr(args, k)))
     if not os.path.exists(os.path.join(args.data, "cifar10", "train.pt")):
@@ -234,7 +282,7 @@ def main():
     def train(loader, make_net, run):
         return utils.train(loader, args.epochs, hyp["opt"]["label_smoothing"], hyp["opt"]["lr"],
                            hyp["opt"]["bias_scaler"], hyp["opt"]["momentum"], hyp["opt"]["weight_decay"],
-                           hyp["opt"]["whiten_bias_epochs"], hyp["net"]["tta_level"], make_net, run=run,
+                           hyp["opt"]["whiten_bias_epochs"], args.tta_level, make_net, run=run,
                            verbose=True)
 
     def new_loader():
@@ -252,6 +300,8 @@ def main():
         ROWS.clear()
         torch.manual_seed(args.seed)
 
+    if args.replay:
+        REPLAY = Replay(args.replay, hyp["opt"]["batch_size"])
     train_loader = new_loader()
     if args.init_weights:
         # The network is drawn as make_net94 draws it (so the data's random draws follow the same
@@ -285,6 +335,16 @@ def main():
             net.register_forward_hook(hook)
             return net
 
+    if args.data_seed is not None:
+        # train() draws nothing between make_net() and the loader's first epoch, so reseeding
+        # right after the network is made changes the data's draws alone.
+        seeded = make_net
+
+        def make_net():
+            net = seeded()
+            torch.manual_seed(args.data_seed)
+            return net
+
     t0 = time.perf_counter()
     model = train(train_loader, make_net, args.seed)
     torch.cuda.synchronize()
@@ -295,7 +355,7 @@ def main():
     epochs_rows = [r for r in ROWS if r["epoch"] != "eval"]
     final = [r for r in ROWS if r["epoch"] == "eval"][0]
     per_epoch_eval = [e for e in EVALS if e[0] == 0]
-    tta = [e for e in EVALS if e[0] != 0][-1]
+    tta = EVALS[-1]  # the final evaluation, at --tta-level
     steps_per_epoch = len(train_loader)
     out = {
         "side": "airbench",
@@ -303,6 +363,9 @@ def main():
         "code": f"airbench {getattr(airbench, '__version__', '0.1.8')} utils.train + lib_airbench94.make_net94/hyp"
                 + (", CPU f32 patches (see header)" if DEVICE == "cpu" else ", as written (fp16)"),
         "seed": args.seed,
+        "data_seed": args.data_seed,
+        "init_weights": args.init_weights,
+        "replay": args.replay,
         "epochs": args.epochs,
         "steps_per_epoch": steps_per_epoch,
         "total_steps": -(-int(round(steps_per_epoch * args.epochs * 1e6)) // int(1e6)),

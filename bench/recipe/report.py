@@ -4,7 +4,9 @@ Reads, for each seed S of --seeds, OUT/airbench-eE-sS.json (bench/recipe/airbenc
 OUT/lab-eE-sS/ (result.json: `cifarlab train --json`; run/run.json with its timeline;
 run/history.json with the validation after each epoch; meta.json: load and the command), and
 writes the comparison: test accuracy with and without TTA (mean +- sample std over the seeds), the
-difference and whether it is within 1 point, time per epoch, the machine and the data.
+difference and whether it is within 1 point, time per epoch, the machine and the data. Where
+OUT holds abdata-eE-sS.json and abstream-eE-sS.json (airbench_cpu.py --data-seed, --replay), it
+adds the data streams compared with airbench's code and initial weights held fixed.
 
     python3 bench/recipe/report.py --out-dir bench/out/recipe --epochs 2 --seeds "0 1 2" \
         --data /work/c10real --md bench/RESULTS-recipe.md
@@ -44,6 +46,19 @@ def secs(m, s, n):
     if m is None:
         return "n/a"
     return f"{m:.1f} +- {s:.1f}" if n > 1 and not math.isnan(s) else f"{m:.1f}"
+
+
+# Student's t, 97.5th percentile, for 1-30 degrees of freedom (standard tables).
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def t975(df):
+    """The two-sided 95% quantile of Student's t with df degrees of freedom (df may be fractional,
+    as Welch's is: rounded down, which widens the interval); beyond 30, 1.96 + 2.4/df, within
+    0.002 of the table at 40, 60 and 120."""
+    df = max(1, int(df))
+    return T975[df - 1] if df <= 30 else 1.96 + 2.4 / df
 
 
 def airbench_side(path):
@@ -113,6 +128,56 @@ def lab_side(folder, epochs):
     }
 
 
+def streams_section(out_dir, epochs, seeds, ab):
+    """The data streams, with the code and the initial weights held fixed: airbench's code from its
+    own initialisation for seed S, trained on its own stream for S (airbench-eE-sS), on another of
+    its own streams (abdata-eE-sS: --data-seed 1000+S) and on the lab's stream for S (abstream-eE-sS:
+    --replay of bench/recipe/labstream). Empty when no abstream or abdata result is there."""
+    rows, other, lab, lab_other = [], [], [], []
+
+    def acc(name, s):
+        p = os.path.join(out_dir, f"{name}-e{epochs}-s{s}.json")
+        return json.load(open(p))["val_acc"] if os.path.exists(p) else None
+    extra = sorted({f.split("-s")[-1][:-5] for f in os.listdir(out_dir)
+                    if f.startswith(("abstream-", "abdata-")) and f.endswith(".json")}, key=int)
+    for s in extra:
+        a = ab[s]["val_acc"] if s in ab else acc("airbench", s)
+        d, l = acc("abdata", s), acc("abstream", s)
+        if a is None:
+            continue
+        f = lambda x: "" if x is None else f"{100 * x:.2f}"
+        rows.append(f"| {s} | {f(a)} | {f(d)} | {f(l)} |")
+        if d is not None:
+            other.append((a, d))
+        if l is not None:
+            lab.append((a, l))
+        if l is not None and d is not None:
+            lab_other.append((d, l))
+    if not rows:
+        return []
+
+    def paired(pairs, what):
+        """pairs: (a, b) per seed; what: "b minus a"."""
+        if len(pairs) < 2:
+            return f"- {what}: {len(pairs)} seed(s), too few for a spread."
+        diffs = [100 * (b - a) for a, b in pairs]
+        m, sd = statistics.fmean(diffs), statistics.stdev(diffs)
+        se, t = sd / math.sqrt(len(diffs)), t975(len(diffs) - 1)
+        return (f"- {what}: {m:+.2f} points over {len(diffs)} seeds (standard error {se:.2f}; "
+                f"95% interval {m - t * se:+.2f} to {m + t * se:+.2f}, Student's t); means "
+                f"{100 * statistics.fmean(b for _, b in pairs):.2f} and {100 * statistics.fmean(a for a, _ in pairs):.2f}.")
+    return ["", "## The data streams, with airbench's code and initial weights held fixed", "",
+            "Test accuracy without TTA (%) of airbench's own `train()` from its own initialisation for seed S "
+            "(`make_net94` drawn from `torch.manual_seed(S)`), trained on three streams of batches: its own for seed S; "
+            "another of its own (`--data-seed 1000+S`: the flips, shifts and shuffles drawn from another seed after the "
+            "network is made); and the lab's for seed S (`--replay`: the batches `cifarlab train --recipe airbench94 "
+            "--seed S` trains on, written by `bench/recipe/labstream`). Only the stream changes along a row.", "",
+            "| seed S | its own stream | another of its own | the lab's stream |", "|---|---:|---:|---:|"] + rows + \
+        ["", paired(other, "another of airbench's own streams minus its own"),
+         paired(lab, "the lab's stream minus airbench's own"),
+         paired(lab_other, "the lab's stream minus another of airbench's own")]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out-dir", required=True)
@@ -168,7 +233,13 @@ def main():
         ok = "within 1 point" if abs(d) <= 1 else ("the lab is LOWER by more than 1 point" if d < 0 else "the lab is higher by more than 1 point")
         se_what = "standard error of the difference" if na > 1 and nb > 1 else \
             f"standard error from {'airbench' if na > 1 else 'the lab'}'s seeds only: the other side has one"
-        ci = f"; 95% interval {d - 1.96 * se:+.2f} to {d + 1.96 * se:+.2f}" if na > 1 and nb > 1 else ""
+        ci = ""
+        if na > 1 and nb > 1:
+            # Welch: the two sides' spreads may differ; Welch-Satterthwaite degrees of freedom.
+            va, vb = (100 * sa) ** 2 / na, (100 * sb) ** 2 / nb
+            df = (va + vb) ** 2 / (va ** 2 / (na - 1) + vb ** 2 / (nb - 1))
+            t = t975(df)
+            ci = f"; 95% interval {d - t * se:+.2f} to {d + t * se:+.2f}, Welch's t on {df:.0f} degrees of freedom"
         verdict.append(f"- {what}: lab - airbench = {d:+.2f} points ({se_what}, {se:.2f}{ci}; {na} airbench and {nb} lab seeds): {ok}.")
     ratio = None
     (ea, _, _), (el, _, _) = stat(ab, "epoch_s"), stat(lab, "epoch_s")
@@ -259,6 +330,7 @@ def main():
         f"# lab:      nice {any_lab.get('command', 'cifarlab train --recipe airbench94 ...')}",
         "```",
     ]
+    lines += streams_section(args.out_dir, args.epochs, seeds, ab)
     if args.notes:
         lines += ["", open(args.notes).read().rstrip()]
     text = "\n".join(lines) + "\n"

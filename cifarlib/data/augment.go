@@ -154,21 +154,33 @@ type augDraw struct {
 	flip bool
 }
 
+// newAugmenter returns the augmenter of d's epoch: its draws come from Seed and the epoch alone.
+func newAugmenter(d *Dataset, epoch int) augmenter {
+	return augmenter{d: d, rng: rand.New(rand.NewPCG(uint64(d.opts.Seed)^augmentSalt, uint64(epoch))), epoch: epoch}
+}
+
+// draw makes the draws of the next count images, one image after the other.
+func (a augmenter) draw(count int) []augDraw {
+	altFlip := a.d.opts.Augmentation.orDefault() == AugmentAltFlip
+	draws := make([]augDraw, count)
+	for k := range draws {
+		if altFlip {
+			r := a.d.translate()
+			draws[k] = augDraw{a: a.rng.IntN(2*r+1) - r, b: a.rng.IntN(2*r+1) - r}
+		} else {
+			draws[k] = augDraw{a: a.rng.IntN(2*augmentPadding + 1), b: a.rng.IntN(2*augmentPadding + 1), flip: a.rng.IntN(2) == 1}
+		}
+	}
+	return draws
+}
+
 // batch decodes the records examples into images (len(examples)*ImageBytes, NHWC),
 // augmented: the draws are made one image after the other, as the images are yielded (so they
 // depend only on Seed, the epoch and the order), then the images are made on all CPUs.
 func (a augmenter) batch(examples []int, images []float32) {
 	d := a.d
 	altFlip := d.opts.Augmentation.orDefault() == AugmentAltFlip
-	draws := make([]augDraw, len(examples))
-	for k := range draws {
-		if altFlip {
-			r := d.translate()
-			draws[k] = augDraw{a: a.rng.IntN(2*r+1) - r, b: a.rng.IntN(2*r+1) - r}
-		} else {
-			draws[k] = augDraw{a: a.rng.IntN(2*augmentPadding + 1), b: a.rng.IntN(2*augmentPadding + 1), flip: a.rng.IntN(2) == 1}
-		}
-	}
+	draws := a.draw(len(examples))
 	parallelFor(len(examples), 64, func(lo, hi int) {
 		for k := lo; k < hi; k++ {
 			ex, dw, dst := examples[k], draws[k], images[k*ImageBytes:(k+1)*ImageBytes]

@@ -204,7 +204,7 @@ func (d *Dataset) batches(reuse bool) iter.Seq2[*HostBatch, error] {
 				rng := rand.New(rand.NewPCG(uint64(d.opts.Seed)^shuffleSalt, uint64(epoch)))
 				rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
 			}
-			aug := augmenter{d: d, rng: rand.New(rand.NewPCG(uint64(d.opts.Seed)^augmentSalt, uint64(epoch))), epoch: epoch}
+			aug := newAugmenter(d, epoch)
 			for start := 0; start < n; start += size {
 				end := min(start+size, n)
 				if end-start < size && d.opts.DropRemainder {
