@@ -41,6 +41,14 @@ func requireChance(t *testing.T, what string, stat float64, df int) {
 	require.GreaterOrEqual(t, p, 1e-6, "%s: chi-squared %.1f on %d degrees of freedom (p = %.2g): the draws depend on each other", what, stat, df, p)
 }
 
+// boolIndex is 1 for true, 0 for false: a table index.
+func boolIndex(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
 func table(rows, cols int) [][]float64 {
 	t := make([][]float64, rows)
 	for i := range t {
@@ -81,12 +89,6 @@ func TestAltFlipStreamIsRandom(t *testing.T) {
 		}
 		pre := ds.preflip
 		preflipsBySeed = append(preflipsBySeed, pre)
-		b := func(v bool) int {
-			if v {
-				return 1
-			}
-			return 0
-		}
 		name := func(s string) string { return fmt.Sprintf("seed %d: %s", seed, s) }
 
 		for e := range epochs {
@@ -102,9 +104,9 @@ func TestAltFlipStreamIsRandom(t *testing.T) {
 
 			preShift, posIndex, preBatch := table(2, shifts), table(n/batch, 10), table(2, n/batch)
 			for ex := range n {
-				preShift[b(pre[ex])][shiftOf[e][ex]]++
+				preShift[boolIndex(pre[ex])][shiftOf[e][ex]]++
 				posIndex[batchOf[e][ex]][ex*10/n]++ // a partial shuffle keeps records near their index
-				preBatch[b(pre[ex])][batchOf[e][ex]]++
+				preBatch[boolIndex(pre[ex])][batchOf[e][ex]]++
 			}
 			stat, df := contingency(preShift)
 			requireChance(t, name(fmt.Sprintf("epoch %d pre-flip against shift", e)), stat, df)
@@ -117,7 +119,7 @@ func TestAltFlipStreamIsRandom(t *testing.T) {
 		for ex := range n {
 			shiftShift[shiftOf[0][ex]][shiftOf[1][ex]]++
 			batchBatch[batchOf[0][ex]][batchOf[1][ex]]++
-			preLabel[b(pre[ex])][recs.Label(ex)]++
+			preLabel[boolIndex(pre[ex])][recs.Label(ex)]++
 		}
 		stat, df := contingency(shiftShift)
 		requireChance(t, name("shift in epoch 0 against shift in epoch 1"), stat, df)
@@ -130,14 +132,7 @@ func TestAltFlipStreamIsRandom(t *testing.T) {
 		for j := i + 1; j < len(preflipsBySeed); j++ {
 			agree := table(2, 2)
 			for ex := range n {
-				x, y := 0, 0
-				if preflipsBySeed[i][ex] {
-					x = 1
-				}
-				if preflipsBySeed[j][ex] {
-					y = 1
-				}
-				agree[x][y]++
+				agree[boolIndex(preflipsBySeed[i][ex])][boolIndex(preflipsBySeed[j][ex])]++
 			}
 			stat, df := contingency(agree)
 			requireChance(t, fmt.Sprintf("pre-flips of seeds %d and %d", i, j), stat, df)

@@ -21,10 +21,11 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/internal/atomicfile"
 )
 
 func main() {
@@ -46,8 +47,8 @@ func main() {
 	fmt.Printf("labstream: %d batches of %d (seed %d, %d epochs) in %s\n", n, *batch, *seed, *epochs, *out)
 }
 
-// write writes the stream to out through a temporary file in its folder and returns the
-// number of batches.
+// write writes the stream to out atomically (internal/atomicfile) and returns the number of
+// batches.
 func write(dataDir string, seed int64, epochs, batch int, out string) (int, error) {
 	train, _, synthetic, err := data.LoadPrepared(dataDir, data.CIFAR10(), data.SynthOptions{})
 	if err != nil {
@@ -62,34 +63,22 @@ func write(dataDir string, seed int64, epochs, batch int, out string) (int, erro
 	if err != nil {
 		return 0, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".labstream-*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriterSize(tmp, 1<<20)
 	n := 0
-	for hb, err := range ds.HostBatches() {
-		if err != nil {
-			tmp.Close()
-			return n, err
+	err = atomicfile.WriteFile(out, func(f io.Writer) error {
+		w := bufio.NewWriterSize(f, 1<<20)
+		for hb, err := range ds.HostBatches() {
+			if err != nil {
+				return err
+			}
+			if err := binary.Write(w, binary.LittleEndian, hb.Images); err != nil {
+				return err
+			}
+			if err := binary.Write(w, binary.LittleEndian, hb.Labels); err != nil {
+				return err
+			}
+			n++
 		}
-		if err := binary.Write(w, binary.LittleEndian, hb.Images); err != nil {
-			tmp.Close()
-			return n, err
-		}
-		if err := binary.Write(w, binary.LittleEndian, hb.Labels); err != nil {
-			tmp.Close()
-			return n, err
-		}
-		n++
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return n, err
-	}
-	if err := tmp.Close(); err != nil {
-		return n, err
-	}
-	return n, os.Rename(tmp.Name(), out)
+		return w.Flush()
+	})
+	return n, err
 }
