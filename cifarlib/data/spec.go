@@ -95,6 +95,25 @@ func (s Spec) ID() string {
 	return s.Name
 }
 
+// MarshalText implements encoding.TextMarshaler: a Spec travels as its ID ("cifar10",
+// "cifar100", "cifar100-coarse"; "" for the zero Spec), as a run's settings record it.
+func (s Spec) MarshalText() ([]byte, error) { return []byte(s.ID()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler: the Spec of an ID (SpecByName), or the
+// zero Spec for "".
+func (s *Spec) UnmarshalText(text []byte) error {
+	if len(text) == 0 {
+		*s = Spec{}
+		return nil
+	}
+	spec, err := SpecByName(string(text), "")
+	if err != nil {
+		return err
+	}
+	*s = spec
+	return nil
+}
+
 // String implements fmt.Stringer.
 func (s Spec) String() string {
 	return fmt.Sprintf("%s (%d classes)", s.ID(), s.NumClasses)
