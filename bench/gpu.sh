@@ -39,7 +39,7 @@
 #  12. The airbench94 recipe (issue 37, item 3): time to the recipe's final accuracy, the lab
 #      (`cifarlab train --recipe airbench94 --backend cuda`, GPU_RECIPE_PRECISION) against airbench
 #      0.1.8's own code as written (fp16, CUDA) on this GPU and the same data, GPU_RECIPE_SEEDS seeds
-#      each, through bench/recipe/run.sh (DEVICE=cuda); warm-up (airbench's own warm-up run) and
+#      each, through research/airbench94-parity/run.sh (DEVICE=cuda); warm-up (airbench's own warm-up run) and
 #      compile (the lab's XLA compiles) reported apart. It needs its own archive, made here with
 #        bash bench/gpu.sh --build-recipe /work/c10real      # -> bench/out/gpu-recipe.tar.xz (~50 MB)
 #      and runs alone, as the archive and bench/out/gpu.tar.gz together pass the 64 MiB the device
@@ -105,7 +105,7 @@ if [ "${1:-}" = "--build-recipe" ]; then
   mkdir -p "$STAGE/gpu/recipe-data/cifar-10-batches-bin"
   go build -ldflags='-s -w' -o "$STAGE/gpu/cifarlab" ./cmd/cifarlab
   PYR="${TORCH_PYTHON:-$REPO/bench/.venv-torch/bin/python}"
-  grep '^airbench==' bench/recipe/requirements-airbench.txt > "$STAGE/req.txt"
+  grep '^airbench==' research/airbench94-parity/requirements-airbench.txt > "$STAGE/req.txt"
   "$PYR" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: --require-hashes -r "$STAGE/req.txt" -d "$STAGE/gpu"
   D="$STAGE/gpu/recipe-data/cifar-10-batches-bin"
   cp "$B"/data_batch_{1,2,3}.bin "$B/batches.meta.txt" "$D/"
@@ -432,7 +432,7 @@ fi
 # 12. The airbench94 recipe (issue 37, item 3): the lab against airbench's own code on this GPU and
 # the carried real CIFAR-10 subset (12,000 training, 5,000 test images: see the header), the whole
 # recipe (GPU_RECIPE_EPOCHS, its 9.9 by default), GPU_RECIPE_SEEDS seeds each, one process per seed,
-# through bench/recipe/run.sh with DEVICE=cuda. airbench runs as written (fp16 network, CUDA
+# through research/airbench94-parity/run.sh with DEVICE=cuda. airbench runs as written (fp16 network, CUDA
 # events; its own warm-up run first, timed apart); the lab with --backend cuda and
 # GPU_RECIPE_PRECISION (bf16-mixed; f32 when the recipe refuses it). Time to the final accuracy:
 # airbench's own total_time_seconds (whitening, training, the final TTA evaluation), and the same
@@ -462,10 +462,10 @@ if stage 12; then
     if PYTHONPATH="$AIRBENCH_DIR${PYTHONPATH:+:$PYTHONPATH}" TORCH_PYTHON="$PY" DEVICE=cuda \
          CIFARLAB="$BIN/cifarlab" EPOCHS="${GPU_RECIPE_EPOCHS:-9.9}" SEEDS="${GPU_RECIPE_SEEDS:-0 1 2}" DATA="$BIN/recipe-data" \
          SCRATCH="$RDIR/pt" OUT="$RDIR/out" RESULTS="$OUTDIR/RESULTS-recipe-gpu.md" LAB_FLAGS="--precision $prec" \
-         timeout "$(left 420)" bash bench/recipe/run.sh > "$RDIR/run.log" 2>&1; then
+         timeout "$(left 420)" bash research/airbench94-parity/run.sh > "$RDIR/run.log" 2>&1; then
       result ok "recipe: $(grep -E '^- (with|without) TTA|^- time' "$OUTDIR/RESULTS-recipe-gpu.md" | tr '\n' ' ')"
     else
-      result FAIL "recipe: bench/recipe/run.sh: $(grep -v '^[WI][0-9]\{4\} ' "$RDIR/run.log" | tail -4 | cut -c1-300 | tr '\n' ' ')"
+      result FAIL "recipe: research/airbench94-parity/run.sh: $(grep -v '^[WI][0-9]\{4\} ' "$RDIR/run.log" | tail -4 | cut -c1-300 | tr '\n' ' ')"
     fi
     grep -v '^[WI][0-9]\{4\} ' "$RDIR/run.log" | tail -40 >> "$LOG"
     # The per-seed results, in one file (the device tool brings back at most 8 files).

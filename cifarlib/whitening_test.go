@@ -22,7 +22,7 @@ import (
 const unitRoundoff64 = 0x1p-53
 
 // whiteningRecords reads testdata/whitening_images.bin: 16 smooth synthetic images that
-// bench/interop/make_airbench_fixtures.py wrote (uint8, channel-planar like CIFAR's records).
+// cifarlib/interop/testdata/make_airbench_fixtures.py wrote (uint8, channel-planar like CIFAR's records).
 func whiteningRecords(t *testing.T) *data.Records {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("testdata", "whitening_images.bin"))

@@ -52,7 +52,7 @@ func TestAirbench94KeyMapMatchesPyTorch(t *testing.T) {
 }
 
 // airbenchFormula is the value of element i (in PyTorch's layout) of the tensor at index t of
-// make_net94's state_dict named name, shape shape: bench/interop/make_airbench_fixtures.py's
+// make_net94's state_dict named name, shape shape: cifarlib/interop/testdata/make_airbench_fixtures.py's
 // formula_state_dict, computed in float64 as there and rounded once to float32.
 func airbenchFormula(t, i int, name string, shape []int) float32 {
 	f := float64((i*7919+t*104729)%2001-1000) / 1000

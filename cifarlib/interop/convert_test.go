@@ -14,7 +14,7 @@ import (
 )
 
 // torchKey is one [name, dtype, shape] of a keys_*.json fixture (written by real PyTorch,
-// bench/interop/make_fixtures.py).
+// cifarlib/interop/testdata/make_fixtures.py).
 type torchKey struct {
 	Name  string
 	DType string

@@ -52,7 +52,7 @@ var allowed = map[string][]string{
 	"bench/loop":             {"cifarlib/data", "cifarlib/nb", "cifarlib/runs", "cifarlib/training"},
 	"bench/transfer":         {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/interop/logits":   {"cifarlib/data", "cifarlib/backends", "cifarlib/training"},
-	"bench/recipe/labstream": {"cifarlib/data", "internal/atomicfile"},
+	"research/airbench94-parity/labstream": {"cifarlib/data", "internal/atomicfile"},
 	"docker/pjrtinstall":     nil,
 	"cmd/cifarlab-kernel":    {"internal/proctree"},
 	"notebooks":              nil,

@@ -1,6 +1,6 @@
-"""bench/RESULTS-recipe.md from bench/recipe/run.sh's results (stdlib only).
+"""research/airbench94-parity/RESULTS.md from research/airbench94-parity/run.sh's results (stdlib only).
 
-Reads, for each seed S of --seeds, OUT/airbench-eE-sS.json (bench/recipe/airbench_cpu.py) and
+Reads, for each seed S of --seeds, OUT/airbench-eE-sS.json (research/airbench94-parity/airbench_cpu.py) and
 OUT/lab-eE-sS/ (result.json: `cifarlab train --json`; run/run.json with its timeline;
 run/history.json with the validation after each epoch; meta.json: load and the command), and
 writes the comparison: test accuracy with and without TTA (mean +- sample std over the seeds), the
@@ -8,8 +8,8 @@ difference and whether it is within 1 point, time per epoch, the machine and the
 OUT holds abdata-eE-sS.json and abstream-eE-sS.json (airbench_cpu.py --data-seed, --replay), it
 adds the data streams compared with airbench's code and initial weights held fixed.
 
-    python3 bench/recipe/report.py --out-dir bench/out/recipe --epochs 2 --seeds "0 1 2" \
-        --data /work/c10real --md bench/RESULTS-recipe.md
+    python3 research/airbench94-parity/report.py --out-dir bench/out/recipe --epochs 2 --seeds "0 1 2" \
+        --data /work/c10real --md research/airbench94-parity/RESULTS.md
 """
 import argparse
 import json
@@ -132,7 +132,7 @@ def streams_section(out_dir, epochs, seeds, ab):
     """The data streams, with the code and the initial weights held fixed: airbench's code from its
     own initialisation for seed S, trained on its own stream for S (airbench-eE-sS), on another of
     its own streams (abdata-eE-sS: --data-seed 1000+S) and on the lab's stream for S (abstream-eE-sS:
-    --replay of bench/recipe/labstream). Empty when no abstream or abdata result is there."""
+    --replay of research/airbench94-parity/labstream). Empty when no abstream or abdata result is there."""
     rows, other, lab, lab_other = [], [], [], []
 
     def acc(name, s):
@@ -171,7 +171,7 @@ def streams_section(out_dir, epochs, seeds, ab):
             "(`make_net94` drawn from `torch.manual_seed(S)`), trained on three streams of batches: its own for seed S; "
             "another of its own (`--data-seed 1000+S`: the flips, shifts and shuffles drawn from another seed after the "
             "network is made); and the lab's for seed S (`--replay`: the batches `cifarlab train --recipe airbench94 "
-            "--seed S` trains on, written by `bench/recipe/labstream`). Only the stream changes along a row.", "",
+            "--seed S` trains on, written by `research/airbench94-parity/labstream`). Only the stream changes along a row.", "",
             "| seed S | its own stream | another of its own | the lab's stream |", "|---|---:|---:|---:|"] + rows + \
         ["", paired(other, "another of airbench's own streams minus its own"),
          paired(lab, "the lab's stream minus airbench's own"),
@@ -263,7 +263,7 @@ def main():
         f"Real CIFAR-10, {args.epochs} epochs, seeds {', '.join(seeds)}: the lab's `cifarlab train --recipe airbench94` "
         f"against airbench 0.1.8's own `train()`, `make_net94` and `hyp` "
         + ("as written (fp16, CUDA), " if gpu else "run on the CPU in f32 ")
-        + "(`bench/recipe/airbench_cpu.py`), on the same images (issue 37, item " + ("3" if gpu else "2") + ").",
+        + "(`research/airbench94-parity/airbench_cpu.py`), on the same images (issue 37, item " + ("3" if gpu else "2") + ").",
         "",
         f"| | {ab_head} | {lab_head} |",
         "|---|---:|---:|",
@@ -310,7 +310,7 @@ def main():
     lines.append(f"- data: `{args.data}`: real CIFAR-10 decoded from JPEGs (not the official archive: pixel values differ slightly; "
                  "the 20k/10k real subset of ../shared/data" + (", of which the GPU stage carries the first 12,000 training and 5,000 test images" if gpu else "")
                  + f"): {ntrain} training and {ntest} test images, binary layout. airbench reads "
-                 "the same images converted to its `cifar10/train.pt`/`test.pt` by `bench/recipe/cifar10_to_pt.py`.")
+                 "the same images converted to its `cifar10/train.pt`/`test.pt` by `research/airbench94-parity/cifar10_to_pt.py`.")
     if spe:
         lines.append(f"- {args.epochs} epochs of {spe} steps of 1024 images (the last partial batch of each epoch dropped, as airbench does): "
                      f"{any_ab.get('total_steps', '?')} steps. The recipe's schedules (learning-rate triangle, lookahead) are defined over "
@@ -322,9 +322,9 @@ def main():
         "",
         "```",
         ("GPU_STAGES=12 bash bench/gpu.sh   # after bash bench/gpu.sh --build-recipe /work/c10real here; it runs:\n" if gpu else "")
-        + f"{'DEVICE=cuda ' if gpu else ''}EPOCHS={args.epochs} SEEDS=\"{args.seeds}\" DATA={args.data} bash bench/recipe/run.sh",
-        f"# airbench: python bench/recipe/cifar10_to_pt.py --data {args.data} --out SCRATCH/cifar10",
-        f"#           {'' if gpu else 'OMP_WAIT_POLICY=PASSIVE '}nice python bench/recipe/airbench_cpu.py "
+        + f"{'DEVICE=cuda ' if gpu else ''}EPOCHS={args.epochs} SEEDS=\"{args.seeds}\" DATA={args.data} bash research/airbench94-parity/run.sh",
+        f"# airbench: python research/airbench94-parity/cifar10_to_pt.py --data {args.data} --out SCRATCH/cifar10",
+        f"#           {'' if gpu else 'OMP_WAIT_POLICY=PASSIVE '}nice python research/airbench94-parity/airbench_cpu.py "
         + ("--device cuda --warmup" if gpu else f"--device cpu --threads {any_ab.get('threads', 2)}")
         + f" --data SCRATCH --epochs {args.epochs} --seed S --json OUT/airbench-e{args.epochs}-sS.json",
         f"# lab:      nice {any_lab.get('command', 'cifarlab train --recipe airbench94 ...')}",

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# bench/recipe/run.sh: the airbench94 recipe in the lab against airbench's own code, on the CPU, on
+# research/airbench94-parity/run.sh: the airbench94 recipe in the lab against airbench's own code, on the CPU, on
 # the same real CIFAR-10 images, at equal epochs, over several seeds (issue 37, item 2). Writes one
-# result per side and seed into $OUT and then bench/RESULTS-recipe.md (bench/recipe/report.py).
+# result per side and seed into $OUT and then research/airbench94-parity/RESULTS.md (research/airbench94-parity/report.py).
 #
-#   bash bench/recipe/run.sh                 # both sides, EPOCHS=2, SEEDS="0 1 2", then the report
-#   SIDES=airbench bash bench/recipe/run.sh  # one side (airbench or lab); SIDES=report: only the report
+#   bash research/airbench94-parity/run.sh                 # both sides, EPOCHS=2, SEEDS="0 1 2", then the report
+#   SIDES=airbench bash research/airbench94-parity/run.sh  # one side (airbench or lab); SIDES=report: only the report
 #
-# airbench: airbench 0.1.8's train()/make_net94/hyp through bench/recipe/airbench_cpu.py (CPU f32;
+# airbench: airbench 0.1.8's train()/make_net94/hyp through research/airbench94-parity/airbench_cpu.py (CPU f32;
 #   what it patches is in its header), on DATA converted to airbench's train.pt/test.pt by
-#   bench/recipe/cifar10_to_pt.py into $SCRATCH (never the repository). Python: $TORCH_PYTHON, or
+#   research/airbench94-parity/cifar10_to_pt.py into $SCRATCH (never the repository). Python: $TORCH_PYTHON, or
 #   bench/.venv-torch (bench/requirements-torch.txt, as bench/run.sh makes it), into which
-#   bench/recipe/requirements-airbench.txt is installed when airbench is missing.
+#   research/airbench94-parity/requirements-airbench.txt is installed when airbench is missing.
 # lab: `cifarlab train --recipe airbench94 --epochs $EPOCHS --seed S --backend cpu` (XLA CPU, f32),
 #   built from this checkout, with a validation on the whole test split after every epoch (as
 #   airbench's verbose train() does) and the recipe's TTA on the final evaluation; its run folder
@@ -20,9 +20,9 @@
 # at a time. Settings (environment):
 #   EPOCHS=2  SEEDS="0 1 2"  SIDES=airbench,lab  DATA=/work/c10real (the folder holding
 #   cifar-10-batches-bin/)  SCRATCH=/tmp/cifarlab-recipe  OUT=bench/out/recipe  THREADS=$(nproc)
-#   OMP_WAIT_POLICY=PASSIVE (PyTorch; see bench/README.md)  RESULTS=bench/RESULTS-recipe.md ("" skips)
+#   OMP_WAIT_POLICY=PASSIVE (PyTorch; see bench/README.md)  RESULTS=research/airbench94-parity/RESULTS.md ("" skips)
 #   LAB_FLAGS="" (more flags for cifarlab train)  NOTES=<Markdown appended to the report, e.g.
-#   bench/recipe/findings-cpu.md: what was found reading these results>
+#   research/airbench94-parity/findings-cpu.md: what was found reading these results>
 #   DEVICE=cpu (cuda: airbench as written on the GPU, after its own warm-up run, and the lab with
 #   --backend cuda; bench/gpu.sh stage 12 runs it so)  CIFARLAB=<a built cifarlab> (default: go build)
 set -euo pipefail
@@ -35,7 +35,7 @@ DATA="${DATA:-/work/c10real}"
 SCRATCH="${SCRATCH:-/tmp/cifarlab-recipe}"
 OUT="${OUT:-$REPO/bench/out/recipe}"
 THREADS="${THREADS:-$(nproc)}"
-RESULTS="${RESULTS-$REPO/bench/RESULTS-recipe.md}"
+RESULTS="${RESULTS-$REPO/research/airbench94-parity/RESULTS.md}"
 LAB_FLAGS="${LAB_FLAGS:-}"
 DEVICE="${DEVICE:-cpu}"
 CIFARLAB="${CIFARLAB:-}"
@@ -55,17 +55,17 @@ if side airbench; then
   "$PY" -c 'import torch' 2>/dev/null || {
     echo "run.sh: $PY cannot import torch: make bench/.venv-torch as bench/run.sh does (or set TORCH_PYTHON)" >&2; exit 1; }
   if ! "$PY" -c 'import airbench, torchvision' 2>/dev/null; then
-    echo "== installing bench/recipe/requirements-airbench.txt into $("$PY" -c 'import sys; print(sys.prefix)')"
-    "$PY" -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r bench/recipe/requirements-airbench.txt
+    echo "== installing research/airbench94-parity/requirements-airbench.txt into $("$PY" -c 'import sys; print(sys.prefix)')"
+    "$PY" -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r research/airbench94-parity/requirements-airbench.txt
   fi
   if [ ! -f "$SCRATCH/cifar10/test.pt" ]; then
-    "$PY" bench/recipe/cifar10_to_pt.py --data "$DATA" --out "$SCRATCH/cifar10"
+    "$PY" research/airbench94-parity/cifar10_to_pt.py --data "$DATA" --out "$SCRATCH/cifar10"
   fi
   for seed in $SEEDS; do
     res="$OUT/airbench-e$EPOCHS-s$seed.json"
     [ -f "$res" ] && { echo "== airbench seed $seed: kept $res"; continue; }
     echo "== airbench seed $seed, $EPOCHS epochs (load $(load))"
-    nice "$PY" bench/recipe/airbench_cpu.py "${AB_FLAGS[@]}" --data "$SCRATCH" --epochs "$EPOCHS" --seed "$seed" \
+    nice "$PY" research/airbench94-parity/airbench_cpu.py "${AB_FLAGS[@]}" --data "$SCRATCH" --epochs "$EPOCHS" --seed "$seed" \
       --json "$res" 2>&1 | tee "$OUT/airbench-e$EPOCHS-s$seed.log"
   done
 fi
@@ -103,6 +103,6 @@ if side lab; then
 fi
 
 if [ -n "$RESULTS" ]; then
-  python3 bench/recipe/report.py --out-dir "$OUT" --epochs "$EPOCHS" --seeds "$SEEDS" --data "$DATA" --device "$DEVICE" \
+  python3 research/airbench94-parity/report.py --out-dir "$OUT" --epochs "$EPOCHS" --seeds "$SEEDS" --data "$DATA" --device "$DEVICE" \
     ${NOTES:+--notes "$NOTES"} --md "$RESULTS"
 fi

@@ -8,7 +8,7 @@ are missing. This script writes them from the binary layout the lab reads
 label byte and 3072 pixel bytes, channel-major), in the same order as the lab, so that both sides
 train on the same images:
 
-    python bench/recipe/cifar10_to_pt.py --data /work/c10real --out /tmp/parity/data/cifar10
+    python research/airbench94-parity/cifar10_to_pt.py --data /work/c10real --out /tmp/parity/data/cifar10
 
 The batches may hold fewer than 10000 records (a subset, e.g. 4000 each); whatever is present is
 converted. The output goes to a scratch folder, never into the repository. Files are written to a

@@ -4,12 +4,12 @@
 // airbench's alternating flip and 2-pixel reflect translation), batch after batch, for the
 // given number of epochs.
 //
-// bench/recipe/airbench_cpu.py --replay FILE trains airbench's own code on those batches in
+// research/airbench94-parity/airbench_cpu.py --replay FILE trains airbench's own code on those batches in
 // place of its loader's draws: with the same initial weights and the same batches, a
 // difference in accuracy can only come from the training code; with the same weights and
 // code, only from the batches.
 //
-//	go run ./bench/recipe/labstream --data /work/c10real --seed 0 --out /tmp/lab-s0.batches
+//	go run ./research/airbench94-parity/labstream --data /work/c10real --seed 0 --out /tmp/lab-s0.batches
 //
 // The file is the batches one after another, each BATCH float32 images (NHWC 32x32x3,
 // normalised as the lab normalises them, little-endian) followed by BATCH int32 labels. A

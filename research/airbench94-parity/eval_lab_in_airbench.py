@@ -6,7 +6,7 @@ batch-norm statistics with make_net94's names; this loads them into airbench 0.1
 test.pt at TTA levels 0 and 2. Equal accuracies to the lab's own evaluation say the lab's
 evaluation is airbench's, and any gap to airbench's own runs comes from the trained weights.
 
-    python bench/recipe/eval_lab_in_airbench.py --weights W.safetensors --data /tmp/cifarlab-recipe
+    python research/airbench94-parity/eval_lab_in_airbench.py --weights W.safetensors --data /tmp/cifarlab-recipe
 
 The weights are read by airbench_cpu.load_weights (no safetensors package needed).
 """

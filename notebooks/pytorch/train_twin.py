@@ -2,17 +2,22 @@
 CIFAR-10 model" notebook 07 imports (notebooks/pytorch/cnn_twin_cifar10.pt, 139 KB).
 
   cifarlab synth --dataset cifar10 --seed 0 --out DIR     # the notebooks' synthetic data (nb.Open's default)
-  python bench/interop/train_twin.py --data DIR --out notebooks/pytorch/cnn_twin_cifar10.pt
+  python notebooks/pytorch/train_twin.py --data DIR --out notebooks/pytorch/cnn_twin_cifar10.pt
 
 It trains on the data's training split with the lab's normalisation (the twin's), Adam 1e-3,
 batch 64, for --steps steps, and saves {'net': state_dict, 'acc': test accuracy, 'epoch': epochs}
 as kuangliu's main.py does, so that the import shows the wrapper and the recorded accuracy.
 """
 import argparse
+import os
+import sys
 
 import torch
 import torch.nn.functional as F
 
+# The PyTorch definitions of the lab's models and the CIFAR reader live with the interop
+# benchmark (bench/interop).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "interop"))
 import cifar
 from models import LAB_MEAN, LAB_STD, LabCNN, normalize
 from train_source import evaluate

@@ -24,19 +24,19 @@ torch.set_num_threads(--threads). On CUDA, --warmup runs airbench's own warm-up 
 (utils.train with run='warmup', as warmup94 does: the whitening and one step, which includes
 cuDNN's autotuning), timed apart.
 
-The data is airbench's cached format: DATA/cifar10/{train,test}.pt (bench/recipe/cifar10_to_pt.py
+The data is airbench's cached format: DATA/cifar10/{train,test}.pt (research/airbench94-parity/cifar10_to_pt.py
 writes them from the lab's binary layout); train() opens the test set at the relative path
 'cifar10', so the script runs from DATA.
 
-    OMP_WAIT_POLICY=PASSIVE python bench/recipe/airbench_cpu.py --data /tmp/parity/data \
+    OMP_WAIT_POLICY=PASSIVE python research/airbench94-parity/airbench_cpu.py --data /tmp/parity/data \
         --epochs 2 --seed 0 --json /tmp/parity/airbench-s0.json
-    python bench/recipe/airbench_cpu.py --device cuda --warmup --data DIR --seed 0 --json R.json
+    python research/airbench94-parity/airbench_cpu.py --device cuda --warmup --data DIR --seed 0 --json R.json
 
 --save-init FILE saves the network's state_dict right after the whitening initialisation,
 --save-final FILE the trained one, and --first-steps N the training loss of the first N steps,
 for comparing with the lab step by step. --init-weights FILE starts from given initial weights
 (the lab's, exported) and --replay FILE trains on given batches (the lab's stream for a seed,
-written by bench/recipe/labstream) in place of the loader's draws: together they separate the
+written by research/airbench94-parity/labstream) in place of the loader's draws: together they separate the
 training code, the initial weights and the data stream.
 """
 import argparse
@@ -146,7 +146,7 @@ class Loader(utils.CifarLoader):
 
 
 class Replay:
-    """--replay FILE: training batches written by bench/recipe/labstream (the lab's own stream),
+    """--replay FILE: training batches written by research/airbench94-parity/labstream (the lab's own stream),
     yielded in place of the training loader's draws. Each batch is BATCH float32 NHWC images,
     already normalised and augmented, then BATCH int32 labels, little-endian. The file is mapped,
     not read whole; nothing in it is executed."""
@@ -158,7 +158,7 @@ class Replay:
         size = os.path.getsize(path)
         if size == 0 or size % self.record:
             sys.exit(f"airbench_cpu: --replay {path}: {size} bytes is not a whole number of batches of {batch} "
-                     f"({self.record} bytes each); write it with bench/recipe/labstream --batch {batch}")
+                     f"({self.record} bytes each); write it with research/airbench94-parity/labstream --batch {batch}")
         self.batches = size // self.record
         self.raw = np.memmap(path, dtype=np.uint8, mode="r")
 
@@ -253,7 +253,7 @@ def main():
                     help="test-time augmentation of the final evaluation (0: none, 1: flip, 2: flip and translate; default %(default)s)")
     ap.add_argument("--data-seed", type=int, help="draw the data (flips, shifts, shuffles) from this seed, the network "
                     "still from --seed: another stream of airbench's own, for the same initial weights")
-    ap.add_argument("--replay", help="train on these batches (bench/recipe/labstream: the lab's own stream for a seed) "
+    ap.add_argument("--replay", help="train on these batches (research/airbench94-parity/labstream: the lab's own stream for a seed) "
                     "instead of the loader's draws; with --init-weights, only the training code differs from the lab's run")
     args = ap.parse_args()
     DEVICE = args.device
@@ -264,7 +264,7 @@ def main():
             setattr(args, k, os.path.abspath(getattr(args, k)))
     if not os.path.exists(os.path.join(args.data, "cifar10", "train.pt")):
         sys.exit(f"airbench_cpu: no cifar10/train.pt in {args.data}; write it with "
-                 f"bench/recipe/cifar10_to_pt.py --data DIR --out {args.data}/cifar10")
+                 f"research/airbench94-parity/cifar10_to_pt.py --data DIR --out {args.data}/cifar10")
     if DEVICE == "cuda" and not torch.cuda.is_available():
         sys.exit("airbench_cpu: --device cuda, but torch sees no CUDA GPU (torch.cuda.is_available() is False)")
     if DEVICE == "cpu":

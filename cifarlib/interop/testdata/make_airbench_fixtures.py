@@ -23,7 +23,7 @@ utils.py imports torchvision), and `pip install --no-deps airbench==0.1.8`.
 
 make_net94 itself ends in .half().cuda(); the network is built here as it builds it, minus that.
 
-Usage: python bench/interop/make_airbench_fixtures.py CIFARLIB_TESTDATA INTEROP_TESTDATA
+Usage: python cifarlib/interop/testdata/make_airbench_fixtures.py CIFARLIB_TESTDATA INTEROP_TESTDATA
 """
 import json, math, os, sys
 

@@ -4,7 +4,7 @@ Where the lab's recipe ends lower than airbench's own code, this tells a differe
 itself (forward, gradients, optimizer, batch norm, lookahead) from one in everything around it
 (initialisation, data order, augmentation). It:
 
-  1. takes the first --n training images of airbench's train.pt (bench/recipe/cifar10_to_pt.py)
+  1. takes the first --n training images of airbench's train.pt (research/airbench94-parity/cifar10_to_pt.py)
      and writes them, with the first --n-test test images, in the lab's binary layout under OUT/data;
   2. makes airbench's make_net94 on the CPU in float32 (airbench_cpu.make_net94_cpu) from --seed,
      whitens its first layer from those images with airbench's init_whitening_conv, and saves the
@@ -20,7 +20,7 @@ itself (forward, gradients, optimizer, batch norm, lookahead) from one in everyt
      airbench's names, and prints, per tensor, how far the lab's step is from airbench's relative
      to the step's own size: max|lab - torch| / max|torch - init|.
 
-    python bench/recipe/same_start.py --data SCRATCH --out /tmp/same --steps 1 --no-lookahead --lab .bin/cifarlab
+    python research/airbench94-parity/same_start.py --data SCRATCH --out /tmp/same --steps 1 --no-lookahead --lab .bin/cifarlab
 """
 import argparse
 import json

@@ -8,13 +8,15 @@
                        kuangliu's PreActResNet18: the names and shapes the key maps must accept
                        or refuse (the 45 MB weights themselves are not committed)
 
-Usage: python bench/interop/make_fixtures.py OUT_DIR   (OUT_DIR: the interop package's testdata)
+Usage: python cifarlib/interop/testdata/make_fixtures.py OUT_DIR   (OUT_DIR: the interop package's testdata)
 """
 import json, os, sys
 
 import torch
 import torch.nn as nn
 
+# The PyTorch definitions of the lab's models live with the interop benchmark (bench/interop).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench", "interop"))
 from models import LAB_MEAN, LAB_STD, LabCNN, ResNet18, normalize, tv_resnet18
 
 
