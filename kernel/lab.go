@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cifarlab/cifarlab/internal/proctree"
 )
 
 // DefaultLabPort is JupyterLab's usual port.
@@ -195,7 +197,7 @@ func StartLab(ctx context.Context, opts LabOptions) (*Lab, error) {
 	// reaches only cifarlab, which stops it) and SIGTERM if cifarlab dies.
 	cmd := opts.Jupyter.Command(context.Background(), env, args...)
 	cmd.Dir = nbDir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = proctree.Group(syscall.SIGTERM)
 	logw := opts.Log
 	if logw == nil {
 		logw = io.Discard
@@ -264,17 +266,7 @@ func (l *Lab) Err() error { return l.waitErr }
 // Stop sends SIGTERM to the server's process group, waits up to grace for it to exit, then
 // kills the group. It returns when the server is gone.
 func (l *Lab) Stop(grace time.Duration) {
-	l.stopOnce.Do(func() {
-		_ = syscall.Kill(-l.Pid, syscall.SIGTERM)
-		select {
-		case <-l.done:
-		case <-time.After(grace):
-			_ = syscall.Kill(-l.Pid, syscall.SIGKILL)
-			<-l.done
-		}
-		// Whatever is left in the group (none expected) goes too.
-		_ = syscall.Kill(-l.Pid, syscall.SIGKILL)
-	})
+	l.stopOnce.Do(func() { proctree.StopGroup(l.Pid, grace, l.done) })
 	<-l.done
 }
 

@@ -23,6 +23,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -90,7 +91,7 @@ func supervise(argv []string) int {
 	g := exec.Command(self, guardFlag, marker)
 	g.ExtraFiles = []*os.File{r}
 	g.Stderr = os.Stderr
-	g.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	g.SysProcAttr = proctree.Session()
 	if err := g.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "cifarlab-kernel: starting the guard:", err)
 		return 1
@@ -107,7 +108,7 @@ func supervise(argv []string) int {
 	// GoNB gets a process group of its own, so that a signal Jupyter sends to the kernel's group
 	// reaches it once, passed on by this process, and not twice (GoNB stops on the first
 	// SIGTERM and may panic on a second one).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = proctree.Group(syscall.SIGKILL)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT)
 	if err := cmd.Start(); err != nil {
@@ -120,17 +121,11 @@ func supervise(argv []string) int {
 		}
 	}()
 	err = cmd.Wait()
-	if err == nil {
-		return 0
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		fmt.Fprintln(os.Stderr, "cifarlab-kernel:", err)
 	}
-	if ee, ok := err.(*exec.ExitError); ok {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	}
-	fmt.Fprintln(os.Stderr, "cifarlab-kernel:", err)
-	return 1
+	return proctree.ExitStatus(err)
 }
 
 // guard waits for the supervisor to end, then ends the kernel's processes.

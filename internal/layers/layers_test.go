@@ -43,7 +43,7 @@ var allowed = map[string][]string{
 		"internal/torchfile", "internal/safetensors"},
 	"cifarlib/nb": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs", "cifarlib/training",
 		"cifarlib/interop", "cifarlib/sweep", "cifarlib/internal/labproc", "internal/repo"},
-	"kernel": {"cifarlib/backends", "internal/plugins", "internal/repo"},
+	"kernel": {"cifarlib/backends", "internal/plugins", "internal/proctree", "internal/repo"},
 	"cmd/cifarlab": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs", "cifarlib/training",
 		"cifarlib/interop", "cifarlib/sweep", "kernel", "internal/plugins", "internal/repo"},
 	"bench/convim2col":       {"cifarlib", "cifarlib/data", "cifarlib/backends"},

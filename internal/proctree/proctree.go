@@ -1,7 +1,12 @@
-// Package proctree finds and ends the processes of one kernel on Linux, by what /proc says of
-// them: their parent (the process tree) and an environment variable they inherited (a marker
-// that survives setsid, new process groups and re-parenting to init, which the tree does not).
-// The kernel supervisor (cmd/cifarlab-kernel) and the tests that check it use it.
+// Package proctree holds what the lab does with processes, in one place: it finds and ends the
+// processes of one kernel on Linux, by what /proc says of them (their parent, the process tree,
+// and an environment variable they inherited: a marker that survives setsid, new process groups
+// and re-parenting to init, which the tree does not), and it starts the lab's children with an
+// owner and an end (children.go: a process group that dies with its parent, a session of its
+// own, stopping a group, a supervisor's exit status, the exit status of an interrupted run).
+// The kernel supervisor (cmd/cifarlab-kernel), the lab's Jupyter server (kernel), the lab
+// process (cifarlib/internal/labproc), a local sweep's tasks (cifarlib/sweep), the CLI and the
+// notebooks' cells use it.
 package proctree
 
 import (

@@ -173,7 +173,7 @@ func (c *Client) start() (int, error) {
 		ServeEnv+"="+SocketPath(c.Folder), fingerprintEnv+"="+c.Fingerprint,
 		kernelPIDEnv+"="+strconv.Itoa(kernel.Pid), kernelStartEnv+"="+strconv.FormatUint(kernel.Start, 10))
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = proctree.Session() // it outlives the cell: it ends with its kernel, or when idle
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("labproc: starting the lab process: %w", err)
 	}
