@@ -14,7 +14,7 @@ import (
 )
 
 // LossOnDevices is Model.LossOn with the batch sharded across devices devices of backend, as
-// data-parallel training shards it (training.Config.Devices): images and labels are cut into
+// data-parallel training shards it (training.Settings.Compute.Devices): images and labels are cut into
 // devices consecutive shards on the batch axis, the weights replicated, and one program is
 // partitioned by XLA. The guards see the whole batch: the in-graph guard (GuardAll) counts the
 // out-of-range labels of every shard and reports their positions in the global batch
@@ -61,56 +61,62 @@ func (m *Model) LossOnDevices(backend compute.Backend, devices int, images, labe
 	if err := backends.ReplicateUnsharded(store, mesh); err != nil {
 		return 0, err
 	}
-	batchSpec, err := backends.BatchShardingSpec(mesh)
-	if err != nil {
-		return 0, err
-	}
-	replicated := distributed.NewReplicatedShardingSpec(mesh)
-	lossFn := m.LossFn(opts.Guard)
 	var value float32
-	err = backends.TrainCatch(func() error {
-		exec, err := model.NewExec(backend, store, func(scope *model.Scope, images, labels *graph.Node) *graph.Node {
-			logits := m.ModelFn(scope, nil, []*graph.Node{images})[0]
-			if opts.MapLabels != nil {
-				labels = opts.MapLabels(labels)
-			}
-			return lossFn([]*graph.Node{labels}, []*graph.Node{logits})
-		})
-		if err != nil {
-			return err
-		}
-		exec = exec.AutoSharding(mesh).WithInputShardingSpecs(batchSpec, batchSpec).WithOutputShardingSpecs(replicated)
-		if err := exec.SetDefaultShardingSpec(replicated); err != nil {
-			return err
-		}
-		defer exec.Finalize()
-		var args []any
-		for _, t := range []*tensors.Tensor{images, labels} {
-			dt, err := dtensor.ShardTensor(batchSpec, t)
-			if err != nil {
-				return err
-			}
-			defer func() { _ = dt.FinalizeAll() }()
-			args = append(args, dt)
-		}
-		out, err := exec.DistributedExec(args...)
-		if err != nil {
-			return err
-		}
-		loss, err := out[0].Merge()
-		if err != nil {
-			return err
-		}
-		value = tensors.ToScalar[float32](loss)
-		return out[0].FinalizeAll()
-	})
-	if err != nil {
+	if err := backends.TrainCatch(func() (err error) {
+		value, err = m.shardedLoss(backend, store, mesh, images, labels, opts)
+		return err
+	}); err != nil {
 		return 0, rootError(err)
 	}
 	if opts.Guard == GuardAll {
 		return value, checkDeviceLabels(store, 0)
 	}
 	return value, nil
+}
+
+// shardedLoss runs m's loss of images and labels once, each batch sharded across mesh's
+// devices and the variables of store replicated: one program that XLA partitions.
+func (m *Model) shardedLoss(backend compute.Backend, store *model.Store, mesh *distributed.DeviceMesh, images, labels *tensors.Tensor,
+	opts LossOptions) (float32, error) {
+	batchSpec, err := backends.BatchShardingSpec(mesh)
+	if err != nil {
+		return 0, err
+	}
+	replicated := distributed.NewReplicatedShardingSpec(mesh)
+	lossFn := m.LossFn(opts.Guard)
+	exec, err := model.NewExec(backend, store, func(scope *model.Scope, images, labels *graph.Node) *graph.Node {
+		logits := m.ModelFn(scope, nil, []*graph.Node{images})[0]
+		if opts.MapLabels != nil {
+			labels = opts.MapLabels(labels)
+		}
+		return lossFn([]*graph.Node{labels}, []*graph.Node{logits})
+	})
+	if err != nil {
+		return 0, err
+	}
+	exec = exec.AutoSharding(mesh).WithInputShardingSpecs(batchSpec, batchSpec).WithOutputShardingSpecs(replicated)
+	if err := exec.SetDefaultShardingSpec(replicated); err != nil {
+		return 0, err
+	}
+	defer exec.Finalize()
+	var args []any
+	for _, t := range []*tensors.Tensor{images, labels} {
+		dt, err := dtensor.ShardTensor(batchSpec, t)
+		if err != nil {
+			return 0, err
+		}
+		defer func() { _ = dt.FinalizeAll() }()
+		args = append(args, dt)
+	}
+	out, err := exec.DistributedExec(args...)
+	if err != nil {
+		return 0, err
+	}
+	loss, err := out[0].Merge()
+	if err != nil {
+		return 0, err
+	}
+	return tensors.ToScalar[float32](loss), out[0].FinalizeAll()
 }
 
 // ShardOf returns which device holds position of a global batch of batchSize examples sharded

@@ -93,19 +93,7 @@ func New(name string) (compute.Backend, error) {
 	lower := strings.ToLower(requested)
 	switch {
 	case lower == "" || lower == Auto:
-		if env := strings.TrimSpace(os.Getenv(compute.ConfigEnvVar)); env != "" && strings.ToLower(env) != Auto {
-			b, err := New(env)
-			if err != nil {
-				return nil, fmt.Errorf("backends: $%s=%q: %w", compute.ConfigEnvVar, env, err)
-			}
-			return b, nil
-		}
-		if plugins.HasNvidiaGPU() {
-			if plugin, err := plugins.FindCUDA(); err != nil || plugin != "" {
-				return New(CUDA)
-			}
-		}
-		return New(CPU)
+		return newAuto()
 	case lower == Go || strings.HasPrefix(lower, Go+":"):
 		_, config, _ := strings.Cut(requested, ":")
 		return newGoBackend(requested, config)
@@ -128,44 +116,68 @@ func New(name string) (compute.Backend, error) {
 		return newCUDA(requested, "", options)
 	case strings.HasPrefix(lower, "xla:") || lower == "xla":
 		_, config, _ := strings.Cut(requested, ":")
-		plugin, options, _ := strings.Cut(config, ",")
-		if pjrt.IsCUDAName(plugin) {
-			if !filepath.IsAbs(plugin) {
-				plugin = "" // "xla:cuda": search as "cuda" does
-			}
-			return newCUDA(requested, plugin, options)
-		}
-		if plugin == "" {
-			plugin = "cpu"
-		}
-		if plugin == "cpu" {
-			loc, err := findXLACPUPluginFor(requested)
-			if err != nil {
-				return nil, err
-			}
-			if loc.Path == "" {
-				return nil, &BackendError{Requested: requested, Missing: "the XLA CPU PJRT plugin is not installed",
-					Fix: plugins.XLACPUInstallHint}
-			}
-			return newXLA(requested, withOptions(loc.Path, options), nil)
-		}
-		found := plugins.GoXLAName(plugin)
-		if found == "" && !filepath.IsAbs(plugin) {
-			return nil, &BackendError{Requested: requested,
-				Missing: fmt.Sprintf("the XLA PJRT plugin %q is not installed (found: %s)", plugin, plugins.DescribeGoXLA()),
-				Fix: "install it with `go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest`, set " +
-					"PJRT_PLUGIN_LIBRARY_PATH to its folder, or use -backend go"}
-		}
-		if found == "" {
-			found = plugin
-		}
-		if options != "" {
-			found += "," + options
-		}
-		return newXLA(requested, found, nil)
+		return newConfiguredXLA(requested, config)
 	}
 	return nil, &BackendError{Requested: requested, Missing: "unknown backend name",
 		Fix: "use one of \"auto\", \"cpu\", \"go\", \"cuda\" (or a GoMLX configuration such as \"xla:cpu\")"}
+}
+
+// newAuto is New("auto"): $GOMLX_BACKEND when it names a backend, else CUDA when this host has
+// an NVIDIA GPU and the CUDA plugin (or a problem with it, which New reports), else the CPU.
+func newAuto() (compute.Backend, error) {
+	if env := strings.TrimSpace(os.Getenv(compute.ConfigEnvVar)); env != "" && strings.ToLower(env) != Auto {
+		b, err := New(env)
+		if err != nil {
+			return nil, fmt.Errorf("backends: $%s=%q: %w", compute.ConfigEnvVar, env, err)
+		}
+		return b, nil
+	}
+	if plugins.HasNvidiaGPU() {
+		if plugin, err := plugins.FindCUDA(); err != nil || plugin != "" {
+			return New(CUDA)
+		}
+	}
+	return New(CPU)
+}
+
+// newConfiguredXLA is New of a raw GoMLX XLA configuration ("xla:" config: a plugin name or
+// path, and its options after a comma), requested as given.
+func newConfiguredXLA(requested, config string) (compute.Backend, error) {
+	plugin, options, _ := strings.Cut(config, ",")
+	if pjrt.IsCUDAName(plugin) {
+		if !filepath.IsAbs(plugin) {
+			plugin = "" // "xla:cuda": search as "cuda" does
+		}
+		return newCUDA(requested, plugin, options)
+	}
+	if plugin == "" {
+		plugin = "cpu"
+	}
+	if plugin == "cpu" {
+		loc, err := findXLACPUPluginFor(requested)
+		if err != nil {
+			return nil, err
+		}
+		if loc.Path == "" {
+			return nil, &BackendError{Requested: requested, Missing: "the XLA CPU PJRT plugin is not installed",
+				Fix: plugins.XLACPUInstallHint}
+		}
+		return newXLA(requested, withOptions(loc.Path, options), nil)
+	}
+	found := plugins.GoXLAName(plugin)
+	if found == "" && !filepath.IsAbs(plugin) {
+		return nil, &BackendError{Requested: requested,
+			Missing: fmt.Sprintf("the XLA PJRT plugin %q is not installed (found: %s)", plugin, plugins.DescribeGoXLA()),
+			Fix: "install it with `go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest`, set " +
+				"PJRT_PLUGIN_LIBRARY_PATH to its folder, or use -backend go"}
+	}
+	if found == "" {
+		found = plugin
+	}
+	if options != "" {
+		found += "," + options
+	}
+	return newXLA(requested, found, nil)
 }
 
 // NewWithDevices is New(name) for data-parallel training over devices devices

@@ -210,37 +210,10 @@ func (d *Dataset) batches(reuse bool) iter.Seq2[*HostBatch, error] {
 				if end-start < size && d.opts.DropRemainder {
 					break
 				}
-				b := end - start
-				hb := &HostBatch{Number: number, Epoch: epoch, Examples: append([]int(nil), order[start:end]...),
-					Labels: make([]int32, b)}
-				if reuse && cap(buf) >= b*ImageBytes {
-					hb.Images = buf[:b*ImageBytes]
-				} else {
-					hb.Images = make([]float32, b*ImageBytes)
-					if reuse {
-						buf = hb.Images
-					}
-				}
-				for k, ex := range hb.Examples {
-					hb.Labels[k] = int32(d.recs.Label(ex))
-					if !d.opts.Augment {
-						d.norm.DecodeImage(d.recs.Image(ex), hb.Images[k*ImageBytes:(k+1)*ImageBytes])
-					}
-				}
-				if d.opts.Augment {
-					aug.batch(hb.Examples, hb.Images)
-				}
-				if d.opts.Check != nil {
-					if err := d.opts.Check(hb); err != nil {
-						var lre *LabelRangeError
-						if errors.As(err, &lre) && lre.Batch == number {
-							// The guard's message starts with the batch number already.
-							yield(nil, fmt.Errorf("data: dataset %q (epoch %d): %w", d.name, epoch, err))
-						} else {
-							yield(nil, fmt.Errorf("data: dataset %q batch %d (epoch %d): %w", d.name, number, epoch, err))
-						}
-						return
-					}
+				hb := d.hostBatch(order[start:end], number, epoch, aug, reuse, &buf)
+				if err := d.check(hb); err != nil {
+					yield(nil, err)
+					return
 				}
 				if !yield(hb, nil) {
 					return
@@ -249,6 +222,49 @@ func (d *Dataset) batches(reuse bool) iter.Seq2[*HostBatch, error] {
 			}
 		}
 	}
+}
+
+// hostBatch is batch number of the epoch: the examples, their labels and their images
+// (decoded, augmented when the dataset augments, by aug), into *buf when reuse and it is large
+// enough (else a new buffer, kept in *buf when reuse).
+func (d *Dataset) hostBatch(examples []int, number, epoch int, aug augmenter, reuse bool, buf *[]float32) *HostBatch {
+	b := len(examples)
+	hb := &HostBatch{Number: number, Epoch: epoch, Examples: append([]int(nil), examples...), Labels: make([]int32, b)}
+	if reuse && cap(*buf) >= b*ImageBytes {
+		hb.Images = (*buf)[:b*ImageBytes]
+	} else {
+		hb.Images = make([]float32, b*ImageBytes)
+		if reuse {
+			*buf = hb.Images
+		}
+	}
+	for k, ex := range hb.Examples {
+		hb.Labels[k] = int32(d.recs.Label(ex))
+		if !d.opts.Augment {
+			d.norm.DecodeImage(d.recs.Image(ex), hb.Images[k*ImageBytes:(k+1)*ImageBytes])
+		}
+	}
+	if d.opts.Augment {
+		aug.batch(hb.Examples, hb.Images)
+	}
+	return hb
+}
+
+// check runs the dataset's Check on hb, its error naming the dataset, the batch and the epoch.
+func (d *Dataset) check(hb *HostBatch) error {
+	if d.opts.Check == nil {
+		return nil
+	}
+	err := d.opts.Check(hb)
+	if err == nil {
+		return nil
+	}
+	var lre *LabelRangeError
+	if errors.As(err, &lre) && lre.Batch == hb.Number {
+		// The guard's message starts with the batch number already.
+		return fmt.Errorf("data: dataset %q (epoch %d): %w", d.name, hb.Epoch, err)
+	}
+	return fmt.Errorf("data: dataset %q batch %d (epoch %d): %w", d.name, hb.Number, hb.Epoch, err)
 }
 
 // augmentImage decodes planar into dst (HWC) as the 32x32 crop at (ox, oy) of the image

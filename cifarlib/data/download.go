@@ -115,6 +115,15 @@ func Download(ctx context.Context, root string, spec Spec, opts DownloadOptions)
 			return fmt.Errorf("data: removing bad archive: %w", err)
 		}
 	}
+	if err := fetchWithRetries(ctx, opts, url, archive, root, spec, progress); err != nil {
+		return err
+	}
+	return install(archive, root, spec, source, progress)
+}
+
+// fetchWithRetries fetches url to archive, again after a transient failure up to
+// opts.Retries times, opts.RetryWait apart (default 2 s).
+func fetchWithRetries(ctx context.Context, opts DownloadOptions, url, archive, root string, spec Spec, progress io.Writer) error {
 	wait := opts.RetryWait
 	if wait <= 0 {
 		wait = 2 * time.Second
@@ -122,7 +131,7 @@ func Download(ctx context.Context, root string, spec Spec, opts DownloadOptions)
 	for attempt := 0; ; attempt++ {
 		err := fetch(ctx, opts.Client, url, archive, spec, progress)
 		if err == nil {
-			break
+			return nil
 		}
 		var de *DownloadError
 		if !errors.As(err, &de) || !de.retryable() || attempt >= opts.Retries {
@@ -138,12 +147,11 @@ func Download(ctx context.Context, root string, spec Spec, opts DownloadOptions)
 		case <-time.After(wait):
 		}
 	}
-	return install(archive, root, spec, source, progress)
 }
 
 // fetch downloads url to a temporary file next to archive, checks its SHA-256 and renames
 // it to archive. On any error the temporary file is removed.
-func fetch(ctx context.Context, client *http.Client, url, archive string, spec Spec, progress io.Writer) (err error) {
+func fetch(ctx context.Context, client *http.Client, url, archive string, spec Spec, progress io.Writer) error {
 	fail := func(status int, transient bool, err error) error {
 		return &DownloadError{Dataset: spec.Name, URL: url, Archive: archive, SHA256: spec.ArchiveSHA256,
 			StatusCode: status, Err: err, transient: transient}
@@ -163,6 +171,13 @@ func fetch(ctx context.Context, client *http.Client, url, archive string, spec S
 	if resp.StatusCode != http.StatusOK {
 		return fail(resp.StatusCode, resp.StatusCode >= 500, fmt.Errorf("HTTP status %s", resp.Status))
 	}
+	return saveFetched(resp, archive, spec, progress, fail)
+}
+
+// saveFetched writes resp's body to a temporary file next to archive, checks its length and
+// SHA-256, and renames it to archive; on any error the temporary file is removed (fail words a
+// transfer's error).
+func saveFetched(resp *http.Response, archive string, spec Spec, progress io.Writer, fail func(int, bool, error) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(archive), "."+filepath.Base(archive)+".part-*")
 	if err != nil {
 		return fmt.Errorf("data: %w", err)

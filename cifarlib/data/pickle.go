@@ -200,6 +200,22 @@ func readPickleInto(r io.Reader, size int64, recs *Records, alloc func(n int) []
 			return err
 		}
 	}
+	lists, err := pickleLabelLists(source, vals, labelKeys, n)
+	if err != nil {
+		return err
+	}
+	labels, err := pickleLabels(recs, lists, labelKeys, n)
+	if err != nil {
+		return err
+	}
+	recs.RawLabels = labels
+	recs.Pixels = appendPixels(recs.Pixels, arr.Data)
+	return nil
+}
+
+// pickleLabelLists are the label lists of a batch pickle's values (the keys labelKeys of
+// vals), each of n ints, one per image.
+func pickleLabelLists(source string, vals map[string]any, labelKeys []string, n int) ([]*types.List, error) {
 	lists := make([]*types.List, len(labelKeys))
 	for j, key := range labelKeys {
 		l, ok := vals[key].(*types.List)
@@ -208,11 +224,18 @@ func readPickleInto(r io.Reader, size int64, recs *Records, alloc func(n int) []
 			if ok {
 				got = fmt.Sprintf("%d labels", l.Len())
 			}
-			return &PickleError{File: source, Offset: -1, Record: -1, Key: key, Value: got, Kind: ErrPickleLayout,
+			return nil, &PickleError{File: source, Offset: -1, Record: -1, Key: key, Value: got, Kind: ErrPickleLayout,
 				Reason: fmt.Sprintf("want a list of %d ints, one per image of \"data\"", n)}
 		}
 		lists[j] = l
 	}
+	return lists, nil
+}
+
+// pickleLabels are recs' label bytes with the n labels of lists (those of labelKeys) appended,
+// each checked against its range.
+func pickleLabels(recs *Records, lists []*types.List, labelKeys []string, n int) ([]byte, error) {
+	spec, source := recs.Spec, recs.Source
 	first := recs.Len()
 	lb := spec.LabelBytes
 	labels := growBytes(recs.RawLabels, n*lb)
@@ -229,14 +252,12 @@ func readPickleInto(r io.Reader, size int64, recs *Records, alloc func(n int) []
 				} else {
 					reason += "; the file is corrupt: re-download it"
 				}
-				return &PickleError{File: source, Offset: -1, Record: i, Key: labelKeys[j], Value: pickle.ShortValue(v), Kind: kind, Reason: reason}
+				return nil, &PickleError{File: source, Offset: -1, Record: i, Key: labelKeys[j], Value: pickle.ShortValue(v), Kind: kind, Reason: reason}
 			}
 			labels[(first+i)*lb+j] = byte(label)
 		}
 	}
-	recs.RawLabels = labels
-	recs.Pixels = appendPixels(recs.Pixels, arr.Data)
-	return nil
+	return labels, nil
 }
 
 // growBytes extends b by n bytes (in place when its capacity allows).

@@ -33,22 +33,9 @@ func loadPythonSplit(root string, spec Spec, split Split) (*Records, error) {
 	if err != nil {
 		return nil, err
 	}
-	sizes := make([]int64, len(files))
-	var capacity int64
-	for k, name := range files {
-		path := filepath.Join(dir, name)
-		fi, err := os.Stat(path)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, missing(path, err)
-			}
-			return nil, fmt.Errorf("data: %s %s split: %w", spec.Name, split, err)
-		}
-		if !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("data: %s %s split: %s is not a regular file", spec.Name, split, path)
-		}
-		sizes[k] = fi.Size()
-		capacity += min(fi.Size(), maxPickleFileBytes) / ImageBytes
+	sizes, capacity, err := pickleFileSizes(dir, files, spec, split, missing)
+	if err != nil {
+		return nil, err
 	}
 	out := spec.InLayout(LayoutBinary)
 	out.ClassNames = names
@@ -80,6 +67,29 @@ func loadPythonSplit(root string, spec Spec, split Split) (*Records, error) {
 		recs.Pixels, recs.RawLabels = part.Pixels, part.RawLabels
 	}
 	return recs, nil
+}
+
+// pickleFileSizes are the sizes of the split's files in dir, and the records they can hold
+// at most (a pickle holds at least its pixels); a missing file is missing's error.
+func pickleFileSizes(dir string, files []string, spec Spec, split Split, missing func(string, error) error) ([]int64, int64, error) {
+	sizes := make([]int64, len(files))
+	var capacity int64
+	for k, name := range files {
+		path := filepath.Join(dir, name)
+		fi, err := os.Stat(path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, 0, missing(path, err)
+			}
+			return nil, 0, fmt.Errorf("data: %s %s split: %w", spec.Name, split, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, 0, fmt.Errorf("data: %s %s split: %s is not a regular file", spec.Name, split, path)
+		}
+		sizes[k] = fi.Size()
+		capacity += min(fi.Size(), maxPickleFileBytes) / ImageBytes
+	}
+	return sizes, capacity, nil
 }
 
 // pythonArchiveFiles maps the files of a Python-layout archive to the largest size accepted,
