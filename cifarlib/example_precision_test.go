@@ -26,10 +26,9 @@ func ExampleCheckPrecision() {
 
 	spec := data.CIFAR10()
 	train, _ := data.SynthesizeRecords(spec, data.SplitTrain, data.SynthOptions{Seed: 1, TrainSize: 64})
-	res, err := training.Train(context.Background(), training.Config{
-		Spec: spec, TrainRecords: train, Model: cifarlib.ArchCNN, Steps: 2, BatchSize: 16,
-		Precision: precision, Backend: backend, SkipFinalEval: true, Progress: training.ProgressOff,
-	})
+	s := training.Defaults()
+	s.Data.Spec, s.Model.Arch, s.Run.Steps, s.Data.BatchSize, s.Compute.Precision, s.Eval.SkipFinal = spec, cifarlib.ArchCNN, 2, 16, precision, true
+	res, err := training.Train(context.Background(), s, training.Env{Train: train, Backend: backend, Progress: training.ProgressOff})
 	if err != nil {
 		panic(err)
 	}

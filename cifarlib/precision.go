@@ -12,7 +12,7 @@ import (
 )
 
 // Precision is the floating-point format a model's convolutions and matrix products compute in
-// (training.Config.Precision, ModelBuilder.Precision, cifarlab train|eval --precision). Whatever the
+// (training.Settings.Compute.Precision, ModelBuilder.Precision, cifarlab train|eval --precision). Whatever the
 // precision, the variables (master weights, optimizer state, batch-norm statistics) are float32,
 // and so are the loss, its guards and the checkpoints: a run saved in one precision resumes and
 // evaluates in the other.
@@ -31,7 +31,7 @@ const (
 	PrecisionBF16Mixed Precision = "bf16-mixed"
 )
 
-// Precisions lists the precision names ParsePrecision and training.Config.Precision accept.
+// Precisions lists the precision names ParsePrecision and training.Settings.Compute.Precision accept.
 func Precisions() []string { return []string{string(PrecisionF32), string(PrecisionBF16Mixed)} }
 
 // ParsePrecision returns the Precision named s ("f32" or "bf16-mixed", any case; "" is f32).
@@ -74,7 +74,7 @@ type PrecisionError struct {
 // Error implements error: what was asked, where, what is missing and the fix.
 func (e *PrecisionError) Error() string {
 	return fmt.Sprintf("cifarlib: precision %s needs bfloat16 convolutions and matrix products, but backend %s lacks %s: "+
-		"use precision f32 (--precision f32, training.Config.Precision = cifarlib.PrecisionF32) there, or an XLA backend (cpu, cuda)",
+		"use precision f32 (--precision f32, training.Settings.Compute.Precision = cifarlib.PrecisionF32) there, or an XLA backend (cpu, cuda)",
 		e.Precision, e.Backend, e.Missing)
 }
 

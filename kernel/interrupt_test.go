@@ -26,8 +26,9 @@ func TestInterruptedFitResumes(t *testing.T) {
 	dataDir := filepath.Join(dir, "data")
 	const steps = 400
 	fit := func(name string) string {
-		return fmt.Sprintf("%%%%\nres := nb.Must(lab.Fit(%q, training.Config{Steps: %d, BatchSize: 64, Seed: 1, LogEvery: 10}))\n"+
-			"fmt.Printf(\"end step %%d, loss %%v, test accuracy %%v\\n\", res.EndStep, res.Loss, res.Eval.Accuracy)", name, steps)
+		return fmt.Sprintf("%%%%\ns := lab.Settings()\ns.Run.Steps, s.Data.BatchSize, s.Run.Seed, s.Record.LogEvery = %d, 64, 1, 10\n"+
+			"res := nb.Must(lab.Fit(%q, s))\n"+
+			"fmt.Printf(\"end step %%d, loss %%v, test accuracy %%v\\n\", res.EndStep, res.Loss, res.Eval.Accuracy)", steps, name)
 	}
 	cells := []string{
 		"import (\n\t\"os\"\n\t\"path/filepath\"\n\n\t\"github.com/cifarlab/cifarlab/cifarlib/data\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/nb\"\n" +

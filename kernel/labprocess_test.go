@@ -42,7 +42,8 @@ func TestLabProcessLifecycle(t *testing.T) {
 	stale := filepath.Join(repo.Dir, "cifarlib", "nb", "zz_labprocess_stale_test_file.go")
 
 	fit := func(name string) string {
-		return fmt.Sprintf("%%%%\nres := nb.Must(lab.Fit(%q, training.Config{Steps: 20, BatchSize: 32, Seed: 1, EvalEvery: training.EvalOff, SkipFinalEval: true}))\n"+
+		return fmt.Sprintf("%%%%\ns := lab.Settings()\ns.Run.Steps, s.Data.BatchSize, s.Run.Seed, s.Eval.Every, s.Eval.SkipFinal = 20, 32, 1, training.EvalOff, true\n"+
+			"res := nb.Must(lab.Fit(%q, s))\n"+
 			"fmt.Printf(\"lab process %%s: end step %%d, loss %%v\\n\", labPID(), res.EndStep, res.Loss)", name)
 	}
 	cells := []string{
@@ -58,8 +59,8 @@ func TestLabProcessLifecycle(t *testing.T) {
 		fit("warm"), // 4: a new one, after one line
 		fmt.Sprintf("%%%%\nfmt.Println(os.WriteFile(%q, []byte(\"package nb\\n\"), 0o644))", stale), // 5: the library changes
 		fit("warm"), // 6: a fresh one
-		"%%\n_, err := lab.Fit(\"busy\", training.Config{Steps: 20, BatchSize: 32})\nfmt.Println(\"busy:\", err)\n" +
-			"_, err = lab.Fit(\"head\", training.Config{Steps: 1, BatchSize: 32, Head: 5})\n" +
+		"%%\ns := lab.Settings()\ns.Run.Steps, s.Data.BatchSize = 20, 32\n_, err := lab.Fit(\"busy\", s)\nfmt.Println(\"busy:\", err)\n" +
+			"s.Run.Steps, s.Model.Head = 1, 5\n_, err = lab.Fit(\"head\", s)\n" +
 			"fmt.Println(\"head mismatch:\", errors.Is(err, cifarlib.ErrHeadMismatch), err)", // 7
 		"%%\nrun := nb.Must(lab.Load(\"warm\"))\nopts := training.EvalOptions{MaxExamples: 300}\n" + // 8: evaluated in the lab process
 			"ev := nb.Must(run.Evaluate(context.Background(), lab.Test, opts))\n" +

@@ -21,7 +21,7 @@ func TestLiveViewUpdatesInPlace(t *testing.T) {
 	out := runCells(t, repo, jupyterDir, t.TempDir(), "display_messages.py", []string{CPUKernel},
 		"import (\n\t\"github.com/cifarlab/cifarlab/cifarlib/data\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/nb\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/training\"\n)\n\n"+
 			"var lab = nb.Open(data.CIFAR10())\n\n%%\nfmt.Println(lab.Arch)",
-		fmt.Sprintf("%%%%\nres := nb.Must(lab.Fit(\"live\", training.Config{Steps: %d, BatchSize: 64, Seed: 1}))\nnb.Show(res)", steps))
+		fmt.Sprintf("%%%%\ns := lab.Settings()\ns.Run.Steps, s.Data.BatchSize, s.Run.Seed = %d, 64, 1\nres := nb.Must(lab.Fit(\"live\", s))\nnb.Show(res)", steps))
 	type message struct{ Type, DisplayID, Text string }
 	var raw [][]struct {
 		Type      string  `json:"type"`

@@ -45,7 +45,7 @@ func TestNotebookUsesUnverifiedRealData(t *testing.T) {
 		"import (\n\t\"github.com/cifarlab/cifarlab/cifarlib/data\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/nb\"\n" +
 			"\t\"github.com/cifarlab/cifarlab/cifarlib/training\"\n)\n\n" +
 			"var lab = nb.Open(data.CIFAR10())\n\n%%\nfmt.Println(lab)",
-		"%%\nres := nb.Must(lab.Fit(\"real\", training.Config{Steps: 3, BatchSize: 8, Seed: 1}))\nfmt.Println(\"trained on:\", res.Data)",
+		"%%\ns := lab.Settings()\ns.Run.Steps, s.Data.BatchSize, s.Run.Seed = 3, 8, 1\nres := nb.Must(lab.Fit(\"real\", s))\nfmt.Println(\"trained on:\", res.Data)",
 	}
 	out := runCells(t, repo, jupyterDir, dir, "interrupt_cells.py", []string{CPUKernel, "-1", ""}, cells...)
 	res := cellResults(t, out, len(cells))

@@ -94,9 +94,9 @@ func run(backendName, arch string, batch int, devicesFlag string, steps, example
 			return err
 		}
 		began := time.Now()
-		cfg := training.Config{Spec: data.CIFAR10(), Model: arch, Backend: b, Devices: n, TrainRecords: recs,
-			Steps: steps, BatchSize: batch, Seed: 1, SkipFinalEval: true, Progress: training.ProgressOff}
-		res, err := training.Train(context.Background(), cfg)
+		s := training.Defaults()
+		s.Model.Arch, s.Compute.Devices, s.Run.Steps, s.Data.BatchSize, s.Run.Seed, s.Eval.SkipFinal = arch, n, steps, batch, 1, true
+		res, err := training.Train(context.Background(), s, training.Env{Backend: b, Train: recs, Progress: training.ProgressOff})
 		if err != nil {
 			b.Finalize()
 			return fmt.Errorf("%s devices: %w", s, err)

@@ -52,8 +52,9 @@ func main() {
 			if i > 0 {
 				name = fmt.Sprintf("%s-%d", *run, i+1)
 			}
-			res := nb.Must(lab.Fit(name, training.Config{Model: *model, Steps: *steps, BatchSize: *batch,
-				TestRecords: firstImages(lab.Test, *test), TrainRecords: lab.Train, Programs: programs}))
+			s := lab.Settings()
+			s.Model.Arch, s.Run.Steps, s.Data.BatchSize = *model, *steps, *batch
+			res := nb.Must(lab.FitEnv(name, s, training.Env{Test: firstImages(lab.Test, *test), Train: lab.Train, Programs: programs}))
 			timelines = append(timelines, res.Timeline)
 		}
 		tl = timelines

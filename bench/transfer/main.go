@@ -188,27 +188,33 @@ func (b *bench) run(seedsFlag string) error {
 			return fmt.Errorf("-seeds %q: %w", seedsFlag, err)
 		}
 		src := filepath.Join(tmp, fmt.Sprintf("%s-seed%d", d.sourceName, seed))
-		source, err := training.Train(context.Background(), training.Config{Spec: d.source, Model: b.arch, Backend: backend,
-			TrainRecords: d.train, TestRecords: d.test, Steps: b.sourceSteps, BatchSize: b.batch, Seed: seed, LearningRate: b.lr,
-			CheckpointDir: src, Progress: training.ProgressOff})
+		s := training.Defaults()
+		s.Data.Spec, s.Model.Arch, s.Run.Steps, s.Data.BatchSize, s.Run.Seed = d.source, b.arch, b.sourceSteps, b.batch, seed
+		s.Optimizer, s.Checkpoint.Dir = training.Adam{LearningRate: b.lr}, src
+		source, err := training.Train(context.Background(), s, training.Env{Backend: backend, Train: d.train, Test: d.test,
+			Progress: training.ProgressOff})
 		if err != nil {
 			return err
 		}
 		for _, r := range []struct {
-			name string
-			cfg  training.Config
+			name     string
+			transfer training.TransferSettings
 		}{
-			{"fine-tuned from " + d.sourceName, training.Config{From: src, BackboneLearningRate: b.backboneLR}},
-			{"from scratch", training.Config{}},
-			{"linear probe, trained backbone", training.Config{From: src, Freeze: training.FreezeBackbone}},
-			{"linear probe, random backbone", training.Config{Freeze: training.FreezeBackbone}},
+			{"fine-tuned from " + d.sourceName, training.TransferSettings{From: src, BackboneLearningRate: b.backboneLR}},
+			{"from scratch", training.TransferSettings{}},
+			{"linear probe, trained backbone", training.TransferSettings{From: src, Freeze: training.FreezeBackbone}},
+			{"linear probe, random backbone", training.TransferSettings{Freeze: training.FreezeBackbone}},
 		} {
-			cfg := r.cfg
-			cfg.Spec, cfg.Model, cfg.Backend, cfg.TrainRecords, cfg.TestRecords = d.target, b.arch, backend, d.targetTrain, d.targetTest
-			cfg.Steps, cfg.BatchSize, cfg.Seed, cfg.LearningRate, cfg.Progress = b.steps, b.batch, seed, b.lr, training.ProgressOff
-			cfg.EvalEvery = b.evalEvery
+			cfg := training.Defaults()
+			cfg.Data.Spec, cfg.Model.Arch, cfg.Transfer = d.target, b.arch, r.transfer
+			cfg.Run.Steps, cfg.Data.BatchSize, cfg.Run.Seed, cfg.Optimizer = b.steps, b.batch, seed, training.Adam{LearningRate: b.lr}
+			cfg.Eval.Every, cfg.Eval.Examples = training.EvalOff, 0 // -eval-every 0: at the end only; else on the whole test split
+			if b.evalEvery > 0 {
+				cfg.Eval.Every = b.evalEvery
+			}
 			start := time.Now()
-			res, err := training.Train(context.Background(), cfg)
+			res, err := training.Train(context.Background(), cfg, training.Env{Backend: backend, Train: d.targetTrain, Test: d.targetTest,
+				Progress: training.ProgressOff})
 			if err != nil {
 				return fmt.Errorf("%s (seed %d): %w", r.name, seed, err)
 			}

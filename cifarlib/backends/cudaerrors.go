@@ -58,7 +58,7 @@ var runtimeErrorClasses = []RuntimeErrorClass{
 		Texts: []string{"Buffer passed to Execute() as argument"},
 		Advice: "an input lives on another device than the program runs on: create every tensor and the model on the " +
 			"same backend, and with several GPUs pass the inputs through cifarlib's distributed dataset " +
-			"(training.Config.Devices) rather than placing them by hand"},
+			"(training.Settings.Compute.Devices) rather than placing them by hand"},
 }
 
 const deviceMemoryAdvice = "use a smaller batch size (or model); go-xla's CUDA options in GOMLX_BACKEND: " +

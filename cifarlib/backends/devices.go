@@ -10,7 +10,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// DevicesAll, as training.Config.Devices or the devices argument of NewWithDevices, asks for
+// DevicesAll, as training.Settings.Compute.Devices or the devices argument of NewWithDevices, asks for
 // every device the backend has ("--devices all").
 const DevicesAll = -1
 

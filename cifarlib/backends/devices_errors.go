@@ -45,7 +45,8 @@ func (e *DeviceCountError) Is(target error) bool { return target == ErrDevices }
 // BatchDivisibilityError is returned when a global batch cannot be split evenly across the
 // devices: every device gets BatchSize/Devices examples.
 type BatchDivisibilityError struct {
-	// Field is the training.Config field holding the batch size ("BatchSize" or "EvalBatchSize").
+	// Field is the training setting holding the batch size (its path in training.Settings, e.g.
+	// "Data.BatchSize").
 	Field string
 	// BatchSize is the global batch size and Devices the number of devices.
 	BatchSize, Devices int

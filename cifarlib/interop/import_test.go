@@ -32,8 +32,8 @@ func TestImportExportCNNTwin(t *testing.T) {
 	backend := goBackend(t)
 	ck, err := training.LoadCheckpoint(dir, backend)
 	require.NoError(t, err)
-	require.Equal(t, "cnn", ck.Info.Model)
-	require.Equal(t, 10, ck.Info.Head)
+	require.Equal(t, "cnn", ck.Info.Model.Arch)
+	require.Equal(t, 10, ck.Info.Model.Head)
 	rec, err := runs.ReadRecord(dir)
 	require.NoError(t, err)
 	require.Equal(t, runs.RunDone, rec.Status)
@@ -118,8 +118,9 @@ func TestImportedRunTransfers(t *testing.T) {
 	spec := data.CIFAR100(data.LabelsFine)
 	train, err := data.SynthesizeRecords(spec, data.SplitTrain, data.SynthOptions{Seed: 1, TrainSize: 16, TestSize: 8})
 	require.NoError(t, err)
-	res, err := training.Train(context.Background(), training.Config{Spec: spec, From: dir, TrainRecords: train, Steps: 1,
-		BatchSize: 8, SkipFinalEval: true, Backend: goBackend(t), Progress: training.ProgressOff})
+	s := training.Defaults()
+	s.Data.Spec, s.Model.Arch, s.Transfer.From, s.Run.Steps, s.Data.BatchSize, s.Eval.SkipFinal = spec, training.ArchOfSource, dir, 1, 8, true
+	res, err := training.Train(context.Background(), s, training.Env{Train: train, Backend: goBackend(t), Progress: training.ProgressOff})
 	require.NoError(t, err)
 	rep := res.Transfer
 	require.NotNil(t, rep)

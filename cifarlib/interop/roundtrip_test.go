@@ -142,9 +142,11 @@ func TestImportedRunTrainsOn(t *testing.T) {
 	train, err := data.SynthesizeRecords(spec, data.SplitTrain, data.SynthOptions{Seed: 1, TrainSize: 32, TestSize: 8})
 	require.NoError(t, err)
 	var log bytes.Buffer
-	cfg := training.Config{Spec: spec, Model: "cnn", CheckpointDir: run, TrainRecords: train, Steps: 2, BatchSize: 8, Optimizer: "sgd",
-		SkipFinalEval: true, Backend: goBackend(t), Progress: training.ProgressOff, Log: &log}
-	tr, err := training.NewTrainer(cfg)
+	cfg := training.Defaults()
+	cfg.Data.Spec, cfg.Model.Arch, cfg.Checkpoint.Dir, cfg.Run.Steps, cfg.Data.BatchSize, cfg.Eval.SkipFinal = spec, "cnn", run, 2, 8, true
+	cfg.Optimizer, _ = training.NewOptimizer("sgd")
+	env := training.Env{Train: train, Backend: goBackend(t), Progress: training.ProgressOff, Log: &log}
+	tr, err := training.NewTrainer(cfg, env)
 	require.NoError(t, err)
 	require.Contains(t, log.String(), "training on "+run+" (imported from "+filepath.Join("testdata", "cnn_twin.pt")+
 		") from its weights, head kept: step 0, a fresh sgd optimizer state, batch 8")
@@ -164,16 +166,16 @@ func TestImportedRunTrainsOn(t *testing.T) {
 	require.Equal(t, runs.RunDone, rec.Status)
 	require.Equal(t, filepath.Join("testdata", "cnn_twin.pt"), rec.ImportedFrom, "run.json still says where the weights came from")
 
-	cfg.BatchSize, cfg.Steps, cfg.Log = 16, 4, nil
-	_, err = training.NewTrainer(cfg)
+	cfg.Data.BatchSize, cfg.Run.Steps, env.Log = 16, 4, nil
+	_, err = training.NewTrainer(cfg, env)
 	var mismatch *training.CheckpointMismatchError
 	require.ErrorAs(t, err, &mismatch, "once trained on, the run resumes only with its own settings")
 
 	other := filepath.Join(t.TempDir(), "twin100")
 	_, err = Import(filepath.Join("testdata", "cnn_twin.pt"), other, ImportOptions{Arch: "cnn"})
 	require.NoError(t, err)
-	cfg.CheckpointDir, cfg.Model = other, "resnet20"
-	_, err = training.NewTrainer(cfg)
+	cfg.Checkpoint.Dir, cfg.Model.Arch = other, "resnet20"
+	_, err = training.NewTrainer(cfg, env)
 	require.ErrorContains(t, err, "is an imported cnn for cifar10 (head 10); training it on needs the same model and dataset, not resnet20")
 }
 

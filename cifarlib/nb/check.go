@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/cifarlab/cifarlab/internal/proctree"
 )
 
 // started is when the program started: in GoNB, when the cell began to run.
@@ -21,7 +23,7 @@ func Check(err error) {
 	}
 	if errors.Is(err, ErrInterrupted) {
 		fmt.Fprintln(output(), shownText(err.Error()))
-		os.Exit(exitInterrupted)
+		os.Exit(proctree.ExitInterrupted)
 	}
 	fmt.Fprintln(output(), "error:", shownText(err.Error()))
 	os.Exit(1)

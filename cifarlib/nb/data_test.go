@@ -5,7 +5,6 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
-	"github.com/cifarlab/cifarlab/cifarlib/training"
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,7 +19,7 @@ func TestFitRecordsData(t *testing.T) {
 	t.Setenv(RunsEnv, "")
 	lab, err := New(data.CIFAR10(), backend, dataDir)
 	require.NoError(t, err)
-	res, err := lab.Fit("run", training.Config{Steps: 2, BatchSize: 16, SkipFinalEval: true})
+	res, err := lab.Fit("run", settingsOf(t, lab, map[string]string{"steps": "2", "batch": "16", "no-eval": "true"}))
 	require.NoError(t, err)
 	require.Equal(t, data.Provenance{Dataset: "cifar10", Kind: data.KindSynthetic, Layout: "binary",
 		Folder: "$CIFARLAB_DATA/synthetic/cifar-10-batches-bin", TrainImages: lab.Train.Len(), TestImages: lab.Test.Len()}, res.Data)

@@ -72,3 +72,24 @@ func display(data map[protocol.MIMEType]any, text string) {
 	}
 	cellIO.send(&protocol.DisplayData{Data: data})
 }
+
+// Sink is where a live view sends its charts. Update replaces the display called id by svg,
+// with text as its plain-text alternative; the first Update of an id creates the display, in
+// the cell's output where the cell is at that time. NotebookSink is the notebook's; tests
+// record the updates.
+type Sink interface {
+	Update(id, svg, text string)
+}
+
+// NotebookSink updates displays of the GoNB cell in place (gonbui's display ids: Jupyter's
+// update_display_data), as SVG images: no JavaScript, and the last update is what a saved
+// notebook keeps.
+type NotebookSink struct{}
+
+// Update sends svg to the display id and waits until GoNB has it.
+func (NotebookSink) Update(id, svg, text string) {
+	cellIO.send(&protocol.DisplayData{
+		Data:      map[protocol.MIMEType]any{protocol.MIMEImageSVG: svg, protocol.MIMETextPlain: text},
+		DisplayID: id,
+	})
+}

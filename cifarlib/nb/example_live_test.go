@@ -17,7 +17,7 @@ type textSink struct{}
 func (textSink) Update(id, svg, text string) { fmt.Println(text) }
 
 // A live view fed by a training run's History points (what lab.Fit does in a notebook, with
-// training.Config.OnPoint): drawn when it has two points, then at most every Every, and always at
+// training.Env.OnPoint): drawn when it has two points, then at most every Every, and always at
 // the end; each chart's caption says the run's data and machine (its Source).
 func ExampleLive() {
 	live := nb.NewLive(textSink{}, 0)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
-	"github.com/cifarlab/cifarlab/cifarlib/training"
 
 	"github.com/cifarlab/cifarlab/cifarlib/nb"
 )
@@ -30,7 +29,9 @@ func ExampleLab() {
 	nb.Output = io.Discard // Fit and Load print how long they took
 	defer func() { nb.Output = nil }()
 
-	res, err := lab.Fit("example", training.Config{Steps: 2, BatchSize: 16, Seed: 1, SkipFinalEval: true})
+	s := lab.Settings() // the lab's dataset and architecture, the rest training.Defaults'
+	s.Run.Steps, s.Data.BatchSize, s.Run.Seed, s.Eval.SkipFinal = 2, 16, 1, true
+	res, err := lab.Fit("example", s)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -9,7 +9,6 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/interop"
-	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 // TestLabImportTransferExport: the notebook's one-call forms. A PyTorch file imported as a run
@@ -29,9 +28,10 @@ func TestLabImportTransferExport(t *testing.T) {
 	require.Contains(t, buf.String(), `run "pytorch": imported `+twin+" (cnn-twin naming, 8 tensors)")
 	ck, err := lab10.Load("pytorch")
 	require.NoError(t, err)
-	require.Equal(t, "cnn", ck.Info.Model)
+	require.Equal(t, "cnn", ck.Info.Model.Arch)
 
-	res, err := lab100.Transfer("from-pytorch", "pytorch", training.Config{Model: cifarlib.ArchCNN, Steps: 1, BatchSize: 8, SkipFinalEval: true})
+	res, err := lab100.Transfer("from-pytorch", "pytorch", settingsOf(t, lab100, map[string]string{"model": cifarlib.ArchCNN, "steps": "1",
+		"batch": "8", "no-eval": "true"}))
 	require.NoError(t, err)
 	require.Equal(t, 100, res.Transfer.Head)
 

@@ -14,31 +14,19 @@ import (
 // ErrInterrupted is what errors.Is finds in the error Fit (and Transfer) return when training
 // was interrupted: Kernel → Interrupt in JupyterLab, which GoNB delivers to the cell's program as
 // SIGINT, as Ctrl-C does to `cifarlab train`.
-var ErrInterrupted = errors.New("nb: training interrupted")
-
-// exitInterrupted is the exit status of a cell stopped by an interrupt (128 + SIGINT, as a
-// shell reports a program Ctrl-C stopped, and as `cifarlab train` exits then).
-const exitInterrupted = 130
+var ErrInterrupted = training.ErrInterrupted
 
 // InterruptedError is the error of a run interrupted while it trained: the step it reached, and
-// where its checkpoint is. Running the same Fit call again continues it from that step; Load
-// gives the model as it was saved.
-type InterruptedError struct {
-	// Run is the run's name, Dir its folder.
-	Run, Dir string
-	// Step is the last completed step, saved in the checkpoint; Target the step asked for.
-	Step, Target int
-}
+// where its checkpoint is (training's, which a sweep stopped by Ctrl-C returns too). Running the
+// same Fit call again continues it from that step; Load gives the model as it was saved.
+type InterruptedError = training.InterruptedError
 
-// Error implements error.
-func (e *InterruptedError) Error() string {
-	return fmt.Sprintf("run %q interrupted at step %d of %d; its checkpoint is saved in %s.\n"+
-		"Run this cell again to continue from step %d (the same lab.Fit call resumes), "+
-		"or use lab.Load(%q) for the model as it is now.", e.Run, e.Step, e.Target, shownPath(e.Dir), e.Step, e.Run)
+// interruptedError is the error of the run called name in dir (as the cell shows it),
+// interrupted at step of target.
+func interruptedError(name, dir string, step, target int) *InterruptedError {
+	return &InterruptedError{Run: name, Dir: dir, Step: step, Target: target, Resume: fmt.Sprintf("Run this cell again to "+
+		"continue from step %d (the same lab.Fit call resumes), or use lab.Load(%q) for the model as it is now.", step, name)}
 }
-
-// Is makes errors.Is(err, ErrInterrupted) true.
-func (e *InterruptedError) Is(target error) bool { return target == ErrInterrupted }
 
 // interruptedRun says whether dir holds a run that was interrupted (run.json says so), and the
 // step it reached: Fit resumes such a run rather than starting it again.

@@ -25,8 +25,8 @@ func TestFitInterruptedResumes(t *testing.T) {
 	buf := captureOutput(t)
 	t.Setenv(data.DirEnv, "") // messages show the folder as it is
 	lab := goLab(t, data.CIFAR10())
-	cfg := training.Config{Steps: 12, BatchSize: 16, Seed: 3, SkipFinalEval: true}
-	interrupting := cfg
+	cfg := settingsOf(t, lab, map[string]string{"steps": "12", "batch": "16", "seed": "3", "no-eval": "true"})
+	var interrupting training.Env
 	interrupting.OnPoint = func(p runs.HistoryPoint) error {
 		if p.Step != 4 {
 			return nil
@@ -44,12 +44,12 @@ func TestFitInterruptedResumes(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		return nil
 	}
-	res, err := lab.Fit("run", interrupting)
+	res, err := lab.FitEnv("run", cfg, interrupting)
 	var ie *InterruptedError
 	require.ErrorAs(t, err, &ie)
 	require.True(t, errors.Is(err, ErrInterrupted))
 	dir := filepath.Join(lab.DataDir, "runs", "run")
-	require.Equal(t, InterruptedError{Run: "run", Dir: dir, Step: res.EndStep, Target: 12}, *ie)
+	require.Equal(t, *interruptedError("run", dir, res.EndStep, 12), *ie)
 	require.True(t, res.Interrupted)
 	step := res.EndStep
 	require.GreaterOrEqual(t, step, 4, "the step of the signal completes")
@@ -75,10 +75,10 @@ Run this cell again to continue from step `+strconv.Itoa(step)+` (the same lab.F
 	require.Equal(t, reference.Loss, resumed.Loss, "the resumed run ends where an uninterrupted one does")
 
 	// Interrupted again, then run with another seed: a fresh run, said so.
-	_, err = lab.Fit("run", interrupting)
+	_, err = lab.FitEnv("run", cfg, interrupting)
 	require.ErrorIs(t, err, ErrInterrupted)
 	other := cfg
-	other.Seed = 4
+	other.Run.Seed = 4
 	fresh, err := lab.Fit("run", other)
 	require.NoError(t, err)
 	require.Equal(t, 0, fresh.StartStep)

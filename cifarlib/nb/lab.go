@@ -133,17 +133,30 @@ func (l *Lab) RunDir(name string) (string, error) {
 	return filepath.Join(l.RunsDir, name), nil
 }
 
-// Fit trains cfg as the run called name, from scratch: a previous run of that name is removed
-// first, so running the cell again gives the same result, unless that run was interrupted, which
-// Fit resumes from its checkpoint (the same parameters as an uninterrupted run; with other
-// settings than the interrupted run's it starts again). Fields cfg leaves unset come from the
-// lab: Spec, the splits, Arch (unless cfg.Recipe names the model) and Backend. The progress bar is off unless asked for, and log
-// lines (every cfg.LogEvery steps, when set) go to Output. In a notebook, the loss and
+// Settings returns the settings a run of the lab starts from: training.Defaults on the lab's
+// dataset, data folder and architecture (see Arch). A cell overrides them field by field:
+//
+//	s := lab.Settings()
+//	s.Run.Steps, s.Data.BatchSize = 200, 64
+//	res := nb.Must(lab.Fit("fixed", s))
+func (l *Lab) Settings() training.Settings {
+	s := training.Defaults()
+	s.Data.Spec, s.Data.Dir, s.Model.Arch = l.Spec, l.DataDir, l.Arch
+	return s
+}
+
+// Fit trains s as the run called name, from scratch, on the lab's data (s.Data's dataset and
+// folder are the lab's), its backend and its splits: a previous run of that name is removed
+// first, so running the cell again gives the same result, unless that run was interrupted,
+// which Fit resumes from its checkpoint (the same parameters as an uninterrupted run; with
+// other settings than the interrupted run's it starts again). Start s from lab.Settings() (the
+// lab's architecture) or a recipe (training.Airbench94()). The progress bar is off, and log
+// lines (every s.Record.LogEvery steps, when set) go to Output. In a notebook, the loss and
 // accuracy charts of the run so far are drawn in the cell and redrawn in place as it trains
-// (Live, at most every LiveEvery; not with cfg.Plot, GoMLX's own plotly figures), and stay as
-// the run's final charts. The run's checkpoint stays in RunDir(name) for Load. It prints how
-// long training took, and where the time went (the run's timeline, runs.Timeline.Short: e.g.
-// "start 0.6 s · compile 3.9 s · 300 steps 2.5 s · eval 0.4 s · 1 checkpoint 0.02 s").
+// (Live, at most every LiveEvery), and stay as the run's final charts. The run's checkpoint
+// stays in RunDir(name) for Load. It prints how long training took, and where the time went
+// (the run's timeline, runs.Timeline.Short: e.g. "start 0.6 s · compile 3.9 s · 300 steps 2.5 s
+// · eval 0.4 s · 1 checkpoint 0.02 s").
 //
 // An interrupt (Kernel → Interrupt, which GoNB sends to the cell as SIGINT; Ctrl-C) stops
 // training after the current step, saves the checkpoint, marks run.json "interrupted" and
@@ -153,110 +166,19 @@ func (l *Lab) RunDir(name string) (string, error) {
 // In a notebook, Fit runs in the kernel's lab process (see LabProcess), which keeps the backend,
 // the data and the compiled programs from one cell to the next; the cell's output, the run
 // folder and the result are the same as in the cell's own program.
-func (l *Lab) Fit(name string, cfg training.Config) (*training.Result, error) {
-	if res, err, done := l.fitInLabProcess(name, cfg); done {
+func (l *Lab) Fit(name string, s training.Settings) (*training.Result, error) {
+	return l.FitEnv(name, s, training.Env{})
+}
+
+// FitEnv is Fit with the cell's own hooks, log, progress bar or plots (env), which keep the run
+// in the cell's program: its backend and splits are the lab's unless env gives others.
+func (l *Lab) FitEnv(name string, s training.Settings, env training.Env) (*training.Result, error) {
+	if res, err, done := l.fitInLabProcess(name, s, env); done {
 		return res, err
 	}
 	ctx, stop := training.InterruptContext(context.Background())
 	defer stop()
-	return l.fit(ctx, name, cfg)
-}
-
-// fit is Fit in this program, until ctx ends: the run's folder is locked while it trains
-// (lockRun), so that two kernels, or a kernel and its lab process, never write it at once.
-func (l *Lab) fit(ctx context.Context, name string, cfg training.Config) (*training.Result, error) {
-	dir, err := l.RunDir(name)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := l.lockRun(name)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if cfg.Spec.Name == "" {
-		cfg.Spec = l.Spec
-	}
-	if cfg.TrainRecords == nil && cfg.TestRecords == nil {
-		cfg.TrainRecords, cfg.TestRecords = l.Train, l.Test
-	}
-	if cfg.Model == "" && cfg.Recipe == "" { // a recipe names its own model
-		cfg.Model = l.Arch
-	}
-	if cfg.Backend == nil {
-		cfg.Backend = l.Backend
-	}
-	if cfg.Progress != training.ProgressOn {
-		cfg.Progress = training.ProgressOff
-	}
-	if cfg.Log == nil && cfg.LogEvery > 0 {
-		cfg.Log = output()
-	}
-	step, resume := interruptedRun(dir)
-	if !resume {
-		if err := removeRun(name, dir); err != nil {
-			return nil, err
-		}
-	}
-	cfg.CheckpointDir = dir
-	var live *Live
-	if InNotebook() && !cfg.Plot {
-		live = liveFor(&cfg)
-	}
-	start := time.Now()
-	if resume && cfg.Log == nil { // else Train says it
-		fmt.Fprintf(output(), "run %q: resuming from step %d, where it was interrupted\n", name, step)
-	}
-	res, err := training.Train(ctx, cfg)
-	if note, again := restartNote(name, err); resume && again {
-		fmt.Fprint(output(), note)
-		if err := removeRun(name, dir); err != nil {
-			return nil, err
-		}
-		res, err = training.Train(ctx, cfg)
-	}
-	if err != nil {
-		_ = training.RecordFailedStart(cfg, err) // Runs lists the attempt, with its error
-		if live != nil {
-			live.Finish(nil) // the curves up to the failure
-		}
-		return nil, err
-	}
-	if live != nil {
-		live.Source = res.Source() // the run's own record of its data and machine, for the last drawing
-	}
-	if live != nil && live.Finish(res.History) {
-		drawnLive.Store(res.History, struct{}{})
-	}
-	if res.Interrupted {
-		return res, &InterruptedError{Run: name, Dir: dir, Step: res.EndStep, Target: res.TargetStep}
-	}
-	fmt.Fprintf(output(), "run %q: trained %d steps in %.1fs (%s), saved in %s\n", name, res.StepsRun(), time.Since(start).Seconds(),
-		res.Timeline.Short(), shownPath(dir))
-	return res, nil
-}
-
-// liveFor returns a live view on the notebook, fed by cfg.OnPoint (before any hook of the
-// caller's), whose caption says cfg's data (its training records' Kind) and machine.
-func liveFor(cfg *training.Config) *Live {
-	live := NewLive(NotebookSink{}, cfg.TopK())
-	devices := max(1, cfg.Devices)
-	if cfg.Devices == backends.DevicesAll && cfg.Backend != nil {
-		devices = cfg.Backend.NumDevices()
-	}
-	live.Source = runs.Source{Backend: backends.Name(cfg.Backend), Devices: devices, Precision: cfg.Precision}
-	if cfg.TrainRecords != nil {
-		live.Source.Data = &data.Provenance{Dataset: cfg.Spec.ID(), Kind: cfg.TrainRecords.Kind}
-	}
-	next := cfg.OnPoint
-	cfg.OnPoint = func(p runs.HistoryPoint) error {
-		_ = live.Add(p)
-		if next != nil {
-			return next(p)
-		}
-		return nil
-	}
-	return live
+	return l.fit(ctx, name, s, env)
 }
 
 // ErrNoRun is returned by Load when the run has not been trained yet.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
@@ -74,32 +75,18 @@ func (l *Lab) lockRun(name string) (unlock func(), err error) {
 	return unlock, err
 }
 
-// fitRequest is a Fit call as it travels to the lab process: the cell's config without what
-// cannot leave the cell (see labClient), and the lab's data and runs folders.
+// fitRequest is a Fit call as it travels to the lab process: the run's settings as they are
+// (training.Settings travel whole; the Env stays in the cell, see labClient), where its timeline
+// starts, and the lab's data and runs folders.
 type fitRequest struct {
 	Name       string
-	Config     wireConfig
+	Settings   training.Settings
+	Clock      time.Time
 	Spec       data.Spec
 	DataDir    string
 	RunsDir    string
 	InNotebook bool
 }
-
-// wireConfig is a training.Config as it travels, in JSON: the fields that cannot leave the
-// cell (the backend, the records, the hooks, the writer, a training-level cache of this
-// process) are shadowed by fields of the same name, which JSON prefers to the embedded ones and
-// leaves out; labClient keeps such configs in the cell.
-type wireConfig struct {
-	training.Config
-	Backend, TrainRecords, TestRecords, Log, OnPoint, Programs *struct{} `json:",omitempty"`
-}
-
-// GobEncode implements gob.GobEncoder: the config travels as JSON, which embedding and
-// shadowing serve (gob would encode the embedded Config whole).
-func (c wireConfig) GobEncode() ([]byte, error) { return json.Marshal(c) }
-
-// GobDecode implements gob.GobDecoder.
-func (c *wireConfig) GobDecode(b []byte) error { return json.Unmarshal(b, c) }
 
 // fitReply is Fit's result from the lab process: the Result and History as JSON (as run.json
 // and history.json hold them), and whether its live view drew the charts to the end.
@@ -108,16 +95,16 @@ type fitReply struct {
 	LiveDrawn       bool
 }
 
-// labClient returns the client of the kernel's lab process when Fit of cfg runs there: in a
-// GoNB cell, with the lab process on, a lab from Open (the kernel's backend) and a config
-// whose every part can travel (no hook, writer, plot or progress bar of the cell's, and the
-// lab's own backend and splits). Otherwise nil: Fit runs in the cell's program, as before.
-func (l *Lab) labClient(cfg training.Config) *labproc.Client {
+// labClient returns the client of the kernel's lab process when a run in env goes there: in a
+// GoNB cell, with the lab process on, a lab from Open (the kernel's backend) and an Env with
+// nothing of the cell's (no hook, writer, plot or progress bar; the lab's own backend and
+// splits). Otherwise nil: the run stays in the cell's program, as before.
+func (l *Lab) labClient(env training.Env) *labproc.Client {
 	switch {
 	case inLabProcess, !l.opened, !InNotebook(), labproc.Off(), os.Getenv(labproc.GoNBTmpEnv) == "",
-		cfg.OnPoint != nil, cfg.Log != nil, cfg.Plot, cfg.Progress == training.ProgressOn,
-		cfg.Backend != nil && cfg.Backend != l.Backend,
-		(cfg.TrainRecords != nil || cfg.TestRecords != nil) && (cfg.TrainRecords != l.Train || cfg.TestRecords != l.Test):
+		env.OnPoint != nil, env.Log != nil, env.Plot, env.Progress == training.ProgressOn,
+		env.Backend != nil && env.Backend != l.Backend,
+		(env.Train != nil || env.Test != nil) && (env.Train != l.Train || env.Test != l.Test):
 		return nil
 	}
 	folder, err := labproc.Folder(os.Getenv(labproc.GoNBTmpEnv))
@@ -133,17 +120,18 @@ func (l *Lab) labClient(cfg training.Config) *labproc.Client {
 
 // fitInLabProcess runs Fit in the kernel's lab process when it can (labClient); done is false
 // when Fit must run in this program instead.
-func (l *Lab) fitInLabProcess(name string, cfg training.Config) (res *training.Result, err error, done bool) {
-	client := l.labClient(cfg)
+func (l *Lab) fitInLabProcess(name string, s training.Settings, env training.Env) (res *training.Result, err error, done bool) {
+	client := l.labClient(env)
 	if client == nil {
 		return nil, nil, false
 	}
-	cfg.Backend, cfg.TrainRecords, cfg.TestRecords, cfg.Programs = nil, nil, nil, nil
-	if cfg.TimelineFrom.IsZero() { // the run's timeline counts from this cell's program start
-		cfg.TimelineFrom, _ = runs.ProcessStart()
+	clock := env.Clock
+	if clock.IsZero() { // the run's timeline counts from this cell's program start
+		clock, _ = runs.ProcessStart()
 	}
-	cfg.DataDir, cfg.From = absPath(cfg.DataDir), absPath(cfg.From) // the lab process has its own working folder
-	payload, err := encode(fitRequest{Name: name, Config: wireConfig{Config: cfg}, Spec: l.Spec, DataDir: absPath(l.DataDir), RunsDir: absPath(l.RunsDir), InNotebook: InNotebook()})
+	s.Transfer.From = absPath(s.Transfer.From) // the lab process has its own working folder
+	payload, err := encode(fitRequest{Name: name, Settings: s, Clock: clock, Spec: l.Spec, DataDir: absPath(l.DataDir),
+		RunsDir: absPath(l.RunsDir), InNotebook: InNotebook()})
 	if err != nil {
 		return nil, fmt.Errorf("nb: sending lab.Fit(%q) to the lab process: %w", name, err), true
 	}
@@ -157,33 +145,39 @@ func (l *Lab) fitInLabProcess(name string, cfg training.Config) (res *training.R
 		}
 		return nil, fmt.Errorf("nb: lab.Fit(%q): %w", name, err), true
 	}
+	res, err = l.fitResult(name, msg.Payload, err)
+	return res, err, true
+}
+
+// fitResult is the result of the lab process's fit of the run called name: its reply (the
+// Result and History) with the trained weights, read here from the checkpoint the run saved,
+// lazily (res.Logits, res.Evaluate), and its error as the cell gets it.
+func (l *Lab) fitResult(name string, payload []byte, runErr error) (*training.Result, error) {
 	var reply fitReply
-	if derr := decode(msg.Payload, &reply); derr != nil || reply.Result == nil {
-		return nil, cellError(err), true
+	if derr := decode(payload, &reply); derr != nil || reply.Result == nil {
+		return nil, cellError(runErr)
 	}
-	res = new(training.Result)
+	res := new(training.Result)
 	if jerr := json.Unmarshal(reply.Result, res); jerr != nil {
-		return nil, fmt.Errorf("nb: lab.Fit(%q): the lab process's result: %w", name, jerr), true
+		return nil, fmt.Errorf("nb: lab.Fit(%q): the lab process's result: %w", name, jerr)
 	}
 	if reply.History != nil {
 		res.History = new(runs.History)
 		if jerr := json.Unmarshal(reply.History, res.History); jerr != nil {
-			return nil, fmt.Errorf("nb: lab.Fit(%q): the lab process's history: %w", name, jerr), true
+			return nil, fmt.Errorf("nb: lab.Fit(%q): the lab process's history: %w", name, jerr)
 		}
 		if reply.LiveDrawn {
 			drawnLive.Store(res.History, struct{}{})
 		}
 	}
-	// The trained weights, in this program too (res.Logits, res.Evaluate): read from the
-	// checkpoint the run saved, lazily, as LoadCheckpoint does.
 	if dir, _ := l.RunDir(name); res.CheckpointDir != "" {
 		ck, lerr := training.LoadCheckpoint(dir, l.Backend)
 		if lerr != nil {
-			return nil, fmt.Errorf("nb: lab.Fit(%q): loading what the lab process trained: %w", name, lerr), true
+			return nil, fmt.Errorf("nb: lab.Fit(%q): loading what the lab process trained: %w", name, lerr)
 		}
 		res.Trained = ck.Trained
 	}
-	return res, cellError(err), true
+	return res, cellError(runErr)
 }
 
 // absPath is path made absolute in this program's working folder ("" stays "").

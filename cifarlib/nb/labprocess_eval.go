@@ -31,7 +31,7 @@ type evalRequest struct {
 // kernel's lab process (when Fit would: labClient), which keeps the run's weights, the data and
 // the compiled evaluation; any other records are evaluated in this program, as before.
 func (l *Lab) evaluateInLabProcess(ck *training.LoadedCheckpoint, dir string) {
-	client := l.labClient(training.Config{})
+	client := l.labClient(training.Env{})
 	if client == nil || ck.Trained == nil {
 		return
 	}

@@ -80,9 +80,7 @@ func (s *labServer) handle(ctx context.Context, req *labproc.Request, out *labpr
 		l := *lab
 		l.RunsDir = r.RunsDir
 		defer toCell(out, r.InNotebook)()
-		cfg := r.Config.Config
-		cfg.Programs = &s.programs
-		res, err := l.fit(ctx, r.Name, cfg)
+		res, err := l.fit(ctx, r.Name, r.Settings, training.Env{Programs: &s.programs, Clock: r.Clock})
 		var reply fitReply
 		if res != nil {
 			reply.Result, _ = json.Marshal(res)

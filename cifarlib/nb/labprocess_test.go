@@ -43,18 +43,20 @@ func TestLabProcessErrors(t *testing.T) {
 	require.Equal(t, plain, cellError(plain), "an error of this program is left as it is")
 }
 
-// TestFitRequestTravels: a Fit's config travels to the lab process whole, but for what cannot
-// leave the cell (Fit sends the lab's backend and splits as nil: the lab process has its own).
+// TestFitRequestTravels: a Fit's settings travel to the lab process as they are, whole (its
+// Env stays in the cell: the lab process has its own backend and splits).
 func TestFitRequestTravels(t *testing.T) {
-	cfg := training.Config{Steps: 7, BatchSize: 32, Seed: 3, Head: 100, Precision: cifarlib.PrecisionBF16Mixed, EvalEvery: training.EvalOff,
-		Optimizer: "adamw", LearningRate: 0.01, Devices: 2, From: "/runs/src", Params: map[string]string{"steps": "7"}}
-	cfg.OnPoint = func(runs.HistoryPoint) error { return nil } // labClient keeps such a config in the cell; on the wire it is left out
-	b, err := encode(fitRequest{Name: "n", Config: wireConfig{Config: cfg}, Spec: data.CIFAR100(data.LabelsFine), DataDir: "/d", RunsDir: "/r", InNotebook: true})
+	cfg := training.Defaults()
+	cfg.Run.Steps, cfg.Data.BatchSize, cfg.Run.Seed, cfg.Model.Head, cfg.Compute.Precision = 7, 32, 3, 100, cifarlib.PrecisionBF16Mixed
+	cfg.Eval.Every, cfg.Optimizer, cfg.Compute.Devices, cfg.Transfer.From = training.EvalOff, training.AdamW{LearningRate: 0.01, WeightDecay: 0.004}, 2, "/runs/src"
+	cfg.Record.Params = map[string]string{"steps": "7"}
+	clock := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	b, err := encode(fitRequest{Name: "n", Settings: cfg, Clock: clock, Spec: data.CIFAR100(data.LabelsFine), DataDir: "/d", RunsDir: "/r", InNotebook: true})
 	require.NoError(t, err)
 	var got fitRequest
 	require.NoError(t, decode(b, &got))
-	cfg.OnPoint = nil
-	require.Equal(t, cfg, got.Config.Config)
+	require.Equal(t, cfg, got.Settings)
+	require.True(t, clock.Equal(got.Clock))
 	require.Equal(t, data.CIFAR100(data.LabelsFine), got.Spec)
 	require.True(t, got.InNotebook)
 }
@@ -63,19 +65,19 @@ func TestFitRequestTravels(t *testing.T) {
 // New (its own backend), with the lab process off, and for a config with the cell's hooks.
 func TestLabClientOnlyForWhatTravels(t *testing.T) {
 	l := &Lab{opened: true}
-	require.Nil(t, l.labClient(training.Config{}), "not a GoNB cell")
+	require.Nil(t, l.labClient(training.Env{}), "not a GoNB cell")
 	t.Setenv("GONB_TMP_DIR", t.TempDir())
 	saved := cellIO
 	defer func() { cellIO = saved }()
 	cellIO.notebook = func() bool { return true }
-	require.NotNil(t, l.labClient(training.Config{}))
-	require.Nil(t, l.labClient(training.Config{OnPoint: func(runs.HistoryPoint) error { return nil }}))
-	require.Nil(t, l.labClient(training.Config{Plot: true}))
-	require.Nil(t, l.labClient(training.Config{Progress: training.ProgressOn}))
-	require.Nil(t, l.labClient(training.Config{TrainRecords: &data.Records{}}))
-	require.Nil(t, (&Lab{}).labClient(training.Config{}), "a lab of New")
+	require.NotNil(t, l.labClient(training.Env{}))
+	require.Nil(t, l.labClient(training.Env{OnPoint: func(runs.HistoryPoint) error { return nil }}))
+	require.Nil(t, l.labClient(training.Env{Plot: true}))
+	require.Nil(t, l.labClient(training.Env{Progress: training.ProgressOn}))
+	require.Nil(t, l.labClient(training.Env{Train: &data.Records{}}))
+	require.Nil(t, (&Lab{}).labClient(training.Env{}), "a lab of New")
 	t.Setenv(LabProcessEnv, "0")
-	require.Nil(t, l.labClient(training.Config{}))
+	require.Nil(t, l.labClient(training.Env{}))
 }
 
 // TestLabServerFit serves lab.Fit requests with the lab process's handler on a socket in this
@@ -92,8 +94,11 @@ func TestLabServerFit(t *testing.T) {
 	client := &labproc.Client{Folder: folder, Fingerprint: "fp"}
 	require.Eventually(t, func() bool { _, err := os.Stat(labproc.SocketPath(folder)); return err == nil }, 5*time.Second, 10*time.Millisecond)
 
-	fit := func(name string, cfg training.Config) (*fitReply, string, error) {
-		payload, err := encode(fitRequest{Name: name, Config: wireConfig{Config: cfg}, Spec: data.CIFAR10(), DataDir: dataDir, RunsDir: filepath.Join(dataDir, "runs")})
+	served, err := s.lab(data.CIFAR10(), dataDir) // the lab process's lab, for its settings
+	require.NoError(t, err)
+	fit := func(name string, values map[string]string, clock time.Time) (*fitReply, string, error) {
+		cfg := settingsOf(t, served, values)
+		payload, err := encode(fitRequest{Name: name, Settings: cfg, Clock: clock, Spec: data.CIFAR10(), DataDir: dataDir, RunsDir: filepath.Join(dataDir, "runs")})
 		require.NoError(t, err)
 		var out strings.Builder
 		msg, err := client.Do(context.Background(), &labproc.Request{Op: "fit", Payload: payload}, func(m *labproc.Message) { out.WriteString(m.Text) })
@@ -102,7 +107,7 @@ func TestLabServerFit(t *testing.T) {
 		require.NoError(t, decode(msg.Payload, &reply))
 		return &reply, out.String(), cellError(err)
 	}
-	reply, out, err := fit("two", training.Config{Steps: 2, BatchSize: 16, EvalEvery: training.EvalOff, SkipFinalEval: true, LogEvery: 1})
+	reply, out, err := fit("two", map[string]string{"steps": "2", "batch": "16", "eval-every": "-1", "no-eval": "true", "log-every": "1"}, time.Time{})
 	require.NoError(t, err)
 	require.Contains(t, out, `run "two": trained 2 steps in`)
 	var res training.Result
@@ -146,7 +151,7 @@ func TestLabServerFit(t *testing.T) {
 	// The same Fit again: the lab process's programs compile nothing, and the run's timeline
 	// counts from the cell's program start.
 	started := time.Now().Add(-time.Second)
-	reply, _, err = fit("two", training.Config{Steps: 2, BatchSize: 16, EvalEvery: training.EvalOff, SkipFinalEval: true, TimelineFrom: started})
+	reply, _, err = fit("two", map[string]string{"steps": "2", "batch": "16", "eval-every": "-1", "no-eval": "true"}, started)
 	require.NoError(t, err)
 	var again training.Result
 	require.NoError(t, json.Unmarshal(reply.Result, &again))
@@ -154,7 +159,7 @@ func TestLabServerFit(t *testing.T) {
 	require.True(t, started.Equal(again.Timeline.Origin), "%v", again.Timeline.Origin)
 	require.Equal(t, res.Loss, again.Loss, "the same run")
 
-	_, _, err = fit("head", training.Config{Steps: 1, BatchSize: 16, Head: 5})
+	_, _, err = fit("head", map[string]string{"steps": "1", "batch": "16", "head": "5"}, time.Time{})
 	require.ErrorIs(t, err, cifarlib.ErrHeadMismatch)
 	require.ErrorContains(t, err, "model head has 5 outputs but dataset cifar10 has 10 classes")
 }

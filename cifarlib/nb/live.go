@@ -8,7 +8,6 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/janpfeifer/gonb/gonbui"
-	"github.com/janpfeifer/gonb/gonbui/protocol"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 )
@@ -18,29 +17,8 @@ import (
 // spend its time on that.
 const LiveEvery = time.Second
 
-// Sink is where a live view sends its charts. Update replaces the display called id by svg,
-// with text as its plain-text alternative; the first Update of an id creates the display, in
-// the cell's output where the cell is at that time. NotebookSink is the notebook's; tests
-// record the updates.
-type Sink interface {
-	Update(id, svg, text string)
-}
-
-// NotebookSink updates displays of the GoNB cell in place (gonbui's display ids: Jupyter's
-// update_display_data), as SVG images: no JavaScript, and the last update is what a saved
-// notebook keeps.
-type NotebookSink struct{}
-
-// Update sends svg to the display id and waits until GoNB has it.
-func (NotebookSink) Update(id, svg, text string) {
-	cellIO.send(&protocol.DisplayData{
-		Data:      map[protocol.MIMEType]any{protocol.MIMEImageSVG: svg, protocol.MIMETextPlain: text},
-		DisplayID: id,
-	})
-}
-
 // Live is the live view of a training run: the loss and accuracy charts of the run so far,
-// redrawn in place as History points arrive (Add, the training.Config.OnPoint hook), at most every
+// redrawn in place as History points arrive (Add, the training.Env.OnPoint hook), at most every
 // Every, and drawn a last time, always, by Finish. lab.Fit uses one in a notebook.
 type Live struct {
 	// Sink receives the charts; Every is the shortest time between two redraws (LiveEvery
@@ -69,7 +47,7 @@ func NewLive(sink Sink, topK int) *Live {
 
 // Add records a point and redraws the charts if Every has passed since the last drawing (the
 // first drawing waits for two points: a curve of one point has no scale). It never fails, so
-// that it can be a training.Config.OnPoint hook: a chart that cannot be drawn is left as it was.
+// that it can be a training.Env.OnPoint hook: a chart that cannot be drawn is left as it was.
 func (l *Live) Add(p runs.HistoryPoint) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -218,7 +218,7 @@ func TestLabFitThenLoad(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoRun)
 	require.ErrorContains(t, err, `run the cell that trains it (lab.Fit("never", ...)) first`)
 
-	cfg := training.Config{Steps: 5, BatchSize: 16, Seed: 1, SkipFinalEval: true}
+	cfg := settingsOf(t, l, map[string]string{"steps": "5", "batch": "16", "seed": "1", "no-eval": "true"})
 	res, err := l.Fit("fit", cfg)
 	require.NoError(t, err)
 	require.Equal(t, 5, res.EndStep)
@@ -251,4 +251,13 @@ func TestArch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, cifarlib.ArchLinear, Arch(backend))
 	require.Equal(t, cifarlib.ArchLinear, Arch(nil))
+}
+
+// settingsOf is lab l's settings with the named ones set (training.Settings.Apply), as the CLI's
+// flags set them.
+func settingsOf(t *testing.T, l *Lab, values map[string]string) training.Settings {
+	t.Helper()
+	s := l.Settings()
+	require.NoError(t, s.Apply(values))
+	return s
 }

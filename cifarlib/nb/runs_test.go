@@ -9,7 +9,6 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
-	"github.com/cifarlab/cifarlab/cifarlib/training"
 
 	"github.com/stretchr/testify/require"
 )
@@ -27,12 +26,13 @@ func TestLabRunsAndCompare(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, empty, "no runs folder yet: an empty table")
 
-	cfg := training.Config{Steps: 4, BatchSize: 16, Seed: 1, EvalEvery: 2, EvalExamples: 50}
+	cfg := settingsOf(t, l, map[string]string{"steps": "4", "batch": "16", "seed": "1", "eval-every": "2", "eval-examples": "50"})
 	fixed, err := l.Fit("b-fixed", cfg)
 	require.NoError(t, err)
-	_, err = l.Fit("c-guarded", training.Config{Head: 10, Steps: 4, BatchSize: 16})
+	_, err = l.Fit("c-guarded", settingsOf(t, l, map[string]string{"head": "10", "steps": "4", "batch": "16"}))
 	require.ErrorIs(t, err, cifarlib.ErrHeadMismatch)
-	unguarded, err := l.Fit("a-unguarded", training.Config{Head: 10, Unguarded: true, Steps: 4, BatchSize: 16, Seed: 1, EvalEvery: training.EvalOff})
+	unguarded, err := l.Fit("a-unguarded", settingsOf(t, l, map[string]string{"head": "10", "guard": "false", "steps": "4", "batch": "16",
+		"seed": "1", "eval-every": "-1"}))
 	require.NoError(t, err)
 	require.NoError(t, os.Mkdir(filepath.Join(l.RunsDir, "d-notes"), 0o755))
 

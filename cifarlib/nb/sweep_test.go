@@ -1,17 +1,14 @@
 package nb
 
 import (
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/sweep"
-	"github.com/cifarlab/cifarlab/cifarlib/training"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,27 +18,20 @@ import (
 func TestLabSweep(t *testing.T) {
 	buf := captureOutput(t)
 	l := goLab(t, data.CIFAR100(data.LabelsFine))
-	flags := func() *flag.FlagSet {
-		fs := flag.NewFlagSet("cifarlab train", flag.ContinueOnError)
-		fs.Int64("seed", 0, "")
-		fs.Float64("lr", 0, "")
-		fs.Int("steps", 0, "")
-		return fs
-	}
+	base := settingsOf(t, l, map[string]string{"steps": "4", "batch": "16", "eval-examples": "50"})
+	base.Record.Params = map[string]string{"steps": "4"}
 	lrs, err := sweep.ParseAxis("lr=0.01,0.001")
 	require.NoError(t, err)
 	seeds, err := sweep.ParseAxis("seed=1,2")
 	require.NoError(t, err)
-	s, err := sweep.Plan(sweep.Spec{Name: "nb", Runs: l.RunsDir, Grid: []sweep.Axis{lrs, seeds}, Shared: []string{"--steps", "4"}, Flags: flags})
+	s, err := sweep.Plan(sweep.Spec{Name: "nb", Runs: l.RunsDir, Grid: []sweep.Axis{lrs, seeds}, Base: base})
 	require.NoError(t, err)
 	require.NoError(t, s.Save())
 	acc := map[string]float64{}
-	for _, task := range s.Tasks {
-		lr, err := strconv.ParseFloat(task.Params["lr"], 64)
+	for i, task := range s.Tasks {
+		ts, err := s.TaskSettings(i) // the base with the task's learning rate and seed, its params
 		require.NoError(t, err)
-		seed, err := strconv.ParseInt(task.Params["seed"], 10, 64)
-		require.NoError(t, err)
-		res, err := l.Fit(task.Name, training.Config{Steps: 4, BatchSize: 16, Seed: seed, LearningRate: lr, EvalExamples: 50, Params: task.Params})
+		res, err := l.Fit(task.Name, ts)
 		require.NoError(t, err)
 		acc[task.Name] = res.Eval.Accuracy
 	}

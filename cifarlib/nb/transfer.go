@@ -10,21 +10,21 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
-// Transfer trains cfg as the run called name, transferred from the run called from in the same
-// runs folder (trained by another Lab's Fit, e.g. the CIFAR-10 lab's): cfg.From is set to that
-// run's folder, so its backbone is carried bit for bit, the head is initialised afresh at the
-// lab's number of classes, and the optimizer state and global step start again (see
-// training.Config.From). cfg.Freeze = training.FreezeBackbone makes it a linear probe;
-// cfg.BackboneLearningRate gives the backbone its own learning rate. Everything else is as Fit:
-// the run is trained from scratch each time the cell runs, and Load gets it back.
-// res.Transfer says what was carried; Show prints it.
-func (l *Lab) Transfer(name, from string, cfg training.Config) (*training.Result, error) {
+// Transfer trains s as the run called name, transferred from the run called from in the same
+// runs folder (trained by another Lab's Fit, e.g. the CIFAR-10 lab's): s.Transfer.From is set
+// to that run's folder, so its backbone is carried bit for bit, the head is initialised afresh
+// at the lab's number of classes, and the optimizer state and global step start again (see
+// training.TransferSettings). s.Transfer.Freeze = training.FreezeBackbone makes it a linear
+// probe; s.Transfer.BackboneLearningRate gives the backbone its own learning rate. Everything
+// else is as Fit: the run is trained from scratch each time the cell runs, and Load gets it
+// back. res.Transfer says what was carried; Show prints it.
+func (l *Lab) Transfer(name, from string, s training.Settings) (*training.Result, error) {
 	dir, err := l.existingRun(from)
 	if err != nil {
 		return nil, err
 	}
-	cfg.From = dir
-	return l.Fit(name, cfg)
+	s.Transfer.From = dir
+	return l.Fit(name, s)
 }
 
 // LoadFor loads the run called name into a model built for the lab's dataset, as it is:

@@ -17,7 +17,7 @@ import (
 func TestLabTransfer(t *testing.T) {
 	buf := captureOutput(t)
 	lab10, lab100, dataDir := twoLabs(t)
-	_, err := lab10.Fit("c10", training.Config{Steps: 3, BatchSize: 16, SkipFinalEval: true})
+	_, err := lab10.Fit("c10", settingsOf(t, lab10, map[string]string{"steps": "3", "batch": "16", "no-eval": "true"}))
 	require.NoError(t, err)
 
 	_, err = lab100.LoadFor("c10")
@@ -30,19 +30,20 @@ func TestLabTransfer(t *testing.T) {
 	require.Equal(t, 3, ck.Info.Step)
 	require.Contains(t, buf.String(), `run "c10": loaded into linear for cifar10 (10 classes) at step 3 in `)
 
-	res, err := lab100.Transfer("c100", "c10", training.Config{Steps: 2, BatchSize: 16, SkipFinalEval: true})
+	res, err := lab100.Transfer("c100", "c10", settingsOf(t, lab100, map[string]string{"steps": "2", "batch": "16", "no-eval": "true"}))
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dataDir, "runs", "c10"), res.Transfer.From)
 	require.Equal(t, 100, res.Transfer.Head)
 	require.Equal(t, 100, res.HeadWidth)
-	probe, err := lab100.Transfer("probe", "c10", training.Config{Steps: 2, BatchSize: 16, SkipFinalEval: true, Freeze: training.FreezeBackbone})
+	probe, err := lab100.Transfer("probe", "c10", settingsOf(t, lab100, map[string]string{"steps": "2", "batch": "16", "no-eval": "true",
+		"freeze": training.FreezeBackbone}))
 	require.NoError(t, err)
 	require.Equal(t, training.FreezeBackbone, probe.Transfer.Freeze)
 	back, err := lab100.Load("c100")
 	require.NoError(t, err)
-	require.Equal(t, filepath.Join(dataDir, "runs", "c10"), back.Info.TransferredFrom)
+	require.Equal(t, filepath.Join(dataDir, "runs", "c10"), back.Info.Transfer.From)
 
-	_, err = lab100.Transfer("x", "never", training.Config{Steps: 1})
+	_, err = lab100.Transfer("x", "never", settingsOf(t, lab100, map[string]string{"steps": "1"}))
 	require.ErrorIs(t, err, ErrNoRun)
 }
 

@@ -28,11 +28,10 @@ func ExampleList() {
 	train, _ := data.SynthesizeRecords(spec, data.SplitTrain, synth)
 	test, _ := data.SynthesizeRecords(spec, data.SplitTest, synth)
 	for _, steps := range []int{4, 8} {
-		_, err := training.Train(context.Background(), training.Config{
-			Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear, Steps: steps,
-			BatchSize: 16, Backend: backend, Progress: training.ProgressOff,
-			CheckpointDir: filepath.Join(runsDir, fmt.Sprintf("linear-%d", steps)),
-		})
+		s := training.Defaults()
+		s.Data.Spec, s.Model.Arch, s.Run.Steps, s.Data.BatchSize = spec, cifarlib.ArchLinear, steps, 16
+		s.Checkpoint.Dir = filepath.Join(runsDir, fmt.Sprintf("linear-%d", steps))
+		_, err := training.Train(context.Background(), s, training.Env{Train: train, Test: test, Backend: backend, Progress: training.ProgressOff})
 		if err != nil {
 			panic(err)
 		}

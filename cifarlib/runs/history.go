@@ -29,7 +29,7 @@ type HistoryPoint struct {
 	TopK float64 `json:"top_k,omitempty"`
 	// LearningRate is the learning rate used by this step.
 	LearningRate float64 `json:"learning_rate"`
-	// Eval holds an evaluation on the test split made at this step, if any (training.Config.EvalEvery).
+	// Eval holds an evaluation on the test split made at this step, if any (training.Settings.Eval.Every).
 	Eval *EvalPoint `json:"eval,omitempty"`
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/cifarlab/cifarlab/internal/atomicfile"
 )
 
-// FileName is the file, in a run's folder (training.Config.CheckpointDir), where Train records
+// FileName is the file, in a run's folder (training.Settings.Checkpoint.Dir), where Train records
 // the run: written when training starts (status running) and rewritten when it ends.
 const FileName = "run.json"
 
@@ -41,8 +41,29 @@ const (
 	RunForeign Status = "foreign"
 )
 
+// RecordFormat is the format of run.json: 2 records the run's settings (Settings); format 1,
+// without the field, is that of the lab before them (commit 4805295 and earlier).
+const RecordFormat = 2
+
+// FormatError reports a file (or value) written in a format newer than this lab reads: a
+// newer lab's. It says both, in one line.
+type FormatError struct {
+	// What is the file or value, e.g. "/runs/r/run.json".
+	What string
+	// Format is the one it is in, Lab the newest this lab reads.
+	Format, Lab int
+}
+
+// Error implements error.
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("%s is in format %d, newer than this lab reads (format %d): update cifarlab (git pull, then kernel/setup.sh) to read it",
+		e.What, e.Format, e.Lab)
+}
+
 // Record is the content of run.json.
 type Record struct {
+	// Format is RecordFormat (0 in a run.json of format 1).
+	Format int `json:"format,omitempty"`
 	// Status is RunRunning, RunDone, RunInterrupted or RunFailed.
 	Status Status `json:"status"`
 	// Error is the error that stopped a failed run.
@@ -62,18 +83,22 @@ type Record struct {
 	Devices    int    `json:"devices"`
 	BatchSize  int    `json:"batch_size"`
 	TargetStep int    `json:"target_step"`
-	// Precision is training.Config.Precision ("" before the config's defaults were filled in: f32).
+	// Precision is training.Settings.Compute.Precision ("" in a run.json written before it was recorded: f32).
 	Precision cifarlib.Precision `json:"precision,omitempty"`
-	// Recipe is the named recipe the run's settings came from (training.Config.Recipe, e.g.
+	// Recipe is the named recipe the run's settings came from (training.Settings.Recipe, e.g.
 	// "airbench94"), "" for none.
 	Recipe string `json:"recipe,omitempty"`
-	// From is the run a transferred run was carried from (training.Config.From), "" otherwise.
+	// From is the run a transferred run was carried from (training.Settings.Transfer.From), "" otherwise.
 	From string `json:"from,omitempty"`
 	// ImportedFrom is the file an imported run's weights came from (WriteImportedRun: a
 	// PyTorch state_dict), "" for a run the lab trained.
 	ImportedFrom string `json:"imported_from,omitempty"`
-	// Params are training.Config.Params: the hyperparameters the run was started with.
+	// Params are the hyperparameters the run was started with, by setting name
+	// (training.Settings.Record.Params).
 	Params map[string]string `json:"params,omitempty"`
+	// Settings are the run's settings (training.Settings, resolved), which the training
+	// package decodes; absent from a run.json of format 1.
+	Settings json.RawMessage `json:"settings,omitempty"`
 	// Job is where the run (its latest start) ran: host, GPUs and Slurm job (see JobInfo).
 	Job *JobInfo `json:"job,omitempty"`
 	// Data is what the run was trained on: synthetic or real (verified or not), layout, folder
@@ -102,6 +127,9 @@ func ReadRecord(dir string) (*Record, error) {
 	if err := json.Unmarshal(data, rec); err != nil {
 		return nil, fmt.Errorf("runs: %s: %w: the file is not a cifarlib run record", path, err)
 	}
+	if rec.Format > RecordFormat {
+		return nil, &FormatError{What: path, Format: rec.Format, Lab: RecordFormat}
+	}
 	switch rec.Status {
 	case RunRunning, RunDone, RunInterrupted, RunFailed:
 	default:
@@ -112,6 +140,7 @@ func ReadRecord(dir string) (*Record, error) {
 
 // write saves the record to dir/run.json atomically (a temporary file, then rename).
 func (r *Record) Write(dir string) error {
+	r.Format = RecordFormat
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("runs: encoding the run record: %w", err)

@@ -58,7 +58,7 @@ type Info struct {
 	HasTest      bool    `json:"has_test"`
 	// WallTime is the time spent in Train, resumes added up (0 when not recorded).
 	WallTime time.Duration `json:"wall_time_ns"`
-	// From is the run a transferred run was carried from (training.Config.From), "" otherwise.
+	// From is the run a transferred run was carried from (training.Settings.Transfer.From), "" otherwise.
 	From string `json:"from,omitempty"`
 	// Data is what the run was trained on (synthetic or real, layout, folder, images per
 	// split); nil when its run.json does not say (written before it was recorded).
@@ -72,7 +72,7 @@ type Info struct {
 // Table is the table List returns, one row per run folder.
 type Table []Info
 
-// List lists the run folders of dir (a runs folder: training.Config.CheckpointDir of each run
+// List lists the run folders of dir (a runs folder: training.Settings.Checkpoint.Dir of each run
 // is one of its sub-folders), in name order. A folder it cannot fully read is listed with its
 // status and the reason, never an error: a run still training or killed (RunIncomplete), an
 // unreadable run.json or history.json (RunBroken), a folder of something else (RunForeign).
@@ -131,6 +131,11 @@ func Read(dir string) Info {
 	if err != nil {
 		return info.broken("%v", err)
 	}
+	return info.withRecord(rec)
+}
+
+// withRecord is info with what the run's record says: what it trained, its result and its status.
+func (info Info) withRecord(rec *Record) Info {
 	info.Dataset, info.Model, info.Head, info.Guarded, info.Devices = rec.Dataset, rec.Model, rec.Head, rec.Guarded, rec.Devices
 	info.WallTime, info.From, info.Status, info.Data, info.Precision = rec.WallTime, rec.From, rec.Status, rec.Data, rec.Precision
 	if rec.Result != nil {

@@ -60,7 +60,7 @@ type Event struct {
 func (e Event) End() time.Duration { return e.Start + e.Duration }
 
 // Timeline is where a run's wall time went, from the start of its process (or of the cell a
-// long-lived process runs it for, training.Config.TimelineFrom): the backend, the
+// long-lived process runs it for, training.Env.Clock): the backend, the
 // data, each XLA compile and which program it was, the first step, the steps, the evaluations
 // and the checkpoint writes. The events do not overlap, and are in the order they began, except
 // PhaseSteps, which spans the steps and is recorded when they end.

@@ -2,18 +2,27 @@ package sweep
 
 import "fmt"
 
-// GridError reports a grid, list or shared flag the sweep refuses: which argument, what is
-// wrong with it and how to fix it.
+// GridError reports a grid, list or base setting the sweep refuses: which argument, what is
+// wrong with it (Err: the error that refused it, when there is one) and how to fix it.
 type GridError struct {
 	Arg, Problem, Fix string
+	Err               error
 }
 
-func (e *GridError) Error() string { return fmt.Sprintf("sweep: %s %s: %s", e.Arg, e.Problem, e.Fix) }
+func (e *GridError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("sweep: %s %s: %v: %s", e.Arg, e.Problem, e.Err, e.Fix)
+	}
+	return fmt.Sprintf("sweep: %s %s: %s", e.Arg, e.Problem, e.Fix)
+}
+
+// Unwrap returns the error that refused the argument, if any.
+func (e *GridError) Unwrap() error { return e.Err }
 
 // NameUsedError reports a sweep name already used in the runs folder with another grid.
 type NameUsedError struct {
 	Name, Runs string
-	// Old and New are the two sweeps' grids and shared flags.
+	// Old and New are the two sweeps' grids and base settings.
 	Old, New string
 }
 

@@ -1,12 +1,12 @@
 package sweep_test
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib/sweep"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
 // A grid of two seeds and two learning rates, planned and shown as the sbatch command that
@@ -14,22 +14,20 @@ import (
 func Example() {
 	runs, _ := os.MkdirTemp("", "runs")
 	defer os.RemoveAll(runs)
-	train := func() *flag.FlagSet { // the flags of `cifarlab train` the grid uses
-		fs := flag.NewFlagSet("cifarlab train", flag.ContinueOnError)
-		fs.Int64("seed", 0, "")
-		fs.Float64("lr", 0, "")
-		fs.Int("steps", 0, "")
-		return fs
-	}
+	steps := []sweep.Setting{{Field: "steps", Value: "2000"}} // settings by their names in training.Fields
 	seeds, _ := sweep.ParseAxis("seed=1,2")
 	lrs, _ := sweep.ParseAxis("lr=0.1,0.05")
-	s, err := sweep.Plan(sweep.Spec{Name: "lr", Runs: runs, Grid: []sweep.Axis{seeds, lrs}, Shared: []string{"--steps", "2000"}, Flags: train})
+	s, err := sweep.Plan(sweep.Spec{Name: "lr", Runs: runs, Grid: []sweep.Axis{seeds, lrs}, Base: training.Defaults(), Shared: steps})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	for _, t := range s.Tasks {
-		fmt.Println(t.Index, t.Name, strings.Join(t.Args, " "))
+		flags := []string{"--steps 2000"}
+		for _, st := range t.Settings {
+			flags = append(flags, "--"+st.Field+"="+st.Value)
+		}
+		fmt.Println(t.Index, t.Name, strings.Join(flags, " "))
 	}
 	sl := &sweep.Slurm{Binary: "cifarlab", Flags: []string{"--partition=gpu", "--gres=gpu:1"}, Parallel: 2}
 	cmd := sl.Command(s, s.Unfinished())
@@ -48,13 +46,9 @@ func Example() {
 func ExampleExecutor() {
 	runs, _ := os.MkdirTemp("", "runs")
 	defer os.RemoveAll(runs)
-	train := func() *flag.FlagSet {
-		fs := flag.NewFlagSet("cifarlab train", flag.ContinueOnError)
-		fs.Int64("seed", 0, "")
-		return fs
-	}
 	seeds, _ := sweep.ParseAxis("seed=1,2,3")
-	s, err := sweep.Plan(sweep.Spec{Name: "seeds", Runs: runs, Grid: []sweep.Axis{seeds}, Flags: train})
+	s, err := sweep.Plan(sweep.Spec{Name: "seeds", Runs: runs, Grid: []sweep.Axis{seeds}, Base: training.Defaults(),
+		Shared: []sweep.Setting{{Field: "steps", Value: "100"}}})
 	if err != nil {
 		fmt.Println(err)
 		return

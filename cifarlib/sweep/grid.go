@@ -1,29 +1,31 @@
 package sweep
 
 import (
-	"flag"
 	"fmt"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
-// Axis is one flag of a grid and the values it takes, in order: "--grid seed=1,2,3".
+// Axis is one setting of a grid (a name of training.Fields: the flags of `cifarlab train`) and
+// the values it takes, in order: "--grid seed=1,2,3".
 type Axis struct {
-	Flag   string   `json:"flag"`
+	Field  string   `json:"field"`
 	Values []string `json:"values"`
 }
 
-// Setting is one flag and its value.
+// Setting is one setting, by name, and its value.
 type Setting struct {
-	Flag  string `json:"flag"`
+	Field string `json:"field"`
 	Value string `json:"value"`
 }
 
-// Reserved are the train flags a sweep sets itself (each task's run folder, no progress bar)
-// and which a grid, a list or the shared flags may therefore not set.
-var Reserved = []string{"checkpoint", "json", "progress"}
+// Reserved are the settings a sweep sets itself (each task's run folder), which a grid, a list,
+// the shared or the base settings may therefore not set.
+var Reserved = []string{"checkpoint"}
 
 // valueRE is what a value may hold: it becomes part of a run folder's name.
 var valueRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
@@ -36,7 +38,7 @@ func ParseAxis(s string) (Axis, error) {
 	if !ok || name == "" {
 		return Axis{}, &GridError{Arg: s, Problem: "is not FLAG=V1,V2,...", Fix: "write e.g. --grid seed=1,2,3"}
 	}
-	a := Axis{Flag: name}
+	a := Axis{Field: name}
 	for v := range strings.SplitSeq(values, ",") {
 		v = strings.TrimSpace(v)
 		if err := checkValue(s, v); err != nil {
@@ -62,7 +64,7 @@ func ParseList(s string) ([]Setting, error) {
 		if err := checkValue(s, v); err != nil {
 			return nil, err
 		}
-		if slices.ContainsFunc(out, func(o Setting) bool { return o.Flag == name }) {
+		if slices.ContainsFunc(out, func(o Setting) bool { return o.Field == name }) {
 			return nil, &GridError{Arg: s, Problem: "sets --" + name + " twice", Fix: "set each flag once per task"}
 		}
 		out = append(out, Setting{name, v})
@@ -94,7 +96,7 @@ func combinations(grid []Axis, list [][]Setting) [][]Setting {
 			var next [][]Setting
 			for _, prefix := range out {
 				for _, v := range a.Values {
-					next = append(next, append(slices.Clone(prefix), Setting{a.Flag, v}))
+					next = append(next, append(slices.Clone(prefix), Setting{a.Field, v}))
 				}
 			}
 			out = next
@@ -103,35 +105,23 @@ func combinations(grid []Axis, list [][]Setting) [][]Setting {
 	return append(out, list...)
 }
 
-// checkFlags refuses a setting of a flag the train command does not have, or one the sweep
-// sets itself (Reserved), naming where it came from.
-func checkFlags(fs *flag.FlagSet, where, name string) error {
+// checkField refuses a setting that is not one of training.Fields, or one the sweep sets itself
+// (Reserved), naming where it came from; the error of an unknown one lists those there are.
+func checkField(where, name string) error {
 	if slices.Contains(Reserved, name) {
 		return &GridError{Arg: where, Problem: "sets --" + name + ", which the sweep sets for each task",
 			Fix: "leave --" + name + " out: each task trains into its own folder of --runs"}
 	}
-	if fs.Lookup(name) == nil {
+	if _, err := training.LookupField(name); err != nil {
 		var names []string
-		fs.VisitAll(func(f *flag.Flag) {
-			if !slices.Contains(Reserved, f.Name) {
-				names = append(names, f.Name)
+		for _, n := range training.FieldNames() {
+			if !slices.Contains(Reserved, n) {
+				names = append(names, n)
 			}
-		})
+		}
 		sort.Strings(names)
-		return &GridError{Arg: where, Problem: "names --" + name + ", which is not a flag of `" + fs.Name() + "`",
+		return &GridError{Arg: where, Problem: "names --" + name + ", which is not a flag of `cifarlab train`",
 			Fix: "use one of " + strings.Join(names, ", ")}
 	}
 	return nil
-}
-
-// FlagParams are the flags set in fs (after Parse), by name, without Reserved: the
-// hyperparameters of a train command line, as run.json records them (TrainConfig.Params).
-func FlagParams(fs *flag.FlagSet) map[string]string {
-	params := map[string]string{}
-	fs.Visit(func(f *flag.Flag) {
-		if !slices.Contains(Reserved, f.Name) {
-			params[f.Name] = f.Value.String()
-		}
-	})
-	return params
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/internal/proctree"
 )
 
 // Local runs a sweep's tasks on this machine: P at a time, each with one GPU of its own
@@ -87,7 +87,7 @@ func (l *Local) DryRun(s *Sweep, tasks []int) (string, error) {
 // Cancelling ctx (the sweep's Ctrl-C or SIGTERM) starts no more tasks and sends the running
 // ones SIGINT: each saves its checkpoint at the step it reached, marks its run.json
 // interrupted and exits 130, as `cifarlab train` does on Ctrl-C. Submit waits for them and
-// returns *InterruptedError. The tasks run in a process group of their own, so that a
+// returns a *training.InterruptedError. The tasks run in a process group of their own, so that a
 // terminal's Ctrl-C reaches them once, from the sweep (a second signal would kill them before
 // they saved), and on Linux they get SIGTERM when the sweep dies.
 func (l *Local) Submit(ctx context.Context, s *Sweep, tasks []int) (string, error) {
@@ -110,7 +110,7 @@ func (l *Local) Submit(ctx context.Context, s *Sweep, tasks []int) (string, erro
 	}
 	var mu sync.Mutex
 	var failed []error
-	stopped := &InterruptedError{Sweep: s.Name, Runs: s.runs, Saved: map[int]int{}}
+	saved, notStarted := map[int]int{}, []int(nil)
 	var wg sync.WaitGroup
 	for n, i := range tasks {
 		var gpu string
@@ -120,7 +120,7 @@ func (l *Local) Submit(ctx context.Context, s *Sweep, tasks []int) (string, erro
 		}
 		if ctx.Err() != nil {
 			mu.Lock()
-			stopped.NotStarted = append(stopped.NotStarted, tasks[n:]...)
+			notStarted = append(notStarted, tasks[n:]...)
 			mu.Unlock()
 			break
 		}
@@ -133,18 +133,17 @@ func (l *Local) Submit(ctx context.Context, s *Sweep, tasks []int) (string, erro
 			defer mu.Unlock()
 			switch {
 			case interrupted:
-				stopped.Saved[i] = step
+				saved[i] = step
 			case err == errNotStarted:
-				stopped.NotStarted = append(stopped.NotStarted, i)
+				notStarted = append(notStarted, i)
 			case err != nil:
 				failed = append(failed, err)
 			}
 		}()
 	}
 	wg.Wait()
-	slices.Sort(stopped.NotStarted)
-	if len(stopped.Saved) > 0 || len(stopped.NotStarted) > 0 {
-		failed = append(failed, stopped)
+	if len(saved) > 0 || len(notStarted) > 0 {
+		failed = append(failed, s.interrupted(saved, notStarted))
 	}
 	if err := errors.Join(failed...); err != nil {
 		return "", err
@@ -163,10 +162,6 @@ func processStatus(cmd *exec.Cmd) any {
 // errNotStarted is runTask's answer for a task stopped before it wrote anything.
 var errNotStarted = errors.New("sweep: stopped before it started")
 
-// exitInterrupted is the exit status of a task that saved its checkpoint on SIGINT or
-// SIGTERM (that of `cifarlab train`).
-const exitInterrupted = 130
-
 // runTask runs `cifarlab sweep task --index i` with gpu as its CUDA_VISIBLE_DEVICES. A task
 // that was interrupted and saved its checkpoint returns interrupted and the step it saved.
 func (l *Local) runTask(ctx context.Context, s *Sweep, i int, gpu string) (step int, interrupted bool, err error) {
@@ -180,7 +175,9 @@ func (l *Local) runTask(ctx context.Context, s *Sweep, i int, gpu string) (step 
 		return 0, false, fmt.Errorf("sweep: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, l.Binary, "sweep", "task", "--runs", runsDir, "--name", s.Name, "--index", strconv.Itoa(i))
-	cmd.SysProcAttr = taskProcAttr()
+	// A process group of its own: a terminal's Ctrl-C reaches it once, through the sweep; and
+	// SIGTERM when the sweep dies, so that no task outlives its sweep.
+	cmd.SysProcAttr = proctree.Group(syscall.SIGTERM)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 5 * time.Minute // to save the checkpoint; then it is killed
 	cmd.Stdout, cmd.Stderr = out, out
@@ -198,7 +195,7 @@ func (l *Local) runTask(ctx context.Context, s *Sweep, i int, gpu string) (step 
 	err = cmd.Run()
 	took := time.Since(start).Seconds()
 	var exit *exec.ExitError
-	if errors.As(err, &exit) && (exit.ExitCode() == exitInterrupted) {
+	if errors.As(err, &exit) && (exit.ExitCode() == proctree.ExitInterrupted) {
 		if info := runs.Read(s.RunDir(i)); info.Status == runs.RunInterrupted {
 			l.logf("task %d %s: interrupted after %.1fs: checkpoint saved at step %d\n", i, name, took, info.Steps)
 			return info.Steps, true, nil

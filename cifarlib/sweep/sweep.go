@@ -3,7 +3,6 @@ package sweep
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 	"github.com/cifarlab/cifarlab/internal/atomicfile"
 )
 
@@ -28,33 +28,29 @@ type Spec struct {
 	// Runs is the runs folder, a shared filesystem on a cluster: each task trains into its own
 	// sub-folder, and the sweep's record goes into Runs/.sweeps/Name (Dir).
 	Runs string
+	// Base are the settings every task starts from (training.Defaults(), or a recipe's), and
+	// Shared the settings, by name, that every task sets on them before its own (e.g. the cnn
+	// for 2000 steps: `cifarlab sweep`'s train flags); a task's own setting of the same name
+	// wins. Base.Record.Params, Shared and the task's own go into its params (run.json's).
+	Base   training.Settings
+	Shared []Setting
 	// Grid is crossed: every combination of its axes' values is a task. List adds tasks with
 	// their own settings. At least one of them must give a task.
 	Grid []Axis
 	List [][]Setting
-	// Shared are the train flags every task gets (e.g. --model resnet20 --steps 2000).
-	Shared []string
-	// Flags returns a new flag set of the train command: the sweep checks every task's command
-	// line with it (unknown flags, bad values) before anything is submitted.
-	Flags func() *flag.FlagSet
-	// Check, when set, checks a task's train flags further (e.g. a missing --steps).
-	Check func(args []string) error
 }
 
-// Task is one run of a sweep: `cifarlab train` with the shared flags and its settings, into
-// its own run folder.
+// Task is one run of a sweep: the base settings and its own, trained into its own run folder.
 type Task struct {
 	// Index is the task's position: its SLURM_ARRAY_TASK_ID in the job array.
 	Index int `json:"index"`
 	// Name is its run folder's name in the runs folder: the sweep's name and its settings,
-	// e.g. "lr-sweep-seed_1-lr_0.1".
+	// e.g. "lr-seed_1-lr_0.1".
 	Name string `json:"name"`
-	// Settings are the task's own flags (from the grid or the list).
+	// Settings are the task's own settings (from the grid or the list).
 	Settings []Setting `json:"settings"`
-	// Args are its train flags: the shared ones, then its settings; the sweep adds
-	// --checkpoint with the run folder.
-	Args []string `json:"args"`
-	// Params are the flags Args set, by name (run.json's params).
+	// Params are the settings given for it, by name: the base's, the shared ones and its own
+	// (run.json's params).
 	Params map[string]string `json:"params"`
 }
 
@@ -82,13 +78,20 @@ func (s *Sweep) Resubmit() string {
 	return cmd + " --local"
 }
 
+// FileFormat is the format of sweep.json: 2 holds the base settings (training.Settings), the
+// shared settings and each task's own; a sweep.json of format 1 (its tasks as train flags,
+// without the field) is read for its status only.
+const FileFormat = 2
+
 // Sweep is the content of sweep.json: the grid, the tasks and their submissions.
 type Sweep struct {
-	Name   string      `json:"name"`
-	Grid   []Axis      `json:"grid,omitempty"`
-	List   [][]Setting `json:"list,omitempty"`
-	Shared []string    `json:"shared"`
-	Tasks  []Task      `json:"tasks"`
+	Format int               `json:"format,omitempty"`
+	Name   string            `json:"name"`
+	Grid   []Axis            `json:"grid,omitempty"`
+	List   [][]Setting       `json:"list,omitempty"`
+	Base   training.Settings `json:"base"`
+	Shared []Setting         `json:"shared,omitempty"`
+	Tasks  []Task            `json:"tasks"`
 	// Submissions are the job arrays (or local runs) that ran the tasks, oldest first.
 	Submissions []Submission `json:"submissions,omitempty"`
 	Created     time.Time    `json:"created"`
@@ -110,9 +113,10 @@ func (s *Sweep) Runs() string { return s.runs }
 func (s *Sweep) RunDir(i int) string { return filepath.Join(s.runs, s.Tasks[i].Name) }
 
 // Plan checks spec and returns the sweep with its tasks, without writing anything but a probe
-// of the runs folder: an unknown flag, a bad value, an empty grid, a runs folder that cannot
-// be written, a name already used with another grid (*NameUsedError) and a run folder of the
-// same name trained with other settings (*SettingsError) are errors.
+// of the runs folder: a setting that does not exist, a bad value, settings training refuses, an
+// empty grid, a runs folder that cannot be written, a name already used with another grid
+// (*NameUsedError) and a run folder of the same name trained with other settings
+// (*SettingsError) are errors.
 func Plan(spec Spec) (*Sweep, error) {
 	if !nameRE.MatchString(spec.Name) {
 		return nil, &GridError{Arg: "--name " + spec.Name, Problem: "is not a sweep name",
@@ -122,7 +126,7 @@ func Plan(spec Spec) (*Sweep, error) {
 		return nil, &GridError{Arg: "the sweep", Problem: "has no grid and no list, so no task",
 			Fix: "give at least one --grid FLAG=V1,V2 (or --list 'FLAG=V ...')"}
 	}
-	s := &Sweep{Name: spec.Name, Grid: spec.Grid, List: spec.List, Shared: slices.Clone(spec.Shared), Created: time.Now().UTC(), runs: spec.Runs}
+	s := &Sweep{Format: FileFormat, Name: spec.Name, Grid: spec.Grid, List: spec.List, Base: spec.Base, Shared: spec.Shared, Created: time.Now().UTC(), runs: spec.Runs}
 	if err := s.plan(spec); err != nil {
 		return nil, err
 	}
@@ -145,67 +149,85 @@ func Plan(spec Spec) (*Sweep, error) {
 	return s, nil
 }
 
-// plan expands the grid and checks every task's command line with the train flags.
+// plan checks the settings the base, the shared ones, the grid and the list set, expands the
+// grid, and checks every task's settings as training does (training.Settings.Validate).
 func (s *Sweep) plan(spec Spec) error {
-	fs := spec.Flags()
+	if spec.Base.Checkpoint.Dir != "" {
+		return checkField("the base settings", "checkpoint")
+	}
+	for _, st := range spec.Shared {
+		if err := checkField("the shared flags", st.Field); err != nil {
+			return err
+		}
+	}
 	for _, a := range spec.Grid {
-		if err := checkFlags(fs, "--grid "+a.Flag, a.Flag); err != nil {
+		if err := checkField("--grid "+a.Field, a.Field); err != nil {
 			return err
 		}
 		if len(a.Values) == 0 {
-			return &GridError{Arg: "--grid " + a.Flag, Problem: "has no values", Fix: "give at least one value"}
+			return &GridError{Arg: "--grid " + a.Field, Problem: "has no values", Fix: "give at least one value"}
 		}
 	}
 	for _, l := range spec.List {
 		for _, st := range l {
-			if err := checkFlags(fs, "--list "+st.Flag, st.Flag); err != nil {
+			if err := checkField("--list "+st.Field, st.Field); err != nil {
 				return err
 			}
 		}
 	}
 	seen := map[string]int{}
 	for i, settings := range combinations(spec.Grid, spec.List) {
-		t := Task{Index: i, Name: spec.Name, Settings: settings, Args: slices.Clone(spec.Shared)}
+		t := Task{Index: i, Name: spec.Name, Settings: settings, Params: maps.Clone(spec.Base.Record.Params)}
+		if t.Params == nil {
+			t.Params = map[string]string{}
+		}
+		for _, st := range spec.Shared {
+			t.Params[st.Field] = st.Value
+		}
 		for _, st := range settings {
-			t.Name += "-" + st.Flag + "_" + st.Value
-			t.Args = append(t.Args, "--"+st.Flag+"="+st.Value)
+			t.Name += "-" + st.Field + "_" + st.Value
+			t.Params[st.Field] = st.Value
 		}
 		if j, dup := seen[t.Name]; dup {
 			return &GridError{Arg: "task " + t.Name, Problem: fmt.Sprintf("is task %d too", j), Fix: "list each combination once"}
 		}
 		seen[t.Name] = i
-		fs := spec.Flags()
-		fs.SetOutput(io.Discard)
-		if err := fs.Parse(t.Args); err != nil {
-			return &GridError{Arg: "task " + t.Name, Problem: "is refused by `" + fs.Name() + "`: " + err.Error(), Fix: "fix the flag's value"}
-		}
-		if fs.NArg() > 0 {
-			return &GridError{Arg: "the shared flags", Problem: fmt.Sprintf("hold %q, which is not a flag", fs.Args()),
-				Fix: "write train's flags as --flag value"}
-		}
-		if err := checkReservedShared(fs); err != nil {
-			return err
-		}
-		if spec.Check != nil {
-			if err := spec.Check(t.Args); err != nil {
-				return &GridError{Arg: "task " + t.Name, Problem: "is refused by `" + fs.Name() + "`: " + err.Error(), Fix: "fix the flags"}
-			}
-		}
-		t.Params = FlagParams(fs)
 		s.Tasks = append(s.Tasks, t)
+		if _, err := s.TaskSettings(i); err != nil {
+			return refused(t.Name, err)
+		}
 	}
 	return nil
 }
 
-// checkReservedShared refuses a shared flag the sweep sets itself.
-func checkReservedShared(fs *flag.FlagSet) error {
-	var err error
-	fs.Visit(func(f *flag.Flag) {
-		if err == nil && slices.Contains(Reserved, f.Name) {
-			err = checkFlags(fs, "the shared flags", f.Name)
-		}
-	})
-	return err
+// refused is the error of a task whose settings training refuses (err).
+func refused(task string, err error) error {
+	fix := "fix the flags"
+	if ve, ok := errors.AsType[*training.ValueError](err); ok && !ve.Unknown && ve.Err == nil { // not of the flag's type
+		fix = "fix the flag's value"
+	}
+	return &GridError{Arg: "task " + task, Problem: "is refused by `cifarlab train`", Err: err, Fix: fix}
+}
+
+// TaskSettings are the settings task i trains with: the base settings with the shared ones and
+// the task's own applied (training.Settings.Apply, the task's winning), validated, its run folder as their checkpoint directory
+// and its params. A sweep of format 1 has none: it was planned by a lab before Settings.
+func (s *Sweep) TaskSettings(i int) (training.Settings, error) {
+	if s.Format < FileFormat {
+		return training.Settings{}, fmt.Errorf("sweep %s was planned by a lab before training.Settings (sweep.json format %d): plan it again "+
+			"under another --name; its runs stay in %s", s.Name, max(1, s.Format), s.runs)
+	}
+	t := s.Tasks[i]
+	c := s.Base
+	values := map[string]string{}
+	for _, st := range append(slices.Clone(s.Shared), t.Settings...) {
+		values[st.Field] = st.Value
+	}
+	if err := c.Apply(values); err != nil {
+		return training.Settings{}, err
+	}
+	c.Checkpoint.Dir, c.Record.Params = s.RunDir(i), maps.Clone(t.Params)
+	return c, c.Validate()
 }
 
 // checkRunFolder refuses a run folder of task i that holds a run with other settings.
@@ -226,23 +248,26 @@ func (s *Sweep) checkRunFolder(i int) error {
 	return nil
 }
 
-// sameAs is true when s and old have the same grid, list and shared flags.
+// sameAs is true when s and old have the same grid, list and base settings.
 func (s *Sweep) sameAs(old *Sweep) bool { return s.describe() == old.describe() }
 
-// describe is the sweep's grid, list and shared flags in words.
+// describe is the sweep's grid, list and shared settings in words.
 func (s *Sweep) describe() string {
 	var parts []string
 	for _, a := range s.Grid {
-		parts = append(parts, "--grid "+a.Flag+"="+strings.Join(a.Values, ","))
+		parts = append(parts, "--grid "+a.Field+"="+strings.Join(a.Values, ","))
 	}
 	for _, l := range s.List {
 		var kv []string
 		for _, st := range l {
-			kv = append(kv, st.Flag+"="+st.Value)
+			kv = append(kv, st.Field+"="+st.Value)
 		}
 		parts = append(parts, "--list '"+strings.Join(kv, " ")+"'")
 	}
-	return strings.Join(append(parts, s.Shared...), " ")
+	for _, st := range s.Shared {
+		parts = append(parts, "--"+st.Field+" "+st.Value)
+	}
+	return strings.Join(parts, " ")
 }
 
 // formatParams writes params as sorted --flag=value pairs.
@@ -269,8 +294,26 @@ func Load(runsDir, name string) (*Sweep, error) {
 		}
 		return nil, fmt.Errorf("sweep: reading the sweep: %w", err)
 	}
+	var head struct {
+		Format int `json:"format"`
+	}
+	if err := json.Unmarshal(data, &head); err == nil && head.Format > FileFormat {
+		return nil, &runs.FormatError{What: path, Format: head.Format, Lab: FileFormat}
+	}
 	s := &Sweep{}
-	if err := json.Unmarshal(data, s); err != nil {
+	if head.Format < FileFormat { // format 1: its base and tasks are flags, not read
+		var v1 struct {
+			Name        string       `json:"name"`
+			Tasks       []Task       `json:"tasks"`
+			Submissions []Submission `json:"submissions"`
+			Created     time.Time    `json:"created"`
+		}
+		err = json.Unmarshal(data, &v1)
+		s.Name, s.Tasks, s.Submissions, s.Created = v1.Name, v1.Tasks, v1.Submissions, v1.Created
+	} else {
+		err = json.Unmarshal(data, s)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("sweep: %s: %w: the file is not a cifarlab sweep record", path, err)
 	}
 	s.runs = runsDir
@@ -292,12 +335,6 @@ func (s *Sweep) Task(i int) (Task, error) {
 		return Task{}, fmt.Errorf("sweep %s: no task %d: it has tasks 0 to %d", s.Name, i, len(s.Tasks)-1)
 	}
 	return s.Tasks[i], nil
-}
-
-// TrainArgs are the train flags of task i: its Args, --checkpoint with its run folder and
-// --progress off (a batch job has no terminal).
-func (s *Sweep) TrainArgs(i int) []string {
-	return append(slices.Clone(s.Tasks[i].Args), "--checkpoint", s.RunDir(i), "--progress", "off")
 }
 
 // Unfinished are the indices of the tasks whose run.json does not say done.

@@ -1,35 +1,19 @@
 package sweep
 
 import (
-	"errors"
-	"flag"
-	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 	"github.com/stretchr/testify/require"
 )
 
-// trainFlags is a flag set shaped like `cifarlab train`'s (the command's own is tested in
-// cmd/cifarlab): the sweep needs only its names and how values parse.
-func trainFlags() *flag.FlagSet {
-	fs := flag.NewFlagSet("cifarlab train", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Int64("seed", 0, "")
-	fs.Float64("lr", 0, "")
-	fs.Int("steps", 0, "")
-	fs.String("model", "cnn", "")
-	fs.Bool("augment", false, "")
-	fs.String("checkpoint", "", "")
-	fs.Bool("json", false, "")
-	fs.String("progress", "auto", "")
-	return fs
-}
-
 func spec(runs string, grid ...string) Spec {
-	s := Spec{Name: "lr", Runs: runs, Shared: []string{"--steps", "10", "--model", "cnn"}, Flags: trainFlags}
+	s := Spec{Name: "lr", Runs: runs, Base: training.Defaults(), Shared: []Setting{{"steps", "10"}, {"model", "cnn"}}}
 	for _, g := range grid {
 		a, err := ParseAxis(g)
 		if err != nil {
@@ -51,9 +35,12 @@ func TestPlanTasks(t *testing.T) {
 		names = append(names, tk.Name)
 	}
 	require.Equal(t, []string{"lr-seed_1-lr_0.1", "lr-seed_1-lr_0.05", "lr-seed_2-lr_0.1", "lr-seed_2-lr_0.05", "lr-seed_7-augment_true"}, names)
-	require.Equal(t, []string{"--steps", "10", "--model", "cnn", "--seed=2", "--lr=0.05"}, s.Tasks[3].Args)
+	require.Equal(t, []Setting{{"seed", "2"}, {"lr", "0.05"}}, s.Tasks[3].Settings)
 	require.Equal(t, map[string]string{"steps": "10", "model": "cnn", "seed": "2", "lr": "0.05"}, s.Tasks[3].Params)
-	require.Equal(t, append(s.Tasks[3].Args, "--checkpoint", filepath.Join(runs, "lr-seed_2-lr_0.05"), "--progress", "off"), s.TrainArgs(3))
+	ts, err := s.TaskSettings(3)
+	require.NoError(t, err)
+	require.Equal(t, []any{10, "cnn", int64(2), training.Optimizer(training.Adam{LearningRate: 0.05}), filepath.Join(runs, "lr-seed_2-lr_0.05"),
+		s.Tasks[3].Params}, []any{ts.Run.Steps, ts.Model.Arch, ts.Run.Seed, ts.Optimizer, ts.Checkpoint.Dir, ts.Record.Params})
 	require.Equal(t, []int{0, 1, 2, 3, 4}, s.Unfinished())
 
 	// Nothing is written by Plan; Save then Load round-trips.
@@ -64,6 +51,7 @@ func TestPlanTasks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, s.Tasks, back.Tasks)
 	require.Equal(t, s.Grid, back.Grid)
+	require.Equal(t, s.Base, back.Base)
 }
 
 func TestPlanErrors(t *testing.T) {
@@ -73,20 +61,23 @@ func TestPlanErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown flag", func(s *Spec) { s.Grid = []Axis{{"sed", []string{"1"}}} },
-			"sweep: --grid sed names --sed, which is not a flag of `cifarlab train`: use one of augment, lr, model, seed, steps"},
+			"sweep: --grid sed names --sed, which is not a flag of `cifarlab train`: use one of " + settingNames()},
 		{"reserved flag", func(s *Spec) { s.Grid = []Axis{{"checkpoint", []string{"a"}}} },
 			"sweep: --grid checkpoint sets --checkpoint, which the sweep sets for each task: leave --checkpoint out: each task trains into its own folder of --runs"},
-		{"reserved shared flag", func(s *Spec) { s.Shared = append(s.Shared, "--json") },
-			"sweep: the shared flags sets --json, which the sweep sets for each task: leave --json out: each task trains into its own folder of --runs"},
+		{"reserved shared flag", func(s *Spec) { s.Shared = append(s.Shared, Setting{"checkpoint", "runs/x"}) },
+			"sweep: the shared flags sets --checkpoint, which the sweep sets for each task: leave --checkpoint out: each task trains into its own folder of --runs"},
+		{"reserved base setting", func(s *Spec) { s.Base.Checkpoint.Dir = "runs/x" },
+			"sweep: the base settings sets --checkpoint, which the sweep sets for each task: leave --checkpoint out: each task trains into its own folder of --runs"},
 		{"empty grid", func(s *Spec) { s.Grid = nil },
 			"sweep: the sweep has no grid and no list, so no task: give at least one --grid FLAG=V1,V2 (or --list 'FLAG=V ...')"},
 		{"axis without values", func(s *Spec) { s.Grid = []Axis{{"seed", nil}} }, "sweep: --grid seed has no values: give at least one value"},
 		{"bad value", func(s *Spec) { s.Grid = []Axis{{"seed", []string{"x"}}} },
-			"sweep: task lr-seed_x is refused by `cifarlab train`: invalid value \"x\" for flag -seed: parse error: fix the flag's value"},
+			"sweep: task lr-seed_x is refused by `cifarlab train`: training: setting seed=\"x\": use a whole number: fix the flag's value"},
 		{"bad name", func(s *Spec) { s.Name = "../up" },
 			"sweep: --name ../up is not a sweep name: start with a letter or digit and use letters, digits and . _ - only"},
-		{"check", func(s *Spec) { s.Check = func([]string) error { return errors.New("--steps is required") } },
-			"sweep: task lr-seed_1 is refused by `cifarlab train`: --steps is required: fix the flags"},
+		{"settings training refuses", func(s *Spec) { s.Shared = s.Shared[1:] },
+			"sweep: task lr-seed_1 is refused by `cifarlab train`: training: config: Run.Steps=0: set the number of training steps " +
+				"(Steps > 0) or of epochs (Epochs > 0): fix the flags"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sp := spec(t.TempDir(), "seed=1")
@@ -202,4 +193,16 @@ func TestActive(t *testing.T) {
 		"COMPLETED": false, "FAILED": false, "CANCELLED": false, "TIMEOUT": false, "PREEMPTED": false, "RUNNING,COMPLETING": true} {
 		require.Equal(t, want, active(state), state)
 	}
+}
+
+// settingNames are the settings a grid may set, sorted, as the sweep lists them.
+func settingNames() string {
+	var names []string
+	for _, n := range training.FieldNames() {
+		if n != "checkpoint" {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }

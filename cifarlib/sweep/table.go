@@ -15,7 +15,7 @@ import (
 // Group is the tasks of a sweep that share every setting but those averaged over (the seeds):
 // one row of Table.
 type Group struct {
-	// Settings are the group's values of the other grid flags.
+	// Settings are the group's values of the other grid settings.
 	Settings []Setting `json:"settings"`
 	// Runs are its run folders' names, Done how many of them are done.
 	Runs []string `json:"runs"`
@@ -36,7 +36,7 @@ type Group struct {
 // notebook shows to compare the settings of a sweep over several seeds.
 type Table struct {
 	Sweep string `json:"sweep"`
-	// Over are the flags averaged over.
+	// Over are the settings averaged over.
 	Over   []string `json:"over"`
 	Groups []Group  `json:"groups"`
 }
@@ -56,7 +56,7 @@ func (s *Sweep) Table(over ...string) *Table {
 	for i, task := range s.Tasks {
 		var key []Setting
 		for _, st := range task.Settings {
-			if !slices.Contains(over, st.Flag) {
+			if !slices.Contains(over, st.Field) {
 				key = append(key, st)
 			}
 		}
@@ -137,7 +137,7 @@ func meanSpread(xs []float64) (mean, spread float64) {
 func (g Group) cells() []string {
 	var kv []string
 	for _, st := range g.Settings {
-		kv = append(kv, st.Flag+"="+st.Value)
+		kv = append(kv, st.Field+"="+st.Value)
 	}
 	settings := strings.Join(kv, " ")
 	if settings == "" {

@@ -10,191 +10,11 @@ import (
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
-	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
-	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
-
-// Store parameters under which a checkpoint records the run that wrote it (GoMLX's checkpoint
-// package saves the Store's parameters in its JSON file).
-const (
-	ckptParamDataset   = "cifarlab_dataset"
-	ckptParamLabels    = "cifarlab_labels"
-	ckptParamModel     = "cifarlab_model"
-	ckptParamHead      = "cifarlab_head"
-	ckptParamBatch     = "cifarlab_batch_size"
-	ckptParamSeed      = "cifarlab_seed"
-	ckptParamAugment   = "cifarlab_augment"
-	ckptParamSchedule  = "cifarlab_schedule"
-	ckptParamSteps     = "cifarlab_steps"
-	ckptParamWarmup    = "cifarlab_warmup_steps"
-	ckptParamMinLR     = "cifarlab_min_learning_rate"
-	ckptParamDecay     = "cifarlab_weight_decay"
-	ckptParamUnguarded = "cifarlab_unguarded"
-	// The airbench94 recipe's settings (Config.Recipe, Momentum, BiasScaler, WhitenBiasEpochs,
-	// LabelSmoothing, Lookahead); absent from older checkpoints, whose zero values they equal.
-	ckptParamRecipe         = "cifarlab_recipe"
-	ckptParamMomentum       = "cifarlab_momentum"
-	ckptParamBiasScaler     = "cifarlab_bias_scaler"
-	ckptParamWhitenBias     = "cifarlab_whiten_bias_epochs"
-	ckptParamLabelSmoothing = "cifarlab_label_smoothing"
-	ckptParamLookahead      = "cifarlab_lookahead"
-	ckptParamAugmentation   = "cifarlab_augmentation"
-	// A transferred run's source and recipe (Config.From, Freeze, BackboneLearningRate).
-	ckptParamFrom       = "cifarlab_transferred_from"
-	ckptParamFreeze     = "cifarlab_freeze"
-	ckptParamBackboneLR = "cifarlab_backbone_learning_rate"
-)
-
-// ErrNoCheckpoint is returned (wrapped) when a directory holds no checkpoint to load.
-var ErrNoCheckpoint = errors.New("training: no checkpoint")
-
-// CheckpointInfo is what a checkpoint records about the training run that saved it.
-type CheckpointInfo struct {
-	// Dir is the checkpoint directory.
-	Dir string `json:"dir"`
-	// Step is the global step of the latest checkpoint.
-	Step int `json:"step"`
-	// Dataset is "cifar10" or "cifar100" and Labels "fine" or "coarse".
-	Dataset string `json:"dataset"`
-	Labels  string `json:"labels"`
-	// Model is the architecture and Head the classifier width.
-	Model string `json:"model"`
-	Head  int    `json:"head"`
-	// The settings that fix the data order and the optimisation: a resumed run must match them.
-	// Augmentation is the scheme of Augment when it is not the default crop-flip (which is "", as
-	// in checkpoints older than the choice).
-	BatchSize       int     `json:"batch_size"`
-	Seed            int64   `json:"seed"`
-	Augment         bool    `json:"augment"`
-	Augmentation    string  `json:"augmentation,omitempty"`
-	Optimizer       string  `json:"optimizer"`
-	LearningRate    float64 `json:"learning_rate"`
-	WeightDecay     float64 `json:"weight_decay"`
-	Schedule        string  `json:"schedule"`
-	WarmupSteps     int     `json:"warmup_steps"`
-	MinLearningRate float64 `json:"min_learning_rate"`
-	// The airbench94 recipe's settings (see Config): the recipe named, nesterov's momentum, bias
-	// scaler and whitening-bias epochs, label smoothing and lookahead.
-	Recipe           string  `json:"recipe,omitempty"`
-	Momentum         float64 `json:"momentum,omitempty"`
-	BiasScaler       float64 `json:"bias_scaler,omitempty"`
-	WhitenBiasEpochs int     `json:"whiten_bias_epochs,omitempty"`
-	LabelSmoothing   float64 `json:"label_smoothing,omitempty"`
-	Lookahead        bool    `json:"lookahead,omitempty"`
-	// Steps is the target step of the run that saved it (it matters to the cosine and triangle
-	// schedules and to lookahead).
-	Steps int `json:"steps"`
-	// Unguarded is true when that run trained with the guards off.
-	Unguarded bool `json:"unguarded"`
-	// TransferredFrom is the run a transferred run started from (Config.From; "" when it
-	// trained from scratch), with its Freeze and BackboneLearningRate.
-	TransferredFrom      string  `json:"transferred_from,omitempty"`
-	Freeze               string  `json:"freeze,omitempty"`
-	BackboneLearningRate float64 `json:"backbone_learning_rate,omitempty"`
-	// Input is the normalisation the run's model expects when it is not its dataset's (an
-	// imported model's: see cifarlib.InputNormalization); zero otherwise.
-	Input cifarlib.InputNormalization `json:"input_normalization,omitzero"`
-	// ImportedFrom is the file an imported run was made from (WriteImportedRun), or "".
-	ImportedFrom string `json:"imported_from,omitempty"`
-}
-
-// Spec returns the dataset Spec the checkpoint was trained on.
-func (ci *CheckpointInfo) Spec() (data.Spec, error) { return data.SpecByName(ci.Dataset, ci.Labels) }
-
-// specID is the Spec ID of the dataset a checkpoint recorded.
-func specID(info CheckpointInfo) string {
-	if spec, err := info.Spec(); err == nil {
-		return spec.ID()
-	}
-	return info.Dataset
-}
-
-// checkpointInfoFromConfig is the info a run with config c records.
-func checkpointInfoFromConfig(c *Config) CheckpointInfo {
-	return CheckpointInfo{Dir: c.CheckpointDir, Dataset: c.Spec.Name, Labels: c.Spec.Labels.String(), Model: c.Model,
-		Head: c.headWidth(), BatchSize: c.BatchSize, Seed: c.Seed, Augment: c.Augment, Augmentation: nonDefaultAugmentation(c), Optimizer: c.Optimizer,
-		LearningRate: c.LearningRate, WeightDecay: c.WeightDecay, Schedule: c.Schedule, WarmupSteps: c.WarmupSteps,
-		MinLearningRate: c.MinLearningRate, Steps: c.Steps, Unguarded: c.Unguarded,
-		Recipe: c.Recipe, Momentum: c.Momentum, BiasScaler: c.BiasScaler, WhitenBiasEpochs: c.WhitenBiasEpochs,
-		LabelSmoothing: c.LabelSmoothing, Lookahead: c.Lookahead,
-		TransferredFrom: c.From, Freeze: c.Freeze, BackboneLearningRate: c.BackboneLearningRate}
-}
-
-// nonDefaultAugmentation is the name of c's augmentation scheme when it augments with another
-// than the default (data.AugmentCropFlip), else "".
-func nonDefaultAugmentation(c *Config) string {
-	if !c.Augment || c.Augmentation.String() == data.AugmentCropFlip.String() {
-		return ""
-	}
-	return c.Augmentation.String()
-}
-
-// setStoreParams records info in the Store's parameters, which the checkpoint saves.
-func (ci *CheckpointInfo) setStoreParams(store *model.Store) {
-	root := store.RootScope()
-	root.SetParams(map[string]any{
-		ckptParamDataset: ci.Dataset, ckptParamLabels: ci.Labels, ckptParamModel: ci.Model, ckptParamHead: ci.Head,
-		ckptParamBatch: ci.BatchSize, ckptParamSeed: ci.Seed, ckptParamAugment: ci.Augment,
-		optimizer.ParamOptimizer: ci.Optimizer, optimizer.ParamLearningRate: ci.LearningRate,
-		ckptParamDecay: ci.WeightDecay, ckptParamSchedule: ci.Schedule, ckptParamWarmup: ci.WarmupSteps,
-		ckptParamMinLR: ci.MinLearningRate, ckptParamSteps: ci.Steps, ckptParamUnguarded: ci.Unguarded,
-		ckptParamAugmentation: ci.Augmentation, ckptParamRecipe: ci.Recipe, ckptParamMomentum: ci.Momentum, ckptParamBiasScaler: ci.BiasScaler,
-		ckptParamWhitenBias: ci.WhitenBiasEpochs, ckptParamLabelSmoothing: ci.LabelSmoothing, ckptParamLookahead: ci.Lookahead,
-	})
-	if ci.TransferredFrom != "" {
-		root.SetParams(map[string]any{ckptParamFrom: ci.TransferredFrom, ckptParamFreeze: ci.Freeze,
-			ckptParamBackboneLR: ci.BackboneLearningRate})
-	}
-	setInputParams(store, ci.Input)
-	if ci.ImportedFrom != "" {
-		root.SetParams(map[string]any{ckptParamImported: ci.ImportedFrom})
-	}
-}
-
-// checkpointInfoFromStore reads the parameters a checkpoint restored into store. ok is false
-// when the store holds no cifarlib run parameters (an empty directory, or a foreign checkpoint).
-func checkpointInfoFromStore(store *model.Store, dir string) (info CheckpointInfo, ok bool) {
-	root := store.RootScope()
-	if _, found := root.GetParam(ckptParamModel); !found {
-		return info, false
-	}
-	info = CheckpointInfo{Dir: dir,
-		Dataset:         model.GetParamOr(root, ckptParamDataset, ""),
-		Labels:          model.GetParamOr(root, ckptParamLabels, ""),
-		Model:           model.GetParamOr(root, ckptParamModel, ""),
-		Head:            model.GetParamOr(root, ckptParamHead, 0),
-		BatchSize:       model.GetParamOr(root, ckptParamBatch, 0),
-		Seed:            model.GetParamOr(root, ckptParamSeed, int64(0)),
-		Augment:         model.GetParamOr(root, ckptParamAugment, false),
-		Optimizer:       model.GetParamOr(root, optimizer.ParamOptimizer, ""),
-		LearningRate:    model.GetParamOr(root, optimizer.ParamLearningRate, 0.0),
-		WeightDecay:     model.GetParamOr(root, ckptParamDecay, 0.0),
-		Schedule:        model.GetParamOr(root, ckptParamSchedule, ""),
-		WarmupSteps:     model.GetParamOr(root, ckptParamWarmup, 0),
-		MinLearningRate: model.GetParamOr(root, ckptParamMinLR, 0.0),
-		Steps:           model.GetParamOr(root, ckptParamSteps, 0),
-		Unguarded:       model.GetParamOr(root, ckptParamUnguarded, false),
-
-		Augmentation:     model.GetParamOr(root, ckptParamAugmentation, ""),
-		Recipe:           model.GetParamOr(root, ckptParamRecipe, ""),
-		Momentum:         model.GetParamOr(root, ckptParamMomentum, 0.0),
-		BiasScaler:       model.GetParamOr(root, ckptParamBiasScaler, 0.0),
-		WhitenBiasEpochs: model.GetParamOr(root, ckptParamWhitenBias, 0),
-		LabelSmoothing:   model.GetParamOr(root, ckptParamLabelSmoothing, 0.0),
-		Lookahead:        model.GetParamOr(root, ckptParamLookahead, false),
-
-		TransferredFrom:      model.GetParamOr(root, ckptParamFrom, ""),
-		Freeze:               model.GetParamOr(root, ckptParamFreeze, ""),
-		BackboneLearningRate: model.GetParamOr(root, ckptParamBackboneLR, 0.0),
-		ImportedFrom:         model.GetParamOr(root, ckptParamImported, ""),
-	}
-	info.Step = int(optimizer.GetGlobalStep(store))
-	return info, true
-}
 
 // CheckpointMismatchError reports a resume whose settings differ from those of the run that
 // saved the checkpoint: continuing would not be the same training (or would not even load).
@@ -209,46 +29,6 @@ type CheckpointMismatchError struct {
 func (e *CheckpointMismatchError) Error() string {
 	return fmt.Sprintf("training: checkpoint %s was saved by a run with different settings (%s): resume with the "+
 		"same settings, or use a new checkpoint directory", e.Dir, strings.Join(e.Diffs, "; "))
-}
-
-// compareForResume lists the settings of want that differ from the saved ones. Steps only
-// matters to the cosine schedule (its period spans the run); the guard may change freely.
-func (ci *CheckpointInfo) compareForResume(want CheckpointInfo) []string {
-	var diffs []string
-	add := func(name string, saved, requested any) {
-		if fmt.Sprint(saved) != fmt.Sprint(requested) {
-			diffs = append(diffs, fmt.Sprintf("%s: saved %v, requested %v", name, saved, requested))
-		}
-	}
-	add("dataset", ci.Dataset, want.Dataset)
-	add("labels", ci.Labels, want.Labels)
-	add("model", ci.Model, want.Model)
-	add("head", ci.Head, want.Head)
-	add("batch size", ci.BatchSize, want.BatchSize)
-	add("seed", ci.Seed, want.Seed)
-	add("augment", ci.Augment, want.Augment)
-	add("augmentation", ci.Augmentation, want.Augmentation)
-	add("optimizer", ci.Optimizer, want.Optimizer)
-	add("learning rate", ci.LearningRate, want.LearningRate)
-	add("weight decay", ci.WeightDecay, want.WeightDecay)
-	add("momentum", ci.Momentum, want.Momentum)
-	add("bias scaler", ci.BiasScaler, want.BiasScaler)
-	add("whitening bias epochs", ci.WhitenBiasEpochs, want.WhitenBiasEpochs)
-	add("label smoothing", ci.LabelSmoothing, want.LabelSmoothing)
-	add("lookahead", ci.Lookahead, want.Lookahead)
-	add("schedule", ci.Schedule, want.Schedule)
-	if ci.Schedule == ScheduleCosine {
-		add("warmup steps", ci.WarmupSteps, want.WarmupSteps)
-		add("min learning rate", ci.MinLearningRate, want.MinLearningRate)
-		add("steps (the cosine schedule spans them)", ci.Steps, want.Steps)
-	}
-	if ci.Schedule == ScheduleTriangle || ci.Lookahead {
-		add("steps (the triangle schedule and lookahead span them)", ci.Steps, want.Steps)
-	}
-	add("transferred from", ci.TransferredFrom, want.TransferredFrom)
-	add("freeze", ci.Freeze, want.Freeze)
-	add("backbone learning rate", ci.BackboneLearningRate, want.BackboneLearningRate)
-	return diffs
 }
 
 // trainCheckpoint is the checkpoint side of a Trainer: GoMLX's checkpoint.Handler plus the
@@ -269,33 +49,34 @@ type trainCheckpoint struct {
 // creates (or resumes from) the checkpoint directory, loading a checkpoint's variables and
 // History, gives m the input normalisation its weights expect (adoptInput), and records the
 // run's settings in store's parameters (replacing those a resumed checkpoint loaded), which
-// every checkpoint saves. Without a CheckpointDir the run has no checkpoints (nil) and a fresh
-// History.
+// every checkpoint saves. Without a checkpoint directory the run has no checkpoints (nil) and a
+// fresh History.
 func openCheckpoints(p *plan, m *cifarlib.Model, store *model.Store, log runLog) (*trainCheckpoint, *runs.History, error) {
-	want := checkpointInfoFromConfig(&p.Config)
-	history := &runs.History{TopK: p.topK()}
+	history := &runs.History{TopK: p.TopK()}
 	var tc *trainCheckpoint
-	if p.CheckpointDir != "" {
+	if p.Checkpoint.Dir != "" {
 		var err error
-		if tc, err = openTrainCheckpoint(store, p, want); err != nil {
+		if tc, err = openTrainCheckpoint(store, p); err != nil {
 			return nil, nil, err
 		}
 	}
 	m.Input = tc.adoptInput(p, m.Input)
-	recordSettings(p, store, m.Input)
+	if err := recordSettings(p, store, m.Input); err != nil {
+		return nil, nil, err
+	}
 	if tc == nil {
 		return nil, history, nil
 	}
 	for _, name := range tc.setAside {
 		log("checkpoint %s in %s was incomplete (an interrupted save): set aside as %s.{json,bin}%s",
-			name, p.CheckpointDir, name, incompleteCheckpointSuffix)
+			name, p.Checkpoint.Dir, name, incompleteCheckpointSuffix)
 	}
 	if tc.resumed != nil {
 		var err error
-		if history, err = runs.LoadHistory(p.CheckpointDir); err != nil {
+		if history, err = runs.LoadHistory(p.Checkpoint.Dir); err != nil {
 			return nil, nil, err
 		}
-		history.TopK = p.topK()
+		history.TopK = p.TopK()
 	}
 	tc.noteImported(p, log)
 	return tc, history, nil
@@ -303,10 +84,9 @@ func openCheckpoints(p *plan, m *cifarlib.Model, store *model.Store, log runLog)
 
 // recordSettings records the settings of a run of plan p, whose model expects input, in
 // store's parameters (replacing those a resumed checkpoint loaded), which every checkpoint saves.
-func recordSettings(p *plan, store *model.Store, input cifarlib.InputNormalization) {
-	info := checkpointInfoFromConfig(&p.Config)
-	info.Input = input
-	info.setStoreParams(store)
+func recordSettings(p *plan, store *model.Store, input cifarlib.InputNormalization) error {
+	info := CheckpointInfo{Dir: p.Checkpoint.Dir, Format: SettingsFormat, Settings: p.Settings, Input: input}
+	return info.setStoreParams(store)
 }
 
 // adoptInput returns the input normalisation the weights of a run of plan p expect: a resumed
@@ -325,15 +105,14 @@ func (tc *trainCheckpoint) adoptInput(p *plan, own cifarlib.InputNormalization) 
 }
 
 // openTrainCheckpoint creates (or loads) the checkpoint directory of plan p into store, before
-// any of the run's parameters are set, for a run that records want: a loaded checkpoint must
-// match want.
-func openTrainCheckpoint(store *model.Store, p *plan, want CheckpointInfo) (*trainCheckpoint, error) {
-	dir := p.CheckpointDir
+// any of the run's parameters are set: a loaded checkpoint must match p's settings.
+func openTrainCheckpoint(store *model.Store, p *plan) (*trainCheckpoint, error) {
+	dir := p.Checkpoint.Dir
 	setAside, err := setAsideIncompleteCheckpoints(dir)
 	if err != nil {
 		return nil, err
 	}
-	h, err := checkpoint.Build(store).Dir(dir).Keep(p.CheckpointKeep).Done()
+	h, err := checkpoint.Build(store).Dir(dir).Keep(p.Checkpoint.Keep).Done()
 	if err != nil {
 		return nil, fmt.Errorf("training: checkpoint directory %s: %w", dir, err)
 	}
@@ -345,7 +124,10 @@ func openTrainCheckpoint(store *model.Store, p *plan, want CheckpointInfo) (*tra
 	if !has {
 		return tc, nil
 	}
-	info, ok := checkpointInfoFromStore(store, dir)
+	info, ok, err := checkpointInfoFromStore(store, dir)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, fmt.Errorf("training: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter): "+
 			"use another checkpoint directory", dir, ckptParamModel)
@@ -353,13 +135,13 @@ func openTrainCheckpoint(store *model.Store, p *plan, want CheckpointInfo) (*tra
 	if info.Input, err = inputFromStore(store); err != nil {
 		return nil, err
 	}
-	diffs := info.compareForResume(want)
+	diffs := info.compareForResume(&p.Settings)
 	// A different head is a *ShapeMismatchError, which says more than the settings' diff.
-	if err := headShapeCheck(h, info, p.dataset, want.Head, want.Model, true); err != nil {
+	if err := headShapeCheck(h, info, p.dataset, p.Model.Head, p.Model.Arch, true); err != nil {
 		return nil, err
 	}
 	if info.hasNoTrainingSettings() { // an import: nothing to resume but its weights
-		if err := info.checkTrainOn(want); err != nil {
+		if err := info.checkTrainOn(&p.Settings); err != nil {
 			return nil, err
 		}
 		tc.imported = &info
@@ -372,6 +154,9 @@ func openTrainCheckpoint(store *model.Store, p *plan, want CheckpointInfo) (*tra
 	return tc, nil
 }
 
+// isImport reports whether the run continues an imported run's weights (tc nil: no checkpoints).
+func (tc *trainCheckpoint) isImport() bool { return tc != nil && tc.imported != nil }
+
 // resumedAt returns the step the run resumed from, and whether it resumed (false for a fresh
 // run and for a run without checkpoints, tc nil).
 func (tc *trainCheckpoint) resumedAt() (step int, ok bool) {
@@ -381,7 +166,7 @@ func (tc *trainCheckpoint) resumedAt() (step int, ok bool) {
 	return tc.resumed.Step, true
 }
 
-// save writes a new checkpoint (keeping the newest CheckpointKeep) and the history.
+// save writes a new checkpoint (keeping the newest Checkpoint.Keep) and the history.
 // Metric accumulators are not saved: GoMLX names them with a fresh id per run.
 func (tc *trainCheckpoint) save(store *model.Store, history *runs.History) error {
 	for v := range store.IterVariables() {
@@ -419,7 +204,10 @@ func readRunCheckpoint(dir string) (*model.Store, *checkpoint.Handler, Checkpoin
 	if has, err := h.HasCheckpoints(); err != nil || !has {
 		return nil, nil, CheckpointInfo{}, fmt.Errorf("%w in %s: train with a checkpoint directory first (cifarlab train --checkpoint %s)", ErrNoCheckpoint, dir, dir)
 	}
-	info, ok := checkpointInfoFromStore(store, dir)
+	info, ok, err := checkpointInfoFromStore(store, dir)
+	if err != nil {
+		return nil, nil, CheckpointInfo{}, err
+	}
 	if !ok {
 		return nil, nil, CheckpointInfo{}, fmt.Errorf("training: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter)", dir, ckptParamModel)
 	}
@@ -433,7 +221,7 @@ func readRunCheckpoint(dir string) (*model.Store, *checkpoint.Handler, Checkpoin
 // head whose width differs from head, for a model of the same architecture arch built for the
 // dataset with Spec ID dataset; nil otherwise.
 func headShapeCheck(h *checkpoint.Handler, info CheckpointInfo, dataset string, head int, arch string, resume bool) error {
-	if info.Model != arch || info.Head == head {
+	if info.Model.Arch != arch || info.Model.Head == head {
 		return nil
 	}
 	_, headScope := archScopes(arch)
@@ -444,7 +232,7 @@ func headShapeCheck(h *checkpoint.Handler, info CheckpointInfo, dataset string, 
 	}
 	dims := saved.Shape().Dimensions
 	return &ShapeMismatchError{Dir: info.Dir, Variable: path, Saved: []int{dims[0], dims[1]}, Model: []int{dims[0], head},
-		SavedDataset: specID(info), ModelDataset: dataset, SavedHead: info.Head, ModelHead: head, Resume: resume}
+		SavedDataset: info.Data.Spec.ID(), ModelDataset: dataset, SavedHead: info.Model.Head, ModelHead: head, Resume: resume}
 }
 
 // incompleteCheckpointSuffix is appended to the files of a checkpoint that a save left

@@ -19,7 +19,7 @@ import (
 // run's settings (dataset, architecture, head width, and m.Input: the input normalisation its
 // weights expect) in its parameters, an empty history and a
 // run.json with status done and ImportedFrom set to source. LoadCheckpoint, DiagnoseRun and
-// Config.From (eval, diagnose --from and train --from) then accept it like a run the lab
+// Settings.Transfer.From (eval, diagnose --from and train --from) then accept it like a run the lab
 // trained.
 //
 // dir must not exist or be empty. The folder is written under a temporary name beside it and
@@ -43,9 +43,11 @@ func WriteImportedRun(dir string, m *cifarlib.Model, store *model.Store, source 
 			_ = os.RemoveAll(tmp)
 		}
 	}()
-	info := CheckpointInfo{Dir: dir, Dataset: m.Spec.Name, Labels: m.Spec.Labels.String(), Model: m.Arch, Head: m.NumClasses,
-		Input: m.Input, ImportedFrom: source}
-	info.setStoreParams(store)
+	info := CheckpointInfo{Dir: dir, Format: SettingsFormat, Input: m.Input, ImportedFrom: source,
+		Settings: Settings{Data: DataSettings{Spec: m.Spec}, Model: ModelSettings{Arch: m.Arch, Head: m.NumClasses}}}
+	if err := info.setStoreParams(store); err != nil {
+		return err
+	}
 	h, err := checkpoint.Build(store).Dir(tmp).Done()
 	if err != nil {
 		return fmt.Errorf("training: checkpoint in %s: %w", tmp, err)

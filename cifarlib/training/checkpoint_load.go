@@ -28,13 +28,12 @@ func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, err
 	if err != nil {
 		return nil, err
 	}
-	spec, err := info.Spec()
-	if err != nil {
-		return nil, fmt.Errorf("training: checkpoint %s: %w", dir, err)
+	if info.Data.Spec.Name == "" {
+		return nil, &CorruptCheckpointError{Dir: dir, Err: fmt.Errorf("it names no dataset")}
 	}
-	m, err := info.modelBuilder(spec).Backend(backend).Done()
+	m, err := info.modelBuilder(info.Data.Spec).Backend(backend).Done()
 	if err != nil {
-		return nil, fmt.Errorf("training: checkpoint %s: rebuilding model %s: %w", dir, info.Model, err)
+		return nil, fmt.Errorf("training: checkpoint %s: rebuilding model %s: %w", dir, info.Model.Arch, err)
 	}
 	return loadedCheckpoint(store, info, m, backend)
 }
@@ -43,9 +42,9 @@ func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, err
 // for spec; the head is
 // marked overridden only when it differs from spec's classes.
 func (ci *CheckpointInfo) modelBuilder(spec data.Spec) *cifarlib.ModelBuilder {
-	b := cifarlib.NewModel(spec, ci.Model).Input(ci.Input)
-	if ci.Head != spec.NumClasses {
-		b = b.Head(ci.Head)
+	b := cifarlib.NewModel(spec, ci.Model.Arch).Input(ci.Input)
+	if ci.Model.Head != spec.NumClasses {
+		b = b.Head(ci.Model.Head)
 	}
 	return b
 }
@@ -62,15 +61,15 @@ func loadedCheckpoint(store *model.Store, info CheckpointInfo, m *cifarlib.Model
 // LoadCheckpointInto loads the latest checkpoint in dir into the model m, as it is: PyTorch's
 // model.load_state_dict(checkpoint), strict. The run must have m's architecture
 // (*ArchMismatchError) and head width (*ShapeMismatchError, naming the head variable, both shapes
-// and both datasets): a checkpoint is never reshaped to fit; a transfer (training.Config.From) is
+// and both datasets): a checkpoint is never reshaped to fit; a transfer (Settings.Transfer.From) is
 // how a trained run moves to a dataset with another number of classes.
 func LoadCheckpointInto(dir string, m *cifarlib.Model, backend compute.Backend) (*LoadedCheckpoint, error) {
 	store, h, info, err := readRunCheckpoint(dir)
 	if err != nil {
 		return nil, err
 	}
-	if info.Model != m.Arch {
-		return nil, &ArchMismatchError{Dir: dir, Saved: info.Model, Requested: m.Arch}
+	if info.Model.Arch != m.Arch {
+		return nil, &ArchMismatchError{Dir: dir, Saved: info.Model.Arch, Requested: m.Arch}
 	}
 	if err := headShapeCheck(h, info, m.Spec.ID(), m.NumClasses, m.Arch, false); err != nil {
 		return nil, err

@@ -48,9 +48,10 @@ func TestResumeSetsAsideIncompleteCheckpoint(t *testing.T) {
 	spec := data.CIFAR10()
 	train, test := labtest.TrainTestRecords(t, spec, 64, 16, 3)
 	dir := filepath.Join(t.TempDir(), "ckpt")
-	cfg := Config{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear, Steps: 2, BatchSize: 8, Seed: 3,
-		SkipFinalEval: true, Backend: b, Progress: ProgressOff, CheckpointDir: dir}
-	res, err := Train(context.Background(), cfg)
+	cfg := with(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "steps": "2", "batch": "8", "seed": "3", "no-eval": "true",
+		"checkpoint": dir})
+	env := Env{Train: train, Test: test, Backend: b, Progress: ProgressOff}
+	res, err := Train(context.Background(), cfg, env)
 	require.NoError(t, err)
 	require.Equal(t, 2, res.EndStep)
 
@@ -67,8 +68,8 @@ func TestResumeSetsAsideIncompleteCheckpoint(t *testing.T) {
 		"the previous one, or delete its .json and .bin files")
 
 	var log bytes.Buffer
-	cfg.Steps, cfg.Log = 3, &log
-	trainer, err := NewTrainer(cfg)
+	cfg.Run.Steps, env.Log = 3, &log
+	trainer, err := NewTrainer(cfg, env)
 	require.NoError(t, err)
 	step, ok := trainer.Resumed()
 	require.True(t, ok)

@@ -43,29 +43,31 @@ func TestLoadCheckpointErrors(t *testing.T) {
 	_, err = LoadCheckpoint(foreign, b)
 	require.EqualError(t, err, "training: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" parameter)`)
 	trainRecs, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 40, 1, 1)
-	_, err = NewTrainer(Config{Spec: data.CIFAR10(), TrainRecords: trainRecs, SkipFinalEval: true, Steps: 2,
-		CheckpointDir: foreign, Backend: b})
+	_, err = NewTrainer(with(t, Defaults(), map[string]string{"no-eval": "true", "steps": "2", "checkpoint": foreign}),
+		Env{Train: trainRecs, Backend: b})
 	require.EqualError(t, err, "training: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" `+
 		"parameter): use another checkpoint directory")
 }
 
 func TestCheckpointInfoCompare(t *testing.T) {
-	cfg, err := resolve(Config{Spec: data.CIFAR100(data.LabelsCoarse), Steps: 100, Schedule: ScheduleCosine, WarmupSteps: 10}, nil)
+	s := Defaults()
+	s.Data.Spec, s.Run.Steps, s.Schedule = data.CIFAR100(data.LabelsCoarse), 100, Schedule{Name: ScheduleCosine, WarmupSteps: 10}
+	p, err := resolve(s, nil)
 	require.NoError(t, err)
-	saved := checkpointInfoFromConfig(&cfg.Config)
-	require.Equal(t, CheckpointInfo{Dataset: "cifar100", Labels: "coarse", Model: "cnn", Head: 20, BatchSize: 32, Optimizer: "adam",
-		LearningRate: 0.001, Schedule: "cosine", WarmupSteps: 10, Steps: 100}, saved)
-	spec, err := saved.Spec()
-	require.NoError(t, err)
-	require.Equal(t, "cifar100-coarse", spec.ID())
+	require.NoError(t, p.count(50000))
+	saved := CheckpointInfo{Settings: p.Settings}
+	require.Equal(t, []any{"cifar100", "coarse", "cnn", 20, 32, Optimizer(Adam{LearningRate: 0.001}), "cosine", 10, 100},
+		[]any{saved.Data.Spec.Name, saved.Data.Spec.Labels.String(), saved.Model.Arch, saved.Model.Head, saved.Data.BatchSize,
+			saved.Optimizer, saved.Schedule.Name, saved.Schedule.WarmupSteps, saved.Run.Steps})
+	require.Equal(t, "cifar100-coarse", saved.Data.Spec.ID())
 
-	want := saved
-	want.Unguarded = true // The guard may change on resume.
-	require.Empty(t, saved.compareForResume(want))
-	want.Steps = 200 // The cosine schedule spans the steps.
-	want.Model = "resnet20"
+	want := saved.Settings
+	want.Model.Unguarded = true // The guard may change on resume.
+	require.Empty(t, saved.compareForResume(&want))
+	want.Run.Steps = 200 // The cosine schedule spans the steps.
+	want.Model.Arch = "resnet20"
 	require.Equal(t, []string{"model: saved cnn, requested resnet20", "steps (the cosine schedule spans them): saved 100, requested 200"},
-		saved.compareForResume(want))
-	saved.Schedule, want.Schedule, want.Model = ScheduleConstant, ScheduleConstant, "cnn"
-	require.Empty(t, saved.compareForResume(want), "steps only matter to the cosine schedule")
+		saved.compareForResume(&want))
+	saved.Schedule.Name, want.Schedule.Name, want.Model.Arch = ScheduleConstant, ScheduleConstant, "cnn"
+	require.Empty(t, saved.compareForResume(&want), "steps only matter to the cosine schedule")
 }

@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,24 +17,23 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/model/checkpoint"
 	"github.com/stretchr/testify/require"
 )
 
-// recipeRun is a run folder in the format of commit 4805295 (its checkpoint's settings one
-// parameter each, run.json without settings): the airbench94 recipe on the cnn (nesterov,
-// triangle schedule, lookahead, label smoothing, alternating-flip augmentation, 0.75 epochs of
-// the 64 synthetic training images at batch 8: 6 steps, final TTA 2), interrupted after step 3.
-// recipeRunWant (want.json) holds what that code computed: the checkpoint's logits on the
-// synthetic test split, and the evaluation and weights of the same run trained straight to
-// step 6.
+// recipeRun is a run folder of format 1, written by the lab before Settings (commit 4805295's
+// code, by the test TestWriteRecipeRunFixture of commit 1197233): the airbench94 recipe on the
+// cnn (nesterov, triangle schedule, lookahead, label smoothing, alternating-flip augmentation,
+// 0.75 epochs of the 64 synthetic training images at batch 8: 6 steps, final TTA 2),
+// interrupted after step 3. Its want.json holds what that code computed: the checkpoint's
+// logits on the synthetic test split, and the evaluation and weights of the same run trained
+// straight to step 6.
 const (
 	recipeRun       = "testdata/run-4805295-recipe"
 	recipeRunStep   = 3
 	recipeRunSteps  = 6
 	recipeRunImages = 32
 )
-
-var writeRecipeRun = flag.Bool("write-recipe-run", false, "write "+recipeRun+" (only with the code of its format)")
 
 // recipeRunWant is want.json of recipeRun.
 type recipeRunWant struct {
@@ -52,69 +51,138 @@ type recipeRunWant struct {
 	} `json:"straight"`
 }
 
-// recipeRunRecords are the synthetic splits of recipeRun.
-func recipeRunRecords(t *testing.T) (train, test *data.Records) {
-	return labtest.TrainTestRecords(t, data.CIFAR10(), 64, recipeRunImages, 46)
+// recipeRunSettings are the settings of recipeRun (its Config then: the recipe, the cnn, batch
+// 8, 0.75 epochs, seed 46, validations every 2 steps on 16 examples at batch 16) and its Env.
+func recipeRunSettings(t *testing.T, dir string) (Settings, Env) {
+	train, test := labtest.TrainTestRecords(t, data.CIFAR10(), 64, recipeRunImages, 46)
+	s := recipeOn(cifarlib.ArchCNN, 0.75, 8, 46)
+	s.Eval = EvalSettings{Every: 2, Examples: 16, BatchSize: 16, TTA: TTAMirrorTranslate}
+	s.Checkpoint.Dir = dir
+	s.Record.Params = map[string]string{"recipe": "airbench94", "model": "cnn", "batch": "8", "epochs": "0.75", "seed": "46"}
+	return s, Env{Train: train, Test: test, Backend: labtest.Backend(t), Progress: ProgressOff}
 }
 
 // trainedHash is the SHA-256 of the variables of store but the metrics', in path order.
 func trainedHash(t *testing.T, store *model.Store) string {
 	vars := trainVars(t, store)
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	h := sha256.New()
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range vars {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range keys {
 		h.Write([]byte(k))
 		h.Write(vars[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// TestWriteRecipeRunFixture writes testdata/run-4805295-recipe with -write-recipe-run. It
-// was run once, with the code of commit 4805295's format (the commit that added it): later code
-// writes another format, which is the point of the fixture.
-func TestWriteRecipeRunFixture(t *testing.T) {
-	if !*writeRecipeRun {
-		t.Skip("writes " + recipeRun + " only with -write-recipe-run")
-	}
-	train, test := recipeRunRecords(t)
-	cfg := Config{Recipe: RecipeAirbench94, Spec: data.CIFAR10(), TrainRecords: train, TestRecords: test, Model: cifarlib.ArchCNN,
-		BatchSize: 8, Epochs: 0.75, Seed: 46, EvalEvery: 2, EvalExamples: 16, EvalBatchSize: 16, Backend: labtest.Backend(t), Progress: ProgressOff,
-		Params: map[string]string{"recipe": "airbench94", "model": "cnn", "batch": "8", "epochs": "0.75", "seed": "46"}}
-
-	straight := cfg
-	straight.CheckpointDir = filepath.Join(t.TempDir(), "straight")
-	res, err := Train(context.Background(), straight)
-	require.NoError(t, err)
-	require.Equal(t, recipeRunSteps, res.EndStep)
-	want := recipeRunWant{Backend: cfg.Backend.Name()}
-	want.Straight.Loss, want.Straight.Accuracy, want.Straight.Weights = res.Eval.Loss, res.Eval.Accuracy, trainedHash(t, res.Store)
-
-	dir := filepath.Join(t.TempDir(), "run")
-	ctx, cancel := context.WithCancel(context.Background())
-	cut := cfg
-	cut.CheckpointDir = dir
-	cut.OnPoint = func(p runs.HistoryPoint) error {
-		if p.Step == recipeRunStep {
-			cancel()
+// requireFixtureLogits checks logits against those a fixture recorded, within the tolerance of
+// a computation that differs in the order of its sums (logitsTolerance), and the loss and
+// accuracy that follow from them.
+func requireFixtureLogits(t *testing.T, want [][]float32, wantLoss, wantAccuracy float64, ev *EvalResult, logits [][]float32) {
+	t.Helper()
+	scale, margin := 0.0, math.Inf(1)
+	for _, row := range want {
+		top, second := math.Inf(-1), math.Inf(-1)
+		for _, v := range row {
+			scale = math.Max(scale, math.Abs(float64(v)))
+			if x := float64(v); x > top {
+				top, second = x, top
+			} else if x > second {
+				second = x
+			}
 		}
-		return nil
+		margin = math.Min(margin, top-second)
 	}
-	res, err = Train(ctx, cut)
+	tol := logitsTolerance(scale)
+	for i := range want {
+		require.InDeltaSlice(t, want[i], logits[i], tol, "logits of test example %d", i)
+	}
+	require.InDelta(t, wantLoss, ev.Loss, 2*tol) // a mean of logsumexp(logits)-logit[label]
+	require.Greater(t, margin, 2*tol, "a top-two margin of the recorded logits is within the tolerance")
+	require.Equal(t, wantAccuracy, ev.Accuracy)
+}
+
+// TestRecipeRunFixtureLoadsEvaluatesAndResumes: the recipe's run of format 1 (commit 4805295)
+// loads with its settings, evaluates as that code evaluated it, and resumes to the weights of
+// the run that code trained straight through, bit for bit on the backend that wrote it; the
+// resumed run records format 2 (its settings in run.json and in the checkpoint).
+func TestRecipeRunFixtureLoadsEvaluatesAndResumes(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(recipeRun, "want.json"))
 	require.NoError(t, err)
-	require.True(t, res.Interrupted)
-	require.Equal(t, recipeRunStep, res.EndStep)
-	ld, err := LoadCheckpoint(dir, cfg.Backend)
+	var want recipeRunWant
+	require.NoError(t, json.Unmarshal(raw, &want))
+	dir := filepath.Join(t.TempDir(), "run")
+	require.NoError(t, os.CopyFS(dir, os.DirFS(recipeRun)))
+	s, env := recipeRunSettings(t, dir)
+
+	rec, err := runs.ReadRecord(dir)
 	require.NoError(t, err)
-	ev, logits := fixtureLogits(t, ld, Config{TestRecords: test})
-	want.Logits, want.Loss, want.Accuracy = logits, ev.Loss, ev.Accuracy
-	out, err := json.MarshalIndent(want, "", " ")
+	require.Equal(t, []any{0, runs.RunInterrupted, "airbench94", 6}, []any{rec.Format, rec.Status, rec.Recipe, rec.TargetStep})
+	require.Nil(t, rec.Settings)
+
+	ld, err := LoadCheckpoint(dir, env.Backend)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "want.json"), out, 0o644))
-	require.NoError(t, os.RemoveAll(recipeRun))
-	require.NoError(t, os.CopyFS(recipeRun, os.DirFS(dir)))
+	require.Equal(t, 1, ld.Info.Format)
+	require.Equal(t, recipeRunStep, ld.Info.Step)
+	require.Equal(t, []any{RecipeAirbench94, "cifar10", "cnn", 10, 8, int64(46), Optimizer(Nesterov{LearningRate: 11.5, Momentum: 0.85,
+		WeightDecay: 0.0153, BiasScaler: 64}), Schedule{Name: ScheduleTriangle}, 0.2, true, true, data.AugmentAltFlip, 6},
+		[]any{ld.Info.Recipe, ld.Info.Data.Spec.ID(), ld.Info.Model.Arch, ld.Info.Model.Head, ld.Info.Data.BatchSize, ld.Info.Run.Seed,
+			ld.Info.Optimizer, ld.Info.Schedule, ld.Info.Run.LabelSmoothing, ld.Info.Run.Lookahead, ld.Info.Data.Augment,
+			ld.Info.Data.Augmentation, ld.Info.Run.Steps})
+	ev, logits := fixtureLogits(t, ld, env.Test)
+	requireFixtureLogits(t, want.Logits, want.Loss, want.Accuracy, ev, logits)
+
+	res, err := Train(context.Background(), s, env)
+	require.NoError(t, err)
+	require.True(t, res.Resumed)
+	require.Equal(t, []int{recipeRunStep, recipeRunSteps}, []int{res.StartStep, res.EndStep})
+	if backend := env.Backend.Name(); backend == want.Backend {
+		require.Equal(t, want.Straight.Weights, trainedHash(t, res.Store), "the weights of the run trained straight through")
+		require.Equal(t, want.Straight.Loss, res.Eval.Loss)
+		require.Equal(t, want.Straight.Accuracy, res.Eval.Accuracy)
+	} else {
+		t.Logf("the fixture's steps 1-3 were computed on %s, this resume on %s: the weights are compared on %s only", want.Backend, backend, want.Backend)
+	}
+
+	rec, err = runs.ReadRecord(dir)
+	require.NoError(t, err)
+	require.Equal(t, runs.RecordFormat, rec.Format)
+	var recorded Settings
+	require.NoError(t, json.Unmarshal(rec.Settings, &recorded))
+	ld, err = LoadCheckpoint(dir, env.Backend)
+	require.NoError(t, err)
+	require.Equal(t, SettingsFormat, ld.Info.Format)
+	require.Equal(t, recorded, ld.Info.Settings, "run.json and the checkpoint record the same settings")
+	require.Equal(t, recipeRunSteps, recorded.Run.Steps)
+	require.Equal(t, s.Optimizer, recorded.Optimizer)
+}
+
+// TestNewerFormatsRefused: a run.json, a checkpoint or settings of a format newer than this
+// lab's is refused in one line that names both formats.
+func TestNewerFormatsRefused(t *testing.T) {
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, runs.FileName), `{"format": 3, "status": "done"}`)
+	_, err := runs.ReadRecord(dir)
+	var fe *runs.FormatError
+	require.ErrorAs(t, err, &fe)
+	require.EqualError(t, err, filepath.Join(dir, runs.FileName)+" is in format 3, newer than this lab reads (format 2): "+
+		"update cifarlab (git pull, then kernel/setup.sh) to read it")
+
+	var s Settings
+	err = json.Unmarshal([]byte(`{"format": 3, "recipe": "airbench95"}`), &s)
+	require.EqualError(t, err, "settings is in format 3, newer than this lab reads (format 2): update cifarlab (git pull, then kernel/setup.sh) to read it")
+
+	ckpt := t.TempDir()
+	store := model.NewStore()
+	store.RootScope().SetParams(map[string]any{ckptParamModel: "cnn", ckptParamFormat: 3, ckptParamSettings: "{}"})
+	store.RootScope().VariableWithValue("w", float32(1))
+	h, err := checkpoint.Build(store).Dir(ckpt).Done()
+	require.NoError(t, err)
+	require.NoError(t, h.Save())
+	_, err = LoadCheckpoint(ckpt, labtest.Backend(t))
+	require.ErrorAs(t, err, &fe)
+	require.EqualError(t, err, "checkpoint "+ckpt+" is in format 3, newer than this lab reads (format 2): update cifarlab (git pull, then kernel/setup.sh) to read it")
 }

@@ -151,7 +151,7 @@ func splitBatch(batch train.Batch, n int) ([]train.Batch, error) {
 			return fmt.Errorf("training: cannot shard a scalar %s across %d devices", shape, n)
 		}
 		size := shape.Dimensions[0]
-		if err := backends.CheckBatchDivisible("BatchSize", size, n); err != nil {
+		if err := backends.CheckBatchDivisible("Data.BatchSize", size, n); err != nil {
 			return err
 		}
 		shardShape := shape.Clone()

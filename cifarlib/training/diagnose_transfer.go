@@ -23,10 +23,7 @@ func DiagnoseRun(runDir string, target data.Spec, root string, opts cifarlib.Dia
 	if err != nil {
 		return nil, err
 	}
-	source, err := info.Spec()
-	if err != nil {
-		return nil, fmt.Errorf("training: run %s: %w", runDir, err)
-	}
+	source := info.Data.Spec
 	m, err := info.modelBuilder(target).Done()
 	if err != nil {
 		return nil, fmt.Errorf("training: run %s: %w", runDir, err)
@@ -38,7 +35,7 @@ func DiagnoseRun(runDir string, target data.Spec, root string, opts cifarlib.Dia
 	d.From, d.FromDataset = runDir, source.ID()
 	// The head is the run's, not an override the user set: say where it came from.
 	d.Model = fmt.Sprintf("%s trained on %s (its head: %d outputs), checked against %s (%d classes)",
-		m.Arch, source.ID(), info.Head, target.ID(), target.NumClasses)
+		m.Arch, source.ID(), info.Model.Head, target.ID(), target.NumClasses)
 	if d.Summary != nil {
 		d.Summary.Model = d.Model
 	}
@@ -54,9 +51,9 @@ func DiagnoseRun(runDir string, target data.Spec, root string, opts cifarlib.Dia
 		}
 		d.HeadOverridden = false
 	}
-	transfer := fmt.Sprintf("transfer the run: cifarlab train --from %s --dataset %s (training.Config.From), which carries the "+
+	transfer := fmt.Sprintf("transfer the run: cifarlab train --from %s --dataset %s (training.Settings.Transfer.From), which carries the "+
 		"backbone and initialises a new head of %d", runDir, datasetFlags(target.ID()), target.NumClasses)
-	d.Checklist = switchChecklist(info.Head, source, target, d.Splits, transfer)
+	d.Checklist = switchChecklist(info.Model.Head, source, target, d.Splits, transfer)
 	ownNormalizationItem(d.Checklist, info.Input, target)
 	if i := slices.IndexFunc(d.Checklist, func(c cifarlib.CheckItem) bool { return c.Status == cifarlib.CheckFail }); i >= 0 {
 		d.OK, d.Fix = false, transfer

@@ -21,12 +21,13 @@ func ExamplePrograms() {
 	train, _ := data.SynthesizeRecords(spec, data.SplitTrain, synth)
 	test, _ := data.SynthesizeRecords(spec, data.SplitTest, synth)
 	programs := &training.Programs{} // kept by the process, passed to every run
-	cfg := training.Config{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear,
-		Steps: 5, BatchSize: 16, EvalBatchSize: 32, Backend: backend, Progress: training.ProgressOff, Programs: programs}
+	s := training.Defaults()
+	s.Model.Arch, s.Run.Steps, s.Data.BatchSize, s.Eval.BatchSize = cifarlib.ArchLinear, 5, 16, 32
+	env := training.Env{Train: train, Test: test, Backend: backend, Progress: training.ProgressOff, Programs: programs}
 
 	var losses []float64
 	for run := 1; run <= 2; run++ {
-		res, err := training.Train(context.Background(), cfg)
+		res, err := training.Train(context.Background(), s, env)
 		if err != nil {
 			panic(err)
 		}

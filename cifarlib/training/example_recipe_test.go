@@ -10,11 +10,12 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
-// Train with airbench94's recipe: Config.Recipe fills every field left at zero (here its
-// optimizer, schedule, label smoothing, lookahead and augmentation) and explicit fields win
-// (the small cnn instead of airbench94's network, batch 8, 0.5 epochs; Config.RecipeOff keeps
-// the final evaluation without test-time augmentation). Trainer.Config shows what it resolved.
-func ExampleConfig_recipe() {
+// Train with airbench94's recipe: Airbench94 returns its settings (its optimizer, schedule,
+// label smoothing, lookahead and augmentation), and the run overrides them field by field (the
+// small cnn instead of airbench94's network, which also takes its whitening bias's epochs to
+// 0, batch 8, 0.5 epochs, and no test-time augmentation: 0 is a value like any other).
+// Trainer.Settings shows what they resolved to.
+func ExampleAirbench94() {
 	backend, err := backends.New("go")
 	if err != nil {
 		panic(err)
@@ -24,16 +25,20 @@ func ExampleConfig_recipe() {
 	train, _ := data.SynthesizeRecords(spec, data.SplitTrain, synth)
 	test, _ := data.SynthesizeRecords(spec, data.SplitTest, synth)
 
-	t, err := training.NewTrainer(training.Config{Recipe: training.RecipeAirbench94, RecipeOff: []string{"TTA"},
-		Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchCNN, BatchSize: 8, Epochs: 0.5,
-		EvalEvery: training.EvalOff, Backend: backend, Progress: training.ProgressOff})
+	s := training.Airbench94()
+	s.Model.Arch, s.Data.BatchSize, s.Run.Epochs, s.Eval.TTA, s.Eval.Every = cifarlib.ArchCNN, 8, 0.5, training.TTANone, training.EvalOff
+	nesterov := s.Optimizer.(training.Nesterov)
+	nesterov.WhitenBiasEpochs = 0
+	s.Optimizer = nesterov
+	t, err := training.NewTrainer(s, training.Env{Train: train, Test: test, Backend: backend, Progress: training.ProgressOff})
 	if err != nil {
 		panic(err)
 	}
-	c := t.Config()
+	c := t.Settings()
+	n := c.Optimizer.(training.Nesterov)
 	fmt.Printf("%s, %d steps of %d: %s lr %g momentum %g wd %g, %s schedule, label smoothing %g, lookahead %t, %s augmentation\n",
-		c.Model, c.Steps, c.BatchSize, c.Optimizer, c.LearningRate, c.Momentum, c.WeightDecay, c.Schedule, c.LabelSmoothing,
-		c.Lookahead, c.Augmentation)
+		c.Model.Arch, c.Run.Steps, c.Data.BatchSize, n.Algorithm(), n.LearningRate, n.Momentum, n.WeightDecay, c.Schedule.Name,
+		c.Run.LabelSmoothing, c.Run.Lookahead, c.Data.Augmentation)
 	res, err := t.Run(context.Background())
 	if err != nil {
 		panic(err)

@@ -11,9 +11,9 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
-// Train a model in one call: synthetic CIFAR-10 here (Config.DataDir loads real data),
-// then read the test accuracy, per-class accuracy and the curves (History.Plot draws them in
-// a GoNB notebook).
+// Train a model in one call: its Settings (Defaults, overridden field by field) and its Env
+// (synthetic CIFAR-10 here; Settings.Data.Dir loads real data), then read the test accuracy,
+// per-class accuracy and the curves (History.Plot draws them in a GoNB notebook).
 func ExampleTrain() {
 	backend, err := backends.New("go")
 	if err != nil {
@@ -24,11 +24,9 @@ func ExampleTrain() {
 	train, _ := data.SynthesizeRecords(spec, data.SplitTrain, synth)
 	test, _ := data.SynthesizeRecords(spec, data.SplitTest, synth)
 
-	res, err := training.Train(context.Background(), training.Config{
-		Spec: spec, TrainRecords: train, TestRecords: test,
-		Model: cifarlib.ArchLinear, Steps: 30, BatchSize: 32,
-		Backend: backend, Progress: training.ProgressOff,
-	})
+	s := training.Defaults()
+	s.Model.Arch, s.Run.Steps, s.Data.BatchSize = cifarlib.ArchLinear, 30, 32
+	res, err := training.Train(context.Background(), s, training.Env{Train: train, Test: test, Backend: backend, Progress: training.ProgressOff})
 	if err != nil {
 		panic(err)
 	}
@@ -51,14 +49,15 @@ func ExampleTrain_headMismatch() {
 	backend, _ := backends.New("go")
 	spec := data.CIFAR100(data.LabelsFine)
 	train, _ := data.SynthesizeRecords(spec, data.SplitTrain, data.SynthOptions{Seed: 1, TrainSize: 200, TestSize: 100})
-	cfg := training.Config{Spec: spec, TrainRecords: train, Model: cifarlib.ArchLinear, Head: 10, Steps: 3, BatchSize: 20,
-		SkipFinalEval: true, Backend: backend, Progress: training.ProgressOff}
+	s := training.Defaults()
+	s.Data.Spec, s.Model.Arch, s.Model.Head, s.Run.Steps, s.Data.BatchSize, s.Eval.SkipFinal = spec, cifarlib.ArchLinear, 10, 3, 20, true
+	env := training.Env{Train: train, Backend: backend, Progress: training.ProgressOff}
 
-	_, err := training.Train(context.Background(), cfg)
+	_, err := training.Train(context.Background(), s, env)
 	fmt.Println(errors.Is(err, cifarlib.ErrHeadMismatch), err)
 
-	cfg.Unguarded = true
-	res, err := training.Train(context.Background(), cfg)
+	s.Model.Unguarded = true
+	res, err := training.Train(context.Background(), s, env)
 	if err != nil {
 		panic(err)
 	}

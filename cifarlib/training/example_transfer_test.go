@@ -14,9 +14,9 @@ import (
 )
 
 // Carry a CIFAR-10 run to CIFAR-100: loading it as it is into a 100-class model is refused
-// with PyTorch's size-mismatch message; Config.From transfers it (backbone bit for bit, a
-// new head of 100 from the seed, the optimizer state and step restarted).
-func ExampleConfig_from() {
+// with PyTorch's size-mismatch message; Settings.Transfer.From transfers it (backbone bit for
+// bit, a new head of 100 from the seed, the optimizer state and step restarted).
+func ExampleTransferSettings() {
 	backend, _ := backends.New("go")
 	tmp, _ := os.MkdirTemp("", "example-transfer-")
 	defer os.RemoveAll(tmp)
@@ -26,8 +26,9 @@ func ExampleConfig_from() {
 	train100, _ := data.SynthesizeRecords(c100, data.SplitTrain, synth)
 
 	run10 := filepath.Join(tmp, "c10")
-	if _, err := training.Train(context.Background(), training.Config{Spec: c10, TrainRecords: train10, Model: cifarlib.ArchCNN,
-		Steps: 2, BatchSize: 16, SkipFinalEval: true, CheckpointDir: run10, Backend: backend, Progress: training.ProgressOff}); err != nil {
+	s := training.Defaults()
+	s.Model.Arch, s.Run.Steps, s.Data.BatchSize, s.Eval.SkipFinal, s.Checkpoint.Dir = cifarlib.ArchCNN, 2, 16, true, run10
+	if _, err := training.Train(context.Background(), s, training.Env{Train: train10, Backend: backend, Progress: training.ProgressOff}); err != nil {
 		panic(err)
 	}
 
@@ -38,8 +39,9 @@ func ExampleConfig_from() {
 		fmt.Println("plain load:", mismatch.Variable, mismatch.Saved, "->", mismatch.Model)
 	}
 
-	res, err := training.Train(context.Background(), training.Config{Spec: c100, From: run10, TrainRecords: train100,
-		Steps: 2, BatchSize: 16, BackboneLearningRate: 0.0001, SkipFinalEval: true, Backend: backend, Progress: training.ProgressOff})
+	s.Data.Spec, s.Checkpoint.Dir = c100, ""
+	s.Transfer = training.TransferSettings{From: run10, BackboneLearningRate: 0.0001}
+	res, err := training.Train(context.Background(), s, training.Env{Train: train100, Backend: backend, Progress: training.ProgressOff})
 	if err != nil {
 		panic(err)
 	}

@@ -22,10 +22,9 @@ func ExampleEvalOptions_tta() {
 	synth := data.SynthOptions{Seed: 1, TrainSize: 500, TestSize: 100}
 	train, _ := data.SynthesizeRecords(spec, data.SplitTrain, synth)
 	test, _ := data.SynthesizeRecords(spec, data.SplitTest, synth)
-	res, err := training.Train(context.Background(), training.Config{
-		Spec: spec, TrainRecords: train, Model: cifarlib.ArchLinear, Steps: 30, BatchSize: 32,
-		Backend: backend, Progress: training.ProgressOff, SkipFinalEval: true,
-	})
+	s := training.Defaults()
+	s.Model.Arch, s.Run.Steps, s.Data.BatchSize, s.Eval.SkipFinal = cifarlib.ArchLinear, 30, 32, true
+	res, err := training.Train(context.Background(), s, training.Env{Train: train, Backend: backend, Progress: training.ProgressOff})
 	if err != nil {
 		panic(err)
 	}

@@ -28,8 +28,9 @@ func TestLossAtInit(t *testing.T) {
 			trainRecs, _ := labtest.TrainTestRecords(t, spec, 32, 1, 1)
 			for _, seed := range []int64{1, 2, 3} {
 				t.Run(fmt.Sprintf("%s/%s/seed%d", arch, spec.ID(), seed), func(t *testing.T) {
-					res, err := Train(context.Background(), Config{Spec: spec, Model: arch, Backend: backend,
-						TrainRecords: trainRecs, Steps: 1, BatchSize: 32, Seed: seed, SkipFinalEval: true, Progress: ProgressOff})
+					s := with(t, Defaults(), map[string]string{"model": arch, "steps": "1", "batch": "32", "seed": fmt.Sprint(seed), "no-eval": "true"})
+					s.Data.Spec = spec
+					res, err := Train(context.Background(), s, Env{Backend: backend, Train: trainRecs, Progress: ProgressOff})
 					require.NoError(t, err)
 					require.Len(t, res.History.Points, 1)
 					lnC := math.Log(float64(spec.NumClasses))

@@ -29,10 +29,10 @@ import (
 func precisionTrain(t *testing.T, backend compute.Backend, arch string, devices int, p cifarlib.Precision, dir string, steps int) (*Result, *Trainer) {
 	t.Helper()
 	trainRecs, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 64, 20, 3)
-	cfg := Config{Spec: data.CIFAR10(), Model: arch, Backend: backend, Devices: devices, Precision: p, TrainRecords: trainRecs,
-		Steps: steps, BatchSize: 16, Seed: 7, Optimizer: "sgd", LearningRate: 0.01, HistoryEvery: 1,
-		SkipFinalEval: true, CheckpointDir: dir, Progress: ProgressOff}
-	tr, err := NewTrainer(cfg)
+	cfg := with(t, Defaults(), map[string]string{"model": arch, "devices": fmt.Sprint(devices), "precision": string(p),
+		"steps": fmt.Sprint(steps), "batch": "16", "seed": "7", "optimizer": "sgd", "lr": "0.01", "history-every": "1",
+		"no-eval": "true", "checkpoint": dir})
+	tr, err := NewTrainer(cfg, Env{Backend: backend, Train: trainRecs, Progress: ProgressOff})
 	require.NoError(t, err)
 	res, err := tr.Run(context.Background())
 	require.NoError(t, err)
@@ -98,12 +98,13 @@ func TestPrecisionGuardsIdentical(t *testing.T) {
 	messages := map[string][]string{}
 	var zeroLoss []ZeroLossStats
 	for _, p := range []cifarlib.Precision{cifarlib.PrecisionF32, cifarlib.PrecisionBF16Mixed} {
-		base := Config{Spec: data.CIFAR10(), Model: cifarlib.ArchCNN, Backend: backend, Precision: p, Steps: 2, BatchSize: 8,
-			SkipFinalEval: true, Progress: ProgressOff}
+		base := with(t, Defaults(), map[string]string{"model": cifarlib.ArchCNN, "precision": string(p), "steps": "2", "batch": "8",
+			"no-eval": "true"})
+		env := Env{Backend: backend, Train: fine, Progress: ProgressOff}
 
 		cfg := base
-		cfg.Spec, cfg.Head, cfg.TrainRecords = data.CIFAR100(data.LabelsFine), 10, fine
-		_, err := Train(context.Background(), cfg)
+		cfg.Data.Spec, cfg.Model.Head = data.CIFAR100(data.LabelsFine), 10
+		_, err := Train(context.Background(), cfg, env)
 		var hm *cifarlib.HeadMismatchError
 		require.ErrorAs(t, err, &hm, p)
 		messages["static"] = append(messages["static"], err.Error())
@@ -140,8 +141,8 @@ func TestPrecisionGuardsIdentical(t *testing.T) {
 		messages["device"] = append(messages["device"], de.Error())
 
 		cfg = base
-		cfg.Spec, cfg.Head, cfg.TrainRecords, cfg.Unguarded = data.CIFAR100(data.LabelsFine), 10, fine, true
-		res, err := Train(context.Background(), cfg)
+		cfg.Data.Spec, cfg.Model.Head, cfg.Model.Unguarded = data.CIFAR100(data.LabelsFine), 10, true
+		res, err := Train(context.Background(), cfg, env)
 		require.NoError(t, err)
 		zeroLoss = append(zeroLoss, res.ZeroLoss)
 	}
@@ -224,20 +225,22 @@ func TestPrecisionResumeAcrossPrecisions(t *testing.T) {
 	}
 }
 
-// TestTrainConfigPrecision: Train checks Config.Precision, and the backend's bfloat16
+// TestTrainConfigPrecision: Train checks Settings.Compute.Precision, and the backend's bfloat16
 // support before anything is loaded or compiled (*cifarlib.PrecisionError).
 func TestTrainConfigPrecision(t *testing.T) {
-	_, err := NewTrainer(Config{Spec: data.CIFAR10(), Steps: 1, Precision: "fp16"})
+	s := with(t, Defaults(), map[string]string{"steps": "1"})
+	s.Compute.Precision = "fp16"
+	_, err := NewTrainer(s, Env{})
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
-	require.EqualError(t, err, `training: config: Precision="fp16": use f32 or bf16-mixed`)
+	require.EqualError(t, err, `training: config: Compute.Precision="fp16": use f32 or bf16-mixed`)
 
 	goBackend, err := backends.New(backends.Go)
 	require.NoError(t, err)
 	noBF16 := testenv.NoBF16Backend{Backend: goBackend}
 	trainRecs, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 8, 4, 1)
-	_, err = NewTrainer(Config{Spec: data.CIFAR10(), Backend: noBF16, Precision: cifarlib.PrecisionBF16Mixed, TrainRecords: trainRecs,
-		Steps: 1, SkipFinalEval: true, Progress: ProgressOff})
+	_, err = NewTrainer(with(t, Defaults(), map[string]string{"precision": "bf16-mixed", "steps": "1", "no-eval": "true"}),
+		Env{Backend: noBF16, Train: trainRecs, Progress: ProgressOff})
 	var pe *cifarlib.PrecisionError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, cifarlib.PrecisionBF16Mixed, pe.Precision)

@@ -2,6 +2,7 @@ package training
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
@@ -16,7 +17,7 @@ import (
 
 // Programs keeps the compiled programs of training runs for the life of a process, so that a
 // second Train with the same ProgramKey compiles nothing: a process that outlives notebook cells
-// keeps one and passes it in Config.Programs. The zero value is ready to use; nil keeps nothing.
+// keeps one and passes it in Env.Programs. The zero value is ready to use; nil keeps nothing.
 // It is safe for concurrent use; a set of programs serves one run at a time (a run that finds
 // its set in use compiles its own, which is not kept).
 //
@@ -29,8 +30,8 @@ import (
 // weights, optimiser state and random state as a fresh run: its results are the same bit for bit.
 //
 // Runs that are not kept, and compile as before: those transferred from another run
-// (Config.From, whose weights come from the source), data-parallel runs (Devices > 1), and runs
-// that resume from a checkpoint in CheckpointDir (their weights come from it).
+// (Transfer.From, whose weights come from the source), data-parallel runs (Compute.Devices > 1),
+// and runs that resume from a checkpoint in Checkpoint.Dir (their weights come from it).
 //
 // The model a run returns (Result.Trained) shares the set's Store until the next run takes the
 // set; that run first gives it a Store of its own, with copies of its weights (detach), so a
@@ -44,60 +45,47 @@ type Programs struct {
 }
 
 // ProgramKey is what determines a run's compiled programs, and so what a second run must share
-// with the first to reuse them: every Config field that is built into the train step's or the
-// evaluation's graph, or that fixes the variables' initial values.
+// with the first to reuse them, derived from the table of settings (Fields): the settings that
+// shape a program (Role Shapes) and, until the programs take them as inputs, the numeric ones
+// they hold as constants (Role Fed), with the values the programs read: the run's steps only
+// where a schedule or lookahead spans them (never its epochs, which the steps carry), and the
+// whitening bias's epochs with the steps per epoch that turn them into its freezing step.
 type ProgramKey struct {
 	// EvalProgramKey: the backend (its name and identity: programs live on the backend that
 	// compiled them), the dataset and its classes (the metrics, top-k), the architecture, its
 	// head width and what it computes in.
 	EvalProgramKey
-	// BatchSize and EvalBatchSize: the input shapes of the train step and the evaluation.
-	BatchSize, EvalBatchSize int
 	// Devices the batches are sharded across (1: one device).
 	Devices int
-	// Optimizer and its hyper-parameters, and the learning-rate schedule: the cosine schedule's
-	// Steps, WarmupSteps and MinLearningRate are constants of the train step (Steps is 0 for the
-	// constant schedule, which does not depend on it).
-	Optimizer                 string
-	LearningRate, WeightDecay float64
-	Schedule                  string
-	Steps, WarmupSteps        int
-	MinLearningRate           float64
-	// Unguarded: the guard mode of the loss (GuardAll or GuardOff) differs in the graph.
-	Unguarded bool
-	// Freeze: a linear probe trains only the head, another train step.
-	Freeze string
-	// The airbench94 recipe's parts in the train step: nesterov's Momentum and BiasScaler, the
-	// step its whitening bias freezes at, LabelSmoothing and Lookahead (whose end, like the
-	// triangle's, is at Steps).
-	Momentum, BiasScaler float64
-	WhitenBiasSteps      int
-	LabelSmoothing       float64
-	Lookahead            bool
-	// Seed: GoMLX initialises the variables from it with a program of its own; the set keeps the
-	// values it computed for this seed.
-	Seed int64
+	// Shapes are the settings of Role Shapes, Fed those of Role Fed: "name=value" in table order.
+	Shapes, Fed string
 }
 
 // String names the key's parts, for logs and errors.
 func (k ProgramKey) String() string {
-	return fmt.Sprintf("%s %s head %d %s batch %d/%d on %d device(s) of %s, %s lr %g wd %g momentum %g bias scaler %g whiten bias steps %d %s(%d, %d, %g), label smoothing %g, lookahead %t, unguarded %t, freeze %q, seed %d",
-		k.Dataset, k.Model, k.Head, k.Precision, k.BatchSize, k.EvalBatchSize, k.Devices, k.Backend, k.Optimizer, k.LearningRate,
-		k.WeightDecay, k.Momentum, k.BiasScaler, k.WhitenBiasSteps, k.Schedule, k.Steps, k.WarmupSteps, k.MinLearningRate,
-		k.LabelSmoothing, k.Lookahead, k.Unguarded, k.Freeze, k.Seed)
+	return fmt.Sprintf("%s %s head %d %s on %d device(s) of %s; %s; %s", k.Dataset, k.Model, k.Head, k.Precision, k.Devices,
+		k.Backend, k.Shapes, k.Fed)
 }
 
-// programKey is the key of a run of plan p on backend b.
+// programKey is the key of a run of plan p on backend b, over devices devices.
 func programKey(p *plan, b compute.Backend, devices int) ProgramKey {
-	c := &p.Config
-	k := ProgramKey{EvalProgramKey: evalProgramKey(b, c.Spec, c.Model, c.headWidth(), c.Precision), BatchSize: c.BatchSize,
-		EvalBatchSize: c.EvalBatchSize, Devices: devices, Optimizer: c.Optimizer, LearningRate: c.LearningRate,
-		WeightDecay: c.WeightDecay, Schedule: c.Schedule, WarmupSteps: c.WarmupSteps, MinLearningRate: c.MinLearningRate,
-		Unguarded: c.Unguarded, Freeze: c.Freeze, Seed: c.Seed, Momentum: c.Momentum, BiasScaler: c.BiasScaler,
-		WhitenBiasSteps: c.WhitenBiasEpochs * p.stepsPerEpoch, LabelSmoothing: c.LabelSmoothing, Lookahead: c.Lookahead}
-	if c.Schedule == ScheduleCosine || c.Schedule == ScheduleTriangle || c.Lookahead {
-		k.Steps = c.Steps
+	k := ProgramKey{EvalProgramKey: evalProgramKey(b, p.Data.Spec, p.Model.Arch, p.Model.Head, p.Compute.Precision), Devices: devices}
+	var shapes, fed []string
+	for _, f := range fields {
+		value := f.Get(&p.Settings)
+		switch {
+		case f.Role == Shapes:
+			shapes = append(shapes, f.Name+"="+value)
+		case f.Role != Fed || f.Name == "epochs":
+		case f.Name == "steps":
+			fed = append(fed, fmt.Sprintf("steps=%d", p.stepsInProgram()))
+		case f.Name == "whiten-bias-epochs":
+			fed = append(fed, fmt.Sprintf("%s=%s (of %d steps)", f.Name, value, p.stepsPerEpoch))
+		default:
+			fed = append(fed, f.Name+"="+value)
+		}
 	}
+	k.Shapes, k.Fed = strings.Join(shapes, " "), strings.Join(fed, " ")
 	return k
 }
 
@@ -119,29 +107,26 @@ func (p *Programs) Keys() []ProgramKey {
 	return keys
 }
 
-// backendFor returns c.Backend, else the backend p made earlier for c's BackendName and
-// Devices (programs live on their backend), else a new one (kept by p when p is not nil).
-func (p *Programs) backendFor(c *Config) (compute.Backend, error) {
-	if c.Backend != nil {
-		return c.Backend, nil
-	}
+// backendFor returns the backend p made earlier for the backend name and devices (programs
+// live on their backend), else a new one (kept by p when p is not nil).
+func (p *Programs) backendFor(name string, devices int) (compute.Backend, error) {
 	if p == nil {
-		return backends.NewWithDevices(c.BackendName, c.Devices)
+		return backends.NewWithDevices(name, devices)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	name := fmt.Sprintf("%s/%d", c.BackendName, c.Devices)
-	if b := p.backends[name]; b != nil {
+	key := fmt.Sprintf("%s/%d", name, devices)
+	if b := p.backends[key]; b != nil {
 		return b, nil
 	}
-	b, err := backends.NewWithDevices(c.BackendName, c.Devices)
+	b, err := backends.NewWithDevices(name, devices)
 	if err != nil {
 		return nil, err
 	}
 	if p.backends == nil {
 		p.backends = map[string]compute.Backend{}
 	}
-	p.backends[name] = b
+	p.backends[key] = b
 	return b, nil
 }
 
@@ -189,13 +174,13 @@ type programSet struct {
 	last *Trained
 }
 
-// usePrograms gives t its set of programs: the one Config.Programs keeps for t's key, whose
+// usePrograms gives t its set of programs: the one Env.Programs keeps for t's key, whose
 // model, Store (restored to its initial values) and compiled programs t then uses, or a new
-// set of t's, which Config.Programs keeps when the run ends.
+// set of t's, which Env.Programs keeps when the run ends.
 func (t *Trainer) usePrograms() error {
 	t.progs = &programSet{owner: t, model: t.model, store: t.store}
-	p := t.plan.Programs
-	if p == nil || t.plan.From != "" || t.devices.numDevices() > 1 || t.ckpt != nil && (t.ckpt.resumed != nil || t.ckpt.imported != nil) {
+	p := t.env.Programs
+	if p == nil || t.plan.Transfer.From != "" || t.devices.numDevices() > 1 || t.ckpt != nil && (t.ckpt.resumed != nil || t.ckpt.imported != nil) {
 		return nil
 	}
 	key := programKey(t.plan, t.backend, t.devices.numDevices())
@@ -214,11 +199,13 @@ func (t *Trainer) usePrograms() error {
 	}
 	s.owner, t.progs = t, s
 	t.model, t.store = s.model, s.store
-	recordSettings(t.plan, t.store, t.model.Input) // this run's, not the kept Store's earlier run's
-	if t.ckpt != nil {                             // the handler saves the kept Store now (the directory holds no checkpoint)
-		h, err := checkpoint.Build(t.store).Dir(t.plan.CheckpointDir).Keep(t.plan.CheckpointKeep).Done()
+	if err := recordSettings(t.plan, t.store, t.model.Input); err != nil { // this run's, not the kept Store's earlier run's
+		return err
+	}
+	if t.ckpt != nil { // the handler saves the kept Store now (the directory holds no checkpoint)
+		h, err := checkpoint.Build(t.store).Dir(t.plan.Checkpoint.Dir).Keep(t.plan.Checkpoint.Keep).Done()
 		if err != nil {
-			return fmt.Errorf("training: checkpoint directory %s: %w", t.plan.CheckpointDir, err)
+			return fmt.Errorf("training: checkpoint directory %s: %w", t.plan.Checkpoint.Dir, err)
 		}
 		t.ckpt.handler = h
 	}

@@ -17,14 +17,14 @@ import (
 func TestProgramsReused(t *testing.T) {
 	cfg := timelineConfig(t)
 	dir := t.TempDir()
-	runIn := func(name string, p *Programs, edit func(*Config)) (*Result, map[string][]byte) {
+	runIn := func(name string, p *Programs, edit func(*testRun)) (*Result, map[string][]byte) {
 		t.Helper()
 		c := cfg
-		c.CheckpointDir, c.Programs = filepath.Join(dir, name), p
+		c.Checkpoint.Dir, c.Programs = filepath.Join(dir, name), p
 		if edit != nil {
 			edit(&c)
 		}
-		res, err := Train(context.Background(), c)
+		res, err := Train(context.Background(), c.Settings, c.Env)
 		require.NoError(t, err)
 		return res, trainVars(t, res.Store)
 	}
@@ -37,7 +37,7 @@ func TestProgramsReused(t *testing.T) {
 	require.Equal(t, freshVars, firstVars)
 
 	cell := time.Now() // as a lab process gives the start of the cell it trains for
-	second, secondVars := runIn("second", p, func(c *Config) { c.TimelineFrom = cell })
+	second, secondVars := runIn("second", p, func(c *testRun) { c.Clock = cell })
 	require.Zero(t, second.Timeline.Compiles(""), second.Timeline.String())
 	require.Equal(t, runs.CallerFrom, second.Timeline.OriginFrom)
 	require.Equal(t, cell, second.Timeline.Origin)
@@ -45,7 +45,7 @@ func TestProgramsReused(t *testing.T) {
 	require.LessOrEqual(t, second.Timeline.Events[0].Duration, time.Since(cell))
 	require.NotSame(t, first.Store, second.Store, "the first run's model keeps its weights")
 	require.Equal(t, firstVars, trainVars(t, first.Store))
-	ev, err := first.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: cfg.EvalBatchSize})
+	ev, err := first.Evaluate(context.Background(), cfg.Test, EvalOptions{BatchSize: cfg.Eval.BatchSize})
 	require.NoError(t, err)
 	require.Equal(t, first.Eval.Confusion, ev.Confusion)
 	require.Equal(t, freshVars, secondVars, "the same training, bit for bit")
@@ -55,13 +55,13 @@ func TestProgramsReused(t *testing.T) {
 	require.Equal(t, fresh.History.Points[len(fresh.History.Points)-1].Eval, second.History.Points[len(second.History.Points)-1].Eval)
 	require.Equal(t, 1, p.Len())
 
-	other, _ := runIn("batch", p, func(c *Config) { c.BatchSize = 16 })
+	other, _ := runIn("batch", p, func(c *testRun) { c.Data.BatchSize = 16 })
 	require.Equal(t, 1, other.Timeline.Compiles(runs.ProgramTrainStep))
 	require.Equal(t, 1, other.Timeline.Compiles(runs.ProgramEvaluation))
 	require.Equal(t, 2, p.Len())
 
 	// A run resumed from a checkpoint takes its weights from it, and compiles its own.
-	resumed, _ := runIn("second", p, func(c *Config) { c.Steps = 9 })
+	resumed, _ := runIn("second", p, func(c *testRun) { c.Run.Steps = 9 })
 	require.True(t, resumed.Resumed)
 	require.Equal(t, 1, resumed.Timeline.Compiles(runs.ProgramTrainStep))
 }
@@ -70,15 +70,15 @@ func TestProgramsReused(t *testing.T) {
 // evaluation program once; each result equals the checkpoint's own evaluation.
 func TestProgramsEvaluate(t *testing.T) {
 	cfg := timelineConfig(t)
-	cfg.EvalEvery, cfg.SkipFinalEval = EvalOff, true
+	cfg.Eval.Every, cfg.Eval.SkipFinal = EvalOff, true
 	dir := t.TempDir()
 	var cks []*LoadedCheckpoint
 	for _, seed := range []int64{1, 2} {
 		c := cfg
-		c.Seed, c.CheckpointDir = seed, filepath.Join(dir, fmt.Sprint(seed))
-		_, err := Train(context.Background(), c)
+		c.Run.Seed, c.Checkpoint.Dir = seed, filepath.Join(dir, fmt.Sprint(seed))
+		_, err := Train(context.Background(), c.Settings, c.Env)
 		require.NoError(t, err)
-		ck, err := LoadCheckpoint(c.CheckpointDir, cfg.Backend)
+		ck, err := LoadCheckpoint(c.Checkpoint.Dir, cfg.Backend)
 		require.NoError(t, err)
 		cks = append(cks, ck)
 	}
@@ -86,18 +86,18 @@ func TestProgramsEvaluate(t *testing.T) {
 	p := &Programs{}
 
 	// The first: Programs first (its weights read from the lazily loaded checkpoint), then its own.
-	kept, err := p.Evaluate(ctx, cks[0].Trained, cfg.TestRecords, opts)
+	kept, err := p.Evaluate(ctx, cks[0].Trained, cfg.Test, opts)
 	require.NoError(t, err)
 	require.Equal(t, 1, kept.Timeline.Compiles(runs.ProgramEvaluation))
-	own, err := cks[0].Evaluate(ctx, cfg.TestRecords, opts)
+	own, err := cks[0].Evaluate(ctx, cfg.Test, opts)
 	require.NoError(t, err)
 	require.Equal(t, own.Confusion, kept.Confusion)
 	require.Equal(t, own.Loss, kept.Loss)
 
 	// The second: its own first, then with the kept program: nothing compiles.
-	own, err = cks[1].Evaluate(ctx, cfg.TestRecords, opts)
+	own, err = cks[1].Evaluate(ctx, cfg.Test, opts)
 	require.NoError(t, err)
-	kept, err = p.Evaluate(ctx, cks[1].Trained, cfg.TestRecords, opts)
+	kept, err = p.Evaluate(ctx, cks[1].Trained, cfg.Test, opts)
 	require.NoError(t, err)
 	require.Zero(t, kept.Timeline.Compiles(""), kept.Timeline.String())
 	require.Equal(t, own.Confusion, kept.Confusion)

@@ -1,9 +1,10 @@
 package training
 
-// Recipes: named sets of Config settings (Config.Recipe), in this one table.
+// Recipes: named functions returning Settings, which a caller overrides field by field.
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -11,144 +12,85 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 )
 
-// RecipeAirbench94 is Config.Recipe "airbench94": Keller Jordan's airbench94 (airbench 0.1.8
-// from PyPI, lib_airbench94.py's hyp and utils.py's train), 94% on CIFAR-10 in 9.9 epochs.
+// RecipeAirbench94 is the name of Airbench94.
 const RecipeAirbench94 = "airbench94"
 
-// TTAOff is Config.TTA for a final evaluation without test-time augmentation, even with a Recipe.
-const TTAOff = -1
+// recipes are the named recipes.
+var recipes = map[string]func() Settings{RecipeAirbench94: Airbench94}
 
-// recipes are the settings of each named recipe, as a Config whose non-zero fields fill the
-// zero fields of a Config that names it (see applyRecipe); Epochs applies only when neither
-// Steps nor Epochs is set.
-var recipes = map[string]Config{
-	// lib_airbench94.py's hyp: opt (train_epochs, batch_size, lr, momentum, weight_decay,
-	// bias_scaler, label_smoothing, whiten_bias_epochs), aug (flip, translate 2: alternating
-	// flip), net.tta_level; utils.py's train: Nesterov SGD, triangle schedule, lookahead.
-	RecipeAirbench94: {
-		Model:            modelAirbench94,
-		Epochs:           9.9,
-		BatchSize:        1024,
-		Optimizer:        OptimizerNesterov,
-		LearningRate:     11.5,
-		Momentum:         0.85,
-		WeightDecay:      0.0153,
-		BiasScaler:       64,
-		WhitenBiasEpochs: 3,
-		LabelSmoothing:   0.2,
-		Lookahead:        true,
-		Schedule:         ScheduleTriangle,
-		TTA:              TTAMirrorTranslate,
-		Augment:          true,
-		Augmentation:     data.AugmentAltFlip,
-	},
+// Airbench94 returns Keller Jordan's airbench94 (airbench 0.1.8 from PyPI, lib_airbench94.py's
+// hyp and utils.py's train), 94% on CIFAR-10 in 9.9 epochs: its network, batch 1024, Nesterov
+// SGD (lr 11.5 per 1024 examples, momentum 0.85, weight decay 0.0153, bias scaler 64, the
+// whitening bias frozen after 3 epochs), the triangle schedule, label smoothing 0.2, lookahead,
+// the alternating-flip augmentation and a final TTA of level 2; the rest is Defaults'.
+func Airbench94() Settings {
+	s := Defaults()
+	s.Recipe = RecipeAirbench94
+	s.Model.Arch = cifarlib.ArchAirbench94
+	s.Run.Epochs = 9.9
+	s.Data.BatchSize = 1024
+	n, _ := NewOptimizer(OptimizerNesterov) // airbench94's hyp.opt
+	nesterov := n.(Nesterov)
+	nesterov.WhitenBiasEpochs = 3
+	s.Optimizer = nesterov
+	s.Schedule.Name = ScheduleTriangle
+	s.Run.LabelSmoothing = 0.2
+	s.Run.Lookahead = true
+	s.Eval.TTA = TTAMirrorTranslate
+	s.Data.Augment, s.Data.Augmentation = true, data.AugmentAltFlip
+	return s
 }
 
-// modelAirbench94 is the architecture of RecipeAirbench94.
-const modelAirbench94 = cifarlib.ArchAirbench94
+// Recipes lists the recipes' names.
+func Recipes() []string { return slices.Sorted(maps.Keys(recipes)) }
 
-// Recipes lists the names Config.Recipe accepts.
-func Recipes() []string {
-	names := make([]string, 0, len(recipes))
-	for name := range recipes {
-		names = append(names, name)
+// Recipe returns the settings of the recipe called name (any case, spaces around it ignored),
+// Defaults for "", or a *ConfigError of Recipe.
+func Recipe(name string) (Settings, error) {
+	name = strings.ToLower(strings.TrimSpace(name))
+	if name == "" {
+		return Defaults(), nil
 	}
-	slices.Sort(names)
-	return names
-}
-
-// nesterovDefaults are the settings "nesterov" takes when it is asked for without a recipe:
-// airbench94's.
-func nesterovDefaults() Config {
-	r := recipes[RecipeAirbench94]
-	return Config{LearningRate: r.LearningRate, WeightDecay: r.WeightDecay, Momentum: r.Momentum, BiasScaler: r.BiasScaler}
-}
-
-// RecipeOffFields are the Config fields whose zero value is a setting of its own (no label
-// smoothing, no lookahead, ...), which Config.RecipeOff can keep at zero under a Recipe.
-var RecipeOffFields = []string{"Momentum", "WeightDecay", "WhitenBiasEpochs", "LabelSmoothing", "Lookahead", "TTA", "Augment"}
-
-// applyRecipe fills the zero fields of c from its Recipe (nothing without one), but those named
-// in c.RecipeOff.
-func applyRecipe(c *Config) error {
-	for _, name := range c.RecipeOff {
-		if !slices.Contains(RecipeOffFields, name) {
-			return &ConfigError{Field: "RecipeOff", Value: fmt.Sprintf("%q", name), Reason: "name fields among " + strings.Join(RecipeOffFields, ", ")}
-		}
-	}
-	if c.Recipe = strings.ToLower(strings.TrimSpace(c.Recipe)); c.Recipe == "" {
-		if len(c.RecipeOff) > 0 {
-			return &ConfigError{Field: "RecipeOff", Value: strings.Join(c.RecipeOff, ","), Reason: "it only applies with a Recipe"}
-		}
-		return nil
-	}
-	r, ok := recipes[c.Recipe]
+	r, ok := recipes[name]
 	if !ok {
-		return &ConfigError{Field: "Recipe", Value: fmt.Sprintf("%q", c.Recipe), Reason: "use \"\" (none) or one of " + strings.Join(Recipes(), ", ")}
+		return Settings{}, &ConfigError{Field: "Recipe", Value: fmt.Sprintf("%q", name), Reason: "use \"\" (none) or one of " + strings.Join(Recipes(), ", ")}
 	}
-	on := func(name string) bool { return !slices.Contains(c.RecipeOff, name) }
-	fillString(&c.Model, r.Model)
-	fillString(&c.Optimizer, r.Optimizer)
-	fillString(&c.Schedule, r.Schedule)
-	fill(&c.BatchSize, r.BatchSize)
-	if nameOr(c.Optimizer, "") == r.Optimizer { // another optimizer takes its own defaults
-		fill(&c.LearningRate, r.LearningRate)
-		fill(&c.BiasScaler, r.BiasScaler)
-		fillIf(on("Momentum"), &c.Momentum, r.Momentum)
-		fillIf(on("WeightDecay"), &c.WeightDecay, r.WeightDecay)
-		fillIf(on("WhitenBiasEpochs") && nameOr(c.Model, "") == r.Model, &c.WhitenBiasEpochs, r.WhitenBiasEpochs)
-	}
-	fillIf(on("LabelSmoothing"), &c.LabelSmoothing, r.LabelSmoothing)
-	fillIf(on("TTA"), &c.TTA, r.TTA)
-	c.Lookahead = c.Lookahead || on("Lookahead") && r.Lookahead
-	c.Augment = c.Augment || on("Augment") && r.Augment
-	if c.Augmentation == "" { // an explicit scheme wins
-		c.Augmentation = r.Augmentation
-	}
-	if c.Steps == 0 && c.Epochs == 0 {
-		c.Epochs = r.Epochs
-	}
-	return nil
+	return r(), nil
 }
 
-// fillIf fills field with value (see fill) when on.
-func fillIf[T int | float64](on bool, field *T, value T) {
-	if on {
-		fill(field, value)
+// DescribeRecipe says in one line what s trains with under its Recipe, before the run, as the
+// run's summary says it after (its "recipe ..." line), e.g.
+//
+//	recipe airbench94: airbench94, 9.9 epochs of 1024, nesterov lr 11.5 (per 1024 examples) momentum 0.85 weight decay 0.0153 bias scaler 64, whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0.2, lookahead true, altflip-translate augmentation, final TTA 2
+//
+// Settings without a Recipe, or with an unknown one, are a *ConfigError.
+func DescribeRecipe(s Settings) (string, error) {
+	if strings.TrimSpace(s.Recipe) == "" {
+		return "", &ConfigError{Field: "Recipe", Value: `""`, Reason: "DescribeRecipe describes a recipe: name one of " + strings.Join(Recipes(), ", ")}
 	}
+	if _, err := Recipe(s.Recipe); err != nil {
+		return "", err
+	}
+	return "recipe " + strings.ToLower(strings.TrimSpace(s.Recipe)) + ": " + recipeSettings(&s), nil
 }
 
-// recipeSettings says, in one line, the settings of c that a recipe decides (for the summary,
+// recipeSettings says, in one line, the settings of s that a recipe decides (for the summary,
 // and DescribeRecipe before the run, whose length may still be in epochs).
-func recipeSettings(c *Config) string {
-	length := fmt.Sprintf("%d steps", c.Steps)
-	if c.Steps == 0 {
-		length = fmt.Sprintf("%g epochs", c.Epochs)
+func recipeSettings(s *Settings) string {
+	length := fmt.Sprintf("%d steps", s.Run.Steps)
+	if s.Run.Steps == 0 {
+		length = fmt.Sprintf("%g epochs", s.Run.Epochs)
 	}
-	s := fmt.Sprintf("%s, %s of %d, %s lr %g", c.Model, length, c.BatchSize, c.Optimizer, c.LearningRate)
-	if c.Optimizer == OptimizerNesterov {
-		s += fmt.Sprintf(" (per 1024 examples) momentum %g weight decay %g bias scaler %g", c.Momentum, c.WeightDecay, c.BiasScaler)
-		if c.WhitenBiasEpochs > 0 {
-			s += fmt.Sprintf(", whitening bias frozen after %d epochs", c.WhitenBiasEpochs)
+	out := fmt.Sprintf("%s, %s of %d, %s lr %g", s.Model.Arch, length, s.Data.BatchSize, algorithm(s.Optimizer), learningRate(s.Optimizer))
+	if n, ok := s.Optimizer.(Nesterov); ok {
+		out += fmt.Sprintf(" (per 1024 examples) momentum %g weight decay %g bias scaler %g", n.Momentum, n.WeightDecay, n.BiasScaler)
+		if n.WhitenBiasEpochs > 0 {
+			out += fmt.Sprintf(", whitening bias frozen after %d epochs", n.WhitenBiasEpochs)
 		}
 	}
-	s += fmt.Sprintf(", %s schedule, label smoothing %g, lookahead %t", c.Schedule, c.LabelSmoothing, c.Lookahead)
-	if c.Augment {
-		s += ", " + c.Augmentation.String() + " augmentation"
+	out += fmt.Sprintf(", %s schedule, label smoothing %g, lookahead %t", s.Schedule.Name, s.Run.LabelSmoothing, s.Run.Lookahead)
+	if s.Data.Augment {
+		out += ", " + s.Data.Augmentation.String() + " augmentation"
 	}
-	return s + fmt.Sprintf(", final TTA %d", c.TTA)
-}
-
-// fill sets *field to value when it is zero.
-func fill[T int | float64](field *T, value T) {
-	if *field == 0 {
-		*field = value
-	}
-}
-
-// fillString sets *field to value when it is empty (or spaces).
-func fillString(field *string, value string) {
-	if strings.TrimSpace(*field) == "" {
-		*field = value
-	}
+	return out + fmt.Sprintf(", final TTA %d", s.Eval.TTA)
 }

@@ -15,29 +15,31 @@ import (
 func TestDescribeRecipe(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		cfg  Config
+		s    Settings
 		want string
 	}{
-		{"the recipe", Config{Recipe: RecipeAirbench94},
+		{"the recipe", Airbench94(),
 			"recipe airbench94: airbench94, 9.9 epochs of 1024, nesterov lr 11.5 (per 1024 examples) momentum 0.85 weight decay 0.0153 bias scaler 64, " +
 				"whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0.2, lookahead true, altflip-translate augmentation, final TTA 2"},
-		{"explicit fields win", Config{Recipe: " AirBench94 ", Epochs: 2, LabelSmoothing: 0.1, TTA: TTAOff},
+		{"explicit fields win", with(t, Defaults(), map[string]string{"recipe": " AirBench94 ", "epochs": "2", "label-smoothing": "0.1", "tta": "0"}),
 			"recipe airbench94: airbench94, 2 epochs of 1024, nesterov lr 11.5 (per 1024 examples) momentum 0.85 weight decay 0.0153 bias scaler 64, " +
-				"whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0.1, lookahead true, altflip-translate augmentation, final TTA -1"},
-		{"an ablation", Config{Recipe: RecipeAirbench94, Steps: 20, RecipeOff: []string{"Lookahead", "LabelSmoothing", "Momentum"}},
+				"whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0.1, lookahead true, altflip-translate augmentation, final TTA 0"},
+		{"an ablation", with(t, Airbench94(), map[string]string{"steps": "20", "lookahead": "false", "label-smoothing": "0", "momentum": "0"}),
 			"recipe airbench94: airbench94, 20 steps of 1024, nesterov lr 11.5 (per 1024 examples) momentum 0 weight decay 0.0153 bias scaler 64, " +
 				"whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0, lookahead false, altflip-translate augmentation, final TTA 2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := DescribeRecipe(c.cfg)
+			got, err := DescribeRecipe(c.s)
 			require.NoError(t, err)
 			require.Equal(t, c.want, got)
 		})
 	}
 	var ce *ConfigError
-	_, err := DescribeRecipe(Config{Steps: 10})
+	_, err := DescribeRecipe(Defaults())
 	require.ErrorAs(t, err, &ce)
-	_, err = DescribeRecipe(Config{Recipe: "airbench99"})
+	s := Airbench94()
+	s.Recipe = "airbench99"
+	_, err = DescribeRecipe(s)
 	require.ErrorAs(t, err, &ce)
 	require.ErrorContains(t, err, "airbench94")
 }

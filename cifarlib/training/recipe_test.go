@@ -9,91 +9,157 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestResolveRecipe checks the recipe's defaults, that explicit fields win, and the errors of
-// the recipe's fields, on a training split of 50000 examples (airbench's).
+// resolved resolves s as a Trainer does, with a training split of examples examples.
+func resolved(s Settings, examples int) (*plan, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	p, err := resolve(s, nil)
+	if err != nil {
+		return nil, err
+	}
+	return p, p.count(examples)
+}
+
+// with returns s with the named settings set (Settings.Apply), as the CLI's flags set them.
+func with(t *testing.T, s Settings, values map[string]string) Settings {
+	t.Helper()
+	require.NoError(t, s.Apply(values))
+	return s
+}
+
+// recipeView is what TestResolveRecipe compares of a plan.
+type recipeView struct {
+	Model        string
+	BatchSize    int
+	Optimizer    Optimizer
+	Schedule     string
+	Smoothing    float64
+	Lookahead    bool
+	TTA          int
+	Epochs       float64
+	Steps        int
+	Augment      bool
+	Augmentation data.Augmentation
+}
+
+func viewOf(p *plan) recipeView {
+	return recipeView{p.Model.Arch, p.Data.BatchSize, p.Optimizer, p.Schedule.Name, p.Run.LabelSmoothing, p.Run.Lookahead, p.Eval.TTA,
+		p.Run.Epochs, p.Run.Steps, p.Data.Augment, p.Data.Augmentation}
+}
+
+// TestResolveRecipe checks the recipe's settings and that fields set after it win (also to their
+// zero: an ablation), on a training split of 50000 examples (airbench's).
 func TestResolveRecipe(t *testing.T) {
-	size := func(*Config) (int, error) { return 50000, nil }
-	airbench := Config{Model: "airbench94", BatchSize: 1024, Optimizer: OptimizerNesterov, LearningRate: 11.5, Momentum: 0.85,
-		WeightDecay: 0.0153, BiasScaler: 64, WhitenBiasEpochs: 3, Schedule: ScheduleTriangle, LabelSmoothing: 0.2,
+	const size = 50000
+	nesterov := Nesterov{LearningRate: 11.5, Momentum: 0.85, WeightDecay: 0.0153, BiasScaler: 64, WhitenBiasEpochs: 3}
+	airbench := recipeView{Model: "airbench94", BatchSize: 1024, Optimizer: nesterov, Schedule: ScheduleTriangle, Smoothing: 0.2,
 		Lookahead: true, TTA: 2, Epochs: 9.9, Steps: 476, // ceil(9.9 * (50000/1024 = 48))
 		Augment: true, Augmentation: data.AugmentAltFlip}
+	steps10 := func(s Settings) Settings { return with(t, s, map[string]string{"steps": "10"}) }
 	cases := []struct {
 		name string
-		cfg  Config
-		want Config // the fields compared below
+		s    Settings
+		want recipeView
 	}{
-		{"recipe", Config{Recipe: "airbench94"}, airbench},
-		{"recipe with steps", Config{Recipe: " AirBench94 ", Steps: 2}, func() Config { c := airbench; c.Epochs, c.Steps = 0, 2; return c }()},
-		{"explicit fields win", Config{Recipe: RecipeAirbench94, Model: "cnn", BatchSize: 64, LearningRate: 5, Momentum: 0.9, Schedule: ScheduleConstant,
-			LabelSmoothing: 0.1, TTA: TTAOff, Epochs: 2, Augmentation: "crop-flip"},
-			Config{Model: "cnn", BatchSize: 64, Optimizer: OptimizerNesterov, LearningRate: 5, Momentum: 0.9, WeightDecay: 0.0153, BiasScaler: 64,
-				Schedule: ScheduleConstant, LabelSmoothing: 0.1, Lookahead: true, Epochs: 2, Steps: 2 * 781, Augment: true, Augmentation: data.AugmentCropFlip}},
-		{"another optimizer takes its own defaults", Config{Recipe: RecipeAirbench94, Optimizer: "adam", Steps: 10},
-			Config{Model: "airbench94", BatchSize: 1024, Optimizer: "adam", LearningRate: DefaultLearningRate, Schedule: ScheduleTriangle,
-				LabelSmoothing: 0.2, Lookahead: true, TTA: 2, Steps: 10, Augment: true, Augmentation: data.AugmentAltFlip}},
-		{"nesterov without the recipe", Config{Optimizer: "Nesterov", Steps: 10},
-			Config{Model: DefaultModel, BatchSize: DefaultBatchSize, Optimizer: OptimizerNesterov, LearningRate: 11.5, Momentum: 0.85,
-				WeightDecay: 0.0153, BiasScaler: 64, Schedule: ScheduleConstant, Steps: 10, Augmentation: data.AugmentCropFlip}},
-		{"the parts on their own", Config{Schedule: "triangle", LabelSmoothing: 0.3, Lookahead: true, TTA: 1, Epochs: 0.5, BatchSize: 100,
-			Augment: true, Augmentation: data.AugmentAltFlip},
-			Config{Model: DefaultModel, BatchSize: 100, Optimizer: DefaultOptimizer, LearningRate: DefaultLearningRate, Schedule: ScheduleTriangle,
-				LabelSmoothing: 0.3, Lookahead: true, TTA: 1, Epochs: 0.5, Steps: 250, Augment: true, Augmentation: data.AugmentAltFlip}},
-		{"an ablation: the recipe's zero settings kept", Config{Recipe: RecipeAirbench94, Steps: 10,
-			RecipeOff: []string{"LabelSmoothing", "Lookahead", "WhitenBiasEpochs", "TTA", "Augment", "Momentum", "WeightDecay"}},
-			Config{Model: "airbench94", BatchSize: 1024, Optimizer: OptimizerNesterov, LearningRate: 11.5, BiasScaler: 64, Schedule: ScheduleTriangle,
+		{"recipe", Airbench94(), airbench},
+		{"recipe with steps", with(t, Defaults(), map[string]string{"recipe": " AirBench94 ", "steps": "2"}),
+			func() recipeView { v := airbench; v.Epochs, v.Steps = 0, 2; return v }()},
+		{"explicit fields win", func() Settings {
+			s := Airbench94()
+			n := s.Optimizer.(Nesterov)
+			n.LearningRate, n.Momentum, n.WhitenBiasEpochs = 5, 0.9, 0
+			s.Model.Arch, s.Data.BatchSize, s.Optimizer, s.Schedule.Name = "cnn", 64, n, ScheduleConstant
+			s.Run.LabelSmoothing, s.Eval.TTA, s.Run.Epochs, s.Data.Augmentation = 0.1, 0, 2, data.AugmentCropFlip
+			return s
+		}(), recipeView{Model: "cnn", BatchSize: 64, Optimizer: Nesterov{LearningRate: 5, Momentum: 0.9, WeightDecay: 0.0153, BiasScaler: 64},
+			Schedule: ScheduleConstant, Smoothing: 0.1, Lookahead: true, Epochs: 2, Steps: 2 * 781, Augment: true, Augmentation: data.AugmentCropFlip}},
+		{"another optimizer takes its own defaults", with(t, Airbench94(), map[string]string{"optimizer": "adam", "steps": "10"}),
+			recipeView{Model: "airbench94", BatchSize: 1024, Optimizer: Adam{LearningRate: DefaultLearningRate}, Schedule: ScheduleTriangle,
+				Smoothing: 0.2, Lookahead: true, TTA: 2, Steps: 10, Augment: true, Augmentation: data.AugmentAltFlip}},
+		{"nesterov without the recipe", with(t, Defaults(), map[string]string{"optimizer": "Nesterov", "steps": "10"}),
+			recipeView{Model: DefaultModel, BatchSize: DefaultBatchSize, Optimizer: Nesterov{LearningRate: 11.5, Momentum: 0.85,
+				WeightDecay: 0.0153, BiasScaler: 64}, Schedule: ScheduleConstant, Steps: 10, Augmentation: data.AugmentCropFlip}},
+		{"the parts on their own", with(t, Defaults(), map[string]string{"schedule": "triangle", "label-smoothing": "0.3", "lookahead": "true",
+			"tta": "1", "epochs": "0.5", "batch": "100", "augment": "true", "augmentation": "altflip-translate"}),
+			recipeView{Model: DefaultModel, BatchSize: 100, Optimizer: Adam{LearningRate: DefaultLearningRate}, Schedule: ScheduleTriangle,
+				Smoothing: 0.3, Lookahead: true, TTA: 1, Epochs: 0.5, Steps: 250, Augment: true, Augmentation: data.AugmentAltFlip}},
+		{"an ablation: the recipe's settings set to zero", with(t, Airbench94(), map[string]string{"steps": "10", "label-smoothing": "0",
+			"lookahead": "false", "whiten-bias-epochs": "0", "tta": "0", "augment": "false", "momentum": "0", "weight-decay": "0"}),
+			recipeView{Model: "airbench94", BatchSize: 1024, Optimizer: Nesterov{LearningRate: 11.5, BiasScaler: 64}, Schedule: ScheduleTriangle,
 				Steps: 10, Augmentation: data.AugmentAltFlip}},
-		{"no recipe: today's defaults", Config{Steps: 10},
-			Config{Model: DefaultModel, BatchSize: DefaultBatchSize, Optimizer: DefaultOptimizer, LearningRate: DefaultLearningRate,
+		{"no recipe: today's defaults", steps10(Defaults()),
+			recipeView{Model: DefaultModel, BatchSize: DefaultBatchSize, Optimizer: Adam{LearningRate: DefaultLearningRate},
 				Schedule: ScheduleConstant, Steps: 10, Augmentation: data.AugmentCropFlip}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			c.cfg.Spec = data.CIFAR10()
-			p, err := resolve(c.cfg, size)
+			p, err := resolved(c.s, size)
 			require.NoError(t, err)
-			got := Config{Model: p.Model, BatchSize: p.BatchSize, Optimizer: p.Optimizer, LearningRate: p.LearningRate, Momentum: p.Momentum,
-				WeightDecay: p.WeightDecay, BiasScaler: p.BiasScaler, WhitenBiasEpochs: p.WhitenBiasEpochs, Schedule: p.Schedule,
-				LabelSmoothing: p.LabelSmoothing, Lookahead: p.Lookahead, TTA: p.TTA, Epochs: p.Epochs, Steps: p.Steps,
-				Augment: p.Augment, Augmentation: p.Augmentation}
-			require.Equal(t, c.want, got)
+			require.Equal(t, c.want, viewOf(p))
 		})
 	}
 
+}
+
+// TestResolveRecipeErrors checks the errors of the recipe's settings, on a training split of
+// 50000 examples (airbench's).
+func TestResolveRecipeErrors(t *testing.T) {
+	const size = 50000
+	steps10 := func(s Settings) Settings { return with(t, s, map[string]string{"steps": "10"}) }
+	nesterov := Nesterov{LearningRate: 11.5, Momentum: 0.85, WeightDecay: 0.0153, BiasScaler: 64}
+	nesterovWith := func(edit func(*Nesterov)) Settings {
+		s := steps10(Defaults())
+		n := nesterov
+		edit(&n)
+		s.Optimizer = n
+		return s
+	}
 	errCases := []struct {
 		name  string
-		cfg   Config
+		s     Settings
 		field string
 		msg   string
 	}{
-		{"both", Config{Steps: 5, Epochs: 1}, "Steps/Epochs", "Steps or Epochs, not both"},
-		{"neither", Config{}, "Steps", "(Steps > 0) or of epochs (Epochs > 0)"},
-		{"negative epochs", Config{Epochs: -1}, "Steps/Epochs", "must be positive"},
-		{"unknown recipe", Config{Recipe: "airbench96", Steps: 1}, "Recipe", `one of airbench94`},
-		{"momentum without nesterov", Config{Momentum: 0.9, Steps: 1}, "Momentum/BiasScaler/WhitenBiasEpochs", `settings of Optimizer "nesterov"`},
-		{"momentum of 1", Config{Optimizer: OptimizerNesterov, Momentum: 1, Steps: 1}, "Momentum", "in [0, 1)"},
-		{"whitening without the network", Config{Optimizer: OptimizerNesterov, WhitenBiasEpochs: 3, Steps: 1}, "WhitenBiasEpochs", "no whitening layer"},
-		{"label smoothing", Config{LabelSmoothing: 1, Steps: 1}, "LabelSmoothing", "in [0, 1)"},
-		{"tta", Config{TTA: 3, Steps: 1}, "TTA", "2 (mirror and translate)"},
-		{"augmentation", Config{Augment: true, Augmentation: "cutout", Steps: 1}, "Augmentation", `unknown augmentation "cutout"`},
-		{"triangle warm-up", Config{Schedule: ScheduleTriangle, WarmupSteps: 2, Steps: 10}, "Schedule", "the triangle has its own"},
-		{"recipe off unknown", Config{Recipe: RecipeAirbench94, RecipeOff: []string{"Schedule"}}, "RecipeOff", "name fields among Momentum, "},
-		{"recipe off without recipe", Config{RecipeOff: []string{"Lookahead"}, Steps: 1}, "RecipeOff", "only applies with a Recipe"},
-		{"epoch without a full batch", Config{Epochs: 1, BatchSize: 60000}, "BatchSize", "at most 50000"},
+		{"both", func() Settings { s := steps10(Defaults()); s.Run.Epochs = 1; return s }(), "Run.Steps/Run.Epochs", "Steps or Epochs, not both"},
+		{"neither", Defaults(), "Run.Steps", "(Steps > 0) or of epochs (Epochs > 0)"},
+		{"negative epochs", func() Settings { s := Defaults(); s.Run.Epochs = -1; return s }(), "Run.Steps/Run.Epochs", "must be positive"},
+		{"unknown recipe", func() Settings { s := steps10(Defaults()); s.Recipe = "airbench96"; return s }(), "Recipe", `one of airbench94`},
+		{"momentum of 1", nesterovWith(func(n *Nesterov) { n.Momentum = 1 }), "Optimizer.Momentum", "in [0, 1)"},
+		{"whitening without the network", nesterovWith(func(n *Nesterov) { n.WhitenBiasEpochs = 3 }), "Optimizer.WhitenBiasEpochs", "no whitening layer"},
+		{"label smoothing", with(t, steps10(Defaults()), map[string]string{"label-smoothing": "1"}), "Run.LabelSmoothing", "in [0, 1)"},
+		{"tta", with(t, steps10(Defaults()), map[string]string{"tta": "3"}), "Eval.TTA", "2 (mirror and translate)"},
+		{"augmentation", func() Settings {
+			s := steps10(Defaults())
+			s.Data.Augment, s.Data.Augmentation = true, "cutout"
+			return s
+		}(),
+			"Data.Augmentation", `unknown augmentation "cutout"`},
+		{"triangle warm-up", with(t, steps10(Defaults()), map[string]string{"schedule": "triangle", "warmup": "2"}), "Schedule.Name", "the triangle has its own"},
+		{"epoch without a full batch", with(t, Defaults(), map[string]string{"epochs": "1", "batch": "60000"}), "Data.BatchSize", "at most 50000"},
 	}
 	for _, c := range errCases {
 		t.Run(c.name, func(t *testing.T) {
-			c.cfg.Spec = data.CIFAR10()
-			_, err := resolve(c.cfg, size)
+			_, err := resolved(c.s, size)
 			var ce *ConfigError
 			require.True(t, errors.As(err, &ce), "%v", err)
 			require.Equal(t, c.field, ce.Field)
 			require.ErrorContains(t, err, c.msg)
 		})
 	}
-	_, err := resolve(Config{Spec: data.CIFAR10(), Epochs: 1}, nil)
-	require.ErrorContains(t, err, "the training split's size is not known here: set Steps")
-	called := 0
-	_, err = resolve(Config{Spec: data.CIFAR10(), Steps: 3}, func(*Config) (int, error) { called++; return 0, nil })
+
+	// Momentum is nesterov's: the table refuses it for another optimizer.
+	s := steps10(Defaults())
+	err := s.Apply(map[string]string{"momentum": "0.9"})
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "Optimizer.Momentum", ce.Field)
+	require.ErrorContains(t, err, `momentum needs Optimizer "nesterov"`)
+
+	// resolve reads nothing: a run's length in epochs waits for the split's size (count).
+	p, err := resolve(with(t, Defaults(), map[string]string{"epochs": "1"}), nil)
 	require.NoError(t, err)
-	require.Zero(t, called, "a plan that does not depend on the data's size does not ask for it")
+	require.Zero(t, p.Run.Steps)
+	require.NoError(t, p.count(64))
+	require.Equal(t, 2, p.Run.Steps)
 }

@@ -19,21 +19,32 @@ import (
 // recipeTestConfig is a tiny run of the airbench94 recipe's training parts (nesterov,
 // triangle, label smoothing, lookahead, epochs) on model, on 96 synthetic training examples
 // (12 steps of 8 per epoch): 0.6 epochs is 8 steps, with lookahead updates at step 5 and at the end.
-func recipeTestConfig(t *testing.T, model string) Config {
-	spec := data.CIFAR10()
-	train, test := labtest.TrainTestRecords(t, spec, 96, 40, 5)
-	return Config{Recipe: RecipeAirbench94, Model: model, Spec: spec, TrainRecords: train, TestRecords: test, Epochs: 0.6, BatchSize: 8,
-		Seed: 3, SkipFinalEval: true, Backend: labtest.Backend(t), Progress: ProgressOff}
+func recipeTestConfig(t *testing.T, arch string) (Settings, Env) {
+	train, test := labtest.TrainTestRecords(t, data.CIFAR10(), 96, 40, 5)
+	return recipeOn(arch, 0.6, 8, 3), Env{Train: train, Test: test, Backend: labtest.Backend(t), Progress: ProgressOff}
+}
+
+// recipeOn is the airbench94 recipe on model arch (the whitening bias is its network's), for
+// epochs at batch with seed, without the final evaluation.
+func recipeOn(arch string, epochs float64, batch int, seed int64) Settings {
+	s := Airbench94()
+	s.Model.Arch, s.Run.Epochs, s.Data.BatchSize, s.Run.Seed, s.Eval.SkipFinal = arch, epochs, batch, seed, true
+	if arch != cifarlib.ArchAirbench94 {
+		n := s.Optimizer.(Nesterov)
+		n.WhitenBiasEpochs = 0
+		s.Optimizer = n
+	}
+	return s
 }
 
 // TestRecipeInterruptResumeEqualsStraightRun: a recipe run interrupted after step 3 and resumed
 // ends with the variables of an uninterrupted run, bit for bit: the momentum buffers and the
 // lookahead EMA are in the checkpoint, and the schedule and lookahead depend on the global step.
 func TestRecipeInterruptResumeEqualsStraightRun(t *testing.T) {
-	cfg := recipeTestConfig(t, "cnn")
-	straight, err := NewTrainer(cfg)
+	cfg, env := recipeTestConfig(t, "cnn")
+	straight, err := NewTrainer(cfg, env)
 	require.NoError(t, err)
-	require.Equal(t, 8, straight.Config().Steps)
+	require.Equal(t, 8, straight.Settings().Run.Steps)
 	resA, err := straight.Run(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, 8, resA.EndStep)
@@ -43,24 +54,24 @@ func TestRecipeInterruptResumeEqualsStraightRun(t *testing.T) {
 		"weight decay 0.0153 bias scaler 64, triangle schedule, label smoothing 0.2, lookahead true, altflip-translate augmentation, final TTA 2\n")
 
 	dir := filepath.Join(t.TempDir(), "ckpt")
-	interrupted := cfg
-	interrupted.CheckpointDir = dir
+	interrupted, interruptedEnv := cfg, env
+	interrupted.Checkpoint.Dir = dir
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	interrupted.OnPoint = func(p runs.HistoryPoint) error {
+	interruptedEnv.OnPoint = func(p runs.HistoryPoint) error {
 		if p.Step == 3 {
 			cancel()
 		}
 		return nil
 	}
-	resB, err := Train(ctx, interrupted)
+	resB, err := Train(ctx, interrupted, interruptedEnv)
 	require.NoError(t, err)
 	require.True(t, resB.Interrupted)
 	require.Equal(t, 3, resB.EndStep)
 
 	resumedCfg := cfg
-	resumedCfg.CheckpointDir = dir
-	resumed, err := NewTrainer(resumedCfg)
+	resumedCfg.Checkpoint.Dir = dir
+	resumed, err := NewTrainer(resumedCfg, env)
 	require.NoError(t, err)
 	resC, err := resumed.Run(context.Background())
 	require.NoError(t, err)
@@ -94,8 +105,8 @@ func TestRecipeInterruptResumeEqualsStraightRun(t *testing.T) {
 
 	// A resume with another recipe setting is refused.
 	other := resumedCfg
-	other.LabelSmoothing = 0.1
-	_, err = NewTrainer(other)
+	other.Run.LabelSmoothing = 0.1
+	_, err = NewTrainer(other, env)
 	var me *CheckpointMismatchError
 	require.ErrorAs(t, err, &me)
 	require.Contains(t, err.Error(), "label smoothing: saved 0.2, requested 0.1")
@@ -116,16 +127,17 @@ func TestAirbench94WhiteningAndBiasFreeze(t *testing.T) {
 	spec := data.CIFAR10()
 	train, _ := labtest.TrainTestRecords(t, spec, 16, 8, 5)
 	dir := filepath.Join(t.TempDir(), "ckpt")
-	cfg := Config{Spec: spec, TrainRecords: train, Model: cifarlib.ArchAirbench94, Optimizer: OptimizerNesterov, WhitenBiasEpochs: 1,
-		BatchSize: 8, Steps: 2, Seed: 4, SkipFinalEval: true, Backend: labtest.Backend(t), Progress: ProgressOff, CheckpointDir: dir}
-	first, err := NewTrainer(cfg)
+	cfg := with(t, Defaults(), map[string]string{"model": "airbench94", "optimizer": "nesterov", "whiten-bias-epochs": "1", "batch": "8",
+		"steps": "2", "seed": "4", "no-eval": "true", "checkpoint": dir})
+	env := Env{Train: train, Backend: labtest.Backend(t), Progress: ProgressOff}
+	first, err := NewTrainer(cfg, env)
 	require.NoError(t, err)
 	_, err = first.Run(context.Background())
 	require.NoError(t, err)
 	atTwo := trainVars(t, first.Store())
 
-	cfg.Steps = 3
-	second, err := NewTrainer(cfg)
+	cfg.Run.Steps = 3
+	second, err := NewTrainer(cfg, env)
 	require.NoError(t, err)
 	res, err := second.Run(context.Background())
 	require.NoError(t, err)
@@ -153,9 +165,9 @@ func TestRecipeDevicesSameAsOneDevice(t *testing.T) {
 	trainRecs, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 64, 8, 3)
 	var curves [][]runs.HistoryPoint
 	for _, n := range []int{1, 4} {
-		res, err := Train(context.Background(), Config{Recipe: RecipeAirbench94, Model: cifarlib.ArchCNN, Spec: data.CIFAR10(), Backend: backend,
-			Devices: n, TrainRecords: trainRecs, Steps: 6, BatchSize: devicesBatch, Seed: 7, HistoryEvery: 1, SkipFinalEval: true,
-			Progress: ProgressOff})
+		s := recipeOn(cifarlib.ArchCNN, 0, devicesBatch, 7)
+		s.Run.Steps, s.Compute.Devices, s.Record.HistoryEvery = 6, n, 1
+		res, err := Train(context.Background(), s, Env{Backend: backend, Train: trainRecs, Progress: ProgressOff})
 		require.NoError(t, err)
 		curves = append(curves, res.History.Points)
 	}

@@ -13,7 +13,7 @@ import (
 // the runs table and, as text, in its TensorBoard events, once per start (a resume adds one).
 func TestRunRecordsItsData(t *testing.T) {
 	runsDir := t.TempDir()
-	res, err := trainRun(t, runsDir, "run", func(c *Config) { c.Steps = 3 })
+	res, err := trainRun(t, runsDir, "run", func(c *testRun) { c.Run.Steps = 3 })
 	require.NoError(t, err)
 	require.Equal(t, "synthetic cifar100, 256 train / 80 test images", res.Data.String())
 	rec, err := runs.ReadRecord(filepath.Join(runsDir, "run"))
@@ -25,7 +25,7 @@ func TestRunRecordsItsData(t *testing.T) {
 	require.Equal(t, "data: SYNTHETIC cifar100 (generated images, not real accuracy) · machine: "+res.Backend+", 1 device", res.Source().String())
 
 	tbtest.Python(t) // fails in CI, skips elsewhere, without TensorBoard
-	_, err = trainRun(t, runsDir, "run", func(c *Config) { c.Steps = 5 })
+	_, err = trainRun(t, runsDir, "run", func(c *testRun) { c.Run.Steps = 5 })
 	require.NoError(t, err)
 	require.Equal(t, map[string][]string{tagData: {res.Data.String(), res.Data.String()}},
 		tbtest.ReadTexts(t, filepath.Join(runsDir, "run")))

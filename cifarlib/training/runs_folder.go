@@ -19,7 +19,7 @@ const (
 	tagTrainAccuracy = "train/accuracy"      // HistoryPoint.BatchAccuracy (TensorBoard smooths it like the loss)
 	tagTrainTopK     = "train/top5"          // HistoryPoint.TopK (CIFAR-100)
 	tagLearningRate  = "train/learning_rate" // HistoryPoint.LearningRate
-	tagTestLoss      = "test/loss"           // HistoryPoint.Eval.Loss (TrainConfig.EvalEvery)
+	tagTestLoss      = "test/loss"           // HistoryPoint.Eval.Loss (Settings.Eval.Every)
 	tagTestAccuracy  = "test/accuracy"       // HistoryPoint.Eval.Accuracy
 	tagTestTopK      = "test/top5"           // HistoryPoint.Eval.TopK
 	tagFinalLoss     = "final/test_loss"     // TrainResult.Eval.Loss, at the last step
@@ -55,8 +55,8 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 		return nil
 	}
 	cfg := t.plan
-	rf := &runFolder{dir: cfg.CheckpointDir, opened: time.Now(), log: cfg.Log, topK: cfg.topK() > 0,
-		record: newRunRecord(&cfg.Config, t.model.NumClasses, t.devices.numDevices())}
+	rf := &runFolder{dir: cfg.Checkpoint.Dir, opened: time.Now(), log: t.env.Log, topK: cfg.TopK() > 0,
+		record: newRunRecord(cfg, t.model.NumClasses, t.devices.numDevices())}
 	provenance := t.records.provenance
 	rf.record.Data = &provenance
 	rf.record.Timeline = t.rt.tl // filled in as the run goes
@@ -74,8 +74,8 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 	if rf.events, rf.evtErr = createEvents(rf.dir); rf.evtErr == nil {
 		rf.evtErr = rf.events.Start(int64(start + 1))
 	}
-	if rf.evtErr == nil && len(cfg.Params) > 0 { // TensorBoard's HParams dashboard
-		rf.evtErr = rf.events.HParams(cfg.Params, rf.record.Started)
+	if rf.evtErr == nil && len(cfg.Record.Params) > 0 { // TensorBoard's HParams dashboard
+		rf.evtErr = rf.events.HParams(cfg.Record.Params, rf.record.Started)
 	}
 	if rf.evtErr == nil { // TensorBoard's TEXT tab says what each run was trained on
 		rf.evtErr = rf.events.Text(int64(start+1), tagData, provenance.String())
@@ -177,37 +177,37 @@ func (rf *runFolder) note(err error) {
 	fmt.Fprintf(rf.log, "note: %v (training goes on)\n", err)
 }
 
-// newRunRecord is the record of a run of c (with defaults) starting now.
-func newRunRecord(c *Config, head, devices int) *runs.Record {
-	return &runs.Record{Status: runs.RunRunning, Started: time.Now(), Dataset: c.Spec.ID(), Model: c.Model, Head: head,
-		Guarded: !c.Unguarded, Devices: devices, BatchSize: c.BatchSize, TargetStep: c.Steps, From: c.From, Recipe: c.Recipe,
-		Precision: c.Precision, Params: c.Params, Job: runs.CurrentJob()}
+// newRunRecord is the record of a run of plan p starting now, with its settings.
+func newRunRecord(p *plan, head, devices int) *runs.Record {
+	settings, _ := p.Settings.MarshalJSON() // Settings always encode
+	return &runs.Record{Status: runs.RunRunning, Started: time.Now(), Dataset: p.dataset, Model: p.Model.Arch, Head: head,
+		Guarded: !p.Model.Unguarded, Devices: devices, BatchSize: p.Data.BatchSize, TargetStep: p.Run.Steps, From: p.Transfer.From,
+		Recipe: p.Recipe, Precision: p.Compute.Precision, Params: p.Record.Params, Settings: settings, Job: runs.CurrentJob()}
 }
 
-// RecordFailedStart records, in cfg.CheckpointDir, a run that failed before its first step
-// with runErr (e.g. *HeadMismatchError from Train), so that runs.List shows the attempt and its
-// error: the notebooks' Lab.Fit does, for its named runs. It writes only into a new or empty
-// folder, so a folder holding an earlier run keeps that run's record; config errors
-// (*ConfigError) and a config without CheckpointDir record nothing.
-func RecordFailedStart(cfg Config, runErr error) error {
+// RecordFailedStart records, in settings.Checkpoint.Dir, a run that failed before its first
+// step with runErr (e.g. *cifarlib.HeadMismatchError from Train), so that runs.List shows the
+// attempt and its error: the notebooks' Lab.Fit does, for its named runs. It writes only into a
+// new or empty folder, so a folder holding an earlier run keeps that run's record; settings
+// errors (*ConfigError) and settings without a checkpoint directory record nothing. A run whose
+// length is in epochs records its target step when env gives its training split.
+func RecordFailedStart(settings Settings, env Env, runErr error) error {
 	var ce *ConfigError
-	if cfg.CheckpointDir == "" || runErr == nil || errors.As(runErr, &ce) {
+	dir := settings.Checkpoint.Dir
+	if dir == "" || runErr == nil || errors.As(runErr, &ce) || settings.Validate() != nil {
 		return nil
 	}
-	if entries, err := os.ReadDir(cfg.CheckpointDir); err == nil && len(entries) > 0 || err != nil && !errors.Is(err, os.ErrNotExist) {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 || err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	p := &plan{Config: cfg, examples: func(c *Config) (int, error) { // for Epochs: the split's size
-		recs, err := loadTrainRecords(&Config{Spec: c.Spec, DataDir: c.DataDir, TrainRecords: c.TrainRecords, SkipFinalEval: true}, newRunLog(nil))
-		if err != nil {
-			return 0, err
-		}
-		return recs.train.Len(), nil
-	}} // its settings only: the transfer source may be what failed
-	if err := p.resolveSettings(); err != nil {
+	p, err := resolve(settings, nil) // its settings only: the transfer source may be what failed
+	if err != nil {
 		return nil
 	}
-	rec := newRunRecord(&p.Config, p.headWidth(), max(1, p.Devices))
+	if env.Train != nil {
+		_ = p.count(env.Train.Len())
+	}
+	rec := newRunRecord(p, p.Model.Head, max(1, p.Compute.Devices))
 	rec.Status, rec.Error, rec.Ended = runs.RunFailed, runErr.Error(), time.Now()
-	return rec.Write(p.CheckpointDir)
+	return rec.Write(dir)
 }

@@ -20,23 +20,29 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// testRun is a test's run, edited as one: its settings and its env.
+type testRun struct {
+	Settings
+	Env
+}
+
 // trainRun trains a small linear CIFAR-100 model into runs/name.
-func trainRun(t *testing.T, runsDir, name string, edit func(*Config)) (*Result, error) {
+func trainRun(t *testing.T, runsDir, name string, edit func(*testRun)) (*Result, error) {
 	t.Helper()
 	return trainRunCtx(context.Background(), t, runsDir, name, edit)
 }
 
 // trainRunCtx is trainRun with a context.
-func trainRunCtx(ctx context.Context, t *testing.T, runsDir, name string, edit func(*Config)) (*Result, error) {
+func trainRunCtx(ctx context.Context, t *testing.T, runsDir, name string, edit func(*testRun)) (*Result, error) {
 	t.Helper()
 	train, test := labtest.TrainTestRecords(t, data.CIFAR100(data.LabelsFine), 256, 80, 3)
-	cfg := Config{Spec: data.CIFAR100(data.LabelsFine), TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear,
-		Backend: labtest.Backend(t), Steps: 6, BatchSize: 16, Seed: 1, EvalEvery: 3, EvalExamples: 40,
-		CheckpointDir: filepath.Join(runsDir, name), Progress: ProgressOff}
+	r := testRun{Settings: with(t, Defaults(), map[string]string{"dataset": "cifar100", "model": cifarlib.ArchLinear, "steps": "6",
+		"batch": "16", "seed": "1", "eval-every": "3", "eval-examples": "40", "checkpoint": filepath.Join(runsDir, name)}),
+		Env: Env{Train: train, Test: test, Backend: labtest.Backend(t), Progress: ProgressOff}}
 	if edit != nil {
-		edit(&cfg)
+		edit(&r)
 	}
-	return Train(ctx, cfg)
+	return Train(ctx, r.Settings, r.Env)
 }
 
 func writeTestFile(t *testing.T, path, content string) {
@@ -49,19 +55,21 @@ func TestListRuns(t *testing.T) {
 	runsDir := t.TempDir()
 	done, err := trainRun(t, runsDir, "a-done", nil)
 	require.NoError(t, err)
-	guarded := Config{Spec: data.CIFAR100(data.LabelsFine), Model: cifarlib.ArchLinear, Head: 10, Steps: 6, CheckpointDir: filepath.Join(runsDir, "b-guarded")}
-	_, err = Train(context.Background(), guarded)
+	guarded := with(t, Defaults(), map[string]string{"dataset": "cifar100", "model": cifarlib.ArchLinear, "head": "10", "steps": "6",
+		"checkpoint": filepath.Join(runsDir, "b-guarded")})
+	_, err = Train(context.Background(), guarded, Env{})
 	require.ErrorIs(t, err, cifarlib.ErrHeadMismatch)
-	require.NoDirExists(t, guarded.CheckpointDir, "Train leaves nothing behind when it fails before the first step")
-	require.NoError(t, RecordFailedStart(guarded, err))
-	require.NoError(t, RecordFailedStart(Config{Spec: data.CIFAR10(), Steps: 1, CheckpointDir: filepath.Join(runsDir, "a-done")}, err),
+	require.NoDirExists(t, guarded.Checkpoint.Dir, "Train leaves nothing behind when it fails before the first step")
+	require.NoError(t, RecordFailedStart(guarded, Env{}, err))
+	require.NoError(t, RecordFailedStart(with(t, Defaults(), map[string]string{"steps": "1", "checkpoint": filepath.Join(runsDir, "a-done")}), Env{}, err),
 		"a folder holding a run keeps its record")
-	require.NoError(t, RecordFailedStart(Config{Steps: 1, CheckpointDir: filepath.Join(runsDir, "z-config")}, &ConfigError{Field: "Spec"}))
+	require.NoError(t, RecordFailedStart(with(t, Defaults(), map[string]string{"steps": "1", "checkpoint": filepath.Join(runsDir, "z-config")}), Env{},
+		&ConfigError{Field: "Data.Spec"}))
 	require.NoDirExists(t, filepath.Join(runsDir, "z-config"), "config errors record nothing")
-	unguarded, err := trainRun(t, runsDir, "c-unguarded", func(c *Config) { c.Head, c.Unguarded, c.SkipFinalEval = 10, true, true })
+	unguarded, err := trainRun(t, runsDir, "c-unguarded", func(c *testRun) { c.Model.Head, c.Model.Unguarded, c.Eval.SkipFinal = 10, true, true })
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	interrupted, err := trainRunCtx(ctx, t, runsDir, "d-interrupted", func(c *Config) {
+	interrupted, err := trainRunCtx(ctx, t, runsDir, "d-interrupted", func(c *testRun) {
 		c.OnPoint = func(p runs.HistoryPoint) error {
 			if p.Step == 2 {
 				cancel() // like SIGINT: training stops after this step
@@ -72,9 +80,9 @@ func TestListRuns(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, interrupted.Interrupted)
 
-	transferred, err := trainRun(t, runsDir, "k-transferred", func(c *Config) {
-		c.Spec, c.From, c.EvalEvery = data.CIFAR10(), filepath.Join(runsDir, "a-done"), 0
-		c.TrainRecords, c.TestRecords = labtest.TrainTestRecords(t, data.CIFAR10(), 256, 80, 4)
+	transferred, err := trainRun(t, runsDir, "k-transferred", func(c *testRun) {
+		c.Data.Spec, c.Transfer.From, c.Eval.Every = data.CIFAR10(), filepath.Join(runsDir, "a-done"), EvalAuto
+		c.Train, c.Test = labtest.TrainTestRecords(t, data.CIFAR10(), 256, 80, 4)
 	})
 	require.NoError(t, err)
 
@@ -185,9 +193,9 @@ func TestListRuns(t *testing.T) {
 func TestTensorBoardEqualsHistory(t *testing.T) {
 	tbtest.Python(t) // fails in CI, skips elsewhere, without TensorBoard
 	runsDir := t.TempDir()
-	first, err := trainRun(t, runsDir, "run", func(c *Config) { c.Steps, c.EvalEvery, c.HistoryEvery = 8, 4, 1 })
+	first, err := trainRun(t, runsDir, "run", func(c *testRun) { c.Run.Steps, c.Eval.Every, c.Record.HistoryEvery = 8, 4, 1 })
 	require.NoError(t, err)
-	second, err := trainRun(t, runsDir, "run", func(c *Config) { c.Steps, c.EvalEvery, c.HistoryEvery = 12, 4, 1 })
+	second, err := trainRun(t, runsDir, "run", func(c *testRun) { c.Run.Steps, c.Eval.Every, c.Record.HistoryEvery = 12, 4, 1 })
 	require.NoError(t, err)
 	require.True(t, second.Resumed)
 
@@ -231,7 +239,7 @@ func TestTensorBoardFailureDoesNotStopTraining(t *testing.T) {
 	defer func() { createEvents = saved }()
 	runsDir := t.TempDir()
 	var log bytes.Buffer
-	res, err := trainRun(t, runsDir, "run", func(c *Config) { c.Log = &log })
+	res, err := trainRun(t, runsDir, "run", func(c *testRun) { c.Log = &log })
 	require.NoError(t, err)
 	require.Equal(t, 6, res.EndStep)
 	require.Equal(t, 1, strings.Count(log.String(), "note: tfevents: disk full (training goes on)\n"), log.String())

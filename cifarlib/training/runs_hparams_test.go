@@ -22,9 +22,9 @@ func TestHParamsDashboard(t *testing.T) {
 		lr   float64
 		lrS  string
 	}{{"hp-a", 0.01, "0.01"}, {"hp-b", 0.001, "0.001"}} {
-		_, err := trainRun(t, runsDir, r.name, func(c *Config) {
-			c.LearningRate = r.lr
-			c.Params = map[string]string{"lr": r.lrS, "model": "linear", "augment": "false"}
+		_, err := trainRun(t, runsDir, r.name, func(c *testRun) {
+			c.Optimizer = Adam{LearningRate: r.lr}
+			c.Record.Params = map[string]string{"lr": r.lrS, "model": "linear", "augment": "false"}
 		})
 		require.NoError(t, err)
 	}

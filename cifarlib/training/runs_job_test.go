@@ -20,7 +20,7 @@ func TestRunRecordJob(t *testing.T) {
 		"SLURM_RESTART_COUNT": "3", "CUDA_VISIBLE_DEVICES": "1"} {
 		t.Setenv(k, v)
 	}
-	_, err = trainRun(t, runsDir, "slurm", func(c *Config) { c.Params = map[string]string{"seed": "1"} })
+	_, err = trainRun(t, runsDir, "slurm", func(c *testRun) { c.Record.Params = map[string]string{"seed": "1"} })
 	require.NoError(t, err)
 	rec, err := runs.ReadRecord(filepath.Join(runsDir, "slurm"))
 	require.NoError(t, err)
@@ -31,7 +31,7 @@ func TestRunRecordJob(t *testing.T) {
 		require.NoError(t, os.Unsetenv(k)) // t.Setenv above restores them
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	stop := func(c *Config) {
+	stop := func(c *testRun) {
 		c.OnPoint = func(p runs.HistoryPoint) error {
 			if p.Step == 2 {
 				cancel()

@@ -21,7 +21,7 @@ func TestTensorBoardServesRuns(t *testing.T) {
 	chromium := tbtest.Chromium(t)
 	runsDir := t.TempDir()
 	for _, name := range []string{"run-one", "run-two"} {
-		_, err := trainRun(t, runsDir, name, func(c *Config) { c.Steps, c.EvalEvery = 20, 10 })
+		_, err := trainRun(t, runsDir, name, func(c *testRun) { c.Run.Steps, c.Eval.Every = 20, 10 })
 		require.NoError(t, err)
 	}
 	url := tbtest.Serve(t, runsDir)

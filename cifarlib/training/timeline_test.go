@@ -17,12 +17,11 @@ import (
 
 // timelineConfig is a small run whose evaluations end in partial batches: 40 validation
 // examples and 70 test examples, at batch 32.
-func timelineConfig(t *testing.T) Config {
-	spec := data.CIFAR10()
-	train, test := labtest.TrainTestRecords(t, spec, 96, 70, 5)
-	return Config{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear, Backend: labtest.Backend(t),
-		Steps: 6, BatchSize: 8, Seed: 3, EvalEvery: 3, EvalExamples: 40, EvalBatchSize: 32, CheckpointEvery: 3,
-		CheckpointDir: filepath.Join(t.TempDir(), "run"), Progress: ProgressOff}
+func timelineConfig(t *testing.T) testRun {
+	train, test := labtest.TrainTestRecords(t, data.CIFAR10(), 96, 70, 5)
+	return testRun{Settings: with(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "steps": "6", "batch": "8", "seed": "3",
+		"eval-every": "3", "eval-examples": "40", "eval-batch": "32", "checkpoint-every": "3", "checkpoint": filepath.Join(t.TempDir(), "run")}),
+		Env: Env{Train: train, Test: test, Backend: labtest.Backend(t), Progress: ProgressOff}}
 }
 
 // A real run on the pure-Go backend records its phases in order, each compile once, with
@@ -31,7 +30,7 @@ func timelineConfig(t *testing.T) Config {
 func TestTrainTimeline(t *testing.T) {
 	cfg := timelineConfig(t)
 	called := time.Now()
-	res, err := Train(context.Background(), cfg)
+	res, err := Train(context.Background(), cfg.Settings, cfg.Env)
 	wall := time.Since(called)
 	require.NoError(t, err)
 	tl := res.Timeline
@@ -78,7 +77,7 @@ func TestTrainTimeline(t *testing.T) {
 		}
 	}
 
-	rec, err := runs.ReadRecord(cfg.CheckpointDir)
+	rec, err := runs.ReadRecord(cfg.Checkpoint.Dir)
 	require.NoError(t, err)
 	require.NotNil(t, rec.Timeline)
 	require.Equal(t, tl.Events, rec.Timeline.Events)
@@ -88,7 +87,7 @@ func TestTrainTimeline(t *testing.T) {
 	require.Regexp(t, `^start \d+\.\d+ s · compile \d+\.\d+ s · 6 steps \d+\.\d+ s · eval \d+\.\d+ s · 3 checkpoints \d+\.\d+ s$`, tl.Short())
 
 	// The trained model evaluates with the run's evaluation program: nothing compiles.
-	ev, err := res.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 32})
+	ev, err := res.Evaluate(context.Background(), cfg.Test, EvalOptions{BatchSize: 32})
 	require.NoError(t, err)
 	require.Zero(t, ev.Timeline.Compiles(""), ev.Timeline.String())
 	require.Equal(t, res.Eval.Confusion, ev.Confusion)
@@ -99,11 +98,11 @@ func TestTrainTimeline(t *testing.T) {
 // a standalone Evaluate records its own timeline.
 func TestEvaluateTimeline(t *testing.T) {
 	cfg := timelineConfig(t)
-	cfg.SkipFinalEval, cfg.EvalEvery, cfg.CheckpointDir = true, EvalOff, ""
-	res, err := Train(context.Background(), cfg)
+	cfg.Eval.SkipFinal, cfg.Eval.Every, cfg.Checkpoint.Dir = true, EvalOff, ""
+	res, err := Train(context.Background(), cfg.Settings, cfg.Env)
 	require.NoError(t, err)
 	require.Zero(t, res.Timeline.Compiles(runs.ProgramEvaluation))
-	ev, err := res.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 32})
+	ev, err := res.Evaluate(context.Background(), cfg.Test, EvalOptions{BatchSize: 32})
 	require.NoError(t, err)
 	require.Equal(t, 70, ev.Examples)
 	require.NotNil(t, ev.Timeline)

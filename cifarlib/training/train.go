@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
@@ -25,48 +22,34 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer/cosineschedule"
 )
 
-// Train trains a model as described by cfg and evaluates it on the test split: the one-call
+// Train trains a model with settings and evaluates it on the test split, in env: the one-call
 // entry point for notebooks and the cifarlab CLI. It is NewTrainer followed by Trainer.Run.
 //
 // Cancelling ctx (e.g. on SIGINT) stops training after the current step, saves a checkpoint
-// when cfg.CheckpointDir is set, and returns the result with Interrupted set and a nil error.
-// A head that does not match the dataset stops before the first step with *HeadMismatchError
-// (unless cfg.Unguarded).
-func Train(ctx context.Context, cfg Config) (*Result, error) {
-	t, err := NewTrainer(cfg)
+// when settings.Checkpoint.Dir is set, and returns the result with Interrupted set and a nil
+// error. A head that does not match the dataset stops before the first step with
+// *cifarlib.HeadMismatchError (unless settings.Model.Unguarded).
+func Train(ctx context.Context, settings Settings, env Env) (*Result, error) {
+	t, err := NewTrainer(settings, env)
 	if err != nil {
 		return nil, err
 	}
 	return t.Run(ctx)
 }
 
-// InterruptContext returns a context that is cancelled by the first SIGINT (Ctrl-C in a
-// terminal, "interrupt kernel" in GoNB) or SIGTERM: pass it to Train, and an interrupt stops
-// training after the current step and saves the checkpoint. After that first signal the
-// default handling is restored, so a second Ctrl-C kills the process. Call stop when done to
-// release the signals.
-func InterruptContext(parent context.Context) (ctx context.Context, stop context.CancelFunc) {
-	ctx, stop = signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	return ctx, stop
-}
-
 // modelFn wraps the model's graph function with the learning-rate schedule, which GoMLX's
 // cosineschedule (or the triangle) builds into the training graph.
 func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*graph.Node {
 	t.rt.building(runs.ProgramTrainStep)
-	if g := inputs[0].Graph(); t.plan.Schedule == ScheduleTriangle && scope.IsTraining(g) {
-		airbenchTriangle(t.plan.Steps).setLearningRate(scope, g, t.plan.LearningRate)
+	if g := inputs[0].Graph(); t.plan.Schedule.Name == ScheduleTriangle && scope.IsTraining(g) {
+		airbenchTriangle(t.plan.Run.Steps).setLearningRate(scope, g, learningRate(t.plan.Optimizer))
 	}
-	if t.plan.Schedule == ScheduleCosine {
+	if t.plan.Schedule.Name == ScheduleCosine {
 		cosineschedule.New(scope, inputs[0].Graph(), dtypes.Float32).
-			LearningRate(t.plan.LearningRate).
-			MinLearningRate(t.plan.MinLearningRate).
-			WarmUpSteps(t.plan.WarmupSteps).
-			PeriodSteps(t.plan.Steps - t.plan.WarmupSteps).
+			LearningRate(learningRate(t.plan.Optimizer)).
+			MinLearningRate(t.plan.Schedule.MinLearningRate).
+			WarmUpSteps(t.plan.Schedule.WarmupSteps).
+			PeriodSteps(t.plan.Run.Steps - t.plan.Schedule.WarmupSteps).
 			Done()
 	}
 	if t.transfer != nil {
@@ -75,8 +58,8 @@ func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []
 	return t.model.ModelFn(scope, spec, inputs)
 }
 
-// Config returns the configuration with its defaults filled in (a copy of the plan's).
-func (t *Trainer) Config() Config { return t.plan.Config }
+// Settings returns the run's settings as they resolved (a copy of the plan's).
+func (t *Trainer) Settings() Settings { return t.plan.Settings }
 
 // Model returns the model being trained.
 func (t *Trainer) Model() *cifarlib.Model { return t.model }
@@ -108,7 +91,8 @@ func (t *Trainer) Resumed() (step int, ok bool) {
 	return t.ckpt.resumedAt()
 }
 
-// Run trains up to Config.Steps, then evaluates on the test split (unless SkipFinalEval).
+// Run trains up to the plan's Run.Steps, then evaluates on the test split (unless
+// Eval.SkipFinal).
 // It can be called once per Trainer.
 //
 // Cancelling ctx stops after the current step; the checkpoint (if configured) is saved and the
@@ -116,25 +100,14 @@ func (t *Trainer) Resumed() (step int, ok bool) {
 // *LabelRangeError, *DeviceLabelError) stop training and are returned as they are.
 func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 	if t.ran {
-		return nil, errors.New("training: Trainer.Run called twice: create a new Trainer (with the same CheckpointDir it resumes)")
+		return nil, errors.New("training: Trainer.Run called twice: create a new Trainer (with the same Checkpoint.Dir it resumes)")
 	}
 	t.ran = true
 	cfg := t.plan
 	start := t.GlobalStep()
-	res := &Result{Dataset: cfg.Spec.ID(), Model: cfg.Model, HeadWidth: t.model.NumClasses, Guarded: !cfg.Unguarded, Precision: cfg.Precision,
-		Backend: backends.Name(t.backend), Devices: t.devices.numDevices(), BatchSize: cfg.BatchSize, Data: t.records.provenance, StartStep: start, EndStep: start, TargetStep: cfg.Steps,
-		CheckpointDir: cfg.CheckpointDir, History: t.history,
-		Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}, Transfer: t.Transfer()}
-	_, res.Resumed = t.ckpt.resumedAt()
-	res.Recipe, res.RecipeSettings = cfg.Recipe, recipeSettings(&cfg.Config)
-	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.records.train.Len()}
-	for i := range t.records.train.Len() {
-		if l := t.records.train.Label(i); l < 0 || l >= t.model.NumClasses {
-			res.ZeroLoss.SplitOutOfRange++
-		}
-	}
+	res := t.newResult(start)
 	if res.Resumed {
-		t.logf("resumed from checkpoint %s at step %d of %d", cfg.CheckpointDir, start, cfg.Steps)
+		t.logf("resumed from checkpoint %s at step %d of %d", cfg.Checkpoint.Dir, start, cfg.Run.Steps)
 	}
 	t.folder = t.openRunFolder(start)
 	res.Timeline = t.rt.tl
@@ -147,15 +120,15 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 		t.folder.close(result, err)
 	}()
 
-	if start < cfg.Steps {
+	if start < cfg.Run.Steps {
 		if err := t.runSteps(ctx, start, res); err != nil {
 			return nil, err
 		}
 	} else {
-		t.logf("already at step %d (target %d): nothing to train", start, cfg.Steps)
+		t.logf("already at step %d (target %d): nothing to train", start, cfg.Run.Steps)
 	}
 
-	if !res.Interrupted && !cfg.SkipFinalEval {
+	if !res.Interrupted && !cfg.Eval.SkipFinal {
 		ev, err := t.validate.final(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -169,27 +142,45 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 	return res, nil
 }
 
-// runSteps runs GoMLX's loop from global step start to cfg.Steps and fills res.
+// newResult is the Result of a run starting at step start, before it trains.
+func (t *Trainer) newResult(start int) *Result {
+	p := t.plan
+	res := &Result{Dataset: p.dataset, Model: p.Model.Arch, HeadWidth: t.model.NumClasses, Guarded: !p.Model.Unguarded,
+		Precision: p.Compute.Precision, Backend: backends.Name(t.backend), Devices: t.devices.numDevices(), BatchSize: p.Data.BatchSize,
+		Data: t.records.provenance, StartStep: start, EndStep: start, TargetStep: p.Run.Steps, CheckpointDir: p.Checkpoint.Dir,
+		History: t.history, Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}, Transfer: t.Transfer(),
+		Recipe: p.Recipe, RecipeSettings: recipeSettings(&p.Settings)}
+	_, res.Resumed = t.ckpt.resumedAt()
+	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.records.train.Len()}
+	for i := range t.records.train.Len() {
+		if l := t.records.train.Label(i); l < 0 || l >= t.model.NumClasses {
+			res.ZeroLoss.SplitOutOfRange++
+		}
+	}
+	return res
+}
+
+// runSteps runs GoMLX's loop from global step start to the run's target step and fills res.
 func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 	cfg := t.plan
 	check := func(*data.HostBatch) error { return nil }
-	if !cfg.Unguarded {
+	if !cfg.Model.Unguarded {
 		check = t.model.HostGuard()
 	}
-	inner, err := data.NewDataset("train", t.records.train, data.DatasetOptions{BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed,
-		Epochs: 0, DropRemainder: true, Augment: cfg.Augment, Augmentation: cfg.Augmentation, Check: check})
+	inner, err := data.NewDataset("train", t.records.train, data.DatasetOptions{BatchSize: cfg.Data.BatchSize, Shuffle: true, Seed: cfg.Run.Seed,
+		Epochs: 0, DropRemainder: true, Augment: cfg.Data.Augment, Augmentation: cfg.Data.Augmentation, Check: check})
 	if err != nil {
 		return err
 	}
-	t.steps = &stepDataset{inner: inner, start: start, end: cfg.Steps, ctx: ctx, headWidth: t.model.NumClasses}
+	t.steps = &stepDataset{inner: inner, start: start, end: cfg.Run.Steps, ctx: ctx, headWidth: t.model.NumClasses}
 	t.attachHooks()
 
 	began := time.Now()
 	t.loopStart = began
-	err = backends.TrainCatch(func() error { return t.devices.run(ctx, t, cfg.Steps-start) })
+	err = backends.TrainCatch(func() error { return t.devices.run(ctx, t, cfg.Run.Steps-start) })
 	res.Duration = time.Since(began)
 	res.EndStep = t.GlobalStep()
-	t.devices.count(res, t.steps, res.EndStep-start, cfg.BatchSize)
+	t.devices.count(res, t.steps, res.EndStep-start, cfg.Data.BatchSize)
 	t.stepMetrics(res, start)
 	t.rt.steps(t.firstStepAt, t.lastStepAt, res.EndStep-start-1)
 	if t.live != nil {
@@ -198,7 +189,7 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 	if t.hookErr != nil && err != nil {
 		err = t.hookErr // The error of a hook of ours, without GoMLX's wrapping.
 	}
-	err = backends.TranslateRunError(cifarlib.GuardErrorOf(err), cfg.BatchSize)
+	err = backends.TranslateRunError(cifarlib.GuardErrorOf(err), cfg.Data.BatchSize)
 	if err != nil {
 		// Not saved: the failing step may have left unusable weights (e.g. NaN); a resume
 		// continues from the last checkpoint saved (CheckpointEvery).
@@ -211,14 +202,14 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 func (t *Trainer) stepMetrics(res *Result, start int) {
 	if len(t.lastMetrics) > trainMetricAccuracy {
 		res.Loss, res.MovingLoss, res.Accuracy = t.lastMetrics[trainMetricLoss], t.lastMetrics[trainMetricMovingLoss], t.lastMetrics[trainMetricAccuracy]
-		if t.plan.topK() > 0 {
+		if t.plan.TopK() > 0 {
 			res.TopK = t.lastMetrics[trainMetricTopK]
 		}
 	}
 	if n := res.EndStep - start; n > 1 && t.lastStepAt.After(t.firstStepAt) {
 		elapsed := t.lastStepAt.Sub(t.firstStepAt).Seconds()
 		res.StepsPerSecond = float64(n-1) / elapsed
-		res.ImagesPerSecond = res.StepsPerSecond * float64(t.plan.BatchSize)
+		res.ImagesPerSecond = res.StepsPerSecond * float64(t.plan.Data.BatchSize)
 	}
 }
 
@@ -236,7 +227,7 @@ func (t *Trainer) saveTrained(res *Result, start int) error {
 			return err
 		}
 		if res.Interrupted {
-			t.logf("interrupted: checkpoint saved at step %d in %s", res.EndStep, t.plan.CheckpointDir)
+			t.logf("interrupted: checkpoint saved at step %d in %s", res.EndStep, t.plan.Checkpoint.Dir)
 		}
 	}
 	return nil
@@ -246,10 +237,10 @@ func (t *Trainer) saveTrained(res *Result, start int) error {
 // history and logging, periodic evaluation and checkpoints, the progress bar and live curves.
 func (t *Trainer) attachHooks() {
 	cfg := t.plan
-	// RunEpochs over a dataset that ends at cfg.Steps, so an interruption ends the loop
+	// RunEpochs over a dataset that ends at the target step, so an interruption ends the loop
 	// cleanly (its OnEnd hooks run); tell the hooks (progress bar) where it will end.
 	t.loop.OnStart("cifarlib: end step", -100, func(loop *train.Loop, _ train.Dataset) error {
-		loop.EndStep = cfg.Steps
+		loop.EndStep = cfg.Run.Steps
 		return nil
 	})
 	t.loop.OnStep("cifarlib: history", 50, func(loop *train.Loop, metrics []*tensors.Tensor) error {
@@ -259,16 +250,16 @@ func (t *Trainer) attachHooks() {
 		}
 		return nil
 	})
-	if t.ckpt != nil && cfg.CheckpointEvery > 0 {
-		train.EveryNSteps(t.loop, cfg.CheckpointEvery, "cifarlib: checkpoint", 100, func(*train.Loop, []*tensors.Tensor) error {
+	if t.ckpt != nil && cfg.Checkpoint.Every > 0 {
+		train.EveryNSteps(t.loop, cfg.Checkpoint.Every, "cifarlib: checkpoint", 100, func(*train.Loop, []*tensors.Tensor) error {
 			return t.saveCheckpoint()
 		})
 	}
-	if !cfg.Unguarded {
+	if !cfg.Model.Unguarded {
 		cifarlib.AttachDeviceGuard(t.loop)
 	}
-	attachProgress(t.loop, cfg.Progress)
-	if cfg.Plot {
+	attachProgress(t.loop, t.env.Progress)
+	if t.env.Plot {
 		t.live = newLiveCurves(t.history)
 	}
 }
@@ -288,16 +279,16 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 	for _, m := range metrics {
 		t.lastMetrics = append(t.lastMetrics, shapes.ConvertTo[float64](m.Value()))
 	}
-	last := step == cfg.Steps
-	evalNow := t.validate.due(step, cfg.Steps)
-	record := step%cfg.HistoryEvery == 0 || last || evalNow
-	logNow := step%cfg.LogEvery == 0 || last || evalNow
+	last := step == cfg.Run.Steps
+	evalNow := t.validate.due(step, cfg.Run.Steps)
+	record := step%cfg.Record.HistoryEvery == 0 || last || evalNow
+	logNow := step%cfg.Record.LogEvery == 0 || last || evalNow
 	if !record && !logNow {
 		return nil
 	}
 	p := runs.HistoryPoint{Step: step, Loss: t.lastMetrics[trainMetricLoss], MovingLoss: t.lastMetrics[trainMetricMovingLoss],
 		Accuracy: t.lastMetrics[trainMetricAccuracy], LearningRate: t.learningRate()}
-	if cfg.topK() > 0 {
+	if cfg.TopK() > 0 {
 		p.TopK = t.lastMetrics[trainMetricTopK]
 	}
 	if n := len(t.lastMetrics); n > trainMetricAccuracy+1 {
@@ -311,7 +302,7 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 		}
 	}
 	if logNow {
-		msg := fmt.Sprintf("step %d/%d: loss %.4f (avg %.4f), train accuracy %.2f%%", step, cfg.Steps, p.Loss, p.MovingLoss, 100*p.Accuracy)
+		msg := fmt.Sprintf("step %d/%d: loss %.4f (avg %.4f), train accuracy %.2f%%", step, cfg.Run.Steps, p.Loss, p.MovingLoss, 100*p.Accuracy)
 		if p.Eval != nil {
 			msg += fmt.Sprintf(", test accuracy %.2f%% on %d examples", 100*p.Eval.Accuracy, p.Eval.Examples)
 		}
@@ -325,8 +316,8 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 	if t.live != nil {
 		t.live.add(p)
 	}
-	if cfg.OnPoint != nil {
-		return cfg.OnPoint(p)
+	if t.env.OnPoint != nil {
+		return t.env.OnPoint(p)
 	}
 	return nil
 }
@@ -353,11 +344,11 @@ func (t *Trainer) saveCheckpoint() error {
 	return t.ckpt.save(t.store, t.history)
 }
 
-// SaveCheckpoint saves a checkpoint of the current state now. It fails when the config has
-// no CheckpointDir.
+// SaveCheckpoint saves a checkpoint of the current state now. It fails when the settings have
+// no Checkpoint.Dir.
 func (t *Trainer) SaveCheckpoint() error {
 	if t.ckpt == nil {
-		return &ConfigError{Field: "CheckpointDir", Value: `""`, Reason: "set a checkpoint directory to save checkpoints"}
+		return &ConfigError{Field: "Checkpoint.Dir", Value: `""`, Reason: "set a checkpoint directory to save checkpoints"}
 	}
 	return t.saveCheckpoint()
 }
@@ -367,5 +358,5 @@ func (t *Trainer) Evaluate(ctx context.Context, recs *data.Records, opts EvalOpt
 	return t.validate.evaluate(ctx, recs, opts)
 }
 
-// logf writes one line to Config.Log, if set.
+// logf writes one line to the Env's Log, if set.
 func (t *Trainer) logf(format string, args ...any) { t.log(format, args...) }

@@ -43,16 +43,16 @@ func benchmarkTrain(b *testing.B, arch string, batch int) {
 	require.NoError(b, err)
 	train, _ := labtest.TrainTestRecords(b, data.CIFAR10(), 4*batch, 1, 1)
 	var timedFrom time.Time
-	cfg := Config{Spec: data.CIFAR10(), TrainRecords: train, Model: arch, Steps: b.N + 1, BatchSize: batch,
-		SkipFinalEval: true, Backend: backend, Progress: ProgressOff, HistoryEvery: 1,
-		OnPoint: func(p runs.HistoryPoint) error {
-			if p.Step == 1 {
-				b.ResetTimer()
-				timedFrom = time.Now()
-			}
-			return nil
-		}}
-	res, err := Train(context.Background(), cfg)
+	s := Defaults()
+	s.Model.Arch, s.Run.Steps, s.Data.BatchSize, s.Eval.SkipFinal, s.Record.HistoryEvery = arch, b.N+1, batch, true, 1
+	env := Env{Train: train, Backend: backend, Progress: ProgressOff, OnPoint: func(p runs.HistoryPoint) error {
+		if p.Step == 1 {
+			b.ResetTimer()
+			timedFrom = time.Now()
+		}
+		return nil
+	}}
+	res, err := Train(context.Background(), s, env)
 	b.StopTimer()
 	require.NoError(b, err)
 	require.Equal(b, b.N+1, res.EndStep)

@@ -24,22 +24,24 @@ type stepRunner interface {
 	count(res *Result, ds *stepDataset, steps, batchSize int)
 }
 
-// openDevices returns the backend of plan p (Config.Backend, else the one Config.Programs
-// keeps, else one created by name for Config.Devices devices) and the devices part that trains
-// on it.
-func openDevices(p *plan) (compute.Backend, stepRunner, error) {
-	b, err := p.Programs.backendFor(&p.Config)
-	if err != nil {
-		return nil, nil, devicesConfigError(err)
+// openDevices returns the backend of plan p (the Env's, else the one its Programs keeps,
+// else one created by name for Compute.Devices devices) and the devices part that trains on it.
+func openDevices(p *plan, env Env) (compute.Backend, stepRunner, error) {
+	b := env.Backend
+	if b == nil {
+		var err error
+		if b, err = env.Programs.backendFor(p.Compute.Backend, p.Compute.Devices); err != nil {
+			return nil, nil, devicesConfigError(err)
+		}
 	}
-	n, err := backends.ResolveDevices(b, p.Devices)
+	n, err := backends.ResolveDevices(b, p.Compute.Devices)
 	if err != nil {
 		return nil, nil, devicesConfigError(err)
 	}
 	if n < 2 {
 		return b, oneDevice{}, nil
 	}
-	if err := backends.CheckBatchDivisible("BatchSize", p.BatchSize, n); err != nil {
+	if err := backends.CheckBatchDivisible("Data.BatchSize", p.Data.BatchSize, n); err != nil {
 		return nil, nil, err
 	}
 	mesh, err := backends.NewDeviceMesh(n)
@@ -116,11 +118,11 @@ func (d *trainDevices) count(res *Result, ds *stepDataset, steps, batchSize int)
 	}
 }
 
-// devicesConfigError reports the backends' *DevicesValueError for Config.Devices as a
-// *ConfigError of the Devices field; other errors pass unchanged.
+// devicesConfigError reports the backends' *DevicesValueError for Compute.Devices as a
+// *ConfigError of that field; other errors pass unchanged.
 func devicesConfigError(err error) error {
 	if ve := (*backends.DevicesValueError)(nil); errors.As(err, &ve) {
-		return &ConfigError{Field: "Devices", Value: ve.Value, Reason: ve.Fix}
+		return &ConfigError{Field: "Compute.Devices", Value: ve.Value, Reason: ve.Fix}
 	}
 	return err
 }

@@ -119,27 +119,28 @@ func TestDevicesHostGuard(t *testing.T) {
 func TestDevicesCheckpoints(t *testing.T) {
 	backend := devicesTestBackend(t, 4)
 	trainRecs, testRecs := labtest.TrainTestRecords(t, data.CIFAR10(), 64, 30, 5)
-	cfg := Config{Spec: data.CIFAR10(), Model: cifarlib.ArchCNN, Backend: backend, TrainRecords: trainRecs, TestRecords: testRecs,
-		Steps: 4, BatchSize: 16, Seed: 3, Optimizer: "sgd", LearningRate: 0.01, SkipFinalEval: true, Progress: ProgressOff}
-	straight, err := NewTrainer(cfg)
+	cfg := with(t, Defaults(), map[string]string{"model": cifarlib.ArchCNN, "steps": "4", "batch": "16", "seed": "3", "optimizer": "sgd",
+		"lr": "0.01", "no-eval": "true"})
+	env := Env{Backend: backend, Train: trainRecs, Test: testRecs, Progress: ProgressOff}
+	straight, err := NewTrainer(cfg, env)
 	require.NoError(t, err)
 	_, err = straight.Run(context.Background())
 	require.NoError(t, err)
 	want := storeValues(t, straight.Store())
-	init := initialValues(t, cfg)
+	init := initialValues(t, cfg, env)
 
 	for _, c := range []struct{ first, second int }{{4, 1}, {1, 4}} {
 		t.Run(fmt.Sprintf("%d then %d", c.first, c.second), func(t *testing.T) {
 			dir := t.TempDir()
 			part := cfg
-			part.CheckpointDir, part.Steps, part.Devices = dir, 2, c.first
-			res, err := Train(context.Background(), part)
+			part.Checkpoint.Dir, part.Run.Steps, part.Compute.Devices = dir, 2, c.first
+			res, err := Train(context.Background(), part, env)
 			require.NoError(t, err)
 			require.Equal(t, 2, res.EndStep)
 
 			rest := cfg
-			rest.CheckpointDir, rest.Devices = dir, c.second
-			tr, err := NewTrainer(rest)
+			rest.Checkpoint.Dir, rest.Compute.Devices = dir, c.second
+			tr, err := NewTrainer(rest, env)
 			require.NoError(t, err)
 			res, err = tr.Run(context.Background())
 			require.NoError(t, err)
@@ -169,13 +170,13 @@ func TestDevicesCheckpoints(t *testing.T) {
 // TestDevicesErrors: the typed errors for a device count that cannot work, with their messages.
 func TestDevicesErrors(t *testing.T) {
 	recs, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 32, 10, 1)
-	base := Config{Spec: data.CIFAR10(), Model: cifarlib.ArchLinear, TrainRecords: recs, Steps: 1, BatchSize: 8, SkipFinalEval: true,
-		Progress: ProgressOff}
+	base := with(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "steps": "1", "batch": "8", "no-eval": "true"})
+	baseEnv := Env{Train: recs, Progress: ProgressOff}
 
 	t.Run("go backend", func(t *testing.T) {
 		cfg := base
-		cfg.BackendName, cfg.Devices = backends.Go, 2
-		_, err := NewTrainer(cfg)
+		cfg.Compute.Backend, cfg.Compute.Devices = backends.Go, 2
+		_, err := NewTrainer(cfg, baseEnv)
 		var due *backends.DevicesUnsupportedError
 		require.ErrorAs(t, err, &due)
 		require.True(t, errors.Is(err, backends.ErrDevices))
@@ -193,11 +194,11 @@ func TestDevicesErrors(t *testing.T) {
 
 	t.Run("negative", func(t *testing.T) {
 		cfg := base
-		cfg.BackendName, cfg.Devices = backends.Go, -3
-		_, err := NewTrainer(cfg)
+		cfg.Compute.Backend, cfg.Compute.Devices = backends.Go, -3
+		_, err := NewTrainer(cfg, baseEnv)
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce)
-		require.EqualError(t, err, "training: config: Devices=-3: use a positive number of devices or DevicesAll")
+		require.EqualError(t, err, "training: config: Compute.Devices=-3: use a positive number of devices or DevicesAll")
 	})
 
 	t.Run("batch not divisible", func(t *testing.T) {
@@ -212,18 +213,18 @@ func TestDevicesErrors(t *testing.T) {
 		require.NoError(t, backends.CheckBatchDivisible("BatchSize", 12, 4))
 		require.NoError(t, backends.CheckBatchDivisible("BatchSize", 7, 1))
 
-		cfg := base
-		cfg.Backend, cfg.Devices, cfg.BatchSize = devicesTestBackend(t, 4), 4, 10
-		_, err = NewTrainer(cfg)
+		cfg, env := base, baseEnv
+		env.Backend, cfg.Compute.Devices, cfg.Data.BatchSize = devicesTestBackend(t, 4), 4, 10
+		_, err = NewTrainer(cfg, env)
 		require.ErrorAs(t, err, &bde)
 		require.Equal(t, 8, bde.Below)
 		require.True(t, errors.Is(err, backends.ErrDevices))
 	})
 
 	t.Run("more devices than exist", func(t *testing.T) {
-		cfg := base
-		cfg.Backend, cfg.Devices = devicesTestBackend(t, 2), 4
-		_, err := NewTrainer(cfg)
+		cfg, env := base, baseEnv
+		env.Backend, cfg.Compute.Devices = devicesTestBackend(t, 2), 4
+		_, err := NewTrainer(cfg, env)
 		var dce *backends.DeviceCountError
 		require.ErrorAs(t, err, &dce)
 		require.Equal(t, 4, dce.Requested)
@@ -236,7 +237,7 @@ func TestDevicesErrors(t *testing.T) {
 
 		ds, err := data.NewDataset("train", recs, data.DatasetOptions{BatchSize: 8})
 		require.NoError(t, err)
-		_, err = newDistributedDataset(cfg.Backend, ds, 1)
+		_, err = newDistributedDataset(env.Backend, ds, 1)
 		require.ErrorAs(t, err, &dce)
 		require.Contains(t, err.Error(), "a distributed dataset needs at least 2 devices")
 	})

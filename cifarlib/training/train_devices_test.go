@@ -56,9 +56,9 @@ func devicesTestBackend(t *testing.T, n int) compute.Backend {
 // result and the trainer.
 func devicesRun(t *testing.T, backend compute.Backend, arch string, devices int, trainRecs, testRecs *data.Records) (*Result, *Trainer) {
 	t.Helper()
-	cfg := Config{Spec: data.CIFAR10(), Model: arch, Backend: backend, Devices: devices, TrainRecords: trainRecs,
-		TestRecords: testRecs, Steps: 3, BatchSize: 16, Seed: testenv.SpreadSeed(t, 7), Optimizer: "sgd", LearningRate: 0.01, HistoryEvery: 1, EvalBatchSize: 20, Progress: ProgressOff}
-	tr, err := NewTrainer(cfg)
+	cfg := with(t, Defaults(), map[string]string{"model": arch, "devices": fmt.Sprint(devices), "steps": "3", "batch": "16",
+		"seed": fmt.Sprint(testenv.SpreadSeed(t, 7)), "optimizer": "sgd", "lr": "0.01", "history-every": "1", "eval-batch": "20"})
+	tr, err := NewTrainer(cfg, Env{Backend: backend, Train: trainRecs, Test: testRecs, Progress: ProgressOff})
 	require.NoError(t, err)
 	res, err := tr.Run(context.Background())
 	require.NoError(t, err)
@@ -95,11 +95,12 @@ const (
 // which moves no float32 weight by a rounding step (and a zero weight by 1e-30). Batch-norm
 // moving averages do take that step's batch statistics, so only trainable variables are read
 // from it.
-func initialValues(t *testing.T, cfg Config) map[string][]float32 {
+func initialValues(t *testing.T, cfg Settings, env Env) map[string][]float32 {
 	t.Helper()
-	cfg.Steps, cfg.LearningRate, cfg.SkipFinalEval, cfg.TestRecords, cfg.CheckpointDir = 1, 1e-30, true, nil, ""
-	cfg.EvalEvery = EvalOff // no test split: the config given may carry its run's validation interval
-	tr, err := NewTrainer(cfg)
+	cfg = with(t, cfg, map[string]string{"steps": "1", "lr": "1e-30", "no-eval": "true", "checkpoint": ""})
+	env.Test = nil
+	cfg.Eval.Every = EvalOff // no test split: the settings given may carry their run's validation interval
+	tr, err := NewTrainer(cfg, env)
 	require.NoError(t, err)
 	_, err = tr.Run(context.Background())
 	require.NoError(t, err)
@@ -183,7 +184,7 @@ func TestDevicesSameAsOneDevice(t *testing.T) {
 				many, manyTr := devicesRun(t, backend, arch, n, trainRecs, testRecs)
 				require.Len(t, many.History.Points, 3)
 				requireSameLossCurve(t, one.History.Points, many.History.Points, kinkTol)
-				init := initialValues(t, oneTr.Config())
+				init := initialValues(t, oneTr.Settings(), oneTr.Env())
 				requireSameTraining(t, init, storeValues(t, oneTr.Store()), storeValues(t, manyTr.Store()), 3, kinkTol)
 
 				var summary strings.Builder
@@ -210,9 +211,10 @@ func TestDevicesSameAsOneDevice(t *testing.T) {
 		backend := devicesTestBackend(t, 4)
 		var curves [][]runs.HistoryPoint
 		for _, n := range []int{1, 4} {
-			res, err := Train(context.Background(), Config{Spec: data.CIFAR10(), Model: cifarlib.ArchCNN, Backend: backend, Devices: n,
-				TrainRecords: trainRecs, Steps: 5, BatchSize: devicesBatch, Seed: testenv.SpreadSeed(t, 7), Optimizer: "adam", LearningRate: 0.001,
-				HistoryEvery: 1, SkipFinalEval: true, Progress: ProgressOff})
+			s := with(t, Defaults(), map[string]string{"model": cifarlib.ArchCNN, "devices": fmt.Sprint(n), "steps": "5",
+				"batch": fmt.Sprint(devicesBatch), "seed": fmt.Sprint(testenv.SpreadSeed(t, 7)), "optimizer": "adam", "lr": "0.001",
+				"history-every": "1", "no-eval": "true"})
+			res, err := Train(context.Background(), s, Env{Backend: backend, Train: trainRecs, Progress: ProgressOff})
 			require.NoError(t, err)
 			curves = append(curves, res.History.Points)
 		}
@@ -257,16 +259,16 @@ func TestDevicesInterruptAndZeroLoss(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg := Config{Spec: data.CIFAR10(), Model: cifarlib.ArchLinear, Backend: backend, Devices: 2, TrainRecords: trainRecs, Steps: 5,
-		BatchSize: 8, HistoryEvery: 1, SkipFinalEval: true, CheckpointDir: dir, Progress: ProgressOff,
-		TestRecords: testRecs, EvalEvery: 1, EvalExamples: 6, EvalBatchSize: 4, // Periodic evaluations on 2 devices, padded.
-		OnPoint: func(p runs.HistoryPoint) error {
-			if p.Step == 2 {
-				cancel()
-			}
-			return nil
-		}}
-	res, err := Train(ctx, cfg)
+	cfg := with(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "devices": "2", "steps": "5", "batch": "8",
+		"history-every": "1", "no-eval": "true", "checkpoint": dir,
+		"eval-every": "1", "eval-examples": "6", "eval-batch": "4"}) // Periodic evaluations on 2 devices, padded.
+	env := Env{Backend: backend, Train: trainRecs, Test: testRecs, Progress: ProgressOff, OnPoint: func(p runs.HistoryPoint) error {
+		if p.Step == 2 {
+			cancel()
+		}
+		return nil
+	}}
+	res, err := Train(ctx, cfg, env)
 	require.NoError(t, err)
 	require.True(t, res.Interrupted)
 	require.Equal(t, 2, res.EndStep)
@@ -276,8 +278,8 @@ func TestDevicesInterruptAndZeroLoss(t *testing.T) {
 		require.NotNil(t, p.Eval)
 		require.Equal(t, 6, p.Eval.Examples)
 	}
-	cfg.OnPoint = nil
-	res, err = Train(context.Background(), cfg)
+	env.OnPoint = nil
+	res, err = Train(context.Background(), cfg, env)
 	require.NoError(t, err)
 	require.False(t, res.Interrupted)
 	require.Equal(t, 2, res.StartStep)
@@ -299,8 +301,9 @@ func TestDevicesInterruptAndZeroLoss(t *testing.T) {
 	fine, _ := labtest.TrainTestRecords(t, spec, 64, 10, 4)
 	var stats []ZeroLossStats
 	for _, n := range []int{1, 2} {
-		res, err := Train(context.Background(), Config{Spec: spec, Model: cifarlib.ArchLinear, Head: 10, Unguarded: true,
-			Backend: backend, Devices: n, TrainRecords: fine, Steps: 3, BatchSize: 8, SkipFinalEval: true, Progress: ProgressOff})
+		s := with(t, Defaults(), map[string]string{"dataset": "cifar100", "model": cifarlib.ArchLinear, "head": "10", "guard": "false",
+			"devices": fmt.Sprint(n), "steps": "3", "batch": "8", "no-eval": "true"})
+		res, err := Train(context.Background(), s, Env{Backend: backend, Train: fine, Progress: ProgressOff})
 		require.NoError(t, err)
 		stats = append(stats, res.ZeroLoss)
 	}

@@ -25,8 +25,10 @@ func trainE2E(t *testing.T, spec data.Spec, steps int) *Result {
 	b := labtest.Backend(t)
 	train, test := labtest.TrainTestRecords(t, spec, 1000, 200, 1)
 	var log bytes.Buffer
-	res, err := Train(context.Background(), Config{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchCNN,
-		Steps: steps, BatchSize: 32, LearningRate: 0.003, Seed: 1, Backend: b, Progress: ProgressOff, Log: &log, LogEvery: 5})
+	s := Defaults()
+	s.Data.Spec, s.Model.Arch, s.Run.Steps, s.Data.BatchSize, s.Optimizer, s.Run.Seed, s.Record.LogEvery = spec, cifarlib.ArchCNN, steps, 32,
+		Adam{LearningRate: 0.003}, 1, 5
+	res, err := Train(context.Background(), s, Env{Train: train, Test: test, Backend: b, Progress: ProgressOff, Log: &log})
 	require.NoError(t, err)
 	var summary bytes.Buffer
 	require.NoError(t, res.WriteSummary(&summary))

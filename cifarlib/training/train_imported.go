@@ -17,20 +17,20 @@ import (
 // hasNoTrainingSettings reports whether the checkpoint records no training settings: an
 // imported run not trained since (runs imported before ImportedFrom was recorded included).
 func (ci *CheckpointInfo) hasNoTrainingSettings() bool {
-	return ci.Optimizer == "" && ci.BatchSize == 0 && ci.Step == 0
+	return ci.Optimizer == nil && ci.Data.BatchSize == 0 && ci.Step == 0
 }
 
 // checkTrainOn refuses to train on an imported run with another model, dataset or head width
 // than it was imported with: its weights are for that model only.
-func (ci *CheckpointInfo) checkTrainOn(want CheckpointInfo) error {
-	saved := fmt.Sprintf("%s for %s (head %d)", ci.Model, specID(*ci), ci.Head)
-	requested := fmt.Sprintf("%s for %s (head %d)", want.Model, specID(want), want.Head)
+func (ci *CheckpointInfo) checkTrainOn(want *Settings) error {
+	saved := fmt.Sprintf("%s for %s (head %d)", ci.Model.Arch, ci.Data.Spec.ID(), ci.Model.Head)
+	requested := fmt.Sprintf("%s for %s (head %d)", want.Model.Arch, want.Data.Spec.ID(), want.headWidth())
 	if saved == requested {
 		return nil
 	}
 	return fmt.Errorf("training: %s is an imported %s; training it on needs the same model and dataset, not %s: "+
-		"use --model %s --dataset %s (training.Config.Model, Spec), or move it to another dataset with --from %s (Config.From)",
-		ci.Dir, saved, requested, ci.Model, ci.Dataset, ci.Dir)
+		"use --model %s --dataset %s (training.Settings' Model.Arch, Data.Spec), or move it to another dataset with --from %s (Transfer.From)",
+		ci.Dir, saved, requested, ci.Model.Arch, ci.Data.Spec.Name, ci.Dir)
 }
 
 // noteImported says, in one line, that training continues an imported run (in tc, nil without
@@ -45,7 +45,7 @@ func (tc *trainCheckpoint) noteImported(p *plan, log runLog) {
 		from = fmt.Sprintf("%s (imported from %s)", info.Dir, info.ImportedFrom)
 	}
 	log("training on %s from its weights, head kept: step 0, a fresh %s optimizer state, batch %d "+
-		"(an imported run has no optimizer state or settings to resume)", from, p.Optimizer, p.BatchSize)
+		"(an imported run has no optimizer state or settings to resume)", from, algorithm(p.Optimizer), p.Data.BatchSize)
 }
 
 // importedFrom is the file the run in the checkpoint folder was imported from, kept in its
@@ -54,7 +54,7 @@ func (t *Trainer) importedFrom(start int) string {
 	if t.ckpt == nil || (t.ckpt.imported == nil && start == 0) {
 		return ""
 	}
-	if prev, err := runs.ReadRecord(t.plan.CheckpointDir); err == nil {
+	if prev, err := runs.ReadRecord(t.plan.Checkpoint.Dir); err == nil {
 		return prev.ImportedFrom
 	}
 	return ""

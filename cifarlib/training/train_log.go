@@ -6,7 +6,7 @@ import (
 )
 
 // runLog is the logging part of a Trainer: it writes one line, formatted as fmt.Sprintf does,
-// to Config.Log. The parts that have something to say are handed it.
+// to the Env's Log. The parts that have something to say are handed it.
 type runLog func(format string, args ...any)
 
 // newRunLog returns the runLog writing to w; a nil w is silent.

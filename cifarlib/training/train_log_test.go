@@ -22,8 +22,8 @@ func TestTrainNotesSyntheticDataOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, synthetic)
 	var log bytes.Buffer
-	_, err = Train(context.Background(), Config{Spec: data.CIFAR10(), DataDir: root, Model: cifarlib.ArchLinear, Backend: labtest.Backend(t),
-		Steps: 1, BatchSize: 16, Progress: ProgressOff, Log: &log})
+	s := with(t, Defaults(), map[string]string{"data": root, "model": cifarlib.ArchLinear, "steps": "1", "batch": "16"})
+	_, err = Train(context.Background(), s, Env{Backend: labtest.Backend(t), Progress: ProgressOff, Log: &log})
 	require.NoError(t, err)
 	note := "SYNTHETIC DATA: no real cifar10 in " + root + ", so generated images stand in (in " + filepath.Join(data.SyntheticDir(root), "cifar-10-batches-bin") + ")"
 	require.Equal(t, 1, strings.Count(log.String(), note), log.String())
@@ -43,43 +43,43 @@ func TestLogEveryDefault(t *testing.T) {
 		{300, 10, 0, 10},
 		{300, 0, 7, 7},
 	} {
-		cfg, err := resolve(Config{Spec: data.CIFAR10(), Steps: c.steps, HistoryEvery: c.history, LogEvery: c.logEvery}, nil)
+		s := Defaults()
+		s.Run.Steps, s.Record.HistoryEvery, s.Record.LogEvery = c.steps, c.history, c.logEvery
+		cfg, err := resolved(s, 0)
 		require.NoError(t, err)
-		require.Equal(t, c.want, cfg.LogEvery, "%+v", c)
+		require.Equal(t, c.want, cfg.Record.LogEvery, "%+v", c)
 	}
 }
 
 // TestEvalEveryDefault: a run that evaluates validates about DefaultEvals times on
 // DefaultEvalExamples test examples, as Lightning validates while it trains; EvalOff or
-// SkipFinalEval leave it out; an explicit period keeps its examples (0: all).
+// Eval.SkipFinal leave it out; an explicit period keeps its examples (0: all).
 func TestEvalEveryDefault(t *testing.T) {
 	for _, c := range []struct {
 		name                    string
-		cfg                     Config
+		edit                    map[string]string
 		wantEvery, wantExamples int
 	}{
-		{"default", Config{Steps: 100}, 20, 500},
-		{"rounded up", Config{Steps: 101}, 21, 500},
-		{"short run", Config{Steps: 3}, 1, 500},
-		{"examples given", Config{Steps: 100, EvalExamples: 64}, 20, 64},
-		{"off", Config{Steps: 100, EvalEvery: EvalOff}, 0, 0},
-		{"no evaluation at all", Config{Steps: 100, SkipFinalEval: true}, 0, 0},
-		{"explicit", Config{Steps: 100, EvalEvery: 7}, 7, 0},
+		{"default", map[string]string{"steps": "100"}, 20, 500},
+		{"rounded up", map[string]string{"steps": "101"}, 21, 500},
+		{"short run", map[string]string{"steps": "3"}, 1, 500},
+		{"examples given", map[string]string{"steps": "100", "eval-examples": "64"}, 20, 64},
+		{"off", map[string]string{"steps": "100", "eval-every": "-1"}, 0, 0},
+		{"no evaluation at all", map[string]string{"steps": "100", "no-eval": "true"}, 0, 0},
+		{"explicit", map[string]string{"steps": "100", "eval-every": "7", "eval-examples": "0"}, 7, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := c.cfg
-			cfg.Spec = data.CIFAR10()
-			got, err := resolve(cfg, nil)
+			got, err := resolved(with(t, Defaults(), c.edit), 0)
 			require.NoError(t, err)
-			require.Equal(t, [2]int{c.wantEvery, c.wantExamples}, [2]int{got.EvalEvery, got.EvalExamples})
+			require.Equal(t, [2]int{c.wantEvery, c.wantExamples}, [2]int{got.Eval.Every, got.Eval.Examples})
 		})
 	}
 
 	// A run with the defaults: five evaluations in its history, of the first 40 test examples
 	// (all there are, fewer than DefaultEvalExamples), and the final one.
 	train, test := labtest.TrainTestRecords(t, data.CIFAR10(), 64, 40, 1)
-	res, err := Train(context.Background(), Config{Spec: data.CIFAR10(), TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear,
-		Backend: labtest.Backend(t), Steps: 10, BatchSize: 16, Progress: ProgressOff})
+	s := with(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "steps": "10", "batch": "16"})
+	res, err := Train(context.Background(), s, Env{Train: train, Test: test, Backend: labtest.Backend(t), Progress: ProgressOff})
 	require.NoError(t, err)
 	var evals []int
 	for _, p := range res.History.Points {

@@ -1,6 +1,6 @@
 package training
 
-// Airbench's lookahead (Config.Lookahead): an EMA of the model's state that the weights are
+// Airbench's lookahead (Settings.Run.Lookahead): an EMA of the model's state that the weights are
 // reset to every lookaheadEvery steps, as a wrapper around the run's optimizer.
 
 import (

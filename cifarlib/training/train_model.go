@@ -3,26 +3,28 @@ package training
 import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
 )
 
 // buildModel builds the model of plan p on backend and, with the guard on, runs the guarded
 // loss's static check: a head that differs from the dataset's number of classes fails here,
 // before the data is even loaded, with *HeadMismatchError.
 func buildModel(p *plan, backend compute.Backend) (*cifarlib.Model, error) {
-	mb := cifarlib.NewModel(p.Spec, p.Model).Backend(backend).Precision(p.Precision)
-	if p.Head > 0 {
-		mb = mb.Head(p.Head)
+	mb := cifarlib.NewModel(p.Data.Spec, p.Model.Arch).Backend(backend).Precision(p.Compute.Precision)
+	if p.Model.Head != p.Data.Spec.NumClasses {
+		mb = mb.Head(p.Model.Head)
 	}
 	m, err := mb.Done()
 	if err != nil {
 		return nil, err
 	}
-	if !p.Unguarded {
+	if !p.Model.Unguarded {
 		if err := staticGuardCheck(backend, m); err != nil {
 			return nil, err
 		}
@@ -42,4 +44,15 @@ func staticGuardCheck(backend compute.Backend, m *cifarlib.Model) error {
 		m.LossFn(cifarlib.GuardStatic)([]*graph.Node{labels}, []*graph.Node{logits})
 		return nil
 	})
+}
+
+// initWhitening sets airbench94's whitening filters of m from the first training images
+// (cifarlib.Model.InitWhitening, airbench's init_whitening_conv) at the start of a fresh run of
+// plan p. A run that continues a checkpoint (resumed or imported) keeps its own, and a transfer
+// carries its source's.
+func initWhitening(p *plan, m *cifarlib.Model, store *model.Store, train *data.Records, continued bool) error {
+	if m.Arch != cifarlib.ArchAirbench94 || continued || p.source != nil {
+		return nil
+	}
+	return m.InitWhitening(store, train)
 }

@@ -1,6 +1,6 @@
 package training
 
-// Airbench's Nesterov SGD (Config.Optimizer "nesterov") as a GoMLX optimizer.
+// Airbench's Nesterov SGD (Settings.Optimizer Nesterov) as a GoMLX optimizer.
 
 import (
 	"fmt"
@@ -15,10 +15,6 @@ import (
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
-
-// OptimizerNesterov is Config.Optimizer "nesterov": airbench94's Nesterov SGD with decoupled
-// hyper-parameters (see nesterovOptimizer).
-const OptimizerNesterov = "nesterov"
 
 // nesterovScope is where the momentum buffers live: one per trainable variable, at
 // nesterovScope + the variable's path, saved in checkpoints with the weights.
@@ -82,9 +78,9 @@ func paramGroupOf(path string) paramGroup {
 // decay per step is wd*factor*p for every group. The whitening bias (groupWhitenBias) stops
 // after whitenBiasSteps steps: as a PyTorch parameter without a gradient, neither it nor its
 // buffer changes afterwards. The schedule's factor is read from GoMLX's learning-rate variable
-// (which the schedule sets to LearningRate times the factor), so every Config.Schedule applies.
+// (which the schedule sets to LearningRate times the factor), so every Settings.Schedule applies.
 type nesterovOptimizer struct {
-	// learningRate is Config.LearningRate, the learning-rate variable's value at factor 1.
+	// learningRate is Nesterov.LearningRate, the learning-rate variable's value at factor 1.
 	learningRate float64
 	momentum     float64
 	// lr and wd are the per-step rate and decay (the kilostep-scaled ones above).

@@ -1,10 +1,13 @@
 package training
 
-// The optimizer part of a Trainer: GoMLX's optimizer named in the plan, with a transferred
-// run's backbone learning rate.
+// The optimizer part of a Trainer: GoMLX's trainer, with the optimizer of the plan and a
+// transferred run's backbone learning rate.
 
 import (
 	"fmt"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
@@ -13,39 +16,64 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
+// newGoMLXTrainer builds GoMLX's train.Trainer of t for plan p: t's model function, the guarded
+// loss (unless Unguarded), the optimizer and the metrics; or takes the one an earlier run
+// compiled (Env.Programs).
+func newGoMLXTrainer(p *plan, t *Trainer) (trainer *train.Trainer, err error) {
+	err = backends.TrainCatch(func() error {
+		opt, err := newOptimizer(p, t.transfer)
+		if err != nil {
+			return err
+		}
+		mode := cifarlib.GuardAll
+		if p.Model.Unguarded {
+			mode = cifarlib.GuardOff
+		}
+		if trainer = t.progs.trainer; trainer == nil {
+			loss := t.model.Loss().Mode(mode).LabelSmoothing(p.Run.LabelSmoothing).Done()
+			trainer = train.NewTrainer(t.backend, t.store, t.modelFn, loss, opt,
+				trainMetricsFor(p.TopK(), p.Model.Unguarded, t.model.NumClasses), evalMetricsFor(p.TopK()))
+			t.progs.keep(trainer)
+		}
+		return nil
+	})
+	return trainer, err
+}
+
 // newOptimizer builds the GoMLX optimizer of plan p, the backbone's rate of its transfer tt
-// (nil without one) included.
-// With Lookahead, the whole is wrapped in the lookahead (lookaheadOptimizer).
+// (nil without one) included. With lookahead, the whole is wrapped in it (lookaheadOptimizer).
 func newOptimizer(p *plan, tt *trainTransfer) (optimizer.Interface, error) {
 	var opt optimizer.Interface
-	if p.Optimizer == OptimizerNesterov {
-		opt = newNesterov(p.LearningRate, p.Momentum, p.WeightDecay, p.BiasScaler, p.BatchSize, p.WhitenBiasEpochs*p.stepsPerEpoch)
-	} else {
+	switch o := p.Optimizer.(type) {
+	case Nesterov:
+		opt = newNesterov(o.LearningRate, o.Momentum, o.WeightDecay, o.BiasScaler, p.Data.BatchSize, o.WhitenBiasEpochs*p.stepsPerEpoch)
+	case AdamW:
+		opt = optimizer.Adam().LearningRate(o.LearningRate).WeightDecay(o.WeightDecay).Done()
+	default:
 		var err error
-		if opt, err = namedOptimizer(p.Optimizer, p.LearningRate, p.WeightDecay); err != nil {
+		if opt, err = namedOptimizer(o.Algorithm(), learningRate(o)); err != nil {
 			return nil, err
 		}
 	}
 	opt = tt.wrapOptimizer(opt)
-	if p.Lookahead {
-		scope, _ := archScopes(p.Model)
-		opt = withLookahead(opt, scope, p.Steps)
+	if p.Run.Lookahead {
+		scope, _ := archScopes(p.Model.Arch)
+		opt = withLookahead(opt, scope, p.Run.Steps)
 	}
 	return opt, nil
 }
 
-// namedOptimizer builds the GoMLX optimizer named name (one of trainOptimizers).
-func namedOptimizer(name string, learningRate, weightDecay float64) (optimizer.Interface, error) {
+// namedOptimizer builds the GoMLX optimizer named name with its learning rate: one without
+// settings of its own.
+func namedOptimizer(name string, learningRate float64) (optimizer.Interface, error) {
 	switch name {
-	case "sgd":
+	case OptimizerSGD:
 		return optimizer.StochasticGradientDescent().WithLearningRate(learningRate).WithDecay(false).Done(), nil
-	case "adam":
+	case OptimizerAdam:
 		return optimizer.Adam().LearningRate(learningRate).Done(), nil
-	case "adamw":
-		return optimizer.Adam().LearningRate(learningRate).WeightDecay(weightDecay).Done(), nil
-	case "adamax":
+	case OptimizerAdamax:
 		return optimizer.Adam().Adamax().LearningRate(learningRate).Done(), nil
-	case "rmsprop":
+	case OptimizerRMSProp:
 		return optimizer.RMSProp().LearningRate(learningRate).Done(), nil
 	}
 	return nil, &ConfigError{Field: "Optimizer", Value: name, Reason: "unknown optimizer"}

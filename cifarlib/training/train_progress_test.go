@@ -36,10 +36,10 @@ func TestTrainProgressBar(t *testing.T) {
 	b := labtest.Backend(t)
 	spec := data.CIFAR100(data.LabelsFine)
 	train, _ := labtest.TrainTestRecords(t, spec, 64, 10, 1)
-	cfg := Config{Spec: spec, TrainRecords: train, Model: cifarlib.ArchLinear, Steps: 3, BatchSize: 8, SkipFinalEval: true,
-		Backend: b, Progress: ProgressOn}
+	cfg := with(t, Defaults(), map[string]string{"dataset": "cifar100", "model": cifarlib.ArchLinear, "steps": "3", "batch": "8", "no-eval": "true"})
+	env := Env{Train: train, Backend: b, Progress: ProgressOn}
 	out := trainCaptureStdout(t, func() {
-		_, err := Train(context.Background(), cfg)
+		_, err := Train(context.Background(), cfg, env)
 		require.NoError(t, err)
 	})
 	for _, row := range []string{"Global Step", "Moving Average Loss", "Moving Average Accuracy", "Moving Average Top-5 Accuracy"} {
@@ -48,7 +48,7 @@ func TestTrainProgressBar(t *testing.T) {
 
 	t.Setenv("GONB_PIPE", "/nonexistent-gonb-pipe")
 	out = trainCaptureStdout(t, func() {
-		_, err := Train(context.Background(), cfg)
+		_, err := Train(context.Background(), cfg, env)
 		require.NoError(t, err)
 	})
 	require.Contains(t, out, " [step=2] [loss=")
@@ -57,9 +57,9 @@ func TestTrainProgressBar(t *testing.T) {
 	require.False(t, strings.Contains(out, "Global Step"))
 
 	// Unguarded, the progress bar also shows the labels outside the head in each batch.
-	cfg.Head, cfg.Unguarded = 10, true
+	cfg.Model.Head, cfg.Model.Unguarded = 10, true
 	out = trainCaptureStdout(t, func() {
-		_, err := Train(context.Background(), cfg)
+		_, err := Train(context.Background(), cfg, env)
 		require.NoError(t, err)
 	})
 	require.Contains(t, out, "[bad=")

@@ -2,14 +2,16 @@ package training
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 )
 
 // trainRecords is the data part of a Trainer: the training split, the test split when the run
 // evaluates, and where they came from.
 type trainRecords struct {
-	// dataset is the run's Spec; state what its DataDir holds (data.StateOf, looked at once,
+	// dataset is the run's Spec; state what its Data.Dir holds (data.StateOf, looked at once,
 	// only when a split is loaded from it).
 	dataset     data.Spec
 	state       data.State
@@ -18,36 +20,37 @@ type trainRecords struct {
 	provenance  data.Provenance // of train and test
 }
 
-// loadTrainRecords loads the splits of config p (its Spec and DataDir resolved): the records
-// given in the Config, else from its DataDir (or the synthetic data Prepare put next to it). The
-// test split is loaded when the run evaluates (at the end or periodically: EvalEvery > 0, which
-// is also true of EvalEvery before resolve, whose 0 turns positive only without SkipFinalEval).
-func loadTrainRecords(p *Config, log runLog) (*trainRecords, error) {
-	r := &trainRecords{dataset: p.Spec, log: log}
-	evaluates := !p.SkipFinalEval || p.EvalEvery > 0
-	if p.TrainRecords == nil || evaluates && p.TestRecords == nil {
-		r.state = data.StateOf(p.DataDir, p.Spec) // once, for both splits and the provenance
+// loadTrainRecords loads the splits of plan p, timed on the timeline rt: the Env's, else from
+// Data.Dir (or the synthetic data Prepare put next to it). The test split is loaded when the
+// run evaluates (at the end, or while it trains: Eval.Every not EvalOff).
+func loadTrainRecords(p *plan, env Env, log runLog, rt *runTimeline) (*trainRecords, error) {
+	began := time.Now()
+	r := &trainRecords{dataset: p.Data.Spec, log: log}
+	evaluates := !p.Eval.SkipFinal || p.Eval.Every > 0
+	if env.Train == nil || evaluates && env.Test == nil {
+		r.state = data.StateOf(p.Data.Dir, p.Data.Spec) // once, for both splits and the provenance
 	}
 	var err error
-	if r.train, err = r.load(p.TrainRecords, data.SplitTrain); err != nil {
+	if r.train, err = r.load(env.Train, data.SplitTrain); err != nil {
 		return nil, err
 	}
 	if evaluates {
-		if r.test, err = r.load(p.TestRecords, data.SplitTest); err != nil {
+		if r.test, err = r.load(env.Test, data.SplitTest); err != nil {
 			return nil, err
 		}
 	}
 	test := r.test
 	if test == nil {
-		test = p.TestRecords // given, though this run does not evaluate
+		test = env.Test // given, though this run does not evaluate
 	}
 	r.provenance = r.state.Provenance(r.train, test) // loaded from r.state
-	if p.TrainRecords != nil {
+	if env.Train != nil {
 		r.provenance = data.ProvenanceOf(r.train, test) // given: from their own folder
 	}
-	if p.TrainRecords == nil {
+	if env.Train == nil {
 		log("data: %s", r.provenance) // synthetic or real, where from
 	}
+	rt.add(runs.PhaseData, began)
 	return r, nil
 }
 
@@ -57,8 +60,8 @@ func loadTrainRecords(p *Config, log runLog) (*trainRecords, error) {
 func (tr *trainRecords) load(given *data.Records, split data.Split) (*data.Records, error) {
 	if spec := tr.dataset; given != nil {
 		if given.Spec.ID() != spec.ID() || given.Spec.NumClasses != spec.NumClasses {
-			return nil, &ConfigError{Field: "TrainRecords/TestRecords", Value: given.Spec.ID(),
-				Reason: fmt.Sprintf("the records are %s but Spec is %s: load them with the same Spec", given.Spec, spec)}
+			return nil, &ConfigError{Field: "Env.Train/Env.Test", Value: given.Spec.ID(),
+				Reason: fmt.Sprintf("the records are %s but Data.Spec is %s: load them with the same Spec", given.Spec, spec)}
 		}
 		return given, nil
 	}

@@ -60,9 +60,9 @@ type Result struct {
 	Guarded bool `json:"guarded"`
 	// Backend describes the compute backend.
 	Backend string `json:"backend"`
-	// Precision is what the convolutions and matrix products computed in (Config.Precision).
+	// Precision is what the convolutions and matrix products computed in (Settings.Compute.Precision).
 	Precision cifarlib.Precision `json:"precision"`
-	// Devices is the number of devices each batch was sharded across (Config.Devices).
+	// Devices is the number of devices each batch was sharded across (Settings.Compute.Devices).
 	Devices int `json:"devices"`
 	// BatchSize is the number of images per step (the global batch, across all devices).
 	BatchSize int `json:"batch_size"`
@@ -70,7 +70,7 @@ type Result struct {
 	Data data.Provenance `json:"data"`
 
 	// StartStep is the global step the run started from (non-zero when resumed), EndStep the
-	// global step reached, TargetStep the one asked for (Config.Steps).
+	// global step reached, TargetStep the one asked for (Settings.Run.Steps).
 	StartStep  int `json:"start_step"`
 	EndStep    int `json:"end_step"`
 	TargetStep int `json:"target_step"`
@@ -81,10 +81,10 @@ type Result struct {
 	Interrupted bool `json:"interrupted"`
 	// CheckpointDir is where checkpoints were saved ("" when not configured).
 	CheckpointDir string `json:"checkpoint_dir,omitempty"`
-	// Transfer says what a transferred run (training.Config.From) carried from its source and what
+	// Transfer says what a transferred run (Settings.Transfer.From) carried from its source and what
 	// it initialised afresh; nil for a run trained from scratch.
 	Transfer *TransferReport `json:"transfer,omitempty"`
-	// Recipe is the named recipe the run's settings came from (Config.Recipe), "" for none;
+	// Recipe is the named recipe the run's settings came from (Settings.Recipe), "" for none;
 	// RecipeSettings says what it resolved to, in one line (DescribeRecipe's), for the summary;
 	// it travels with the Result (the lab process sends it back to the cell as JSON).
 	Recipe         string `json:"recipe,omitempty"`
@@ -189,7 +189,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		fmt.Fprintf(&b, "zero-loss examples: %s\n", r.ZeroLoss)
 		if r.ZeroLoss.OutOfRange > 0 {
 			fmt.Fprintf(&b, "WARNING: %.1f%% of the training examples taught the model nothing: the head has %d outputs "+
-				"but the labels need %s's classes; rebuild the model for the dataset (Config.Head 0; --head left out on the command line) and keep the guard on\n",
+				"but the labels need %s's classes; rebuild the model for the dataset (Model.Head 0; --head left out on the command line) and keep the guard on\n",
 				100*r.ZeroLoss.Fraction(), r.HeadWidth, r.Dataset)
 		}
 	}

@@ -11,9 +11,9 @@ import (
 // TestResultRecipeLineTravels: the summary's recipe line survives the JSON a Result travels
 // as from the lab process to the cell (it was an unexported field, and lab.Fit's summary lost it).
 func TestResultRecipeLineTravels(t *testing.T) {
-	cfg := Config{Recipe: RecipeAirbench94, Epochs: 2}
-	require.NoError(t, applyRecipe(&cfg))
-	sent := &Result{Recipe: RecipeAirbench94, RecipeSettings: recipeSettings(&cfg)}
+	s := Airbench94()
+	s.Run.Epochs = 2
+	sent := &Result{Recipe: RecipeAirbench94, RecipeSettings: recipeSettings(&s)}
 	payload, err := json.Marshal(sent)
 	require.NoError(t, err)
 	var got Result

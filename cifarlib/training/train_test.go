@@ -24,56 +24,66 @@ import (
 )
 
 func TestTrainConfigErrors(t *testing.T) {
-	base := Config{Spec: data.CIFAR10(), Steps: 10}
+	base := Defaults()
+	base.Run.Steps = 10
 	for _, c := range []struct {
 		name  string
-		edit  func(*Config)
+		edit  func(*Settings)
 		field string
 		msg   string
 	}{
-		{"no spec", func(c *Config) { c.Spec = data.Spec{} }, "Spec",
-			"training: config: Spec=(zero): set it to CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse)"},
-		{"no steps", func(c *Config) { c.Steps = 0 }, "Steps",
-			"training: config: Steps=0: set the number of training steps (Steps > 0) or of epochs (Epochs > 0)"},
-		{"negative head", func(c *Config) { c.Head = -1 }, "Head",
-			"training: config: Head=-1: use 0 to size the head from the dataset, or a positive width"},
-		{"negative batch", func(c *Config) { c.BatchSize = -4 }, "BatchSize",
-			"training: config: BatchSize=-4: use a positive batch size, e.g. 32 or 128"},
-		{"optimizer", func(c *Config) { c.Optimizer = "lion" }, "Optimizer",
-			`training: config: Optimizer="lion": use one of adam, adamw, adamax, rmsprop, sgd, nesterov`},
-		{"schedule", func(c *Config) { c.Schedule = "step" }, "Schedule",
-			`training: config: Schedule="step": use "constant", "cosine" or "triangle"`},
-		{"warmup without cosine", func(c *Config) { c.WarmupSteps = 5 }, "Schedule",
-			"training: config: Schedule=constant: WarmupSteps and MinLearningRate need Schedule \"cosine\""},
-		{"warmup too long", func(c *Config) { c.Schedule, c.WarmupSteps = ScheduleCosine, 10 }, "WarmupSteps",
-			"training: config: WarmupSteps=10: use 0 <= WarmupSteps < Steps (10)"},
-		{"weight decay", func(c *Config) { c.WeightDecay = 0.01 }, "WeightDecay",
-			`training: config: WeightDecay=0.01: weight decay needs Optimizer "adamw" or "nesterov"`},
+		{"no spec", func(s *Settings) { s.Data.Spec = data.Spec{} }, "Data.Spec",
+			"training: config: Data.Spec=(zero): set it to CIFAR10(), CIFAR100(LabelsFine) or CIFAR100(LabelsCoarse)"},
+		{"no steps", func(s *Settings) { s.Run.Steps = 0 }, "Run.Steps",
+			"training: config: Run.Steps=0: set the number of training steps (Steps > 0) or of epochs (Epochs > 0)"},
+		{"negative head", func(s *Settings) { s.Model.Head = -1 }, "Model.Head",
+			"training: config: Model.Head=-1: use 0 to size the head from the dataset, or a positive width"},
+		{"negative batch", func(s *Settings) { s.Data.BatchSize = -4 }, "Data.BatchSize",
+			"training: config: Data.BatchSize=-4: use a positive batch size, e.g. 32 or 128"},
+		{"optimizer", func(s *Settings) { s.Optimizer = nil }, "Optimizer",
+			`training: config: Optimizer=nil: set an optimizer, e.g. training.DefaultAdam() (Defaults') or training.NewOptimizer("sgd")`},
+		{"schedule", func(s *Settings) { s.Schedule.Name = "step" }, "Schedule.Name",
+			`training: config: Schedule.Name="step": use "constant", "cosine" or "triangle"`},
+		{"warmup without cosine", func(s *Settings) { s.Schedule.WarmupSteps = 5 }, "Schedule.Name",
+			"training: config: Schedule.Name=constant: WarmupSteps and MinLearningRate need Schedule \"cosine\""},
+		{"warmup too long", func(s *Settings) { s.Schedule.Name, s.Schedule.WarmupSteps = ScheduleCosine, 10 }, "Schedule.WarmupSteps",
+			"training: config: Schedule.WarmupSteps=10: use 0 <= WarmupSteps < Steps (10)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := base
-			c.edit(&cfg)
-			_, err := NewTrainer(cfg)
+			s := base
+			c.edit(&s)
+			_, err := NewTrainer(s, Env{})
 			var ce *ConfigError
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, c.field, ce.Field)
 			require.EqualError(t, err, c.msg)
 		})
 	}
+	// The optimizer's name and weight decay, as flags and sweeps set them.
+	_, err := NewOptimizer("lion")
+	require.EqualError(t, err, `training: config: Optimizer="lion": use one of adam, adamw, adamax, rmsprop, sgd, nesterov`)
+	err = base.Apply(map[string]string{"optimizer": "lion"})
+	require.EqualError(t, err, `training: config: Optimizer="lion": use one of adam, adamw, adamax, rmsprop, sgd, nesterov`)
+	err = base.Apply(map[string]string{"weight-decay": "0.01"})
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "Optimizer.WeightDecay", ce.Field)
+	require.EqualError(t, err, `training: config: Optimizer.WeightDecay=0.01: weight decay needs Optimizer "adamw" or "nesterov"`)
 
-	cfg, err := resolve(Config{Spec: data.CIFAR100(data.LabelsFine), Steps: 1000, Optimizer: "SGD"}, nil)
+	s := with(t, Defaults(), map[string]string{"dataset": "cifar100", "steps": "1000", "optimizer": "SGD"})
+	cfg, err := resolved(s, 50000)
 	require.NoError(t, err)
-	require.Equal(t, "cnn", cfg.Model)
-	require.Equal(t, 32, cfg.BatchSize)
-	require.Equal(t, "sgd", cfg.Optimizer)
-	require.Equal(t, 0.1, cfg.LearningRate)
-	require.Equal(t, ScheduleConstant, cfg.Schedule)
-	require.Equal(t, 5, cfg.HistoryEvery)
-	require.Equal(t, 5, cfg.LogEvery)
-	require.Equal(t, 2, cfg.CheckpointKeep)
-	require.Equal(t, 100, cfg.EvalBatchSize)
-	require.Equal(t, 5, cfg.topK())
-	require.Equal(t, 0, (&Config{Spec: data.CIFAR10()}).topK())
+	require.Equal(t, "cnn", cfg.Model.Arch)
+	require.Equal(t, 32, cfg.Data.BatchSize)
+	require.Equal(t, "sgd", cfg.Optimizer.Algorithm())
+	require.Equal(t, 0.1, learningRate(cfg.Optimizer))
+	require.Equal(t, ScheduleConstant, cfg.Schedule.Name)
+	require.Equal(t, 5, cfg.Record.HistoryEvery)
+	require.Equal(t, 5, cfg.Record.LogEvery)
+	require.Equal(t, 2, cfg.Checkpoint.Keep)
+	require.Equal(t, 100, cfg.Eval.BatchSize)
+	require.Equal(t, 5, cfg.TopK())
+	require.Equal(t, 0, (&Settings{Data: DataSettings{Spec: data.CIFAR10()}}).TopK())
 }
 
 // The seed's bug: a 10-class head on CIFAR-100. With the guard on, NewTrainer fails with the
@@ -81,8 +91,9 @@ func TestTrainConfigErrors(t *testing.T) {
 func TestTrainStaticGuardStopsBeforeFirstStep(t *testing.T) {
 	b := labtest.Backend(t)
 	missing := filepath.Join(t.TempDir(), "no-data-here")
-	res, err := Train(context.Background(), Config{Spec: data.CIFAR100(data.LabelsFine), DataDir: missing, Model: cifarlib.ArchCNN, Head: 10,
-		Steps: 5, Backend: b, Progress: ProgressOff})
+	s := Defaults()
+	s.Data.Spec, s.Data.Dir, s.Model.Arch, s.Model.Head, s.Run.Steps = data.CIFAR100(data.LabelsFine), missing, cifarlib.ArchCNN, 10, 5
+	res, err := Train(context.Background(), s, Env{Backend: b, Progress: ProgressOff})
 	require.Nil(t, res)
 	var hm *cifarlib.HeadMismatchError
 	require.ErrorAs(t, err, &hm)
@@ -102,8 +113,10 @@ func TestTrainUnguardedCountsZeroLossExamples(t *testing.T) {
 	train, test := labtest.TrainTestRecords(t, spec, 320, 100, 3)
 	const steps, batch, seed = 5, 32, 11
 	var log bytes.Buffer
-	res, err := Train(context.Background(), Config{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchLinear,
-		Head: 10, Unguarded: true, Steps: steps, BatchSize: batch, Seed: seed, Backend: b, Progress: ProgressOff, Log: &log})
+	s := Defaults()
+	s.Data.Spec, s.Model = spec, ModelSettings{Arch: cifarlib.ArchLinear, Head: 10, Unguarded: true}
+	s.Run.Steps, s.Data.BatchSize, s.Run.Seed = steps, batch, seed
+	res, err := Train(context.Background(), s, Env{Train: train, Test: test, Backend: b, Progress: ProgressOff, Log: &log})
 	require.NoError(t, err)
 
 	// Expected: the labels >= 10 among the examples of the first 5 batches of the same data order.
@@ -180,11 +193,13 @@ func TestTrainInterruptResumeEqualsStraightRun(t *testing.T) {
 	b := labtest.Backend(t)
 	spec := data.CIFAR10()
 	train, test := labtest.TrainTestRecords(t, spec, 96, 40, 5)
-	cfg := Config{Spec: spec, TrainRecords: train, TestRecords: test, Model: cifarlib.ArchCNN, Steps: 4, BatchSize: 8, Seed: 7,
-		Augment: true, Optimizer: "adamw", LearningRate: 0.003, Schedule: ScheduleCosine, WarmupSteps: 1,
-		SkipFinalEval: true, Backend: b, Progress: ProgressOff}
+	cfg := Defaults()
+	cfg.Data.Spec, cfg.Model.Arch, cfg.Run.Steps, cfg.Data.BatchSize, cfg.Run.Seed = spec, cifarlib.ArchCNN, 4, 8, 7
+	cfg.Data.Augment, cfg.Optimizer, cfg.Schedule = true, AdamW{LearningRate: 0.003, WeightDecay: DefaultAdamWWeightDecay}, Schedule{Name: ScheduleCosine, WarmupSteps: 1}
+	cfg.Eval.SkipFinal = true
+	env := Env{Train: train, Test: test, Backend: b, Progress: ProgressOff}
 
-	straight, err := NewTrainer(cfg)
+	straight, err := NewTrainer(cfg, env)
 	require.NoError(t, err)
 	resA, err := straight.Run(context.Background())
 	require.NoError(t, err)
@@ -192,19 +207,19 @@ func TestTrainInterruptResumeEqualsStraightRun(t *testing.T) {
 	require.False(t, resA.Interrupted)
 
 	dir := filepath.Join(t.TempDir(), "ckpt")
-	interrupted := cfg
-	interrupted.CheckpointDir = dir
+	interrupted, interruptedEnv := cfg, env
+	interrupted.Checkpoint.Dir = dir
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	interrupted.OnPoint = func(p runs.HistoryPoint) error {
+	interruptedEnv.OnPoint = func(p runs.HistoryPoint) error {
 		if p.Step == 2 {
 			cancel() // What cifarlab train does on SIGINT.
 		}
 		return nil
 	}
 	var log bytes.Buffer
-	interrupted.Log = &log
-	resB, err := Train(ctx, interrupted)
+	interruptedEnv.Log = &log
+	resB, err := Train(ctx, interrupted, interruptedEnv)
 	require.NoError(t, err)
 	require.True(t, resB.Interrupted)
 	require.Equal(t, 0, resB.StartStep)
@@ -218,11 +233,11 @@ func TestTrainInterruptResumeEqualsStraightRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, hist.Points, 2)
 
-	resumedCfg := cfg
-	resumedCfg.CheckpointDir = dir
+	resumedCfg, resumedEnv := cfg, env
+	resumedCfg.Checkpoint.Dir = dir
 	log.Reset()
-	resumedCfg.Log = &log
-	resumed, err := NewTrainer(resumedCfg)
+	resumedEnv.Log = &log
+	resumed, err := NewTrainer(resumedCfg, resumedEnv)
 	require.NoError(t, err)
 	step, ok := resumed.Resumed()
 	require.True(t, ok)
@@ -260,9 +275,10 @@ func TestTrainInterruptResumeEqualsStraightRun(t *testing.T) {
 	// Evaluating the saved checkpoint (as cifarlab eval does) gives the resumed model's results.
 	ck, err := LoadCheckpoint(dir, b)
 	require.NoError(t, err)
-	require.Equal(t, CheckpointInfo{Dir: dir, Step: 4, Dataset: "cifar10", Labels: "fine", Model: "cnn", Head: 10, BatchSize: 8,
-		Seed: 7, Augment: true, Optimizer: "adamw", LearningRate: 0.003, WeightDecay: 0.004, Schedule: "cosine", WarmupSteps: 1,
-		Steps: 4}, ck.Info)
+	require.Equal(t, []any{dir, 4, "cifar10", "fine", "cnn", 10, 8, int64(7), true, Optimizer(AdamW{LearningRate: 0.003, WeightDecay: 0.004}),
+		Schedule{Name: "cosine", WarmupSteps: 1}, 4}, []any{ck.Info.Dir, ck.Info.Step, ck.Info.Data.Spec.Name, ck.Info.Data.Spec.Labels.String(),
+		ck.Info.Model.Arch, ck.Info.Model.Head, ck.Info.Data.BatchSize, ck.Info.Run.Seed, ck.Info.Data.Augment, ck.Info.Optimizer,
+		ck.Info.Schedule, ck.Info.Run.Steps})
 	require.Len(t, ck.History.Points, 4)
 	fromCkpt, err := Evaluate(context.Background(), b, ck.Model, ck.Store, test, EvalOptions{})
 	require.NoError(t, err)
@@ -279,14 +295,15 @@ func TestTrainResumeRefusesDifferentSettings(t *testing.T) {
 	spec := data.CIFAR10()
 	train, _ := labtest.TrainTestRecords(t, spec, 64, 10, 1)
 	dir := t.TempDir()
-	cfg := Config{Spec: spec, TrainRecords: train, Model: cifarlib.ArchLinear, Steps: 1, BatchSize: 16, SkipFinalEval: true,
-		CheckpointDir: dir, Backend: b, Progress: ProgressOff}
-	_, err := Train(context.Background(), cfg)
+	cfg := Defaults()
+	cfg.Data.Spec, cfg.Model.Arch, cfg.Run.Steps, cfg.Data.BatchSize, cfg.Eval.SkipFinal, cfg.Checkpoint.Dir = spec, cifarlib.ArchLinear, 1, 16, true, dir
+	env := Env{Train: train, Backend: b, Progress: ProgressOff}
+	_, err := Train(context.Background(), cfg, env)
 	require.NoError(t, err)
 
 	other := cfg
-	other.Seed, other.BatchSize, other.Steps = 3, 8, 2
-	_, err = NewTrainer(other)
+	other.Run.Seed, other.Data.BatchSize, other.Run.Steps = 3, 8, 2
+	_, err = NewTrainer(other, env)
 	var me *CheckpointMismatchError
 	require.ErrorAs(t, err, &me)
 	require.Equal(t, []string{"batch size: saved 16, requested 8", "seed: saved 0, requested 3"}, me.Diffs)
@@ -294,7 +311,7 @@ func TestTrainResumeRefusesDifferentSettings(t *testing.T) {
 		"requested 8; seed: saved 0, requested 3): resume with the same settings, or use a new checkpoint directory")
 
 	// Asking for no more steps than the checkpoint has trains nothing.
-	res, err := Train(context.Background(), cfg)
+	res, err := Train(context.Background(), cfg, env)
 	require.NoError(t, err)
 	require.True(t, res.Resumed)
 	require.Equal(t, 1, res.StartStep)
@@ -339,7 +356,9 @@ func TestTrainGuardErrorUnwrapped(t *testing.T) {
 
 func TestTrainRecordsMustMatchSpec(t *testing.T) {
 	train, _ := labtest.TrainTestRecords(t, data.CIFAR100(data.LabelsFine), 40, 10, 1)
-	_, err := NewTrainer(Config{Spec: data.CIFAR10(), TrainRecords: train, Steps: 1, SkipFinalEval: true, Backend: labtest.Backend(t)})
-	require.EqualError(t, err, "training: config: TrainRecords/TestRecords=cifar100: the records are cifar100 (100 classes) "+
-		"but Spec is cifar10 (10 classes): load them with the same Spec")
+	s := Defaults()
+	s.Run.Steps, s.Eval.SkipFinal = 1, true
+	_, err := NewTrainer(s, Env{Train: train, Backend: labtest.Backend(t)})
+	require.EqualError(t, err, "training: config: Env.Train/Env.Test=cifar100: the records are cifar100 (100 classes) "+
+		"but Data.Spec is cifar10 (10 classes): load them with the same Spec")
 }

@@ -43,7 +43,7 @@ func newTriangle(steps int, start, end, peak float64) triangle {
 	return tr
 }
 
-// airbenchTriangle is the schedule of Config.Schedule "triangle" over steps steps.
+// airbenchTriangle is the schedule of Schedule.Name "triangle" over steps steps.
 func airbenchTriangle(steps int) triangle {
 	return newTriangle(steps, triangleStart, triangleEnd, trianglePeak)
 }

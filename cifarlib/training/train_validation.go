@@ -12,16 +12,16 @@ import (
 )
 
 // validation is the evaluation part of a Trainer: the evaluations on the test split while it
-// trains (every Config.EvalEvery steps, on the first EvalExamples examples) and at its end (the
-// whole split, unless SkipFinalEval). Its Evaluator is created on first use and then reused.
+// trains (every Eval.Every steps, on the first Eval.Examples examples) and at its end (the
+// whole split, unless Eval.SkipFinal). Its Evaluator is created on first use and then reused.
 type validation struct {
 	backend compute.Backend
 	model   *cifarlib.Model
 	store   *model.Store
 	devices int
-	// every, examples and batchSize are Config's EvalEvery, EvalExamples and EvalBatchSize.
+	// every, examples and batchSize are the plan's Eval.Every, Examples and BatchSize.
 	every, examples, batchSize int
-	// tta is Config.TTA, the final evaluation's test-time augmentation.
+	// tta is Eval.TTA, the final evaluation's test-time augmentation.
 	tta int
 	// test is the test split; nil when the run does not evaluate.
 	test      *data.Records
@@ -35,13 +35,13 @@ type validation struct {
 // newValidation is the evaluation part of a run of plan p on devices devices, evaluating on test.
 func newValidation(p *plan, backend compute.Backend, m *cifarlib.Model, store *model.Store, devices int, test *data.Records) *validation {
 	return &validation{backend: backend, model: m, store: store, devices: devices,
-		every: p.EvalEvery, examples: p.EvalExamples, batchSize: p.EvalBatchSize, tta: p.TTA, test: test}
+		every: p.Eval.Every, examples: p.Eval.Examples, batchSize: p.Eval.BatchSize, tta: p.Eval.TTA, test: test}
 }
 
 // evaluate evaluates the current model on recs, on the run's devices unless opts says otherwise.
 func (v *validation) evaluate(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
 	if recs == nil {
-		return nil, &ConfigError{Field: "SkipFinalEval", Value: "true", Reason: "the test split was not loaded; pass records to evaluate"}
+		return nil, &ConfigError{Field: "Eval.SkipFinal", Value: "true", Reason: "the test split was not loaded; pass records to evaluate"}
 	}
 	if v.evaluator == nil {
 		if v.evaluator = v.progs.evaluator; v.evaluator == nil {

@@ -19,8 +19,10 @@ func TestTrainResultCarriesTrained(t *testing.T) {
 	spec := data.CIFAR100(data.LabelsFine)
 	recs := labtest.StoryRecords(t, 128)
 	dir := t.TempDir()
-	res, err := Train(context.Background(), Config{Spec: spec, TrainRecords: recs, TestRecords: recs, Model: cifarlib.ArchLinear,
-		Backend: backend, Steps: 3, BatchSize: 32, Seed: 1, Progress: ProgressOff, SkipFinalEval: true, CheckpointDir: dir})
+	s := with(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "steps": "3", "batch": "32", "seed": "1", "no-eval": "true",
+		"checkpoint": dir})
+	s.Data.Spec = spec
+	res, err := Train(context.Background(), s, Env{Train: recs, Test: recs, Backend: backend, Progress: ProgressOff})
 	require.NoError(t, err)
 	require.NotNil(t, res.Trained)
 	b, err := recs.Batch(0, 32)

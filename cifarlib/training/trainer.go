@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
-	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/gomlx/compute"
@@ -17,21 +16,22 @@ import (
 // train.Loop, with the guarded loss, metrics, checkpoints, progress bar and curves wired in.
 // Create it with NewTrainer, then call Run once.
 //
-// It is assembled from parts, each reading the run's plan (its Config resolved once): the
-// devices (stepRunner), the data (trainRecords), checkpointing and resume (trainCheckpoint),
-// the transfer (trainTransfer), evaluation and validation (validation), logging (runLog), the
-// timeline (runTimeline) and the compiled programs (programSet).
+// It is assembled from parts, each reading the run's plan (its Settings resolved once) and its
+// Env: the devices (stepRunner), the data (trainRecords), checkpointing and resume
+// (trainCheckpoint), the transfer (trainTransfer), evaluation and validation (validation),
+// logging (runLog), the timeline (runTimeline) and the compiled programs (programSet).
 type Trainer struct {
 	plan     *plan
+	env      Env
 	log      runLog
 	backend  compute.Backend
 	devices  stepRunner
 	model    *cifarlib.Model
 	records  *trainRecords
 	store    *model.Store
-	ckpt     *trainCheckpoint // nil without a CheckpointDir
+	ckpt     *trainCheckpoint // nil without a checkpoint directory
 	history  *runs.History
-	transfer *trainTransfer // nil unless the run transfers (Config.From) or freezes
+	transfer *trainTransfer // nil unless the run transfers (Transfer.From) or freezes
 	validate *validation
 	trainer  *train.Trainer
 	loop     *train.Loop
@@ -45,105 +45,79 @@ type Trainer struct {
 	lastMetrics []float64
 	loopStart   time.Time
 	hookErr     error
-	folder      *runFolder // run.json and TensorBoard events, with a CheckpointDir
+	folder      *runFolder // run.json and TensorBoard events, with a checkpoint directory
 
 	rt    *runTimeline // the timeline part: where the run's time goes (timeline.go)
-	progs *programSet  // the compiled programs, kept in Config.Programs (programs.go)
+	progs *programSet  // the compiled programs, kept in Env.Programs (programs.go)
 }
 
-// NewTrainer validates cfg, loads the data, builds the model, the GoMLX trainer and loop, and
-// opens (or resumes from) the checkpoint directory. Nothing is compiled or run yet, except the
-// static head check: with the guard on, a head that differs from the dataset's number of
-// classes fails here, with *HeadMismatchError.
-func NewTrainer(cfg Config) (*Trainer, error) {
-	t := &Trainer{log: newRunLog(cfg.Log), rt: newRunTimeline(cfg.TimelineFrom)}
-	p, err := resolve(cfg, t.loadRecords) // loads the data first when the plan depends on its size
+// NewTrainer validates settings, resolves them (with the transfer source's, when there is
+// one), creates the backend and builds the model, loads the data, builds the GoMLX trainer and
+// loop, and opens (or resumes from) the checkpoint directory. Nothing is compiled or run yet,
+// except the static head check: with the guard on, a head that differs from the dataset's
+// number of classes fails before the data is loaded, with *cifarlib.HeadMismatchError.
+func NewTrainer(settings Settings, env Env) (*Trainer, error) {
+	if err := settings.Validate(); err != nil {
+		return nil, err
+	}
+	source, err := readTransferSource(settings.Transfer.From)
 	if err != nil {
 		return nil, err
 	}
-	t.plan = p
+	p, err := resolve(settings, source)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trainer{plan: p, env: env, log: newRunLog(env.Log), rt: newRunTimeline(env.Clock)}
 	began := time.Now()
-	if t.backend, t.devices, err = openDevices(p); err != nil {
+	if t.backend, t.devices, err = openDevices(p, env); err != nil {
 		return nil, err
 	}
 	t.rt.add(runs.PhaseBackend, began)
 	if t.model, err = buildModel(p, t.backend); err != nil { // the static guard runs before the data is loaded
 		return nil, err
 	}
-	if t.records == nil {
-		if _, err := t.loadRecords(&p.Config); err != nil {
-			return nil, err
-		}
-	}
-	t.store = model.NewStore()
-	if err := t.store.SetRNGStateFromSeed(p.Seed); err != nil {
-		return nil, fmt.Errorf("training: seeding the model's random state: %w", err)
-	}
-	// A checkpoint's parameters are loaded first and compared with the plan.
-	if t.ckpt, t.history, err = openCheckpoints(p, t.model, t.store, t.log); err != nil {
+	if t.records, err = loadTrainRecords(p, env, t.log, t.rt); err != nil {
 		return nil, err
+	}
+	if err := p.count(t.records.train.Len()); err != nil {
+		return nil, err
+	}
+	if err := t.open(p); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// open opens what the run of plan p holds: its Store (seeded), its checkpoints (a checkpoint's
+// parameters are loaded first and compared with the plan), its programs, the whitening filters,
+// the transfer, the validation and GoMLX's trainer and loop.
+func (t *Trainer) open(p *plan) (err error) {
+	t.store = model.NewStore()
+	if err := t.store.SetRNGStateFromSeed(p.Run.Seed); err != nil {
+		return fmt.Errorf("training: seeding the model's random state: %w", err)
+	}
+	if t.ckpt, t.history, err = openCheckpoints(p, t.model, t.store, t.log); err != nil {
+		return err
 	}
 	if err := t.usePrograms(); err != nil {
-		return nil, err
+		return err
 	}
 	_, resumed := t.ckpt.resumedAt()
-	if err := t.initWhitening(resumed); err != nil {
-		return nil, err
+	if err := initWhitening(p, t.model, t.store, t.records.train, resumed || t.ckpt.isImport()); err != nil {
+		return err
 	}
 	if t.transfer, err = newTrainTransfer(p, t.store, resumed, t.log); err != nil {
-		return nil, err
+		return err
 	}
 	t.validate = newValidation(p, t.backend, t.model, t.store, t.devices.numDevices(), t.records.test)
 	t.validate.rt, t.validate.progs = t.rt, t.progs
 	if t.trainer, err = newGoMLXTrainer(p, t); err != nil {
-		return nil, err
+		return err
 	}
 	t.loop = train.NewLoop(t.trainer)
-	return t, nil
+	return nil
 }
 
-// initWhitening sets airbench94's whitening filters from the first training images
-// (cifarlib.Model.InitWhitening, airbench's init_whitening_conv) at the start of a fresh run. A
-// resumed or imported run keeps its own, and a transfer carries its source's.
-func (t *Trainer) initWhitening(resumed bool) error {
-	if t.model.Arch != cifarlib.ArchAirbench94 || resumed || t.plan.source != nil || t.ckpt != nil && t.ckpt.imported != nil {
-		return nil
-	}
-	return t.model.InitWhitening(t.store, t.records.train)
-}
-
-// loadRecords loads the splits of c into t.records (see loadTrainRecords), timed on the
-// timeline, and returns the number of training examples (a trainSize for resolve).
-func (t *Trainer) loadRecords(c *Config) (int, error) {
-	began := time.Now()
-	recs, err := loadTrainRecords(c, t.log)
-	if err != nil {
-		return 0, err
-	}
-	t.records = recs
-	t.rt.add(runs.PhaseData, began)
-	return recs.train.Len(), nil
-}
-
-// newGoMLXTrainer builds GoMLX's train.Trainer of t for plan p: t's model function, the guarded
-// loss (unless Unguarded), the optimizer and the metrics.
-func newGoMLXTrainer(p *plan, t *Trainer) (trainer *train.Trainer, err error) {
-	err = backends.TrainCatch(func() error {
-		opt, err := newOptimizer(p, t.transfer)
-		if err != nil {
-			return err
-		}
-		mode := cifarlib.GuardAll
-		if p.Unguarded {
-			mode = cifarlib.GuardOff
-		}
-		if trainer = t.progs.trainer; trainer == nil { // compiled by an earlier run (Config.Programs)
-			loss := t.model.Loss().Mode(mode).LabelSmoothing(p.LabelSmoothing).Done()
-			trainer = train.NewTrainer(t.backend, t.store, t.modelFn, loss, opt,
-				trainMetricsFor(p.topK(), p.Unguarded, t.model.NumClasses), evalMetricsFor(p.topK()))
-			t.progs.keep(trainer)
-		}
-		return nil
-	})
-	return trainer, err
-}
+// Env returns the run's Env.
+func (t *Trainer) Env() Env { return t.env }

@@ -1,6 +1,6 @@
 package training
 
-// Transfer: a run trained on one dataset carried to another (training.Config.From).
+// Transfer: a run trained on one dataset carried to another (Settings.Transfer.From).
 //
 // GoMLX v0.28 has no partial checkpoint load (ml/model/checkpoint's TODO "Allow to specify
 // parts of the model to load ... for transfer learning"): a checkpoint whose head differs
@@ -29,7 +29,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// FreezeBackbone is the Config.Freeze value of a linear probe: only the head trains.
+// FreezeBackbone is the Transfer.Freeze value of a linear probe: only the head trains.
 const FreezeBackbone = "backbone"
 
 // TransferVariable is one variable of a transfer: its path and shape (and, for a
@@ -62,7 +62,7 @@ type TransferReport struct {
 	// target's width (their shape in the source in FromShape).
 	Reinitialized []TransferVariable `json:"reinitialized"`
 	// KeptHead lists them instead when the target has the source's number of classes and
-	// Config.NewHead is false: the head is carried bit for bit with the backbone.
+	// Transfer.NewHead is false: the head is carried bit for bit with the backbone.
 	KeptHead []TransferVariable `json:"kept_head,omitempty"`
 	// Dropped lists the source's other variables, which start again: the optimizer's state
 	// (of the backbone too), the global step, the guard's and trainer's counters, the RNG state.
@@ -145,11 +145,11 @@ func (tt *trainTransfer) isBackbone(path string) bool {
 // transfer without a source (report nil): the backbone as initialised from the seed, frozen
 // (the random-feature baseline of a linear probe).
 func newTrainTransfer(p *plan, store *model.Store, resumed bool, log runLog) (*trainTransfer, error) {
-	if p.source == nil && p.Freeze == "" {
+	if p.source == nil && p.Transfer.Freeze == "" {
 		return nil, nil
 	}
-	tt := &trainTransfer{freeze: p.Freeze == FreezeBackbone, lrRatio: 1}
-	tt.scope, tt.head = archScopes(p.Model)
+	tt := &trainTransfer{freeze: p.Transfer.Freeze == FreezeBackbone, lrRatio: 1}
+	tt.scope, tt.head = archScopes(p.Model.Arch)
 	if p.source == nil {
 		return tt, nil
 	}
@@ -157,19 +157,20 @@ func newTrainTransfer(p *plan, store *model.Store, resumed bool, log runLog) (*t
 	if err != nil {
 		return nil, err
 	}
-	r.Dataset, r.Head, r.Freeze, r.LearningRate = p.Spec.ID(), p.headWidth(), p.Freeze, p.LearningRate
-	r.BackboneLearningRate = p.LearningRate
+	lr := learningRate(p.Optimizer)
+	r.Dataset, r.Head, r.Freeze, r.LearningRate = p.dataset, p.Model.Head, p.Transfer.Freeze, lr
+	r.BackboneLearningRate = lr
 	switch {
 	case tt.freeze:
 		r.BackboneLearningRate = 0
-	case p.BackboneLearningRate > 0:
-		r.BackboneLearningRate = p.BackboneLearningRate
-		tt.lrRatio = p.BackboneLearningRate / p.LearningRate
+	case p.Transfer.BackboneLearningRate > 0:
+		r.BackboneLearningRate = p.Transfer.BackboneLearningRate
+		tt.lrRatio = p.Transfer.BackboneLearningRate / lr
 	}
 	for i := range r.Reinitialized {
 		v := &r.Reinitialized[i]
 		v.Shape = append([]int{}, v.FromShape...)
-		v.Shape[len(v.Shape)-1] = p.headWidth() // The dense head's weights [in, classes] and biases [classes].
+		v.Shape[len(v.Shape)-1] = p.Model.Head // The dense head's weights [in, classes] and biases [classes].
 	}
 	tt.report = r
 	tt.keepHead(p)
@@ -180,11 +181,11 @@ func newTrainTransfer(p *plan, store *model.Store, resumed bool, log runLog) (*t
 	if err := tt.carry(store); err != nil {
 		return nil, err
 	}
-	head := fmt.Sprintf("head initialised afresh at %d", p.headWidth())
+	head := fmt.Sprintf("head initialised afresh at %d", p.Model.Head)
 	if len(r.KeptHead) > 0 {
-		head = fmt.Sprintf("head of %d classes kept (Config.NewHead, --new-head, re-initialises it)", p.headWidth())
+		head = fmt.Sprintf("head of %d classes kept (Transfer.NewHead, --new-head, re-initialises it)", p.Model.Head)
 	}
-	log("transferred from %s: carried %d backbone variables, %s", p.From, len(r.Carried), head)
+	log("transferred from %s: carried %d backbone variables, %s", p.Transfer.From, len(r.Carried), head)
 	return tt, nil
 }
 
@@ -193,7 +194,7 @@ func newTrainTransfer(p *plan, store *model.Store, resumed bool, log runLog) (*t
 func (tt *trainTransfer) sortSource(p *plan) (*TransferReport, error) {
 	info := p.source.info
 	tt.values = map[string]*tensors.Tensor{}
-	r := &TransferReport{From: p.From, FromStep: info.Step, FromDataset: p.source.dataset, FromHead: info.Head, Model: info.Model}
+	r := &TransferReport{From: p.Transfer.From, FromStep: info.Step, FromDataset: p.source.dataset, FromHead: info.Model.Head, Model: info.Model.Arch}
 	const prefix = "var:" // GoMLX's checkpoint key of a variable is "var:" + its path.
 	saved := p.source.handler.LoadedVariables()
 	for _, key := range slices.Sorted(maps.Keys(saved)) {
@@ -212,7 +213,7 @@ func (tt *trainTransfer) sortSource(p *plan) (*TransferReport, error) {
 		}
 	}
 	if len(r.Reinitialized) == 0 { // The linear model is all head: it carries nothing, but has one.
-		return nil, &CorruptCheckpointError{Dir: p.From, Err: fmt.Errorf("it holds no head variables (%s*)", tt.head)}
+		return nil, &CorruptCheckpointError{Dir: p.Transfer.From, Err: fmt.Errorf("it holds no head variables (%s*)", tt.head)}
 	}
 	return r, nil
 }
@@ -250,7 +251,7 @@ func (tt *trainTransfer) modelFn(m *cifarlib.Model, scope *model.Scope, spec any
 	return logits
 }
 
-// Transfer returns the report of a transferred run (training.Config.From), or nil.
+// Transfer returns the report of a transferred run (Settings.Transfer.From), or nil.
 func (t *Trainer) Transfer() *TransferReport {
 	if t.transfer == nil {
 		return nil

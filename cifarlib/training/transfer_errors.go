@@ -4,7 +4,7 @@ import (
 	"fmt"
 )
 
-// NotRunError reports that a folder given as a trained run (Config.From, cifarlab
+// NotRunError reports that a folder given as a trained run (Transfer.From, cifarlab
 // --from) is not the checkpoint directory of a cifarlib run: it is missing, a file, empty, or
 // holds a GoMLX checkpoint that cifarlib did not write. errors.Is(err, ErrNoCheckpoint) holds.
 type NotRunError struct {
@@ -48,12 +48,12 @@ type ArchMismatchError struct {
 	Dir, Saved, Requested string
 }
 
-// Error implements error, in a Go caller's words (training.Config's fields).
+// Error implements error, in a Go caller's words (training.Settings' fields).
 func (e *ArchMismatchError) Error() string {
-	return e.message(fmt.Sprintf("use Model %q, or leave Model empty with From", e.Saved))
+	return e.message(fmt.Sprintf("use Model.Arch %q, or training.ArchOfSource with Transfer.From", e.Saved))
 }
 
-// InFlags is the message in a command-line user's words: cifarlab's flags for Config's fields.
+// InFlags is the message in a command-line user's words: cifarlab's flags for the settings.
 func (e *ArchMismatchError) InFlags() string {
 	return e.message(fmt.Sprintf("use --model %s, or leave --model out with --from", e.Saved))
 }
@@ -79,15 +79,15 @@ type ShapeMismatchError struct {
 	// SavedHead and ModelHead their head widths.
 	SavedDataset, ModelDataset string
 	SavedHead, ModelHead       int
-	// Resume is true when the load was a resume (Config.CheckpointDir).
+	// Resume is true when the load was a resume (Settings.Checkpoint.Dir).
 	Resume bool
 }
 
-// Error implements error, in a Go caller's words (the transfer as a training.Config).
+// Error implements error, in a Go caller's words (the transfer as training.Settings).
 func (e *ShapeMismatchError) Error() string {
-	fix := fmt.Sprintf("training.Config{From: %q, Spec: %s}", e.Dir, specGoName(e.ModelDataset))
+	fix := fmt.Sprintf("training.Settings with Transfer.From %q and Data.Spec %s", e.Dir, specGoName(e.ModelDataset))
 	if e.Resume {
-		fix += ", with a new CheckpointDir"
+		fix += ", in a new Checkpoint.Dir"
 	}
 	return e.message(fix)
 }

@@ -7,11 +7,11 @@ import (
 
 // keepHead carries the source's head with the backbone when the target has the source's
 // number of classes (fine-tuning a model on its own task, or on another dataset of the same
-// width) and p.NewHead is false: the report's Reinitialized variables become KeptHead, with
+// width) and Transfer.NewHead is false: the report's Reinitialized variables become KeptHead, with
 // the source's shapes. A different width, or NewHead, leaves them re-initialised from the seed.
 func (tt *trainTransfer) keepHead(p *plan) {
 	r := tt.report
-	if r == nil || p.NewHead || p.headWidth() != r.FromHead || len(r.Reinitialized) == 0 {
+	if r == nil || p.Transfer.NewHead || p.Model.Head != r.FromHead || len(r.Reinitialized) == 0 {
 		return
 	}
 	for _, v := range r.Reinitialized {

@@ -18,11 +18,11 @@ func TestTransferSameWidthKeepsHead(t *testing.T) {
 	from, src := transferSource(t, cifarlib.ArchCNN)
 	all := loadAll(t, src)
 	train, test := labtest.TrainTestRecords(t, data.CIFAR10(), 16, 4, 13)
-	cfg := Config{Spec: data.CIFAR10(), From: from, TrainRecords: train, TestRecords: test, Steps: 1, BatchSize: 8, Seed: 5,
-		SkipFinalEval: true, Backend: labtest.Backend(t), Progress: ProgressOff}
+	cfg := with(t, Defaults(), map[string]string{"model": ArchOfSource, "from": from, "steps": "1", "batch": "8", "seed": "5", "no-eval": "true"})
+	env := Env{Train: train, Test: test, Backend: labtest.Backend(t), Progress: ProgressOff}
 	for _, newHead := range []bool{false, true} {
-		cfg.NewHead = newHead
-		tr, err := NewTrainer(cfg)
+		cfg.Transfer.NewHead = newHead
+		tr, err := NewTrainer(cfg, env)
 		require.NoError(t, err)
 		got := trainVars(t, tr.Store())
 		r := tr.Transfer()

@@ -1,13 +1,11 @@
 package training
 
 import (
-	"fmt"
-
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
 )
 
-// sourceRun is the trained run a transfer starts from (Config.From), as resolve reads it
-// into the plan: what the run recorded, and its checkpoint with the saved tensors.
+// sourceRun is the trained run a transfer starts from (Settings.Transfer.From), as the Trainer
+// reads it for resolve: what the run recorded, and its checkpoint with the saved tensors.
 type sourceRun struct {
 	info    CheckpointInfo
 	handler *checkpoint.Handler
@@ -15,25 +13,16 @@ type sourceRun struct {
 	dataset string
 }
 
-// readTransferSource reads the source run of c.From ("": no source, nil). A backbone learning
-// rate and a new head need a source.
-func readTransferSource(c *Config) (*sourceRun, error) {
-	if c.From == "" {
-		if c.BackboneLearningRate != 0 {
-			return nil, &ConfigError{Field: "BackboneLearningRate", Value: fmt.Sprint(c.BackboneLearningRate),
-				Reason: "it applies to a transferred run: set From to the trained run's checkpoint directory"}
-		}
-		if c.NewHead {
-			return nil, &ConfigError{Field: "NewHead", Value: "true",
-				Reason: "it applies to a transferred run: set From to the trained run's checkpoint directory"}
-		}
+// readTransferSource reads the source run in from ("": no source, nil).
+func readTransferSource(from string) (*sourceRun, error) {
+	if from == "" {
 		return nil, nil
 	}
-	h, info, err := readRunSource(c.From)
+	h, info, err := readRunSource(from)
 	if err != nil {
 		return nil, err
 	}
-	return &sourceRun{info: info, handler: h, dataset: specID(info)}, nil
+	return &sourceRun{info: info, handler: h, dataset: info.Data.Spec.ID()}, nil
 }
 
 // readRunSource opens the trained run in dir as a source (of a transfer, of DiagnoseRun):

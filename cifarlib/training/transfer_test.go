@@ -23,19 +23,23 @@ func transferSource(t *testing.T, arch string) (string, *LoadedCheckpoint) {
 	t.Helper()
 	train, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 48, 10, 11)
 	dir := filepath.Join(t.TempDir(), "cifar10-"+arch)
-	_, err := Train(context.Background(), Config{Spec: data.CIFAR10(), TrainRecords: train, Model: arch, Steps: 3, BatchSize: 8,
-		Seed: 3, SkipFinalEval: true, CheckpointDir: dir, Backend: labtest.Backend(t), Progress: ProgressOff})
+	s := with(t, Defaults(), map[string]string{"model": arch, "steps": "3", "batch": "8", "seed": "3", "no-eval": "true", "checkpoint": dir})
+	_, err := Train(context.Background(), s, Env{Train: train, Backend: labtest.Backend(t), Progress: ProgressOff})
 	require.NoError(t, err)
 	src, err := LoadCheckpoint(dir, labtest.Backend(t))
 	require.NoError(t, err)
 	return dir, src
 }
 
-// transferConfig is a CIFAR-100 (fine) transfer of the run in from.
-func transferConfig(t *testing.T, from string, steps int) Config {
+// transferConfig is a CIFAR-100 (fine) transfer of the run in from, of its architecture.
+func transferConfig(t *testing.T, from string, steps int) (Settings, Env) {
 	train, test := labtest.TrainTestRecords(t, data.CIFAR100(data.LabelsFine), 48, 12, 12)
-	return Config{Spec: data.CIFAR100(data.LabelsFine), From: from, TrainRecords: train, TestRecords: test, Steps: steps,
-		BatchSize: 8, Seed: 5, SkipFinalEval: true, Backend: labtest.Backend(t), Progress: ProgressOff}
+	s := with(t, Defaults(), map[string]string{"dataset": "cifar100", "from": from, "steps": fmt.Sprint(steps), "batch": "8", "seed": "5",
+		"no-eval": "true"})
+	if from != "" {
+		s.Model.Arch = ArchOfSource
+	}
+	return s, Env{Train: train, Test: test, Backend: labtest.Backend(t), Progress: ProgressOff}
 }
 
 // sourceBackbone is the backbone of the source run, variable by variable, as bytes: what a
@@ -44,7 +48,7 @@ func sourceBackbone(t *testing.T, src *LoadedCheckpoint) map[string][]byte {
 	t.Helper()
 	want := map[string][]byte{}
 	for path, value := range loadAll(t, src) {
-		if strings.HasPrefix(path, "/"+src.Info.Model+"/") && !strings.HasPrefix(path, "/"+src.Info.Model+"/head/") {
+		if strings.HasPrefix(path, "/"+src.Info.Model.Arch+"/") && !strings.HasPrefix(path, "/"+src.Info.Model.Arch+"/head/") {
 			want[path] = value
 		}
 	}
@@ -75,9 +79,9 @@ func TestTransferCarriesBackboneBitForBit(t *testing.T) {
 
 	heads := map[int64]map[string][]byte{}
 	for _, seed := range []int64{5, 5, 6} {
-		cfg := transferConfig(t, from, 1)
-		cfg.Seed = seed
-		tr, err := NewTrainer(cfg)
+		cfg, env := transferConfig(t, from, 1)
+		cfg.Run.Seed = seed
+		tr, err := NewTrainer(cfg, env)
 		require.NoError(t, err)
 		got := trainVars(t, tr.Store())
 		for path, value := range want {
@@ -86,7 +90,7 @@ func TestTransferCarriesBackboneBitForBit(t *testing.T) {
 		_, ok := got["/resnet20/head/dense/weights"]
 		require.False(t, ok, "the head must be left to the initializer")
 		// Evaluating builds the model and initialises the head, without a training step.
-		_, err = tr.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 4})
+		_, err = tr.Evaluate(context.Background(), env.Test, EvalOptions{BatchSize: 4})
 		require.NoError(t, err)
 		v := tr.Store().GetVariable("/resnet20/head/dense/weights")
 		require.NotNil(t, v)
@@ -123,7 +127,8 @@ func TestTransferCarriesBackboneBitForBit(t *testing.T) {
 	}
 	require.NotEqual(t, heads[5], heads[6], "another seed must initialise another head")
 
-	res, err := Train(context.Background(), transferConfig(t, from, 1))
+	s, env := transferConfig(t, from, 1)
+	res, err := Train(context.Background(), s, env)
 	require.NoError(t, err)
 	var summary strings.Builder
 	require.NoError(t, res.WriteSummary(&summary))
@@ -139,9 +144,9 @@ func TestTransferCarriesBackboneBitForBit(t *testing.T) {
 func TestTransferFrozenBackboneUnchanged(t *testing.T) {
 	from, src := transferSource(t, cifarlib.ArchResNet20)
 	want := sourceBackbone(t, src)
-	cfg := transferConfig(t, from, 4)
-	cfg.Freeze = FreezeBackbone
-	tr, err := NewTrainer(cfg)
+	cfg, env := transferConfig(t, from, 4)
+	cfg.Transfer.Freeze = FreezeBackbone
+	tr, err := NewTrainer(cfg, env)
 	require.NoError(t, err)
 	res, err := tr.Run(context.Background())
 	require.NoError(t, err)
@@ -157,8 +162,8 @@ func TestTransferFrozenBackboneUnchanged(t *testing.T) {
 	require.Zero(t, res.Transfer.BackboneLearningRate)
 	require.Contains(t, res.Transfer.String(), "  recipe: linear probe: backbone frozen (its weights and batch-norm statistics unchanged), head learning rate 0.001\n")
 
-	cfg.Freeze = ""
-	tuned, err := NewTrainer(cfg)
+	cfg.Transfer.Freeze = ""
+	tuned, err := NewTrainer(cfg, env)
 	require.NoError(t, err)
 	_, err = tuned.Run(context.Background())
 	require.NoError(t, err)
@@ -168,11 +173,11 @@ func TestTransferFrozenBackboneUnchanged(t *testing.T) {
 	}
 
 	// Without From, Freeze keeps the backbone the seed initialised: the random-feature baseline.
-	cfg.From, cfg.Freeze, cfg.Model = "", FreezeBackbone, cifarlib.ArchResNet20
-	random, err := NewTrainer(cfg)
+	cfg.Transfer.From, cfg.Transfer.Freeze, cfg.Model.Arch = "", FreezeBackbone, cifarlib.ArchResNet20
+	random, err := NewTrainer(cfg, env)
 	require.NoError(t, err)
 	require.Nil(t, random.Transfer())
-	_, err = random.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 4}) // initialises the variables
+	_, err = random.Evaluate(context.Background(), env.Test, EvalOptions{BatchSize: 4}) // initialises the variables
 	require.NoError(t, err)
 	initial := trainVars(t, random.Store())
 	_, err = random.Run(context.Background())
@@ -198,11 +203,11 @@ func TestTransferBackboneLearningRate(t *testing.T) {
 	var before map[string][]float32
 	steps := map[float64]map[string][]float32{}
 	for _, backboneLR := range []float64{0, 0.01} {
-		cfg := transferConfig(t, from, 1)
-		cfg.Optimizer, cfg.LearningRate, cfg.BackboneLearningRate = "sgd", 0.1, backboneLR
-		tr, err := NewTrainer(cfg)
+		cfg, env := transferConfig(t, from, 1)
+		cfg.Optimizer, cfg.Transfer.BackboneLearningRate = SGD{LearningRate: 0.1}, backboneLR
+		tr, err := NewTrainer(cfg, env)
 		require.NoError(t, err)
-		_, err = tr.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 4}) // initialises the head
+		_, err = tr.Evaluate(context.Background(), env.Test, EvalOptions{BatchSize: 4}) // initialises the head
 		require.NoError(t, err)
 		before = storeValues(t, tr.Store())
 		res, err := tr.Run(context.Background())
@@ -244,21 +249,21 @@ func TestTransferBackboneLearningRate(t *testing.T) {
 // loads and evaluates for CIFAR-100; the resume must name the same source and recipe.
 func TestTransferThenResume(t *testing.T) {
 	from, _ := transferSource(t, cifarlib.ArchCNN)
-	straightCfg := transferConfig(t, from, 4)
-	straightCfg.BackboneLearningRate = 0.0001
-	straight, err := NewTrainer(straightCfg)
+	straightCfg, env := transferConfig(t, from, 4)
+	straightCfg.Transfer.BackboneLearningRate = 0.0001
+	straight, err := NewTrainer(straightCfg, env)
 	require.NoError(t, err)
 	_, err = straight.Run(context.Background())
 	require.NoError(t, err)
 
 	cfg := straightCfg
-	cfg.CheckpointDir = filepath.Join(t.TempDir(), "cifar100-from-cifar10")
-	cfg.Steps = 2
-	first, err := Train(context.Background(), cfg)
+	cfg.Checkpoint.Dir = filepath.Join(t.TempDir(), "cifar100-from-cifar10")
+	cfg.Run.Steps = 2
+	first, err := Train(context.Background(), cfg, env)
 	require.NoError(t, err)
 	require.False(t, first.Transfer.Resumed)
-	cfg.Steps = 4
-	resumed, err := NewTrainer(cfg)
+	cfg.Run.Steps = 4
+	resumed, err := NewTrainer(cfg, env)
 	require.NoError(t, err)
 	res, err := resumed.Run(context.Background())
 	require.NoError(t, err)
@@ -270,16 +275,16 @@ func TestTransferThenResume(t *testing.T) {
 		require.Equal(t, value, got[path], "variable %s differs between the straight and the resumed transfer", path)
 	}
 
-	ck, err := LoadCheckpoint(cfg.CheckpointDir, labtest.Backend(t))
+	ck, err := LoadCheckpoint(cfg.Checkpoint.Dir, labtest.Backend(t))
 	require.NoError(t, err)
-	require.Equal(t, from, ck.Info.TransferredFrom)
+	require.Equal(t, from, ck.Info.Transfer.From)
 	require.Equal(t, 100, ck.Model.NumClasses)
-	ev, err := ck.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 4})
+	ev, err := ck.Evaluate(context.Background(), env.Test, EvalOptions{BatchSize: 4})
 	require.NoError(t, err)
 	require.Equal(t, 12, ev.Examples)
 
-	cfg.BackboneLearningRate = 0.001
-	_, err = NewTrainer(cfg)
+	cfg.Transfer.BackboneLearningRate = 0.001
+	_, err = NewTrainer(cfg, env)
 	var me *CheckpointMismatchError
 	require.ErrorAs(t, err, &me)
 	require.Equal(t, []string{"backbone learning rate: saved 0.0001, requested 0.001"}, me.Diffs)
@@ -291,22 +296,24 @@ func TestTransferThenResume(t *testing.T) {
 func TestTransferErrors(t *testing.T) {
 	from, _ := transferSource(t, cifarlib.ArchLinear)
 
-	cfg := transferConfig(t, from, 1)
-	cfg.Model = cifarlib.ArchCNN
-	_, err := NewTrainer(cfg)
+	cfg, env := transferConfig(t, from, 1)
+	cfg.Model.Arch = cifarlib.ArchCNN
+	_, err := NewTrainer(cfg, env)
 	require.Equal(t, &ArchMismatchError{Dir: from, Saved: cifarlib.ArchLinear, Requested: cifarlib.ArchCNN}, err)
 	require.EqualError(t, err, "training: run "+from+" is a linear, but the model asked for is a cnn: the backbone can only be "+
-		`carried into the same architecture; use Model "linear", or leave Model empty with From`)
+		`carried into the same architecture; use Model.Arch "linear", or training.ArchOfSource with Transfer.From`)
 	require.Equal(t, "training: run "+from+" is a linear, but the model asked for is a cnn: the backbone can only be "+
 		"carried into the same architecture; use --model linear, or leave --model out with --from", err.(*ArchMismatchError).InFlags())
 
-	// Model left empty is the source's: read into the plan, the caller's Config untouched.
-	cfg.Model = ""
-	p, err := resolve(cfg, nil)
+	// ArchOfSource is the source's: read into the plan, the caller's settings untouched.
+	cfg.Model.Arch = ArchOfSource
+	source, err := readTransferSource(from)
 	require.NoError(t, err)
-	require.Equal(t, cifarlib.ArchLinear, p.Model)
-	require.Equal(t, cifarlib.ArchLinear, p.source.info.Model)
-	require.Empty(t, cfg.Model)
+	p, err := resolve(cfg, source)
+	require.NoError(t, err)
+	require.Equal(t, cifarlib.ArchLinear, p.Model.Arch)
+	require.Equal(t, cifarlib.ArchLinear, p.source.info.Model.Arch)
+	require.Equal(t, ArchOfSource, cfg.Model.Arch)
 
 	for name, dir := range map[string]string{"missing": filepath.Join(t.TempDir(), "missing"), "empty": t.TempDir()} {
 		t.Run(name, func(t *testing.T) {
@@ -355,7 +362,7 @@ func TestTransferErrors(t *testing.T) {
 	require.EqualError(t, err, "training: loading "+from+": size mismatch for /linear/head/dense/weights: copying a variable with "+
 		"shape [3072 10] from checkpoint (trained for cifar10, head of 10), the shape in the current model is [3072 100] (built "+
 		"for cifar100, head of 100); a saved variable is never reshaped: transfer the run instead, which carries the backbone "+
-		`and initialises a new head of 100 (training.Config{From: "`+from+`", Spec: data.CIFAR100(data.LabelsFine)})`)
+		`and initialises a new head of 100 (training.Settings with Transfer.From "`+from+`" and Data.Spec data.CIFAR100(data.LabelsFine))`)
 	require.True(t, strings.HasSuffix(err.(*ShapeMismatchError).InFlags(), "initialises a new head of 100 (cifarlab train --from "+
 		from+" --dataset cifar100)"), err.(*ShapeMismatchError).InFlags())
 	m10, err := cifarlib.NewModel(data.CIFAR10(), cifarlib.ArchLinear).Done()
@@ -369,44 +376,47 @@ func TestTransferErrors(t *testing.T) {
 	require.Equal(t, &ArchMismatchError{Dir: from, Saved: cifarlib.ArchLinear, Requested: cifarlib.ArchCNN}, err)
 
 	// A resume into CIFAR-100: the same error, for the resume.
-	resume := transferConfig(t, "", 4)
-	resume.Model, resume.CheckpointDir = cifarlib.ArchLinear, from
-	_, err = NewTrainer(resume)
+	resume, resumeEnv := transferConfig(t, "", 4)
+	resume.Model.Arch, resume.Checkpoint.Dir = cifarlib.ArchLinear, from
+	_, err = NewTrainer(resume, resumeEnv)
 	want.Resume = true
 	require.Equal(t, want, err)
 	require.Contains(t, err.Error(), "training: resuming "+from+": size mismatch for /linear/head/dense/weights: ")
-	require.True(t, strings.HasSuffix(err.Error(), "Spec: data.CIFAR100(data.LabelsFine)}, with a new CheckpointDir)"), err.Error())
+	require.True(t, strings.HasSuffix(err.Error(), "Data.Spec data.CIFAR100(data.LabelsFine), in a new Checkpoint.Dir)"), err.Error())
 	require.True(t, strings.HasSuffix(err.(*ShapeMismatchError).InFlags(), "--dataset cifar100, with a new --checkpoint directory)"))
 
 	// Coarse labels name their flags.
-	coarse := transferConfig(t, "", 4)
-	coarse.Spec = data.CIFAR100(data.LabelsCoarse)
-	coarse.TrainRecords, coarse.TestRecords = labtest.TrainTestRecords(t, coarse.Spec, 16, 4, 1)
-	coarse.Model, coarse.CheckpointDir = cifarlib.ArchLinear, from
-	_, err = NewTrainer(coarse)
-	require.ErrorContains(t, err, "head of 20 (training.Config{From: \""+from+"\", Spec: data.CIFAR100(data.LabelsCoarse)}, "+
-		"with a new CheckpointDir)")
+	coarse, coarseEnv := transferConfig(t, "", 4)
+	coarse.Data.Spec = data.CIFAR100(data.LabelsCoarse)
+	coarseEnv.Train, coarseEnv.Test = labtest.TrainTestRecords(t, coarse.Data.Spec, 16, 4, 1)
+	coarse.Model.Arch, coarse.Checkpoint.Dir = cifarlib.ArchLinear, from
+	_, err = NewTrainer(coarse, coarseEnv)
+	require.ErrorContains(t, err, "head of 20 (training.Settings with Transfer.From \""+from+"\" and Data.Spec data.CIFAR100(data.LabelsCoarse), "+
+		"in a new Checkpoint.Dir)")
 	require.True(t, strings.HasSuffix(err.(*ShapeMismatchError).InFlags(), "head of 20 (cifarlab train --from "+from+
 		" --dataset cifar100 --labels coarse, with a new --checkpoint directory)"))
 
 	for _, c := range []struct {
-		edit func(*Config)
+		edit func(*Settings)
 		msg  string
 	}{
-		{func(c *Config) { c.From = ""; c.BackboneLearningRate = 0.1 },
-			`training: config: BackboneLearningRate=0.1: it applies to a transferred run: set From to the trained run's checkpoint directory`},
-		{func(c *Config) { c.Freeze = "head" },
-			`training: config: Freeze="head": use "" (fine-tune everything) or "backbone" (linear probe)`},
-		{func(c *Config) { c.Freeze, c.BackboneLearningRate = FreezeBackbone, 0.1 },
-			`training: config: BackboneLearningRate=0.1: a frozen backbone does not train: leave it 0 with Freeze "backbone"`},
-		{func(c *Config) { c.BackboneLearningRate = -1 },
-			`training: config: BackboneLearningRate=-1: must not be negative (0: the same as LearningRate)`},
-		{func(c *Config) { c.Head = 10 },
-			`training: config: Head=10: a transferred run's head is sized from Spec: leave Head 0`},
+		{func(c *Settings) {
+			c.Transfer.From, c.Model.Arch = "", cifarlib.ArchLinear
+			c.Transfer.BackboneLearningRate = 0.1
+		},
+			`training: config: Transfer.BackboneLearningRate=0.1: it applies to a transferred run: set Transfer.From to the trained run's checkpoint directory`},
+		{func(c *Settings) { c.Transfer.Freeze = "head" },
+			`training: config: Transfer.Freeze="head": use "" (fine-tune everything) or "backbone" (linear probe)`},
+		{func(c *Settings) { c.Transfer.Freeze, c.Transfer.BackboneLearningRate = FreezeBackbone, 0.1 },
+			`training: config: Transfer.BackboneLearningRate=0.1: a frozen backbone does not train: leave it 0 with Freeze "backbone"`},
+		{func(c *Settings) { c.Transfer.BackboneLearningRate = -1 },
+			`training: config: Transfer.BackboneLearningRate=-1: must not be negative (0: the same as the learning rate)`},
+		{func(c *Settings) { c.Model.Head = 10 },
+			`training: config: Model.Head=10: a transferred run's head is sized from the dataset: leave Head 0`},
 	} {
-		cfg := transferConfig(t, from, 1)
+		cfg, env := transferConfig(t, from, 1)
 		c.edit(&cfg)
-		_, err := NewTrainer(cfg)
+		_, err := NewTrainer(cfg, env)
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce)
 		require.EqualError(t, err, c.msg)
@@ -431,13 +441,13 @@ func TestTransferDevicesSameAsOneDevice(t *testing.T) {
 			var results []*Result
 			var trainers []*Trainer
 			for _, n := range []int{1, 4} {
-				cfg := transferConfig(t, from, 3)
-				cfg.Backend, cfg.Devices, cfg.BatchSize, cfg.HistoryEvery = backend, n, devicesBatch, 1
-				cfg.Optimizer, cfg.LearningRate, cfg.Freeze = "sgd", 0.01, freeze
+				cfg, env := transferConfig(t, from, 3)
+				env.Backend, cfg.Compute.Devices, cfg.Data.BatchSize, cfg.Record.HistoryEvery = backend, n, devicesBatch, 1
+				cfg.Optimizer, cfg.Transfer.Freeze = SGD{LearningRate: 0.01}, freeze
 				if freeze == "" {
-					cfg.BackboneLearningRate = 0.001
+					cfg.Transfer.BackboneLearningRate = 0.001
 				}
-				tr, err := NewTrainer(cfg)
+				tr, err := NewTrainer(cfg, env)
 				require.NoError(t, err)
 				res, err := tr.Run(context.Background())
 				require.NoError(t, err)
@@ -452,12 +462,12 @@ func TestTransferDevicesSameAsOneDevice(t *testing.T) {
 				}
 			}
 			requireSameLossCurve(t, results[0].History.Points, results[1].History.Points, kinkTol)
-			init := initialValues(t, trainers[0].Config())
+			init := initialValues(t, trainers[0].Settings(), trainers[0].Env())
 			requireSameTraining(t, init, storeValues(t, trainers[0].Store()), storeValues(t, trainers[1].Store()), 3, kinkTol)
 
 			// The 4-device transfer's model evaluates alike on 1 and on 4 devices (one forward pass,
 			// other shards: the same predictions where no two logits are within rounding of a tie).
-			test := trainers[1].Config().TestRecords
+			test := trainers[1].Env().Test
 			requireNoNearTies(t, results[1].Trained, test)
 			one, err := results[1].Evaluate(context.Background(), test, EvalOptions{BatchSize: 4})
 			require.NoError(t, err)
@@ -468,18 +478,18 @@ func TestTransferDevicesSameAsOneDevice(t *testing.T) {
 	}
 
 	// A transfer checkpointed on 4 devices resumes on 1 and evaluates from its checkpoint on 4.
-	cfg := transferConfig(t, from, 2)
-	cfg.Backend, cfg.Devices, cfg.BatchSize, cfg.CheckpointDir = backend, 4, devicesBatch, filepath.Join(t.TempDir(), "c100")
-	_, err := Train(context.Background(), cfg)
+	cfg, env := transferConfig(t, from, 2)
+	env.Backend, cfg.Compute.Devices, cfg.Data.BatchSize, cfg.Checkpoint.Dir = backend, 4, devicesBatch, filepath.Join(t.TempDir(), "c100")
+	_, err := Train(context.Background(), cfg, env)
 	require.NoError(t, err)
-	cfg.Devices, cfg.Steps = 1, 3
-	res, err := Train(context.Background(), cfg)
+	cfg.Compute.Devices, cfg.Run.Steps = 1, 3
+	res, err := Train(context.Background(), cfg, env)
 	require.NoError(t, err)
 	require.True(t, res.Resumed)
 	require.Equal(t, 3, res.EndStep)
-	ck, err := LoadCheckpoint(cfg.CheckpointDir, backend)
+	ck, err := LoadCheckpoint(cfg.Checkpoint.Dir, backend)
 	require.NoError(t, err)
-	ev, err := ck.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 4, Devices: 4})
+	ev, err := ck.Evaluate(context.Background(), env.Test, EvalOptions{BatchSize: 4, Devices: 4})
 	require.NoError(t, err)
 	require.Equal(t, 12, ev.Examples)
 }
@@ -525,7 +535,7 @@ func TestDiagnoseRunChecklist(t *testing.T) {
 			require.NotContains(t, d.String(), "overridden")
 			if !c.ok {
 				require.Equal(t, "transfer the run: cifarlab train --from "+from+" --dataset "+datasetFlags(c.spec.ID())+
-					fmt.Sprintf(" (training.Config.From), which carries the backbone and initialises a new head of %d", c.spec.NumClasses), d.Fix)
+					fmt.Sprintf(" (training.Settings.Transfer.From), which carries the backbone and initialises a new head of %d", c.spec.NumClasses), d.Fix)
 				require.Contains(t, d.String(), "  [FAIL] head width    the run's head has 10 outputs, "+c.spec.ID()+" has "+fmt.Sprint(c.spec.NumClasses)+" classes\n")
 			}
 		})
@@ -541,8 +551,9 @@ func TestTransferHeadWidths(t *testing.T) {
 	from10, _ := transferSource(t, cifarlib.ArchCNN)
 	train100, _ := labtest.TrainTestRecords(t, data.CIFAR100(data.LabelsFine), 32, 4, 2)
 	from100 := filepath.Join(t.TempDir(), "cifar100-cnn")
-	_, err := Train(context.Background(), Config{Spec: data.CIFAR100(data.LabelsFine), TrainRecords: train100, Model: cifarlib.ArchCNN, Steps: 1,
-		BatchSize: 8, SkipFinalEval: true, CheckpointDir: from100, Backend: labtest.Backend(t), Progress: ProgressOff})
+	s := with(t, Defaults(), map[string]string{"dataset": "cifar100", "model": cifarlib.ArchCNN, "steps": "1", "batch": "8", "no-eval": "true",
+		"checkpoint": from100})
+	_, err := Train(context.Background(), s, Env{Train: train100, Backend: labtest.Backend(t), Progress: ProgressOff})
 	require.NoError(t, err)
 	for _, c := range []struct {
 		from string
@@ -551,8 +562,9 @@ func TestTransferHeadWidths(t *testing.T) {
 	}{{from10, data.CIFAR100(data.LabelsFine), 100}, {from10, data.CIFAR100(data.LabelsCoarse), 20}, {from100, data.CIFAR10(), 10}} {
 		t.Run(c.spec.ID(), func(t *testing.T) {
 			train, _ := labtest.TrainTestRecords(t, c.spec, 16, 4, 3)
-			res, err := Train(context.Background(), Config{Spec: c.spec, From: c.from, TrainRecords: train, Steps: 1, BatchSize: 8,
-				SkipFinalEval: true, Backend: labtest.Backend(t), Progress: ProgressOff})
+			s := with(t, Defaults(), map[string]string{"model": ArchOfSource, "from": c.from, "steps": "1", "batch": "8", "no-eval": "true"})
+			s.Data.Spec = c.spec
+			res, err := Train(context.Background(), s, Env{Train: train, Backend: labtest.Backend(t), Progress: ProgressOff})
 			require.NoError(t, err)
 			require.Equal(t, c.head, res.HeadWidth)
 			require.Equal(t, []int{1024, c.head}, res.Store.GetVariable("/cnn/head/dense/weights").Shape().Dimensions)

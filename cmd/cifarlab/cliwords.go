@@ -7,25 +7,34 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/sweep"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
-// configFlags are the flags of `cifarlab train` that set each training.Config field a
-// *training.ConfigError can name.
-var configFlags = map[string]string{
-	"Steps": "--steps", "BatchSize": "--batch", "Head": "--head", "Optimizer": "--optimizer", "LearningRate": "--lr",
-	"MinLearningRate": "--min-lr", "WeightDecay": "--weight-decay", "Schedule": "--schedule", "WarmupSteps": "--warmup",
-	"Precision": "--precision", "BackboneLearningRate": "--backbone-lr", "Freeze": "--freeze", "From": "--from",
-	"NewHead": "--new-head", "Recipe": "--recipe", "Epochs": "--epochs", "Steps/Epochs": "--steps/--epochs", "Momentum": "--momentum",
-	"BiasScaler": "--bias-scaler", "WhitenBiasEpochs": "--whiten-bias-epochs", "LabelSmoothing": "--label-smoothing", "TTA": "--tta",
-	"Augmentation": "--augmentation", "Momentum/BiasScaler/WhitenBiasEpochs": "--momentum/--bias-scaler/--whiten-bias-epochs",
-	"Lookahead": "--lookahead", "Augment": "--augment",
+// flagOf is the flag of `cifarlab train` that sets the Settings field path (a
+// training.Field's Path; paths checked together, "A/B", become "--a/--b"), or "".
+func flagOf(path string) string {
+	var flags []string
+	for p := range strings.SplitSeq(path, "/") {
+		f := training.FieldOfPath(p)
+		if f == nil {
+			return ""
+		}
+		flags = append(flags, "--"+f.Name)
+	}
+	return strings.Join(flags, "/")
 }
 
 // inFlags says err in a CLI user's words: the library's errors tell a Go caller what to change
-// (a Config field, a factory); on the command line the same fix is a flag. Errors it does not
+// (a Settings field, a factory); on the command line the same fix is a flag. Errors it does not
 // know are returned as they are; errors.Is and errors.As see through the rewrite.
 func inFlags(err error) error {
+	var ge *sweep.GridError
+	if errors.As(err, &ge) && ge.Err != nil { // a task refused: the refusal in flags
+		words := *ge
+		words.Err = inFlags(ge.Err)
+		return &flagWords{err: err, msg: words.Error()}
+	}
 	var hm *cifarlib.HeadMismatchError
 	if errors.As(err, &hm) && hm.Overridden {
 		return &flagWords{err: err, msg: fmt.Sprintf("model head has %d outputs but dataset %s has %d classes (--head %d): "+
@@ -34,7 +43,7 @@ func inFlags(err error) error {
 	}
 	var bd *backends.BatchDivisibilityError
 	if errors.As(err, &bd) {
-		if flag, ok := configFlags[bd.Field]; ok {
+		if flag := flagOf(bd.Field); flag != "" {
 			return &flagWords{err: err, msg: strings.Replace(strings.TrimPrefix(bd.Error(), "backends: training config: "),
 				fmt.Sprintf("%s=%d", bd.Field, bd.BatchSize), fmt.Sprintf("%s %d", flag, bd.BatchSize), 1)}
 		}
@@ -47,11 +56,35 @@ func inFlags(err error) error {
 	}
 	var ce *training.ConfigError
 	if errors.As(err, &ce) {
-		if flag, ok := configFlags[ce.Field]; ok {
-			return &flagWords{err: err, msg: fmt.Sprintf("%s %s: %s", flag, strings.Trim(ce.Value, `"`), ce.Reason)}
+		if flag := flagOf(ce.Field); flag != "" {
+			return &flagWords{err: err, msg: fmt.Sprintf("%s: %s", flagValues(flag, ce.Value), ce.Reason)}
 		}
 	}
+	var ve *training.ValueError
+	if errors.As(err, &ve) {
+		switch {
+		case ve.Err != nil: // the words of the package that read it
+			return &flagWords{err: err, msg: ve.Err.Error()}
+		case ve.Unknown:
+			return &flagWords{err: err, msg: fmt.Sprintf("unknown --%s %q: use %s", ve.Field, ve.Value, ve.Range)}
+		}
+		return &flagWords{err: err, msg: fmt.Sprintf("--%s %q: use %s", ve.Field, ve.Value, ve.Range)}
+	}
 	return err
+}
+
+// flagValues writes flags with their values: "--steps 3" for one, "--steps 3 and --epochs 1"
+// for settings checked together ("--steps/--epochs", "3/1").
+func flagValues(flags, values string) string {
+	fs, vs := strings.Split(flags, "/"), strings.Split(strings.Trim(values, `"`), "/")
+	if len(fs) != len(vs) {
+		return flags + " " + strings.Trim(values, `"`)
+	}
+	words := make([]string, len(fs))
+	for i := range fs {
+		words[i] = fs[i] + " " + vs[i]
+	}
+	return strings.Join(words, " and ")
 }
 
 // flagWords is an error with a CLI user's message.

@@ -31,7 +31,7 @@ func TestEvalCommandCIFAR100Coarse(t *testing.T) {
 		training.EvalResult
 	}
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &ev))
-	require.Equal(t, "coarse", ev.Checkpoint.Labels)
+	require.Equal(t, "coarse", ev.Checkpoint.Data.Spec.Labels.String())
 	require.Equal(t, 2, ev.Checkpoint.Step)
 	require.Equal(t, "cifar100-coarse", ev.Dataset)
 	require.Equal(t, 20, ev.HeadWidth)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -111,23 +112,7 @@ func sweepSubmit(sub string, args []string, stdout io.Writer) error {
 			return err
 		}
 	} else {
-		spec := sweep.Spec{Name: f.name, Runs: runsDir, Shared: trainArgs, Flags: func() *flag.FlagSet { fs, _ := newTrainFlags(io.Discard); return fs },
-			Check: checkTrainArgs}
-		for _, g := range f.grid {
-			a, err := sweep.ParseAxis(g)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			spec.Grid = append(spec.Grid, a)
-		}
-		for _, l := range f.list {
-			st, err := sweep.ParseList(l)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			spec.List = append(spec.List, st)
-		}
-		if s, err = sweep.Plan(spec); err != nil {
+		if s, err = planSweep(f, runsDir, trainArgs); err != nil {
 			return &exitError{code: 2, err: err}
 		}
 	}
@@ -145,7 +130,7 @@ func sweepSubmit(sub string, args []string, stdout io.Writer) error {
 		return err
 	}
 	for _, t := range s.Tasks {
-		fmt.Fprintf(stdout, "task %d  %s  %s\n", t.Index, t.Name, strings.Join(s.TrainArgs(t.Index), " "))
+		fmt.Fprintf(stdout, "task %d  %s  %s\n", t.Index, t.Name, strings.Join(taskArgs(s, t, trainArgs), " "))
 	}
 	if len(tasks) == 0 {
 		if n := len(s.Unfinished()); n > 0 {
@@ -161,7 +146,7 @@ func sweepSubmit(sub string, args []string, stdout io.Writer) error {
 	} else {
 		said, err = ex.Submit(ctx, s, tasks)
 	}
-	if ie := (*sweep.InterruptedError)(nil); errors.As(err, &ie) {
+	if errors.Is(err, training.ErrInterrupted) {
 		return &exitError{code: exitInterrupted, err: err}
 	}
 	if err != nil {
@@ -195,24 +180,74 @@ func (f *sweepFlags) binaryPath() (string, error) {
 	return os.Executable()
 }
 
-// checkTrainArgs checks a task's train flags as "cifarlab train" would, without training, and
-// refuses a --data folder that holds no data: every task would fail on it.
-func checkTrainArgs(args []string) error {
-	fs, f := newTrainFlags(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return err
+// planSweep plans the sweep of the flags f: its grid and list, and the train flags trainArgs
+// as settings every task shares, on training's defaults; a --data folder that holds no data is
+// refused for every task.
+func planSweep(f *sweepFlags, runsDir string, trainArgs []string) (*sweep.Sweep, error) {
+	fs, tf := newTrainFlags(io.Discard)
+	if err := fs.Parse(trainArgs); err != nil {
+		return nil, err
 	}
-	f.visit(fs)
-	cfg, err := f.config()
+	if fs.NArg() > 0 {
+		return nil, &sweep.GridError{Arg: "the shared flags", Problem: fmt.Sprintf("hold %q, which is not a flag", fs.Args()),
+			Fix: "write train's flags as --flag value"}
+	}
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "json" || fl.Name == "progress" {
+			err = &sweep.GridError{Arg: "the shared flags", Problem: "sets --" + fl.Name + ", which the sweep sets for each task",
+				Fix: "leave --" + fl.Name + " out: each task trains into its own folder of --runs"}
+		}
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	dataSet := false
-	fs.Visit(func(fl *flag.Flag) { dataSet = dataSet || fl.Name == "data" })
-	if !dataSet {
-		return nil // the default folder: what it holds is training's to say
+	spec := sweep.Spec{Name: f.name, Runs: runsDir, Base: training.Defaults()}
+	for _, name := range tf.order {
+		spec.Shared = append(spec.Shared, sweep.Setting{Field: name, Value: tf.set[name]})
 	}
-	return checkDataDir(cfg.DataDir, cfg.Spec)
+	for _, g := range f.grid {
+		a, err := sweep.ParseAxis(g)
+		if err != nil {
+			return nil, err
+		}
+		spec.Grid = append(spec.Grid, a)
+	}
+	for _, l := range f.list {
+		st, err := sweep.ParseList(l)
+		if err != nil {
+			return nil, err
+		}
+		spec.List = append(spec.List, st)
+	}
+	s, err := sweep.Plan(spec)
+	if err != nil {
+		return nil, err
+	}
+	if _, dataSet := tf.set["data"]; dataSet {
+		for i, t := range s.Tasks {
+			ts, _ := s.TaskSettings(i) // Plan checked them
+			if err := checkDataDir(ts.Data.Dir, ts.Data.Spec); err != nil {
+				return nil, &sweep.GridError{Arg: "task " + t.Name, Problem: "is refused by `cifarlab train`", Err: err, Fix: "fix the flags"}
+			}
+		}
+	}
+	return s, nil
+}
+
+// taskArgs are task t's train flags in words, for the task lines: the shared ones as given
+// (trainArgs; those of a loaded sweep, its shared settings), then its own, and its run folder.
+func taskArgs(s *sweep.Sweep, t sweep.Task, trainArgs []string) []string {
+	args := slices.Clone(trainArgs)
+	if args == nil {
+		for _, st := range s.Shared {
+			args = append(args, "--"+st.Field, st.Value)
+		}
+	}
+	for _, st := range t.Settings {
+		args = append(args, "--"+st.Field+"="+st.Value)
+	}
+	return append(args, "--checkpoint", s.RunDir(t.Index), "--progress", "off")
 }
 
 // checkDataDir refuses a --data folder that holds spec's data in neither layout, nor synthetic
@@ -343,7 +378,12 @@ func sweepTask(args []string, stdout io.Writer) error {
 		case <-ctx.Done():
 		}
 	}()
-	err = trainCommand(ctx, s.TrainArgs(i), stdout)
+	settings, err := s.TaskSettings(i)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	// A batch job has no terminal: no progress bar, the log on stderr (the task's log file).
+	err = trainSettings(ctx, settings, training.Env{Log: os.Stderr, Progress: training.ProgressOff}, false, stdout)
 	if requeue.Load() {
 		fmt.Fprintf(stdout, "task %d %s: SIGUSR1 (the time limit is near): checkpoint saved, requeueing\n", i, t.Name)
 		if rerr := sweep.RequeueSelf(context.Background()); rerr != nil {

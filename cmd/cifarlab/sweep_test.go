@@ -97,6 +97,9 @@ func TestSweepCommandErrors(t *testing.T) {
 			"cifarlab sweep: unknown flag --step: not a flag of `cifarlab sweep` or of `cifarlab train` (see cifarlab sweep -h, cifarlab train -h)\n"},
 		{"train refuses", []string{"--grid", "seed=1", "--model", "vgg", "--steps", "5"},
 			"cifarlab sweep: sweep: task sweep-seed_1 is refused by `cifarlab train`: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20, airbench94: fix the flags\n"},
+		{"train refuses a task", []string{"--grid", "label-smoothing=0,1", "--steps", "5"},
+			"cifarlab sweep: sweep: task sweep-label-smoothing_1 is refused by `cifarlab train`: --label-smoothing 1: use a value in [0, 1): " +
+				"0 is none, airbench94 uses 0.2: fix the flags\n"},
 		{"no data", []string{"--grid", "seed=1", "--steps", "5", "--data", noData}, looked(noData)},
 		{"empty data folder", []string{"--grid", "seed=1", "--steps", "5", "--data", emptyLayout}, looked(emptyLayout)},
 		{"both executors", []string{"--grid", "seed=1", "--steps", "5", "--local", "--slurm", "-p gpu"},

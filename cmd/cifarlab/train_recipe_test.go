@@ -16,45 +16,44 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestTrainRecipeFlags checks what the recipe's flags put in training.Config: with --recipe,
-// the flags not given leave their fields to the recipe (not their defaults), the flags given win.
+// TestTrainRecipeFlags checks what the recipe's flags put in the run's settings: with --recipe,
+// the flags not given leave their settings to the recipe (not their defaults), the flags given
+// win, also at their zero value (an ablation).
 func TestTrainRecipeFlags(t *testing.T) {
-	parse := func(args ...string) (training.Config, error) {
+	parse := func(args ...string) (training.Settings, error) {
 		fs, f := newTrainFlags(io.Discard)
 		require.NoError(t, fs.Parse(args))
-		f.visit(fs)
-		return f.config()
+		return f.settings()
 	}
-	cfg, err := parse("--recipe", "airbench94")
+	s, err := parse("--recipe", "airbench94")
 	require.NoError(t, err)
-	require.Equal(t, training.Config{Recipe: "airbench94", Spec: data.CIFAR10()},
-		training.Config{Recipe: cfg.Recipe, Spec: cfg.Spec, Model: cfg.Model, BatchSize: cfg.BatchSize, Optimizer: cfg.Optimizer,
-			Schedule: cfg.Schedule, Steps: cfg.Steps, Epochs: cfg.Epochs}, "the recipe decides")
+	r := training.Airbench94()
+	require.Equal(t, []any{"airbench94", data.CIFAR10(), r.Model.Arch, r.Data.BatchSize, r.Optimizer, r.Schedule.Name, 0, r.Run.Epochs},
+		[]any{s.Recipe, s.Data.Spec, s.Model.Arch, s.Data.BatchSize, s.Optimizer, s.Schedule.Name, s.Run.Steps, s.Run.Epochs}, "the recipe decides")
 
-	cfg, err = parse("--recipe", "airbench94", "--model", "cnn", "--batch", "8", "--steps", "2", "--optimizer", "sgd", "--schedule", "cosine",
-		"--tta", "-1", "--label-smoothing", "0.1", "--augmentation", "crop-flip")
+	s, err = parse("--recipe", "airbench94", "--model", "cnn", "--batch", "8", "--steps", "2", "--optimizer", "sgd", "--schedule", "cosine",
+		"--tta", "0", "--label-smoothing", "0.1", "--augmentation", "crop-flip")
 	require.NoError(t, err)
-	require.Equal(t, []any{"cnn", 8, "sgd", "cosine", 2, training.TTAOff, 0.1, data.AugmentCropFlip},
-		[]any{cfg.Model, cfg.BatchSize, cfg.Optimizer, cfg.Schedule, cfg.Steps, cfg.TTA, cfg.LabelSmoothing, cfg.Augmentation})
+	require.Equal(t, []any{"cnn", 8, "sgd", "cosine", 2, training.TTANone, 0.1, data.AugmentCropFlip},
+		[]any{s.Model.Arch, s.Data.BatchSize, s.Optimizer.Algorithm(), s.Schedule.Name, s.Run.Steps, s.Eval.TTA, s.Run.LabelSmoothing, s.Data.Augmentation})
 
-	cfg, err = parse("--epochs", "2.5", "--optimizer", "nesterov", "--momentum", "0.9", "--bias-scaler", "32", "--weight-decay", "0.01",
+	s, err = parse("--epochs", "2.5", "--optimizer", "nesterov", "--momentum", "0.9", "--bias-scaler", "32", "--weight-decay", "0.01",
 		"--whiten-bias-epochs", "2", "--model", "airbench94", "--lookahead", "--schedule", "triangle", "--augment",
 		"--augmentation", "altflip-translate", "--tta", "1")
 	require.NoError(t, err)
-	require.Equal(t, training.Config{Spec: data.CIFAR10(), Model: "airbench94", BatchSize: 32, Optimizer: "nesterov", Momentum: 0.9,
-		BiasScaler: 32, WeightDecay: 0.01, WhitenBiasEpochs: 2, Lookahead: true, Schedule: "triangle", Augment: true,
-		Augmentation: data.AugmentAltFlip, TTA: 1, Epochs: 2.5},
-		training.Config{Spec: cfg.Spec, Model: cfg.Model, BatchSize: cfg.BatchSize, Optimizer: cfg.Optimizer, Momentum: cfg.Momentum,
-			BiasScaler: cfg.BiasScaler, WeightDecay: cfg.WeightDecay, WhitenBiasEpochs: cfg.WhitenBiasEpochs, Lookahead: cfg.Lookahead,
-			Schedule: cfg.Schedule, Augment: cfg.Augment, Augmentation: cfg.Augmentation, TTA: cfg.TTA, Epochs: cfg.Epochs})
+	require.Equal(t, []any{data.CIFAR10(), "airbench94", 32, training.Optimizer(training.Nesterov{LearningRate: 11.5, Momentum: 0.9,
+		BiasScaler: 32, WeightDecay: 0.01, WhitenBiasEpochs: 2}), true, "triangle", true, data.AugmentAltFlip, 1, 2.5},
+		[]any{s.Data.Spec, s.Model.Arch, s.Data.BatchSize, s.Optimizer, s.Run.Lookahead, s.Schedule.Name, s.Data.Augment,
+			s.Data.Augmentation, s.Eval.TTA, s.Run.Epochs})
 
-	// Flags given at their zero value keep the recipe from filling them: an ablation.
-	cfg, err = parse("--recipe", "airbench94", "--label-smoothing", "0", "--lookahead=false", "--tta", "0", "--augment=false", "--momentum", "0.9")
+	// Flags given at their zero value set their settings to it, under the recipe too: an ablation.
+	s, err = parse("--recipe", "airbench94", "--label-smoothing", "0", "--lookahead=false", "--tta", "0", "--augment=false", "--momentum", "0.9")
 	require.NoError(t, err)
-	require.Equal(t, []string{"LabelSmoothing", "Lookahead", "TTA", "Augment"}, cfg.RecipeOff)
-	cfg, err = parse("--label-smoothing", "0", "--lookahead=false", "--steps", "3")
+	require.Equal(t, []any{0.0, false, 0, false, 0.9}, []any{s.Run.LabelSmoothing, s.Run.Lookahead, s.Eval.TTA, s.Data.Augment,
+		s.Optimizer.(training.Nesterov).Momentum})
+	s, err = parse("--label-smoothing", "0", "--lookahead=false", "--steps", "3")
 	require.NoError(t, err)
-	require.Empty(t, cfg.RecipeOff, "without --recipe, nothing to keep off")
+	require.Equal(t, []any{0.0, false}, []any{s.Run.LabelSmoothing, s.Run.Lookahead}, "without --recipe, the defaults")
 
 	for _, c := range []struct {
 		args []string
@@ -64,7 +63,7 @@ func TestTrainRecipeFlags(t *testing.T) {
 		{[]string{"--recipe", "airbench99"}, `unknown --recipe "airbench99": use one of airbench94`},
 	} {
 		_, err := parse(c.args...)
-		require.EqualError(t, err, c.msg)
+		require.EqualError(t, inFlags(err), c.msg)
 	}
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 2, run([]string{"train", "--steps", "3", "--label-smoothing", "1", "--backend", "go"}, &stdout, &stderr))
@@ -94,9 +93,10 @@ func TestTrainCommandRecipe(t *testing.T) {
 	ck, err := training.LoadCheckpoint(ckpt, backend)
 	require.NoError(t, err)
 	info := ck.Info
+	n := info.Optimizer.(training.Nesterov)
 	require.Equal(t, []any{"airbench94", "nesterov", 11.5, 0.85, 0.0153, 64.0, 3, "triangle", 0.2, true, true, "altflip-translate"},
-		[]any{info.Recipe, info.Optimizer, info.LearningRate, info.Momentum, info.WeightDecay, info.BiasScaler, info.WhitenBiasEpochs,
-			info.Schedule, info.LabelSmoothing, info.Lookahead, info.Augment, info.Augmentation})
+		[]any{info.Recipe, n.Algorithm(), n.LearningRate, n.Momentum, n.WeightDecay, n.BiasScaler, n.WhitenBiasEpochs,
+			info.Schedule.Name, info.Run.LabelSmoothing, info.Run.Lookahead, info.Data.Augment, string(info.Data.Augmentation)})
 	rec, err := runs.ReadRecord(ckpt)
 	require.NoError(t, err)
 	require.Equal(t, "airbench94", rec.Params["recipe"])

@@ -123,7 +123,7 @@ func TestTrainResumeAndEvalCommands(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &ev))
 	require.Equal(t, 5, ev.Checkpoint.Step)
-	require.Equal(t, "linear", ev.Checkpoint.Model)
+	require.Equal(t, "linear", ev.Checkpoint.Model.Arch)
 	require.Equal(t, second.Eval.Accuracy, ev.Accuracy)
 	require.Equal(t, second.Eval.Loss, ev.Loss)
 	require.Equal(t, second.Eval.PerClass, ev.PerClass)

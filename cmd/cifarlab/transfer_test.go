@@ -32,7 +32,7 @@ func TestTransferCommands(t *testing.T) {
 	require.Contains(t, out, "Dataset switch checklist for run "+src+" (trained on cifar10):\n")
 	require.Contains(t, out, "  [FAIL] head width    the run's head has 10 outputs, cifar100 has 100 classes\n")
 	require.Contains(t, out, "  [OK  ] metrics       cifar100 is evaluated with top-1 and top-5 accuracy")
-	require.Contains(t, out, "Fix: transfer the run: cifarlab train --from "+src+" --dataset cifar100 (training.Config.From)")
+	require.Contains(t, out, "Fix: transfer the run: cifarlab train --from "+src+" --dataset cifar100 (training.Settings.Transfer.From)")
 
 	stdout.Reset()
 	stderr.Reset()

@@ -13,8 +13,8 @@
 //  6. cifarlib/training: Train, checkpoints, evaluation, transfer, the run folder's scalars;
 //     cifarlib/interop above it: PyTorch weights in and out (reading files with
 //     internal/torchfile and internal/safetensors, writing runs through training);
-//     cifarlib/sweep, beside it: sweeps of `cifarlab train` runs (Slurm job arrays, the local
-//     executor), which read run records and never import training;
+//     cifarlib/sweep above it: sweeps of training runs (Slurm job arrays, the local executor),
+//     which vary training.Settings by the names of training.Fields and read run records;
 //  7. cifarlib/nb, cmd/cifarlab, kernel and bench on top.
 //
 // data and backends do not import each other: data knows no backend, backends no dataset.

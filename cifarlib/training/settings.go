@@ -1,0 +1,267 @@
+package training
+
+import (
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+)
+
+// Settings are a training run's settings, written once: what it trains, on which data, how it
+// optimises, evaluates and checkpoints, what it transfers from and what it computes on. They are
+// a value, nested by part, complete and serialisable: Defaults gives every field its value, a
+// recipe (Airbench94) returns its own, and a caller overrides field by field. run.json stores
+// them, a checkpoint's CheckpointInfo is them, the lab process sends them, and Fields is their
+// table (the flags of `cifarlab train`, a sweep's axes, run.json's params). What is live (the
+// backend, the splits, the log, the hooks, the program cache, the clock) is the run's Env.
+type Settings struct {
+	// Recipe names the recipe the settings started from (Recipes: "airbench94"), "" for
+	// Defaults. It changes nothing itself: the run's record and summary say it.
+	Recipe string `json:"recipe,omitempty"`
+	// Data is the dataset, its folder, the batch and the augmentation.
+	Data DataSettings `json:"data"`
+	// Model is the architecture, its head and its guards.
+	Model ModelSettings `json:"model"`
+	// Optimizer is the optimiser, one typed value per algorithm: Adam, AdamW, Adamax, RMSProp,
+	// SGD or Nesterov (airbench94's).
+	Optimizer Optimizer `json:"-"` // in JSON through settingsJSON
+	// Schedule is the learning-rate schedule.
+	Schedule Schedule `json:"schedule"`
+	// Run is the length of the run, its seed and what the loss and the weights do besides the
+	// optimiser (label smoothing, lookahead).
+	Run RunSettings `json:"run"`
+	// Eval is the validation during training and the final evaluation.
+	Eval EvalSettings `json:"eval"`
+	// Checkpoint is where checkpoints go, how often and how many are kept.
+	Checkpoint CheckpointSettings `json:"checkpoint"`
+	// Transfer is the trained run this one starts from, and what it trains of it.
+	Transfer TransferSettings `json:"transfer"`
+	// Compute is the backend, the devices and the precision.
+	Compute ComputeSettings `json:"compute"`
+	// Record is what the run writes as it goes: History points, log lines and its params.
+	Record RecordSettings `json:"record"`
+}
+
+// DataSettings are the data part of Settings.
+type DataSettings struct {
+	// Spec is the dataset: data.CIFAR10() (Defaults), data.CIFAR100(LabelsFine) or
+	// data.CIFAR100(LabelsCoarse). It travels as its ID.
+	Spec data.Spec `json:"dataset"`
+	// Dir is the folder holding the dataset (as given to data.LoadSplit); Defaults:
+	// data.DefaultDir(). An Env's splits, when given, are used instead.
+	Dir string `json:"dir"`
+	// BatchSize is the number of images per training step, the global batch across devices.
+	BatchSize int `json:"batch_size"`
+	// Augment turns on the training data's augmentation, the scheme Augmentation names.
+	Augment bool `json:"augment"`
+	// Augmentation is the scheme Augment applies: data.AugmentCropFlip (Defaults: random crops
+	// of the image padded by 4 pixels and random flips) or data.AugmentAltFlip (airbench's
+	// alternating flip and 2-pixel reflect-padded translation).
+	Augmentation data.Augmentation `json:"augmentation"`
+}
+
+// ModelSettings are the model part of Settings.
+type ModelSettings struct {
+	// Arch is the architecture: "cnn" (Defaults), "linear", "resnet18", "resnet20" or
+	// "airbench94"; ArchOfSource takes a transfer's source run's (Transfer.From).
+	Arch string `json:"arch"`
+	// Head is the classifier head's width; 0 sizes it from the dataset. A head that differs
+	// from the dataset's classes only exists to reproduce the CIFAR-100/10-class-head bug: with
+	// the guards on, training stops before the first step with a *cifarlib.HeadMismatchError.
+	Head int `json:"head,omitempty"`
+	// Unguarded switches the guards off and trains with GoMLX's plain loss, where a label
+	// outside the head gets exactly zero loss. Result.ZeroLoss then says how many examples that hit.
+	Unguarded bool `json:"unguarded,omitempty"`
+}
+
+// ArchOfSource is ModelSettings.Arch of a transferred run that takes its source run's
+// architecture (the CLI's --from without --model).
+const ArchOfSource = "source"
+
+// RunSettings are the run part of Settings: its length, its seed, and what the loss and the
+// weights do besides the optimiser.
+type RunSettings struct {
+	// Steps is the global step to train to: a run resumed from a checkpoint at step s trains
+	// Steps-s more steps. Set Steps or Epochs, not both.
+	Steps int `json:"steps,omitempty"`
+	// Epochs, instead of Steps, is the length of the run in passes over the training split:
+	// Steps = ceil(Epochs * steps per epoch), with len(train)/BatchSize steps per epoch (the
+	// last partial batch of each epoch dropped), as airbench counts. It may be fractional
+	// (airbench94 trains 9.9 epochs).
+	Epochs float64 `json:"epochs,omitempty"`
+	// Seed seeds the weight initialisation and the order (and augmentation) of the training data.
+	Seed int64 `json:"seed"`
+	// LabelSmoothing mixes the training targets with the uniform distribution, as PyTorch's
+	// CrossEntropyLoss(label_smoothing=...): in [0, 1), 0 is none. The guards are the same with it.
+	LabelSmoothing float64 `json:"label_smoothing"`
+	// Lookahead keeps airbench's lookahead EMA of the model's weights and batch-norm statistics,
+	// resets the weights to it every 5 steps and ends the run on it (see lookaheadOptimizer),
+	// with any optimizer. Its copies are saved in checkpoints.
+	Lookahead bool `json:"lookahead"`
+}
+
+// Learning-rate schedules (Schedule.Name).
+const (
+	// ScheduleConstant keeps the learning rate fixed (Defaults).
+	ScheduleConstant = "constant"
+	// ScheduleCosine anneals the learning rate from the optimizer's to MinLearningRate along half
+	// a cosine over the run's Steps, after WarmupSteps of linear warm-up (GoMLX's cosineschedule).
+	ScheduleCosine = "cosine"
+	// ScheduleTriangle is airbench's triangle: the learning rate rises linearly from 0.2 to 1
+	// times the optimizer's over the first 23% of the run's Steps, then falls linearly to 0.07
+	// times it at the last step (see triangle).
+	ScheduleTriangle = "triangle"
+)
+
+// Schedule is the learning-rate schedule of Settings.
+type Schedule struct {
+	// Name is ScheduleConstant, ScheduleCosine or ScheduleTriangle.
+	Name string `json:"name"`
+	// WarmupSteps of linear warm-up before the cosine (cosine only).
+	WarmupSteps int `json:"warmup_steps,omitempty"`
+	// MinLearningRate is where the cosine ends (cosine only).
+	MinLearningRate float64 `json:"min_learning_rate,omitempty"`
+}
+
+// Validation during training (EvalSettings.Every).
+const (
+	// EvalAuto validates about DefaultEvals times per run (every Steps/DefaultEvals steps,
+	// rounded up) when the run evaluates at all (not SkipFinal), as Lightning validates while it
+	// trains.
+	EvalAuto = 0
+	// EvalOff leaves only the final evaluation.
+	EvalOff = -1
+)
+
+// EvalSettings are the evaluation part of Settings: the validations on the test split while
+// the run trains (recorded in its History) and the final evaluation.
+type EvalSettings struct {
+	// Every validates every this many steps; EvalAuto (Defaults) about DefaultEvals times per
+	// run; EvalOff never.
+	Every int `json:"every"`
+	// Examples limits each validation to the first this many test examples (Defaults:
+	// DefaultEvalExamples); 0 is the whole split. The final evaluation always uses the whole split.
+	Examples int `json:"examples"`
+	// BatchSize is the batch size of evaluations.
+	BatchSize int `json:"batch_size"`
+	// SkipFinal skips the evaluation on the test split at the end of the run.
+	SkipFinal bool `json:"skip_final,omitempty"`
+	// TTA is the test-time augmentation of the final evaluation (EvalOptions.TTA): TTANone
+	// (Defaults), TTAMirror or TTAMirrorTranslate. Validations are without it, as airbench's.
+	TTA int `json:"tta"`
+}
+
+// CheckpointSettings are the checkpoint part of Settings.
+type CheckpointSettings struct {
+	// Dir, when set, is the run's folder: where checkpoints, run.json and the TensorBoard events
+	// are written, and where a run resumes from: if it holds a checkpoint, training continues
+	// from its step with the same data order, so the parameters equal those of an uninterrupted
+	// run. It is saved at the end, when interrupted and every Every steps; not after a failed step.
+	Dir string `json:"dir,omitempty"`
+	// Every saves a checkpoint every this many steps; 0 saves only at the end or on interruption.
+	Every int `json:"every,omitempty"`
+	// Keep is the number of checkpoints kept in Dir.
+	Keep int `json:"keep"`
+}
+
+// TransferSettings are the transfer part of Settings (see transfer.go).
+type TransferSettings struct {
+	// From, when set, is the checkpoint directory of a trained cifarlib run to transfer from:
+	// its backbone is carried bit for bit, its head too when the dataset has the source's number
+	// of classes (unless NewHead), else the head is initialised afresh at the dataset's width; the
+	// optimizer state and global step start again.
+	From string `json:"from,omitempty"`
+	// NewHead initialises a transferred run's head afresh from the seed even when the dataset
+	// has the source's number of classes (by default that head is carried with the backbone).
+	NewHead bool `json:"new_head,omitempty"`
+	// Freeze is "" (fine-tune everything) or FreezeBackbone (a linear probe: only the head
+	// trains; the backbone's weights and batch-norm statistics stay as carried). Without From the
+	// backbone stays as initialised from the seed: the random-feature baseline of a linear probe.
+	Freeze string `json:"freeze,omitempty"`
+	// BackboneLearningRate is the backbone's learning rate when fine-tuning a transferred run
+	// (the head uses the optimizer's); 0: the same as the head's. Needs From, not with Freeze.
+	BackboneLearningRate float64 `json:"backbone_learning_rate,omitempty"`
+}
+
+// ComputeSettings are the compute part of Settings.
+type ComputeSettings struct {
+	// Backend names the backend created when the Env has none (backends.New): "auto"
+	// (Defaults), "cpu", "go" or "cuda".
+	Backend string `json:"backend"`
+	// Devices is the number of devices each global batch is sharded across (data parallelism,
+	// one program partitioned by XLA): 1 (Defaults) trains on one device, backends.DevicesAll on
+	// every device of the backend. Data.BatchSize must be a multiple of it. Results do not
+	// depend on it, beyond float32 rounding.
+	Devices int `json:"devices"`
+	// Precision is what the convolutions and matrix products compute in: cifarlib.PrecisionF32
+	// (Defaults) or cifarlib.PrecisionBF16Mixed (bfloat16 products, float32 variables, loss,
+	// guards and checkpoints). A backend that cannot compute it fails with *PrecisionError.
+	Precision cifarlib.Precision `json:"precision"`
+}
+
+// RecordSettings are what a run records as it goes.
+type RecordSettings struct {
+	// HistoryEvery records a History point every this many steps; 0: Steps/DefaultMaxPoints,
+	// at least 1.
+	HistoryEvery int `json:"history_every,omitempty"`
+	// LogEvery is the period, in steps, of the lines written to the Env's Log; 0: HistoryEvery,
+	// or more to write at most DefaultMaxPoints lines.
+	LogEvery int `json:"log_every,omitempty"`
+	// Params are the run's hyper-parameters as the user wrote them (a field's name in Fields ->
+	// its value, e.g. the flags of `cifarlab train` that were set, a sweep task's grid values),
+	// recorded in run.json and shown on TensorBoard's HParams dashboard, like Lightning's
+	// log_hyperparams. Nil: none recorded.
+	Params map[string]string `json:"params,omitempty"`
+}
+
+// The defaults of Settings (see Defaults), and of the values derived from them.
+const (
+	// DefaultModel is the architecture of Defaults.
+	DefaultModel = cifarlib.ArchCNN
+	// DefaultBatchSize is the number of images per training step.
+	DefaultBatchSize = 32
+	// DefaultEvalBatchSize is the batch size of evaluations (EvalSettings.BatchSize, EvalOptions.BatchSize).
+	DefaultEvalBatchSize = 100
+	// DefaultCheckpointKeep is the number of checkpoints kept in a run's folder.
+	DefaultCheckpointKeep = 2
+	// DefaultMaxPoints bounds what a run records and writes: a History point every
+	// Steps/DefaultMaxPoints steps (at least every step), and at most DefaultMaxPoints log lines.
+	DefaultMaxPoints = 200
+	// DefaultEvals is about how many validations EvalAuto makes per run, on the first
+	// DefaultEvalExamples test examples each.
+	DefaultEvals        = 5
+	DefaultEvalExamples = 500
+)
+
+// Defaults returns the settings of a run that sets nothing but its length (Run.Steps or
+// Run.Epochs): the cnn on CIFAR-10 from data.DefaultDir(), batch DefaultBatchSize, GoMLX's Adam,
+// a constant learning rate, about DefaultEvals validations on DefaultEvalExamples test
+// examples, the guards on, one device of the "auto" backend in float32.
+func Defaults() Settings {
+	return Settings{
+		Data:       DataSettings{Spec: data.CIFAR10(), Dir: data.DefaultDir(), BatchSize: DefaultBatchSize, Augmentation: data.AugmentCropFlip},
+		Model:      ModelSettings{Arch: DefaultModel},
+		Optimizer:  DefaultAdam(),
+		Schedule:   Schedule{Name: ScheduleConstant},
+		Eval:       EvalSettings{Every: EvalAuto, Examples: DefaultEvalExamples, BatchSize: DefaultEvalBatchSize},
+		Checkpoint: CheckpointSettings{Keep: DefaultCheckpointKeep},
+		Compute:    ComputeSettings{Backend: backends.Auto, Devices: 1, Precision: cifarlib.PrecisionF32},
+	}
+}
+
+// headWidth is the classifier width the settings ask for.
+func (s *Settings) headWidth() int {
+	if s.Model.Head > 0 {
+		return s.Model.Head
+	}
+	return s.Data.Spec.NumClasses
+}
+
+// TopK returns the k of the top-k accuracy that training with s records next to the accuracy
+// (History.TopK, HistoryPoint.TopK): 5 on a dataset of more than 10 classes with a head wider
+// than 5 (CIFAR-100), else 0.
+func (s *Settings) TopK() int {
+	if s.Data.Spec.NumClasses > 10 && s.headWidth() > 5 {
+		return 5
+	}
+	return 0
+}

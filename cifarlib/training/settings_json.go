@@ -1,0 +1,59 @@
+package training
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+)
+
+// SettingsFormat is the format of Settings in JSON (run.json, a checkpoint, the lab process,
+// a sweep): format 1 is that of the runs written before Settings (commit 4805295 and earlier),
+// whose checkpoints hold one parameter per setting (checkpoint_v1.go).
+const SettingsFormat = 2
+
+// settingsJSON is Settings in JSON: its format, its fields, and its optimizer with the
+// algorithm's name.
+type settingsJSON struct {
+	Format int `json:"format"`
+	settingsFields
+	Optimizer optimizerJSON `json:"optimizer"`
+}
+
+// settingsFields are Settings' fields, without its methods.
+type settingsFields Settings
+
+// MarshalJSON implements json.Marshaler.
+func (s Settings) MarshalJSON() ([]byte, error) {
+	return json.Marshal(settingsJSON{Format: SettingsFormat, settingsFields: settingsFields(s), Optimizer: optimizerJSON{s.Optimizer}})
+}
+
+// UnmarshalJSON implements json.Unmarshaler. Settings of a format newer than SettingsFormat
+// are a *runs.FormatError.
+func (s *Settings) UnmarshalJSON(b []byte) error {
+	var j settingsJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	if j.Format > SettingsFormat {
+		return &runs.FormatError{What: "settings", Format: j.Format, Lab: SettingsFormat}
+	}
+	*s = Settings(j.settingsFields)
+	s.Optimizer = j.Optimizer.Optimizer
+	return nil
+}
+
+// GobEncode implements gob.GobEncoder: the settings travel as JSON (the lab process).
+func (s Settings) GobEncode() ([]byte, error) { return s.MarshalJSON() }
+
+// GobDecode implements gob.GobDecoder.
+func (s *Settings) GobDecode(b []byte) error { return s.UnmarshalJSON(b) }
+
+// String writes the settings as JSON, for logs and errors.
+func (s Settings) String() string {
+	b, err := s.MarshalJSON()
+	if err != nil {
+		return fmt.Sprintf("(settings: %v)", err)
+	}
+	return string(b)
+}

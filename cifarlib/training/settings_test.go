@@ -1,0 +1,179 @@
+package training
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/stretchr/testify/require"
+)
+
+// Every row of the table reads back what it writes: Set(Get(s)) leaves s as it was, for the
+// defaults, the recipe and a transfer; names are unique, every row has a role, a path into
+// Settings, words and a range.
+func TestFieldsReadBackWhatTheyWrite(t *testing.T) {
+	transfer := with(t, Defaults(), map[string]string{"from": "/runs/src", "freeze": "backbone", "steps": "3"})
+	names := map[string]bool{}
+	for _, f := range Fields() {
+		require.False(t, names[f.Name], "row %s twice", f.Name)
+		names[f.Name] = true
+		require.NotEmpty(t, f.Path, f.Name)
+		require.NotEmpty(t, f.Label, f.Name)
+		require.NotEmpty(t, f.Usage, f.Name)
+		require.NotEmpty(t, f.Range, f.Name)
+		require.Contains(t, []Role{Shapes, Fed, Host}, f.Role, f.Name)
+		if f.Name == "recipe" {
+			continue // it replaces the settings
+		}
+		for _, s := range []Settings{Defaults(), Airbench94(), transfer} {
+			back := s
+			require.NoError(t, f.Set(&back, f.Get(&s)), f.Name)
+			require.Equal(t, s, back, f.Name)
+		}
+	}
+	require.Equal(t, len(Fields()), len(FieldNames()))
+	f, err := LookupField("lr")
+	require.NoError(t, err)
+	require.Equal(t, "Optimizer.LearningRate", f.Path)
+	require.Same(t, f, FieldOfPath("Optimizer.LearningRate"))
+	require.Nil(t, FieldOfPath("Optimizer.Nothing"))
+}
+
+// A setting that does not exist is refused with the list of those that do, from the table; a
+// malformed value with the setting's name and range; a length given twice as a ConfigError.
+// Settings are unchanged by a refused Apply.
+func TestApplyRefusals(t *testing.T) {
+	s := Defaults()
+	err := s.Apply(map[string]string{"steps": "10", "sed": "1"})
+	var uf *UnknownFieldError
+	require.ErrorAs(t, err, &uf)
+	require.Equal(t, "sed", uf.Name)
+	require.Equal(t, FieldNames(), uf.Names)
+	require.ErrorContains(t, err, `training: no setting "sed": the settings are recipe, dataset, labels, model, head, guard, batch, seed, `)
+	require.Equal(t, Defaults(), s, "unchanged")
+
+	for _, c := range []struct {
+		name, value, want string
+		unknown           bool
+	}{
+		{"seed", "x", `training: setting seed="x": use a whole number`, false},
+		{"lr", "fast", `training: setting lr="fast": use a number >= 0`, false},
+		{"lr", "NaN", `training: setting lr="NaN": use a number >= 0`, false},
+		{"augment", "maybe", `training: setting augment="maybe": use true or false`, false},
+		{"whiten-bias-epochs", "1.5", `training: setting whiten-bias-epochs="1.5": use a whole number >= 0`, false},
+		{"model", "vgg", `training: unknown setting model="vgg": use one of linear, cnn, resnet18, resnet20, airbench94`, true},
+		{"recipe", "airbench96", `training: unknown setting recipe="airbench96": use one of airbench94`, true},
+		{"devices", "0", `backends: --devices "0": use a positive number or all`, false},
+	} {
+		s := with(t, Defaults(), map[string]string{"optimizer": "nesterov"})
+		err := s.Apply(map[string]string{c.name: c.value})
+		require.Error(t, err, c.name)
+		if c.name == "devices" {
+			require.ErrorContains(t, err, c.value, c.name)
+			continue
+		}
+		require.EqualError(t, err, c.want)
+		var ve *ValueError
+		require.ErrorAs(t, err, &ve)
+		require.Equal(t, []any{c.name, c.value, c.unknown}, []any{ve.Field, ve.Value, ve.Unknown})
+	}
+
+	err = s.Apply(map[string]string{"dataset": "svhn"})
+	var ve *ValueError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, `data: unknown dataset "svhn": use "cifar10" or "cifar100"`, ve.Err.Error())
+
+	err = s.Apply(map[string]string{"steps": "3", "epochs": "1"})
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "Run.Steps/Run.Epochs", ce.Field)
+}
+
+// Settings given together apply in table order whatever the map's order: the recipe first (it
+// replaces the settings), the optimizer before its own settings, the dataset before its labels;
+// a transfer without a model takes its source's.
+func TestApplyInTableOrder(t *testing.T) {
+	s := with(t, Defaults(), map[string]string{"momentum": "0.9", "optimizer": "nesterov", "recipe": "airbench94",
+		"labels": "coarse", "dataset": "cifar100", "steps": "5"})
+	require.Equal(t, []any{"airbench94", 0.9, 11.5, "cifar100-coarse", 5, 0.0}, []any{s.Model.Arch, s.Optimizer.(Nesterov).Momentum,
+		s.Optimizer.(Nesterov).LearningRate, s.Data.Spec.ID(), s.Run.Steps, s.Run.Epochs}, "the recipe's epochs replaced by the steps")
+	s = with(t, Defaults(), map[string]string{"from": "/runs/a", "steps": "2"})
+	require.Equal(t, ArchOfSource, s.Model.Arch)
+	s = with(t, Defaults(), map[string]string{"from": "/runs/a", "model": "cnn", "steps": "2"})
+	require.Equal(t, "cnn", s.Model.Arch)
+	s = with(t, Defaults(), map[string]string{"guard": "false"})
+	require.True(t, s.Model.Unguarded)
+}
+
+// Settings are a value: JSON (run.json, the checkpoint, the lab process) gives them back
+// exactly, with the optimizer's type; an unknown algorithm or a newer format is refused in one
+// line.
+func TestSettingsJSONRoundTrip(t *testing.T) {
+	for _, s := range []Settings{Defaults(), Airbench94(), with(t, Defaults(), map[string]string{"optimizer": "adamw", "weight-decay": "0.01",
+		"schedule": "cosine", "warmup": "2", "steps": "9", "from": "/runs/a", "freeze": "backbone", "devices": "all", "precision": "bf16-mixed"})} {
+		for _, algo := range OptimizerAlgorithms() {
+			o, err := NewOptimizer(algo)
+			require.NoError(t, err)
+			s.Optimizer = o
+			b, err := json.Marshal(s)
+			require.NoError(t, err)
+			var back Settings
+			require.NoError(t, json.Unmarshal(b, &back), string(b))
+			require.Equal(t, s, back, string(b))
+		}
+	}
+	var s Settings
+	err := json.Unmarshal([]byte(`{"format": 99, "optimizer": {"algorithm": "adam"}}`), &s)
+	var fe *runs.FormatError
+	require.True(t, errors.As(err, &fe), "%v", err)
+	require.ErrorContains(t, err, "99")
+	err = json.Unmarshal([]byte(`{"format": 2, "optimizer": {"algorithm": "lion"}}`), &s)
+	require.ErrorContains(t, err, `"lion"`)
+}
+
+// ProgramKey is the table's: a setting that shapes a program or that the programs hold
+// changes it; a setting of the host alone does not.
+func TestProgramKeyFromTheTable(t *testing.T) {
+	base := with(t, Defaults(), map[string]string{"steps": "20", "model": "cnn"})
+	key := func(s Settings) ProgramKey {
+		p, err := resolved(s, 256)
+		require.NoError(t, err)
+		return programKey(p, nil, 1)
+	}
+	k0 := key(base)
+	for _, c := range []struct {
+		name, value string
+		same        bool
+	}{
+		{"batch", "64", false}, {"augment", "true", false}, {"tta", "1", false}, {"precision", "bf16-mixed", false},
+		{"optimizer", "sgd", false}, {"lr", "0.01", false}, {"seed", "3", false}, {"label-smoothing", "0.1", false},
+		{"eval-batch", "50", false}, {"lookahead", "true", false},
+		{"log-every", "3", true}, {"history-every", "2", true}, {"checkpoint-every", "5", true}, {"no-eval", "true", true},
+		{"eval-every", "4", true}, {"checkpoint", "/runs/x", true},
+	} {
+		f, err := LookupField(c.name)
+		require.NoError(t, err)
+		require.Equal(t, c.same, f.Role == Host, c.name)
+		k := key(with(t, base, map[string]string{c.name: c.value}))
+		if c.same {
+			require.Equal(t, k0, k, c.name)
+		} else {
+			require.NotEqual(t, k0, k, c.name)
+		}
+	}
+	var shapes, fed []string
+	for _, f := range Fields() {
+		switch f.Role {
+		case Shapes:
+			shapes = append(shapes, f.Name)
+		case Fed:
+			fed = append(fed, f.Name)
+		}
+	}
+	require.Subset(t, shapes, []string{"model", "head", "batch", "precision", "devices", "optimizer", "augmentation", "tta"})
+	require.Subset(t, fed, []string{"lr", "warmup", "min-lr", "momentum", "weight-decay", "bias-scaler", "label-smoothing", "steps",
+		"epochs", "seed"})
+	require.False(t, slices.Contains(shapes, "lr"))
+}
