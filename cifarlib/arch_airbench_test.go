@@ -98,6 +98,32 @@ func variableValues(t *testing.T, store *model.Store, path string) []float32 {
 	return tensors.MustCopyFlatData[float32](value)
 }
 
+// checkDirac checks a k x k convolution's weights w (HWIO) as airbench's init leaves them: the
+// first cin outputs dirac_ (1 at the centre of their own input), the others uniform within
+// bound, which it returns.
+func checkDirac(t *testing.T, path string, w []float32, k, cin, cout int, bound float64) []float32 {
+	var random []float32
+	for y := range k {
+		for x := range k {
+			for i := range cin {
+				for o := range cout {
+					v := w[((y*k+x)*cin+i)*cout+o]
+					switch {
+					case o >= cin:
+						require.LessOrEqual(t, math.Abs(float64(v)), bound, path)
+						random = append(random, v)
+					case y == k/2 && x == k/2 && i == o:
+						require.Equal(t, float32(1), v, "%s: dirac_ at the centre", path)
+					default:
+						require.Equal(t, float32(0), v, "%s: dirac_ elsewhere", path)
+					}
+				}
+			}
+		}
+	}
+	return random
+}
+
 // TestAirbench94Init: the variables start as make_net94's: each convolution PyTorch's default
 // U(±1/sqrt(fan_in)) with dirac_ on its first Cin output channels, the whitening bias at 0 (the
 // whitening weights too are airbench's Conv, until WhiteningFilters replaces them), batch norm
@@ -122,25 +148,7 @@ func TestAirbench94Init(t *testing.T) {
 		w := variableValues(t, store, c.path)
 		require.Len(t, w, c.k*c.k*c.cin*c.cout)
 		bound := 1 / math.Sqrt(float64(c.fanIn))
-		var random []float32
-		for y := range c.k {
-			for x := range c.k {
-				for i := range c.cin {
-					for o := range c.cout {
-						v := w[((y*c.k+x)*c.cin+i)*c.cout+o]
-						switch {
-						case o >= c.cin:
-							require.LessOrEqual(t, math.Abs(float64(v)), bound, c.path)
-							random = append(random, v)
-						case y == c.k/2 && x == c.k/2 && i == o:
-							require.Equal(t, float32(1), v, "%s: dirac_ at the centre", c.path)
-						default:
-							require.Equal(t, float32(0), v, "%s: dirac_ elsewhere", c.path)
-						}
-					}
-				}
-			}
-		}
+		random := checkDirac(t, c.path, w, c.k, c.cin, c.cout, bound)
 		if c.cin == c.cout {
 			require.Empty(t, random, "%s: a square convolution starts as the identity", c.path)
 			continue
@@ -176,6 +184,37 @@ func batchNormKinds(backend compute.Backend) []BatchNormKind {
 		return []BatchNormKind{BatchNormGraph, BatchNormBackendOps}
 	}
 	return []BatchNormKind{BatchNormGraph}
+}
+
+// pytorchBatchNorm is PyTorch's BatchNorm2d (no affine) in training mode on xs (n positions of c
+// channels, channels last), in float64: its output, its input gradient for the output gradient
+// dy, and the running mean and variance after one step (momentum 0.4, from 0 and 1).
+func pytorchBatchNorm(xs, dy []float32, n, c int) (wantY, wantDX, runMean, runVar []float32) {
+	wantY, wantDX = make([]float32, n*c), make([]float32, n*c)
+	for ch := range c {
+		var mean, vr, mdy, mdyx float64
+		for i := range n {
+			mean += float64(xs[i*c+ch]) / float64(n)
+		}
+		for i := range n {
+			d := float64(xs[i*c+ch]) - mean
+			vr += d * d / float64(n)
+		}
+		inv := 1 / math.Sqrt(vr+AirbenchBatchNormEpsilon)
+		for i := range n {
+			xh := (float64(xs[i*c+ch]) - mean) * inv
+			wantY[i*c+ch] = float32(xh)
+			mdy += float64(dy[i*c+ch]) / float64(n)
+			mdyx += float64(dy[i*c+ch]) * xh / float64(n)
+		}
+		for i := range n {
+			xh := (float64(xs[i*c+ch]) - mean) * inv
+			wantDX[i*c+ch] = float32(inv * (float64(dy[i*c+ch]) - mdy - xh*mdyx))
+		}
+		runMean = append(runMean, float32(0.6*0+0.4*mean))
+		runVar = append(runVar, float32(0.6*1+0.4*vr*float64(n)/float64(n-1)))
+	}
+	return wantY, wantDX, runMean, runVar
 }
 
 // TestAirbenchBatchNormIsPyTorchs: airbench's batch norm in training mode normalises with the
@@ -217,31 +256,7 @@ func TestAirbenchBatchNormIsPyTorchs(t *testing.T) {
 				return res
 			}
 			got := run(true)
-			wantY, wantDX := make([]float32, n*c), make([]float32, n*c)
-			var runMean, runVar []float32
-			for ch := range c {
-				var mean, vr, mdy, mdyx float64
-				for i := range n {
-					mean += float64(xs[i*c+ch]) / float64(n)
-				}
-				for i := range n {
-					d := float64(xs[i*c+ch]) - mean
-					vr += d * d / float64(n)
-				}
-				inv := 1 / math.Sqrt(vr+AirbenchBatchNormEpsilon)
-				for i := range n {
-					xh := (float64(xs[i*c+ch]) - mean) * inv
-					wantY[i*c+ch] = float32(xh)
-					mdy += float64(dy[i*c+ch]) / float64(n)
-					mdyx += float64(dy[i*c+ch]) * xh / float64(n)
-				}
-				for i := range n {
-					xh := (float64(xs[i*c+ch]) - mean) * inv
-					wantDX[i*c+ch] = float32(inv * (float64(dy[i*c+ch]) - mdy - xh*mdyx))
-				}
-				runMean = append(runMean, float32(0.6*0+0.4*mean))
-				runVar = append(runVar, float32(0.6*1+0.4*vr*float64(n)/float64(n-1)))
-			}
+			wantY, wantDX, runMean, runVar := pytorchBatchNorm(xs, dy, n, c)
 			testenv.RequireClose(t, wantY, got[0], testenv.TolReorderOp, "normalised")
 			testenv.RequireClose(t, wantDX, got[1], testenv.TolReorderOp, "d/dx")
 			prefix := "/bn/batch_normalization/"

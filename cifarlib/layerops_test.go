@@ -15,6 +15,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// convWithGradients runs conv on x and k and returns its output and the gradients of a loss that
+// weighs every output differently (so misplaced outputs show) with respect to x and k.
+func convWithGradients(t *testing.T, conv func(x, k *graph.Node) *graph.Node, x, k *tensors.Tensor) [][]float32 {
+	exec := graph.MustNewExec(labtest.Backend(t), func(x, k *graph.Node) []*graph.Node {
+		y := conv(x, k)
+		// A loss that weighs every output differently, so misplaced outputs show.
+		w := graph.Sin(graph.Iota(x.Graph(), y.Shape(), 3))
+		loss := graph.ReduceAllSum(graph.Mul(graph.Add(y, w), y))
+		grads := graph.Gradient(loss, x, k)
+		return []*graph.Node{y, grads[0], grads[1]}
+	})
+	defer exec.Finalize()
+	var out [][]float32
+	for _, r := range exec.MustExec(x, k) {
+		out = append(out, tensors.MustCopyFlatData[float32](r))
+	}
+	return out
+}
+
 // TestIm2colConvolutionMatchesConvolve compares im2colConvolution with graph.Convolve(...).PadSame()
 // (the op cifarlib's layers use on XLA) on the test backend: the output, its gradient with
 // respect to the input and with respect to the kernel, for the kernel sizes and strides the
@@ -44,22 +63,7 @@ func TestIm2colConvolutionMatchesConvolve(t *testing.T) {
 			x := tensors.FromFlatDataAndDimensions(testenv.SinData(batch*tc.h*tc.w*tc.cin, 0.37, 1), batch, tc.h, tc.w, tc.cin)
 			k := tensors.FromFlatDataAndDimensions(testenv.SinData(tc.kernel*tc.kernel*tc.cin*tc.cout, 0.71, 0.3),
 				tc.kernel, tc.kernel, tc.cin, tc.cout)
-			run := func(conv func(x, k *graph.Node) *graph.Node) [][]float32 {
-				exec := graph.MustNewExec(labtest.Backend(t), func(x, k *graph.Node) []*graph.Node {
-					y := conv(x, k)
-					// A loss that weighs every output differently, so misplaced outputs show.
-					w := graph.Sin(graph.Iota(x.Graph(), y.Shape(), 3))
-					loss := graph.ReduceAllSum(graph.Mul(graph.Add(y, w), y))
-					grads := graph.Gradient(loss, x, k)
-					return []*graph.Node{y, grads[0], grads[1]}
-				})
-				defer exec.Finalize()
-				var out [][]float32
-				for _, r := range exec.MustExec(x, k) {
-					out = append(out, tensors.MustCopyFlatData[float32](r))
-				}
-				return out
-			}
+			run := func(conv func(x, k *graph.Node) *graph.Node) [][]float32 { return convWithGradients(t, conv, x, k) }
 			want := run(func(x, k *graph.Node) *graph.Node {
 				if tc.valid {
 					return graph.Convolve(x, k).StridePerAxis(tc.stride, tc.stride).NoPadding().Done()

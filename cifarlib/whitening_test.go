@@ -109,6 +109,33 @@ func TestWhiteningFiltersMatchAirbench(t *testing.T) {
 	testenv.RequireSpread(t, "filters_in_tolerances", worst, 1)
 }
 
+// patchCovarianceFloat64 is the uncentred covariance of the 2x2 patches of images 32x32x3
+// images (channels last), summed, and the number of patches n, in float64.
+func patchCovarianceFloat64(pixels []float32, images int) (cov [airbenchWhitenPatch][airbenchWhitenPatch]float64, n int) {
+	const p = airbenchWhitenPatch
+	for img := range images {
+		for y := range 31 {
+			for x := range 31 {
+				var v [p]float64
+				for ky := range 2 {
+					for kx := range 2 {
+						for c := range 3 {
+							v[(ky*2+kx)*3+c] = float64(pixels[((img*32+y+ky)*32+x+kx)*3+c])
+						}
+					}
+				}
+				for a := range p {
+					for bb := range p {
+						cov[a][bb] += v[a] * v[bb]
+					}
+				}
+				n++
+			}
+		}
+	}
+	return cov, n
+}
+
 // TestWhiteningFiltersWhiten: the first 12 filters applied to the patches they were computed
 // from give outputs with covariance W C Wᵀ = diag(λᵢ/(λᵢ+eps)): uncorrelated, of variance
 // nearly 1 for every eigenvalue well above eps; the other 12 are their negatives, exactly.
@@ -132,30 +159,7 @@ func TestWhiteningFiltersWhiten(t *testing.T) {
 			require.Equal(t, -w[j*AirbenchWhitenWidth+i], w[j*AirbenchWhitenWidth+i+p], "filter %d+12 is filter %d negated", i, i)
 		}
 	}
-	// The patch covariance in float64, from the pixels directly.
-	pixels := b.Host.Images
-	var cov [p][p]float64
-	n := 0
-	for img := range recs.Len() {
-		for y := range 31 {
-			for x := range 31 {
-				var v [p]float64
-				for ky := range 2 {
-					for kx := range 2 {
-						for c := range 3 {
-							v[(ky*2+kx)*3+c] = float64(pixels[((img*32+y+ky)*32+x+kx)*3+c])
-						}
-					}
-				}
-				for a := range p {
-					for bb := range p {
-						cov[a][bb] += v[a] * v[bb]
-					}
-				}
-				n++
-			}
-		}
-	}
+	cov, n := patchCovarianceFloat64(b.Host.Images, recs.Len()) // in float64, from the pixels directly
 	var lambdas []float64
 	worst := 0.0
 	for i := range p {

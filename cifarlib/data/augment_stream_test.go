@@ -57,6 +57,59 @@ func table(rows, cols int) [][]float64 {
 	return t
 }
 
+// altFlipStream draws the altflip-translate stream of recs for seed: each record's batch and
+// shift (dy, dx as one of 25) in each epoch, and its pre-flip.
+func altFlipStream(t *testing.T, recs *Records, seed int64, batch, epochs int) (batchOf, shiftOf [][]int, pre []bool) {
+	n := recs.Len()
+	ds, err := NewDataset("stream", recs, DatasetOptions{BatchSize: batch, Shuffle: true, Seed: seed, Epochs: epochs,
+		DropRemainder: true, Augment: true, Augmentation: AugmentAltFlip})
+	require.NoError(t, err)
+	order := make([][]int, epochs)
+	for hb, err := range ds.HostBatches() {
+		require.NoError(t, err)
+		order[hb.Epoch] = append(order[hb.Epoch], hb.Examples...)
+	}
+	batchOf, shiftOf = make([][]int, epochs), make([][]int, epochs)
+	for e := range epochs {
+		require.Len(t, order[e], n)
+		batchOf[e], shiftOf[e] = make([]int, n), make([]int, n)
+		for p, d := range newAugmenter(ds, e).draw(n) {
+			ex := order[e][p]
+			batchOf[e][ex] = p / batch
+			shiftOf[e][ex] = (d.a+DefaultTranslate)*(2*DefaultTranslate+1) + d.b + DefaultTranslate
+		}
+	}
+	return batchOf, shiftOf, ds.preflip
+}
+
+// checkEpochStream checks epoch e of a stream: its shifts uniform, and independent of the
+// pre-flip; the batches independent of the record's index and of its pre-flip.
+func checkEpochStream(t *testing.T, name func(string) string, e int, batchOf, shiftOf []int, pre []bool, batch, shifts int) {
+	n := len(batchOf)
+	uniform := table(1, shifts)
+	for _, s := range shiftOf {
+		uniform[0][s]++
+	}
+	stat, expected := 0.0, float64(n/shifts)
+	for _, v := range uniform[0] {
+		stat += (v - expected) * (v - expected) / expected
+	}
+	requireChance(t, name(fmt.Sprintf("epoch %d shifts against uniform", e)), stat, shifts-1)
+
+	preShift, posIndex, preBatch := table(2, shifts), table(n/batch, 10), table(2, n/batch)
+	for ex := range n {
+		preShift[boolIndex(pre[ex])][shiftOf[ex]]++
+		posIndex[batchOf[ex]][ex*10/n]++ // a partial shuffle keeps records near their index
+		preBatch[boolIndex(pre[ex])][batchOf[ex]]++
+	}
+	stat, df := contingency(preShift)
+	requireChance(t, name(fmt.Sprintf("epoch %d pre-flip against shift", e)), stat, df)
+	stat, df = contingency(posIndex)
+	requireChance(t, name(fmt.Sprintf("epoch %d batch against record index", e)), stat, df)
+	stat, df = contingency(preBatch)
+	requireChance(t, name(fmt.Sprintf("epoch %d pre-flip against batch", e)), stat, df)
+}
+
 // TestAltFlipStreamIsRandom checks AugmentAltFlip's stream as a whole, where
 // TestDatasetAltFlip checks single views: the pre-flip, each epoch's shuffle and each epoch's
 // shifts come from generators seeded from the same Seed (salted) and the epoch, and must
@@ -68,52 +121,12 @@ func TestAltFlipStreamIsRandom(t *testing.T) {
 	recs := testRecords(CIFAR10(), n)
 	var preflipsBySeed [][]bool
 	for _, seed := range []int64{0, 1, 7} {
-		ds, err := NewDataset("stream", recs, DatasetOptions{BatchSize: batch, Shuffle: true, Seed: seed, Epochs: epochs,
-			DropRemainder: true, Augment: true, Augmentation: AugmentAltFlip})
-		require.NoError(t, err)
-		var order [epochs][]int
-		for hb, err := range ds.HostBatches() {
-			require.NoError(t, err)
-			order[hb.Epoch] = append(order[hb.Epoch], hb.Examples...)
-		}
-		// Each record's batch and shift (dy, dx as one of 25) in each epoch.
-		var batchOf, shiftOf [epochs][]int
-		for e := range epochs {
-			require.Len(t, order[e], n)
-			batchOf[e], shiftOf[e] = make([]int, n), make([]int, n)
-			for p, d := range newAugmenter(ds, e).draw(n) {
-				ex := order[e][p]
-				batchOf[e][ex] = p / batch
-				shiftOf[e][ex] = (d.a+DefaultTranslate)*(2*DefaultTranslate+1) + d.b + DefaultTranslate
-			}
-		}
-		pre := ds.preflip
+		batchOf, shiftOf, pre := altFlipStream(t, recs, seed, batch, epochs)
 		preflipsBySeed = append(preflipsBySeed, pre)
 		name := func(s string) string { return fmt.Sprintf("seed %d: %s", seed, s) }
 
 		for e := range epochs {
-			uniform := table(1, shifts)
-			for _, s := range shiftOf[e] {
-				uniform[0][s]++
-			}
-			stat := 0.0
-			for _, v := range uniform[0] {
-				stat += (v - n/shifts) * (v - n/shifts) / (n / shifts)
-			}
-			requireChance(t, name(fmt.Sprintf("epoch %d shifts against uniform", e)), stat, shifts-1)
-
-			preShift, posIndex, preBatch := table(2, shifts), table(n/batch, 10), table(2, n/batch)
-			for ex := range n {
-				preShift[boolIndex(pre[ex])][shiftOf[e][ex]]++
-				posIndex[batchOf[e][ex]][ex*10/n]++ // a partial shuffle keeps records near their index
-				preBatch[boolIndex(pre[ex])][batchOf[e][ex]]++
-			}
-			stat, df := contingency(preShift)
-			requireChance(t, name(fmt.Sprintf("epoch %d pre-flip against shift", e)), stat, df)
-			stat, df = contingency(posIndex)
-			requireChance(t, name(fmt.Sprintf("epoch %d batch against record index", e)), stat, df)
-			stat, df = contingency(preBatch)
-			requireChance(t, name(fmt.Sprintf("epoch %d pre-flip against batch", e)), stat, df)
+			checkEpochStream(t, name, e, batchOf[e], shiftOf[e], pre, batch, shifts)
 		}
 		shiftShift, batchBatch, preLabel := table(shifts, shifts), table(n/batch, n/batch), table(2, 10)
 		for ex := range n {

@@ -160,6 +160,52 @@ func TestExtractGoodArchive(t *testing.T) {
 	}
 }
 
+// replaceEntry is entries with the entry called name replaced by e.
+func replaceEntry(entries []tarEntry, name string, e tarEntry) []tarEntry {
+	out := append([]tarEntry(nil), entries...)
+	for i := range out {
+		if out[i].name == name {
+			out[i] = e
+		}
+	}
+	return out
+}
+
+// withoutEntry is entries without the entry called name.
+func withoutEntry(entries []tarEntry, name string) []tarEntry {
+	var out []tarEntry
+	for _, e := range entries {
+		if e.name != name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// requireRefusedArchive extracts an archive of entries over the data of an earlier install and
+// checks that it is refused with an error of kind that says contains, leaving that data as it
+// was and nothing outside the root (nor at outside).
+func requireRefusedArchive(t *testing.T, spec Spec, entries []tarEntry, kind error, contains, outside string) {
+	root := filepath.Join(t.TempDir(), "root")
+	dir := filepath.Join(root, spec.Dir)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	// Data from an earlier install must survive a refused archive untouched.
+	old := []byte("previous content")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "test_batch.bin"), old, 0o644))
+
+	_, err := extractTarGz(bytes.NewReader(gzipBytes(t, buildTar(t, entries))), root, spec)
+	require.ErrorIs(t, err, kind)
+	require.ErrorContains(t, err, contains)
+	require.Equal(t, []string{spec.Dir, spec.Dir + "/test_batch.bin"}, listTree(t, root))
+	got, err := os.ReadFile(filepath.Join(dir, "test_batch.bin"))
+	require.NoError(t, err)
+	require.Equal(t, old, got)
+	_, err = os.Lstat(outside)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	_, err = os.Lstat(filepath.Join(root, "..", "escaped"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
 func TestExtractRefusesHostileEntries(t *testing.T) {
 	spec := smallSpec(CIFAR10())
 	good := goodEntries(spec)
@@ -167,24 +213,8 @@ func TestExtractRefusesHostileEntries(t *testing.T) {
 	badLabel := append([]byte(nil), data1...)
 	badLabel[3073] = 10 // label of record 1
 	with := func(extra ...tarEntry) []tarEntry { return append(append([]tarEntry(nil), good...), extra...) }
-	replace := func(name string, e tarEntry) []tarEntry {
-		out := append([]tarEntry(nil), good...)
-		for i := range out {
-			if out[i].name == name {
-				out[i] = e
-			}
-		}
-		return out
-	}
-	without := func(name string) []tarEntry {
-		var out []tarEntry
-		for _, e := range good {
-			if e.name != name {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
+	replace := func(name string, e tarEntry) []tarEntry { return replaceEntry(good, name, e) }
+	without := func(name string) []tarEntry { return withoutEntry(good, name) }
 	outside := filepath.Join(t.TempDir(), "escaped")
 	tests := []struct {
 		name     string
@@ -213,26 +243,7 @@ func TestExtractRefusesHostileEntries(t *testing.T) {
 		{"label out of range", replace(spec.Dir+"/data_batch_1.bin", tarEntry{name: spec.Dir + "/data_batch_1.bin", typ: tar.TypeReg, body: badLabel, size: -1}), ErrLabelRange, "record 1 at byte offset 3073"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			root := filepath.Join(t.TempDir(), "root")
-			dir := filepath.Join(root, spec.Dir)
-			require.NoError(t, os.MkdirAll(dir, 0o755))
-			// Data from an earlier install must survive a refused archive untouched.
-			old := []byte("previous content")
-			require.NoError(t, os.WriteFile(filepath.Join(dir, "test_batch.bin"), old, 0o644))
-
-			_, err := extractTarGz(bytes.NewReader(gzipBytes(t, buildTar(t, tc.entries))), root, spec)
-			require.ErrorIs(t, err, tc.kind)
-			require.ErrorContains(t, err, tc.contains)
-			require.Equal(t, []string{spec.Dir, spec.Dir + "/test_batch.bin"}, listTree(t, root))
-			got, err := os.ReadFile(filepath.Join(dir, "test_batch.bin"))
-			require.NoError(t, err)
-			require.Equal(t, old, got)
-			_, err = os.Lstat(outside)
-			require.ErrorIs(t, err, os.ErrNotExist)
-			_, err = os.Lstat(filepath.Join(root, "..", "escaped"))
-			require.ErrorIs(t, err, os.ErrNotExist)
-		})
+		t.Run(tc.name, func(t *testing.T) { requireRefusedArchive(t, spec, tc.entries, tc.kind, tc.contains, outside) })
 	}
 }
 

@@ -18,6 +18,32 @@ import (
 // fuzzSpecs are the specs FuzzReadRecords picks from with its second argument.
 var fuzzSpecs = []Spec{CIFAR10(), CIFAR100(LabelsFine), CIFAR100(LabelsCoarse)}
 
+// checkDecodeStreamAgrees checks the streaming decoder on fuzzed data against ReadRecords'
+// result (recs, err): the same error, else the same images and labels.
+func checkDecodeStreamAgrees(t *testing.T, spec Spec, data []byte, recs *Records, err error) {
+	rb := spec.RecordBytes()
+	// The streaming decoder sees whole records only (decodeFile checks the size first).
+	if len(data) == 0 || len(data)%rb != 0 {
+		return
+	}
+	n := len(data) / rb
+	norm, nerr := specNormalizer(spec)
+	require.NoError(t, nerr)
+	images, labels := make([]float32, n*ImageBytes), make([]int32, n)
+	derr := decodeStream(bytes.NewReader(data), "fuzz", spec, norm, n, images, labels)
+	if err != nil {
+		require.EqualError(t, derr, err.Error(), "the decoder and the reader disagree")
+		return
+	}
+	require.NoError(t, derr)
+	want := make([]float32, n*ImageBytes)
+	norm.DecodeImages(recs, 0, n, want)
+	require.True(t, slices.Equal(want, images))
+	for i := range n {
+		require.Equal(t, int32(recs.Label(i)), labels[i])
+	}
+}
+
 // FuzzReadRecords feeds arbitrary bytes to ReadRecords and to the streaming decoder behind
 // decodeFile. Neither may panic; both must agree; accepted input must round-trip byte for
 // byte; rejected input must get a *FormatError that points inside the data.
@@ -61,26 +87,7 @@ func FuzzReadRecords(f *testing.F) {
 			}
 		}
 
-		// The streaming decoder sees whole records only (decodeFile checks the size first).
-		if len(data) == 0 || len(data)%rb != 0 {
-			return
-		}
-		n := len(data) / rb
-		norm, nerr := specNormalizer(spec)
-		require.NoError(t, nerr)
-		images, labels := make([]float32, n*ImageBytes), make([]int32, n)
-		derr := decodeStream(bytes.NewReader(data), "fuzz", spec, norm, n, images, labels)
-		if err != nil {
-			require.EqualError(t, derr, err.Error(), "the decoder and the reader disagree")
-			return
-		}
-		require.NoError(t, derr)
-		want := make([]float32, n*ImageBytes)
-		norm.DecodeImages(recs, 0, n, want)
-		require.True(t, slices.Equal(want, images))
-		for i := range n {
-			require.Equal(t, int32(recs.Label(i)), labels[i])
-		}
+		checkDecodeStreamAgrees(t, spec, data, recs, err)
 	})
 }
 

@@ -170,6 +170,32 @@ func writeRaw(t *testing.T, name string, data []byte) string {
 	return path
 }
 
+// requireBadFile checks that a file of data is refused as spec's with a *FormatError of kind at
+// record and offset, whose message holds contains, as the stream reader refuses its labels.
+func requireBadFile(t *testing.T, spec Spec, data []byte, kind error, record int, offset int64, contains []string) {
+	path := writeRaw(t, "data.bin", data)
+	recs, err := readFile(path, spec)
+	require.Nil(t, recs)
+	require.ErrorIs(t, err, kind)
+	var fe *FormatError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, path, fe.File)
+	require.Equal(t, record, fe.Record)
+	require.Equal(t, offset, fe.Offset)
+	require.Contains(t, err.Error(), path)
+	if record >= 0 {
+		require.Contains(t, err.Error(), "record "+strconv.Itoa(record)+" at byte offset "+strconv.FormatInt(offset, 10))
+	}
+	for _, s := range contains {
+		require.Contains(t, err.Error(), s)
+	}
+	// The stream reader agrees on label errors (it cannot know sizes up front).
+	if kind == ErrLabelRange {
+		_, serr := ReadRecords(bytes.NewReader(data), path, spec)
+		require.Equal(t, err.Error(), serr.Error())
+	}
+}
+
 func TestReadFileBadInput(t *testing.T) {
 	c10, c100 := CIFAR10(), CIFAR100(LabelsFine)
 	good10 := encodeByHand(testRecords(c10, 3))
@@ -205,29 +231,7 @@ func TestReadFileBadInput(t *testing.T) {
 		{"empty file", c10, nil, ErrNoRecords, -1, 0, []string{"the file is empty"}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			path := writeRaw(t, "data.bin", tc.data)
-			recs, err := readFile(path, tc.spec)
-			require.Nil(t, recs)
-			require.ErrorIs(t, err, tc.kind)
-			var fe *FormatError
-			require.ErrorAs(t, err, &fe)
-			require.Equal(t, path, fe.File)
-			require.Equal(t, tc.record, fe.Record)
-			require.Equal(t, tc.offset, fe.Offset)
-			require.Contains(t, err.Error(), path)
-			if tc.record >= 0 {
-				require.Contains(t, err.Error(), "record "+strconv.Itoa(tc.record)+" at byte offset "+strconv.FormatInt(tc.offset, 10))
-			}
-			for _, s := range tc.contains {
-				require.Contains(t, err.Error(), s)
-			}
-			// The stream reader agrees on label errors (it cannot know sizes up front).
-			if tc.kind == ErrLabelRange {
-				_, serr := ReadRecords(bytes.NewReader(tc.data), path, tc.spec)
-				require.Equal(t, err.Error(), serr.Error())
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { requireBadFile(t, tc.spec, tc.data, tc.kind, tc.record, tc.offset, tc.contains) })
 	}
 	_, err := readFile(filepath.Join(t.TempDir(), "nope.bin"), c10)
 	require.ErrorIs(t, err, os.ErrNotExist)

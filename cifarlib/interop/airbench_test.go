@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -126,7 +127,13 @@ func TestAirbench94Logits(t *testing.T) {
 	require.NoError(t, err)
 	requireLogitsClose(t, want.Eval, tensors.MustCopyFlatData[float32](logits))
 
-	// Train mode, on the imported variables.
+	checkAirbenchTrainMode(t, backend, want, images)
+}
+
+// checkAirbenchTrainMode runs the imported airbench94 in train mode on images: its logits and
+// its batch-norm statistics after the pass are PyTorch's (want).
+func checkAirbenchTrainMode(t *testing.T, backend compute.Backend, want airbenchLogits, images *tensors.Tensor) {
+	spec := data.CIFAR10()
 	sd, err := ReadStateDict(writeAirbenchFormula(t, t.TempDir()))
 	require.NoError(t, err)
 	c, err := convertStateDict(sd, cifarlib.ArchAirbench94, "", 10, AirbenchNormalization)

@@ -16,16 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestFitInterruptedResumes sends the process the SIGINT GoNB sends a cell's program on Kernel →
-// Interrupt, while Fit trains at step 4: Fit saves, returns *InterruptedError (ErrInterrupted)
-// with the result at the step reached, run.json says interrupted; Load gets the model at that
-// step; the same Fit call resumes and ends with the loss of a run never interrupted; Fit with
-// other settings starts again. kernel/interrupt_test.go does the same through the real kernel.
-func TestFitInterruptedResumes(t *testing.T) {
-	buf := captureOutput(t)
-	t.Setenv(data.DirEnv, "") // messages show the folder as it is
-	lab := goLab(t, data.CIFAR10())
-	cfg := settingsOf(t, lab, map[string]string{"steps": "12", "batch": "16", "seed": "3", "no-eval": "true"})
+// interruptingAtStep4 is an Env whose OnPoint sends this process a SIGINT at step 4, as the
+// kernel's interrupt does, and returns once it is delivered.
+func interruptingAtStep4() training.Env {
 	var interrupting training.Env
 	interrupting.OnPoint = func(p runs.HistoryPoint) error {
 		if p.Step != 4 {
@@ -44,6 +37,20 @@ func TestFitInterruptedResumes(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		return nil
 	}
+	return interrupting
+}
+
+// TestFitInterruptedResumes sends the process the SIGINT GoNB sends a cell's program on Kernel →
+// Interrupt, while Fit trains at step 4: Fit saves, returns *InterruptedError (ErrInterrupted)
+// with the result at the step reached, run.json says interrupted; Load gets the model at that
+// step; the same Fit call resumes and ends with the loss of a run never interrupted; Fit with
+// other settings starts again. kernel/interrupt_test.go does the same through the real kernel.
+func TestFitInterruptedResumes(t *testing.T) {
+	buf := captureOutput(t)
+	t.Setenv(data.DirEnv, "") // messages show the folder as it is
+	lab := goLab(t, data.CIFAR10())
+	cfg := settingsOf(t, lab, map[string]string{"steps": "12", "batch": "16", "seed": "3", "no-eval": "true"})
+	interrupting := interruptingAtStep4()
 	res, err := lab.FitEnv("run", cfg, interrupting)
 	var ie *InterruptedError
 	require.ErrorAs(t, err, &ie)

@@ -80,6 +80,42 @@ func TestLabClientOnlyForWhatTravels(t *testing.T) {
 	require.Nil(t, l.labClient(training.Env{}))
 }
 
+// checkLabServerEvaluates checks the lab process's evaluation of the run "two" in dataDir's
+// runs: what this process's evaluation of the same weights gives, the same program on the same
+// backend, with and without test-time augmentation.
+func checkLabServerEvaluates(t *testing.T, s *labServer, client *labproc.Client, dataDir string) {
+	dir := filepath.Join(dataDir, "runs", "two")
+	payload, err := encode(evalRequest{Dir: dir, Step: 2, Spec: data.CIFAR10(), DataDir: dataDir, Split: data.SplitTest.String(), Options: training.EvalOptions{MaxExamples: 50}})
+	require.NoError(t, err)
+	msg, err := client.Do(context.Background(), &labproc.Request{Op: "evaluate", Payload: payload}, func(*labproc.Message) {})
+	require.NoError(t, err)
+	var there training.EvalResult
+	require.NoError(t, json.Unmarshal(msg.Payload, &there))
+	lab, err := s.lab(data.CIFAR10(), dataDir) // under the server's lock: its handler may still hold it
+	require.NoError(t, err)
+	ck, err := training.LoadCheckpoint(dir, lab.Backend)
+	require.NoError(t, err)
+	here, err := training.Evaluate(context.Background(), lab.Backend, ck.Model, ck.Store, lab.Test, training.EvalOptions{MaxExamples: 50})
+	require.NoError(t, err)
+	require.Equal(t, here.Accuracy, there.Accuracy)
+	require.Equal(t, here.Loss, there.Loss)
+	require.Len(t, s.held, 1)
+
+	// Test-time augmentation travels with the options.
+	opts := training.EvalOptions{MaxExamples: 50, TTA: training.TTAMirrorTranslate}
+	payload, err = encode(evalRequest{Dir: dir, Step: 2, Spec: data.CIFAR10(), DataDir: dataDir, Split: data.SplitTest.String(), Options: opts})
+	require.NoError(t, err)
+	msg, err = client.Do(context.Background(), &labproc.Request{Op: "evaluate", Payload: payload}, func(*labproc.Message) {})
+	require.NoError(t, err)
+	var thereTTA training.EvalResult
+	require.NoError(t, json.Unmarshal(msg.Payload, &thereTTA))
+	hereTTA, err := training.Evaluate(context.Background(), lab.Backend, ck.Model, ck.Store, lab.Test, opts)
+	require.NoError(t, err)
+	require.Equal(t, training.TTAMirrorTranslate, thereTTA.TTA)
+	require.Equal(t, hereTTA.Loss, thereTTA.Loss)
+	require.NotEqual(t, here.Loss, thereTTA.Loss)
+}
+
 // TestLabServerFit serves lab.Fit requests with the lab process's handler on a socket in this
 // test's process (the kernel tests re-run a cell's binary as the real one): the run trains
 // there, its output reaches the client, its result comes back, and a head mismatch keeps
@@ -115,38 +151,7 @@ func TestLabServerFit(t *testing.T) {
 	require.Equal(t, 2, res.EndStep)
 	require.NotNil(t, reply.History)
 
-	// The run evaluated by the lab process: what this process's evaluation of the same weights
-	// gives, the same program on the same backend.
-	dir := filepath.Join(dataDir, "runs", "two")
-	payload, err := encode(evalRequest{Dir: dir, Step: 2, Spec: data.CIFAR10(), DataDir: dataDir, Split: data.SplitTest.String(), Options: training.EvalOptions{MaxExamples: 50}})
-	require.NoError(t, err)
-	msg, err := client.Do(context.Background(), &labproc.Request{Op: "evaluate", Payload: payload}, func(*labproc.Message) {})
-	require.NoError(t, err)
-	var there training.EvalResult
-	require.NoError(t, json.Unmarshal(msg.Payload, &there))
-	lab, err := s.lab(data.CIFAR10(), dataDir) // under the server's lock: its handler may still hold it
-	require.NoError(t, err)
-	ck, err := training.LoadCheckpoint(dir, lab.Backend)
-	require.NoError(t, err)
-	here, err := training.Evaluate(context.Background(), lab.Backend, ck.Model, ck.Store, lab.Test, training.EvalOptions{MaxExamples: 50})
-	require.NoError(t, err)
-	require.Equal(t, here.Accuracy, there.Accuracy)
-	require.Equal(t, here.Loss, there.Loss)
-	require.Len(t, s.held, 1)
-
-	// Test-time augmentation travels with the options.
-	opts := training.EvalOptions{MaxExamples: 50, TTA: training.TTAMirrorTranslate}
-	payload, err = encode(evalRequest{Dir: dir, Step: 2, Spec: data.CIFAR10(), DataDir: dataDir, Split: data.SplitTest.String(), Options: opts})
-	require.NoError(t, err)
-	msg, err = client.Do(context.Background(), &labproc.Request{Op: "evaluate", Payload: payload}, func(*labproc.Message) {})
-	require.NoError(t, err)
-	var thereTTA training.EvalResult
-	require.NoError(t, json.Unmarshal(msg.Payload, &thereTTA))
-	hereTTA, err := training.Evaluate(context.Background(), lab.Backend, ck.Model, ck.Store, lab.Test, opts)
-	require.NoError(t, err)
-	require.Equal(t, training.TTAMirrorTranslate, thereTTA.TTA)
-	require.Equal(t, hereTTA.Loss, thereTTA.Loss)
-	require.NotEqual(t, here.Loss, thereTTA.Loss)
+	checkLabServerEvaluates(t, s, client, dataDir)
 
 	// The same Fit again: the lab process's programs compile nothing, and the run's timeline
 	// counts from the cell's program start.

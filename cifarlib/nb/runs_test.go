@@ -9,6 +9,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/stretchr/testify/require"
 )
@@ -64,6 +65,12 @@ func TestLabRunsAndCompare(t *testing.T) {
 	caption := "data: SYNTHETIC cifar100 (generated images, not real accuracy) · machine: go (pure Go, CPU), 1 device"
 	require.True(t, strings.HasSuffix(buf.String(), "\n"+caption+"\naccuracy of the 3 runs above\n"+caption+"\n"), buf.String())
 
+	checkCompareCharts(t, chosen)
+}
+
+// checkCompareCharts checks the loss and accuracy charts comparing chosen (an unguarded run
+// without evaluations, a fixed run, and a run without curves).
+func checkCompareCharts(t *testing.T, chosen []runs.Info) {
 	loss, err := CompareLossChart(chosen...)
 	require.NoError(t, err)
 	doc, err := SVG(loss)

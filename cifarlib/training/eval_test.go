@@ -43,6 +43,25 @@ func evalFixedModel(t *testing.T, spec data.Spec, head int, bias []float32) (*Ev
 	return ev, m, store
 }
 
+// fixedModelExpected computes on the host what a model of constant logits bias gives on test:
+// the examples per class, those whose label is among the top 5 (classes 0..4) and the summed loss.
+func fixedModelExpected(test *data.Records, bias []float32) (counts []int, top5 int, lossSum float64) {
+	var lse float64
+	for _, v := range bias {
+		lse += math.Exp(float64(v))
+	}
+	lse = math.Log(lse)
+	counts = make([]int, len(bias))
+	for _, l := range test.Labels() {
+		counts[l]++
+		if l < 5 {
+			top5++
+		}
+		lossSum += lse - float64(bias[l])
+	}
+	return counts, top5, lossSum
+}
+
 func TestEvaluatePerClassTopKAndLoss(t *testing.T) {
 	spec := data.CIFAR100(data.LabelsFine)
 	bias := make([]float32, 100)
@@ -54,21 +73,7 @@ func TestEvaluatePerClassTopKAndLoss(t *testing.T) {
 	res, err := ev.Evaluate(context.Background(), test, EvalOptions{BatchSize: 64})
 	require.NoError(t, err)
 
-	// Expected values, computed on the host.
-	var lse float64
-	for _, v := range bias {
-		lse += math.Exp(float64(v))
-	}
-	lse = math.Log(lse)
-	counts := make([]int, 100)
-	top5, lossSum := 0, 0.0
-	for _, l := range test.Labels() {
-		counts[l]++
-		if l < 5 {
-			top5++
-		}
-		lossSum += lse - float64(bias[l])
-	}
+	counts, top5, lossSum := fixedModelExpected(test, bias) // expected values, computed on the host
 	require.Equal(t, "cifar100", res.Dataset)
 	require.Equal(t, "test", res.Split)
 	require.Equal(t, 100, res.HeadWidth)

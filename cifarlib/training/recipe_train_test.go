@@ -37,6 +37,30 @@ func recipeOn(arch string, epochs float64, batch int, seed int64) Settings {
 	return s
 }
 
+// checkRecipeResumedEqualsStraight checks that the resumed recipe run's variables, momentum
+// buffers and lookahead EMA included, equal those of the straight run, bit for bit, and that the
+// run ends on the EMA.
+func checkRecipeResumedEqualsStraight(t *testing.T, straight, resumed *Trainer) {
+	want, got := trainVars(t, straight.Store()), trainVars(t, resumed.Store())
+	var momentum, ema int
+	for path := range want {
+		momentum += boolInt(strings.HasPrefix(path, nesterovScope+"/cnn/"))
+		ema += boolInt(strings.HasPrefix(path, lookaheadScope+"/cnn/"))
+	}
+	require.Positive(t, momentum, "momentum buffers")
+	require.Positive(t, ema, "lookahead EMA")
+	require.Equal(t, len(want), len(got))
+	for path, value := range want {
+		require.Equal(t, value, got[path], "variable %s differs between the straight and the resumed run", path)
+	}
+	// The run ends on the EMA: the weights equal their EMA copies.
+	for path, value := range want {
+		if strings.HasPrefix(path, "/cnn/") && !strings.HasSuffix(path, "avg_weight") {
+			require.Equal(t, value, want[lookaheadScope+path], "%s is its EMA after the last step", path)
+		}
+	}
+}
+
 // TestRecipeInterruptResumeEqualsStraightRun: a recipe run interrupted after step 3 and resumed
 // ends with the variables of an uninterrupted run, bit for bit: the momentum buffers and the
 // lookahead EMA are in the checkpoint, and the schedule and lookahead depend on the global step.
@@ -78,24 +102,7 @@ func TestRecipeInterruptResumeEqualsStraightRun(t *testing.T) {
 	require.Equal(t, 3, resC.StartStep)
 	require.Equal(t, 8, resC.EndStep)
 
-	want, got := trainVars(t, straight.Store()), trainVars(t, resumed.Store())
-	var momentum, ema int
-	for path := range want {
-		momentum += boolInt(strings.HasPrefix(path, nesterovScope+"/cnn/"))
-		ema += boolInt(strings.HasPrefix(path, lookaheadScope+"/cnn/"))
-	}
-	require.Positive(t, momentum, "momentum buffers")
-	require.Positive(t, ema, "lookahead EMA")
-	require.Equal(t, len(want), len(got))
-	for path, value := range want {
-		require.Equal(t, value, got[path], "variable %s differs between the straight and the resumed run", path)
-	}
-	// The run ends on the EMA: the weights equal their EMA copies.
-	for path, value := range want {
-		if strings.HasPrefix(path, "/cnn/") && !strings.HasSuffix(path, "avg_weight") {
-			require.Equal(t, value, want[lookaheadScope+path], "%s is its EMA after the last step", path)
-		}
-	}
+	checkRecipeResumedEqualsStraight(t, straight, resumed)
 	// The triangle over 8 steps (peak at int(0.23*8) = 1): the learning rate of each step.
 	tr := airbenchTriangle(8)
 	for i, p := range resC.History.Points {

@@ -51,7 +51,15 @@ func writeTestFile(t *testing.T, path, content string) {
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
 }
 
-func TestListRuns(t *testing.T) {
+// listedRuns are the runs of TestListRuns' runs folder, as Train returned them.
+type listedRuns struct {
+	dir                                       string
+	done, unguarded, interrupted, transferred *Result
+}
+
+// makeListedRuns fills a runs folder with a run of each status: trained, failed to start,
+// unguarded, interrupted, transferred, and hand-made folders.
+func makeListedRuns(t *testing.T) listedRuns {
 	runsDir := t.TempDir()
 	done, err := trainRun(t, runsDir, "a-done", nil)
 	require.NoError(t, err)
@@ -85,9 +93,14 @@ func TestListRuns(t *testing.T) {
 		c.Train, c.Test = labtest.TrainTestRecords(t, data.CIFAR10(), 256, 80, 4)
 	})
 	require.NoError(t, err)
+	writeHandMadeRuns(t, runsDir)
+	return listedRuns{dir: runsDir, done: done, unguarded: unguarded, interrupted: interrupted, transferred: transferred}
+}
 
-	// Hand-made folders: a run killed mid-training (its run.json still says running), one
-	// written before run.json existed, unreadable records, and a folder of something else.
+// writeHandMadeRuns writes hand-made folders into runsDir: a run killed mid-training (its
+// run.json still says running), one written before run.json existed, unreadable records, and a
+// folder of something else.
+func writeHandMadeRuns(t *testing.T, runsDir string) {
 	running, err := os.ReadFile(filepath.Join(runsDir, "a-done", runs.FileName))
 	require.NoError(t, err)
 	var rec runs.Record
@@ -104,7 +117,11 @@ func TestListRuns(t *testing.T) {
 	writeTestFile(t, filepath.Join(runsDir, "j-photos", "cat.jpg"), "jpeg")
 	writeTestFile(t, filepath.Join(runsDir, "notes.txt"), "a file, not a run")
 	writeTestFile(t, filepath.Join(runsDir, ".cache", runs.FileName), `{"status": "done"}`)
+}
 
+func TestListRuns(t *testing.T) {
+	lr := makeListedRuns(t)
+	runsDir, done, unguarded, interrupted, transferred := lr.dir, lr.done, lr.unguarded, lr.interrupted, lr.transferred
 	list, err := runs.List(runsDir)
 	require.NoError(t, err)
 	var names []string
@@ -112,7 +129,6 @@ func TestListRuns(t *testing.T) {
 		names = append(names, r.Name)
 	}
 	require.Equal(t, []string{"a-done", "b-guarded", "c-unguarded", "d-interrupted", "e-killed", "f-legacy", "g-torn", "h-bad-history", "i-status", "j-photos", "k-transferred"}, names)
-
 	for _, c := range []struct {
 		name   string
 		status runs.Status
@@ -152,6 +168,17 @@ func TestListRuns(t *testing.T) {
 			}
 		})
 	}
+	checkRunInfos(t, list, lr)
+	checkRunsTable(t, list)
+
+	_, err = runs.List(filepath.Join(runsDir, "missing"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.ErrorContains(t, err, "runs: listing the runs folder")
+}
+
+// checkRunInfos checks what the runs table says of TestListRuns' trained runs.
+func checkRunInfos(t *testing.T, list runs.Table, lr listedRuns) {
+	runsDir, done := lr.dir, lr.done
 	a, _ := list.Find("a-done")
 	require.Equal(t, runs.Info{Name: "a-done", Dir: a.Dir, Status: runs.RunDone, Dataset: "cifar100", Model: cifarlib.ArchLinear, Head: 100, Guarded: true,
 		Devices: 1, Backend: done.Backend, Precision: done.Precision, Steps: 6, Loss: done.Loss, TestAccuracy: done.Eval.Accuracy, TestTopK: done.Eval.TopKAccuracy, HasTest: true,
@@ -167,7 +194,10 @@ func TestListRuns(t *testing.T) {
 	require.Equal(t, []any{10, false}, []any{c.Head, c.Guarded})
 	b, _ := list.Find("b-guarded")
 	require.Equal(t, []any{"cifar100", 10, true, 0, false}, []any{b.Dataset, b.Head, b.Guarded, b.Steps, b.TensorBoard})
+}
 
+// checkRunsTable checks the text and HTML tables of TestListRuns' runs.
+func checkRunsTable(t *testing.T, list runs.Table) {
 	var text bytes.Buffer
 	require.NoError(t, list.WriteTable(&text))
 	lines := strings.Split(strings.TrimSuffix(text.String(), "\n"), "\n")
@@ -181,10 +211,6 @@ func TestListRuns(t *testing.T) {
 		right+`10</td>`+left+`guarded</td>`)
 	require.Contains(t, list.HTML(), `<td style="padding:2px 8px;text-align:left">model head has 10 outputs`)
 	require.Equal(t, "no runs", runs.Table(nil).String())
-
-	_, err = runs.List(filepath.Join(runsDir, "missing"))
-	require.ErrorIs(t, err, os.ErrNotExist)
-	require.ErrorContains(t, err, "runs: listing the runs folder")
 }
 
 // TestTensorBoardEqualsHistory trains, resumes, and reads the run's TensorBoard events with

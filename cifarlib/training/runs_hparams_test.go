@@ -31,14 +31,7 @@ func TestHParamsDashboard(t *testing.T) {
 	url := tbtest.Serve(t, runsDir)
 	tbtest.Runs(t, url, 2)
 
-	post := func(route string, body string, out any) {
-		t.Helper()
-		resp, err := http.Post(url+"/data/plugin/hparams/"+route, "application/json", bytes.NewBufferString(body))
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode, route)
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
-	}
+	post := hparamsPost(t, url)
 	var exp struct {
 		HParamInfos []struct {
 			Name, Type string
@@ -62,6 +55,34 @@ func TestHParamsDashboard(t *testing.T) {
 	}
 	require.Contains(t, tags, tagFinalAccuracy)
 
+	got := hparamsFinalAccuracies(t, post)
+	for _, name := range []string{"hp-a", "hp-b"} {
+		rec, err := runs.ReadRecord(runsDir + "/" + name)
+		require.NoError(t, err)
+		var res Result
+		require.NoError(t, json.Unmarshal(rec.Result, &res))
+		require.NoError(t, err)
+		lr := map[string]float64{"hp-a": 0.01, "hp-b": 0.001}[name]
+		require.InDelta(t, float32(res.Eval.Accuracy), got[lr], 0, "TensorBoard's final/test_accuracy of %s is the float32 of run.json's", name)
+	}
+}
+
+// hparamsPost returns a function that posts body to the hparams plugin's route of the
+// TensorBoard at url and decodes its answer into out.
+func hparamsPost(t *testing.T, url string) func(route, body string, out any) {
+	return func(route, body string, out any) {
+		t.Helper()
+		resp, err := http.Post(url+"/data/plugin/hparams/"+route, "application/json", bytes.NewBufferString(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, route)
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+	}
+}
+
+// hparamsFinalAccuracies reads the session groups of the dashboard: each run's status and
+// hyperparameters, and its final test accuracy by learning rate.
+func hparamsFinalAccuracies(t *testing.T, post func(route, body string, out any)) map[float64]float64 {
 	var groups struct {
 		SessionGroups []struct {
 			Name    string         `json:"name"`
@@ -88,13 +109,5 @@ func TestHParamsDashboard(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"hp-a", "hp-b"} {
-		rec, err := runs.ReadRecord(runsDir + "/" + name)
-		require.NoError(t, err)
-		var res Result
-		require.NoError(t, json.Unmarshal(rec.Result, &res))
-		require.NoError(t, err)
-		lr := map[string]float64{"hp-a": 0.01, "hp-b": 0.001}[name]
-		require.InDelta(t, float32(res.Eval.Accuracy), got[lr], 0, "TensorBoard's final/test_accuracy of %s is the float32 of run.json's", name)
-	}
+	return got
 }

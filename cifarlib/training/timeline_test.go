@@ -24,26 +24,9 @@ func timelineConfig(t *testing.T) testRun {
 		Env: Env{Train: train, Test: test, Backend: labtest.Backend(t), Progress: ProgressOff}}
 }
 
-// A real run on the pure-Go backend records its phases in order, each compile once, with
-// non-negative durations that add up to at most the wall time of Train; run.json and the
-// summary carry them.
-func TestTrainTimeline(t *testing.T) {
-	cfg := timelineConfig(t)
-	called := time.Now()
-	res, err := Train(context.Background(), cfg.Settings, cfg.Env)
-	wall := time.Since(called)
-	require.NoError(t, err)
-	tl := res.Timeline
-	require.NotNil(t, tl)
-
-	// Compile nothing twice: one train step, one evaluation program for the two validations
-	// (40 examples: 32 + 8 padded) and the final evaluation (70: 32 + 32 + 6 padded), and
-	// GoMLX's variable initialisation.
-	require.Equal(t, 1, tl.Compiles(runs.ProgramTrainStep), tl.String())
-	require.Equal(t, 1, tl.Compiles(runs.ProgramEvaluation), tl.String())
-	require.Equal(t, 1, tl.Compiles(runs.ProgramInit), tl.String())
-	require.Equal(t, 3, tl.Compiles(""))
-
+// checkTimelineEvents checks that tl's events follow one another, within the wall time of the
+// run called at called, and returns their phases (and compiled programs).
+func checkTimelineEvents(t *testing.T, tl *runs.Timeline, called time.Time, wall time.Duration) []string {
 	var phases []string
 	var sum time.Duration
 	prevEnd := time.Duration(0)
@@ -69,6 +52,30 @@ func TestTrainTimeline(t *testing.T) {
 		prevEnd = e.End()
 	}
 	require.LessOrEqual(t, sum, wall)
+	return phases
+}
+
+// A real run on the pure-Go backend records its phases in order, each compile once, with
+// non-negative durations that add up to at most the wall time of Train; run.json and the
+// summary carry them.
+func TestTrainTimeline(t *testing.T) {
+	cfg := timelineConfig(t)
+	called := time.Now()
+	res, err := Train(context.Background(), cfg.Settings, cfg.Env)
+	wall := time.Since(called)
+	require.NoError(t, err)
+	tl := res.Timeline
+	require.NotNil(t, tl)
+
+	// Compile nothing twice: one train step, one evaluation program for the two validations
+	// (40 examples: 32 + 8 padded) and the final evaluation (70: 32 + 32 + 6 padded), and
+	// GoMLX's variable initialisation.
+	require.Equal(t, 1, tl.Compiles(runs.ProgramTrainStep), tl.String())
+	require.Equal(t, 1, tl.Compiles(runs.ProgramEvaluation), tl.String())
+	require.Equal(t, 1, tl.Compiles(runs.ProgramInit), tl.String())
+	require.Equal(t, 3, tl.Compiles(""))
+
+	phases := checkTimelineEvents(t, tl, called, wall)
 	require.Equal(t, []string{"start", "backend", "data", "compile train step", "compile variable initialisation", "first_step",
 		"compile evaluation", "validation", "checkpoint", "validation", "checkpoint", "steps", "checkpoint", "eval"}, phases)
 	for _, e := range tl.Events {

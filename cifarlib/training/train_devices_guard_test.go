@@ -221,26 +221,29 @@ func TestDevicesErrors(t *testing.T) {
 		require.True(t, errors.Is(err, backends.ErrDevices))
 	})
 
-	t.Run("more devices than exist", func(t *testing.T) {
-		cfg, env := base, baseEnv
-		env.Backend, cfg.Compute.Devices = devicesTestBackend(t, 2), 4
-		_, err := NewTrainer(cfg, env)
-		var dce *backends.DeviceCountError
-		require.ErrorAs(t, err, &dce)
-		require.Equal(t, 4, dce.Requested)
-		require.Equal(t, 2, dce.Available)
-		require.EqualError(t, err, "backends: 4 devices asked for, but the xla:cpu (XLA CPU plugin) backend has 2: create the "+
-			"backend with NewBackendWithDevices(name, 4) (XLA's CPU plugin makes as many devices as asked), or use at most 2")
-		_, err = backends.NewWithDevices("cpu", backends.MaxCPUDevices+1)
-		require.ErrorAs(t, err, &dce)
-		require.Equal(t, backends.MaxCPUDevices, dce.Available)
+	t.Run("more devices than exist", func(t *testing.T) { checkTooManyDevices(t, base, baseEnv, recs) })
+}
 
-		ds, err := data.NewDataset("train", recs, data.DatasetOptions{BatchSize: 8})
-		require.NoError(t, err)
-		_, err = newDistributedDataset(env.Backend, ds, 1)
-		require.ErrorAs(t, err, &dce)
-		require.Contains(t, err.Error(), "a distributed dataset needs at least 2 devices")
-	})
+// checkTooManyDevices checks the error of more devices than the backend has.
+func checkTooManyDevices(t *testing.T, base Settings, baseEnv Env, recs *data.Records) {
+	cfg, env := base, baseEnv
+	env.Backend, cfg.Compute.Devices = devicesTestBackend(t, 2), 4
+	_, err := NewTrainer(cfg, env)
+	var dce *backends.DeviceCountError
+	require.ErrorAs(t, err, &dce)
+	require.Equal(t, 4, dce.Requested)
+	require.Equal(t, 2, dce.Available)
+	require.EqualError(t, err, "backends: 4 devices asked for, but the xla:cpu (XLA CPU plugin) backend has 2: create the "+
+		"backend with NewBackendWithDevices(name, 4) (XLA's CPU plugin makes as many devices as asked), or use at most 2")
+	_, err = backends.NewWithDevices("cpu", backends.MaxCPUDevices+1)
+	require.ErrorAs(t, err, &dce)
+	require.Equal(t, backends.MaxCPUDevices, dce.Available)
+
+	ds, err := data.NewDataset("train", recs, data.DatasetOptions{BatchSize: 8})
+	require.NoError(t, err)
+	_, err = newDistributedDataset(env.Backend, ds, 1)
+	require.ErrorAs(t, err, &dce)
+	require.Contains(t, err.Error(), "a distributed dataset needs at least 2 devices")
 }
 
 // TestParseDevices: the --devices values.

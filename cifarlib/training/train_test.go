@@ -70,6 +70,10 @@ func TestTrainConfigErrors(t *testing.T) {
 	require.Equal(t, "Optimizer.WeightDecay", ce.Field)
 	require.EqualError(t, err, `training: config: Optimizer.WeightDecay=0.01: weight decay needs Optimizer "adamw" or "nesterov"`)
 
+}
+
+// The defaults a run's plan takes for what the settings leave as Defaults gives them.
+func TestResolveDefaults(t *testing.T) {
 	s := with(t, Defaults(), map[string]string{"dataset": "cifar100", "steps": "1000", "optimizer": "SGD"})
 	cfg, err := resolved(s, 50000)
 	require.NoError(t, err)
@@ -105,6 +109,37 @@ func TestTrainStaticGuardStopsBeforeFirstStep(t *testing.T) {
 	require.True(t, errors.Is(statErr, os.ErrNotExist))
 }
 
+// outOfRangeSeen counts the examples, and those with a label >= 10, of the first steps batches
+// of train in the order a run of batch and seed takes them.
+func outOfRangeSeen(t *testing.T, train *data.Records, batch int, seed int64, steps int) (seen, bad int64) {
+	ds, err := data.NewDataset("expected", train, data.DatasetOptions{BatchSize: batch, Shuffle: true, Seed: seed, DropRemainder: true})
+	require.NoError(t, err)
+	for hb, err := range ds.HostBatches() {
+		require.NoError(t, err)
+		for _, l := range hb.Labels {
+			seen++
+			if l >= 10 {
+				bad++
+			}
+		}
+		if hb.Number == steps-1 {
+			break
+		}
+	}
+	return seen, bad
+}
+
+// labelsAtLeast counts the labels >= n.
+func labelsAtLeast[L int32 | uint8 | int](labels []L, n L) int {
+	count := 0
+	for _, l := range labels {
+		if l >= n {
+			count++
+		}
+	}
+	return count
+}
+
 // With the guard off, the same bug trains silently; the result counts the examples that
 // contributed exactly zero loss.
 func TestTrainUnguardedCountsZeroLossExamples(t *testing.T) {
@@ -120,27 +155,8 @@ func TestTrainUnguardedCountsZeroLossExamples(t *testing.T) {
 	require.NoError(t, err)
 
 	// Expected: the labels >= 10 among the examples of the first 5 batches of the same data order.
-	ds, err := data.NewDataset("expected", train, data.DatasetOptions{BatchSize: batch, Shuffle: true, Seed: seed, DropRemainder: true})
-	require.NoError(t, err)
-	var seen, bad int64
-	for hb, err := range ds.HostBatches() {
-		require.NoError(t, err)
-		for _, l := range hb.Labels {
-			seen++
-			if l >= 10 {
-				bad++
-			}
-		}
-		if hb.Number == steps-1 {
-			break
-		}
-	}
-	splitBad := 0
-	for _, l := range train.Labels() {
-		if l >= 10 {
-			splitBad++
-		}
-	}
+	seen, bad := outOfRangeSeen(t, train, batch, seed, steps)
+	splitBad := labelsAtLeast(train.Labels(), 10)
 	require.Equal(t, int64(steps*batch), seen)
 	require.Greater(t, bad, int64(steps*batch/2), "synthetic CIFAR-100 labels are spread over 100 classes")
 	require.Equal(t, ZeroLossStats{HeadWidth: 10, Seen: seen, OutOfRange: bad, SplitExamples: 320, SplitOutOfRange: splitBad}, res.ZeroLoss)
@@ -156,13 +172,7 @@ func TestTrainUnguardedCountsZeroLossExamples(t *testing.T) {
 	require.Contains(t, summary.String(), "WARNING: ")
 
 	// The evaluation cannot predict those classes either.
-	testBad := 0
-	for _, l := range test.Labels() {
-		if l >= 10 {
-			testBad++
-		}
-	}
-	require.Equal(t, testBad, res.Eval.OutOfRange)
+	require.Equal(t, labelsAtLeast(test.Labels(), 10), res.Eval.OutOfRange)
 	require.Len(t, res.Eval.PerClass, 100)
 	require.Len(t, res.Eval.Confusion[0], 10)
 	for _, c := range res.Eval.PerClass[10:] {
@@ -207,6 +217,31 @@ func TestTrainInterruptResumeEqualsStraightRun(t *testing.T) {
 	require.False(t, resA.Interrupted)
 
 	dir := filepath.Join(t.TempDir(), "ckpt")
+	interruptAtStep2(t, cfg, env, dir)
+	resumedCfg, resumedEnv := cfg, env
+	resumedCfg.Checkpoint.Dir = dir
+	var log bytes.Buffer
+	resumedEnv.Log = &log
+	resumed, err := NewTrainer(resumedCfg, resumedEnv)
+	require.NoError(t, err)
+	step, ok := resumed.Resumed()
+	require.True(t, ok)
+	require.Equal(t, 2, step)
+	resC, err := resumed.Run(context.Background())
+	require.NoError(t, err)
+	require.True(t, resC.Resumed)
+	require.Equal(t, 2, resC.StartStep)
+	require.Equal(t, 4, resC.EndStep)
+	require.Equal(t, int64(16), resC.ZeroLoss.Seen)
+	require.True(t, strings.HasPrefix(log.String(), "resumed from checkpoint "+dir+" at step 2 of 4\n"), log.String())
+
+	checkResumedEqualsStraight(t, straight, resumed, resA, resC)
+	checkSavedEvaluates(t, dir, resumed, test)
+}
+
+// interruptAtStep2 trains cfg into dir, cancelled after step 2 as SIGINT does, and checks what
+// it saved.
+func interruptAtStep2(t *testing.T, cfg Settings, env Env, dir string) {
 	interrupted, interruptedEnv := cfg, env
 	interrupted.Checkpoint.Dir = dir
 	ctx, cancel := context.WithCancel(context.Background())
@@ -232,24 +267,11 @@ func TestTrainInterruptResumeEqualsStraightRun(t *testing.T) {
 	hist, err := runs.LoadHistory(dir)
 	require.NoError(t, err)
 	require.Len(t, hist.Points, 2)
+}
 
-	resumedCfg, resumedEnv := cfg, env
-	resumedCfg.Checkpoint.Dir = dir
-	log.Reset()
-	resumedEnv.Log = &log
-	resumed, err := NewTrainer(resumedCfg, resumedEnv)
-	require.NoError(t, err)
-	step, ok := resumed.Resumed()
-	require.True(t, ok)
-	require.Equal(t, 2, step)
-	resC, err := resumed.Run(context.Background())
-	require.NoError(t, err)
-	require.True(t, resC.Resumed)
-	require.Equal(t, 2, resC.StartStep)
-	require.Equal(t, 4, resC.EndStep)
-	require.Equal(t, int64(16), resC.ZeroLoss.Seen)
-	require.True(t, strings.HasPrefix(log.String(), "resumed from checkpoint "+dir+" at step 2 of 4\n"), log.String())
-
+// checkResumedEqualsStraight checks that the resumed run's variables and history equal, bit for
+// bit, those of the run trained straight through.
+func checkResumedEqualsStraight(t *testing.T, straight, resumed *Trainer, resA, resC *Result) {
 	want, got := trainVars(t, straight.Store()), trainVars(t, resumed.Store())
 	require.Contains(t, want, "/global_step")
 	require.Contains(t, want, "/cnn/head/dense/weights")
@@ -271,8 +293,12 @@ func TestTrainInterruptResumeEqualsStraightRun(t *testing.T) {
 	require.Equal(t, 0.0, resA.History.Points[0].LearningRate)
 	require.InDelta(t, 0.003, resA.History.Points[1].LearningRate, 1e-9)
 	require.InDelta(t, 0.003*(1+math.Cos(math.Pi/3))/2, resA.History.Points[2].LearningRate, 1e-9)
+}
 
-	// Evaluating the saved checkpoint (as cifarlab eval does) gives the resumed model's results.
+// checkSavedEvaluates checks that evaluating the checkpoint saved in dir (as cifarlab eval
+// does) gives the resumed model's results.
+func checkSavedEvaluates(t *testing.T, dir string, resumed *Trainer, test *data.Records) {
+	b := resumed.Env().Backend
 	ck, err := LoadCheckpoint(dir, b)
 	require.NoError(t, err)
 	require.Equal(t, []any{dir, 4, "cifar10", "fine", "cnn", 10, 8, int64(7), true, Optimizer(AdamW{LearningRate: 0.003, WeightDecay: 0.004}),

@@ -14,6 +14,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/internal/testenv"
 
+	"github.com/gomlx/compute"
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,6 +68,24 @@ func loadAll(t *testing.T, ck *LoadedCheckpoint) map[string][]byte {
 	return out
 }
 
+// checkTransferReport checks the report of a transfer of resnet20 from the cifar10 run from to
+// cifar100: carried variables, the new head and the optimizer state left behind.
+func checkTransferReport(t *testing.T, r *TransferReport, from string, carried int) {
+	require.Equal(t, from, r.From)
+	require.Equal(t, 3, r.FromStep)
+	require.Equal(t, "cifar10", r.FromDataset)
+	require.Equal(t, 10, r.FromHead)
+	require.Equal(t, "cifar100", r.Dataset)
+	require.Equal(t, 100, r.Head)
+	require.Len(t, r.Carried, carried)
+	require.Equal(t, []TransferVariable{
+		{Path: "/resnet20/head/dense/biases", Shape: []int{100}, FromShape: []int{10}},
+		{Path: "/resnet20/head/dense/weights", Shape: []int{64, 100}, FromShape: []int{64, 10}}}, r.Reinitialized)
+	require.Contains(t, r.Dropped, "/AdamOptimizer/step")
+	require.Contains(t, r.Dropped, "/optimizers/learning_rate")
+	require.Contains(t, r.Dropped, "/AdamOptimizer/resnet20/stem/conv/conv/weights_1st_moment")
+}
+
 // The backbone (convolutions and batch norm, statistics included) is carried bit for bit; the
 // head is new, at 100 outputs, initialised from the run's seed: the same seed gives the same
 // head, another seed another; the report and the summary say what happened.
@@ -110,20 +129,7 @@ func TestTransferCarriesBackboneBitForBit(t *testing.T) {
 			require.Equal(t, value, trainVars(t, tr.Store())[path], "evaluating changed %s", path)
 		}
 
-		r := tr.Transfer()
-		require.Equal(t, from, r.From)
-		require.Equal(t, 3, r.FromStep)
-		require.Equal(t, "cifar10", r.FromDataset)
-		require.Equal(t, 10, r.FromHead)
-		require.Equal(t, "cifar100", r.Dataset)
-		require.Equal(t, 100, r.Head)
-		require.Len(t, r.Carried, len(want))
-		require.Equal(t, []TransferVariable{
-			{Path: "/resnet20/head/dense/biases", Shape: []int{100}, FromShape: []int{10}},
-			{Path: "/resnet20/head/dense/weights", Shape: []int{64, 100}, FromShape: []int{64, 10}}}, r.Reinitialized)
-		require.Contains(t, r.Dropped, "/AdamOptimizer/step")
-		require.Contains(t, r.Dropped, "/optimizers/learning_rate")
-		require.Contains(t, r.Dropped, "/AdamOptimizer/resnet20/stem/conv/conv/weights_1st_moment")
+		checkTransferReport(t, tr.Transfer(), from, len(want))
 	}
 	require.NotEqual(t, heads[5], heads[6], "another seed must initialise another head")
 
@@ -315,6 +321,14 @@ func TestTransferErrors(t *testing.T) {
 	require.Equal(t, cifarlib.ArchLinear, p.source.info.Model.Arch)
 	require.Equal(t, ArchOfSource, cfg.Model.Arch)
 
+	checkBrokenSources(t, from)
+	checkHeadMismatches(t, from)
+	checkTransferSettingsErrors(t, from)
+}
+
+// checkBrokenSources checks the errors of a source that is not a run, or whose checkpoint is
+// incomplete or corrupt.
+func checkBrokenSources(t *testing.T, from string) {
 	for name, dir := range map[string]string{"missing": filepath.Join(t.TempDir(), "missing"), "empty": t.TempDir()} {
 		t.Run(name, func(t *testing.T) {
 			_, err := NewTrainer(transferConfig(t, dir, 1))
@@ -337,7 +351,7 @@ func TestTransferErrors(t *testing.T) {
 	}
 	incomplete, base := copyDir(t)
 	require.NoError(t, os.WriteFile(base+".json", nil, 0o644))
-	_, err = NewTrainer(transferConfig(t, incomplete, 1))
+	_, err := NewTrainer(transferConfig(t, incomplete, 1))
 	var ie *IncompleteCheckpointError
 	require.ErrorAs(t, err, &ie)
 
@@ -351,7 +365,11 @@ func TestTransferErrors(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, corrupt, ce.Dir)
 	require.True(t, strings.HasPrefix(err.Error(), "training: the checkpoint in "+corrupt+" is corrupt and was not used ("), err.Error())
+}
 
+// checkHeadMismatches checks a plain load and a resume into a model whose head differs from
+// the run's (PyTorch's size-mismatch message).
+func checkHeadMismatches(t *testing.T, from string) {
 	// A plain load into a CIFAR-100 model: PyTorch's "size mismatch for fc.weight".
 	m100, err := cifarlib.NewModel(data.CIFAR100(data.LabelsFine), cifarlib.ArchLinear).Done()
 	require.NoError(t, err)
@@ -395,7 +413,10 @@ func TestTransferErrors(t *testing.T) {
 		"in a new Checkpoint.Dir)")
 	require.True(t, strings.HasSuffix(err.(*ShapeMismatchError).InFlags(), "head of 20 (cifarlab train --from "+from+
 		" --dataset cifar100 --labels coarse, with a new --checkpoint directory)"))
+}
 
+// checkTransferSettingsErrors checks the settings a transfer refuses.
+func checkTransferSettingsErrors(t *testing.T, from string) {
 	for _, c := range []struct {
 		edit func(*Settings)
 		msg  string
@@ -477,7 +498,12 @@ func TestTransferDevicesSameAsOneDevice(t *testing.T) {
 		})
 	}
 
-	// A transfer checkpointed on 4 devices resumes on 1 and evaluates from its checkpoint on 4.
+	checkTransferResumesOnOtherDevices(t, backend, from)
+}
+
+// checkTransferResumesOnOtherDevices checks that a transfer from from checkpointed on 4 devices
+// of backend resumes on 1 and evaluates from its checkpoint on 4.
+func checkTransferResumesOnOtherDevices(t *testing.T, backend compute.Backend, from string) {
 	cfg, env := transferConfig(t, from, 2)
 	env.Backend, cfg.Compute.Devices, cfg.Data.BatchSize, cfg.Checkpoint.Dir = backend, 4, devicesBatch, filepath.Join(t.TempDir(), "c100")
 	_, err := Train(context.Background(), cfg, env)
