@@ -6,7 +6,6 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
-	"github.com/gomlx/go-xla/compute/xla"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -61,7 +60,7 @@ func ResolveDevices(b compute.Backend, requested int) (int, error) {
 	}
 	if requested > available {
 		fix := fmt.Sprintf("use -devices %d (or all), or fewer", available)
-		if xb, ok := b.(*xla.Backend); ok && xb.IsCPU() {
+		if xb, ok := xlaOf(b); ok && xb.IsCPU() {
 			fix = fmt.Sprintf("create the backend with NewBackendWithDevices(name, %d) (XLA's CPU plugin makes as many "+
 				"devices as asked), or use at most %d", requested, available)
 		} else if ok && xb.IsCUDA() {

@@ -28,7 +28,10 @@ const RunsEnv = runs.DirEnv
 type Lab struct {
 	// Spec is the dataset.
 	Spec data.Spec
-	// Backend is the one the kernel selected (backends.New("auto") follows GOMLX_BACKEND).
+	// Backend is the one the kernel selected (backends.New("auto") follows GOMLX_BACKEND). The
+	// lab of Open creates it when a cell first computes on it (backends.Lazy): a cell whose
+	// Fit, Transfer or Evaluate runs in the kernel's lab process, or which only shows tables,
+	// creates no backend (no PJRT client, no GPU memory) in its own program.
 	Backend compute.Backend
 	// Arch is the architecture the notebooks train on Backend (see Arch).
 	Arch string
@@ -53,9 +56,11 @@ type Lab struct {
 
 // Open returns the Lab of spec on the kernel's backend, with the data of the default data folder
 // ($CIFARLAB_DATA), and stops the cell when that fails: declare it once, in a notebook's first
-// cell (`var lab = nb.Open(spec)`), and every cell has it.
+// cell (`var lab = nb.Open(spec)`), and every cell has it. The backend is checked now (a
+// missing plugin or GPU stops the cell) but created by the first computation on lab.Backend
+// (backends.Lazy), as GoNB runs every cell as a program of its own.
 func Open(spec data.Spec) *Lab {
-	backend, err := backends.New(backends.Auto)
+	backend, err := backends.Lazy(backends.Auto)
 	Check(err)
 	l := Must(New(spec, backend, data.DefaultDir()))
 	l.opened = true
