@@ -27,6 +27,9 @@ const (
 	EventEval EventKind = "eval"
 	// EventCheckpoint: the run saves a checkpoint at Step.
 	EventCheckpoint EventKind = "checkpoint"
+	// EventPhase: a phase of the caller's own, said in Text (e.g. package nb's "starting the
+	// lab process").
+	EventPhase EventKind = "phase"
 )
 
 // ReasonFirst is the Reason of the compile of a program that no earlier run of the process has
@@ -56,6 +59,8 @@ type Event struct {
 	TTA      int        `json:"tta,omitempty"`
 	Purpose  runs.Phase `json:"purpose,omitempty"`
 	Split    string     `json:"split,omitempty"`
+	// Text says what an EventPhase is.
+	Text string `json:"text,omitempty"`
 }
 
 // phase is the part of what e says that stays the same while the work it describes goes on:
@@ -68,6 +73,8 @@ func (e Event) phase() string {
 		return string(e.Kind) + "/" + string(e.Purpose) + "/" + e.Split
 	case EventCheckpoint:
 		return fmt.Sprintf("%s/%d", e.Kind, e.Step)
+	case EventPhase:
+		return string(e.Kind) + "/" + e.Text
 	}
 	return string(e.Kind)
 }
@@ -88,6 +95,8 @@ func (e Event) Line(done bool) string {
 		ellipsis = ""
 	}
 	switch e.Kind {
+	case EventPhase:
+		return e.Text + ellipsis
 	case EventBackend:
 		return verb("creating the backend", "created the backend") + ellipsis
 	case EventData:

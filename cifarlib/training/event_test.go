@@ -178,13 +178,21 @@ func TestStatus(t *testing.T) {
 	clock = clock.Add(600 * time.Millisecond)
 	s.Event(Event{Kind: EventStep, Step: 3, Steps: 3, Loss: 2.3})
 	clock = clock.Add(time.Second)
-	s.Close()
+	s.Close(nil)
 	s.Event(Event{Kind: EventData}) // after Close: nothing
 	require.Equal(t, []drawn{
 		{`run "a": compiling the train step (first time for this shape)… 0.0 s`, true},
 		{`run "a": compiled the train step (first time for this shape) in 3.5 s`, true},
 		{`run "a": step 1/3 · loss 2.5000 · 0.0 s`, true},
 		{`run "a": step 3/3 · loss 2.3000 · 0.7 s`, false},
-		{`run "a": step 3/3 · loss 2.3000 · 1.7 s`, true},
+		{`run "a": step 3/3 · loss 2.3000 · 1.7 s (compiled the train step (first time for this shape) in 3.5 s)`, true},
 	}, lines)
+
+	// Stopped by an error: how long the phase went on.
+	lines = nil
+	s = &Status{prefix: `run "b": `, stop: make(chan struct{}), now: s.now, draw: s.draw}
+	s.Event(Event{Kind: EventEval, Examples: 100, Purpose: runs.PhaseEval, Split: "test"})
+	clock = clock.Add(2 * time.Second)
+	s.Close(context.Canceled)
+	require.Equal(t, drawn{`run "b": evaluating 100 images… 0/100 · stopped after 2.0 s`, true}, lines[len(lines)-1])
 }

@@ -18,7 +18,7 @@ const StatusEvery = 500 * time.Millisecond
 // also says how long its phase has taken so far ("compiling the train step (first time for
 // this shape)… 3.5 s", "step 57/200 · loss 1.2345 · 4.1 s"), and is redrawn every StatusEvery
 // while the phase goes on. When a compile ends, a line says how long it took. Close draws what
-// the last phase did.
+// the last phase did, and the compiles with their reasons: a notebook keeps that line.
 //
 // draw receives every line, with newPhase true for the first line of a phase, the line that
 // ends a compile and Close's: a notebook cell shows each line in place of the last (package
@@ -34,6 +34,7 @@ type Status struct {
 	began      time.Time // when cur's phase began
 	stepsBegan time.Time // the first step event's time
 	drawn      time.Time // when a line was last drawn
+	compiled   []string  // what each compile that ended compiled, why, and how long it took
 	stop       chan struct{}
 	closed     bool
 }
@@ -81,14 +82,17 @@ func (s *Status) Event(e Event) {
 		return
 	}
 	if s.has && s.cur.Kind == EventCompile {
-		s.draw(s.prefix+s.cur.Line(true)+" in "+seconds(now.Sub(s.began)), true)
+		done := s.cur.Line(true) + " in " + seconds(now.Sub(s.began))
+		s.compiled = append(s.compiled, done)
+		s.draw(s.prefix+done, true)
 	}
 	s.cur, s.has, s.began = e, true, now
 	s.drawLocked(now, true)
 }
 
-// Close stops the redraws and draws what the last phase did (nothing when there was no event).
-func (s *Status) Close() {
+// Close stops the redraws and draws what the last phase did, or, when err is not nil, how long
+// it went on before it stopped, then the compiles that ended (nothing when there was no event).
+func (s *Status) Close(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -100,11 +104,16 @@ func (s *Status) Close() {
 		return
 	}
 	now := s.now()
-	line := s.cur.Line(true)
+	since, sep := s.began, " in "
 	if s.cur.Kind == EventStep {
-		line += " · " + seconds(now.Sub(s.stepsBegan))
-	} else {
-		line += " in " + seconds(now.Sub(s.began))
+		since, sep = s.stepsBegan, " · "
+	}
+	line := s.cur.Line(true) + sep + seconds(now.Sub(since))
+	if err != nil {
+		line = strings.TrimSuffix(s.cur.Line(false), "…") + " · stopped after " + seconds(now.Sub(since))
+	}
+	if s.cur.Kind != EventCompile && len(s.compiled) > 0 {
+		line += " (" + strings.Join(s.compiled, "; ") + ")"
 	}
 	s.draw(s.prefix+line, true)
 }
