@@ -108,9 +108,9 @@ func (e Event) Line(done bool) string {
 		}
 		return s + ellipsis
 	case EventStep:
-		return fmt.Sprintf("step %s/%s · loss %.4f", count(e.Step), count(e.Steps), e.Loss)
+		return fmt.Sprintf("step %d/%d · loss %.4f", e.Step, e.Steps, e.Loss) // as the run's log lines write steps
 	case EventCheckpoint:
-		return verb("saving the checkpoint", "saved the checkpoint") + fmt.Sprintf(" at step %s", count(e.Step)) + ellipsis
+		return verb("saving the checkpoint", "saved the checkpoint") + fmt.Sprintf(" at step %d", e.Step) + ellipsis
 	case EventEval:
 		what := fmt.Sprintf("%s images", count(e.Examples))
 		if e.Split != "" && e.Split != "test" {

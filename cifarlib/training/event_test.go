@@ -134,7 +134,7 @@ func TestEventLines(t *testing.T) {
 		{Event{Kind: EventCompile, Program: runs.ProgramTrainStep, Reason: ReasonFirst},
 			"compiling the train step (first time for this shape)…", "compiled the train step (first time for this shape)"},
 		{Event{Kind: EventStep, Step: 1, Steps: 1200, Loss: 2.30258},
-			"step 1/1,200 · loss 2.3026", "step 1/1,200 · loss 2.3026"},
+			"step 1/1200 · loss 2.3026", "step 1/1200 · loss 2.3026"},
 		{Event{Kind: EventEval, Examples: 10000, Done: 3000, TTA: 2, Purpose: runs.PhaseEval, Split: "test"},
 			"evaluating 10,000 images with TTA level 2 (6 views)… 3,000/10,000", "evaluated 10,000 images with TTA level 2 (6 views)"},
 		{Event{Kind: EventEval, Examples: 500, Done: 100, Purpose: runs.PhaseValidation, Split: "test"},
