@@ -25,7 +25,9 @@ func Clients() int { return int(clients.Load()) }
 // device memory on a GPU) is created by the first call that needs it: a computation (Builder),
 // a buffer, its devices. Before that, what it will be is known without creating it: Name,
 // IsGoBackend, Plugin, its String and Capabilities (go-xla's, the table every XLA backend starts
-// from). The pure-Go backend, which holds no client, is created at once.
+// from). The pure-Go backend, which holds no client, is created at once. Everything computes on
+// it as on New's backend, with the same results: its buffers and programs are the created
+// backend's, which it hands out as its own (GoMLX's tensors never mix backends).
 //
 // A notebook's Lab (nb.Open) holds one, so that a cell whose work runs in the lab process, or
 // which never computes, creates no client in its own process. A client that cannot be created
@@ -106,8 +108,11 @@ func (l *lazyBackend) Capabilities() compute.Capabilities {
 	return xla.Capabilities.Clone()
 }
 
-// Builder implements compute.Backend (it creates the backend).
-func (l *lazyBackend) Builder(name string) compute.Builder { return l.must().Builder(name) }
+// Builder implements compute.Backend (it creates the backend): its programs take and give the
+// lazy backend's buffers.
+func (l *lazyBackend) Builder(name string) compute.Builder {
+	return lazyBuilder{Builder: l.must().Builder(name), lazy: l}
+}
 
 // BufferFromFlatData implements compute.DataInterface (it creates the backend).
 func (l *lazyBackend) BufferFromFlatData(deviceNum compute.DeviceNum, flat any, shape shapes.Shape) (compute.Buffer, error) {
@@ -115,7 +120,7 @@ func (l *lazyBackend) BufferFromFlatData(deviceNum compute.DeviceNum, flat any, 
 	if err != nil {
 		return nil, err
 	}
-	return b.BufferFromFlatData(deviceNum, flat, shape)
+	return l.wrap(b.BufferFromFlatData(deviceNum, flat, shape))
 }
 
 // HasSharedBuffers implements compute.DataInterface (it creates the backend).
@@ -127,7 +132,81 @@ func (l *lazyBackend) NewSharedBuffer(deviceNum compute.DeviceNum, shape shapes.
 	if err != nil {
 		return nil, nil, err
 	}
-	return b.NewSharedBuffer(deviceNum, shape)
+	buf, flat, err := b.NewSharedBuffer(deviceNum, shape)
+	if err != nil {
+		return nil, nil, err
+	}
+	return lazyBuffer{Buffer: buf, lazy: l}, flat, nil
+}
+
+// The buffers and programs of a lazy backend are the created backend's, wrapped so that a
+// buffer names the lazy backend as its own (compute.Buffer.Backend): GoMLX's tensors keep the
+// backend of their buffers and refuse to mix backends, so the cell's tensors, variables and
+// programs all stay on the one backend it was given (lab.Backend), whether or not it existed yet
+// when they were made. The programs give the created backend its own buffers, and wrap theirs.
+
+// wrap wraps a buffer of the created backend (nil, and errors, as they are).
+func (l *lazyBackend) wrap(buf compute.Buffer, err error) (compute.Buffer, error) {
+	if err != nil || buf == nil {
+		return buf, err
+	}
+	return lazyBuffer{Buffer: buf, lazy: l}, nil
+}
+
+// lazyBuffer is a buffer of a lazy backend.
+type lazyBuffer struct {
+	compute.Buffer
+	lazy *lazyBackend
+}
+
+// Backend implements compute.Buffer: the lazy backend.
+func (b lazyBuffer) Backend() compute.Backend { return b.lazy }
+
+// CopyToDevice implements compute.Buffer.
+func (b lazyBuffer) CopyToDevice(deviceNum compute.DeviceNum) (compute.Buffer, error) {
+	return b.lazy.wrap(b.Buffer.CopyToDevice(deviceNum))
+}
+
+// lazyBuilder is a builder of a lazy backend: what it compiles runs on its buffers.
+type lazyBuilder struct {
+	compute.Builder
+	lazy *lazyBackend
+}
+
+// Compile implements compute.Builder.
+func (b lazyBuilder) Compile() (compute.Executable, error) {
+	exec, err := b.Builder.Compile()
+	if err != nil {
+		return nil, err
+	}
+	return lazyExecutable{Executable: exec, lazy: b.lazy}, nil
+}
+
+// lazyExecutable is a program of a lazy backend.
+type lazyExecutable struct {
+	compute.Executable
+	lazy *lazyBackend
+}
+
+// Execute implements compute.Executable: the created backend's program on its own buffers.
+func (e lazyExecutable) Execute(inputs []compute.Buffer, donate []bool, defaultDevice compute.DeviceNum) ([]compute.Buffer, error) {
+	own := make([]compute.Buffer, len(inputs))
+	for i, in := range inputs {
+		if lb, ok := in.(lazyBuffer); ok {
+			in = lb.Buffer
+		}
+		own[i] = in
+	}
+	outs, err := e.Executable.Execute(own, donate, defaultDevice)
+	if err != nil {
+		return nil, err
+	}
+	for i, out := range outs {
+		if out != nil {
+			outs[i] = lazyBuffer{Buffer: out, lazy: e.lazy}
+		}
+	}
+	return outs, nil
 }
 
 // Finalize implements compute.Backend: it finalizes the backend if it was created.

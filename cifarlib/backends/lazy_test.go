@@ -44,9 +44,16 @@ func TestLazyCreatesTheClientOnFirstUse(t *testing.T) {
 	require.Equal(t, before, Clients(), "nothing computed: no client")
 	require.False(t, mappedPlugin(t, loc.Path), "nothing computed: the plugin is not loaded")
 
-	got := graph.MustExecOnce(b, func(x *graph.Node) *graph.Node { return graph.Mul(x, x) }, []float32{1, 2, 3})
+	square := graph.MustNewExec(b, func(x *graph.Node) *graph.Node { return graph.Mul(x, x) })
+	got := square.MustExec([]float32{1, 2, 3})[0]
 	require.Equal(t, []float32{1, 4, 9}, got.Value())
 	require.Equal(t, before+1, Clients(), "the first computation created one client")
+	// Its output goes back in, as a training step's variables do: the same backend's tensor.
+	again := square.MustExec(got)[0]
+	require.Equal(t, []float32{1, 16, 81}, again.Value())
+	own, err := again.Backend()
+	require.NoError(t, err)
+	require.Same(t, b, own, "the tensors of a lazy backend are its own")
 	require.True(t, mappedPlugin(t, loc.Path))
 	require.Positive(t, b.NumDevices())
 	require.Equal(t, "xla:cpu (XLA CPU plugin)", Name(b))

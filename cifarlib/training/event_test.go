@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/internal/testenv"
 
 	"github.com/stretchr/testify/require"
 )
@@ -195,4 +197,32 @@ func TestStatus(t *testing.T) {
 	clock = clock.Add(2 * time.Second)
 	s.Close(context.Canceled)
 	require.Equal(t, drawn{`run "b": evaluating 100 images… 0/100 · stopped after 2.0 s`, true}, lines[len(lines)-1])
+}
+
+// A run on a lazy backend (backends.Lazy, nb.Open's) trains exactly as on the backend New gives:
+// the backend is created by its first computation, once, and the trained model computes on it.
+func TestTrainOnLazyBackend(t *testing.T) {
+	testenv.XLACPUPluginOrSkip(t)
+	cfg := timelineConfig(t)
+	cfg.EvalEvery, cfg.CheckpointEvery = EvalOff, 0
+	eager, err := backends.New("cpu")
+	require.NoError(t, err)
+	cfg.Backend = eager
+	want, err := Train(context.Background(), cfg)
+	require.NoError(t, err)
+
+	lazy, err := backends.Lazy("cpu")
+	require.NoError(t, err)
+	before := backends.Clients()
+	cfg.Backend, cfg.CheckpointDir = lazy, filepath.Join(t.TempDir(), "lazy")
+	got, err := Train(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Equal(t, before+1, backends.Clients())
+	require.Equal(t, want.Loss, got.Loss)
+	require.Equal(t, want.Eval.Confusion, got.Eval.Confusion)
+	require.Equal(t, trainVars(t, want.Store), trainVars(t, got.Store))
+	b, err := cfg.TestRecords.Batch(0, 4)
+	require.NoError(t, err)
+	_, err = got.Logits(b.Images)
+	require.NoError(t, err)
 }
