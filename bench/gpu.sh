@@ -148,8 +148,9 @@ if [ "${1:-}" = "--build-lab" ]; then
   git -C "$REPO" archive "$BEFORE" | tar -x -C "$STAGE/before"
   cp bench/labcell/main.go "$STAGE/before/bench/labcell/"
   (cd "$STAGE/before" && GOWORK=off go build "${cellflags[@]}" -o "$STAGE/gpu-lab/labcell-before" ./bench/labcell)
+  # The newest glibc symbol version the cells need (cgo): checked on the GPU machine, as for --build.
+  objdump -T "$STAGE/gpu-lab/labcell" "$STAGE/gpu-lab/labcell-before" | grep -o 'GLIBC_[0-9.]*' | sort -V | tail -n 1 | sed 's/GLIBC_//' > "$STAGE/gpu-lab/GLIBC"
   git -C "$REPO" rev-parse --short "$BEFORE" > "$STAGE/gpu-lab/BEFORE"
-  objdump -T "$STAGE/gpu-lab"/* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -V | tail -n 1 | sed 's/GLIBC_//' > "$STAGE/gpu-lab/GLIBC"
   tar -C "$STAGE" -czf "$REPO/bench/out/gpu-lab.tar.gz" gpu-lab
   ls -la "$STAGE/gpu-lab"
   echo "carry: bench/out/gpu-lab.tar.gz ($(du -h "$REPO/bench/out/gpu-lab.tar.gz" | cut -f1)); then: GPU_STAGES=13 bash bench/gpu.sh"
@@ -532,8 +533,11 @@ fi
 # cell again. bench/gonbsim reports each cell; the table goes to RESULTS-lab-gpu.md.
 if stage 13; then
   LAB_BACKEND="${GPU_LAB_BACKEND:-cuda}"
+  need="$(cat "$LABBIN/GLIBC" 2>/dev/null || true)" have="$(ldd --version 2>/dev/null | head -n 1 | grep -o '[0-9]\+\.[0-9]\+$' || true)"
   if [ ! -x "$LABBIN/labcell" ] || [ ! -x "$LABBIN/labcell-before" ] || [ ! -x "$LABBIN/gonbsim" ]; then
     result FAIL "warm lab: no cells or harness in $LABBIN: run bash bench/gpu.sh --build-lab here first and carry bench/out/gpu-lab.tar.gz"
+  elif [ -n "$need" ] && [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n 1)" != "$need" ]; then
+    result FAIL "warm lab: the cells need glibc >= $need, this machine has $have: build them on an older distribution (bash bench/gpu.sh --build-lab)"
   elif [ "$(left 1000)" -lt 120 ]; then
     result skip "warm lab: under two minutes left before the deadline"
   else
