@@ -2,8 +2,8 @@ package training
 
 import (
 	"fmt"
-	"strings"
 
+	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 )
 
@@ -112,7 +112,7 @@ func (e Event) Line(done bool) string {
 	case EventCheckpoint:
 		return verb("saving the checkpoint", "saved the checkpoint") + fmt.Sprintf(" at step %d", e.Step) + ellipsis
 	case EventEval:
-		what := fmt.Sprintf("%s images", count(e.Examples))
+		what := fmt.Sprintf("%s images", cifarlib.FormatCount(e.Examples))
 		if e.Split != "" && e.Split != "test" {
 			what += " of the " + e.Split + " split"
 		}
@@ -126,7 +126,7 @@ func (e Event) Line(done bool) string {
 		if done {
 			return s
 		}
-		return s + ellipsis + fmt.Sprintf(" %s/%s", count(e.Done), count(e.Examples))
+		return s + ellipsis + fmt.Sprintf(" %s/%s", cifarlib.FormatCount(e.Done), cifarlib.FormatCount(e.Examples))
 	}
 	return string(e.Kind)
 }
@@ -138,20 +138,4 @@ func programName(program string) string {
 		return "a program"
 	}
 	return "the " + program
-}
-
-// count writes n with thousands separators: 10,000.
-func count(n int) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return s
-	}
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
@@ -40,7 +41,7 @@ func (l *eventLog) kinds() []string {
 		case EventEval:
 			k += " " + string(e.Purpose)
 		case EventStep, EventCheckpoint:
-			k += " " + count(e.Step)
+			k += " " + cifarlib.FormatCount(e.Step)
 		}
 		if len(out) == 0 || out[len(out)-1] != k {
 			out = append(out, k)
