@@ -180,7 +180,7 @@ func TestStatus(t *testing.T) {
 	s.Event(Event{Kind: EventStep, Step: 2, Steps: 3, Loss: 2.4}) // too soon: not drawn
 	clock = clock.Add(600 * time.Millisecond)
 	s.Event(Event{Kind: EventStep, Step: 3, Steps: 3, Loss: 2.3})
-	clock = clock.Add(time.Second)
+	clock = clock.Add(time.Second) // the steps ended with the last event
 	s.Close(nil)
 	s.Event(Event{Kind: EventData}) // after Close: nothing
 	require.Equal(t, []drawn{
@@ -188,7 +188,7 @@ func TestStatus(t *testing.T) {
 		{`run "a": compiled the train step (first time for this shape) in 3.5 s`, true},
 		{`run "a": step 1/3 · loss 2.5000 · 0.0 s`, true},
 		{`run "a": step 3/3 · loss 2.3000 · 0.7 s`, false},
-		{`run "a": step 3/3 · loss 2.3000 · 1.7 s (compiled the train step (first time for this shape) in 3.5 s)`, true},
+		{`run "a": step 3/3 · loss 2.3000 · 0.7 s (compiled the train step (first time for this shape) in 3.5 s)`, true},
 	}, lines)
 
 	// Stopped by an error: how long the phase went on.

@@ -34,6 +34,7 @@ type Status struct {
 	began      time.Time // when cur's phase began
 	stepsBegan time.Time // the first step event's time
 	drawn      time.Time // when a line was last drawn
+	last       time.Time // when the last event came
 	compiled   []string  // what each compile that ended compiled, why, and how long it took
 	stop       chan struct{}
 	closed     bool
@@ -71,6 +72,7 @@ func (s *Status) Event(e Event) {
 		return
 	}
 	now := s.now()
+	s.last = now
 	if e.Kind == EventStep && s.stepsBegan.IsZero() {
 		s.stepsBegan = now
 	}
@@ -90,8 +92,9 @@ func (s *Status) Event(e Event) {
 	s.drawLocked(now, true)
 }
 
-// Close stops the redraws and draws what the last phase did, or, when err is not nil, how long
-// it went on before it stopped, then the compiles that ended (nothing when there was no event).
+// Close stops the redraws and draws what the last phase did, timed to its last event, or, when
+// err is not nil, how long it went on until now, then the compiles that ended (nothing when there
+// was no event).
 func (s *Status) Close(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -104,6 +107,9 @@ func (s *Status) Close(err error) {
 		return
 	}
 	now := s.now()
+	if err == nil { // what the last phase did ended with its last event
+		now = s.last
+	}
 	since, sep := s.began, " in "
 	if s.cur.Kind == EventStep {
 		since, sep = s.stepsBegan, " · "
