@@ -50,6 +50,8 @@ var allowed = map[string][]string{
 	"bench/devices":          {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/trainstep":        {"cifarlib", "cifarlib/data", "cifarlib/backends", "internal/plugins"},
 	"bench/loop":             {"cifarlib/data", "cifarlib/nb", "cifarlib/runs", "cifarlib/training"},
+	"bench/labcell":          {"cifarlib/data", "cifarlib/nb", "cifarlib/runs", "cifarlib/training"},
+	"bench/gonbsim":          nil,
 	"bench/transfer":         {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/interop/logits":   {"cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/recipe/labstream": {"cifarlib/data", "internal/atomicfile"},
