@@ -561,12 +561,12 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 def f(v, fmt="%.2f"):
     return "-" if v is None else fmt % v
 print("# The warm lab without GoNB, GOMLX_BACKEND=%s (bench/gpu.sh stage 13)\n" % sys.argv[2])
-print("| kernel | cell | wall s | first output s | program s | first step s | PJRT in the cell | cell GPU MiB | lab GPU MiB (peak) | lab GPU MiB (end) | lab RSS MiB |")
-print("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+print("| kernel | cell | wall s | first output s | program s | first step s | PJRT in the cell | cell RSS MiB (peak) | cell GPU MiB | lab GPU MiB (peak) | lab GPU MiB (end) | lab RSS MiB |")
+print("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
 for r in rows:
     rep = r.get("report") or {}
-    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (r["kernel"], r["cell"], f(r.get("wall_s")), f(r.get("first_output_s")),
-          f(rep.get("program_s")), f(rep.get("first_step_s")), rep.get("pjrt_mapped", "-"), f(r.get("cell_gpu_mib_peak"), "%d"),
+    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (r["kernel"], r["cell"], f(r.get("wall_s")), f(r.get("first_output_s")),
+          f(rep.get("program_s")), f(rep.get("first_step_s")), rep.get("pjrt_mapped", "-"), f(rep.get("rss_peak_mib"), "%d"), f(r.get("cell_gpu_mib_peak"), "%d"),
           f(r.get("lab_gpu_mib_peak"), "%d"), f(r.get("lab_gpu_mib"), "%d"), r.get("lab_rss_mib", "-")))
 fits = {k: [r for r in rows if r["kernel"] == k and (r.get("report") or {}).get("cell") == "fit"] for k in ("before", "after")}
 for k, rs in fits.items():

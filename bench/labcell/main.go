@@ -56,6 +56,14 @@ func main() {
 	report["program_s"] = time.Since(start).Seconds()
 	maps, _ := os.ReadFile("/proc/self/maps")
 	report["pjrt_mapped"] = strings.Contains(string(maps), "pjrt")
+	status, _ := os.ReadFile("/proc/self/status") // the cell's own peak resident memory
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
+			report["rss_peak_mib"] = kb / 1024
+		}
+	}
 	b, _ := json.Marshal(report)
 	fmt.Printf("labcell: %s\n", b)
 }
