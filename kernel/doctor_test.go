@@ -3,6 +3,9 @@ package kernel
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -46,9 +49,18 @@ func TestCheckKernelSpec(t *testing.T) {
 	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(repo, "cpu", gt, Backend{GoMLX: "go"})), moved)
 	require.Equal(t, Check{Name: "kernelspec cifarlab-cpu", Status: StatusWarn, Required: true,
 		Detail: `"Go (cifarlab, CPU)" in /d/kernels/cifarlab-cpu, GOMLX_BACKEND=go; its GOPROXY ` +
-			`"file:///cache/mod/cache/download,https://proxy.example.com" is not the cells' proxy for this go command's ` +
-			`GOMODCACHE and GOPROXY ("file:///new/mod/cache/download,https://proxy.example.com"): cells would look for modules in another cache or proxy than go does`,
+			`"file://` + repo.Dir + `/.bin/cell-proxy,file:///cache/mod/cache/download,https://proxy.example.com" is not the cells' proxy for this go command's ` +
+			`GOMODCACHE and GOPROXY ("file://` + repo.Dir + `/.bin/cell-proxy,file:///new/mod/cache/download,https://proxy.example.com"): cells would look for modules in another cache or proxy than go does`,
 		Fix: "cifarlab kernel install"}, c)
+
+	// A kernelspec written before go.mod named its toolchain (or for another one): its cells
+	// build with whatever go its PATH finds.
+	pinned := gt
+	pinned.Toolchain = "go1.27.3"
+	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(repo, "cpu", gt, Backend{GoMLX: "go"})), pinned)
+	require.Equal(t, StatusFail, c.Status, "%+v", c)
+	require.Contains(t, c.Detail, "its cells build without GOTOOLCHAIN=go1.27.3 (go.mod's toolchain line): with "+goBin+"/go as it is")
+	require.Equal(t, "cifarlab kernel install", c.Fix)
 
 	withPlugins := NewKernelSpec(repo, "cuda", GoTools{BinDir: goBin}, Backend{GoMLX: "xla:cuda", Env: map[string]string{PJRTPluginPathEnv: t.TempDir()}})
 	c = checkKernelSpec(repo, CPUKernel, listed(withPlugins), GoTools{})
@@ -118,4 +130,55 @@ func mustGoBin(t *testing.T) string {
 	d, err := GoBinDir()
 	require.NoError(t, err)
 	return filepath.Join(d, "go")
+}
+
+// TestCheckCellModules: the versions cells build with, and the two drifts doctor warns of: a
+// pinned proxy that go.mod has moved away from, and a running kernel's cell module that requires
+// a newer version of a module of go.mod (read from GoNB's folder, tmp/gonb_ID, as GoNB leaves it).
+func TestCheckCellModules(t *testing.T) {
+	repo := testRepo(t)
+	ctx := context.Background()
+	gt, err := FindGoTools(ctx, repo)
+	require.NoError(t, err)
+	want, err := BuildList(ctx, repo, gt)
+	require.NoError(t, err)
+	gomlx := want["github.com/gomlx/gomlx"]
+	require.NotEmpty(t, gomlx)
+	copied := Repo{Dir: t.TempDir()}
+	for _, f := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(repo.Dir, f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(copied.Dir, f), data, 0o644))
+	}
+	tmp := t.TempDir()
+
+	c := checkCellModules(ctx, copied, gt, tmp)
+	require.Equal(t, StatusWarn, c.Status, "%+v", c)
+	require.Contains(t, c.Detail, "no pinned proxy in "+CellProxyDir(copied))
+
+	require.NoError(t, WriteCellProxy(CellProxyDir(copied), gt.ModCache, want))
+	c = checkCellModules(ctx, copied, gt, tmp)
+	require.Equal(t, StatusOK, c.Status, "%+v", c)
+	require.Contains(t, c.Detail, fmt.Sprintf("cells build with go.mod's versions of %d modules (gomlx/gomlx %s, ", len(want), gomlx))
+
+	stale := maps.Clone(want)
+	stale["github.com/gomlx/gomlx"] = "v0.28.8"
+	require.NoError(t, WriteCellProxy(CellProxyDir(copied), "", stale))
+	c = checkCellModules(ctx, copied, gt, tmp)
+	require.Equal(t, StatusWarn, c.Status)
+	require.Contains(t, c.Detail, "the pinned proxy differs from go.mod (changed since the kernels were installed): github.com/gomlx/gomlx v0.28.8 (go.mod: "+gomlx+")")
+	require.Equal(t, "cifarlab kernel install", c.Fix)
+
+	require.NoError(t, WriteCellProxy(CellProxyDir(copied), "", want))
+	kernel := filepath.Join(tmp, "gonb_1a2b3c4d")
+	require.NoError(t, os.Mkdir(kernel, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(kernel, "go.work"), []byte("go 1.27.3\n\nuse (\n\t.\n\t"+copied.Dir+"\n)\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(kernel, "go.mod"), []byte("module gonb_1a2b3c4d\n\ngo 1.27.3\n\nreplace "+ModulePath+" => "+copied.Dir+
+		"\n\nrequire (\n\tgithub.com/gomlx/gomlx v0.28.99\n\texample.com/fresh v1.0.0\n\tgithub.com/pkg/errors v0.0.1\n)\n"), 0o644))
+	c = checkCellModules(ctx, copied, gt, tmp)
+	require.Equal(t, StatusWarn, c.Status)
+	require.Contains(t, c.Detail, "the running kernel gonb_1a2b3c4d builds its cells with github.com/gomlx/gomlx v0.28.99 (go.mod: "+gomlx+")")
+	require.NotContains(t, c.Detail, "example.com/fresh", "a module go.mod does not have is the cell's own")
+	require.NotContains(t, c.Detail, "github.com/pkg/errors", "an older requirement does not change what the cell builds with")
+	require.Contains(t, c.Fix, "restart that kernel")
 }

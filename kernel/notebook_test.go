@@ -37,7 +37,7 @@ func TestKernelInstallShowsInJupyterKernelspecList(t *testing.T) {
 
 	specs, err := jup.KernelSpecs(context.Background(), DataDirEnv(dataDir)...)
 	require.NoError(t, err)
-	goTools, err := FindGoTools(context.Background())
+	goTools, err := FindGoTools(context.Background(), repo)
 	require.NoError(t, err)
 	for name, display := range map[string]string{CPUKernel: CPUDisplayName, CUDAKernel: CUDADisplayName} {
 		ls, ok := specs[name]
