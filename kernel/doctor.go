@@ -271,7 +271,10 @@ func checkGo(ctx context.Context, repo Repo) Check {
 	if gt.Toolchain == "" {
 		return c
 	}
-	// The user's own GOTOOLCHAIN: what `go build` in a terminal uses.
+	// The user's own GOTOOLCHAIN: what `go build` in a terminal uses. Exported, it is reported
+	// (the kernels replace it); it is a warning when a terminal's go build would run an older Go
+	// than go.mod's toolchain: GOTOOLCHAIN=local (or +path) with an older go on PATH, or an older
+	// release named exactly. goX+auto switches to the toolchain line by itself.
 	user, source := os.Getenv("GOTOOLCHAIN"), "$GOTOOLCHAIN"
 	if user == "" {
 		source = "the go command's default (GOROOT/go.env or go env -w)"
@@ -279,11 +282,22 @@ func checkGo(ctx context.Context, repo Repo) Check {
 			user = strings.TrimSpace(string(out))
 		}
 	}
-	if user != "" && user != gt.Toolchain && (user == "local" || strings.HasSuffix(user, "+path") || version.Compare(local, gt.Toolchain) < 0) {
+	terminal := local
+	if v, ok := strings.CutSuffix(user, "+path"); ok && strings.HasPrefix(v, "go") {
+		terminal = v
+	} else if strings.HasPrefix(user, "go") && !strings.HasSuffix(user, "+auto") {
+		terminal = user
+	}
+	older := (user == "local" || user == "path" || strings.HasSuffix(user, "+path") || terminal == user) &&
+		version.Compare(terminal, gt.Toolchain) < 0
+	switch {
+	case older:
 		c.Status = StatusWarn
-		c.Detail += fmt.Sprintf("; GOTOOLCHAIN=%s (%s) is not what the kernels use: they pin GOTOOLCHAIN=%s, so notebooks build; "+
-			"in a terminal, go build and go test here would run %s", user, source, gt.Toolchain, local)
+		c.Detail += fmt.Sprintf("; GOTOOLCHAIN=%s (%s) is not what the kernels use: they set GOTOOLCHAIN=%s, so notebooks build; "+
+			"in a terminal, go build and go test here would run %s and fail", user, source, gt.Toolchain, terminal)
 		c.Fix = fmt.Sprintf("nothing to do for the notebooks; in a terminal: export GOTOOLCHAIN=%s (as kernel/lab.sh and kernel/run-tests.sh do)", gt.Toolchain)
+	case source == "$GOTOOLCHAIN" && user != gt.Toolchain:
+		c.Detail += fmt.Sprintf("; your GOTOOLCHAIN=%s does not apply to the kernels: they set GOTOOLCHAIN=%s", user, gt.Toolchain)
 	}
 	return c
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -181,4 +182,45 @@ func TestCheckCellModules(t *testing.T) {
 	require.NotContains(t, c.Detail, "example.com/fresh", "a module go.mod does not have is the cell's own")
 	require.NotContains(t, c.Detail, "github.com/pkg/errors", "an older requirement does not change what the cell builds with")
 	require.Contains(t, c.Fix, "restart that kernel")
+}
+
+// TestCheckGoToolchain: doctor says which Go builds the cells (go.mod's toolchain line, as the
+// kernelspecs set it), and what a GOTOOLCHAIN of the user's means: the kernels replace it, and a
+// terminal's go build would run an older Go only with GOTOOLCHAIN=local on an older go, or an
+// older release named exactly.
+func TestCheckGoToolchain(t *testing.T) {
+	repo := fakeRepo(t) // go.mod: go 1.27, toolchain go1.27.3
+	ctx := context.Background()
+	gt, err := FindGoTools(ctx, repo)
+	require.NoError(t, err)
+	require.Equal(t, "go1.27.3", gt.Toolchain)
+	require.Equal(t, "go1.27.3", gt.Version, "the go command on PATH runs go.mod's toolchain")
+	for _, tc := range []struct {
+		user   string
+		status Status
+		detail string
+	}{
+		{"go1.27.3", StatusOK, ""},
+		{"go1.26.8", StatusWarn, "; GOTOOLCHAIN=go1.26.8 ($GOTOOLCHAIN) is not what the kernels use: they set GOTOOLCHAIN=go1.27.3, so notebooks build; " +
+			"in a terminal, go build and go test here would run go1.26.8 and fail"},
+		{"go1.26.8+auto", StatusOK, "; your GOTOOLCHAIN=go1.26.8+auto does not apply to the kernels: they set GOTOOLCHAIN=go1.27.3"},
+		// The go on PATH here is go1.27.3 itself (kernel/run-tests.sh puts it first): local runs it.
+		{"local", StatusOK, "; your GOTOOLCHAIN=local does not apply to the kernels: they set GOTOOLCHAIN=go1.27.3"},
+	} {
+		t.Setenv("GOTOOLCHAIN", tc.user)
+		c := checkGo(ctx, repo)
+		require.Equal(t, tc.status, c.Status, "GOTOOLCHAIN=%s: %+v", tc.user, c)
+		require.True(t, strings.HasSuffix(c.Detail, "(go.mod needs 1.27)"+tc.detail), "GOTOOLCHAIN=%s: %q", tc.user, c.Detail)
+		require.Contains(t, c.Detail, "cells build with go1.27.3 ("+gt.BinDir+", GOTOOLCHAIN=go1.27.3 from go.mod's toolchain line)")
+	}
+
+	// A toolchain that cannot be had (here: a release that does not exist, with no proxy) fails,
+	// with the fix.
+	require.NoError(t, os.WriteFile(filepath.Join(repo.Dir, "go.mod"), []byte("module "+ModulePath+"\n\ngo 1.27\n\ntoolchain go1.27.99\n"), 0o644))
+	t.Setenv("GOTOOLCHAIN", "")
+	t.Setenv("GOPROXY", "off")
+	c := checkGo(ctx, repo)
+	require.Equal(t, StatusFail, c.Status, "%+v", c)
+	require.Contains(t, c.Detail, "cells build with go1.27.99 (go.mod's toolchain line), but the go command on PATH (go1.27.3, ")
+	require.Contains(t, c.Fix, "bash kernel/setup.sh (it fetches go1.27.99 through the Go module proxy), or install Go 1.27.99")
 }
