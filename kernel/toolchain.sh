@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # kernel/toolchain.sh: sourced (never run) by every script that builds Go code: kernel/setup.sh,
 # kernel/lab.sh, kernel/run-tests.sh, .ci/run, .ci/new-machine and bench/gpu.sh. The caller sets
 # REPO (the checkout) first.
@@ -18,6 +19,7 @@
 cifarlab_toolchain="$(sed -n 's/^toolchain[[:space:]]\{1,\}\(go[0-9.a-z]*\).*/\1/p' "$REPO/go.mod")"
 if [ -z "$cifarlab_toolchain" ]; then
   echo "toolchain.sh: $REPO/go.mod has no toolchain line (e.g. toolchain go1.27.3)" >&2
+  # shellcheck disable=SC2317 # exit only when run rather than sourced
   return 1 2>/dev/null || exit 1
 fi
 if [ -n "${GOTOOLCHAIN:-}" ] && [ "$GOTOOLCHAIN" != "$cifarlab_toolchain" ]; then

@@ -87,9 +87,9 @@ func TestRunsOf4805295LoadEvaluateAndResume(t *testing.T) {
 			old := append([]runs.HistoryPoint(nil), ld.History.Points...)
 
 			ev, logits := fixtureLogits(t, ld, cfg)
-			tol, margin := compareLogits(t, w.Logits, logits)
-			t.Logf("%s: written by %s (gomlx %s, %s), read on %s: tolerance %.3g, smallest top-two margin %.3g",
-				run, want.Commit, want.GoMLX, want.Backend, cfg.Backend.Name(), tol, margin)
+			tol, margin, maxDiff := compareLogits(t, w.Logits, logits)
+			t.Logf("%s: written by %s (gomlx %s, %s), read on %s: largest difference %.3g, tolerance %.3g, smallest top-two margin %.3g",
+				run, want.Commit, want.GoMLX, want.Backend, cfg.Backend.Name(), maxDiff, tol, margin)
 			require.InDelta(t, w.Loss, ev.Loss, 2*tol, "a loss term moves by at most 2·tol")
 			require.Greater(t, margin, 2*tol, "a top-two margin of the recorded logits is within the tolerance")
 			require.Equal(t, w.Accuracy, ev.Accuracy)
@@ -121,8 +121,9 @@ func TestRunsOf4805295LoadEvaluateAndResume(t *testing.T) {
 }
 
 // compareLogits requires got within logitsTolerance of want, element by element, and returns the
-// tolerance and the smallest gap between the two largest logits of a row of want.
-func compareLogits(t *testing.T, want, got [][]float32) (tol, margin float64) {
+// tolerance, the smallest gap between the two largest logits of a row of want, and the largest
+// difference found.
+func compareLogits(t *testing.T, want, got [][]float32) (tol, margin, maxDiff float64) {
 	t.Helper()
 	scale := 0.0
 	margin = math.Inf(1)
@@ -142,6 +143,9 @@ func compareLogits(t *testing.T, want, got [][]float32) (tol, margin float64) {
 	require.Len(t, got, len(want))
 	for i := range want {
 		require.InDeltaSlice(t, want[i], got[i], tol, "logits of test example %d", i)
+		for j := range want[i] {
+			maxDiff = math.Max(maxDiff, math.Abs(float64(want[i][j]-got[i][j])))
+		}
 	}
-	return tol, margin
+	return tol, margin, maxDiff
 }
