@@ -8,8 +8,10 @@
 #   2. creates the venv $VENV (default REPO/.venv) with /usr/bin/python3 and pip-installs
 #      kernel/requirements.txt under kernel/constraints.txt (JupyterLab, nbclient, ...),
 #      the XLA CPU plugin, NumPy and safetensors (tests only: kernel/requirements-test.txt) and TensorBoard,
-#   3. builds the pinned gonb, goimports and gopls from tools/go.mod into REPO/.bin, with go.mod's
-#      toolchain (GOTOOLCHAIN=go1.27.3, fetched at this step's start: kernel/toolchain.sh),
+#   1b. exports GOTOOLCHAIN=go.mod's toolchain line (go1.27.3) and fetches that toolchain through
+#      the Go module proxy when the go on PATH is another release (kernel/toolchain.sh); when it
+#      cannot (no go, or no proxy), it says so in one line and stops before installing anything,
+#   3. builds the pinned gonb, goimports and gopls from tools/go.mod into REPO/.bin, with that Go,
 #   4. builds the cifarlab command into REPO/.bin, and cifarlib as notebook cells build it
 #      (warming the build cache for the first cell),
 #   5. installs the kernelspecs "Go (cifarlab, CPU)" and "Go (cifarlab, CUDA)" into the venv,
