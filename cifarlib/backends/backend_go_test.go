@@ -58,7 +58,7 @@ func TestNewBackendGoRunsOpsSequentially(t *testing.T) {
 
 // TestGoBackendManyConvolutionsDoNotDeadlock runs a graph of 16 independent convolutions on
 // the Go backend with a 2-task worker pool. With compute v0.1.3 and v0.1.6's parallel ops executor this
-// graph hangs (two conv nodes hold both pool slots and wait for slots for their chunks; try
+// graph hangs (v0.1.14's finishes it) (two conv nodes hold both pool slots and wait for slots for their chunks; try
 // "go:ops_parallel,parallelism=2"); New's sequential default must finish it.
 func TestGoBackendManyConvolutionsDoNotDeadlock(t *testing.T) {
 	b, err := New("go:parallelism=2")
