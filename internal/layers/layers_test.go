@@ -23,6 +23,8 @@ var allowed = map[string][]string{
 	"internal/safetensors":      {"internal/atomicfile"},
 	"internal/repo":             nil,
 	"internal/proctree":         nil,
+	"internal/oomkill":          nil,
+	"internal/oomkill/oomtest":  {"internal/oomkill"},
 	"internal/tfevents":         nil,
 	"internal/plugins":          {"internal/repo"},
 	"internal/tfevents/tbtest":  {"internal/repo", "internal/testenv"},
