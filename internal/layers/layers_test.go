@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"internal/testenv":          {"internal/plugins", "internal/repo"},
 	"internal/slurmtest":        {"internal/testenv"},
 	"cifarlib/internal/labtest": {"cifarlib/data", "cifarlib/backends"},
-	"cifarlib/internal/labproc": {"internal/proctree"},
+	"cifarlib/internal/labproc": {"internal/oomkill", "internal/proctree"},
 	"internal/layers":           nil,
 	"cifarlib/data":             {"internal/atomicfile", "internal/archive", "internal/pickle"},
 	"cifarlib/backends":         {"internal/plugins", "internal/repo"},
