@@ -74,9 +74,9 @@ func (s *Snapshot) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// Advice is what to do when memory ran out, in the user's words.
-const Advice = "use less memory (a smaller batch size or model; shut down the kernels of notebooks you are not using: " +
-	"each holds its own memory), or ask for a larger limit (docker run --memory; JupyterHub: the organiser's CIFARLAB_HUB_MEM)"
+// Advice is what to do when memory ran out, in the user's words (Kill.Advice fits it to the limit).
+const Advice = "use less memory (a smaller batch size or model; fewer programs at once: each notebook's kernel holds its own, " +
+	"so shut down those you are not using), or ask for a larger limit (docker run --memory; JupyterHub: the organiser's CIFARLAB_HUB_MEM)"
 
 // Kill is what Check found: memory ran out in a cgroup.
 type Kill struct {
@@ -96,6 +96,15 @@ func (k *Kill) LimitText() string {
 		return "the machine's memory"
 	}
 	return FormatBytes(k.Limit)
+}
+
+// Advice is what to do: Advice, or where no cgroup limits memory, a machine with more.
+func (k *Kill) Advice() string {
+	if k.Limit <= 0 {
+		return strings.Replace(Advice, "ask for a larger limit (docker run --memory; JupyterHub: the organiser's CIFARLAB_HUB_MEM)",
+			"run it where there is more memory", 1)
+	}
+	return Advice
 }
 
 // String says what happened and where, in one phrase: "memory ran out (limit 3.0 GiB, memory

@@ -3,6 +3,7 @@ package oomkill
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -92,6 +93,8 @@ func TestGrew(t *testing.T) {
 	// A v1 machine without limits: the v1 value for none.
 	write(top, "memory.max", "9223372036854771712\n")
 	require.Equal(t, "the machine's memory", grew(before, now).LimitText())
+	require.Equal(t, Advice, k.Advice())
+	require.True(t, strings.HasSuffix(grew(before, now).Advice(), "or run it where there is more memory"))
 
 	text, err := before.MarshalText()
 	require.NoError(t, err)

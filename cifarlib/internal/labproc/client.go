@@ -52,7 +52,7 @@ func (e *DiedError) Error() string {
 	}
 	if e.OOM != nil {
 		return fmt.Sprintf("labproc: the lab process (pid %d) was killed during the request because %s; what it saved is in the run folder. To go on, %s",
-			e.PID, e.OOM, oomkill.Advice)
+			e.PID, e.OOM, e.OOM.Advice())
 	}
 	return fmt.Sprintf("labproc: the lab process (pid %d) %s during the request; what it saved is in the run folder", e.PID, how)
 }
@@ -147,7 +147,7 @@ func (c *Client) connect() (net.Conn, int, error) {
 		oom, how := endedHow(markedMemory(c.Folder), pid, LogPath(c.Folder))
 		advice := ""
 		if oom != nil {
-			advice = "; to keep it alive, " + oomkill.Advice
+			advice = "; to keep it alive, " + oom.Advice()
 		}
 		c.note("lab process: the previous one (pid %d) %s; starting a new one; nothing on disk is lost%s", pid, how, advice)
 		os.Remove(pidPath(c.Folder))
@@ -211,7 +211,7 @@ func (c *Client) start() (int, error) {
 		select {
 		case err := <-exited:
 			if oom := oomkill.Check(before, err); oom != nil {
-				return 0, fmt.Errorf("%w: it was killed because %s; %s", ErrNotStarted, oom, oomkill.Advice)
+				return 0, fmt.Errorf("%w: it was killed because %s; %s", ErrNotStarted, oom, oom.Advice())
 			}
 			return 0, fmt.Errorf("%w: it exited (%v): %s", ErrNotStarted, err, lastLine(LogPath(c.Folder)))
 		case <-deadline:
