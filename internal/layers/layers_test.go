@@ -40,7 +40,7 @@ var allowed = map[string][]string{
 		"internal/tfevents"},
 	"cifarlib/training": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs",
 		"internal/atomicfile", "internal/tfevents", "internal/plugins"},
-	"cifarlib/sweep": {"cifarlib/runs", "internal/atomicfile", "internal/proctree"},
+	"cifarlib/sweep": {"cifarlib/runs", "internal/atomicfile", "internal/oomkill", "internal/proctree"},
 	"cifarlib/interop": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training",
 		"internal/torchfile", "internal/safetensors"},
 	"cifarlib/nb": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs", "cifarlib/training",
