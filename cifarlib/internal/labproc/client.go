@@ -76,6 +76,9 @@ func (c *Client) Do(ctx context.Context, req *Request, each func(*Message)) (*Me
 			var wire *Error
 			if err != nil && !errors.As(err, &wire) {
 				oom, how := endedHow(before, pid, LogPath(c.Folder))
+				if oom != nil {
+					cellMemoryTold(c.Folder)
+				}
 				return nil, &DiedError{PID: pid, Log: LogPath(c.Folder), OOM: oom, How: how}
 			}
 			markMemory(c.Folder)

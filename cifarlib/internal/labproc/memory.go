@@ -47,3 +47,34 @@ func endedHow(before oomkill.Snapshot, pid int, log string) (oom *oomkill.Kill, 
 	}
 	return nil, fmt.Sprintf("ended (killed, or out of memory: see %s)", log)
 }
+
+// cellMemoryPath keeps the counts as the kernel's last cell found them (CellMemory).
+func cellMemoryPath(folder string) string { return filepath.Join(folder, "cell-oom-kills") }
+
+// CellMemory is called as a cell of the kernel whose lab process folder is folder begins: it
+// returns what the memory cgroup counted since the kernel's previous cell began (nil when
+// nothing, or at the kernel's first cell), and keeps the counts for the next cell. A cell's own
+// program killed because memory ran out cannot say so; GoNB says only "signal: killed", and the
+// next cell tells why. An out-of-memory kill that a lab process request already reported is
+// not told again.
+func CellMemory(folder string) *oomkill.Kill {
+	path := cellMemoryPath(folder)
+	b, err := os.ReadFile(path)
+	now := oomkill.Take()
+	if text, merr := now.MarshalText(); merr == nil {
+		_ = os.WriteFile(path, text, 0o600)
+	}
+	var before oomkill.Snapshot
+	if err != nil || before.UnmarshalText(b) != nil || !before.Known() {
+		return nil
+	}
+	return oomkill.Check(before, nil)
+}
+
+// cellMemoryTold keeps the counts now as told: the next cell does not repeat what a request's
+// error has just said.
+func cellMemoryTold(folder string) {
+	if b, err := oomkill.Take().MarshalText(); err == nil {
+		_ = os.WriteFile(cellMemoryPath(folder), b, 0o600)
+	}
+}

@@ -51,6 +51,25 @@ func Enter(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644)
 }
 
+// Visit moves this process into the cgroup dir for the rest of the test, whose processes started
+// meanwhile stay there (a kernel and everything it starts, as in a container of that limit), and
+// back to the cgroup it was in when the test ends.
+func Visit(t *testing.T, dir string) {
+	t.Helper()
+	home := oomkill.Dirs()
+	if len(home) == 0 {
+		t.Skip("no memory cgroup readable here")
+	}
+	if err := Enter(dir); err != nil {
+		t.Skipf("cannot enter the memory cgroup %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := Enter(home[0]); err != nil {
+			t.Errorf("oomtest: back to the memory cgroup %s: %v", home[0], err)
+		}
+	})
+}
+
 // Allocate touches n bytes in chunks of 16 MiB and keeps them (a process that runs out of
 // memory inside a Cgroup), then returns how many chunks it holds.
 func Allocate(n int64) int {
