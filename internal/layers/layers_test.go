@@ -56,7 +56,7 @@ var allowed = map[string][]string{
 	"bench/interop/logits":   {"cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/recipe/labstream": {"cifarlib/data", "internal/atomicfile"},
 	"docker/pjrtinstall":     nil,
-	"cmd/cifarlab-kernel":    {"internal/proctree"},
+	"cmd/cifarlab-kernel":    {"internal/oomkill", "internal/proctree"},
 	"notebooks":              nil,
 }
 
