@@ -167,7 +167,8 @@ def start(state, user):
 def cmd_start(state, users):
     with concurrent.futures.ThreadPoolExecutor(len(users)) as ex:
         took = dict(zip(users, ex.map(lambda u: start(state, u), users)))
-    state.setdefault("start_seconds", {}).update(took)
+    first = state.setdefault("start_seconds", {})  # the figures: each user's first start
+    first.update({u: s for u, s in took.items() if u not in first})
     print("start: " + ", ".join(f"{u} ready in {s:.0f} s" for u, s in took.items()))
 
 
@@ -514,7 +515,12 @@ def cmd_spawn_fails(state, args):
     user, words = args[0], args[1:]
     api(state, "POST", "/users", json={"usernames": [user]}, expect=(201, 409))
     t0 = time.monotonic()
-    api(state, "POST", f"/users/{user}/server", expect=(201, 202))
+    # 500: it failed within the hub's slow_spawn_timeout (10 s), and the request says why itself.
+    posted = api(state, "POST", f"/users/{user}/server", expect=(201, 202, 500))
+    if posted.status_code == 500:
+        missing = [w for w in words if w not in posted.json().get("message", "")]
+        if missing:
+            raise Fail(f"spawn-fails: starting {user}'s server answered {posted.text[:300]}, without {missing}")
     r = requests.get(f"{state['url']}/hub/api/users/{user}/server/progress", stream=True, timeout=900,
                      headers={"Authorization": f"token {state['admin_token']}", "Accept": "text/event-stream"})
     if r.status_code != 200:
@@ -637,8 +643,12 @@ def cmd_kept_while_busy(state, args):
         if srv is None or srv.get("pending") == "stop":
             raise Fail(f"kept-while-busy: {user}'s server was culled while its kernel ran a cell "
                        f"({time.time() - b['started']:.0f} s into its {b['seconds']} s cell): {srv}")
+        t = time.monotonic()
         k = kernel_model(state, user, b)
         polls += 1
+        if polls % 10 == 1 or time.monotonic() - t > 5:
+            print(f"  kept-while-busy: poll {polls} at {time.monotonic() - t0:.0f} s: server running, kernel "
+                  f"{k['execution_state']} (asked in {time.monotonic() - t:.1f} s)", flush=True)
         if k["execution_state"] == "idle":
             # When it went idle: its last message (the idle status), as the server recorded it.
             b["idle_at"] = datetime.datetime.fromisoformat(k["last_activity"].replace("Z", "+00:00")).timestamp()

@@ -57,9 +57,6 @@ if [ "$(cat "$here/proxy/node_modules/.lock.sha256" 2>/dev/null)" != "$want" ]; 
   echo "$want" > "$here/proxy/node_modules/.lock.sha256"
 fi
 
-# --- the settings, and what their limits add up to on this machine (one line) -----------------
-"$venv/bin/python" "$here/hubsettings.py" || exit 2
-
 # --- the container engine --------------------------------------------------------------------
 podman_args=()
 # shellcheck disable=SC2206 # a list of words on purpose
@@ -108,6 +105,9 @@ if [ "${1:-}" = down ]; then
   exit 0
 fi
 [ $# -eq 0 ] || die "usage: start.sh [down [--volumes]]"
+
+# --- the settings, and what their limits add up to on this machine (one line) -----------------
+"$venv/bin/python" "$here/hubsettings.py" || exit 2
 
 # Job control: the background processes below keep SIGINT's default action (a non-interactive
 # shell would start them ignoring it, and the hub's services inherit that, so stopping the idle

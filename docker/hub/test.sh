@@ -29,8 +29,9 @@
 #                u1 is culled after the timeout and within a culling period; containers and
 #                processes gone
 #  11. persist   u1 starts again: its edit and its notebook are there (the volume outlived culling)
-#  12. down      start.sh down, as the README writes it (no engine named: the one start.sh chose):
-#                no container left, the volumes kept; start.sh down --volumes: no volume left
+#  12. down      u1 busy again; the hub stopped; start.sh down, as the README writes it (no engine
+#                named: the one start.sh chose): u1's running container removed, the volumes kept;
+#                start.sh down --volumes: no volume left
 #
 # Then the figures (docker/hub/RESULTS.md's tables) are printed and kept in $out. Everything it
 # started (hub, proxy, culler, podman service, containers, volumes) is removed on exit, Ctrl-C
@@ -267,10 +268,14 @@ echo "culled: no container, conmon or server process of the hub's users left"
 step "persist: u1 starts again after culling"
 lt start u1
 lt check-mark u1
+# Busy again, so that the culler leaves it to start.sh down.
+lt busy u1 600
 
 step "down: start.sh down as the README writes it, then down --volumes"
 hub_stop
+[ "$("${P[@]}" ps -a -q --filter "name=^$prefix" | wc -l)" = 1 ] || fail "u1's server is not running before start.sh down"
 (unset CIFARLAB_HUB_ENGINE CIFARLAB_HUB_PODMAN_ARGS; "$here/start.sh" down) 2>&1 | tee "$out/down.log"
+grep -q "removed 1 user server(s); volumes ${prefix}work-\* kept" "$out/down.log" || fail "start.sh down did not say what it removed"
 left="$("${P[@]}" ps -a -q --filter "name=^$prefix")"
 [ -z "$left" ] || fail "start.sh down left containers: $left"
 vols="$("${P[@]}" volume ls -q --filter "name=^${prefix}work-")"
