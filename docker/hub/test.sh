@@ -241,13 +241,15 @@ step "restart: u1 busy in a silent cell of $busy s; the hub restarted with the c
 lt mark u1
 lt busy u1 "$busy"
 hub_stop
-echo "hub stopped; user servers still running: $("${P[@]}" ps -q --filter "name=^$prefix" | wc -l)"
+# The containers to find gone after culling, listed now: podman's CLI waits for its storage while
+# the engine removes a culled container (minutes each under vfs), which would hold up the checks.
+ids="$("${P[@]}" ps -q --no-trunc --filter "name=^$prefix")"
+echo "hub stopped; user servers still running: $(echo "$ids" | grep -c .)"
 export CIFARLAB_HUB_CULL_TIMEOUT="$cull" CIFARLAB_HUB_CULL_EVERY="$every"
 hub_start "$out/hub-2.log"
 lt check-mark u1
 
 step "culling (timeout $cull s, checked every $every s)"
-ids="$("${P[@]}" ps -q --no-trunc --filter "name=^$prefix")"
 lt kept-while-busy u1 $((busy + 600))
 # podman removes the culled containers one after another, and under vfs each removal deletes a
 # full copy of the image (1-3 minutes each here): a server counts as stopped only then.
