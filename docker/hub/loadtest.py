@@ -687,6 +687,8 @@ def cmd_report(state, _args):
               f"{t[0]:.0f} s (first), {statistics.median(t):.0f} s (median), {t[-1]:.0f} s (last)")
         print()
     runs = state.get("runs", {})
+    if not runs:
+        return
     print("| run | users | notebooks passed | wall (s) | cells | cell p50 (s) | cell p95 (s) | notebook wall p50 (s) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for label, run in runs.items():
