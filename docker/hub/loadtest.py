@@ -2,7 +2,8 @@
 """The client side of docker/hub/test.sh: talks to a running hub only through its public URL
 (the proxy) and REST API, as attendees' browsers and an admin would.
 
-    loadtest.py STATE.json signup                 sign-up form: a wrong code creates nobody, the right one logs in
+    loadtest.py STATE.json signup [USER]          sign-up form: a wrong code creates nobody, the right one logs in
+                                                  (USER: a user the admin created beforehand signs up)
     loadtest.py STATE.json users N                create users u1..uN and a token each through the REST API
     loadtest.py STATE.json start USER...          start their servers, wait until ready
     loadtest.py STATE.json run LABEL USER...      each user runs the notebooks through their own kernel, at once
@@ -91,20 +92,24 @@ def xsrf_form(session, url):
     return r.text, m.group(1)
 
 
-def cmd_signup(state, _args):
+def cmd_signup(state, args):
+    """Signs a new name up (and removes it again), or, given USER, a user the admin created
+    beforehand through the REST API (a server started before the room opens), who keeps it."""
     base = state["url"] + "/hub"
     s = requests.Session()
     page, xsrf = xsrf_form(s, base + "/signup")
     if 'name="signup_code"' not in page:
         raise Fail("the sign-up page has no workshop code field")
-    user, pw = "attendee-" + uuid.uuid4().hex[:6], "correct-horse-" + uuid.uuid4().hex[:8]
+    existing = bool(args)
+    user = args[0] if existing else "attendee-" + uuid.uuid4().hex[:6]
+    pw = "correct-horse-" + uuid.uuid4().hex[:8]
     form = {"_xsrf": xsrf, "username": user, "signup_password": pw, "signup_password_confirmation": pw}
     r = s.post(base + "/signup", data={**form, "signup_code": "wrong-" + state["signup_code"]}, timeout=30)
     if r.status_code != 403 or "Wrong workshop code" not in r.text:
         raise Fail(f"sign-up with a wrong code answered {r.status_code}, want 403 with an explanation")
     # (That it created nobody shows below too: the same name then signs up, which NativeAuthenticator
     # refuses for a name already taken.)
-    if api(state, "GET", f"/users/{user}", expect=(200, 404)).status_code != 404:
+    if not existing and api(state, "GET", f"/users/{user}", expect=(200, 404)).status_code != 404:
         raise Fail("a sign-up with a wrong code created the user")
     r = s.post(base + "/signup", data={**form, "signup_code": state["signup_code"]}, timeout=30)
     if r.status_code != 200 or "successful" not in r.text:
@@ -123,6 +128,10 @@ def cmd_signup(state, _args):
     who = s.get(base + "/api/user", timeout=30, headers={"X-XSRFToken": s.cookies.get("_xsrf", "")})
     if who.status_code != 200 or who.json().get("name") != user:
         raise Fail(f"after login, /hub/api/user answered {who.status_code} {who.text[:200]}")
+    if existing:
+        print(f"signup: {user}, created by the admin beforehand, signed up with the code and logged in with "
+              f"the password chosen then (a wrong code and a wrong password refused)")
+        return
     api(state, "DELETE", f"/users/{user}")
     print(f"signup: wrong code refused (403, no user), right code signed {user} up, "
           f"wrong password refused, password logged in")

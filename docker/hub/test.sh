@@ -172,6 +172,8 @@ step "users"
 users=()
 for i in $(seq 1 "$n"); do users+=("u$i"); done
 lt users "$n"
+# A user the admin created beforehand (to start their server before the room opens) signs up.
+lt signup u1
 step "start"
 lt start "${users[@]}"
 for u in "${users[@]}"; do
@@ -208,7 +210,8 @@ if "memory_fraction=" not in env or "preallocate=false" not in env:
     sys.exit(f"cifarlab-cuda GOMLX_BACKEND={env!r}")
 print(f"GPU share: {u}'s CUDA kernel runs with GOMLX_BACKEND={env}; default kernel {specs['default']}")
 EOF
-for u in "${users[@]}"; do "${P[@]}" stats --no-stream --format '{{.Name}} idle: cpu {{.CPUPerc}} mem {{.MemUsage}}' "$prefix$u"; done | tee "$out/idle.txt"
+# CPU time so far: what starting the server (the container, JupyterLab) cost.
+for u in "${users[@]}"; do "${P[@]}" stats --no-stream --format '{{.Name}} idle: cpu {{.CPUPerc}} mem {{.MemUsage}} cpu time since start {{.CPUNano}} ns' "$prefix$u"; done | tee "$out/idle.txt"
 
 if [ "${CIFARLAB_HUB_TEST_STOP_AFTER:-}" = start ]; then
   lt report | tee "$out/figures.md"
