@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"image"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,6 +155,10 @@ func TestImageGrid(t *testing.T) {
 		"\ndata: SYNTHETIC cifar100 (generated images, not real accuracy)", img.Text)
 	require.Contains(t, svgTexts(t, img.SVG), "data: SYNTHETIC cifar100 (generated images, not real accuracy)", "wrapped to the grid's width")
 	require.Contains(t, img.SVG, "fill:#B01E1E", "in red")
+	decoded := requirePNG(t, img, 1)
+	_, isPaletted := decoded.(*image.Paletted)
+	require.False(t, isPaletted, "photographs in full colour")
+	require.Less(t, len(img.PNG), 100_000)
 
 	for _, c := range []struct{ n, cols int }{{0, 4}, {11, 4}, {2, 0}} {
 		_, err := ImageGrid(recs, c.n, c.cols)
