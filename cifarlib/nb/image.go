@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/color"
 	imagedraw "image/draw"
+	"image/jpeg"
 	"image/png"
 	"math"
 	"slices"
@@ -21,18 +22,21 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// Image is a picture for Show: one drawing as an SVG document and as a PNG, with a plain-text
-// description. A notebook output carries all three (DisplayImage), and each viewer shows the
-// richest it trusts: JupyterLab shows the SVG in a trusted notebook (sharp at any zoom); an
-// untrusted one (a notebook opened from a file or a clone, before File > Trust Notebook),
-// GitHub and nbviewer show the PNG, since JupyterLab renders SVG only when trusted; a terminal
-// or a text-only viewer shows the text.
+// Image is a picture for Show: one drawing as an SVG document and as a bitmap (a chart's a PNG,
+// a picture of photographs' a JPEG), with a plain-text description. A notebook output carries
+// all three (DisplayImage), and each viewer shows the richest it trusts: JupyterLab shows the
+// SVG in a trusted notebook (sharp at any zoom); an untrusted one (a notebook opened from a file
+// or a clone, before File > Trust Notebook), GitHub and nbviewer show the bitmap, since
+// JupyterLab renders SVG only when trusted; a terminal or a text-only viewer shows the text.
 type Image struct {
 	// SVG is the drawing as a self-contained SVG document.
 	SVG string
-	// PNG is the same drawing, with PNGScale times as many pixels as its size in CSS pixels, so
-	// that a chart stays sharp on high-density screens (an ImageGrid's: as many).
-	PNG []byte
+	// PNG is the same drawing as a PNG (charts: lines and text in few colours), with PNGScale
+	// times as many pixels as its size in CSS pixels, so that it stays sharp on high-density
+	// screens; JPEG the same as a JPEG of one pixel per CSS pixel (ImageGrid: a PNG of
+	// photographs is four times larger). An Image has one of them, or neither (a live view's
+	// redraws, Live).
+	PNG, JPEG []byte
 	// Width and Height are the size it is shown at, in CSS pixels (the SVG's own size).
 	Width, Height int
 	// Text is the plain-text alternative: what the picture shows, and its caption.
@@ -43,35 +47,69 @@ type Image struct {
 // pixels wide, shown 680 CSS pixels wide. A chart's PNG is 15-30 kB (paletted: see pngOf).
 const PNGScale = 1.5
 
+// mimeImageJPEG is JPEG's MIME type, which gonbui does not name (GoNB sends any []byte
+// base64-encoded, as Jupyter wants an image).
+const mimeImageJPEG protocol.MIMEType = "image/jpeg"
+
 // cssDPI is the resolution CSS pixels are defined at.
 const cssDPI = 96
 
-// bundle returns img as a notebook output: its MIME data and metadata (the PNG's display size,
-// which JupyterLab and nbconvert honour).
+// bundle returns img as a notebook output: its MIME data and metadata (the bitmap's display
+// size, which JupyterLab and nbconvert honour).
 func (img *Image) bundle() (data map[protocol.MIMEType]any, metadata map[string]any) {
 	data = map[protocol.MIMEType]any{}
 	if img.SVG != "" {
 		data[protocol.MIMEImageSVG] = img.SVG
 	}
-	if len(img.PNG) > 0 {
-		data[protocol.MIMEImagePNG] = img.PNG
-		metadata = map[string]any{string(protocol.MIMEImagePNG): map[string]any{"width": img.Width, "height": img.Height}}
+	for _, b := range []struct {
+		mime protocol.MIMEType
+		data []byte
+	}{{protocol.MIMEImagePNG, img.PNG}, {mimeImageJPEG, img.JPEG}} {
+		if len(b.data) > 0 {
+			data[b.mime] = b.data
+			metadata = map[string]any{string(b.mime): map[string]any{"width": img.Width, "height": img.Height}}
+		}
 	}
 	return data, metadata
 }
 
-// renderImage draws paint on a canvas w wide and h high, twice: as SVG and as a PNG of scale
-// pixels per CSS pixel.
-func renderImage(w, h vg.Length, scale float64, paint func(draw.Canvas)) (*Image, error) {
+// bitmap is how an Image's bitmap is drawn and stored: at scale pixels per CSS pixel, as a JPEG
+// or a PNG.
+type bitmap struct {
+	scale float64
+	jpeg  bool
+}
+
+var (
+	chartBitmap = bitmap{scale: PNGScale} // lines and text: sharp, in few colours
+	photoBitmap = bitmap{scale: 1, jpeg: true}
+)
+
+// jpegQuality is the quality of an Image's JPEG: photographs of 32x32 pixels drawn 2.4 cm wide
+// show no artefacts, the text of their titles a few.
+const jpegQuality = 85
+
+// renderImage draws paint on a canvas w wide and h high, twice: as SVG and as a bitmap.
+func renderImage(w, h vg.Length, bm bitmap, paint func(draw.Canvas)) (*Image, error) {
 	svg, err := svgOf(w, h, paint)
 	if err != nil {
 		return nil, err
 	}
-	pngBytes, err := pngOf(w, h, scale, paint)
-	if err != nil {
+	img := &Image{SVG: svg, Width: cssPixels(w), Height: cssPixels(h)}
+	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(int(math.Round(bm.scale*cssDPI))))
+	paint(draw.New(c))
+	if bm.jpeg {
+		var b bytes.Buffer
+		if err := jpeg.Encode(&b, c.Image(), &jpeg.Options{Quality: jpegQuality}); err != nil {
+			return nil, err
+		}
+		img.JPEG = b.Bytes()
+		return img, nil
+	}
+	if img.PNG, err = pngOf(c.Image()); err != nil {
 		return nil, err
 	}
-	return &Image{SVG: svg, PNG: pngBytes, Width: cssPixels(w), Height: cssPixels(h)}, nil
+	return img, nil
 }
 
 // cssPixels is l in CSS pixels, rounded.
@@ -89,13 +127,10 @@ func svgOf(w, h vg.Length, paint func(draw.Canvas)) (string, error) {
 	return strings.ReplaceAll(b.String(), svgFontFamily, svgFontFallbacks), nil
 }
 
-// pngOf draws paint as a PNG of w by h at scale pixels per CSS pixel, on white. The text is
-// drawn in gonum/plot's own Liberation fonts, so that the PNG looks the same everywhere.
-func pngOf(w, h vg.Length, scale float64, paint func(draw.Canvas)) ([]byte, error) {
-	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(int(math.Round(scale*cssDPI))))
-	paint(draw.New(c))
+// pngOf encodes a drawing (vgimg's, on white, its text in gonum/plot's own Liberation fonts, so
+// that it looks the same everywhere) as a PNG, paletted when that keeps it exact enough.
+func pngOf(img image.Image) ([]byte, error) {
 	var b bytes.Buffer
-	var img image.Image = c.Image()
 	if p, exact := paletted(img); exact >= minExact {
 		img = p
 	}
