@@ -66,14 +66,21 @@ func writeNotebook(t *testing.T, dir, name string, cells ...map[string]any) stri
 // runNBCheck runs nbcheck.py and returns its exit code and output.
 func runNBCheck(t *testing.T, python string, args ...string) (int, string) {
 	t.Helper()
-	cmd := exec.Command(python, append([]string{"nbcheck.py"}, args...)...)
+	return runInNotebookEnv(t, python, append([]string{"nbcheck.py"}, args...)...)
+}
+
+// runInNotebookEnv runs a command in the notebooks' environment and returns its exit code and
+// output.
+func runInNotebookEnv(t *testing.T, name string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
 	cmd.Env = notebookEnv(repoRoot(t))
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		return 0, string(out)
 	}
 	var exitErr *exec.ExitError
-	require.ErrorAs(t, err, &exitErr, "nbcheck did not run: %s", out)
+	require.ErrorAs(t, err, &exitErr, "%s did not run: %s", name, out)
 	return exitErr.ExitCode(), string(out)
 }
 

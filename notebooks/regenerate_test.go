@@ -32,17 +32,7 @@ func TestRegenerateNamesItsData(t *testing.T) {
 	const name = "08-real-baseline.ipynb"
 	before, err := os.ReadFile(name)
 	require.NoError(t, err)
-	run := func(args ...string) (int, string) {
-		cmd := exec.Command("./regenerate.sh", args...)
-		cmd.Env = notebookEnv(repo)
-		out, err := cmd.CombinedOutput()
-		if err == nil {
-			return 0, string(out)
-		}
-		var exit *exec.ExitError
-		require.ErrorAs(t, err, &exit, "%s", out)
-		return exit.ExitCode(), string(out)
-	}
+	run := func(args ...string) (int, string) { return runInNotebookEnv(t, "./regenerate.sh", args...) }
 
 	code, out := run(name)
 	require.Equal(t, 2, code, out)

@@ -126,6 +126,19 @@ export async function openNotebook(page, { port, token, name }) {
   return page.$eval(".jp-NotebookPanel .jp-KernelName", (e) => e.textContent.trim());
 }
 
+// mapCodeCells scrolls each code cell of the notebook into view (JupyterLab skips rendering
+// cells outside the viewport) and returns what fn gives for its locator, in order.
+export async function mapCodeCells(page, fn) {
+  const cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-CodeCell");
+  const out = [];
+  for (let i = 0; i < (await cells.count()); i++) {
+    const cell = cells.nth(i);
+    await cell.scrollIntoViewIfNeeded();
+    out.push(await fn(cell));
+  }
+  return out;
+}
+
 export async function cellStates(page) {
   return page.$$eval(".jp-NotebookPanel .jp-Notebook .jp-CodeCell", (cells) =>
     cells.map((c) => {

@@ -41,6 +41,7 @@ import {
   hideLeftArea,
   httpStatus,
   log,
+  mapCodeCells,
   openNotebook,
   save,
   sleep,
@@ -96,18 +97,12 @@ function readExpectations(nbPath) {
     });
 }
 
-// visibleOutputs scrolls each code cell into view (JupyterLab skips rendering cells outside the
-// viewport) and returns the text its output area shows.
+// visibleOutputs returns the text each code cell's output area shows.
 async function visibleOutputs(page) {
-  const cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-CodeCell");
-  const texts = [];
-  for (let i = 0; i < (await cells.count()); i++) {
-    const cell = cells.nth(i);
-    await cell.scrollIntoViewIfNeeded();
+  return mapCodeCells(page, async (cell) => {
     const out = cell.locator(".jp-OutputArea");
-    texts.push((await out.count()) ? await out.first().innerText() : "");
-  }
-  return texts;
+    return (await out.count()) ? out.first().innerText() : "";
+  });
 }
 
 // runAll runs every cell of the notebook copy in the browser and checks it (see the top).

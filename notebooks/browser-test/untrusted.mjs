@@ -4,7 +4,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import { fail, hideLeftArea, isDirty, log, openNotebook, save, sleep } from "./jupyterlab.mjs";
+import { fail, hideLeftArea, isDirty, log, mapCodeCells, openNotebook, save, sleep } from "./jupyterlab.mjs";
 
 // chartsPerCell counts, for each code cell of the notebook file, its outputs with a bitmap (a
 // PNG, or a JPEG of photographs: "png" below) and with an SVG.
@@ -18,22 +18,14 @@ function chartsPerCell(file) {
     });
 }
 
-// shownImages scrolls each code cell into view (so that JupyterLab renders it) and counts the
-// images its outputs show, by kind.
+// shownImages counts the images each code cell's outputs show, by kind.
 async function shownImages(page) {
-  const cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-CodeCell");
-  const out = [];
-  for (let i = 0; i < (await cells.count()); i++) {
-    const cell = cells.nth(i);
-    await cell.scrollIntoViewIfNeeded();
-    out.push(
-      await cell.evaluate((c) => ({
-        png: c.querySelectorAll('.jp-OutputArea-output img[src^="data:image/png"], .jp-OutputArea-output img[src^="data:image/jpeg"]').length,
-        svg: c.querySelectorAll('.jp-OutputArea-output img[src^="data:image/svg+xml"], .jp-OutputArea-output svg').length,
-      })),
-    );
-  }
-  return out;
+  return mapCodeCells(page, (cell) =>
+    cell.evaluate((c) => ({
+      png: c.querySelectorAll('.jp-OutputArea-output img[src^="data:image/png"], .jp-OutputArea-output img[src^="data:image/jpeg"]').length,
+      svg: c.querySelectorAll('.jp-OutputArea-output img[src^="data:image/svg+xml"], .jp-OutputArea-output svg').length,
+    })),
+  );
 }
 
 // trust runs "Trust Notebook" from the command palette and accepts its dialog, as a reader does.
