@@ -208,7 +208,7 @@ func renderChart(p *plot.Plot, minColumn vg.Length, caption Caption, withPNG boo
 		}
 		return &Image{SVG: svg, Width: cssPixels(w), Height: cssPixels(h)}, nil
 	}
-	return renderImage(w, h, chartBitmap, paint)
+	return renderImage(w, h, false, paint)
 }
 
 // chartPainter returns the size of p's drawing with the caption under it and the legend in a

@@ -47,7 +47,7 @@ func ImageGrid(recs *data.Records, n, cols int) (*Image, error) {
 	caption := DataCaption(recs.Spec.ID(), recs.Kind)
 	width := tileSize * vg.Length(cols)
 	below := caption.height(width - 2*captionMargin)
-	img, err := renderImage(width, tileSize*vg.Length(rows)+below, photoBitmap, func(dc draw.Canvas) {
+	img, err := renderImage(width, tileSize*vg.Length(rows)+below, true, func(dc draw.Canvas) {
 		caption.draw(draw.Crop(dc, 0, 0, 0, -tileSize*vg.Length(rows)))
 		dc = draw.Crop(dc, 0, 0, below, 0)
 		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter, PadY: vg.Millimeter}

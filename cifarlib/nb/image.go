@@ -31,21 +31,16 @@ import (
 type Image struct {
 	// SVG is the drawing as a self-contained SVG document.
 	SVG string
-	// PNG is the same drawing as a PNG (charts: lines and text in few colours), with PNGScale
-	// times as many pixels as its size in CSS pixels, so that it stays sharp on high-density
-	// screens; JPEG the same as a JPEG of one pixel per CSS pixel (ImageGrid: a PNG of
-	// photographs is four times larger). An Image has one of them, or neither (a live view's
-	// redraws, Live).
+	// PNG is the same drawing as a PNG (charts: lines and text in few colours), JPEG as a JPEG
+	// (ImageGrid: a PNG of photographs is four times larger), of one pixel per CSS pixel, as
+	// matplotlib draws a notebook's figures: a chart's PNG is 12-20 kB (paletted, see pngOf).
+	// An Image has one of them, or neither (a live view's redraws, Live).
 	PNG, JPEG []byte
 	// Width and Height are the size it is shown at, in CSS pixels (the SVG's own size).
 	Width, Height int
 	// Text is the plain-text alternative: what the picture shows, and its caption.
 	Text string
 }
-
-// PNGScale is how many PNG pixels an Image has per CSS pixel: 1.5, a chart 18 cm wide is 1020
-// pixels wide, shown 680 CSS pixels wide. A chart's PNG is 15-30 kB (paletted: see pngOf).
-const PNGScale = 1.5
 
 // mimeImageJPEG is JPEG's MIME type, which gonbui does not name (GoNB sends any []byte
 // base64-encoded, as Jupyter wants an image).
@@ -73,32 +68,21 @@ func (img *Image) bundle() (data map[protocol.MIMEType]any, metadata map[string]
 	return data, metadata
 }
 
-// bitmap is how an Image's bitmap is drawn and stored: at scale pixels per CSS pixel, as a JPEG
-// or a PNG.
-type bitmap struct {
-	scale float64
-	jpeg  bool
-}
-
-var (
-	chartBitmap = bitmap{scale: PNGScale} // lines and text: sharp, in few colours
-	photoBitmap = bitmap{scale: 1, jpeg: true}
-)
-
 // jpegQuality is the quality of an Image's JPEG: photographs of 32x32 pixels drawn 2.4 cm wide
 // show no artefacts, the text of their titles a few.
 const jpegQuality = 85
 
-// renderImage draws paint on a canvas w wide and h high, twice: as SVG and as a bitmap.
-func renderImage(w, h vg.Length, bm bitmap, paint func(draw.Canvas)) (*Image, error) {
+// renderImage draws paint on a canvas w wide and h high, twice: as SVG and as a PNG, or a JPEG
+// when asJPEG.
+func renderImage(w, h vg.Length, asJPEG bool, paint func(draw.Canvas)) (*Image, error) {
 	svg, err := svgOf(w, h, paint)
 	if err != nil {
 		return nil, err
 	}
 	img := &Image{SVG: svg, Width: cssPixels(w), Height: cssPixels(h)}
-	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(int(math.Round(bm.scale*cssDPI))))
+	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(cssDPI))
 	paint(draw.New(c))
-	if bm.jpeg {
+	if asJPEG {
 		var b bytes.Buffer
 		if err := jpeg.Encode(&b, c.Image(), &jpeg.Options{Quality: jpegQuality}); err != nil {
 			return nil, err

@@ -11,24 +11,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// requirePNG checks that img's PNG is scale (PNGScale when not given) times its display size,
-// and returns it decoded.
-func requirePNG(t *testing.T, img *Image, scale ...float64) image.Image {
+// requirePNG checks that img's PNG has one pixel per CSS pixel of its display size, and returns
+// it decoded.
+func requirePNG(t *testing.T, img *Image) image.Image {
 	t.Helper()
 	require.NotNil(t, img)
 	decoded, err := png.Decode(bytes.NewReader(img.PNG))
 	require.NoError(t, err, "the PNG does not decode")
-	s := PNGScale
-	if len(scale) > 0 {
-		s = scale[0]
-	}
-	require.InDelta(t, s*float64(img.Width), float64(decoded.Bounds().Dx()), 1)
-	require.InDelta(t, s*float64(img.Height), float64(decoded.Bounds().Dy()), 1)
+	require.Equal(t, image.Rect(0, 0, img.Width, img.Height), decoded.Bounds())
 	require.Contains(t, img.SVG, `width="`)
 	return decoded
 }
 
-// TestChartImage: a chart is drawn twice, as SVG and as a PNG of the same size at PNGScale,
+// TestChartImage: a chart is drawn twice, as SVG and as a PNG of the same size,
 // small enough for a committed notebook; the PNG is on white, with the chart's colours exact.
 func TestChartImage(t *testing.T) {
 	h := history(200, 50, 100, 150, 200)
@@ -40,7 +35,7 @@ func TestChartImage(t *testing.T) {
 	_, isPaletted := decoded.(*image.Paletted)
 	require.True(t, isPaletted, "a chart's PNG is paletted, %T", decoded)
 	require.Equal(t, 680, img.Width, "18 cm at 96 CSS pixels per inch")
-	require.Less(t, len(img.PNG), 40_000, "a chart's PNG stays small")
+	require.Less(t, len(img.PNG), 20_000, "a chart's PNG stays small")
 	t.Logf("loss chart of 200 steps: SVG %d bytes, PNG %d bytes (%dx%d)", len(img.SVG), len(img.PNG), decoded.Bounds().Dx(), decoded.Bounds().Dy())
 	colours := map[color.RGBA]bool{}
 	b := decoded.Bounds()
