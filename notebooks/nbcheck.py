@@ -3,7 +3,8 @@
 
 Usage:
     nbcheck.py [--kernel NAME] [--timeout SECONDS] [--max-seconds SECONDS]
-               [--write | --output-dir DIR] [--report FILE] [--check-only]
+               [--write | --output-dir DIR] [--report FILE] [--require-real]
+               [--check-only [--form] [--data-dir DIR]] [--reformat]
                NOTEBOOK.ipynb [...]
 
 Each notebook is executed top to bottom through nbclient (the library behind
@@ -55,7 +56,9 @@ folder (so GoNB's GONB_DIR is notebooks/). Then every cell is checked:
 With --write the executed notebook replaces the input file (only when every
 check passed), which is how notebooks/regenerate.sh refreshes the committed
 outputs. With --output-dir the executed notebook is written there instead
-(always, so a failing run can be inspected).
+(always, so a failing run can be inspected). Either is written in the form
+JupyterLab saves (labform.py), with the data it ran on named in its metadata
+(nbdata.py); --reformat rewrites notebooks in that form without running them.
 
 Exit status: 0 when every check passed, 1 when a check failed, 2 on usage or
 set-up errors (missing kernel, unreadable notebook).
