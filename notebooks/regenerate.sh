@@ -16,8 +16,9 @@
 #
 # With --data alone, a notebook that reads a dataset DIR does not hold as real data (verified or
 # not) is refused before anything runs or is written (notebook 01 reads CIFAR-100; 08 CIFAR-10).
-# Nothing is ever written into DIR: the notebooks read it through out/notebooks/data-view/,
-# whose entries link to DIR's, and which holds the runs and any synthetic stand-in.
+# Nothing is ever written into DIR: the notebooks read it through a folder of its own in
+# out/notebooks/data-view/, whose entries link to DIR's, and which holds the runs and any
+# synthetic stand-in.
 #
 # Needs what kernel/setup.sh installs (.venv with nbclient, the GoNB kernelspecs, .bin/cifarlab).
 # Environment: NBCHECK_KERNEL (default cifarlab-cpu), NBCHECK_CELL_TIMEOUT (default 600 s).
@@ -69,8 +70,9 @@ flags=()
 if [ -n "$data" ]; then
   # The data folder as the notebooks see it: DIR's entries linked (its datasets, their records
   # of verification, archives), but not its runs or synthetic stand-in, which live in the view.
+  # One view per data folder, so that regenerations on different folders never share one.
   data="$(cd "$data" && pwd)"
-  view="$repo/out/notebooks/data-view"
+  view="$repo/out/notebooks/data-view/$(basename "$data")-$(printf %s "$data" | sha256sum | cut -c1-12)"
   mkdir -p "$view"
   find "$view" -maxdepth 1 -type l -delete
   for entry in "$data"/*; do
