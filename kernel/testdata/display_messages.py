@@ -4,7 +4,8 @@
 Used by kernel/live_test.go (TestLiveViewUpdatesInPlace): nbclient folds update_display_data
 into the outputs it saves, so what the live view sent while a cell ran can only be seen on the
 iopub channel. Usage: display_messages.py KERNEL_NAME CELL_FILE... ; output:
-[[{"type": "display_data"|"update_display_data", "display_id": str|null, "text": str}, ...], ...]
+[[{"type": "display_data"|"update_display_data", "display_id": str|null, "text": str,
+   "mimes": [MIME types of its data], "metadata": {...}}, ...], ...]
 one list per cell, and the cell's stdout/stderr and error under "stream"/"error" entries.
 """
 
@@ -24,7 +25,8 @@ def run(kc, code, timeout):
         t, c = m["msg_type"], m["content"]
         if t in ("display_data", "update_display_data"):
             out.append({"type": t, "display_id": c.get("transient", {}).get("display_id"),
-                        "text": c.get("data", {}).get("text/plain", "")})
+                        "text": c.get("data", {}).get("text/plain", ""),
+                        "mimes": sorted(c.get("data", {})), "metadata": c.get("metadata", {})})
         elif t == "stream":
             out.append({"type": "stream", "text": c.get("text", "")})
         elif t == "error":
