@@ -42,7 +42,7 @@ func (NotebookSink) Update(id string, img *Image) {
 // training.Config.OnPoint hook), at most every Every, and drawn a last time, always, by Finish.
 // lab.Fit uses one in a notebook, and calls Finish when the run ends, fails or is interrupted.
 // The redraws are SVG (what the running notebook shows: outputs of a cell run in JupyterLab are
-// trusted), 5-10 times cheaper to draw than a PNG, so that they take little from the training;
+// trusted), 3-8 times cheaper than with the PNG, so that they take little from the training;
 // Finish draws each chart as a whole Image, SVG and PNG, which the saved notebook keeps and an
 // untrusted notebook, GitHub and nbviewer show.
 type Live struct {
