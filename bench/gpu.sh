@@ -60,6 +60,9 @@
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
+# GOTOOLCHAIN=go.mod's toolchain (go1.27.3) for every build here (kernel/toolchain.sh).
+# shellcheck source=kernel/toolchain.sh
+. kernel/toolchain.sh
 BIN="$REPO/bench/out/gpu"
 
 # The guard, loss and model tests (backend-generic, via labtest.Backend) plus the CUDA checks, in
@@ -75,6 +78,7 @@ GUARD_TESTS="${GUARD_TESTS:-^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachA
 
 if [ "${1:-}" = "--build" ]; then
   set -e
+  cifarlab_toolchain_check
   mkdir -p "$BIN"
   build_tests -ldflags='-s -w'
   go build -ldflags='-s -w' -o "$BIN/trainstep" ./bench/trainstep

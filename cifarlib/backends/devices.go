@@ -138,7 +138,7 @@ func StoreMesh(store *model.Store, n int) (*distributed.DeviceMesh, error) {
 
 // ReplicateUnsharded gives every variable of store without a sharding spec the replicated
 // spec of mesh. GoMLX v0.28.3 creates the random-number state variable (Store.SetRNGStateFromSeed)
-// without a link to its store, so a distributed graph that reads it would otherwise fail on the
+// without a link to its store (ml/model/random.go is the same in v0.28.16), so a distributed graph that reads it would otherwise fail on the
 // store's default spec with a nil pointer.
 func ReplicateUnsharded(store *model.Store, mesh *distributed.DeviceMesh) error {
 	replicated := distributed.NewReplicatedShardingSpec(mesh)

@@ -10,7 +10,7 @@ import (
 //
 // How a compile is seen: GoMLX compiles lazily, when an Exec is first called with new input
 // shapes, and it calls the Exec's graph function exactly once per program it compiles
-// (graph.Exec.buildAndCompileGraph, in gomlx v0.28.3 as in v0.28.8); it has no compile
+// (graph.Exec.buildAndCompileGraph, in gomlx v0.28.3 as in v0.28.16); it has no compile
 // callback. So the graph functions of cifarlib's programs (Trainer.modelFn for the train step,
 // Evaluator.graph for evaluations) call building, and the caller asks the Exec to compile
 // (model.Exec.Compile) before it calls it: the compile event is then exactly the build and the

@@ -88,7 +88,7 @@ func TestImportDirection(t *testing.T) {
 }
 
 // installers are the packages that download PJRT plugins at run time: go-xla's installer, its
-// opt-in auto-installer (since go-xla v0.4.5) and GoMLX's backends/default, which imports it.
+// opt-in auto-installer (since go-xla v0.4.5, still opt-in in v0.4.13) and GoMLX's backends/default, which imports it.
 var installers = []string{"github.com/gomlx/go-xla/installer", "github.com/gomlx/go-xla/compute/xla/autoinstall",
 	"github.com/gomlx/gomlx/backends/default"}
 
