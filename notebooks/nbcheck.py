@@ -354,7 +354,11 @@ def check_cells(
     """Checks every executed code cell; cells after a stopping failure are reported as not run.
     cell_problems adds a problem found while running (a timeout) to a cell; checkout is the
     checkout's path, which no output may carry; kinds is the kind of each dataset the outputs
-    come from (nbdata), which decides the expectations that depend on the data."""
+    come from (nbdata), which decides the expectations that depend on the data (default: the
+    data the notebook's metadata names, for a caller that ran it on the same data, as
+    docker/hub/loadtest.py runs the committed notebooks on the image's synthetic data)."""
+    if kinds is None:
+        kinds = nbdata.kinds_of(nb)
     reports: list[CellReport] = []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
