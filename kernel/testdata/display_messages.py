@@ -4,7 +4,8 @@
 Used by kernel/live_test.go (TestLiveViewUpdatesInPlace): nbclient folds update_display_data
 into the outputs it saves, so what the live view sent while a cell ran can only be seen on the
 iopub channel. Usage: display_messages.py KERNEL_NAME CELL_FILE... ; output:
-[[{"type": "display_data"|"update_display_data", "display_id": str|null, "text": str}, ...], ...]
+[[{"type": "display_data"|"update_display_data", "display_id": str|null, "text": str,
+   "mimes": [MIME types of its data], "metadata": {...}, "t": float}, ...], ...]
 one list per cell, and the cell's stdout/stderr and error under "stream"/"error" entries. Each
 entry also has "t": when it arrived (time.time(), the machine's clock, which the cell's own
 clock shares), for tests of when a cell first speaks (kernel/labcells_test.go).
@@ -27,7 +28,8 @@ def run(kc, code, timeout):
         t, c, now = m["msg_type"], m["content"], time.time()
         if t in ("display_data", "update_display_data"):
             out.append({"type": t, "display_id": c.get("transient", {}).get("display_id"),
-                        "text": c.get("data", {}).get("text/plain", ""), "t": now})
+                        "text": c.get("data", {}).get("text/plain", ""),
+                        "mimes": sorted(c.get("data", {})), "metadata": c.get("metadata", {}), "t": now})
         elif t == "stream":
             out.append({"type": "stream", "text": c.get("text", ""), "t": now})
         elif t == "error":

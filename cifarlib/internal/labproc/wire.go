@@ -22,6 +22,12 @@ type Request struct {
 // Kind is the kind of a Message.
 type Kind string
 
+func init() {
+	// A display's Metadata holds maps of its own, e.g. {"image/png": {"width": 680}}: gob sends
+	// a value in an interface only of a registered type.
+	gob.Register(map[string]any{})
+}
+
 // The kinds of messages: the server sends Text, Display and Event while it serves a request, then one
 // Result, or one Refused instead of all of them; the client may send one Cancel.
 const (
