@@ -27,6 +27,7 @@
 #   FULL=0 (1: the full recipe, which must run on the whole CIFAR-10: DATA's batches are checked
 #   to be 5 training files of 10,000 records and a test file of 10,000, and a subset or a folder of
 #   mixed batches is refused before anything runs; the report then calls the runs full size)
+#   CIFARLAB_COMMIT=? (the commit a given CIFARLAB was built from, for meta.json)
 #   DEVICE=cpu (cuda: airbench as written on the GPU, after its own warm-up run, and the lab with
 #   --backend cuda; bench/gpu.sh stage 12 runs it so)  CIFARLAB=<a built cifarlab> (default: go build)
 set -euo pipefail
@@ -90,13 +91,15 @@ if side airbench; then
 fi
 
 if side lab; then
+  # COMMIT: the commit cifarlab is built from ("+changes": with uncommitted changes outside bench/),
+  # recorded in each seed's meta.json; for a given CIFARLAB, CIFARLAB_COMMIT says it ("?" if not).
+  COMMIT="${CIFARLAB_COMMIT:-?}"
   if [ -z "$CIFARLAB" ]; then
     echo "== go build ./cmd/cifarlab"
     go build -o "$OUT/cifarlab" ./cmd/cifarlab
     CIFARLAB="$OUT/cifarlab"
+    COMMIT="$(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- . ':!bench' || echo +changes)"
   fi
-  # The commit the binary was built from (go build's VCS stamp; "+changes": with uncommitted changes).
-  COMMIT="$(go version -m "$CIFARLAB" | awk '$2 == "vcs.revision" {r = substr($3, 1, 12)} $2 == "vcs.modified" && $3 == "true" {m = "+changes"} END {print r m}')"
   # Steps per epoch as the recipe counts them (airbench's too): the whole batches of the training split.
   train_images=$(( $(cat "$DATA"/cifar-10-batches-bin/data_batch_*.bin | wc -c) / 3073 ))
   spe=$(( train_images / 1024 ))
@@ -124,6 +127,6 @@ if side lab; then
 fi
 
 if [ -n "$RESULTS" ]; then
-  python3 bench/recipe/report.py --out-dir "$OUT" --epochs "$EPOCHS" --seeds "$SEEDS" --data "$DATA" --device "$DEVICE" \
+  python3 bench/recipe/report.py $([ "$FULL" = 1 ] && echo --full) --out-dir "$OUT" --epochs "$EPOCHS" --seeds "$SEEDS" --data "$DATA" --device "$DEVICE" \
     ${NOTES:+--notes "$NOTES"} --md "$RESULTS"
 fi
