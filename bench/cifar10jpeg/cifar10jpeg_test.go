@@ -12,11 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -72,29 +72,13 @@ func tree(t *testing.T) (dir string, want map[string]map[color.RGBA]int) {
 	return dir, want
 }
 
-// python returns the repository venv's python with Pillow and NumPy (kernel/setup.sh installs
-// kernel/requirements-test.txt). Without a venv the test is skipped; a venv without the packages
-// fails, so that CI always runs the converter.
-func python(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	py := filepath.Join(filepath.Dir(file), "..", "..", ".venv", "bin", "python")
-	if _, err := os.Stat(py); err != nil {
-		t.Skipf("no venv python at %s (run kernel/setup.sh)", py)
-	}
-	if out, err := exec.Command(py, "-c", "import numpy, PIL").CombinedOutput(); err != nil {
-		t.Fatalf("%s lacks NumPy or Pillow (%v: %s): run kernel/setup.sh, which installs kernel/requirements-test.txt", py, err, out)
-	}
-	return py
-}
-
 // convert runs the converter on src into out with the tiny tree's counts; it returns the
 // combined output and whether it succeeded.
 func convert(t *testing.T, src, out string, extra ...string) (string, bool) {
 	t.Helper()
 	args := append([]string{"cifar10jpeg.py", "--src", src, "--out", out,
 		"--train-per-class", fmt.Sprint(trainPer), "--test-per-class", fmt.Sprint(testPer)}, extra...)
-	cmd := exec.Command(python(t), args...)
+	cmd := exec.Command(testenv.Python(t, "numpy", "PIL"), args...)
 	b, err := cmd.CombinedOutput()
 	if _, exit := err.(*exec.ExitError); err != nil && !exit {
 		t.Fatalf("running the converter: %v", err)
