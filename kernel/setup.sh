@@ -7,7 +7,7 @@
 #      go-xla's cgo, git, Slurm and munge for the sweep tests, and chromium for the browser test),
 #   2. creates the venv $VENV (default REPO/.venv) with /usr/bin/python3 and pip-installs
 #      kernel/requirements.txt under kernel/constraints.txt (JupyterLab, nbclient, ...),
-#      the XLA CPU plugin, NumPy and safetensors (tests only: kernel/requirements-test.txt) and TensorBoard,
+#      the XLA CPU plugin, NumPy, safetensors and Pillow (tests only: kernel/requirements-test.txt) and TensorBoard,
 #   1b. exports GOTOOLCHAIN=go.mod's toolchain line (go1.27.3) and fetches that toolchain through
 #      the Go module proxy when the go on PATH is another release (kernel/toolchain.sh); when it
 #      cannot (no go, or no proxy), it says so in one line and stops before installing anything,
@@ -138,10 +138,11 @@ if [ "$SKIP_VENV" != 1 ]; then
     fi
   fi
 
-  # 2c. NumPy and safetensors for the tests that write files with Python (torchvision-layout
-  # CIFAR pickles, safetensors files), hash-pinned in kernel/requirements-test.txt.
-  if "$VENV/bin/python" -c "import numpy, safetensors" 2>/dev/null; then
-    echo "numpy and safetensors already installed"
+  # 2c. NumPy, safetensors and Pillow for the tests that write or read files with Python
+  # (torchvision-layout CIFAR pickles, safetensors files, JPEGs), hash-pinned in
+  # kernel/requirements-test.txt.
+  if "$VENV/bin/python" -c "import numpy, safetensors, PIL" 2>/dev/null; then
+    echo "numpy, safetensors and Pillow already installed"
   else
     # shellcheck disable=SC2086
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS \

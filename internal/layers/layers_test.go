@@ -57,6 +57,7 @@ var allowed = map[string][]string{
 	"bench/transfer":         {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/interop/logits":   {"cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/recipe/labstream": {"cifarlib/data", "internal/atomicfile"},
+	"bench/cifar10jpeg":      nil,
 	"docker/pjrtinstall":     nil,
 	"cmd/cifarlab-kernel":    {"internal/oomkill", "internal/proctree"},
 	"notebooks":              nil,
