@@ -2,7 +2,7 @@
 """JAX's compile times for the lab's models on XLA CPU (bench/RESULTS-loop.md, issue 34 item 5).
 
 The lab's cnn, resnet20 and ResNet-18 (cifarlib/arch_cnn.go, arch_resnet.go) in plain JAX, with the
-lab's default train step (softmax cross-entropy, Adam at 0.001: training.Config's defaults) and its
+lab's default train step (softmax cross-entropy, Adam at 0.001: training.Defaults()) and its
 evaluation step (inference-mode forward, argmax, per-example loss: training/eval.go). For each
 model the train step and the evaluation step are jitted and timed apart:
 ``jax.jit(f).lower(*args)`` (tracing to StableHLO) and ``.compile()`` (XLA), each in a fresh
@@ -31,7 +31,7 @@ import time
 
 NUM_CLASSES = 10
 IMAGE = (32, 32, 3)
-LEARNING_RATE = 1e-3  # training.Config: Adam's default learning rate
+LEARNING_RATE = 1e-3  # training.Defaults(): Adam's default learning rate
 ADAM_B1, ADAM_B2, ADAM_EPS = 0.9, 0.999, 1e-7  # GoMLX's optimizer.Adam defaults
 BN_MOMENTUM, BN_EPS = 0.9, 1e-5  # cifarlib's batchNorm
 
@@ -247,7 +247,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="cnn,resnet20,resnet18")
     ap.add_argument("--batch", type=int, default=64, help="training batch (RESULTS-loop's cells: 64)")
-    ap.add_argument("--eval-batch", type=int, default=100, help="evaluation batch (training.Config's default: 100)")
+    ap.add_argument("--eval-batch", type=int, default=100, help="evaluation batch (training.DefaultEvalBatchSize: 100)")
     ap.add_argument("--repeats", type=int, default=3, help="fresh processes per model")
     ap.add_argument("--no-run", action="store_true", help="compile only; skip the one step of each program")
     ap.add_argument("--one", metavar="MODEL", help="measure one model in this process and print its JSON line")

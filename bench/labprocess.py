@@ -51,8 +51,8 @@ fmt.Println(lab)"""
 
 CELLS = [
     ("trivial", "%%\nnb.CellTime()\ndefer nb.CellTime()\nfmt.Println(lab.Arch)"),
-    ("fit", "%%\nnb.CellTime()\ndefer nb.CellTime()\nres := nb.Must(lab.Fit(\"bench\", training.Config{Steps: 1, BatchSize: 64, Seed: 1, "
-            "EvalEvery: training.EvalOff, SkipFinalEval: true}))\nfor _, e := range res.Timeline.Events {\n\tif e.Phase == runs.PhaseFirstStep {\n"
+    ("fit", "%%\nnb.CellTime()\ndefer nb.CellTime()\ns := lab.Settings()\ns.Run.Steps, s.Data.BatchSize, s.Run.Seed = 1, 64, 1\n"
+            "s.Eval.Every, s.Eval.SkipFinal = training.EvalOff, true\nres := nb.Must(lab.Fit(\"bench\", s))\nfor _, e := range res.Timeline.Events {\n\tif e.Phase == runs.PhaseFirstStep {\n"
             "\t\tfmt.Printf(\"first step ended %.2fs after the program started (%s)\\n\", e.End().Seconds(), res.Timeline.OriginFrom)\n\t}\n}\nfmt.Println(res.Timeline)"),
     ("eval", "%%\nnb.CellTime()\ndefer nb.CellTime()\nrun := nb.Must(lab.Load(\"bench\"))\n"
              "ev := nb.Must(run.Evaluate(context.Background(), lab.Test, training.EvalOptions{}))\nfmt.Println(ev.Summary())"),
@@ -68,20 +68,31 @@ for _, l := range strings.Split(string(b), "\\n") {
 }"""
 
 
-def run(kc, code):
+def run_timed(kc, code):
+    """Runs code in the kernel of kc: the time from the request to the kernel's idle (Shift+Enter
+    to end), to the cell's first output (None: none), and what it printed."""
     start = time.time()
+    first = None
     msg_id = kc.execute(code)
     text = ""
     while True:
         m = kc.get_iopub_msg(timeout=900)
         if m["parent_header"].get("msg_id") != msg_id:
             continue
-        if m["msg_type"] == "stream":
-            text += m["content"].get("text", "")
-        elif m["msg_type"] == "error":
-            text += "ERROR " + m["content"].get("evalue", "")
-        elif m["msg_type"] == "status" and m["content"].get("execution_state") == "idle":
-            return time.time() - start, text
+        t, c = m["msg_type"], m["content"]
+        if first is None and t in ("stream", "display_data", "update_display_data", "error"):
+            first = time.time() - start
+        if t == "stream":
+            text += c.get("text", "")
+        elif t == "error":
+            text += "ERROR " + c.get("evalue", "")
+        elif t == "status" and c.get("execution_state") == "idle":
+            return time.time() - start, first, text
+
+
+def run(kc, code):
+    wall, _, text = run_timed(kc, code)
+    return wall, text
 
 
 def main():

@@ -1,4 +1,4 @@
-// Command devices measures data-parallel training (cifarlib's training.Config.Devices): the same
+// Command devices measures data-parallel training (cifarlib's training.Settings.Compute.Devices): the same
 // model at the same global batch trained on 1, 2, 4, ... devices of one backend, each global
 // batch sharded across the devices (one program partitioned by XLA), reporting steps/s and
 // images/s of the timed steps (the first step, which compiles, is left out).

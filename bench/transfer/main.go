@@ -1,5 +1,5 @@
 // Command transfer measures what carrying a trained model to another dataset is worth
-// (cifarlib's training.Config.From): a model trained on a source dataset, then, for the same number
+// (cifarlib's training.Settings.Transfer.From): a model trained on a source dataset, then, for the same number
 // of steps on a target dataset, fine-tuned against trained from scratch, and a linear probe (only
 // the head trains) on the trained backbone against one on a random backbone (the seed's, frozen).
 // It reports the loss of each target run's first step and its test accuracy (top-1, and top-5

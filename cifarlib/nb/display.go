@@ -47,11 +47,19 @@ func DisplayHTML(html, text string) {
 	display(map[protocol.MIMEType]any{protocol.MIMETextHTML: html}, text)
 }
 
-// DisplaySVG shows an SVG document as image/svg+xml, which JupyterLab, nbconvert and GitHub
-// render without scripts, with text as its plain-text alternative. Outside a notebook it
-// writes text to Output.
+// DisplaySVG shows an SVG document as image/svg+xml, with text as its plain-text alternative.
+// JupyterLab renders SVG only in a trusted notebook: an untrusted one shows the text; use
+// DisplayImage, which adds a PNG. Outside a notebook it writes text to Output.
 func DisplaySVG(svg, text string) {
 	display(map[protocol.MIMEType]any{protocol.MIMEImageSVG: svg}, text)
+}
+
+// DisplayImage shows img in the notebook cell as one output with its SVG, its PNG (at its CSS
+// size) and its Text, of which each viewer shows the richest it trusts (see Image). Outside a
+// notebook it writes img.Text to Output.
+func DisplayImage(img *Image) {
+	data, metadata := img.bundle()
+	displayWith(data, metadata, img.Text)
 }
 
 // DisplayPNG shows PNG bytes in the notebook cell, with text as its plain-text alternative.
@@ -60,7 +68,9 @@ func DisplayPNG(png []byte, text string) {
 	display(map[protocol.MIMEType]any{protocol.MIMEImagePNG: png}, text)
 }
 
-func display(data map[protocol.MIMEType]any, text string) {
+func display(data map[protocol.MIMEType]any, text string) { displayWith(data, nil, text) }
+
+func displayWith(data map[protocol.MIMEType]any, metadata map[string]any, text string) {
 	if !InNotebook() {
 		if text != "" {
 			fmt.Fprintln(output(), text)
@@ -70,26 +80,24 @@ func display(data map[protocol.MIMEType]any, text string) {
 	if text != "" {
 		data[protocol.MIMETextPlain] = text
 	}
-	cellIO.send(&protocol.DisplayData{Data: data})
+	cellIO.send(&protocol.DisplayData{Data: data, Metadata: metadata})
 }
 
-// Sink is where a live view sends its charts. Update replaces the display called id by svg,
-// with text as its plain-text alternative; the first Update of an id creates the display, in
-// the cell's output where the cell is at that time. NotebookSink is the notebook's; tests
-// record the updates.
+// Sink is where a live view sends its charts. Update replaces the display called id by img;
+// the first Update of an id creates the display, in the cell's output where the cell is at
+// that time. NotebookSink is the notebook's; tests record the updates.
 type Sink interface {
-	Update(id, svg, text string)
+	Update(id string, img *Image)
 }
 
 // NotebookSink updates displays of the GoNB cell in place (gonbui's display ids: Jupyter's
-// update_display_data), as SVG images: no JavaScript, and the last update is what a saved
-// notebook keeps.
+// update_display_data), as DisplayImage shows an Image (SVG, PNG and text): no JavaScript, the
+// last update is what a saved notebook keeps, and an untrusted notebook shows its PNG.
 type NotebookSink struct{}
 
-// Update sends svg to the display id and waits until GoNB has it.
-func (NotebookSink) Update(id, svg, text string) {
-	cellIO.send(&protocol.DisplayData{
-		Data:      map[protocol.MIMEType]any{protocol.MIMEImageSVG: svg, protocol.MIMETextPlain: text},
-		DisplayID: id,
-	})
+// Update sends img to the display id and waits until GoNB has it.
+func (NotebookSink) Update(id string, img *Image) {
+	data, metadata := img.bundle()
+	data[protocol.MIMETextPlain] = img.Text
+	cellIO.send(&protocol.DisplayData{Data: data, Metadata: metadata, DisplayID: id})
 }

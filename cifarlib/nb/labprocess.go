@@ -102,7 +102,7 @@ type fitReply struct {
 func (l *Lab) labClient(env training.Env) *labproc.Client {
 	switch {
 	case inLabProcess, !l.opened, !InNotebook(), labproc.Off(), os.Getenv(labproc.GoNBTmpEnv) == "",
-		env.OnPoint != nil, env.Log != nil, env.Plot, env.Progress == training.ProgressOn,
+		env.OnPoint != nil, env.OnEvent != nil, env.Log != nil, env.Plot, env.Progress == training.ProgressOn,
 		env.Backend != nil && env.Backend != l.Backend,
 		(env.Train != nil || env.Test != nil) && (env.Train != l.Train || env.Test != l.Test):
 		return nil
@@ -118,13 +118,14 @@ func (l *Lab) labClient(env training.Env) *labproc.Client {
 	return nil
 }
 
-// fitInLabProcess runs Fit in the kernel's lab process when it can (labClient); done is false
-// when Fit must run in this program instead.
-func (l *Lab) fitInLabProcess(name string, s training.Settings, env training.Env) (res *training.Result, err error, done bool) {
+// fitInLabProcess runs Fit in the kernel's lab process when it can (labClient), its events
+// shown on the cell's status line st; done is false when Fit must run in this program instead.
+func (l *Lab) fitInLabProcess(name string, s training.Settings, env training.Env, st *training.Status) (res *training.Result, err error, done bool) {
 	client := l.labClient(env)
 	if client == nil {
 		return nil, nil, false
 	}
+	toLabProcess(st, client)
 	clock := env.Clock
 	if clock.IsZero() { // the run's timeline counts from this cell's program start
 		clock, _ = runs.ProcessStart()
@@ -137,7 +138,7 @@ func (l *Lab) fitInLabProcess(name string, s training.Settings, env training.Env
 	}
 	ctx, stop := training.InterruptContext(context.Background())
 	defer stop()
-	msg, err := client.Do(ctx, &labproc.Request{Op: "fit", Payload: payload}, relay)
+	msg, err := client.Do(ctx, &labproc.Request{Op: "fit", Payload: payload}, relayTo(st))
 	if msg == nil {
 		if errors.Is(err, labproc.ErrNotStarted) {
 			fmt.Fprintf(output(), "lab process: %v; training in this cell's program\n", err)
@@ -191,14 +192,22 @@ func absPath(path string) string {
 	return path
 }
 
-// relay passes a message of the lab process on to the cell's output.
-func relay(m *labproc.Message) {
-	switch m.Kind {
-	case labproc.KindText:
-		fmt.Fprint(output(), m.Text)
-	case labproc.KindDisplay:
-		if m.Display != nil && InNotebook() {
-			cellIO.send(m.Display)
+// relayTo passes the messages of the lab process on to the cell: its output, its displays, and
+// its events to the cell's status line st (nil: none).
+func relayTo(st *training.Status) func(*labproc.Message) {
+	return func(m *labproc.Message) {
+		switch m.Kind {
+		case labproc.KindText:
+			fmt.Fprint(output(), m.Text)
+		case labproc.KindDisplay:
+			if m.Display != nil && InNotebook() {
+				cellIO.send(m.Display)
+			}
+		case labproc.KindEvent:
+			var e training.Event
+			if st != nil && decode(m.Payload, &e) == nil {
+				st.Event(e)
+			}
 		}
 	}
 }

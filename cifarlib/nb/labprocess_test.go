@@ -15,6 +15,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labproc"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
@@ -73,6 +74,7 @@ func TestLabClientOnlyForWhatTravels(t *testing.T) {
 	require.NotNil(t, l.labClient(training.Env{}))
 	require.Nil(t, l.labClient(training.Env{OnPoint: func(runs.HistoryPoint) error { return nil }}))
 	require.Nil(t, l.labClient(training.Env{Plot: true}))
+	require.Nil(t, l.labClient(training.Env{OnEvent: func(training.Event) {}}))
 	require.Nil(t, l.labClient(training.Env{Progress: training.ProgressOn}))
 	require.Nil(t, l.labClient(training.Env{Train: &data.Records{}}))
 	require.Nil(t, (&Lab{}).labClient(training.Env{}), "a lab of New")
@@ -80,18 +82,41 @@ func TestLabClientOnlyForWhatTravels(t *testing.T) {
 	require.Nil(t, l.labClient(training.Env{}))
 }
 
+// labEvents collects what the lab process says it is doing, as the cell's status line gets it.
+type labEvents struct{ events []training.Event }
+
+// collect keeps the event of m, if it is one.
+func (l *labEvents) collect(m *labproc.Message) {
+	var e training.Event
+	if m.Kind == labproc.KindEvent && decode(m.Payload, &e) == nil {
+		l.events = append(l.events, e)
+	}
+}
+
+// kinds returns the kinds of the events collected, with a compile's program, and forgets them.
+func (l *labEvents) kinds() (out []string) {
+	for _, e := range l.events {
+		out = append(out, string(e.Kind)+" "+e.Program)
+	}
+	l.events = nil
+	return out
+}
+
 // checkLabServerEvaluates checks the lab process's evaluation of the run "two" in dataDir's
-// runs: what this process's evaluation of the same weights gives, the same program on the same
-// backend, with and without test-time augmentation.
+// runs: its progress reaches the cell, and it gives what this process's evaluation of the same
+// weights gives, the same program on the same backend, with and without test-time augmentation.
 func checkLabServerEvaluates(t *testing.T, s *labServer, client *labproc.Client, dataDir string) {
 	dir := filepath.Join(dataDir, "runs", "two")
 	payload, err := encode(evalRequest{Dir: dir, Step: 2, Spec: data.CIFAR10(), DataDir: dataDir, Split: data.SplitTest.String(), Options: training.EvalOptions{MaxExamples: 50}})
 	require.NoError(t, err)
-	msg, err := client.Do(context.Background(), &labproc.Request{Op: "evaluate", Payload: payload}, func(*labproc.Message) {})
+	var events labEvents
+	msg, err := client.Do(context.Background(), &labproc.Request{Op: "evaluate", Payload: payload}, events.collect)
 	require.NoError(t, err)
 	var there training.EvalResult
 	require.NoError(t, json.Unmarshal(msg.Payload, &there))
-	lab, err := s.lab(data.CIFAR10(), dataDir) // under the server's lock: its handler may still hold it
+	require.Equal(t, 50, events.events[len(events.events)-1].Done)
+	require.Equal(t, []string{"eval ", "compile evaluation", "eval "}, events.kinds(), "the evaluation's progress reaches the cell")
+	lab, err := s.lab(data.CIFAR10(), dataDir, func(training.Event) {}) // under the server's lock: its handler may still hold it
 	require.NoError(t, err)
 	ck, err := training.LoadCheckpoint(dir, lab.Backend)
 	require.NoError(t, err)
@@ -118,8 +143,8 @@ func checkLabServerEvaluates(t *testing.T, s *labServer, client *labproc.Client,
 
 // TestLabServerFit serves lab.Fit requests with the lab process's handler on a socket in this
 // test's process (the kernel tests re-run a cell's binary as the real one): the run trains
-// there, its output reaches the client, its result comes back, and a head mismatch keeps
-// errors.Is.
+// there, its output and its events reach the client, its result comes back, and a head mismatch
+// keeps errors.Is.
 func TestLabServerFit(t *testing.T) {
 	dataDir := t.TempDir()
 	folder, err := labproc.Folder(t.TempDir())
@@ -130,14 +155,19 @@ func TestLabServerFit(t *testing.T) {
 	client := &labproc.Client{Folder: folder, Fingerprint: "fp"}
 	require.Eventually(t, func() bool { _, err := os.Stat(labproc.SocketPath(folder)); return err == nil }, 5*time.Second, 10*time.Millisecond)
 
-	served, err := s.lab(data.CIFAR10(), dataDir) // the lab process's lab, for its settings
+	backend, err := backends.Lazy(backends.Auto) // the cell's, for its lab's settings (Arch)
 	require.NoError(t, err)
+	cell := &Lab{Spec: data.CIFAR10(), DataDir: dataDir, Arch: Arch(backend)}
+	var events labEvents
 	fit := func(name string, values map[string]string, clock time.Time) (*fitReply, string, error) {
-		cfg := settingsOf(t, served, values)
-		payload, err := encode(fitRequest{Name: name, Settings: cfg, Clock: clock, Spec: data.CIFAR10(), DataDir: dataDir, RunsDir: filepath.Join(dataDir, "runs")})
+		payload, err := encode(fitRequest{Name: name, Settings: settingsOf(t, cell, values), Clock: clock, Spec: data.CIFAR10(), DataDir: dataDir,
+			RunsDir: filepath.Join(dataDir, "runs")})
 		require.NoError(t, err)
 		var out strings.Builder
-		msg, err := client.Do(context.Background(), &labproc.Request{Op: "fit", Payload: payload}, func(m *labproc.Message) { out.WriteString(m.Text) })
+		msg, err := client.Do(context.Background(), &labproc.Request{Op: "fit", Payload: payload}, func(m *labproc.Message) {
+			out.WriteString(m.Text)
+			events.collect(m)
+		})
 		require.NotNil(t, msg, "%v", err)
 		var reply fitReply
 		require.NoError(t, decode(msg.Payload, &reply))
@@ -150,6 +180,9 @@ func TestLabServerFit(t *testing.T) {
 	require.NoError(t, json.Unmarshal(reply.Result, &res))
 	require.Equal(t, 2, res.EndStep)
 	require.NotNil(t, reply.History)
+	require.Equal(t, training.ReasonFirst, events.events[3].Reason)
+	require.Equal(t, []string{"phase ", "backend ", "data ", "compile train step", "compile variable initialisation", "step ", "step ", "checkpoint "},
+		events.kinds(), "the events of the first fit, as they reach the cell")
 
 	checkLabServerEvaluates(t, s, client, dataDir)
 
@@ -161,6 +194,7 @@ func TestLabServerFit(t *testing.T) {
 	var again training.Result
 	require.NoError(t, json.Unmarshal(reply.Result, &again))
 	require.Equal(t, 0, again.Timeline.Compiles(""), "%s", again.Timeline)
+	require.Equal(t, []string{"phase ", "step ", "step ", "checkpoint "}, events.kinds(), "nothing compiles, nothing loads")
 	require.True(t, started.Equal(again.Timeline.Origin), "%v", again.Timeline.Origin)
 	require.Equal(t, res.Loss, again.Loss, "the same run")
 

@@ -143,8 +143,9 @@ func TestCheckpointFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 	require.Len(t, ld.History.Points, fixtureSteps)
 
 	ev, logits := fixtureLogits(t, ld, env.Test)
-	requireFixtureLogits(t, want.Logits, want.Loss, want.Accuracy, ev, logits)
-	t.Logf("logits written by %s on %s, read on %s", want.GoMLX, want.Backend, env.Backend.Name())
+	tol, margin, maxDiff := requireFixtureLogits(t, want.Logits, want.Loss, want.Accuracy, ev, logits)
+	t.Logf("logits written by %s on %s, read on %s: largest difference %.3g, tolerance %.3g, smallest top-two margin %.3g",
+		want.GoMLX, want.Backend, env.Backend.Name(), maxDiff, tol, margin)
 	require.False(t, math.IsNaN(ev.Accuracy))
 
 	cfg.Run.Steps = fixtureSteps + 2

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,28 +80,13 @@ func trainedHash(t *testing.T, store *model.Store) string {
 // requireFixtureLogits checks logits against those a fixture recorded, within the tolerance of
 // a computation that differs in the order of its sums (logitsTolerance), and the loss and
 // accuracy that follow from them.
-func requireFixtureLogits(t *testing.T, want [][]float32, wantLoss, wantAccuracy float64, ev *EvalResult, logits [][]float32) {
+func requireFixtureLogits(t *testing.T, want [][]float32, wantLoss, wantAccuracy float64, ev *EvalResult, logits [][]float32) (tol, margin, maxDiff float64) {
 	t.Helper()
-	scale, margin := 0.0, math.Inf(1)
-	for _, row := range want {
-		top, second := math.Inf(-1), math.Inf(-1)
-		for _, v := range row {
-			scale = math.Max(scale, math.Abs(float64(v)))
-			if x := float64(v); x > top {
-				top, second = x, top
-			} else if x > second {
-				second = x
-			}
-		}
-		margin = math.Min(margin, top-second)
-	}
-	tol := logitsTolerance(scale)
-	for i := range want {
-		require.InDeltaSlice(t, want[i], logits[i], tol, "logits of test example %d", i)
-	}
+	tol, margin, maxDiff = compareLogits(t, want, logits)
 	require.InDelta(t, wantLoss, ev.Loss, 2*tol) // a mean of logsumexp(logits)-logit[label]
 	require.Greater(t, margin, 2*tol, "a top-two margin of the recorded logits is within the tolerance")
 	require.Equal(t, wantAccuracy, ev.Accuracy)
+	return tol, margin, maxDiff
 }
 
 // TestRecipeRunFixtureLoadsEvaluatesAndResumes: the recipe's run of format 1 (commit 4805295)

@@ -26,6 +26,11 @@ type Env struct {
 	// OnPoint, when set, is called with each History point as it is recorded; an error stops
 	// training (the checkpoint is still saved).
 	OnPoint func(runs.HistoryPoint) error
+	// OnEvent, when set, is called with what the run starts doing, as it starts: creating the
+	// backend, loading the data, each compile (and why), each step, each evaluation's progress,
+	// each checkpoint (Event). It runs on the training goroutine: keep it short. A Status turns
+	// the events into a line that says what the run is doing from its first second.
+	OnEvent func(Event)
 	// Progress controls GoMLX's progress bar (terminal and GoNB).
 	Progress ProgressMode
 	// Plot draws loss and accuracy curves that update during training, in a GoNB notebook

@@ -279,6 +279,7 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 	for _, m := range metrics {
 		t.lastMetrics = append(t.lastMetrics, shapes.ConvertTo[float64](m.Value()))
 	}
+	t.rt.event(Event{Kind: EventStep, Step: step, Steps: cfg.Run.Steps, Loss: t.lastMetrics[trainMetricLoss]})
 	last := step == cfg.Run.Steps
 	evalNow := t.validate.due(step, cfg.Run.Steps)
 	record := step%cfg.Record.HistoryEvery == 0 || last || evalNow
@@ -340,6 +341,7 @@ func (t *Trainer) saveCheckpoint() error {
 	if t.ckpt == nil {
 		return nil
 	}
+	t.rt.event(Event{Kind: EventCheckpoint, Step: t.GlobalStep(), Steps: t.plan.Run.Steps})
 	defer t.rt.add(runs.PhaseCheckpoint, time.Now())
 	return t.ckpt.save(t.store, t.history)
 }

@@ -24,9 +24,12 @@ type trainRecords struct {
 // Data.Dir (or the synthetic data Prepare put next to it). The test split is loaded when the
 // run evaluates (at the end, or while it trains: Eval.Every not EvalOff).
 func loadTrainRecords(p *plan, env Env, log runLog, rt *runTimeline) (*trainRecords, error) {
-	began := time.Now()
 	r := &trainRecords{dataset: p.Data.Spec, log: log}
 	evaluates := !p.Eval.SkipFinal || p.Eval.Every > 0
+	if env.Train == nil || evaluates && env.Test == nil {
+		rt.event(Event{Kind: EventData})
+	}
+	began := time.Now()
 	if env.Train == nil || evaluates && env.Test == nil {
 		r.state = data.StateOf(p.Data.Dir, p.Data.Spec) // once, for both splits and the provenance
 	}

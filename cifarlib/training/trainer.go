@@ -69,6 +69,10 @@ func NewTrainer(settings Settings, env Env) (*Trainer, error) {
 		return nil, err
 	}
 	t := &Trainer{plan: p, env: env, log: newRunLog(env.Log), rt: newRunTimeline(env.Clock)}
+	t.rt.onEvent = env.OnEvent
+	if env.Backend == nil {
+		t.rt.event(Event{Kind: EventBackend})
+	}
 	began := time.Now()
 	if t.backend, t.devices, err = openDevices(p, env); err != nil {
 		return nil, err

@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cifarlab/cifarlab/internal/oomkill"
 	"github.com/cifarlab/cifarlab/internal/proctree"
 )
 
@@ -111,6 +112,7 @@ func supervise(argv []string) int {
 	cmd.SysProcAttr = proctree.Group(syscall.SIGKILL)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT)
+	memory := oomkill.Take()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "cifarlab-kernel:", err)
 		return 1
@@ -124,6 +126,11 @@ func supervise(argv []string) int {
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		fmt.Fprintln(os.Stderr, "cifarlab-kernel:", err)
+	}
+	if oom := oomkill.Check(memory, err); oom != nil {
+		// Jupyter shows only that the kernel died; its log (this stderr) says why.
+		fmt.Fprintf(os.Stderr, "cifarlab-kernel: the kernel (pid %d) was killed because %s; to go on, %s\n",
+			cmd.Process.Pid, oom, oom.Advice())
 	}
 	return proctree.ExitStatus(err)
 }

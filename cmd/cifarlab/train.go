@@ -112,7 +112,12 @@ func trainSettings(ctx context.Context, s training.Settings, env training.Env, a
 	// checkpoint; a second one kills the process as usual.
 	ctx, stop := training.InterruptContext(ctx)
 	defer stop()
+	// What the run is doing, from its first second: a line per phase on stderr (the compiles and
+	// why, the first step, each evaluation's progress), as a notebook cell shows it in place.
+	status := training.NewLineStatus(os.Stderr, "")
+	env.OnEvent = status.Event
 	res, err := training.Train(ctx, s, env)
+	status.Close(err)
 	if err != nil {
 		var ce *training.ConfigError
 		var nr *training.NotRunError
