@@ -21,18 +21,19 @@ func realBinaryFolder(t *testing.T, root string, spec Spec) {
 	}
 }
 
-// TestStateOf: the one decision of what a data folder holds. Real data in either layout is
-// used (root), verified or not; synthetic data only when no real data is there.
-func TestStateOf(t *testing.T) {
-	spec, archive := testArchive(t, CIFAR10())
-	cases := []struct {
-		name     string
-		setup    func(t *testing.T, root string)
-		kind     string
-		loadRoot func(root string) string
-		layout   Layout
-		line     func(root string) string
-	}{
+// stateCase is a data folder of TestStateOf: how it is made, and the State it has.
+type stateCase struct {
+	name     string
+	setup    func(t *testing.T, root string)
+	kind     string
+	loadRoot func(root string) string
+	layout   Layout
+	line     func(root string) string
+}
+
+// stateCases are the folders of TestStateOf, of spec, archive its download.
+func stateCases(spec Spec, archive []byte) []stateCase {
+	return []stateCase{
 		{"empty folder", func(*testing.T, string) {}, KindNone, func(string) string { return "" }, LayoutBinary,
 			func(root string) string {
 				return "cifar10: no data in " + root + " (neither cifar-10-batches-bin/ nor cifar-10-batches-py/); " +
@@ -74,7 +75,13 @@ func TestStateOf(t *testing.T) {
 			realBinaryFolder(t, root, spec)
 		}, KindUnverified, func(root string) string { return root }, LayoutBinary, nil},
 	}
-	for _, c := range cases {
+}
+
+// TestStateOf: the one decision of what a data folder holds. Real data in either layout is
+// used (root), verified or not; synthetic data only when no real data is there.
+func TestStateOf(t *testing.T) {
+	spec, archive := testArchive(t, CIFAR10())
+	for _, c := range stateCases(spec, archive) {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
 			c.setup(t, root)

@@ -177,3 +177,11 @@ func (c Caption) draw(dc draw.Canvas) {
 
 // captionMargin is the caption's left and right margin.
 const captionMargin = vg.Length(6)
+
+// plural is n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

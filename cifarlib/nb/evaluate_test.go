@@ -1,6 +1,7 @@
 package nb
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -110,6 +111,14 @@ func TestCellEvaluation(t *testing.T) {
 			`when the same weights \(step 4\), images and options were evaluated \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d, in \d+\.\d s\); not evaluated again\n`, buf.String())
 	}
 
+	checkEvaluatedAnew(t, l, run, cfg, buf, shown)
+}
+
+// checkEvaluatedAnew checks that another TTA level or split than the stored evaluations' is
+// evaluated, and kept too, and that the run trained again (with cfg) is evaluated again: the
+// output of l's cells in buf, their displays in shown.
+func checkEvaluatedAnew(t *testing.T, l *Lab, run *training.LoadedCheckpoint, cfg training.Settings, buf *bytes.Buffer, shown *displays) {
+	opts := training.EvalOptions{MaxExamples: 300}
 	// Another TTA level, another split: evaluated, and kept too.
 	buf.Reset()
 	tta, err := run.Evaluate(context.Background(), l.Test, training.EvalOptions{MaxExamples: 300, TTA: training.TTAMirror})

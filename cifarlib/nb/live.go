@@ -105,14 +105,6 @@ type chart struct {
 	err error
 }
 
-// plural is n and noun, with an s unless n is 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
 // historyCharts draws the loss and accuracy charts of h, in that order, with one legend
 // column width, so that their last steps line up when shown one above the other, each with the
 // caption under it and in its text.

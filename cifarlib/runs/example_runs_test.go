@@ -13,7 +13,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
-// Each run trained with a CheckpointDir in a runs folder is a row of List' table (what
+// Each run trained with a Checkpoint.Dir in a runs folder is a row of List' table (what
 // `cifarlab runs` prints and the notebooks' lab.Runs() returns), with TensorBoard scalars in
 // its folder; a folder that is not a run is listed as such.
 func ExampleList() {

@@ -26,7 +26,7 @@ const (
 	// RunRunning: training started and run.json was not rewritten since: the run is still
 	// training, or its process died (List reports it as RunIncomplete).
 	RunRunning Status = "running"
-	// RunDone: trained to its target step (and evaluated, unless SkipFinalEval).
+	// RunDone: trained to its target step (and evaluated, unless Settings.Eval.SkipFinal).
 	RunDone Status = "done"
 	// RunInterrupted: stopped early by its context (SIGINT); the checkpoint resumes it.
 	RunInterrupted Status = "interrupted"

@@ -130,19 +130,27 @@ func compareLogits(t *testing.T, want, got [][]float32) (tol, margin, maxDiff fl
 	return tol, margin, maxDiff
 }
 
-// checkCompatResume resumes the run of settings cfg (its History at step 3 old) to step 5, and
-// checks it against w: the history continues old, and step 4's batch loss is 4805295's within
-// tol (the evaluation's tolerance).
-func checkCompatResume(t *testing.T, run string, cfg Settings, env Env, w compatWant, old []runs.HistoryPoint, tol float64) {
+// resumeRun resumes the run of cfg in env from its checkpoint at step from to cfg.Run.Steps, and
+// checks that it did: its end step and a History to it.
+func resumeRun(t *testing.T, cfg Settings, env Env, from int) *Result {
+	t.Helper()
 	trainer, err := NewTrainer(cfg, env)
 	require.NoError(t, err)
 	step, ok := trainer.Resumed()
 	require.True(t, ok)
-	require.Equal(t, compatSteps, step)
+	require.Equal(t, from, step)
 	res, err := trainer.Run(context.Background())
 	require.NoError(t, err)
-	require.Equal(t, compatResumeSteps, res.EndStep)
-	require.Len(t, res.History.Points, compatResumeSteps)
+	require.Equal(t, cfg.Run.Steps, res.EndStep)
+	require.Len(t, res.History.Points, cfg.Run.Steps)
+	return res
+}
+
+// checkCompatResume resumes the run of settings cfg (its History at step 3 old) to step 5, and
+// checks it against w: the history continues old, and step 4's batch loss is 4805295's within
+// tol (the evaluation's tolerance).
+func checkCompatResume(t *testing.T, run string, cfg Settings, env Env, w compatWant, old []runs.HistoryPoint, tol float64) {
+	res := resumeRun(t, cfg, env, compatSteps)
 	require.Equal(t, old, res.History.Points[:compatSteps], "the resumed history continues the run's")
 	require.Len(t, w.Resumed, compatResumeSteps-compatSteps)
 	first := res.History.Points[compatSteps]

@@ -150,15 +150,7 @@ func TestCheckpointFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 
 	cfg.Run.Steps = fixtureSteps + 2
 	cfg.Eval.SkipFinal = false
-	trainer, err := NewTrainer(cfg, env)
-	require.NoError(t, err)
-	step, ok := trainer.Resumed()
-	require.True(t, ok)
-	require.Equal(t, fixtureSteps, step)
-	res, err := trainer.Run(context.Background())
-	require.NoError(t, err)
-	require.Equal(t, fixtureSteps+2, res.EndStep)
-	require.Len(t, res.History.Points, fixtureSteps+2)
+	res := resumeRun(t, cfg, env, fixtureSteps)
 	require.False(t, math.IsNaN(res.Eval.Loss) || math.IsInf(res.Eval.Loss, 0), "loss after resuming: %v", res.Eval.Loss)
 
 	// Resuming exactly: the fixture resumed to step 4 (which saves in format 2), then again to

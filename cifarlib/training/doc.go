@@ -22,9 +22,10 @@
 //     like any other: TTA 0 is no TTA, label smoothing 0 is none, even after a recipe; nothing is
 //     "left at zero to mean the default". The optimizer is a typed value per algorithm (Adam,
 //     AdamW, ..., Nesterov: settings_optimizer.go), as GoMLX's optimizers own their settings.
-//   - Env (env.go) is what is live: the backend, the splits, the log, the hooks (OnPoint), the
-//     progress bar and plots, the program cache (Programs) and the clock. Nothing of it is
-//     recorded or sent.
+//   - Env (env.go) is what is live: the backend, the splits, the log, the hooks (OnPoint, and
+//     OnEvent: what the run starts doing, which a Status draws as a cell's or the CLI's status
+//     line), the progress bar and plots, the program cache (Programs) and the clock. Nothing of
+//     it is recorded or sent: the lab process gives a run its own Env, and sends its events back.
 //   - Fields (settings_table.go) is the one table of the settings: each row binds a name (the
 //     flag of `cifarlab train`, a sweep's axis, a key of run.json's params) to a Settings field,
 //     with its words, its range and its Role in the compiled programs; values are parsed by the
@@ -48,9 +49,10 @@
 //
 // The compiled programs are keyed by the table (ProgramKey, programs.go): the rows that shape
 // a program (Role Shapes: architecture and head, dataset, batch, precision, devices, the
-// optimizer's algorithm, schedule kind, lookahead, guards, freezing, augmentation, TTA level)
+// optimizer's algorithm, schedule kind, lookahead, guards, freezing, TTA level)
 // and, while the train step holds them as constants, the numeric ones (Role Fed: learning rate
 // and the schedule's parameters, momentum, weight decay, bias scaler, label smoothing, steps,
-// seed). Feeding the Fed rows to the step at run time drops them from the key, and nothing
-// else: that is the next step (issue 47).
+// seed). ProgramKey.Diff names the rows (by their Label) in which a new program's key differs
+// from the nearest kept one: why a run compiles. Feeding the Fed rows to the step at run time
+// drops them from the key, and nothing else: that is the next step (issue 47).
 package training

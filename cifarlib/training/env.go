@@ -12,8 +12,9 @@ import (
 
 // Env is what is live around a run, beside its Settings: nothing of it is recorded or sent
 // (the lab process has its own). The zero Env runs with a backend created from
-// Settings.Compute, the splits loaded from Settings.Data, no log, no hooks, no program cache,
-// the progress bar where there is a terminal, and a timeline from the process start.
+// Settings.Compute, the splits loaded from Settings.Data, no log, no hooks (OnPoint, OnEvent),
+// no program cache, the progress bar where there is a terminal, and a timeline from the process
+// start.
 type Env struct {
 	// Backend is the compute backend; nil: one is created from Settings.Compute (by Programs
 	// when it is set, which keeps it for later runs).

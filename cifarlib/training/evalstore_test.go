@@ -41,6 +41,29 @@ func TestStoredEvaluations(t *testing.T) {
 	require.Equal(t, at, got.At)
 	require.Equal(t, 1.5, got.Seconds)
 
+	checkOtherEvalKeys(t, ck, cfg, key)
+
+	// The run trained further: a new checkpoint, other weights.
+	more := cfg
+	more.Run.Steps = 8
+	_, err = Train(context.Background(), more.Settings, more.Env)
+	require.NoError(t, err)
+	ck2, err := LoadCheckpoint(dir, cfg.Backend)
+	require.NoError(t, err)
+	k2, err := ck2.EvalKey(cfg.Test, opts)
+	require.NoError(t, err)
+	require.NotEqual(t, key.Weights, k2.Weights)
+	_, found = StoredEval(dir, k2)
+	require.False(t, found)
+
+	checkEvaluationsFile(t, dir, key, res, at)
+}
+
+// checkOtherEvalKeys checks that the defaults of EvalOptions spelt out are key again, and that
+// another TTA level, split, number of images, batch size or records than key's is another key,
+// with nothing stored: ck evaluated on cfg's test split.
+func checkOtherEvalKeys(t *testing.T, ck *LoadedCheckpoint, cfg testRun, key EvalKey) {
+	dir, opts := cfg.Checkpoint.Dir, EvalOptions{BatchSize: 32}
 	same, err := ck.EvalKey(cfg.Test, EvalOptions{BatchSize: 32, Split: "test", Devices: 1})
 	require.NoError(t, err)
 	require.Equal(t, key, same, "the defaults, spelt out, are the same key")
@@ -59,20 +82,12 @@ func TestStoredEvaluations(t *testing.T) {
 	k, err := ck.EvalKey(cfg.Train, opts)
 	require.NoError(t, err)
 	require.NotEqual(t, key.Data, k.Data, "other images")
+}
 
-	// The run trained further: a new checkpoint, other weights.
-	more := cfg
-	more.Run.Steps = 8
-	_, err = Train(context.Background(), more.Settings, more.Env)
-	require.NoError(t, err)
-	ck2, err := LoadCheckpoint(dir, cfg.Backend)
-	require.NoError(t, err)
-	k2, err := ck2.EvalKey(cfg.Test, opts)
-	require.NoError(t, err)
-	require.NotEqual(t, key.Weights, k2.Weights)
-	_, found = StoredEval(dir, k2)
-	require.False(t, found)
-
+// checkEvaluationsFile checks the file of stored evaluations in the run folder dir: it keeps the
+// latest maxStoredEvaluations, a corrupt one is replaced, and a folder removed is not made again
+// (res stored at at under key and keys like it).
+func checkEvaluationsFile(t *testing.T, dir string, key EvalKey, res *EvalResult, at time.Time) {
 	// The latest maxStoredEvaluations are kept.
 	for i := range maxStoredEvaluations + 3 {
 		k := key
@@ -86,7 +101,7 @@ func TestStoredEvaluations(t *testing.T) {
 
 	// A corrupt file is no stored evaluation, and is replaced by the next one stored.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, EvaluationsFile), []byte("{not json"), 0o644))
-	_, found = StoredEval(dir, key)
+	_, found := StoredEval(dir, key)
 	require.False(t, found)
 	require.NoError(t, StoreEval(dir, key, res, at, time.Second))
 	_, found = StoredEval(dir, key)

@@ -84,7 +84,7 @@ func programKey(p *plan, b compute.Backend, devices int) ProgramKey {
 		case f.Role != Fed || f.Name == "epochs":
 		case f.Name == "steps":
 			fed = append(fed, fmt.Sprintf("steps=%d", p.stepsInProgram()))
-		case f.Name == "whiten-bias-epochs":
+		case f.Name == "whiten-bias-epochs" && value != "0": // the step it freezes at depends on the epoch's steps
 			fed = append(fed, fmt.Sprintf("%s=%s (of %d steps)", f.Name, value, p.stepsPerEpoch))
 		default:
 			fed = append(fed, f.Name+"="+value)

@@ -31,7 +31,7 @@ const (
 // createEvents starts a run's TensorBoard event file (a variable for the test of a failing one).
 var createEvents = tfevents.Create
 
-// runFolder is what a Trainer with a CheckpointDir writes besides the checkpoints: run.json
+// runFolder is what a Trainer with a Checkpoint.Dir writes besides the checkpoints: run.json
 // (runs.Record) when it starts and ends, and TensorBoard scalars as the History points come.
 // A TensorBoard write error does not stop training: it is logged once and the events stop.
 type runFolder struct {

@@ -20,15 +20,16 @@ type Role int
 const (
 	// Shapes: it decides a compiled program's shape or structure (the architecture and its
 	// head, the dataset's classes, the batch, precision, devices, the optimizer's algorithm, the
-	// schedule's kind, lookahead, the guards, a linear probe, the augmentation's kind, the TTA
-	// level): changing it compiles another program.
+	// schedule's kind, lookahead, the guards, a linear probe, the TTA level): changing it
+	// compiles another program.
 	Shapes Role = iota + 1
 	// Fed: a numeric hyper-parameter (the learning rate and the schedule's parameters, momentum,
 	// weight decay, bias scaler, label smoothing, the length of the run, the seed) that the
 	// programs could take as an input at run time. Today they are constants of the train step:
 	// they are in ProgramKey until they are fed.
 	Fed
-	// Host: nothing any program holds (folders, periods, what the host does between steps).
+	// Host: nothing any program holds (folders, periods, what the host does between steps, the
+	// training data's augmentation, which the host applies to each batch before the step).
 	Host
 )
 
@@ -205,8 +206,8 @@ var fields = []*Field{
 		"guard the loss: refuse a head/dataset mismatch and out-of-range labels; with false, GoMLX's plain loss silently gives such labels zero loss, and the summary says how many")),
 	bound("batch", "Data.BatchSize", "batch size", Shapes, always, "a whole number > 0", "batch size (the global batch, across devices)"),
 	bound("seed", "Run.Seed", "seed", Fed, always, "a whole number", "seed of the weight initialisation and of the data order"),
-	bound("augment", "Data.Augment", "augment", Shapes, always, "true or false", "augment the training images with the --augmentation scheme"),
-	named(bound("augmentation", "Data.Augmentation", "augmentation", Shapes, bothAugment, strings.Join(augmentationNames(), " or "),
+	bound("augment", "Data.Augment", "augment", Host, always, "true or false", "augment the training images with the --augmentation scheme"),
+	named(bound("augmentation", "Data.Augmentation", "augmentation", Host, bothAugment, strings.Join(augmentationNames(), " or "),
 		"the scheme of --augment: crop-flip (random crops with 4-pixel padding and random flips) or altflip-translate (airbench's alternating flip and 2-pixel translation)"),
 		augmentationNames()...),
 	{Name: "optimizer", Path: "Optimizer", Label: "optimizer", Role: Shapes, resume: always, Range: "one of " + strings.Join(OptimizerAlgorithms(), ", "),

@@ -147,11 +147,11 @@ func TestProgramKeyFromTheTable(t *testing.T) {
 		name, value string
 		same        bool
 	}{
-		{"batch", "64", false}, {"augment", "true", false}, {"tta", "1", false}, {"precision", "bf16-mixed", false},
+		{"batch", "64", false}, {"tta", "1", false}, {"precision", "bf16-mixed", false},
 		{"optimizer", "sgd", false}, {"lr", "0.01", false}, {"seed", "3", false}, {"label-smoothing", "0.1", false},
 		{"eval-batch", "50", false}, {"lookahead", "true", false},
 		{"log-every", "3", true}, {"history-every", "2", true}, {"checkpoint-every", "5", true}, {"no-eval", "true", true},
-		{"eval-every", "4", true}, {"checkpoint", "/runs/x", true},
+		{"eval-every", "4", true}, {"checkpoint", "/runs/x", true}, {"augment", "true", true}, {"augmentation", "altflip-translate", true},
 	} {
 		f, err := LookupField(c.name)
 		require.NoError(t, err)
@@ -172,7 +172,7 @@ func TestProgramKeyFromTheTable(t *testing.T) {
 			fed = append(fed, f.Name)
 		}
 	}
-	require.Subset(t, shapes, []string{"model", "head", "batch", "precision", "devices", "optimizer", "augmentation", "tta"})
+	require.Subset(t, shapes, []string{"model", "head", "batch", "precision", "devices", "optimizer", "tta"})
 	require.Subset(t, fed, []string{"lr", "warmup", "min-lr", "momentum", "weight-decay", "bias-scaler", "label-smoothing", "steps",
 		"epochs", "seed"})
 	require.False(t, slices.Contains(shapes, "lr"))
