@@ -61,6 +61,11 @@ func TestLabRunsAndCompare(t *testing.T) {
 	Compare(chosen...)
 	require.Regexp(t, `^a-unguarded: 4 points, to step 4, last loss \d\.\d{4}\nb-fixed: 4 points, to step 4, last loss \d\.\d{4}\n`+
 		`c-guarded: no curves \(failed: model head has 10 outputs.*\nby head and guard: a-unguarded: head 10, unguarded; b-fixed: head 100, guarded\n`, buf.String())
+	shown := buf.String()
+	buf.Reset()
+	require.NoError(t, l.Compare("a-unguarded", "b-fixed", "c-guarded"), "the cell's one line")
+	require.Equal(t, shown, buf.String())
+	require.ErrorContains(t, l.Compare("a-unguarded", "e-missing"), `nb: no run "e-missing" in the runs folder`)
 	caption := "data: SYNTHETIC cifar100 (generated images, not real accuracy) · machine: go (pure Go, CPU), 1 device"
 	require.True(t, strings.HasSuffix(buf.String(), "\n"+caption+"\naccuracy of the 3 runs above\n"+caption+"\n"), buf.String())
 

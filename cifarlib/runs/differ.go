@@ -28,7 +28,7 @@ var settingWords = []struct{ name, words string }{
 	{"augment", ""}, {"augmentation", ""}, {"optimizer", ""}, {"lr", "learning rate"},
 	{"weight-decay", ""}, {"momentum", ""}, {"bias-scaler", ""}, {"whiten-bias-epochs", "whitening bias epochs"},
 	{"label-smoothing", ""}, {"lookahead", ""}, {"schedule", ""}, {"warmup", "warmup steps"},
-	{"min-lr", "min learning rate"}, {"epochs", ""}, {"steps", ""}, {"from", "transferred from"}, {"freeze", ""},
+	{"min-lr", "min learning rate"}, {"epochs", ""}, {"steps", ""}, {"from", "transfer source"}, {"freeze", ""},
 	{"backbone-lr", "backbone learning rate"}, {"new-head", "new head"}, {"tta", "TTA"},
 	{"eval-every", ""}, {"eval-examples", ""}, {"eval-batch", "eval batch size"}, {"no-eval", "no final evaluation"},
 	{"backend", ""}, {"devices", ""}, {"precision", ""},
@@ -197,6 +197,8 @@ func (r Info) phrase(name string) string {
 		return strings.ToLower(v)
 	case name == "from" && v == "scratch":
 		return "from scratch"
+	case name == "from":
+		return "transferred from " + v
 	case name == "data":
 		return strings.ReplaceAll(v, ", ", " ") + " data" // e.g. "real verified data"
 	case name == "recipe" && v == "none":

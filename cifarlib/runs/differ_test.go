@@ -79,7 +79,7 @@ func TestDiffering(t *testing.T) {
 			[]string{"head", "guard"}, []string{"head 100, guarded", "head 10, unguarded"}, "head and guard"},
 		{"transferred or not", []Info{
 			recorded("fresh", nil), recorded("transfer", nil, func(r *Record) { r.From = "/runs/04-fixed" })},
-			[]string{"from"}, []string{"from scratch", "transferred from 04-fixed"}, "transferred from"},
+			[]string{"from"}, []string{"from scratch", "transferred from 04-fixed"}, "transfer source"},
 		{"a recipe, precision", []Info{
 			recorded("plain", nil), recorded("recipe", nil, func(r *Record) { r.Recipe, r.Precision = "airbench94", "bf16-mixed" })},
 			[]string{"recipe", "precision"}, []string{"no recipe, precision f32", "airbench94 recipe, precision bf16-mixed"}, "recipe and precision"},
