@@ -120,6 +120,10 @@ func CompareAccuracyChart(list ...runs.Info) (*plot.Plot, error) {
 	return p, err
 }
 
+// legendPadding is the space between the entries of a comparison's legend: its lines of text
+// stay apart in a browser's fallback font (taller than Liberation Sans).
+const legendPadding = vg.Length(2)
+
 // validationPrefix starts what runs.History.Validation says.
 const validationPrefix = "validation: "
 
@@ -142,6 +146,7 @@ func historyPoints(r runs.Info) []runs.HistoryPoint {
 // colour stays its own even when its curve is empty: a run without evaluations in a chart of
 // validation accuracy).
 func (c compared) eachCurve(p *plot.Plot, curve func(runs.Info) plotter.XYs) error {
+	p.Legend.Padding = legendPadding
 	for i, r := range c.runs {
 		if err := addLine(p, c.labels[i], curve(r), compareColors[i%len(compareColors)], compareDashes[i%len(compareDashes)]...); err != nil {
 			return err
