@@ -179,7 +179,7 @@ func Compare(list ...runs.Info) {
 		last, _ := r.History.Last()
 		fmt.Fprintf(&text, "%s: %d points, to step %d, last loss %.4f\n", r.Name, len(r.History.Points), last.Step, last.Loss)
 	}
-	if c := compare(list); c.by != "run" {
+	if c := compare(list); len(runs.Differing(c.runs...)) > 0 {
 		fmt.Fprintf(&text, "by %s: %s\n", c.by, strings.Join(named(c), "; "))
 	}
 	caption := compareCaption(list)
