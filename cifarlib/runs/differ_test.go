@@ -24,15 +24,24 @@ func recorded(name string, params map[string]string, change ...func(*Record)) In
 	return Info{Name: name, Dir: "/runs/" + name, Status: rec.Status, Settings: settingsOf(rec)}
 }
 
-func TestDiffering(t *testing.T) {
+// differCase is a case of TestDiffering: runs, and what a comparison of them names.
+type differCase struct {
+	name     string
+	runs     []Info
+	differ   []string
+	labels   []string
+	compared string
+}
+
+// differCases are the cases of TestDiffering: settings from the params, then from the record.
+func differCases() []differCase {
+	return append(paramCases(), recordCases()...)
+}
+
+// paramCases are the cases of TestDiffering whose settings differ in their params.
+func paramCases() []differCase {
 	devices := func(n int) func(*Record) { return func(r *Record) { r.Devices = n } }
-	for _, c := range []struct {
-		name     string
-		runs     []Info
-		differ   []string
-		labels   []string
-		compared string
-	}{
+	return []differCase{
 		{"one setting", []Info{recorded("ls02", map[string]string{"label-smoothing": "0.2"}), recorded("ls01", map[string]string{"label-smoothing": "0.1"})},
 			[]string{"label-smoothing"}, []string{"label smoothing 0.2", "label smoothing 0.1"}, "label smoothing"},
 		{"the same settings: named by their folders", []Info{recorded("a", map[string]string{"seed": "1"}), recorded("b", map[string]string{"seed": "1"})},
@@ -58,6 +67,13 @@ func TestDiffering(t *testing.T) {
 			recorded("e2", map[string]string{"epochs": "2"}, func(r *Record) { r.TargetStep = 20 }),
 			recorded("e3", map[string]string{"epochs": "3"}, func(r *Record) { r.TargetStep = 30 })},
 			[]string{"epochs"}, []string{"2 epochs", "3 epochs"}, "epochs"},
+	}
+}
+
+// recordCases are the cases of TestDiffering whose settings come from the record's own fields,
+// or that leave settings out.
+func recordCases() []differCase {
+	return []differCase{
 		{"steps alone", []Info{recorded("s1", nil, func(r *Record) { r.TargetStep = 1 }), recorded("s20", nil)},
 			[]string{"steps"}, []string{"1 step", "20 steps"}, "steps"},
 		{"host settings change no numbers", []Info{
@@ -91,7 +107,12 @@ func TestDiffering(t *testing.T) {
 		{"a setting of a newer lab: after the known ones, in words", []Info{
 			recorded("a", map[string]string{"ema-decay": "0.99", "seed": "1"}), recorded("b", map[string]string{"ema-decay": "0.9", "seed": "2"})},
 			[]string{"seed", "ema-decay"}, []string{"seed 1, ema decay 0.99", "seed 2, ema decay 0.9"}, "seed and ema decay"},
-	} {
+	}
+}
+
+// TestDiffering: a comparison names runs by the settings in which they differ.
+func TestDiffering(t *testing.T) {
+	for _, c := range differCases() {
 		t.Run(c.name, func(t *testing.T) {
 			require.Equal(t, c.differ, Differing(c.runs...))
 			require.Equal(t, c.labels, Labels(c.runs...))
