@@ -192,10 +192,17 @@ func (f *trainFlags) config() (training.Config, error) {
 	switch {
 	case f.steps > 0 && f.epochs > 0:
 		return training.Config{}, fmt.Errorf("--steps %d and --epochs %g: give the length of the run once, in steps or in epochs", f.steps, f.epochs)
-	case f.steps < 0 || f.epochs < 0:
-		return training.Config{}, fmt.Errorf("--steps and --epochs must be positive")
+	case f.steps < 0:
+		return training.Config{}, fmt.Errorf("--steps %d: the length of the run must be positive (e.g. --steps 1000)", f.steps)
+	case f.epochs < 0:
+		return training.Config{}, fmt.Errorf("--epochs %g: the length of the run must be positive (e.g. --epochs 2)", f.epochs)
 	case f.steps == 0 && f.epochs == 0 && f.recipe == "":
 		return training.Config{}, fmt.Errorf("--steps or --epochs is required: the global step to train to (e.g. --steps 1000), or the epochs (e.g. --epochs 10)")
+	}
+	// Checked here, before the run loads the data to size itself (its data line would come
+	// before the refusal otherwise); training checks it again, for a Config.
+	if f.tta < training.TTAOff || f.tta > training.TTAMirrorTranslate {
+		return training.Config{}, fmt.Errorf("--tta %d: use 0 (none), 1 (mirror), 2 (mirror and translate), or -1 (none, also with --recipe)", f.tta)
 	}
 	progress := training.ProgressAuto
 	switch f.progress {
