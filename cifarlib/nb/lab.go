@@ -154,12 +154,16 @@ func (l *Lab) RunDir(name string) (string, error) {
 // the data and the compiled programs from one cell to the next; the cell's output, the run
 // folder and the result are the same as in the cell's own program.
 func (l *Lab) Fit(name string, cfg training.Config) (*training.Result, error) {
-	if res, err, done := l.fitInLabProcess(name, cfg); done {
-		return res, err
+	res, err, done := l.fitInLabProcess(name, cfg)
+	if !done {
+		ctx, stop := training.InterruptContext(context.Background())
+		defer stop()
+		res, err = l.fit(ctx, name, cfg)
 	}
-	ctx, stop := training.InterruptContext(context.Background())
-	defer stop()
-	return l.fit(ctx, name, cfg)
+	if res != nil && !inLabProcess {
+		noteCompile(res.Timeline) // for CellTime
+	}
+	return res, err
 }
 
 // fit is Fit in this program, until ctx ends: the run's folder is locked while it trains

@@ -66,6 +66,7 @@ func (l *Lab) evaluateInLabProcess(ck *training.LoadedCheckpoint, dir string) {
 		if err := json.Unmarshal(msg.Payload, res); err != nil {
 			return nil, fmt.Errorf("nb: the lab process's evaluation: %w", err)
 		}
+		noteCompile(res.Timeline) // for CellTime
 		return res, nil
 	}
 }
