@@ -211,13 +211,13 @@ func (l *Lab) fit(ctx context.Context, name string, cfg training.Config) (*train
 	if resume && cfg.Log == nil { // else Train says it
 		fmt.Fprintf(output(), "run %q: resuming from step %d, where it was interrupted\n", name, step)
 	}
-	res, err := training.Train(ctx, cfg)
+	res, err := train(ctx, name, cfg)
 	if note, again := restartNote(name, err); resume && again {
 		fmt.Fprint(output(), note)
 		if err := removeRun(name, dir); err != nil {
 			return nil, err
 		}
-		res, err = training.Train(ctx, cfg)
+		res, err = train(ctx, name, cfg)
 	}
 	if err != nil {
 		_ = training.RecordFailedStart(cfg, err) // Runs lists the attempt, with its error
@@ -238,6 +238,19 @@ func (l *Lab) fit(ctx context.Context, name string, cfg training.Config) (*train
 	fmt.Fprintf(output(), "run %q: trained %d steps in %.1fs (%s), saved in %s\n", name, res.StepsRun(), time.Since(start).Seconds(),
 		res.Timeline.Short(), shownPath(dir))
 	return res, nil
+}
+
+// train is training.Train, saying in the cell, before it trains, what would make the run
+// learn nothing (Trainer.Warnings: a run shorter than the lookahead's period).
+func train(ctx context.Context, name string, cfg training.Config) (*training.Result, error) {
+	t, err := training.NewTrainer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range t.Warnings() {
+		fmt.Fprintf(output(), "WARNING: run %q: %s\n", name, w)
+	}
+	return t.Run(ctx)
 }
 
 // liveFor returns a live view on the notebook, fed by cfg.OnPoint (before any hook of the

@@ -127,6 +127,7 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 		Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}, Transfer: t.Transfer()}
 	_, res.Resumed = t.ckpt.resumedAt()
 	res.Recipe, res.RecipeSettings = cfg.Recipe, recipeSettings(&cfg.Config)
+	res.Warnings = t.Warnings()
 	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.records.train.Len()}
 	for i := range t.records.train.Len() {
 		if l := t.records.train.Label(i); l < 0 || l >= t.model.NumClasses {

@@ -146,7 +146,7 @@ func trainCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	ctx, stop := training.InterruptContext(ctx)
 	defer stop()
 
-	res, err := training.Train(ctx, cfg)
+	res, err := train(ctx, cfg)
 	if err != nil {
 		var ce *training.ConfigError
 		var nr *training.NotRunError
@@ -175,6 +175,19 @@ func trainCommand(ctx context.Context, args []string, stdout io.Writer) error {
 		return &exitError{code: exitInterrupted, err: errors.New(msg)}
 	}
 	return nil
+}
+
+// train is training.Train, saying on stderr, before it trains, what would make the run learn
+// nothing (Trainer.Warnings; the summary says it again).
+func train(ctx context.Context, cfg training.Config) (*training.Result, error) {
+	t, err := training.NewTrainer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range t.Warnings() {
+		fmt.Fprintln(os.Stderr, "WARNING:", w)
+	}
+	return t.Run(ctx)
 }
 
 // config turns the flags into a training.Config.
