@@ -148,7 +148,13 @@ func (l *Lab) RunDir(name string) (string, error) {
 // An interrupt (Kernel → Interrupt, which GoNB sends to the cell as SIGINT; Ctrl-C) stops
 // training after the current step, saves the checkpoint, marks run.json "interrupted" and
 // returns the result with an *InterruptedError, which says how to continue; Must and Check stop
-// the cell with it. A second interrupt kills the cell at once.
+// the cell with it. A second interrupt kills the cell at once. GoNB kills a cell's program 5 s
+// after the interrupt: when the step in the lab process is longer than that, the cell does not
+// wait to be killed but ends within 3 s (labproc.DefaultGrace) with a nil result and an
+// *InterruptedError whose Saving is set: `interrupted: the lab process saves run "X" after the
+// current step (step K of N); re-run this cell to continue from there`. The lab process finishes
+// the step and saves it; meanwhile a later cell's Fit of the run waits for that, saying so, and
+// Load (and every call that reads the run) waits for the save too.
 //
 // In a notebook, Fit runs in the kernel's lab process (see LabProcess), which keeps the backend,
 // the data and the compiled programs from one cell to the next; the cell's output, the run
@@ -283,7 +289,9 @@ var ErrNoRun = errors.New("nb: no such run")
 // them, on the lab's backend: a later cell's way to use what an earlier one trained without
 // training again. It prints the step and how long loading took. In a notebook, its Evaluate
 // of the lab's Train or Test split runs in the kernel's lab process (see LabProcessEnv), which
-// keeps the run's weights, the data and the compiled evaluation from cell to cell.
+// keeps the run's weights, the data and the compiled evaluation from cell to cell. A run the lab
+// process is still saving after its cell was interrupted (a step longer than GoNB waits before
+// it kills the cell) is waited for, with a line that says so.
 func (l *Lab) Load(name string) (*training.LoadedCheckpoint, error) {
 	dir, err := l.existingRun(name)
 	if err != nil {

@@ -27,6 +27,18 @@ type labServer struct {
 	programs  training.Programs
 	held      map[string]*heldRun // by run folder
 	heldOrder []string            // the folders of held, the one evaluated longest ago first
+
+	// current is the Fit in flight (nil: none), for a request that must wait for it.
+	currentMu sync.Mutex
+	current   *fitInFlight
+}
+
+// fitInFlight is a Fit the lab process runs: its run, where it is, and whether its cell
+// interrupted it (it then finishes its step and saves).
+type fitInFlight struct {
+	name     string
+	watch    *training.StepWatch
+	stopping bool
 }
 
 // lab returns the lab of spec and dataDir, loading it the first time.
@@ -56,7 +68,7 @@ func (s *labServer) lab(spec data.Spec, dataDir string) (*Lab, error) {
 // returns its exit status.
 func serveLabProcess() int {
 	s := &labServer{labs: map[string]*Lab{}, held: map[string]*heldRun{}}
-	reason, err := labproc.ServeFromEnv(s.handle, wireError)
+	reason, err := labproc.ServeFromEnv(s.handle, wireError, s.waiting)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cifarlab lab process:", err)
 		return 1
@@ -82,6 +94,8 @@ func (s *labServer) handle(ctx context.Context, req *labproc.Request, out *labpr
 		defer toCell(out, r.InNotebook)()
 		cfg := r.Config.Config
 		cfg.Programs = &s.programs
+		ctx, stopped := s.watchFit(ctx, &l, r.Name, out)
+		defer stopped()
 		res, err := l.fit(ctx, r.Name, cfg)
 		var reply fitReply
 		if res != nil {
@@ -106,6 +120,60 @@ func (s *labServer) handle(ctx context.Context, req *labproc.Request, out *labpr
 		return s.evaluate(ctx, &r)
 	}
 	return nil, fmt.Errorf("nb: lab process: unknown request %q (a cell of other code?)", req.Op)
+}
+
+// watchFit follows the Fit of the run called name that the lab process starts under ctx: the
+// context it returns reports its steps (training.StepWatch). When ctx ends first (the cell was
+// interrupted, or is gone), the cell is told at once what the lab process does now (a
+// KindStopping message: it finishes the current step and saves; the cell says it when GoNB
+// would kill it before the result comes), and the run's lock says so too, for a later cell
+// that touches the run (Lab.Load waits for the save). stopped ends the watch, when Fit returns.
+func (s *labServer) watchFit(ctx context.Context, l *Lab, name string, out *labproc.Stream) (context.Context, func()) {
+	f := &fitInFlight{name: name, watch: new(training.StepWatch)}
+	s.currentMu.Lock()
+	s.current = f
+	s.currentMu.Unlock()
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-finished:
+			return
+		}
+		s.currentMu.Lock()
+		f.stopping = true
+		now := f.watch.Now()
+		s.currentMu.Unlock()
+		if path, err := l.lockPath(name); err == nil {
+			_ = labproc.WriteNote(path, savingNote(now))
+		}
+		payload, _ := encode(now)
+		_ = out.Send(&labproc.Message{Kind: labproc.KindStopping, Text: (&InterruptedError{Run: name, Saving: true, Step: now.Step,
+			Target: now.Target, StepsDone: now.StepsDone}).Error(), Payload: payload})
+	}()
+	return training.WithStepWatch(ctx, f.watch), func() {
+		close(finished)
+		s.currentMu.Lock()
+		if s.current == f {
+			s.current = nil
+		}
+		s.currentMu.Unlock()
+	}
+}
+
+// waiting says what a request waits for while another is in flight (labproc.Server.Waiting).
+func (s *labServer) waiting() string {
+	s.currentMu.Lock()
+	defer s.currentMu.Unlock()
+	f := s.current
+	switch {
+	case f == nil:
+		return "lab process: busy with an earlier cell's request; this cell waits for it"
+	case f.stopping:
+		return fmt.Sprintf("lab process: run %q is still saving after its interrupt (%s); this cell waits for it", f.name, savingNote(f.watch.Now()))
+	}
+	now := f.watch.Now()
+	return fmt.Sprintf("lab process: busy with an earlier cell's lab.Fit(%q) (step %d of %d); this cell waits for it", f.name, now.Step, now.Target)
 }
 
 // toCell sends this package's output (Output, the displays) to the cell of a request until the

@@ -156,6 +156,7 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 		t.logf("already at step %d (target %d): nothing to train", start, cfg.Steps)
 	}
 
+	stepWatchOf(ctx).done()
 	if !res.Interrupted && !cfg.SkipFinalEval {
 		ev, err := t.validate.final(ctx)
 		if err != nil {
@@ -182,7 +183,9 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 	if err != nil {
 		return err
 	}
-	t.steps = &stepDataset{inner: inner, start: start, end: cfg.Steps, ctx: ctx, headWidth: t.model.NumClasses}
+	watch := stepWatchOf(ctx)
+	watch.starting(cfg.Steps)
+	t.steps = &stepDataset{inner: inner, start: start, end: cfg.Steps, ctx: ctx, headWidth: t.model.NumClasses, watch: watch}
 	t.attachHooks()
 
 	began := time.Now()

@@ -42,6 +42,10 @@ type Server struct {
 	Handle Handler
 	// WireError turns a request's error into the Error the cell gets (its text only, when nil).
 	WireError func(error) *Error
+	// Waiting says, in one line for the cell, what a request that must wait for the one in
+	// flight waits for (a cell interrupted earlier whose run is still saving); nil or "": it
+	// waits without a word.
+	Waiting func() string
 
 	mu       sync.Mutex // one request at a time
 	active   sync.WaitGroup
@@ -162,8 +166,19 @@ func (s *Server) serve(c net.Conn) {
 		}
 		cancel()
 	}()
-	s.mu.Lock()
+	if !s.mu.TryLock() {
+		if s.Waiting != nil {
+			if why := s.Waiting(); why != "" {
+				_ = out.Send(&Message{Kind: KindText, Text: why + "\n"})
+			}
+		}
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
+	if ctx.Err() != nil { // the cell left (or was interrupted) while it waited: nothing of it runs
+		_ = out.Send(&Message{Kind: KindResult, Err: &Error{Text: "labproc: the cell was interrupted before its request started"}})
+		return
+	}
 	payload, err := s.Handle(ctx, &req, out)
 	res := &Message{Kind: KindResult, Payload: payload}
 	if err != nil {
@@ -200,10 +215,10 @@ func BackendKey() string {
 }
 
 // ServeFromEnv runs the lab process of a cell's binary started by Start (ServeEnv set): it
-// serves with handle until its kernel goes, it is idle for $CIFARLAB_LAB_IDLE, or a cell of
+// serves with handle (see Server for wireError and waiting) until its kernel goes, it is idle for $CIFARLAB_LAB_IDLE, or a cell of
 // other code or backend asks, and returns why it ended. The socket and the pid file are
 // removed at the end.
-func ServeFromEnv(handle Handler, wireError func(error) *Error) (string, error) {
+func ServeFromEnv(handle Handler, wireError func(error) *Error, waiting func() string) (string, error) {
 	socket := os.Getenv(ServeEnv)
 	idle := DefaultIdle
 	if v := os.Getenv(IdleEnv); v != "" {
@@ -219,7 +234,7 @@ func ServeFromEnv(handle Handler, wireError func(error) *Error) (string, error) 
 	gonbTmp := os.Getenv(GoNBTmpEnv)
 	folder := strings.TrimSuffix(socket, "/lab.sock")
 	s := &Server{Socket: socket, Fingerprint: os.Getenv(fingerprintEnv), Backend: BackendKey(), Idle: idle,
-		Handle: handle, WireError: wireError,
+		Handle: handle, WireError: wireError, Waiting: waiting,
 		Alive: func() bool {
 			if _, err := os.Stat(gonbTmp); gonbTmp != "" && err != nil {
 				return false
