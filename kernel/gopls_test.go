@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,6 +93,7 @@ func TestGoplsStartsOnFirstCompletion(t *testing.T) {
 		Text string `json:"text"`
 	}
 	next(&started)
+	t.Cleanup(func() { _ = syscall.Kill(started.Pid, syscall.SIGTERM) }) // the kernel, should the script die first
 	require.Equal(t, "ok", started.Cell, started.Text)
 	// GoNB connects to its gopls 12 s after its start (goplsclient.ConnectTimeout), and
 	// initializes it: wait for that, and a little more.
