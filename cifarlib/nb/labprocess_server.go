@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
@@ -18,13 +19,15 @@ import (
 // labServer is the lab process's state: the backend (created by the first request), and the
 // labs of each data folder and dataset it was asked for, with their data loaded once.
 type labServer struct {
-	mu      sync.Mutex
-	backend compute.Backend
-	labs    map[string]*Lab
+	mu       sync.Mutex
+	backend  compute.Backend
+	labs     map[string]*Lab
+	labOrder []string // the keys of labs, the one used longest ago first
 	// programs keeps the compiled programs of the runs trained and evaluated here: a Fit with
 	// the same ProgramKey as an earlier one compiles nothing, nor does an evaluation of a run
-	// of an architecture evaluated before.
+	// of an architecture evaluated before. It keeps the sets of maxProgramSets configurations.
 	programs  training.Programs
+	heldMu    sync.Mutex
 	held      map[string]*heldRun // by run folder
 	heldOrder []string            // the folders of held, the one evaluated longest ago first
 
@@ -41,6 +44,37 @@ type fitInFlight struct {
 	stopping bool
 }
 
+// What the lab process keeps, and for how long (see the README's "The lab process"):
+//
+//   - the backend, for its life;
+//   - the compiled programs (training.Programs) of the last maxProgramSets training
+//     configurations (each with its model, its Store and the variables' initial values) and
+//     the evaluation programs of each architecture evaluated, for its life;
+//   - the data of the last maxLabs data folders and datasets cells used (Lab: the splits' bytes,
+//     about 180 MB for CIFAR-10's 60000 images), and the weights of the last maxHeld runs
+//     loaded for evaluation, until it has been labproc.TrimEnv (10 minutes) without a cell;
+//   - what a request freed (XLA's buffers of a training step: gigabytes at batch 1024 for
+//     airbench94) is given back to the system labproc.ReleaseAfter (5 s) after it.
+const (
+	maxProgramSets = 2
+	maxLabs        = 2
+)
+
+// rest frees what the lab process need not hold while no cell asks anything (labproc.Server.Rest).
+func (s *labServer) rest(level labproc.RestLevel) {
+	if level == labproc.Drop {
+		s.mu.Lock()
+		clear(s.labs)
+		s.labOrder = nil
+		s.mu.Unlock()
+		s.heldMu.Lock()
+		clear(s.held)
+		s.heldOrder = nil
+		s.heldMu.Unlock()
+	}
+	labproc.ReleaseMemory()
+}
+
 // lab returns the lab of spec and dataDir, loading it the first time.
 func (s *labServer) lab(spec data.Spec, dataDir string) (*Lab, error) {
 	s.mu.Lock()
@@ -53,6 +87,7 @@ func (s *labServer) lab(spec data.Spec, dataDir string) (*Lab, error) {
 		s.backend = b
 	}
 	key := dataDir + "\x00" + spec.ID()
+	s.labOrder = append(slices.DeleteFunc(s.labOrder, func(k string) bool { return k == key }), key)
 	if l, ok := s.labs[key]; ok {
 		return l, nil
 	}
@@ -61,14 +96,18 @@ func (s *labServer) lab(spec data.Spec, dataDir string) (*Lab, error) {
 		return nil, err
 	}
 	s.labs[key] = l
+	for len(s.labOrder) > maxLabs { // the data used longest ago goes
+		delete(s.labs, s.labOrder[0])
+		s.labOrder = s.labOrder[1:]
+	}
 	return l, nil
 }
 
 // serveLabProcess is the lab process: it serves the kernel's cells until it ends, and
 // returns its exit status.
 func serveLabProcess() int {
-	s := &labServer{labs: map[string]*Lab{}, held: map[string]*heldRun{}}
-	reason, err := labproc.ServeFromEnv(s.handle, wireError, s.waiting)
+	s := &labServer{labs: map[string]*Lab{}, held: map[string]*heldRun{}, programs: training.Programs{MaxSets: maxProgramSets}}
+	reason, err := labproc.ServeFromEnv(s.handle, wireError, s.waiting, s.rest)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cifarlab lab process:", err)
 		return 1

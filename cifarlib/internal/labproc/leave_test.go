@@ -91,3 +91,31 @@ func TestLockNote(t *testing.T) {
 	unlock()
 	require.Nil(t, Holder(path))
 }
+
+// TestRest: without a request, the server rests once per level (Release after ReleaseAfter,
+// Drop after TrimAfter), and a request starts it over.
+func TestRest(t *testing.T) {
+	var mu sync.Mutex
+	var rests []RestLevel
+	s := &Server{Handle: func(context.Context, *Request, *Stream) ([]byte, error) { return nil, nil },
+		TrimAfter: ReleaseAfter + 2*time.Second,
+		Rest: func(l RestLevel) {
+			mu.Lock()
+			rests = append(rests, l)
+			mu.Unlock()
+		}}
+	folder, _ := startServer(t, s)
+	got := func() []RestLevel {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]RestLevel(nil), rests...)
+	}
+	require.Eventually(t, func() bool { return len(got()) == 2 }, 20*time.Second, 100*time.Millisecond)
+	require.Equal(t, []RestLevel{Release, Drop}, got())
+	time.Sleep(2 * time.Second)
+	require.Len(t, got(), 2, "once per level")
+	_, err := (&Client{Folder: folder, Fingerprint: "fp"}).Do(context.Background(), &Request{Op: "fit"}, func(*Message) {})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(got()) == 3 }, 20*time.Second, 100*time.Millisecond)
+	require.Equal(t, Release, got()[2])
+}

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(ServeEnv) != "" {
 		reason, err := ServeFromEnv(func(context.Context, *Request, *Stream) ([]byte, error) {
 			return []byte(strconv.Itoa(os.Getpid())), nil
-		}, nil, nil)
+		}, nil, nil, nil)
 		fmt.Fprintln(os.Stderr, "ended:", reason, err)
 		if err != nil {
 			os.Exit(1)
