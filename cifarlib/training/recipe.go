@@ -120,10 +120,13 @@ func applyRecipe(c *Config) error {
 func (p *plan) warnings() []string {
 	var w []string
 	if c := &p.Config; c.Lookahead && c.Steps < lookaheadEvery {
+		off := "turn the lookahead off (Lookahead false; on the command line, leave out --lookahead)"
+		if c.Recipe != "" {
+			off = "leave the recipe's lookahead out (Config.RecipeOff \"Lookahead\"; on the command line --lookahead=false)"
+		}
 		w = append(w, fmt.Sprintf("this run learns nothing: with the lookahead on, a run of %d steps ends on its initial weights "+
 			"(the lookahead first averages the weights at step %d and the run ends on that average); train at least %d steps "+
-			"(more epochs, or a smaller batch), or leave the lookahead out (Config.RecipeOff \"Lookahead\"; on the command line --lookahead=false)",
-			c.Steps, lookaheadEvery, lookaheadEvery))
+			"(more epochs, or a smaller batch), or %s", c.Steps, lookaheadEvery, lookaheadEvery, off))
 	}
 	return w
 }

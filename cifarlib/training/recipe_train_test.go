@@ -174,7 +174,7 @@ func TestShortLookaheadRunSaysItLearnsNothing(t *testing.T) {
 	require.Equal(t, 4, tr.Config().Steps)
 	want := "this run learns nothing: with the lookahead on, a run of 4 steps ends on its initial weights (the lookahead first averages " +
 		"the weights at step 5 and the run ends on that average); train at least 5 steps (more epochs, or a smaller batch), " +
-		"or leave the lookahead out (Config.RecipeOff \"Lookahead\"; on the command line --lookahead=false)"
+		"or leave the recipe's lookahead out (Config.RecipeOff \"Lookahead\"; on the command line --lookahead=false)"
 	require.Equal(t, []string{want}, tr.Warnings())
 	res, err := tr.Run(context.Background())
 	require.NoError(t, err)
