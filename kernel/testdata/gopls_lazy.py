@@ -11,36 +11,12 @@ It prints JSON lines on stdout and waits for a line on stdin after each:
     {"ended": true}                                       the kernel was shut down
 """
 
-import json
 import sys
 import time
 
 from jupyter_client.manager import start_new_kernel
 
-
-def run(kc, code):
-    msg_id = kc.execute(code)
-    text = ""
-    while True:
-        m = kc.get_iopub_msg(timeout=600)
-        if m["parent_header"].get("msg_id") != msg_id:
-            continue
-        t, c = m["msg_type"], m["content"]
-        if t == "stream":
-            text += c.get("text", "")
-        elif t == "error":
-            text += c.get("ename", "") + ": " + c.get("evalue", "")
-        elif t == "status" and c.get("execution_state") == "idle":
-            break
-    while True:
-        reply = kc.get_shell_msg(timeout=600)
-        if reply["parent_header"].get("msg_id") == msg_id:
-            return reply["content"].get("status"), text
-
-
-def say(obj):
-    print(json.dumps(obj), flush=True)
-    sys.stdin.readline()
+from lifecycle import run, say  # this folder is on the path: the same cell runner and steps
 
 
 def main():
