@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -60,7 +61,10 @@ func TestLabTerminalShowsOnlyTheURLAndErrors(t *testing.T) {
 	require.Eventually(t, logged("gopls -listen"), 2*time.Minute, 200*time.Millisecond, "GoNB never started gopls")
 	code, body = lab.api(t, "DELETE", "api/kernels/"+k.ID, "")
 	require.Equal(t, http.StatusNoContent, code, body)
-	require.Eventually(t, logged("Exiting..."), 2*time.Minute, 200*time.Millisecond, "GoNB never ended")
+	if !assert.Eventually(t, logged("Exiting..."), 2*time.Minute, 200*time.Millisecond) {
+		b, _ := os.ReadFile(logFile)
+		t.Fatalf("GoNB never ended; the log:\n%s", b)
+	}
 	lab.stop(t)
 
 	terminal := lab.stdout.String() + lab.stderr.String()
