@@ -116,7 +116,7 @@ func New(name string) (compute.Backend, error) {
 			return nil, err
 		}
 		if loc.Path != "" {
-			b, err := newXLA(requested, withOptions(loc.Path, options), nil)
+			b, err := newXLACPU(requested, withOptions(loc.Path, options))
 			if err == nil || loc.Explicit {
 				return b, err
 			}
@@ -147,7 +147,7 @@ func New(name string) (compute.Backend, error) {
 				return nil, &BackendError{Requested: requested, Missing: "the XLA CPU PJRT plugin is not installed",
 					Fix: plugins.XLACPUInstallHint}
 			}
-			return newXLA(requested, withOptions(loc.Path, options), nil)
+			return newXLACPU(requested, withOptions(loc.Path, options))
 		}
 		found := plugins.GoXLAName(plugin)
 		if found == "" && !filepath.IsAbs(plugin) {
@@ -161,6 +161,9 @@ func New(name string) (compute.Backend, error) {
 		}
 		if options != "" {
 			found += "," + options
+		}
+		if strings.Contains(strings.ToLower(filepath.Base(plugin)), "cpu") {
+			return newXLACPU(requested, found)
 		}
 		return newXLA(requested, found, nil)
 	}
@@ -262,6 +265,16 @@ func newCUDA(requested, plugin, options string) (compute.Backend, error) {
 	plugins.PrepareJaxCUDA(path)
 	_, _ = plugins.SetCUDACompileCache(path)
 	return newXLA(requested, withOptions(plugin, options), nil)
+}
+
+// newXLACPU is newXLA for XLA's CPU plugin, after plugins.SetXLACPUFlags: convolutions on Eigen,
+// not YNNPACK, unless $XLA_FLAGS says otherwise (see plugins.FlagYnnFusionType).
+func newXLACPU(requested, config string) (compute.Backend, error) {
+	if _, err := plugins.SetXLACPUFlags(); err != nil {
+		return nil, &BackendError{Requested: requested, Missing: "the XLA CPU plugin's flags could not be set", Err: err,
+			Fix: "set XLA_FLAGS=" + strings.Join(plugins.XLACPUFlags, " ") + " yourself"}
+	}
+	return newXLA(requested, config, nil)
 }
 
 // withOptions appends XLA plugin options ("memory_fraction=0.5,...") to a plugin name or path.
