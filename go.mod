@@ -1,17 +1,19 @@
 module github.com/cifarlab/cifarlab
 
-go 1.26.5
+go 1.27
+
+toolchain go1.27.3
 
 require (
-	github.com/gomlx/compute v0.1.6
-	github.com/gomlx/go-xla v0.4.5
-	github.com/gomlx/gomlx v0.28.8
+	github.com/gomlx/compute v0.1.14
+	github.com/gomlx/go-xla v0.4.13
+	github.com/gomlx/gomlx v0.28.16
 	github.com/janpfeifer/gonb v0.11.5
 	github.com/nlpodyssey/gopickle v0.2.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/image v0.30.0
-	golang.org/x/mod v0.36.0
+	golang.org/x/mod v0.41.0
 	gonum.org/v1/gonum v0.16.0
 	gonum.org/v1/plot v0.17.0
 	google.golang.org/protobuf v1.36.11
@@ -46,8 +48,8 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/xo/terminfo v0.0.0-20220910002029-abceb7e1c41e // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
-	golang.org/x/sys v0.46.0 // indirect
+	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
+	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/term v0.44.0 // indirect
 	golang.org/x/text v0.38.0 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect

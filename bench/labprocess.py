@@ -68,20 +68,31 @@ for _, l := range strings.Split(string(b), "\\n") {
 }"""
 
 
-def run(kc, code):
+def run_timed(kc, code):
+    """Runs code in the kernel of kc: the time from the request to the kernel's idle (Shift+Enter
+    to end), to the cell's first output (None: none), and what it printed."""
     start = time.time()
+    first = None
     msg_id = kc.execute(code)
     text = ""
     while True:
         m = kc.get_iopub_msg(timeout=900)
         if m["parent_header"].get("msg_id") != msg_id:
             continue
-        if m["msg_type"] == "stream":
-            text += m["content"].get("text", "")
-        elif m["msg_type"] == "error":
-            text += "ERROR " + m["content"].get("evalue", "")
-        elif m["msg_type"] == "status" and m["content"].get("execution_state") == "idle":
-            return time.time() - start, text
+        t, c = m["msg_type"], m["content"]
+        if first is None and t in ("stream", "display_data", "update_display_data", "error"):
+            first = time.time() - start
+        if t == "stream":
+            text += c.get("text", "")
+        elif t == "error":
+            text += "ERROR " + c.get("evalue", "")
+        elif t == "status" and c.get("execution_state") == "idle":
+            return time.time() - start, first, text
+
+
+def run(kc, code):
+    wall, _, text = run_timed(kc, code)
+    return wall, text
 
 
 def main():

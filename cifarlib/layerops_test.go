@@ -19,9 +19,10 @@ import (
 // (the op cifarlib's layers use on XLA) on the test backend: the output, its gradient with
 // respect to the input and with respect to the kernel, for the kernel sizes and strides the
 // architectures use, on even and odd image sizes, "same"-padded and unpadded. (For even kernel
-// sizes the input gradient is left out: GoMLX's (v0.28.3 to v0.28.8) input gradient of an
-// even-sized convolution, PadSame or NoPadding, is shifted by one pixel, checked against finite
-// differences, where im2col's agrees with them. The models' only even kernel is airbench94's 2x2
+// sizes the input gradient is left out: GoMLX's (v0.28.3 to v0.28.16: gomlx #459 fixed input
+// dilation, not this) input gradient of an even-sized convolution, PadSame or NoPadding, is
+// shifted by one pixel, checked against finite differences, where im2col's agrees with them;
+// bench/upstream-gomlx-even-conv-gradient.md has the cause and the fix, for upstream. The models' only even kernel is airbench94's 2x2
 // whitening convolution, the first layer, whose input gradient is never used.)
 func TestIm2colConvolutionMatchesConvolve(t *testing.T) {
 	for _, tc := range []struct {

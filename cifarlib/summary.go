@@ -107,11 +107,12 @@ func summaryDims(d []int) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// summaryCount writes n with thousands separators: 11173962 -> "11,173,962".
-func summaryCount(n int) string {
+// FormatCount writes n with thousands separators, as the lab's summaries and status lines write
+// counts: 11173962 -> "11,173,962".
+func FormatCount(n int) string {
 	s := fmt.Sprint(n)
 	if n < 0 {
-		return "-" + summaryCount(-n)
+		return "-" + FormatCount(-n)
 	}
 	var b strings.Builder
 	for i, r := range s {
@@ -146,11 +147,11 @@ func (s *Summary) String() string {
 	b.WriteString(line)
 	fmt.Fprintf(&b, "%-*s  %-*s  %12s\n", nameW, "input", shapeW, summaryDims(s.Input), "0")
 	for _, l := range s.Layers {
-		fmt.Fprintf(&b, "%-*s  %-*s  %12s\n", nameW, l.Name, shapeW, summaryDims(l.OutputShape), summaryCount(l.Params))
+		fmt.Fprintf(&b, "%-*s  %-*s  %12s\n", nameW, l.Name, shapeW, summaryDims(l.OutputShape), FormatCount(l.Params))
 	}
 	b.WriteString(line)
-	fmt.Fprintf(&b, "Total params: %s\n", summaryCount(s.TotalParams))
-	fmt.Fprintf(&b, "Non-trainable (%s): %s\n", s.nonTrainableWhat(), summaryCount(s.NonTrainable))
+	fmt.Fprintf(&b, "Total params: %s\n", FormatCount(s.TotalParams))
+	fmt.Fprintf(&b, "Non-trainable (%s): %s\n", s.nonTrainableWhat(), FormatCount(s.NonTrainable))
 	fmt.Fprintf(&b, "%s\n", s.HeadVerdict())
 	return b.String()
 }
@@ -180,11 +181,11 @@ func (s *Summary) HTML() string {
 	fmt.Fprintf(&b, "<tr><td>input</td><td>%s</td><td>0</td></tr>", summaryDims(s.Input))
 	for _, l := range s.Layers {
 		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td></tr>",
-			html.EscapeString(l.Name), summaryDims(l.OutputShape), summaryCount(l.Params))
+			html.EscapeString(l.Name), summaryDims(l.OutputShape), FormatCount(l.Params))
 	}
 	b.WriteString("</tbody><tfoot>")
-	fmt.Fprintf(&b, "<tr><th colspan=\"2\">Total params</th><th>%s</th></tr>", summaryCount(s.TotalParams))
-	fmt.Fprintf(&b, "<tr><td colspan=\"2\">Non-trainable (%s)</td><td>%s</td></tr>", s.nonTrainableWhat(), summaryCount(s.NonTrainable))
+	fmt.Fprintf(&b, "<tr><th colspan=\"2\">Total params</th><th>%s</th></tr>", FormatCount(s.TotalParams))
+	fmt.Fprintf(&b, "<tr><td colspan=\"2\">Non-trainable (%s)</td><td>%s</td></tr>", s.nonTrainableWhat(), FormatCount(s.NonTrainable))
 	status := "ok"
 	if s.HeadWidth != s.NumClasses {
 		status = "mismatch"

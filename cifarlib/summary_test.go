@@ -126,6 +126,6 @@ func TestSummaryResNet20Layers(t *testing.T) {
 
 func TestSummaryCount(t *testing.T) {
 	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 11173962: "11,173,962", -1234: "-1,234"} {
-		require.Equal(t, want, summaryCount(n))
+		require.Equal(t, want, FormatCount(n))
 	}
 }

@@ -40,20 +40,24 @@ func CellGoFlags(b Backend) string {
 // defaultGoProxy is the go command's GOPROXY when none is set.
 const defaultGoProxy = "https://proxy.golang.org,direct"
 
-// CellGoProxy returns the GOPROXY of notebook cells: the go command's module cache, read as a
-// file:// proxy (GOMODCACHE/cache/download), before gt.Proxy, the user's own list
+// CellGoProxy returns the GOPROXY of the notebook cells of repo: the cells' pinned proxy
+// (CellProxyDir, file://, see cellpins.go) when repo is known, then the go command's module cache,
+// read as a file:// proxy (GOMODCACHE/cache/download), then gt.Proxy, the user's own list
 // (defaultGoProxy when empty); "" when the module cache is unknown (cells then use the user's).
 //
-// Why: GoNB runs `go get` before it builds each cell, and `go get` asks the proxy, for every
-// module of the build list (33 for a cell importing cifarlib), for its versions and its latest
-// go.mod, to warn of retractions and deprecations: 0.5-0.9 s of every cell here, waiting on the
-// network. The module cache holds those answers as files, written when the modules were
-// downloaded, so the same `go get` takes 0.05 s. A module the cache does not hold is "not found"
-// there, and the go command asks the next proxy of the list (the ',' separator), so a cell that
-// imports a new module still downloads it. What changes: inside a cell, `go get -u` and @latest
-// see the newest version already in the cache; `!GOPROXY=https://proxy.golang.org go get -u ...`
-// asks the network.
-func CellGoProxy(gt GoTools) string {
+// The pinned proxy makes every cell build with go.mod's versions of the modules the checkout
+// requires, whatever newer versions the cache lists or the network serves.
+//
+// Why the module cache next: GoNB runs `go get` before it builds each cell, and `go get` asks the
+// proxy, for every module of the build list (33 for a cell importing cifarlib), for its versions
+// and its latest go.mod, to warn of retractions and deprecations: 0.5-0.9 s of every cell here,
+// waiting on the network. The pinned proxy and the module cache hold those answers as files, so
+// the same `go get` takes 0.05 s. A module neither holds is "not found" there, and the go command
+// asks the next proxy of the list (the ',' separator), so a cell that imports a new module still
+// downloads it. What changes: inside a cell, `go get -u` and @latest see go.mod's version of a
+// pinned module and the newest version already in the cache of any other;
+// `!GOPROXY=https://proxy.golang.org go get -u ...` asks the network.
+func CellGoProxy(gt GoTools, repo Repo) string {
 	if gt.ModCache == "" || !filepath.IsAbs(gt.ModCache) {
 		return ""
 	}
@@ -62,8 +66,16 @@ func CellGoProxy(gt GoTools) string {
 	if proxy == "" {
 		proxy = defaultGoProxy
 	}
-	if proxy == cache || strings.HasPrefix(proxy, cache+",") || strings.HasPrefix(proxy, cache+"|") {
-		return proxy // installed from a kernel's own environment: the cache is already first
+	// Installed again from a kernel's own environment: the pins and the cache are already first.
+	if repo.Dir != "" {
+		pins := cellProxyURL(CellProxyDir(repo))
+		proxy = strings.TrimPrefix(strings.TrimPrefix(proxy, pins+","), pins+"|")
 	}
-	return cache + "," + proxy
+	if !(proxy == cache || strings.HasPrefix(proxy, cache+",") || strings.HasPrefix(proxy, cache+"|")) {
+		proxy = cache + "," + proxy
+	}
+	if repo.Dir != "" {
+		proxy = cellProxyURL(CellProxyDir(repo)) + "," + proxy
+	}
+	return proxy
 }

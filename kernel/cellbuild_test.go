@@ -36,6 +36,13 @@ func TestCellGoFlags(t *testing.T) {
 }
 
 func TestCellGoProxy(t *testing.T) {
+	// The checkout's pinned proxy comes first, then the module cache, then the user's list.
+	repo := Repo{Dir: "/repo"}
+	require.Equal(t, "file:///repo/.bin/cell-proxy,file:///root/go/pkg/mod/cache/download,https://proxy.golang.org,direct",
+		CellGoProxy(GoTools{ModCache: "/root/go/pkg/mod"}, repo))
+	// Installed again from a kernel's own environment: neither is put first twice.
+	require.Equal(t, "file:///repo/.bin/cell-proxy,file:///root/go/pkg/mod/cache/download,direct",
+		CellGoProxy(GoTools{ModCache: "/root/go/pkg/mod", Proxy: "file:///repo/.bin/cell-proxy,file:///root/go/pkg/mod/cache/download,direct"}, repo))
 	for _, tc := range []struct{ modCache, proxy, want string }{
 		{"/root/go/pkg/mod", "", "file:///root/go/pkg/mod/cache/download,https://proxy.golang.org,direct"},
 		{"/root/go/pkg/mod", "https://proxy.golang.org,direct", "file:///root/go/pkg/mod/cache/download,https://proxy.golang.org,direct"},
@@ -48,10 +55,14 @@ func TestCellGoProxy(t *testing.T) {
 		{"", "https://proxy.golang.org", ""},
 		{"pkg/mod", "", ""},
 	} {
-		require.Equal(t, tc.want, CellGoProxy(GoTools{ModCache: tc.modCache, Proxy: tc.proxy}), "%+v", tc)
+		require.Equal(t, tc.want, CellGoProxy(GoTools{ModCache: tc.modCache, Proxy: tc.proxy}, Repo{}), "%+v", tc)
 	}
 	spec := NewKernelSpec(Repo{Dir: "/repo"}, "cpu", GoTools{BinDir: "/go/bin"}, Backend{GoMLX: "go"})
 	require.NotContains(t, spec.Env, "GOPROXY")
+	require.NotContains(t, spec.Env, "GOTOOLCHAIN", "no toolchain line known")
+	spec = NewKernelSpec(Repo{Dir: "/repo"}, "cpu", GoTools{BinDir: "/go/bin", ModCache: "/m", Toolchain: "go1.27.3"}, Backend{GoMLX: "go"})
+	require.Equal(t, "file:///repo/.bin/cell-proxy,file:///m/cache/download,https://proxy.golang.org,direct", spec.Env["GOPROXY"])
+	require.Equal(t, "go1.27.3", spec.Env["GOTOOLCHAIN"])
 }
 
 // TestCellGoProxyAnswersGoGetFromTheCache runs the `go get` GoNB runs before every cell, in a
@@ -63,15 +74,16 @@ func TestCellGoProxy(t *testing.T) {
 // on a new machine it asks nothing either, which TestToolsPinNoNewerCellModule checks without
 // depending on the machine.
 func TestCellGoProxyAnswersGoGetFromTheCache(t *testing.T) {
-	gt, err := FindGoTools(context.Background())
+	repo := testRepo(t)
+	gt, err := FindGoTools(context.Background(), repo)
 	require.NoError(t, err)
-	require.NotEmpty(t, CellGoProxy(gt), "go env GOMODCACHE: %+v", gt)
+	require.NotEmpty(t, CellGoProxy(gt, repo), "go env GOMODCACHE: %+v", gt)
 	dir := t.TempDir()
-	require.NoError(t, WriteCellModule(dir, testRepo(t)))
-	out, err := CellGoGet(context.Background(), dir, gt)
+	require.NoError(t, WriteCellModule(dir, repo))
+	out, err := CellGoGet(context.Background(), dir, gt, repo)
 	require.NoError(t, err)
 	t.Logf("warm-up (what install's WarmCellGet asks on this machine): %d requests %q", len(NetworkRequests(out)), NetworkRequests(out))
-	out, err = CellGoGet(context.Background(), dir, gt)
+	out, err = CellGoGet(context.Background(), dir, gt, repo)
 	require.NoError(t, err)
 	require.Empty(t, NetworkRequests(out), "go get asked the network after the warm-up:\n%s", out)
 }
@@ -154,8 +166,8 @@ func TestCellGoProxyFallsThroughForANewModule(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"),
 		[]byte("package main\n\nimport (\n\t\"fmt\"\n\n\t\""+mod+"\"\n)\n\nfunc main() { fmt.Println(fresh.Answer) }\n"), 0o644))
 	gt := GoTools{ModCache: cache, Proxy: srv.URL}
-	require.Equal(t, "file://"+filepath.ToSlash(cache)+"/cache/download,"+srv.URL, CellGoProxy(gt))
-	out, err := CellGoGet(context.Background(), dir, gt, "GOMODCACHE="+cache, "GOSUMDB=off")
+	require.Equal(t, "file://"+filepath.ToSlash(cache)+"/cache/download,"+srv.URL, CellGoProxy(gt, Repo{}))
+	out, err := CellGoGet(context.Background(), dir, gt, Repo{}, "GOMODCACHE="+cache, "GOSUMDB=off")
 	require.NoError(t, err)
 	require.Contains(t, asked, "/"+mod+"/@v/"+version+".zip", "go get did not fall through to the next proxy:\n%s", out)
 	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))

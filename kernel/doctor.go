@@ -6,6 +6,7 @@ import (
 	"go/version"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -63,8 +64,9 @@ type DoctorOptions struct {
 	Probes []Probe
 }
 
-// Doctor checks everything the lab needs and returns the checklist: Go, the pinned
-// tools, Jupyter and JupyterLab, both kernelspecs, the XLA plugins, the GPUs, and whatever
+// Doctor checks everything the lab needs and returns the checklist: Go (which release builds the
+// cells), the pinned tools, Jupyter and JupyterLab, both kernelspecs, the module versions cells
+// build with, the XLA plugins, the GPUs, and whatever
 // the probes add.
 func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	var r Report
@@ -130,7 +132,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 		}
 	}
 	if specs != nil {
-		goTools, _ := FindGoTools(ctx) // no go command: checkGo has said so
+		goTools, _ := FindGoTools(ctx, repo) // no go command or toolchain: checkGo has said so
 		var env []string
 		if opts.DataDir != "" {
 			env = append(env, DataDirEnv(opts.DataDir)...)
@@ -145,6 +147,11 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 		}
 	}
 
+	if repo.Dir != "" {
+		if gt, err := FindGoTools(ctx, repo); err == nil { // else checkGo has said why
+			add(checkCellModules(ctx, repo, gt, os.TempDir()))
+		}
+	}
 	add(checkXLACPUPlugin(repo))
 	cudaPlugins := []string{}
 	if p, err := plugins.CUDASitePlugin(); err != nil {
@@ -217,31 +224,81 @@ func or(s, def string) string {
 	return s
 }
 
+// checkGo says which Go builds the cells: the go command on PATH run with GOTOOLCHAIN=go.mod's
+// toolchain line, as the kernelspecs run it (FindGoTools). It fails, with the fix, when there is
+// no go command, when that toolchain cannot be had, or when the Go is older than go.mod's go line;
+// it warns when the user's own GOTOOLCHAIN (exported, or the go command's default, e.g.
+// GOTOOLCHAIN=local in GOROOT/go.env) would build with another Go in a terminal: the kernels pin
+// their own, so notebooks are not affected.
 func checkGo(ctx context.Context, repo Repo) Check {
 	c := Check{Name: "go", Required: true}
-	v, err := GoVersion(ctx)
+	local, err := GoVersion(ctx)
 	if err != nil {
 		c.Status, c.Detail = StatusFail, err.Error()
-		c.Fix = "install Go 1.26 or newer and put it on PATH"
+		c.Fix = "install Go (https://go.dev/dl: any Go 1.21+ fetches go.mod's toolchain itself) and put it on PATH, then bash kernel/setup.sh"
 		return c
 	}
-	want := ""
+	var mod *GoMod
 	if repo.Dir != "" {
-		if mod, err := ReadGoMod(filepath.Join(repo.Dir, "go.mod")); err == nil {
-			want = mod.Go
-		}
+		mod, _ = ReadGoMod(filepath.Join(repo.Dir, "go.mod"))
 	}
-	c.Detail = v
-	if want != "" && version.Compare(v, "go"+want) < 0 {
-		c.Status = StatusFail
-		c.Detail = fmt.Sprintf("%s, but go.mod needs go %s", v, want)
-		c.Fix = fmt.Sprintf("install Go %s or newer (GOTOOLCHAIN=go%s fetches it through the module proxy)", want, want)
+	gt, err := FindGoTools(ctx, repo)
+	if err != nil {
+		c.Status, c.Detail = StatusFail, err.Error()
+		c.Fix = fmt.Sprintf("bash kernel/setup.sh (it fetches %s through the Go module proxy), or install Go %s from https://go.dev/dl and put it first on PATH",
+			gt.Toolchain, strings.TrimPrefix(gt.Toolchain, "go"))
 		return c
 	}
-	if want != "" {
-		c.Detail += fmt.Sprintf(" (go.mod needs %s)", want)
+	cells := or(gt.Version, local)
+	c.Detail = fmt.Sprintf("cells build with %s (%s", cells, gt.BinDir)
+	if gt.Toolchain != "" {
+		c.Detail += ", GOTOOLCHAIN=" + gt.Toolchain + " from go.mod's toolchain line"
+	}
+	c.Detail += ")"
+	if cells != local {
+		c.Detail += "; the go command on PATH is " + local
+	}
+	if mod != nil && mod.Go != "" {
+		if version.Compare(cells, "go"+mod.Go) < 0 {
+			c.Status = StatusFail
+			c.Detail += fmt.Sprintf(", but go.mod needs go %s", mod.Go)
+			c.Fix = fmt.Sprintf("add a toolchain line to go.mod (go mod edit -toolchain=go%s) and re-run bash kernel/setup.sh, or install Go %s or newer", mod.Go, mod.Go)
+			return c
+		}
+		c.Detail += fmt.Sprintf(" (go.mod needs %s)", mod.Go)
 	}
 	c.Status = StatusOK
+	if gt.Toolchain == "" {
+		return c
+	}
+	// The user's own GOTOOLCHAIN: what `go build` in a terminal uses. Exported, it is reported
+	// (the kernels replace it); it is a warning when a terminal's go build would run an older Go
+	// than go.mod's toolchain: GOTOOLCHAIN=local (or +path) with an older go on PATH, or an older
+	// release named exactly. goX+auto switches to the toolchain line by itself.
+	user, source := os.Getenv("GOTOOLCHAIN"), "$GOTOOLCHAIN"
+	if user == "" {
+		source = "the go command's default (GOROOT/go.env or go env -w)"
+		if out, err := exec.CommandContext(ctx, "go", "env", "GOTOOLCHAIN").Output(); err == nil {
+			user = strings.TrimSpace(string(out))
+		}
+	}
+	terminal := local
+	if v, ok := strings.CutSuffix(user, "+path"); ok && strings.HasPrefix(v, "go") {
+		terminal = v
+	} else if strings.HasPrefix(user, "go") && !strings.HasSuffix(user, "+auto") {
+		terminal = user
+	}
+	older := (user == "local" || user == "path" || strings.HasSuffix(user, "+path") || terminal == user) &&
+		version.Compare(terminal, gt.Toolchain) < 0
+	switch {
+	case older:
+		c.Status = StatusWarn
+		c.Detail += fmt.Sprintf("; GOTOOLCHAIN=%s (%s) is not what the kernels use: they set GOTOOLCHAIN=%s, so notebooks build; "+
+			"in a terminal, go build and go test here would run %s and fail", user, source, gt.Toolchain, terminal)
+		c.Fix = fmt.Sprintf("nothing to do for the notebooks; in a terminal: export GOTOOLCHAIN=%s (as kernel/lab.sh and kernel/run-tests.sh do)", gt.Toolchain)
+	case source == "$GOTOOLCHAIN" && user != gt.Toolchain:
+		c.Detail += fmt.Sprintf("; your GOTOOLCHAIN=%s does not apply to the kernels: they set GOTOOLCHAIN=%s", user, gt.Toolchain)
+	}
 	return c
 }
 
@@ -285,6 +342,15 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoT
 	} else if !IsRepo(goWork) {
 		problems = append(problems, "--go_work="+goWork+" is not a cifarlab checkout")
 	}
+	if gt.Toolchain != "" && s.Env["GOTOOLCHAIN"] != gt.Toolchain {
+		goDir := strings.SplitN(s.Env["PATH"], string(os.PathListSeparator), 3)
+		where := "the go command on its PATH"
+		if len(goDir) > 1 {
+			where = filepath.Join(goDir[1], "go")
+		}
+		problems = append(problems, fmt.Sprintf("its cells build without GOTOOLCHAIN=%s (go.mod's toolchain line): with %s as it is (GOTOOLCHAIN=%q)",
+			gt.Toolchain, where, s.Env["GOTOOLCHAIN"]))
+	}
 	if b := s.Env[GoMLXBackendEnv]; strings.HasPrefix(b, "xla:/") && !fileExists(strings.SplitN(strings.TrimPrefix(b, "xla:"), ",", 2)[0]) {
 		problems = append(problems, "GOMLX_BACKEND names a missing plugin: "+b)
 	}
@@ -312,7 +378,7 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoT
 		c.Detail += "; compiles against " + goWork + ", not " + repo.Dir
 		c.Fix = fix + " (from this checkout)"
 	}
-	if want := CellGoProxy(gt); want != "" && s.Env["GOPROXY"] != want {
+	if want := CellGoProxy(gt, Repo{Dir: goWork}); want != "" && s.Env["GOPROXY"] != want {
 		c.Status = StatusWarn
 		c.Detail += fmt.Sprintf("; its GOPROXY %q is not the cells' proxy for this go command's GOMODCACHE and GOPROXY (%q): "+
 			"cells would look for modules in another cache or proxy than go does", s.Env["GOPROXY"], want)

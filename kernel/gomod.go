@@ -13,15 +13,18 @@ import (
 type GoMod struct {
 	// Module is the module path.
 	Module string
-	// Go is the version of the go directive, e.g. "1.26.5".
+	// Go is the version of the go directive, e.g. "1.27".
 	Go string
+	// Toolchain is the toolchain line, e.g. "go1.27.3" ("" when there is none): the release the
+	// lab builds with (kernel/toolchain.sh and the kernelspecs export it as GOTOOLCHAIN).
+	Toolchain string
 	// Require maps each required module path to its version.
 	Require map[string]string
 	// Tools lists the package paths of the tool directives.
 	Tools []string
 }
 
-// ReadGoMod parses the go.mod file at path. It understands module, go, require and tool
+// ReadGoMod parses the go.mod file at path. It understands module, go, toolchain, require and tool
 // directives in their single-line and block forms and ignores everything else.
 func ReadGoMod(path string) (*GoMod, error) {
 	data, err := os.ReadFile(path)
@@ -84,6 +87,11 @@ func (m *GoMod) directive(verb string, args []string) error {
 			return fmt.Errorf("go directive needs one version, got %q", args)
 		}
 		m.Go = args[0]
+	case "toolchain":
+		if len(args) != 1 {
+			return fmt.Errorf("toolchain directive needs one name, got %q", args)
+		}
+		m.Toolchain = args[0]
 	case "require":
 		if len(args) != 2 {
 			return fmt.Errorf("require needs a module path and a version, got %q", args)

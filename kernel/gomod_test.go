@@ -14,6 +14,8 @@ module github.com/cifarlab/cifarlab/tools
 
 go 1.26.0
 
+toolchain go1.27.3
+
 tool (
 	github.com/janpfeifer/gonb
 	golang.org/x/tools/cmd/goimports // comment
@@ -33,8 +35,9 @@ replace example.com/a => ../a
 	mod, err := ParseGoMod("go.mod", []byte(src))
 	require.NoError(t, err)
 	require.Equal(t, &GoMod{
-		Module: "github.com/cifarlab/cifarlab/tools",
-		Go:     "1.26.0",
+		Module:    "github.com/cifarlab/cifarlab/tools",
+		Go:        "1.26.0",
+		Toolchain: "go1.27.3",
 		Require: map[string]string{
 			"github.com/janpfeifer/gonb": "v0.11.4",
 			"golang.org/x/tools":         "v0.47.1-0.20260707181000-a299dadba899",
@@ -69,7 +72,11 @@ func TestRepositoryPins(t *testing.T) {
 	main, err := ReadGoMod(filepath.Join(repo.Dir, "go.mod"))
 	require.NoError(t, err)
 	require.Equal(t, ModulePath, main.Module)
-	require.Equal(t, "v0.28.8", main.Require["github.com/gomlx/gomlx"])
+	require.Equal(t, "v0.28.16", main.Require["github.com/gomlx/gomlx"])
+	require.Equal(t, "v0.4.13", main.Require["github.com/gomlx/go-xla"])
+	require.Equal(t, "v0.1.14", main.Require["github.com/gomlx/compute"])
+	require.Equal(t, "1.27", main.Go)
+	require.Equal(t, "go1.27.3", main.Toolchain, "the release kernel/toolchain.sh and the kernelspecs export as GOTOOLCHAIN")
 }
 
 func TestFindRepo(t *testing.T) {

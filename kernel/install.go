@@ -90,10 +90,17 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 				opts.Repo.Tool(t.Name), opts.Repo.ToolsModDir(), opts.Repo.BinDir())
 		}
 	}
-	goTools, err := FindGoTools(ctx)
+	goTools, err := FindGoTools(ctx, opts.Repo)
 	if err != nil {
 		return nil, err
 	}
+	// The cells' pinned module proxy (cellpins.go), from the checkout's go.mod and go.sum: every
+	// cell builds with go.mod's versions of the modules the checkout requires.
+	pinned, err := UpdateCellProxy(ctx, opts.Repo, goTools)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "cells build with %s and go.mod's versions of %d modules (pinned in %s)\n", or(goTools.Version, "the go command on PATH"), pinned, CellProxyDir(opts.Repo))
 	cpu, err := ChooseCPUBackend(opts.Repo, opts.Backends)
 	if err != nil {
 		return nil, fmt.Errorf("CPU kernel: %w", err)

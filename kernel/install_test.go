@@ -18,7 +18,7 @@ import (
 func fakeRepo(t *testing.T) Repo {
 	t.Helper()
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+ModulePath+"\n\ngo 1.26.5\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+ModulePath+"\n\ngo 1.27\n\ntoolchain go1.27.3\n"), 0o644))
 	for _, tool := range PinnedTools {
 		touch(t, filepath.Join(dir, ".bin", tool.Name))
 	}
@@ -79,7 +79,8 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 			"CIFARLAB_REPO":         repo.Dir,
 			"GOWORK":                "",
 			"GOFLAGS":               "-buildvcs=false '-ldflags=-s -linkmode=internal'",
-			"GOPROXY":               "file:///cache/mod/cache/download,https://proxy.example.com|direct",
+			"GOPROXY":               "file://" + repo.Dir + "/.bin/cell-proxy,file:///cache/mod/cache/download,https://proxy.example.com|direct",
+			"GOTOOLCHAIN":           "go1.27.3",
 			"GO111MODULE":           "on",
 			"CGO_ENABLED":           "1",
 			"GOOS":                  runtime.GOOS,

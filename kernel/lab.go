@@ -79,7 +79,7 @@ func KernelsReady(ctx context.Context, jup Jupyter, repo Repo, dataDir string) (
 	if err != nil {
 		return false, err
 	}
-	goTools, _ := FindGoTools(ctx)
+	goTools, _ := FindGoTools(ctx, repo)
 	for _, name := range []string{CPUKernel, CUDAKernel} {
 		if c := checkKernelSpec(repo, name, specs, goTools); c.Status != StatusOK {
 			return false, nil

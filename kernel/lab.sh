@@ -8,6 +8,10 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
+# GOTOOLCHAIN=go.mod's toolchain (go1.27.3) for setup, the CLI and the kernels it installs.
+REPO="$repo"
+# shellcheck source=kernel/toolchain.sh
+. kernel/toolchain.sh
 bash kernel/setup.sh
 "$repo/.bin/cifarlab" verify --status
 exec "$repo/.bin/cifarlab" lab "$@"

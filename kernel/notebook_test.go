@@ -37,7 +37,7 @@ func TestKernelInstallShowsInJupyterKernelspecList(t *testing.T) {
 
 	specs, err := jup.KernelSpecs(context.Background(), DataDirEnv(dataDir)...)
 	require.NoError(t, err)
-	goTools, err := FindGoTools(context.Background())
+	goTools, err := FindGoTools(context.Background(), repo)
 	require.NoError(t, err)
 	for name, display := range map[string]string{CPUKernel: CPUDisplayName, CUDAKernel: CUDADisplayName} {
 		ls, ok := specs[name]
@@ -171,9 +171,11 @@ func TestSmokeNotebook(t *testing.T) {
 	t.Run("cpu", func(t *testing.T) {
 		// A hostile Go environment in the server's environment must not break GoNB's builds: the
 		// kernelspec pins it (GoEnvPins). GOWORK=off would stop its go.work, GOFLAGS=-mod=mod is
-		// rejected in workspace mode, CGO_ENABLED=0 cannot build go-xla, GO111MODULE=off no modules.
+		// rejected in workspace mode, CGO_ENABLED=0 cannot build go-xla, GO111MODULE=off no modules;
+		// GOTOOLCHAIN=local would build with whatever go the server's PATH has first (an older
+		// one on many machines): the kernels set go.mod's toolchain and its bin/ themselves.
 		run := runNotebook(t, repo, dataDir, notebook, CPUKernel,
-			"GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0", "GO111MODULE=off")
+			"GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0", "GO111MODULE=off", "GOTOOLCHAIN=local")
 		// The CPU kernel runs what backends.New("cpu") picks: the XLA CPU plugin that
 		// kernel/setup.sh installs into .venv, else the pure-Go backend.
 		cpu, err := ChooseCPUBackend(repo, BackendOptions{})

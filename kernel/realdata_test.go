@@ -57,5 +57,5 @@ func TestNotebookUsesUnverifiedRealData(t *testing.T) {
 	require.NoDirExists(t, filepath.Join(dir, "data", "synthetic"), "no synthetic stand-in was made")
 
 	require.Equal(t, "ok", res[1].Status, res[1].Text)
-	require.Contains(t, res[1].Text, "trained on: cifar10 (real, unverified), binary layout, 60 train / 20 test images, in $CIFARLAB_DATA/cifar-10-batches-bin\n")
+	require.Contains(t, res[1].Text, "trained on: cifar10 (real, unverified), binary layout, 60 train / 20 test images, subset: 60 of 50,000 training images and 20 of 10,000 test images, in $CIFARLAB_DATA/cifar-10-batches-bin\n")
 }

@@ -7,8 +7,11 @@
 #      go-xla's cgo, git, Slurm and munge for the sweep tests, and chromium for the browser test),
 #   2. creates the venv $VENV (default REPO/.venv) with /usr/bin/python3 and pip-installs
 #      kernel/requirements.txt under kernel/constraints.txt (JupyterLab, nbclient, ...),
-#      the XLA CPU plugin, NumPy and safetensors (tests only: kernel/requirements-test.txt) and TensorBoard,
-#   3. builds the pinned gonb, goimports and gopls from tools/go.mod into REPO/.bin,
+#      the XLA CPU plugin, NumPy, safetensors and Pillow (tests only: kernel/requirements-test.txt) and TensorBoard,
+#   1b. exports GOTOOLCHAIN=go.mod's toolchain line (go1.27.3) and fetches that toolchain through
+#      the Go module proxy when the go on PATH is another release (kernel/toolchain.sh); when it
+#      cannot (no go, or no proxy), it says so in one line and stops before installing anything,
+#   3. builds the pinned gonb, goimports and gopls from tools/go.mod into REPO/.bin, with that Go,
 #   4. builds the cifarlab command into REPO/.bin, and cifarlib as notebook cells build it
 #      (warming the build cache for the first cell),
 #   5. installs the kernelspecs "Go (cifarlab, CPU)" and "Go (cifarlab, CUDA)" into the venv,
@@ -96,11 +99,14 @@ if [ "$SKIP_APT" != 1 ]; then
   fi
 fi
 
-if ! command -v go >/dev/null; then
-  echo "setup: the go command is not on PATH. Install Go $(sed -n 's/^go //p' "$REPO/go.mod") or newer" \
-       "(https://go.dev/dl, or the golang.org/toolchain module through the Go proxy) and re-run." >&2
-  exit 1
-fi
+# 1b. Go: go.mod's toolchain (go1.27.3), exported as GOTOOLCHAIN for everything below and fetched
+# now through the Go module proxy when the go on PATH is another release (kernel/toolchain.sh),
+# so that no notebook cell ever waits for it. Without it (no go command, or an older Go and no
+# proxy), one line says what is needed and nothing of the lab is installed.
+# shellcheck source=kernel/toolchain.sh
+. "$REPO/kernel/toolchain.sh"
+cifarlab_toolchain_check || exit 1
+step "Go: $(go version | cut -d' ' -f3) in $(go env GOROOT)"
 
 # 2. The Python venv with JupyterLab, nbclient, nbformat, ipykernel (pinned).
 if [ "$SKIP_VENV" != 1 ]; then
@@ -132,10 +138,11 @@ if [ "$SKIP_VENV" != 1 ]; then
     fi
   fi
 
-  # 2c. NumPy and safetensors for the tests that write files with Python (torchvision-layout
-  # CIFAR pickles, safetensors files), hash-pinned in kernel/requirements-test.txt.
-  if "$VENV/bin/python" -c "import numpy, safetensors" 2>/dev/null; then
-    echo "numpy and safetensors already installed"
+  # 2c. NumPy, safetensors and Pillow for the tests that write or read files with Python
+  # (torchvision-layout CIFAR pickles, safetensors files, JPEGs), hash-pinned in
+  # kernel/requirements-test.txt.
+  if "$VENV/bin/python" -c "import numpy, safetensors, PIL" 2>/dev/null; then
+    echo "numpy, safetensors and Pillow already installed"
   else
     # shellcheck disable=SC2086
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PIP_ARGS \

@@ -240,8 +240,9 @@ func KernelArgv(repo Repo) []string {
 
 // NewKernelSpec builds the kernel.json of one cifarlab kernel ("cpu" or "cuda"): the pinned
 // gonb from REPO/.bin started with --go_work=REPO under the supervisor (KernelArgv), PATH = REPO/.bin, the go command's
-// folder, then the server's PATH, the Go environment of GoEnvPins with the cells' build flags
-// (CellGoFlags) in its GOFLAGS and their module proxy (CellGoProxy), and the backend's
+// folder (go.mod's toolchain's bin/), then the server's PATH, the Go environment of GoEnvPins
+// with the cells' build flags (CellGoFlags) in its GOFLAGS, their module proxy (CellGoProxy,
+// which pins go.mod's versions), GOTOOLCHAIN=go.mod's toolchain line, and the backend's
 // variables.
 func NewKernelSpec(repo Repo, kind string, gt GoTools, b Backend) KernelSpec {
 	display := CPUDisplayName
@@ -262,8 +263,13 @@ func NewKernelSpec(repo Repo, kind string, gt GoTools, b Backend) KernelSpec {
 		env[k] = v
 	}
 	env["GOFLAGS"] = CellGoFlags(b)
-	if proxy := CellGoProxy(gt); proxy != "" {
+	if proxy := CellGoProxy(gt, repo); proxy != "" {
 		env["GOPROXY"] = proxy
+	}
+	// go.mod's toolchain: GoNB, gopls and every go command of a cell run that release whatever
+	// GOTOOLCHAIN the server has (e.g. local, on an older Go); gt.BinDir, first on PATH, is its bin/.
+	if gt.Toolchain != "" {
+		env["GOTOOLCHAIN"] = gt.Toolchain
 	}
 	for k, v := range b.Env {
 		env[k] = v

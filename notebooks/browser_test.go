@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,11 +17,18 @@ import (
 // chromiumPath is Debian's Chromium (apt-get install chromium), which the browser test drives.
 const chromiumPath = "/usr/bin/chromium"
 
-// TestBrowser runs browser-test/run.mjs: JupyterLab on 127.0.0.1 with a token, headless
-// Chromium (playwright-core) opens 01-reproduce.ipynb, runs all cells, waits for the kernel to
-// go idle and checks that the expected outputs are on the page and that the notebook saved
-// from the browser passes nbcheck.py --check-only. The screenshots and the saved notebook are
-// written to out/browser/ (CI artifacts).
+// TestBrowser runs browser-test/run.mjs: JupyterLab on 127.0.0.1 with a token, driven by
+// headless Chromium (playwright-core):
+//   - it opens every committed notebook untrusted, as a reader of a clone does: each chart shows
+//     (its PNG, or a picture's JPEG), opening marks nothing modified; trusted (the charts show as
+//     SVG) and saved, the file is byte for byte the committed one;
+//   - a live chart in a real cell shows the loss and accuracy charts, with whole-step ticks,
+//     after its first point, and its saved outputs carry the PNG;
+//   - it runs all cells of 01-reproduce.ipynb, waits for the kernel to go idle and checks that
+//     the expected outputs are on the page and that the notebook saved from the browser passes
+//     nbcheck.py --check-only.
+//
+// The screenshots and the saved notebooks are written to out/browser/ (CI artifacts).
 func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives JupyterLab in Chromium (minutes); skipped with -short")
@@ -34,12 +43,18 @@ func TestBrowser(t *testing.T) {
 
 	outDir := filepath.Join(repo, "out", "browser")
 	shot := filepath.Join(outDir, "01-reproduce.png")
-	_ = os.Remove(shot)
+	shots := []string{shot, filepath.Join(outDir, "live-first-point.png")}
+	for _, name := range wantNotebooks {
+		shots = append(shots, filepath.Join(outDir, strings.TrimSuffix(name, ".ipynb")+"-untrusted.png"))
+	}
+	for _, s := range shots {
+		_ = os.Remove(s)
+	}
 	ctx := testContext(t)
 	cmd := commandContext(ctx, node, "run.mjs")
 	cmd.Dir = "browser-test"
 	cmd.Env = append(notebookEnv(repo),
-		"NOTEBOOK=01-reproduce.ipynb", "KERNEL="+cpuKernel, "PYTHON="+python,
+		"NOTEBOOK=01-reproduce.ipynb", "OPEN=all", "LIVE=1", "KERNEL="+cpuKernel, "PYTHON="+python,
 		"CHROMIUM="+chromiumPath, "OUT_DIR="+outDir)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -49,10 +64,18 @@ func TestBrowser(t *testing.T) {
 	}
 	require.NoError(t, err, "the browser test failed; its screenshots and logs are in %s", outDir)
 	require.Contains(t, string(out), "PASS: 01-reproduce.ipynb ran in JupyterLab")
+	for _, name := range wantNotebooks {
+		require.Regexp(t, "opened-"+regexp.QuoteMeta(name)+`: \d+ chart\(s\) shown as PNG or JPEG untrusted and as SVG trusted; saved unchanged`, string(out))
+	}
 
-	data, err := os.ReadFile(shot)
-	require.NoError(t, err, "no screenshot")
-	img, err := png.Decode(bytes.NewReader(data))
-	require.NoError(t, err, "the screenshot is not a PNG")
-	require.Equal(t, 1280, img.Bounds().Dx(), "the screenshot has the browser viewport's width")
+	for _, s := range shots {
+		if strings.HasSuffix(s, "-untrusted.png") && !strings.Contains(string(out), "screenshot: "+s) {
+			continue // a notebook without charts
+		}
+		data, err := os.ReadFile(s)
+		require.NoError(t, err, "no screenshot")
+		img, err := png.Decode(bytes.NewReader(data))
+		require.NoError(t, err, "the screenshot is not a PNG")
+		require.Equal(t, 1280, img.Bounds().Dx(), "the screenshot has the browser viewport's width")
+	}
 }

@@ -3,11 +3,15 @@
 //
 //   - TestNotebooks runs each notebook top to bottom through nbclient (nbcheck.py) with the
 //     "Go (cifarlab, CPU)" kernelspec and checks the expectations stored in the cells' metadata;
-//   - TestBrowser opens 01-reproduce.ipynb in JupyterLab with headless Chromium
-//     (browser-test/run.mjs), runs all cells and checks what the page shows;
-//   - TestCommittedOutputsPortable checks the committed outputs with nbcheck.py --check-only:
-//     their expectations, and nothing of the machine that ran them (no ANSI escapes, no
-//     checkout, home, temporary or venv paths, no GoNB temporary main.go).
+//   - TestBrowser opens every notebook untrusted in JupyterLab with headless Chromium
+//     (browser-test/run.mjs): its charts show, and trusted and saved it stays byte for byte the
+//     same; it looks at a live chart after its first point, and runs all cells of
+//     01-reproduce.ipynb and checks what the page shows;
+//   - TestCommittedOutputsPortable checks the committed outputs with nbcheck.py --check-only
+//     --form: their expectations, nothing of the machine that ran them (no ANSI escapes, no
+//     checkout, home, temporary or venv paths, no GoNB temporary main.go), and the form
+//     JupyterLab saves;
+//   - TestRegenerateNamesItsData: regenerate.sh refuses a data folder without real data.
 //
 // They need what kernel/setup.sh installs (the venv with JupyterLab and nbclient, the GoNB
 // kernelspecs, playwright-core and Chromium). Without it they are skipped, unless CI is set,

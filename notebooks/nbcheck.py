@@ -3,7 +3,8 @@
 
 Usage:
     nbcheck.py [--kernel NAME] [--timeout SECONDS] [--max-seconds SECONDS]
-               [--write | --output-dir DIR] [--report FILE] [--check-only]
+               [--write | --output-dir DIR] [--report FILE] [--require-real]
+               [--check-only [--form] [--data-dir DIR]] [--reformat]
                NOTEBOOK.ipynb [...]
 
 Each notebook is executed top to bottom through nbclient (the library behind
@@ -55,7 +56,9 @@ folder (so GoNB's GONB_DIR is notebooks/). Then every cell is checked:
 With --write the executed notebook replaces the input file (only when every
 check passed), which is how notebooks/regenerate.sh refreshes the committed
 outputs. With --output-dir the executed notebook is written there instead
-(always, so a failing run can be inspected).
+(always, so a failing run can be inspected). Either is written in the form
+JupyterLab saves (labform.py), with the data it ran on named in its metadata
+(nbdata.py); --reformat rewrites notebooks in that form without running them.
 
 Exit status: 0 when every check passed, 1 when a check failed, 2 on usage or
 set-up errors (missing kernel, unreadable notebook).
@@ -78,6 +81,9 @@ try:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    import labform
+    import nbdata
 except ImportError as exc:  # pragma: no cover - set-up problem, reported clearly
     sys.stderr.write(
         f"nbcheck: {exc}. Run it with the project's venv: .venv/bin/python notebooks/nbcheck.py "
@@ -343,10 +349,16 @@ def check_cells(
     seconds: dict[int, float],
     cell_problems: dict[int, str] | None = None,
     checkout: str = "",
+    kinds: dict[str, str] | None = None,
 ) -> list[CellReport]:
     """Checks every executed code cell; cells after a stopping failure are reported as not run.
     cell_problems adds a problem found while running (a timeout) to a cell; checkout is the
-    checkout's path, which no output may carry."""
+    checkout's path, which no output may carry; kinds is the kind of each dataset the outputs
+    come from (nbdata), which decides the expectations that depend on the data (default: the
+    data the notebook's metadata names, for a caller that ran it on the same data, as
+    docker/hub/loadtest.py runs the committed notebooks on the image's synthetic data)."""
+    if kinds is None:
+        kinds = nbdata.kinds_of(nb)
     reports: list[CellReport] = []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
@@ -378,6 +390,11 @@ def check_cells(
             )
         meta = cell.get("metadata", {}).get(META_KEY, {})
         for exp in meta.get("expect", []):
+            holds, problem = nbdata.applies(exp, kinds)
+            if problem:
+                rep.problems.append(problem)
+            if not holds:
+                continue
             msg = check_expectation(exp, cell, text)
             if msg:
                 rep.problems.append(msg)
@@ -476,11 +493,15 @@ def strip_timing(nb: Any) -> None:
 
 
 def write_atomic(nb: Any, path: str) -> None:
+    """Writes nb to path in the form JupyterLab saves it (labform), atomically: a notebook opened
+    and saved in JupyterLab stays byte for byte the same."""
     folder = os.path.dirname(os.path.abspath(path))
+    content = labform.jupyterlab_bytes(nb)
     fd, tmp = tempfile.mkstemp(prefix=".nbcheck-", suffix=".ipynb", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            nbformat.write(nb, f)
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -503,6 +524,27 @@ def print_report(rep: NotebookReport, out: Any) -> None:
             print("      " + p.replace("\n", "\n      "), file=out)
 
 
+def describe_data(nb: Any, data_dir: str | None = None) -> list[str]:
+    """The lines that name what the data folder (data_dir, else $CIFARLAB_DATA) holds for each
+    dataset the notebook's metadata says it reads (nbdata)."""
+    return [s["line"] for s in nbdata.data_status(CHECKOUT, nbdata.datasets_of(nb), data_dir)]
+
+
+def not_real(nb: Any) -> str | None:
+    """Why nb cannot run on real data only: a dataset it reads that the data folder
+    ($CIFARLAB_DATA) does not hold real; None when every one is real."""
+    datasets = nbdata.datasets_of(nb)
+    if not datasets:
+        return 'its metadata names no datasets ("cifarlab": {"datasets": [...]}), so it cannot be said to run on real data'
+    missing = [s["line"] for s in nbdata.data_status(CHECKOUT, datasets) if s["kind"] not in nbdata.REAL_KINDS]
+    if not missing:
+        return None
+    folder = os.environ.get("NBCHECK_DATA_NAME") or os.environ.get("CIFARLAB_DATA") or "the default data folder"
+    return (f"not run, nothing written: it reads {', '.join(datasets)}, and {folder} holds no real "
+            f"{' or '.join(m.split(':')[0] for m in missing)} ({'; '.join(missing)}); point it at a folder with real data, "
+            "or ask for synthetic data where there is none (notebooks/regenerate.sh --synthetic)")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("notebooks", nargs="+")
@@ -521,26 +563,63 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--check-only", action="store_true",
                     help="do not execute: check the outputs already in the notebook (e.g. one saved by the "
                          "browser test)")
+    ap.add_argument("--form", action="store_true",
+                    help="with --check-only: the file must also be in the form JupyterLab saves (labform.py), as a "
+                         "committed notebook must, so that opening it changes nothing")
+    ap.add_argument("--data-dir",
+                    help="with --check-only: the outputs come from a run on this data folder (what it holds decides "
+                         "the expectations that depend on the data), not from the data the notebook's metadata names")
+    ap.add_argument("--require-real", action="store_true",
+                    help="run only notebooks whose every dataset is real in the data folder ($CIFARLAB_DATA); refuse "
+                         "the others before running anything (notebooks/regenerate.sh --data DIR)")
+    ap.add_argument("--reformat", action="store_true",
+                    help="do not execute or check: rewrite each notebook in the form JupyterLab saves, outputs unchanged")
     args = ap.parse_args(argv)
+    if args.reformat:
+        for path in args.notebooks:
+            write_atomic(nbformat.read(path, as_version=nbformat.NO_CONVERT), path)
+            print(f"nbcheck: {path}: written in the form JupyterLab saves")
+        return 0
 
     reports: list[NotebookReport] = []
     for path in args.notebooks:
         if not os.path.isfile(path):
             print(f"nbcheck: {path}: no such notebook", file=sys.stderr)
             return 2
-        if args.check_only:
-            nb, run = nbformat.read(path, as_version=4), Run(0.0, [], None, {}, {})
-            if not any(c.get("execution_count") for c in nb.cells if c.cell_type == "code"):
-                run.problems.append("no code cell was executed (no execution counts in the notebook)")
-        else:
-            log_dir = args.output_dir or tempfile.gettempdir()
-            os.makedirs(log_dir, exist_ok=True)
-            kernel_log = os.path.join(log_dir, os.path.basename(path).replace(".ipynb", ".kernel.log"))
-            nb, run = run_notebook(path, args.kernel, args.timeout, args.startup_timeout, kernel_log)
-            print(f"kernel log: {kernel_log}")
-            portable(nb, CHECKOUT)
+        try:
+            if args.check_only:
+                nb, run = nbformat.read(path, as_version=4), Run(0.0, [], None, {}, {})
+                if not any(c.get("execution_count") for c in nb.cells if c.cell_type == "code"):
+                    run.problems.append("no code cell was executed (no execution counts in the notebook)")
+                kinds = nbdata.kinds_of(nb)
+                if args.data_dir:
+                    kinds = nbdata.kinds_from_lines(describe_data(nb, args.data_dir))
+                form = args.form and labform.form_problem(path)
+                if form:
+                    run.problems.append(form)
+            else:
+                refused = args.require_real and not_real(nbformat.read(path, as_version=4))
+                if refused:
+                    rep = NotebookReport(path, args.kernel, 0.0, [], [refused])
+                    reports.append(rep)
+                    print_report(rep, sys.stdout)
+                    continue
+                log_dir = args.output_dir or tempfile.gettempdir()
+                os.makedirs(log_dir, exist_ok=True)
+                kernel_log = os.path.join(log_dir, os.path.basename(path).replace(".ipynb", ".kernel.log"))
+                nb, run = run_notebook(path, args.kernel, args.timeout, args.startup_timeout, kernel_log)
+                print(f"kernel log: {kernel_log}")
+                portable(nb, CHECKOUT)
+                kinds = None
+                if nbdata.datasets_of(nb):
+                    lines = describe_data(nb)
+                    nb.metadata.setdefault(META_KEY, {})["data"] = lines
+                    kinds = nbdata.kinds_from_lines(lines)
+        except RuntimeError as err:  # the cifarlab command is missing or failed
+            print(f"nbcheck: {path}: {err}", file=sys.stderr)
+            return 2
         seconds, problems = run.seconds, run.problems
-        cells = check_cells(nb, run.stopped_at, run.cell_seconds, run.cell_problems, CHECKOUT)
+        cells = check_cells(nb, run.stopped_at, run.cell_seconds, run.cell_problems, CHECKOUT, kinds)
         budget = args.max_seconds
         enforce = budget is not None or os.environ.get("NBCHECK_ENFORCE_TIME") == "1"
         if budget is None:

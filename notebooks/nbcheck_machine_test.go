@@ -86,15 +86,17 @@ func TestNBCheckPortable(t *testing.T) {
 		`<span class="gonb-err-location"></span> +0x443`+"\n", string(outb))
 }
 
-// TestCommittedOutputsPortable runs nbcheck.py --check-only on the committed notebooks: their
-// outputs meet every expectation and carry nothing of the machine that regenerated them.
+// TestCommittedOutputsPortable runs nbcheck.py --check-only --form on the committed notebooks:
+// their outputs meet every expectation (those that depend on the data, for the data their
+// metadata names), carry nothing of the machine that regenerated them, and are in the form
+// JupyterLab saves (opening one changes nothing).
 func TestCommittedOutputsPortable(t *testing.T) {
 	_, python := nbcheckPython(t)
 	files, err := filepath.Glob("[0-9][0-9]-*.ipynb")
 	require.NoError(t, err)
 	require.Equal(t, wantNotebooks, files)
 	report := filepath.Join(t.TempDir(), "report.json")
-	code, out := runNBCheck(t, python, append([]string{"--check-only", "--report", report}, files...)...)
+	code, out := runNBCheck(t, python, append([]string{"--check-only", "--form", "--report", report}, files...)...)
 	require.Equal(t, 0, code, "committed outputs: regenerate them with notebooks/regenerate.sh\n%s", out)
 	raw, err := os.ReadFile(report)
 	require.NoError(t, err)

@@ -88,44 +88,82 @@ var xlaSetup = sync.OnceFunc(func() { xla.EnableAutoInstall(false) })
 // runs its ops sequentially unless told "go:ops_parallel" (see goBackendDefaultOptions: the
 // parallel executor of compute v0.1.3 to v0.1.6 can deadlock on convolutions).
 func New(name string) (compute.Backend, error) {
+	c, err := choose(name)
+	if err != nil {
+		return nil, err
+	}
+	return c.create()
+}
+
+// choice is what New(name) creates, decided before anything is created: the name is parsed,
+// the plugin file found, the GPU looked for, and the process readied for a CUDA plugin (its
+// environment: see newCUDAChoice), so that creating the client later (Lazy) changes nothing else.
+type choice struct {
+	// requested is the name given to New, for errors; env is $GOMLX_BACKEND's value when "auto"
+	// followed it (its errors then name it).
+	requested, env string
+	// xla is the XLA plugin's configuration (a go-xla name or a path, with options after a
+	// comma); "" chooses the pure-Go backend, with configuration goConfig.
+	xla, goConfig string
+	// fallbackGo: xla is a plugin found by searching ("cpu"), and the pure-Go backend stands in
+	// when it does not start.
+	fallbackGo bool
+}
+
+// create creates the backend of c.
+func (c choice) create() (compute.Backend, error) {
+	var b compute.Backend
+	var err error
+	if c.xla == "" {
+		b, err = newGoBackend(c.requested, c.goConfig)
+	} else if b, err = newXLA(c.requested, c.xla, nil); err != nil && c.fallbackGo {
+		// A plugin found by searching that does not start: the pure-Go backend still works.
+		b, err = newGoBackend(c.requested, "")
+	}
+	if err != nil && c.env != "" {
+		return nil, fmt.Errorf("backends: $%s=%q: %w", compute.ConfigEnvVar, c.env, err)
+	}
+	return b, err
+}
+
+// choose returns the choice of New(name) (see New), or the error New returns for it without
+// creating anything (an unknown name, a missing plugin, no GPU).
+func choose(name string) (choice, error) {
 	xlaSetup()
 	requested := strings.TrimSpace(name)
 	lower := strings.ToLower(requested)
 	switch {
 	case lower == "" || lower == Auto:
 		if env := strings.TrimSpace(os.Getenv(compute.ConfigEnvVar)); env != "" && strings.ToLower(env) != Auto {
-			b, err := New(env)
+			c, err := choose(env)
 			if err != nil {
-				return nil, fmt.Errorf("backends: $%s=%q: %w", compute.ConfigEnvVar, env, err)
+				return choice{}, fmt.Errorf("backends: $%s=%q: %w", compute.ConfigEnvVar, env, err)
 			}
-			return b, nil
+			c.env = env
+			return c, nil
 		}
 		if plugins.HasNvidiaGPU() {
 			if plugin, err := plugins.FindCUDA(); err != nil || plugin != "" {
-				return New(CUDA)
+				return choose(CUDA)
 			}
 		}
-		return New(CPU)
+		return choose(CPU)
 	case lower == Go || strings.HasPrefix(lower, Go+":"):
 		_, config, _ := strings.Cut(requested, ":")
-		return newGoBackend(requested, config)
+		return choice{requested: requested, goConfig: config}, nil
 	case lower == CPU || strings.HasPrefix(lower, CPU+","):
 		options := strings.TrimPrefix(requested[len(CPU):], ",")
 		loc, err := findXLACPUPluginFor(requested)
 		if err != nil {
-			return nil, err
+			return choice{}, err
 		}
-		if loc.Path != "" {
-			b, err := newXLACPU(requested, withOptions(loc.Path, options))
-			if err == nil || loc.Explicit {
-				return b, err
-			}
-			// A plugin found by searching that does not start: the pure-Go backend still works.
+		if loc.Path == "" {
+			return choice{requested: requested}, nil
 		}
-		return newGoBackend(requested, "")
+		return xlaCPUChoice(choice{requested: requested, xla: withOptions(loc.Path, options), fallbackGo: !loc.Explicit})
 	case lower == CUDA || strings.HasPrefix(lower, CUDA+","):
 		options := strings.TrimPrefix(requested[len(CUDA):], ",")
-		return newCUDA(requested, "", options)
+		return newCUDAChoice(requested, "", options)
 	case strings.HasPrefix(lower, "xla:") || lower == "xla":
 		_, config, _ := strings.Cut(requested, ":")
 		plugin, options, _ := strings.Cut(config, ",")
@@ -133,7 +171,7 @@ func New(name string) (compute.Backend, error) {
 			if !filepath.IsAbs(plugin) {
 				plugin = "" // "xla:cuda": search as "cuda" does
 			}
-			return newCUDA(requested, plugin, options)
+			return newCUDAChoice(requested, plugin, options)
 		}
 		if plugin == "" {
 			plugin = "cpu"
@@ -141,17 +179,17 @@ func New(name string) (compute.Backend, error) {
 		if plugin == "cpu" {
 			loc, err := findXLACPUPluginFor(requested)
 			if err != nil {
-				return nil, err
+				return choice{}, err
 			}
 			if loc.Path == "" {
-				return nil, &BackendError{Requested: requested, Missing: "the XLA CPU PJRT plugin is not installed",
+				return choice{}, &BackendError{Requested: requested, Missing: "the XLA CPU PJRT plugin is not installed",
 					Fix: plugins.XLACPUInstallHint}
 			}
-			return newXLACPU(requested, withOptions(loc.Path, options))
+			return xlaCPUChoice(choice{requested: requested, xla: withOptions(loc.Path, options)})
 		}
 		found := plugins.GoXLAName(plugin)
 		if found == "" && !filepath.IsAbs(plugin) {
-			return nil, &BackendError{Requested: requested,
+			return choice{}, &BackendError{Requested: requested,
 				Missing: fmt.Sprintf("the XLA PJRT plugin %q is not installed (found: %s)", plugin, plugins.DescribeGoXLA()),
 				Fix: "install it with `go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest`, set " +
 					"PJRT_PLUGIN_LIBRARY_PATH to its folder, or use -backend go"}
@@ -163,11 +201,11 @@ func New(name string) (compute.Backend, error) {
 			found += "," + options
 		}
 		if strings.Contains(strings.ToLower(filepath.Base(plugin)), "cpu") {
-			return newXLACPU(requested, found)
+			return xlaCPUChoice(choice{requested: requested, xla: found})
 		}
-		return newXLA(requested, found, nil)
+		return choice{requested: requested, xla: found}, nil
 	}
-	return nil, &BackendError{Requested: requested, Missing: "unknown backend name",
+	return choice{}, &BackendError{Requested: requested, Missing: "unknown backend name",
 		Fix: "use one of \"auto\", \"cpu\", \"go\", \"cuda\" (or a GoMLX configuration such as \"xla:cpu\")"}
 }
 
@@ -231,29 +269,43 @@ func envBackendError(requested string, err error) error {
 	return err
 }
 
-// newCUDA checks for a GPU and for the plugin before asking XLA for a CUDA client. plugin is an
-// absolute plugin path given in the request, or "" to search (see findCUDAPlugin). Before the
-// client, it points XLA at the lab's CUDA compile cache (plugins.SetCUDACompileCache), so that
-// autotuning results and compiled kernels outlive the process.
-func newCUDA(requested, plugin, options string) (compute.Backend, error) {
+// xlaCPUChoice readies the process for XLA's CPU plugin (plugins.SetXLACPUFlags: convolutions on
+// Eigen, not YNNPACK, unless $XLA_FLAGS says otherwise; see plugins.FlagYnnFusionType) and returns
+// c. XLA reads $XLA_FLAGS once, when the process's first client starts: so it is set here, at the
+// choice, before any client.
+func xlaCPUChoice(c choice) (choice, error) {
+	if _, err := plugins.SetXLACPUFlags(); err != nil {
+		return choice{}, &BackendError{Requested: c.requested, Missing: "the XLA CPU plugin's flags could not be set", Err: err,
+			Fix: "set XLA_FLAGS=" + strings.Join(plugins.XLACPUFlags, " ") + " yourself"}
+	}
+	return c, nil
+}
+
+// newCUDAChoice checks for a GPU and for the plugin, the choice of a CUDA client. plugin is an
+// absolute plugin path given in the request, or "" to search (see findCUDAPlugin). It readies
+// the process for the plugin: pip's CUDA layout (plugins.PrepareJaxCUDA) and the lab's CUDA
+// compile cache (plugins.SetCUDACompileCache: XLA reads $XLA_FLAGS when the client starts, so
+// that autotuning results and compiled kernels outlive the process). Both only set this
+// process's environment, the same whether the client is created now or later (Lazy).
+func newCUDAChoice(requested, plugin, options string) (choice, error) {
 	if !plugins.HasNvidiaGPU() {
-		return nil, newNoGPUError(requested, nil)
+		return choice{}, newNoGPUError(requested, nil)
 	}
 	if plugin != "" {
 		if fi, err := os.Stat(plugin); err != nil || !fi.Mode().IsRegular() {
-			return nil, &BackendError{Requested: requested, Missing: "the CUDA PJRT plugin " + plugin + " does not exist",
+			return choice{}, &BackendError{Requested: requested, Missing: "the CUDA PJRT plugin " + plugin + " does not exist",
 				Fix: plugins.CUDAInstallHint}
 		}
 		plugins.PrepareJaxCUDA(plugin)
 		_, _ = plugins.SetCUDACompileCache(plugin) // without a cache folder, compiles are not kept
-		return newXLA(requested, withOptions(plugin, options), nil)
+		return choice{requested: requested, xla: withOptions(plugin, options)}, nil
 	}
 	plugin, err := plugins.FindCUDA()
 	if err != nil {
-		return nil, envBackendError(requested, err)
+		return choice{}, envBackendError(requested, err)
 	}
 	if plugin == "" {
-		return nil, &BackendError{Requested: requested,
+		return choice{}, &BackendError{Requested: requested,
 			Missing: fmt.Sprintf("the CUDA PJRT plugin is not installed (plugins found: %s; searched %s)",
 				plugins.DescribeGoXLA(), plugins.GoXLASearchDescription()),
 			Fix: plugins.CUDAInstallHint}
@@ -264,17 +316,7 @@ func newCUDA(requested, plugin, options string) (compute.Backend, error) {
 	}
 	plugins.PrepareJaxCUDA(path)
 	_, _ = plugins.SetCUDACompileCache(path)
-	return newXLA(requested, withOptions(plugin, options), nil)
-}
-
-// newXLACPU is newXLA for XLA's CPU plugin, after plugins.SetXLACPUFlags: convolutions on Eigen,
-// not YNNPACK, unless $XLA_FLAGS says otherwise (see plugins.FlagYnnFusionType).
-func newXLACPU(requested, config string) (compute.Backend, error) {
-	if _, err := plugins.SetXLACPUFlags(); err != nil {
-		return nil, &BackendError{Requested: requested, Missing: "the XLA CPU plugin's flags could not be set", Err: err,
-			Fix: "set XLA_FLAGS=" + strings.Join(plugins.XLACPUFlags, " ") + " yourself"}
-	}
-	return newXLA(requested, config, nil)
+	return choice{requested: requested, xla: withOptions(plugin, options)}, nil
 }
 
 // withOptions appends XLA plugin options ("memory_fraction=0.5,...") to a plugin name or path.
@@ -296,6 +338,7 @@ func newXLA(requested, config string, options pjrt.NamedValuesMap) (compute.Back
 		if err != nil {
 			return nil, err
 		}
+		clients.Add(1)
 		return xb, nil
 	})
 	what := "plugin " + config

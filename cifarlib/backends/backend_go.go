@@ -7,7 +7,9 @@ import (
 // goBackendDefaultOptions are the options New adds to the pure-Go backend's configuration
 // unless the caller chooses an ops execution mode itself ("go:ops_parallel").
 //
-// Why: in github.com/gomlx/compute v0.1.3 (and still v0.1.6) the Go backend's parallel ops executor runs every graph
+// Why: in github.com/gomlx/compute v0.1.3 (and still v0.1.6; v0.1.14 finishes
+// TestGoBackendManyConvolutionsDoNotDeadlock's graph, but no full training run has been measured
+// and tested on it) the Go backend's parallel ops executor runs every graph
 // node as a task of its worker pool (default size 2 x GOMAXPROCS), and convolution, reduce-window,
 // select-and-scatter and matmul nodes then wait for more tasks of the same pool for their own
 // chunks. When every pool slot holds such a node, each waits for a slot the others hold: the step

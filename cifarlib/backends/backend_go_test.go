@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
 	"github.com/stretchr/testify/require"
 )
@@ -57,7 +58,7 @@ func TestNewBackendGoRunsOpsSequentially(t *testing.T) {
 
 // TestGoBackendManyConvolutionsDoNotDeadlock runs a graph of 16 independent convolutions on
 // the Go backend with a 2-task worker pool. With compute v0.1.3 and v0.1.6's parallel ops executor this
-// graph hangs (two conv nodes hold both pool slots and wait for slots for their chunks; try
+// graph hangs (v0.1.14's finishes it) (two conv nodes hold both pool slots and wait for slots for their chunks; try
 // "go:ops_parallel,parallelism=2"); New's sequential default must finish it.
 func TestGoBackendManyConvolutionsDoNotDeadlock(t *testing.T) {
 	b, err := New("go:parallelism=2")
@@ -141,4 +142,25 @@ func TestNoGoBackendTag(t *testing.T) {
 			"into the cells with the cell line `%goflags -tags=`\n"
 	}
 	require.Equal(t, want("go")+want("go:ops_parallel"), string(out))
+}
+
+// TestGoBackendFeedsVariables: a graph that is not a training step reads a variable's current
+// value on every call, on the pure-Go backend too (goCapabilities): compiled once, it sees the
+// value set after the compile, not the one it was compiled with.
+func TestGoBackendFeedsVariables(t *testing.T) {
+	b, err := New(Go)
+	require.NoError(t, err)
+	store := model.NewStore()
+	v := store.VariableWithValue("/w", float32(1))
+	exec, err := model.NewExec(b, store, func(scope *model.Scope, x *graph.Node) *graph.Node {
+		return graph.Mul(x, v.NodeValue(x.Graph()))
+	})
+	require.NoError(t, err)
+	for _, w := range []float32{1, 3, -2} {
+		require.NoError(t, v.SetValue(tensors.FromValue(w)))
+		out, err := exec.Exec(float32(2))
+		require.NoError(t, err)
+		require.Equal(t, 2*w, tensors.ToScalar[float32](out[0]), "the variable's value %v", w)
+	}
+	require.False(t, b.Capabilities().PreferConstantsForVariables)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/gomlx/compute"
-	"github.com/gomlx/go-xla/compute/xla"
 )
 
 // xlaCPUName is Name of an XLA CPU backend.
@@ -22,7 +21,10 @@ func Name(b compute.Backend) string {
 	if IsGoBackend(b) {
 		return "go (pure Go, CPU)"
 	}
-	if xb, ok := b.(*xla.Backend); ok {
+	if name, _, ok := lazyKind(b); ok { // not created yet: named without creating it
+		return name
+	}
+	if xb, ok := xlaOf(b); ok {
 		if xb.IsCUDA() {
 			desc := ""
 			func() {
@@ -46,7 +48,10 @@ func Name(b compute.Backend) string {
 // Plugin returns the PJRT plugin an XLA backend runs on (a name such as "cuda", or the
 // absolute path of the plugin file), or "" for other backends.
 func Plugin(b compute.Backend) string {
-	if xb, ok := b.(*xla.Backend); ok {
+	if _, plugin, ok := lazyKind(b); ok {
+		return plugin
+	}
+	if xb, ok := xlaOf(b); ok {
 		return xb.PluginName()
 	}
 	return ""

@@ -6,7 +6,6 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
-	"github.com/gomlx/go-xla/compute/xla"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -61,7 +60,7 @@ func ResolveDevices(b compute.Backend, requested int) (int, error) {
 	}
 	if requested > available {
 		fix := fmt.Sprintf("use -devices %d (or all), or fewer", available)
-		if xb, ok := b.(*xla.Backend); ok && xb.IsCPU() {
+		if xb, ok := xlaOf(b); ok && xb.IsCPU() {
 			fix = fmt.Sprintf("create the backend with NewBackendWithDevices(name, %d) (XLA's CPU plugin makes as many "+
 				"devices as asked), or use at most %d", requested, available)
 		} else if ok && xb.IsCUDA() {
@@ -138,7 +137,7 @@ func StoreMesh(store *model.Store, n int) (*distributed.DeviceMesh, error) {
 
 // ReplicateUnsharded gives every variable of store without a sharding spec the replicated
 // spec of mesh. GoMLX v0.28.3 creates the random-number state variable (Store.SetRNGStateFromSeed)
-// without a link to its store, so a distributed graph that reads it would otherwise fail on the
+// without a link to its store (ml/model/random.go is the same in v0.28.16), so a distributed graph that reads it would otherwise fail on the
 // store's default spec with a nil pointer.
 func ReplicateUnsharded(store *model.Store, mesh *distributed.DeviceMesh) error {
 	replicated := distributed.NewReplicatedShardingSpec(mesh)

@@ -8,27 +8,12 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/internal/repo"
+	"github.com/cifarlab/cifarlab/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
 // pickleFixture is the path of a committed fixture written by testdata/pickles/make_fixtures.py.
 func pickleFixture(name string) string { return filepath.Join("testdata", "pickles", name+".pkl") }
-
-// requireNumpyPython returns the repository venv's python with NumPy (kernel/setup.sh installs
-// it from kernel/requirements-test.txt). Without a venv the test is skipped; a venv without
-// NumPy fails, so that CI always runs the Python side.
-func requireNumpyPython(t *testing.T) string {
-	t.Helper()
-	python := filepath.Join(repo.Dir(), ".venv", "bin", "python")
-	if _, err := os.Stat(python); err != nil {
-		t.Skipf("no venv python at %s (run kernel/setup.sh): the Python-written pickles are not regenerated", python)
-	}
-	if out, err := exec.Command(python, "-c", "import numpy").CombinedOutput(); err != nil {
-		t.Fatalf("%s has no NumPy (%v: %s): run kernel/setup.sh, which installs kernel/requirements-test.txt", python, err, out)
-	}
-	return python
-}
 
 // TestReadPickleMatchesBinaryReader decodes the pickles Python wrote (protocol 2 with Python 2's
 // opcodes, protocol 4, bytes keys) and checks they hold exactly the images and labels the binary
@@ -188,7 +173,7 @@ func TestReadPickleInPlace(t *testing.T) {
 // TestPickleFixturesUpToDate regenerates the committed fixtures with Python and NumPy and
 // compares them byte for byte.
 func TestPickleFixturesUpToDate(t *testing.T) {
-	python := requireNumpyPython(t)
+	python := testenv.Python(t, "numpy")
 	out := t.TempDir()
 	cmd := exec.Command(python, filepath.Join("testdata", "pickles", "make_fixtures.py"), "fixtures", out)
 	msg, err := cmd.CombinedOutput()
@@ -211,7 +196,7 @@ func TestPickleFixturesUpToDate(t *testing.T) {
 // it as torchvision's layout (protocol 2 as Python 2 wrote it, and protocol 4), and loads both:
 // the same records, with the python layout detected.
 func TestPythonLayoutMatchesBinary(t *testing.T) {
-	python := requireNumpyPython(t)
+	python := testenv.Python(t, "numpy")
 	binRoot := t.TempDir()
 	opts := SynthOptions{Seed: 5, TrainSize: 50, TestSize: 20}
 	for _, spec := range []Spec{CIFAR10(), CIFAR100(LabelsFine)} {

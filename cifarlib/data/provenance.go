@@ -37,6 +37,10 @@ type Provenance struct {
 	// TrainImages and TestImages are the number of images of each split (0: not loaded).
 	TrainImages int `json:"train_images"`
 	TestImages  int `json:"test_images"`
+	// Subset says, for real data with fewer images than the official splits, how many of them
+	// the run had, e.g. "20,000 of 50,000 training images" (a run on the 20k subset is never
+	// taken for one on the whole data set); "" for the whole data set and for other data.
+	Subset string `json:"subset,omitempty"`
 }
 
 // ProvenanceOf describes the records of a run: train, and test when loaded (it may be nil).
@@ -93,7 +97,33 @@ func (s State) describe(p Provenance, folder string) Provenance {
 		return p
 	}
 	p.Folder, p.Layout, p.Kind = folder, s.Layout.String(), s.Kind
+	if p.Real() {
+		p.Subset = subsetOf(s.spec, p.TrainImages, p.TestImages)
+	}
 	return p
+}
+
+// subsetOf says how many of spec's official images train and test (0: not loaded) are, where
+// they are fewer: "20,000 of 50,000 training images", "... and 5,000 of 10,000 test images";
+// "" when both splits are whole.
+func subsetOf(spec Spec, train, test int) string {
+	var parts []string
+	if train < spec.TrainSize {
+		parts = append(parts, fmt.Sprintf("%s of %s training images", thousands(train), thousands(spec.TrainSize)))
+	}
+	if test > 0 && test < spec.TestSize {
+		parts = append(parts, fmt.Sprintf("%s of %s test images", thousands(test), thousands(spec.TestSize)))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// thousands writes a count with commas between its groups of three digits, e.g. 20,000.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // isSynthetic reports whether root/spec.Dir holds the marker Synthesize writes.
@@ -133,7 +163,9 @@ func (p Provenance) Caption() string { return Caption(p.Dataset, p.Kind) }
 func (p Provenance) Real() bool { return p.Kind == KindVerified || p.Kind == KindUnverified }
 
 // String describes the data in one line, e.g. "synthetic cifar10, binary layout, 5000 train /
-// 1000 test images, in data/synthetic/cifar-10-batches-bin".
+// 1000 test images, in data/synthetic/cifar-10-batches-bin" or, for real data with fewer images
+// than the official splits, "cifar10 (real, unverified), binary layout, 20000 train / 10000 test
+// images, subset: 20,000 of 50,000 training images, in DIR".
 func (p Provenance) String() string {
 	s := fmt.Sprintf("%s %s", p.Kind, p.Dataset)
 	if p.Kind == KindVerified || p.Kind == KindUnverified {
@@ -147,6 +179,9 @@ func (p Provenance) String() string {
 		s += fmt.Sprintf(" / %d test", p.TestImages)
 	}
 	s += " images"
+	if p.Subset != "" {
+		s += ", subset: " + p.Subset
+	}
 	if p.Folder != "" {
 		s += ", in " + p.Folder
 	}

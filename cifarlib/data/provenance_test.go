@@ -43,9 +43,38 @@ func TestProvenanceOf(t *testing.T) {
 
 	require.NoError(t, os.Remove(filepath.Join(folder, SyntheticMarker)))
 	unverified := ProvenanceOf(load(SplitTrain), nil)
-	require.Equal(t, Provenance{Dataset: "cifar10", Kind: KindUnverified, Layout: "binary", Folder: folder, TrainImages: 50}, unverified)
+	require.Equal(t, Provenance{Dataset: "cifar10", Kind: KindUnverified, Layout: "binary", Folder: folder, TrainImages: 50,
+		Subset: "50 of 50,000 training images"}, unverified)
 	require.True(t, unverified.Real())
-	require.Equal(t, "cifar10 (real, unverified), binary layout, 50 train images, in "+folder, unverified.String())
+	require.Equal(t, "cifar10 (real, unverified), binary layout, 50 train images, subset: 50 of 50,000 training images, in "+folder,
+		unverified.String())
+	both := ProvenanceOf(load(SplitTrain), load(SplitTest))
+	require.Equal(t, "50 of 50,000 training images and 10 of 10,000 test images", both.Subset)
+}
+
+// TestSubsetOf: real data with fewer images than the official splits says how many of them, a
+// whole split says nothing.
+func TestSubsetOf(t *testing.T) {
+	for _, c := range []struct {
+		spec        Spec
+		train, test int
+		want        string
+	}{
+		{CIFAR10(), 50000, 10000, ""},
+		{CIFAR10(), 50000, 0, ""},
+		{CIFAR10(), 20000, 10000, "20,000 of 50,000 training images"},
+		{CIFAR10(), 20000, 0, "20,000 of 50,000 training images"},
+		{CIFAR10(), 49999, 10000, "49,999 of 50,000 training images"},
+		{CIFAR10(), 50000, 5000, "5,000 of 10,000 test images"},
+		{CIFAR10(), 999, 1000, "999 of 50,000 training images and 1,000 of 10,000 test images"},
+		{CIFAR100(LabelsCoarse), 1234567, 10000, ""},
+		{CIFAR100(LabelsFine), 0, 0, "0 of 50,000 training images"},
+	} {
+		require.Equal(t, c.want, subsetOf(c.spec, c.train, c.test), "%s %d/%d", c.spec.ID(), c.train, c.test)
+	}
+	require.Equal(t, "1,234,567", thousands(1234567))
+	require.Equal(t, "-1,000", thousands(-1000))
+	require.Equal(t, "100", thousands(100))
 }
 
 // TestCaption: the few words a figure or an accuracy carries about its data.

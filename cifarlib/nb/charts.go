@@ -1,11 +1,9 @@
 package nb
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"strconv"
-	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
@@ -15,7 +13,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Chart colours.
@@ -37,7 +34,7 @@ const (
 // smoothed as TensorBoard smooths it, runs.History.SmoothedLoss) and the test loss of the
 // evaluations recorded in the history.
 func LossChart(h *runs.History) (*plot.Plot, error) {
-	p := newChart("loss", "step", "cross-entropy loss")
+	p := newStepChart("loss", "cross-entropy loss")
 	var batch, smooth, test plotter.XYs
 	smoothed := h.SmoothedLoss()
 	for i, pt := range h.Points {
@@ -66,7 +63,7 @@ func LossChart(h *runs.History) (*plot.Plot, error) {
 // history, in percent, with top-5 accuracies (moving averages) when the history has them
 // (CIFAR-100).
 func AccuracyChart(h *runs.History) (*plot.Plot, error) {
-	p := newChart("accuracy", "step", "accuracy (%)")
+	p := newStepChart("accuracy", "accuracy (%)")
 	var batch, train, test, trainTop, testTop plotter.XYs
 	smoothed, fromBatches := h.SmoothedAccuracy()
 	for i, pt := range h.Points {
@@ -168,13 +165,23 @@ func (countTicks) Ticks(min, max float64) []plot.Tick {
 // chart's numbers come from: SourceCaption, DataCaption), wrapped to the chart's width. The
 // legend, if any, goes in a column right of the chart, where it cannot cover a curve,
 // top-aligned with the plotting area; margins keep the top and the last tick labels inside the
-// document.
+// document. Render draws the same as an Image: SVG and PNG.
 func SVG(p *plot.Plot, caption ...Caption) (string, error) {
+	w, h, paint := chartPainter(p, 0, joinCaptions(caption))
+	svg, err := svgOf(w, h, paint)
+	if err != nil {
+		return "", fmt.Errorf("nb: rendering %q as SVG: %w", p.Title.Text, err)
+	}
+	return svg, nil
+}
+
+// joinCaptions is the caption of all of cs: their lines, red when any is synthetic.
+func joinCaptions(cs []Caption) Caption {
 	var all Caption
-	for _, c := range caption {
+	for _, c := range cs {
 		all.Lines, all.Synthetic = append(all.Lines, c.Lines...), all.Synthetic || c.Synthetic
 	}
-	return svgWithColumn(p, 0, all)
+	return all
 }
 
 // legendColumn returns the width of the column SVG gives p's legend, 0 when p has none. Text
@@ -188,35 +195,45 @@ func legendColumn(p *plot.Plot) vg.Length {
 	return 1.15*w + 2*legendGap
 }
 
-// svgWithColumn is SVG with a legend column at least minColumn wide: charts shown one above
-// the other get the same column, so that their plotting areas end at the same place (their
-// starts still differ by the width of the y tick labels).
-func svgWithColumn(p *plot.Plot, minColumn vg.Length, caption Caption) (string, error) {
+// renderChart draws p as an Image, with a legend column at least minColumn wide: charts shown
+// one above the other get the same column, so that their plotting areas end at the same place
+// (their starts still differ by the width of the y tick labels). Without withPNG it draws the
+// SVG alone (a live view's redraws: see Live).
+func renderChart(p *plot.Plot, minColumn vg.Length, caption Caption, withPNG bool) (*Image, error) {
+	w, h, paint := chartPainter(p, minColumn, caption)
+	if !withPNG {
+		svg, err := svgOf(w, h, paint)
+		if err != nil {
+			return nil, err
+		}
+		return &Image{SVG: svg, Width: cssPixels(w), Height: cssPixels(h)}, nil
+	}
+	return renderImage(w, h, false, paint)
+}
+
+// chartPainter returns the size of p's drawing with the caption under it and the legend in a
+// column at least minColumn wide, and the function that draws it on a canvas of that size.
+func chartPainter(p *plot.Plot, minColumn vg.Length, caption Caption) (w, h vg.Length, paint func(draw.Canvas)) {
 	below := caption.height(ChartWidth - 2*captionMargin)
-	c := vgsvg.New(ChartWidth, ChartHeight+below)
-	dc := draw.New(c)
-	if below > 0 {
-		caption.draw(draw.Crop(dc, 0, 0, 0, -ChartHeight))
-		dc = draw.Crop(dc, 0, 0, below, 0)
+	return ChartWidth, ChartHeight + below, func(dc draw.Canvas) {
+		if below > 0 {
+			caption.draw(draw.Crop(dc, 0, 0, 0, -ChartHeight))
+			dc = draw.Crop(dc, 0, 0, below, 0)
+		}
+		legend := p.Legend
+		if column := legendColumn(p); column > 0 {
+			column = max(column, minColumn)
+			p.Legend = plot.Legend{TextStyle: legend.TextStyle} // drawn below, not over the data
+			defer func() { p.Legend = legend }()
+			titleHeight := p.Title.TextStyle.Height(p.Title.Text) + p.Title.Padding
+			legend.Top, legend.Left, legend.XOffs, legend.YOffs = true, true, 0, 0
+			legend.Draw(draw.Crop(dc, ChartWidth-column+legendGap, 0, chartMargin, -titleHeight-chartMargin))
+			dc = draw.Crop(dc, 0, -column, 0, 0)
+		} else {
+			dc = draw.Crop(dc, 0, -legendGap, 0, 0) // room for the last x tick label
+		}
+		p.Draw(draw.Crop(dc, 0, 0, 0, -chartMargin))
 	}
-	legend := p.Legend
-	if column := legendColumn(p); column > 0 {
-		column = max(column, minColumn)
-		p.Legend = plot.Legend{TextStyle: legend.TextStyle} // drawn below, not over the data
-		defer func() { p.Legend = legend }()
-		titleHeight := p.Title.TextStyle.Height(p.Title.Text) + p.Title.Padding
-		legend.Top, legend.Left, legend.XOffs, legend.YOffs = true, true, 0, 0
-		legend.Draw(draw.Crop(dc, ChartWidth-column+legendGap, 0, chartMargin, -titleHeight-chartMargin))
-		dc = draw.Crop(dc, 0, -column, 0, 0)
-	} else {
-		dc = draw.Crop(dc, 0, -legendGap, 0, 0) // room for the last x tick label
-	}
-	p.Draw(draw.Crop(dc, 0, 0, 0, -chartMargin))
-	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
-		return "", fmt.Errorf("nb: rendering %q as SVG: %w", p.Title.Text, err)
-	}
-	return strings.ReplaceAll(b.String(), svgFontFamily, svgFontFallbacks), nil
 }
 
 // chartMargin is the space kept above a chart (for the top tick label, half of which sticks out
@@ -248,7 +265,9 @@ const (
 	svgFontFallbacks = "font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"
 )
 
-// addLine adds a line with a legend entry, dashed when dashes are given; empty data adds nothing.
+// addLine adds a line with a legend entry, dashed when dashes are given; empty data adds
+// nothing. A line of one point, which has no length, is drawn as a dot (a live chart's first
+// step, a run with one evaluation).
 func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashes ...vg.Length) error {
 	if len(xys) == 0 {
 		return nil
@@ -260,6 +279,14 @@ func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashes .
 	l.Color, l.Width, l.Dashes = c, vg.Points(1.5), dashes
 	p.Add(l)
 	p.Legend.Add(name, l)
+	if len(xys) == 1 {
+		dot, err := plotter.NewScatter(xys)
+		if err != nil {
+			return fmt.Errorf("nb: %s of %q: %w", name, p.Title.Text, err)
+		}
+		dot.Color, dot.Shape, dot.Radius = c, draw.CircleGlyph{}, vg.Points(3)
+		p.Add(dot)
+	}
 	return nil
 }
 

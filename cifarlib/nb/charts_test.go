@@ -32,14 +32,15 @@ func TestHistoryChartsShareTheLegendColumn(t *testing.T) {
 	acc, err := AccuracyChart(h)
 	require.NoError(t, err)
 	require.Less(t, legendColumn(loss), legendColumn(acc), "the accuracy legend is the wider one")
-	want, err := svgWithColumn(loss, legendColumn(acc), Caption{})
+	want, err := renderChart(loss, legendColumn(acc), Caption{}, true)
 	require.NoError(t, err)
-	charts := historyCharts(h, Caption{})
+	charts := historyCharts(h, Caption{}, true)
 	require.NoError(t, charts[0].err)
-	require.Equal(t, want, charts[0].svg)
+	require.Equal(t, want.SVG, charts[0].img.SVG)
+	require.Equal(t, want.PNG, charts[0].img.PNG)
 	alone, err := SVG(loss)
 	require.NoError(t, err)
-	require.NotEqual(t, alone, charts[0].svg, "alone, the loss chart's column is narrower")
+	require.NotEqual(t, alone, charts[0].img.SVG, "alone, the loss chart's column is narrower")
 }
 
 // svgTexts returns the texts of doc's <text> elements, in document order, joined by spaces:
@@ -89,13 +90,13 @@ func TestChartCaptions(t *testing.T) {
 		{"not recorded", runs.Source{}, "data: not recorded · machine: not recorded", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			charts := historyCharts(testHistory(), SourceCaption(c.src))
+			charts := historyCharts(testHistory(), SourceCaption(c.src), true)
 			for i, name := range []string{"loss", "accuracy"} {
 				require.NoError(t, charts[i].err)
-				require.Equal(t, curveText(name, 20)+"\n"+c.want, charts[i].text)
-				requireSVG(t, charts[i].svg)
-				require.Contains(t, svgTexts(t, charts[i].svg), c.want)
-				require.Equal(t, c.synthetic, strings.Contains(charts[i].svg, "fill:#B01E1E"), "red when synthetic")
+				require.Equal(t, curveText(name, 20)+"\n"+c.want, charts[i].img.Text)
+				requireSVG(t, charts[i].img.SVG)
+				require.Contains(t, svgTexts(t, charts[i].img.SVG), c.want)
+				require.Equal(t, c.synthetic, strings.Contains(charts[i].img.SVG, "fill:#B01E1E"), "red when synthetic")
 			}
 		})
 	}

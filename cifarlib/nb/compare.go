@@ -22,7 +22,7 @@ var (
 // CompareLossChart overlays the training loss of runs, each smoothed as LossChart smooths it
 // (runs.History.SmoothedLoss), one colour per run. Runs without curves are left out.
 func CompareLossChart(list ...runs.Info) (*plot.Plot, error) {
-	p := newChart("training loss (smoothed), by run", "step", "cross-entropy loss")
+	p := newStepChart("training loss (smoothed), by run", "cross-entropy loss")
 	err := eachCurve(p, list, func(r runs.Info) (string, plotter.XYs) {
 		smoothed := r.History.SmoothedLoss()
 		xys := make(plotter.XYs, len(r.History.Points))
@@ -47,7 +47,7 @@ func CompareAccuracyChart(list ...runs.Info) (*plot.Plot, error) {
 		}
 	}
 	if test {
-		p := newChart("test accuracy, by run", "step", "accuracy (%)")
+		p := newStepChart("test accuracy, by run", "accuracy (%)")
 		err := eachCurve(p, list, func(r runs.Info) (string, plotter.XYs) {
 			var xys plotter.XYs
 			for _, pt := range r.History.Points {
@@ -60,7 +60,7 @@ func CompareAccuracyChart(list ...runs.Info) (*plot.Plot, error) {
 		p.Y.Min, p.Y.Max = 0, 100
 		return p, err
 	}
-	p := newChart("training accuracy (smoothed), by run", "step", "accuracy (%)")
+	p := newStepChart("training accuracy (smoothed), by run", "accuracy (%)")
 	err := eachCurve(p, list, func(r runs.Info) (string, plotter.XYs) {
 		smoothed, _ := r.History.SmoothedAccuracy()
 		xys := make(plotter.XYs, len(r.History.Points))
@@ -120,7 +120,7 @@ func Compare(list ...runs.Info) {
 	}
 	caption := compareCaption(list)
 	for i, chart := range []func(...runs.Info) (*plot.Plot, error){CompareLossChart, CompareAccuracyChart} {
-		svg, err := render(caption)(chart(list...))
+		img, err := render(caption)(chart(list...))
 		if err != nil {
 			fmt.Fprintln(output(), "error:", err)
 			continue
@@ -129,6 +129,7 @@ func Compare(list ...runs.Info) {
 		if i > 0 {
 			alt = fmt.Sprintf("accuracy of the %d runs above", len(list))
 		}
-		DisplaySVG(svg, caption.withText(alt))
+		img.Text = caption.withText(alt)
+		DisplayImage(img)
 	}
 }

@@ -47,11 +47,19 @@ func DisplayHTML(html, text string) {
 	display(map[protocol.MIMEType]any{protocol.MIMETextHTML: html}, text)
 }
 
-// DisplaySVG shows an SVG document as image/svg+xml, which JupyterLab, nbconvert and GitHub
-// render without scripts, with text as its plain-text alternative. Outside a notebook it
-// writes text to Output.
+// DisplaySVG shows an SVG document as image/svg+xml, with text as its plain-text alternative.
+// JupyterLab renders SVG only in a trusted notebook: an untrusted one shows the text; use
+// DisplayImage, which adds a PNG. Outside a notebook it writes text to Output.
 func DisplaySVG(svg, text string) {
 	display(map[protocol.MIMEType]any{protocol.MIMEImageSVG: svg}, text)
+}
+
+// DisplayImage shows img in the notebook cell as one output with its SVG, its PNG (at its CSS
+// size) and its Text, of which each viewer shows the richest it trusts (see Image). Outside a
+// notebook it writes img.Text to Output.
+func DisplayImage(img *Image) {
+	data, metadata := img.bundle()
+	displayWith(data, metadata, img.Text)
 }
 
 // DisplayPNG shows PNG bytes in the notebook cell, with text as its plain-text alternative.
@@ -60,7 +68,9 @@ func DisplayPNG(png []byte, text string) {
 	display(map[protocol.MIMEType]any{protocol.MIMEImagePNG: png}, text)
 }
 
-func display(data map[protocol.MIMEType]any, text string) {
+func display(data map[protocol.MIMEType]any, text string) { displayWith(data, nil, text) }
+
+func displayWith(data map[protocol.MIMEType]any, metadata map[string]any, text string) {
 	if !InNotebook() {
 		if text != "" {
 			fmt.Fprintln(output(), text)
@@ -70,5 +80,5 @@ func display(data map[protocol.MIMEType]any, text string) {
 	if text != "" {
 		data[protocol.MIMETextPlain] = text
 	}
-	cellIO.send(&protocol.DisplayData{Data: data})
+	cellIO.send(&protocol.DisplayData{Data: data, Metadata: metadata})
 }

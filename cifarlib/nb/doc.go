@@ -9,8 +9,9 @@
 //   - Check and Must stop a cell with an error, as an uncaught exception stops a Python cell;
 //     CellTime prints how long the cell took.
 //   - Show displays cifarlib's values richly: summaries and evaluations as tables, histories
-//     and label statistics as charts drawn with gonum/plot (static SVG, so they render in
-//     JupyterLab, nbconvert and on GitHub without scripts), image grids as PNG.
+//     and label statistics as charts drawn with gonum/plot, image grids: each an Image, one
+//     output with an SVG (a trusted JupyterLab shows it), a PNG or JPEG (an untrusted one,
+//     GitHub, nbviewer and nbconvert show it) and its text, without scripts.
 //
 // Outside a notebook (a test, a terminal) everything falls back to plain text on Output.
 package nb

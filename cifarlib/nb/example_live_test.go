@@ -11,13 +11,13 @@ import (
 )
 
 // textSink prints the text alternative of each chart a live view sends; in a notebook,
-// nb.NotebookSink redraws the SVG charts in the cell.
+// nb.NotebookSink redraws the charts (SVG and PNG) in the cell.
 type textSink struct{}
 
-func (textSink) Update(id, svg, text string) { fmt.Println(text) }
+func (textSink) Update(id string, img *nb.Image) { fmt.Println(img.Text) }
 
 // A live view fed by a training run's History points (what lab.Fit does in a notebook, with
-// training.Config.OnPoint): drawn when it has two points, then at most every Every, and always at
+// training.Config.OnPoint): drawn at its first point, then at most every Every, and always at
 // the end; each chart's caption says the run's data and machine (its Source).
 func ExampleLive() {
 	live := nb.NewLive(textSink{}, 0)
@@ -28,9 +28,9 @@ func ExampleLive() {
 	}
 	live.Finish(nil)
 	// Output:
-	// loss curve: 2 points, to step 2
+	// loss curve: 1 point, to step 1
 	// data: real cifar10, verified · machine: xla:cpu (XLA CPU plugin), 1 device
-	// accuracy curve: 2 points, to step 2
+	// accuracy curve: 1 point, to step 1
 	// data: real cifar10, verified · machine: xla:cpu (XLA CPU plugin), 1 device
 	// loss curve: 3 points, to step 3
 	// data: real cifar10, verified · machine: xla:cpu (XLA CPU plugin), 1 device

@@ -28,7 +28,10 @@ const RunsEnv = runs.DirEnv
 type Lab struct {
 	// Spec is the dataset.
 	Spec data.Spec
-	// Backend is the one the kernel selected (backends.New("auto") follows GOMLX_BACKEND).
+	// Backend is the one the kernel selected (backends.New("auto") follows GOMLX_BACKEND). The
+	// lab of Open creates it when a cell first computes on it (backends.Lazy): a cell whose
+	// Fit, Transfer or Evaluate runs in the kernel's lab process, or which only shows tables,
+	// creates no backend (no PJRT client, no GPU memory) in its own program.
 	Backend compute.Backend
 	// Arch is the architecture the notebooks train on Backend (see Arch).
 	Arch string
@@ -53,9 +56,11 @@ type Lab struct {
 
 // Open returns the Lab of spec on the kernel's backend, with the data of the default data folder
 // ($CIFARLAB_DATA), and stops the cell when that fails: declare it once, in a notebook's first
-// cell (`var lab = nb.Open(spec)`), and every cell has it.
+// cell (`var lab = nb.Open(spec)`), and every cell has it. The backend is checked now (a
+// missing plugin or GPU stops the cell) but created by the first computation on lab.Backend
+// (backends.Lazy), as GoNB runs every cell as a program of its own.
 func Open(spec data.Spec) *Lab {
-	backend, err := backends.New(backends.Auto)
+	backend, err := backends.Lazy(backends.Auto)
 	Check(err)
 	l := Must(New(spec, backend, data.DefaultDir()))
 	l.opened = true
@@ -143,7 +148,11 @@ func (l *Lab) RunDir(name string) (string, error) {
 // (Live, at most every LiveEvery; not with cfg.Plot, GoMLX's own plotly figures), and stay as
 // the run's final charts. The run's checkpoint stays in RunDir(name) for Load. It prints how
 // long training took, and where the time went (the run's timeline, runs.Timeline.Short: e.g.
-// "start 0.6 s · compile 3.9 s · 300 steps 2.5 s · eval 0.4 s · 1 checkpoint 0.02 s").
+// "start 0.6 s · compile 3.9 s · 300 steps 2.5 s · eval 0.4 s · 1 checkpoint 0.02 s"). In a
+// notebook, a line at the top of the cell's output says what the run is doing from the first
+// second, replaced in place: starting the lab process, compiling the train step (and why: the
+// first time for this shape, or what differs from the programs the lab process keeps), each
+// step, each evaluation's progress (training.Status); it ends on what it did.
 //
 // An interrupt (Kernel → Interrupt, which GoNB sends to the cell as SIGINT; Ctrl-C) stops
 // training after the current step, saves the checkpoint, marks run.json "interrupted" and
@@ -153,12 +162,15 @@ func (l *Lab) RunDir(name string) (string, error) {
 // In a notebook, Fit runs in the kernel's lab process (see LabProcess), which keeps the backend,
 // the data and the compiled programs from one cell to the next; the cell's output, the run
 // folder and the result are the same as in the cell's own program.
-func (l *Lab) Fit(name string, cfg training.Config) (*training.Result, error) {
-	if res, err, done := l.fitInLabProcess(name, cfg); done {
+func (l *Lab) Fit(name string, cfg training.Config) (res *training.Result, err error) {
+	st := cellStatus(name)
+	defer func() { closeStatus(st, err) }()
+	if res, err, done := l.fitInLabProcess(name, cfg, st); done {
 		return res, err
 	}
 	ctx, stop := training.InterruptContext(context.Background())
 	defer stop()
+	cfg.OnEvent = withStatus(st, cfg.OnEvent)
 	return l.fit(ctx, name, cfg)
 }
 
@@ -266,7 +278,9 @@ var ErrNoRun = errors.New("nb: no such run")
 // them, on the lab's backend: a later cell's way to use what an earlier one trained without
 // training again. It prints the step and how long loading took. In a notebook, its Evaluate
 // of the lab's Train or Test split runs in the kernel's lab process (see LabProcessEnv), which
-// keeps the run's weights, the data and the compiled evaluation from cell to cell.
+// keeps the run's weights, the data and the compiled evaluation from cell to cell. Evaluate
+// keeps its results in the run folder (training.EvaluationsFile): evaluating the same weights
+// on the same images with the same options again returns the kept result at once, and says so.
 func (l *Lab) Load(name string) (*training.LoadedCheckpoint, error) {
 	dir, err := l.existingRun(name)
 	if err != nil {
@@ -277,7 +291,7 @@ func (l *Lab) Load(name string) (*training.LoadedCheckpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.evaluateInLabProcess(ckpt, dir)
+	l.evaluateRun(name, ckpt, dir)
 	fmt.Fprintf(output(), "run %q: loaded %s at step %d in %.1fs, from %s\n", name, ckpt.Model, ckpt.Info.Step, time.Since(start).Seconds(), shownPath(dir))
 	return ckpt, nil
 }

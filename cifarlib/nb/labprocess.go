@@ -91,7 +91,7 @@ type fitRequest struct {
 // leaves out; labClient keeps such configs in the cell.
 type wireConfig struct {
 	training.Config
-	Backend, TrainRecords, TestRecords, Log, OnPoint, Programs *struct{} `json:",omitempty"`
+	Backend, TrainRecords, TestRecords, Log, OnPoint, OnEvent, Programs *struct{} `json:",omitempty"`
 }
 
 // GobEncode implements gob.GobEncoder: the config travels as JSON, which embedding and
@@ -115,7 +115,7 @@ type fitReply struct {
 func (l *Lab) labClient(cfg training.Config) *labproc.Client {
 	switch {
 	case inLabProcess, !l.opened, !InNotebook(), labproc.Off(), os.Getenv(labproc.GoNBTmpEnv) == "",
-		cfg.OnPoint != nil, cfg.Log != nil, cfg.Plot, cfg.Progress == training.ProgressOn,
+		cfg.OnPoint != nil, cfg.OnEvent != nil, cfg.Log != nil, cfg.Plot, cfg.Progress == training.ProgressOn,
 		cfg.Backend != nil && cfg.Backend != l.Backend,
 		(cfg.TrainRecords != nil || cfg.TestRecords != nil) && (cfg.TrainRecords != l.Train || cfg.TestRecords != l.Test):
 		return nil
@@ -131,13 +131,14 @@ func (l *Lab) labClient(cfg training.Config) *labproc.Client {
 	return nil
 }
 
-// fitInLabProcess runs Fit in the kernel's lab process when it can (labClient); done is false
-// when Fit must run in this program instead.
-func (l *Lab) fitInLabProcess(name string, cfg training.Config) (res *training.Result, err error, done bool) {
+// fitInLabProcess runs Fit in the kernel's lab process when it can (labClient), its events
+// shown on the cell's status line st; done is false when Fit must run in this program instead.
+func (l *Lab) fitInLabProcess(name string, cfg training.Config, st *training.Status) (res *training.Result, err error, done bool) {
 	client := l.labClient(cfg)
 	if client == nil {
 		return nil, nil, false
 	}
+	toLabProcess(st, client)
 	cfg.Backend, cfg.TrainRecords, cfg.TestRecords, cfg.Programs = nil, nil, nil, nil
 	if cfg.TimelineFrom.IsZero() { // the run's timeline counts from this cell's program start
 		cfg.TimelineFrom, _ = runs.ProcessStart()
@@ -149,7 +150,7 @@ func (l *Lab) fitInLabProcess(name string, cfg training.Config) (res *training.R
 	}
 	ctx, stop := training.InterruptContext(context.Background())
 	defer stop()
-	msg, err := client.Do(ctx, &labproc.Request{Op: "fit", Payload: payload}, relay)
+	msg, err := client.Do(ctx, &labproc.Request{Op: "fit", Payload: payload}, relayTo(st))
 	if msg == nil {
 		if errors.Is(err, labproc.ErrNotStarted) {
 			fmt.Fprintf(output(), "lab process: %v; training in this cell's program\n", err)
@@ -197,14 +198,22 @@ func absPath(path string) string {
 	return path
 }
 
-// relay passes a message of the lab process on to the cell's output.
-func relay(m *labproc.Message) {
-	switch m.Kind {
-	case labproc.KindText:
-		fmt.Fprint(output(), m.Text)
-	case labproc.KindDisplay:
-		if m.Display != nil && InNotebook() {
-			cellIO.send(m.Display)
+// relayTo passes the messages of the lab process on to the cell: its output, its displays, and
+// its events to the cell's status line st (nil: none).
+func relayTo(st *training.Status) func(*labproc.Message) {
+	return func(m *labproc.Message) {
+		switch m.Kind {
+		case labproc.KindText:
+			fmt.Fprint(output(), m.Text)
+		case labproc.KindDisplay:
+			if m.Display != nil && InNotebook() {
+				cellIO.send(m.Display)
+			}
+		case labproc.KindEvent:
+			var e training.Event
+			if st != nil && decode(m.Payload, &e) == nil {
+				st.Event(e)
+			}
 		}
 	}
 }

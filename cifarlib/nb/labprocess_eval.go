@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labproc"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
@@ -25,49 +26,48 @@ type evalRequest struct {
 	DataDir string
 	Split   string
 	Options training.EvalOptions
+	// Precision is what the cell's model of the run computes in.
+	Precision cifarlib.Precision
 }
 
-// evaluateInLabProcess makes ck's Evaluate of the lab's Train or Test split run in the
-// kernel's lab process (when Fit would: labClient), which keeps the run's weights, the data and
-// the compiled evaluation; any other records are evaluated in this program, as before.
-func (l *Lab) evaluateInLabProcess(ck *training.LoadedCheckpoint, dir string) {
-	client := l.labClient(training.Config{})
-	if client == nil || ck.Trained == nil {
-		return
+// evaluateInLabProcess evaluates ck (the run in dir) on recs in the kernel's lab process of
+// client, when recs is the lab's Train or Test split and the evaluation is on one device; done is
+// false otherwise (the cell evaluates in its own program). Its events go to the cell's status
+// line st.
+func (l *Lab) evaluateInLabProcess(ctx context.Context, client *labproc.Client, ck *training.LoadedCheckpoint, dir string,
+	recs *data.Records, opts training.EvalOptions, st *training.Status) (res *training.EvalResult, err error, done bool) {
+	split := ""
+	switch {
+	case recs == l.Test:
+		split = data.SplitTest.String()
+	case recs == l.Train:
+		split = data.SplitTrain.String()
+	}
+	if client == nil || split == "" || opts.Devices > 1 {
+		return nil, nil, false
 	}
 	var stamp int64
 	if fi, err := os.Stat(filepath.Join(dir, "run.json")); err == nil {
 		stamp = fi.ModTime().UnixNano()
 	}
-	t := ck.Trained
-	t.EvaluateWith = func(ctx context.Context, recs *data.Records, opts training.EvalOptions) (*training.EvalResult, error) {
-		split := ""
-		switch {
-		case recs == l.Test:
-			split = data.SplitTest.String()
-		case recs == l.Train:
-			split = data.SplitTrain.String()
-		}
-		if split == "" || opts.Devices > 1 {
-			return training.Evaluate(ctx, t.Backend, t.Model, t.Store, recs, opts)
-		}
-		if opts.TimelineFrom.IsZero() { // the evaluation's timeline counts from this cell's program start
-			opts.TimelineFrom, _ = runs.ProcessStart()
-		}
-		payload, err := encode(evalRequest{Dir: absPath(dir), Step: ck.Info.Step, Stamp: stamp, Spec: l.Spec, DataDir: absPath(l.DataDir), Split: split, Options: opts})
-		if err != nil {
-			return nil, err
-		}
-		msg, err := client.Do(ctx, &labproc.Request{Op: "evaluate", Payload: payload}, relay)
-		if msg == nil || err != nil {
-			return nil, cellError(err)
-		}
-		res := new(training.EvalResult)
-		if err := json.Unmarshal(msg.Payload, res); err != nil {
-			return nil, fmt.Errorf("nb: the lab process's evaluation: %w", err)
-		}
-		return res, nil
+	if opts.TimelineFrom.IsZero() { // the evaluation's timeline counts from this cell's program start
+		opts.TimelineFrom, _ = runs.ProcessStart()
 	}
+	payload, err := encode(evalRequest{Dir: absPath(dir), Step: ck.Info.Step, Stamp: stamp, Spec: l.Spec, DataDir: absPath(l.DataDir),
+		Split: split, Options: opts, Precision: ck.Model.Precision})
+	if err != nil {
+		return nil, err, true
+	}
+	toLabProcess(st, client)
+	msg, err := client.Do(ctx, &labproc.Request{Op: "evaluate", Payload: payload}, relayTo(st))
+	if msg == nil || err != nil {
+		return nil, cellError(err), true
+	}
+	res = new(training.EvalResult)
+	if err := json.Unmarshal(msg.Payload, res); err != nil {
+		return nil, fmt.Errorf("nb: the lab process's evaluation: %w", err), true
+	}
+	return res, nil, true
 }
 
 // heldRun is a run the lab process loaded to evaluate (its weights read once per checkpoint);
@@ -93,8 +93,8 @@ func (s *labServer) hold(dir string, h *heldRun) {
 
 // evaluate serves an evalRequest: the run is loaded once per checkpoint and kept, and evaluated
 // with the evaluation program the lab process keeps for its architecture (training.Programs).
-func (s *labServer) evaluate(ctx context.Context, r *evalRequest) ([]byte, error) {
-	lab, err := s.lab(r.Spec, r.DataDir)
+func (s *labServer) evaluate(ctx context.Context, r *evalRequest, onEvent func(training.Event)) ([]byte, error) {
+	lab, err := s.lab(r.Spec, r.DataDir, onEvent)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,14 @@ func (s *labServer) evaluate(ctx context.Context, r *evalRequest) ([]byte, error
 	if r.Split == data.SplitTrain.String() {
 		recs = lab.Train
 	}
-	res, err := s.programs.Evaluate(ctx, h.run, recs, r.Options)
+	run := h.run
+	if r.Precision != "" && r.Precision != run.Model.Precision { // the cell's choice, for this evaluation
+		m, own := *run.Model, *run
+		m.Precision, own.Model = r.Precision, &m
+		run = &own
+	}
+	r.Options.OnEvent = onEvent
+	res, err := s.programs.Evaluate(ctx, run, recs, r.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -29,11 +29,13 @@ type labServer struct {
 	heldOrder []string            // the folders of held, the one evaluated longest ago first
 }
 
-// lab returns the lab of spec and dataDir, loading it the first time.
-func (s *labServer) lab(spec data.Spec, dataDir string) (*Lab, error) {
+// lab returns the lab of spec and dataDir, loading it the first time; onEvent hears of the
+// backend's creation and the data's loading.
+func (s *labServer) lab(spec data.Spec, dataDir string, onEvent func(training.Event)) (*Lab, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.backend == nil {
+		onEvent(training.Event{Kind: training.EventBackend})
 		b, err := backends.New(backends.Auto)
 		if err != nil {
 			return nil, err
@@ -44,6 +46,7 @@ func (s *labServer) lab(spec data.Spec, dataDir string) (*Lab, error) {
 	if l, ok := s.labs[key]; ok {
 		return l, nil
 	}
+	onEvent(training.Event{Kind: training.EventData})
 	l, err := New(spec, s.backend, dataDir)
 	if err != nil {
 		return nil, err
@@ -73,7 +76,9 @@ func (s *labServer) handle(ctx context.Context, req *labproc.Request, out *labpr
 		if err := decode(req.Payload, &r); err != nil {
 			return nil, fmt.Errorf("nb: lab process: a fit request it cannot read: %w", err)
 		}
-		lab, err := s.lab(r.Spec, r.DataDir)
+		onEvent := eventSender(out)
+		onEvent(training.Event{Kind: training.EventPhase, Text: fmt.Sprintf("preparing the run in the lab process (pid %d)", os.Getpid())})
+		lab, err := s.lab(r.Spec, r.DataDir, onEvent)
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +86,7 @@ func (s *labServer) handle(ctx context.Context, req *labproc.Request, out *labpr
 		l.RunsDir = r.RunsDir
 		defer toCell(out, r.InNotebook)()
 		cfg := r.Config.Config
-		cfg.Programs = &s.programs
+		cfg.Programs, cfg.OnEvent = &s.programs, onEvent
 		res, err := l.fit(ctx, r.Name, cfg)
 		var reply fitReply
 		if res != nil {
@@ -103,7 +108,7 @@ func (s *labServer) handle(ctx context.Context, req *labproc.Request, out *labpr
 		if err := decode(req.Payload, &r); err != nil {
 			return nil, fmt.Errorf("nb: lab process: an evaluate request it cannot read: %w", err)
 		}
-		return s.evaluate(ctx, &r)
+		return s.evaluate(ctx, &r, eventSender(out))
 	}
 	return nil, fmt.Errorf("nb: lab process: unknown request %q (a cell of other code?)", req.Op)
 }

@@ -71,6 +71,7 @@ func TestLabClientOnlyForWhatTravels(t *testing.T) {
 	require.NotNil(t, l.labClient(training.Config{}))
 	require.Nil(t, l.labClient(training.Config{OnPoint: func(runs.HistoryPoint) error { return nil }}))
 	require.Nil(t, l.labClient(training.Config{Plot: true}))
+	require.Nil(t, l.labClient(training.Config{OnEvent: func(training.Event) {}}))
 	require.Nil(t, l.labClient(training.Config{Progress: training.ProgressOn}))
 	require.Nil(t, l.labClient(training.Config{TrainRecords: &data.Records{}}))
 	require.Nil(t, (&Lab{}).labClient(training.Config{}), "a lab of New")
@@ -92,11 +93,22 @@ func TestLabServerFit(t *testing.T) {
 	client := &labproc.Client{Folder: folder, Fingerprint: "fp"}
 	require.Eventually(t, func() bool { _, err := os.Stat(labproc.SocketPath(folder)); return err == nil }, 5*time.Second, 10*time.Millisecond)
 
+	var events []training.Event // what the lab process said it was doing, as the cell's status line gets it
+	collect := func(m *labproc.Message) {
+		var e training.Event
+		if m.Kind == labproc.KindEvent && decode(m.Payload, &e) == nil {
+			events = append(events, e)
+		}
+	}
 	fit := func(name string, cfg training.Config) (*fitReply, string, error) {
 		payload, err := encode(fitRequest{Name: name, Config: wireConfig{Config: cfg}, Spec: data.CIFAR10(), DataDir: dataDir, RunsDir: filepath.Join(dataDir, "runs")})
 		require.NoError(t, err)
 		var out strings.Builder
-		msg, err := client.Do(context.Background(), &labproc.Request{Op: "fit", Payload: payload}, func(m *labproc.Message) { out.WriteString(m.Text) })
+		events = nil
+		msg, err := client.Do(context.Background(), &labproc.Request{Op: "fit", Payload: payload}, func(m *labproc.Message) {
+			out.WriteString(m.Text)
+			collect(m)
+		})
 		require.NotNil(t, msg, "%v", err)
 		var reply fitReply
 		require.NoError(t, decode(msg.Payload, &reply))
@@ -109,17 +121,29 @@ func TestLabServerFit(t *testing.T) {
 	require.NoError(t, json.Unmarshal(reply.Result, &res))
 	require.Equal(t, 2, res.EndStep)
 	require.NotNil(t, reply.History)
+	kinds := func() (out []string) {
+		for _, e := range events {
+			out = append(out, string(e.Kind)+" "+e.Program)
+		}
+		return out
+	}
+	require.Equal(t, []string{"phase ", "backend ", "data ", "compile train step", "compile variable initialisation", "step ", "step ", "checkpoint "}, kinds(),
+		"the events of the first fit, as they reach the cell")
+	require.Equal(t, training.ReasonFirst, events[3].Reason)
 
 	// The run evaluated by the lab process: what this process's evaluation of the same weights
 	// gives, the same program on the same backend.
 	dir := filepath.Join(dataDir, "runs", "two")
 	payload, err := encode(evalRequest{Dir: dir, Step: 2, Spec: data.CIFAR10(), DataDir: dataDir, Split: data.SplitTest.String(), Options: training.EvalOptions{MaxExamples: 50}})
 	require.NoError(t, err)
-	msg, err := client.Do(context.Background(), &labproc.Request{Op: "evaluate", Payload: payload}, func(*labproc.Message) {})
+	events = nil
+	msg, err := client.Do(context.Background(), &labproc.Request{Op: "evaluate", Payload: payload}, collect)
 	require.NoError(t, err)
 	var there training.EvalResult
 	require.NoError(t, json.Unmarshal(msg.Payload, &there))
-	lab, err := s.lab(data.CIFAR10(), dataDir) // under the server's lock: its handler may still hold it
+	require.Equal(t, []string{"eval ", "compile evaluation", "eval "}, kinds(), "the evaluation's progress reaches the cell")
+	require.Equal(t, 50, events[len(events)-1].Done)
+	lab, err := s.lab(data.CIFAR10(), dataDir, func(training.Event) {}) // under the server's lock: its handler may still hold it
 	require.NoError(t, err)
 	ck, err := training.LoadCheckpoint(dir, lab.Backend)
 	require.NoError(t, err)
@@ -151,6 +175,7 @@ func TestLabServerFit(t *testing.T) {
 	var again training.Result
 	require.NoError(t, json.Unmarshal(reply.Result, &again))
 	require.Equal(t, 0, again.Timeline.Compiles(""), "%s", again.Timeline)
+	require.Equal(t, []string{"phase ", "step ", "step ", "checkpoint "}, kinds(), "nothing compiles, nothing loads")
 	require.True(t, started.Equal(again.Timeline.Origin), "%v", again.Timeline.Origin)
 	require.Equal(t, res.Loss, again.Loss, "the same run")
 

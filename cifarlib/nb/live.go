@@ -18,30 +18,33 @@ import (
 // spend its time on that.
 const LiveEvery = time.Second
 
-// Sink is where a live view sends its charts. Update replaces the display called id by svg,
-// with text as its plain-text alternative; the first Update of an id creates the display, in
-// the cell's output where the cell is at that time. NotebookSink is the notebook's; tests
-// record the updates.
+// Sink is where a live view sends its charts. Update replaces the display called id by img;
+// the first Update of an id creates the display, in the cell's output where the cell is at
+// that time. NotebookSink is the notebook's; tests record the updates.
 type Sink interface {
-	Update(id, svg, text string)
+	Update(id string, img *Image)
 }
 
 // NotebookSink updates displays of the GoNB cell in place (gonbui's display ids: Jupyter's
-// update_display_data), as SVG images: no JavaScript, and the last update is what a saved
-// notebook keeps.
+// update_display_data), as DisplayImage shows an Image (SVG, PNG and text): no JavaScript, the
+// last update is what a saved notebook keeps, and an untrusted notebook shows its PNG.
 type NotebookSink struct{}
 
-// Update sends svg to the display id and waits until GoNB has it.
-func (NotebookSink) Update(id, svg, text string) {
-	cellIO.send(&protocol.DisplayData{
-		Data:      map[protocol.MIMEType]any{protocol.MIMEImageSVG: svg, protocol.MIMETextPlain: text},
-		DisplayID: id,
-	})
+// Update sends img to the display id and waits until GoNB has it.
+func (NotebookSink) Update(id string, img *Image) {
+	data, metadata := img.bundle()
+	data[protocol.MIMETextPlain] = img.Text
+	cellIO.send(&protocol.DisplayData{Data: data, Metadata: metadata, DisplayID: id})
 }
 
 // Live is the live view of a training run: the loss and accuracy charts of the run so far,
-// redrawn in place as History points arrive (Add, the training.Config.OnPoint hook), at most every
-// Every, and drawn a last time, always, by Finish. lab.Fit uses one in a notebook.
+// drawn from the first History point and redrawn in place as points arrive (Add, the
+// training.Config.OnPoint hook), at most every Every, and drawn a last time, always, by Finish.
+// lab.Fit uses one in a notebook, and calls Finish when the run ends, fails or is interrupted.
+// The redraws are SVG (what the running notebook shows: outputs of a cell run in JupyterLab are
+// trusted), 3-8 times cheaper than with the PNG, so that they take little from the training;
+// Finish draws each chart as a whole Image, SVG and PNG, which the saved notebook keeps and an
+// untrusted notebook, GitHub and nbviewer show.
 type Live struct {
 	// Sink receives the charts; Every is the shortest time between two redraws (LiveEvery
 	// when 0).
@@ -67,9 +70,10 @@ func NewLive(sink Sink, topK int) *Live {
 		ids: []string{"cifarlab-live-loss-" + id, "cifarlab-live-accuracy-" + id}}
 }
 
-// Add records a point and redraws the charts if Every has passed since the last drawing (the
-// first drawing waits for two points: a curve of one point has no scale). It never fails, so
-// that it can be a training.Config.OnPoint hook: a chart that cannot be drawn is left as it was.
+// Add records a point and draws the charts: at once for the first point (a cell shows its
+// curves from the first step), then when Every has passed since the last drawing. It never
+// fails, so that it can be a training.Config.OnPoint hook: a chart that cannot be drawn is left
+// as it was.
 func (l *Live) Add(p runs.HistoryPoint) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -78,8 +82,8 @@ func (l *Live) Add(p runs.HistoryPoint) error {
 	if every <= 0 {
 		every = LiveEvery
 	}
-	if now := l.now(); len(l.history.Points) >= 2 && (l.drawn.IsZero() || now.Sub(l.drawn) >= every) {
-		l.drawLocked(&l.history)
+	if now := l.now(); l.drawn.IsZero() || now.Sub(l.drawn) >= every {
+		l.drawLocked(&l.history, false)
 		l.drawn = now
 	}
 	return nil
@@ -87,24 +91,25 @@ func (l *Live) Add(p runs.HistoryPoint) error {
 
 // Finish draws the charts a last time, of h when it is not nil (the run's own History, e.g.
 // training.Result.History), else of the points added: the drawing a saved notebook keeps. It
-// reports whether there was anything to draw (two points or more).
+// reports whether there was anything to draw (a point or more).
 func (l *Live) Finish(h *runs.History) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if h == nil {
 		h = &l.history
 	}
-	if len(h.Points) < 2 {
+	if len(h.Points) == 0 {
 		return false
 	}
-	l.drawLocked(h)
+	l.drawLocked(h, true)
 	return true
 }
 
-func (l *Live) drawLocked(h *runs.History) {
-	for i, c := range historyCharts(h, SourceCaption(l.Source)) {
+// drawLocked draws the charts of h, with their PNG when final (see Live).
+func (l *Live) drawLocked(h *runs.History, final bool) {
+	for i, c := range historyCharts(h, SourceCaption(l.Source), final) {
 		if c.err == nil {
-			l.Sink.Update(l.ids[i], c.svg, c.text)
+			l.Sink.Update(l.ids[i], c.img)
 		}
 	}
 }
@@ -114,16 +119,24 @@ func (l *Live) drawLocked(h *runs.History) {
 // cell is a program of its own, so it holds the few runs of one cell.
 var drawnLive sync.Map // *cifarlib.History -> struct{}
 
-// chart is one drawn chart of a history: its SVG and text alternative, or why it failed.
+// chart is one drawn chart of a history, with its text, or why it failed.
 type chart struct {
-	svg, text string
-	err       error
+	img *Image
+	err error
+}
+
+// plural is n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // historyCharts draws the loss and accuracy charts of h, in that order, with one legend
 // column width, so that their last steps line up when shown one above the other, each with the
 // caption under it and in its text.
-func historyCharts(h *runs.History, caption Caption) []chart {
+func historyCharts(h *runs.History, caption Caption, withPNG bool) []chart {
 	last, _ := h.Last()
 	names := []string{"loss", "accuracy"}
 	plots := make([]*plot.Plot, len(names))
@@ -138,10 +151,14 @@ func historyCharts(h *runs.History, caption Caption) []chart {
 	}
 	out := make([]chart, len(names))
 	for i, name := range names {
-		out[i] = chart{err: errs[i], text: caption.withText(fmt.Sprintf("%s curve: %d points, to step %d", name, len(h.Points), last.Step))}
-		if errs[i] == nil {
-			out[i].svg, out[i].err = svgWithColumn(plots[i], column, caption)
+		if out[i].err = errs[i]; out[i].err != nil {
+			continue
 		}
+		if out[i].img, out[i].err = renderChart(plots[i], column, caption, withPNG); out[i].err != nil {
+			out[i].err = fmt.Errorf("nb: rendering the %s chart: %w", name, out[i].err)
+			continue
+		}
+		out[i].img.Text = caption.withText(fmt.Sprintf("%s curve: %s, to step %d", name, plural(len(h.Points), "point"), last.Step))
 	}
 	return out
 }

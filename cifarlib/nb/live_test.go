@@ -15,17 +15,20 @@ import (
 // recordingSink keeps every update a live view sends, as a notebook would receive them.
 type recordingSink struct{ updates []update }
 
-type update struct{ id, svg, text string }
+type update struct {
+	id  string
+	img *Image
+}
 
-func (s *recordingSink) Update(id, svg, text string) {
-	s.updates = append(s.updates, update{id, svg, text})
+func (s *recordingSink) Update(id string, img *Image) {
+	s.updates = append(s.updates, update{id, img})
 }
 
 // texts returns the text alternatives of the updates, in order.
 func (s *recordingSink) texts() []string {
 	var out []string
 	for _, u := range s.updates {
-		out = append(out, u.text)
+		out = append(out, u.img.Text)
 	}
 	return out
 }
@@ -42,10 +45,10 @@ func TestLiveThrottlesAndAlwaysDrawsTheEnd(t *testing.T) {
 		require.NoError(t, live.Add(p))
 		clock = clock.Add(400 * time.Millisecond)
 	}
-	// Drawn at point 2 (t=0.4s, the first with a scale), then once a second has passed since
-	// the last drawing: points 5 (1.6s), 8 (2.8s), 11, 14, 17, 20.
+	// Drawn at the first point (t=0), then once a second has passed since the last drawing:
+	// points 4 (1.2s), 7 (2.4s), 10, 13, 16, 19.
 	var want []string
-	for _, n := range []int{2, 5, 8, 11, 14, 17, 20} {
+	for _, n := range []int{1, 4, 7, 10, 13, 16, 19} {
 		want = append(want, curveText("loss", n)+"\n"+testSource.String(), curveText("accuracy", n)+"\n"+testSource.String())
 	}
 	require.Equal(t, want, sink.texts())
@@ -57,9 +60,14 @@ func TestLiveThrottlesAndAlwaysDrawsTheEnd(t *testing.T) {
 	require.Equal(t, sink.updates[0].id, last[0].id, "the loss chart is updated in place")
 	require.Equal(t, sink.updates[1].id, last[1].id, "the accuracy chart is updated in place")
 	require.NotEqual(t, last[0].id, last[1].id)
-	requireSVG(t, last[0].svg, ">loss<", "train (smoothed)", "SYNTHETIC cifar100")
-	requireSVG(t, last[1].svg, ">accuracy<", "train top-5", "SYNTHETIC cifar100")
-	require.Equal(t, curveText("loss", 20)+"\n"+testSource.String(), last[0].text)
+	requireSVG(t, last[0].img.SVG, ">loss<", "train (smoothed)", "SYNTHETIC cifar100")
+	requireSVG(t, last[1].img.SVG, ">accuracy<", "train top-5", "SYNTHETIC cifar100")
+	requirePNG(t, last[0].img)
+	requirePNG(t, last[1].img)
+	for _, u := range sink.updates[:len(want)] {
+		require.Empty(t, u.img.PNG, "the redraws are SVG alone")
+	}
+	require.Equal(t, curveText("loss", 20)+"\n"+testSource.String(), last[0].img.Text)
 }
 
 // testSource is a run's source: synthetic CIFAR-100 on XLA CPU with 4 devices.
@@ -68,24 +76,37 @@ var testSource = runs.Source{Data: &data.Provenance{Dataset: "cifar100", Kind: d
 
 // curveText is the text alternative of a chart of testHistory's first n points, without its caption.
 func curveText(name string, n int) string {
-	return fmt.Sprintf("%s curve: %d points, to step %d", name, n, n)
+	return fmt.Sprintf("%s curve: %s, to step %d", name, plural(n, "point"), n)
 }
 
 // notRecorded is the caption of the charts of a History whose source is not known.
 const notRecorded = "\ndata: not recorded · machine: not recorded"
 
-func TestLiveFinishWithoutEnoughPoints(t *testing.T) {
+// TestLiveFromTheFirstPoint: a live view draws its charts at its first point, at once, with the
+// point drawn as a dot (TestStepAxis: its axes), as SVG; Finish adds the PNG; Finish without a
+// point draws nothing.
+func TestLiveFromTheFirstPoint(t *testing.T) {
 	sink := &recordingSink{}
 	live := NewLive(sink, 0)
+	live.Every = time.Hour
 	require.False(t, live.Finish(nil), "nothing to draw")
-	require.NoError(t, live.Add(runs.HistoryPoint{Step: 1, Loss: 2}))
-	require.Empty(t, sink.updates, "one point has no scale: not drawn")
-	require.False(t, live.Finish(nil))
-	require.NoError(t, live.Add(runs.HistoryPoint{Step: 2, Loss: 1}))
-	require.Len(t, sink.updates, 2, "the second point is drawn at once")
+	require.Empty(t, sink.updates)
+	require.NoError(t, live.Add(runs.HistoryPoint{Step: 1, Loss: 2.3, Accuracy: 0.1}))
+	require.Len(t, sink.updates, 2, "the first point is drawn at once")
+	l1, a1 := "loss curve: 1 point, to step 1"+notRecorded, "accuracy curve: 1 point, to step 1"+notRecorded
+	require.Equal(t, []string{l1, a1}, sink.texts())
+	for _, u := range sink.updates {
+		requireSVG(t, u.img.SVG)
+		require.Empty(t, u.img.PNG, "a redraw is SVG alone")
+		require.Positive(t, circles(u.img.SVG), "the curve of one point is a dot")
+	}
+	require.NoError(t, live.Add(runs.HistoryPoint{Step: 2, Loss: 2.1, Accuracy: 0.2}))
+	require.Len(t, sink.updates, 2, "throttled: Every has not passed")
 	require.True(t, live.Finish(nil), "Finish(nil) draws the points added")
 	l2, a2 := curveText("loss", 2)+notRecorded, curveText("accuracy", 2)+notRecorded
-	require.Equal(t, []string{l2, a2, l2, a2}, sink.texts())
+	require.Equal(t, []string{l1, a1, l2, a2}, sink.texts())
+	require.Zero(t, circles(sink.updates[2].img.SVG), "two points are a line")
+	requirePNG(t, sink.updates[2].img) // the last drawing, which the saved notebook keeps, has its PNG
 }
 
 // TestShowSkipsChartsDrawnLive: Show of a training.Result whose curves lab.Fit's live view drew

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,6 +156,14 @@ func TestImageGrid(t *testing.T) {
 		"\ndata: SYNTHETIC cifar100 (generated images, not real accuracy)", img.Text)
 	require.Contains(t, svgTexts(t, img.SVG), "data: SYNTHETIC cifar100 (generated images, not real accuracy)", "wrapped to the grid's width")
 	require.Contains(t, img.SVG, "fill:#B01E1E", "in red")
+	require.Empty(t, img.PNG)
+	decoded, err := jpeg.Decode(bytes.NewReader(img.JPEG))
+	require.NoError(t, err, "photographs as a JPEG")
+	require.Equal(t, image.Rect(0, 0, img.Width, img.Height), decoded.Bounds(), "one pixel per CSS pixel")
+	require.Less(t, len(img.JPEG), 30_000)
+	data, metadata := img.bundle()
+	require.Equal(t, img.JPEG, data["image/jpeg"])
+	require.Equal(t, map[string]any{"image/jpeg": map[string]any{"width": img.Width, "height": img.Height}}, metadata)
 
 	for _, c := range []struct{ n, cols int }{{0, 4}, {11, 4}, {2, 0}} {
 		_, err := ImageGrid(recs, c.n, c.cols)

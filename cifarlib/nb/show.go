@@ -54,7 +54,7 @@ func Show(v any) {
 			fmt.Fprintln(output(), "error:", err)
 		}
 		fmt.Fprint(output(), shownText(summary.String()))
-		if _, live := drawnLive.Load(v.History); v.History != nil && len(v.History.Points) > 1 && !live {
+		if _, live := drawnLive.Load(v.History); v.History != nil && len(v.History.Points) > 0 && !live {
 			showHistory(v.History, SourceCaption(v.Source()))
 		}
 	case data.SplitLabels:
@@ -69,7 +69,7 @@ func Show(v any) {
 	case []cifarlib.Mistake:
 		showMistakes(v)
 	case *Image:
-		DisplaySVG(v.SVG, v.Text)
+		DisplayImage(v)
 	case *sweep.Table:
 		DisplayHTML(v.HTML(), v.String())
 	default:
@@ -78,33 +78,34 @@ func Show(v any) {
 }
 
 func showHistory(h *runs.History, caption Caption) {
-	for _, c := range historyCharts(h, caption) {
+	for _, c := range historyCharts(h, caption, true) {
 		if c.err != nil {
 			fmt.Fprintln(output(), "error:", c.err)
 			continue
 		}
-		DisplaySVG(c.svg, c.text)
+		DisplayImage(c.img)
 	}
 }
 
 func showLabels(title string, s data.SplitLabels) {
 	caption := DataCaption(s.Dataset, s.Kind)
-	svg, err := render(caption)(LabelChart(title, s))
+	img, err := render(caption)(LabelChart(title, s))
 	if err != nil {
 		fmt.Fprintln(output(), "error:", err)
 		return
 	}
-	DisplaySVG(svg, caption.withText(shownText(s.String())))
+	img.Text = caption.withText(shownText(s.String()))
+	DisplayImage(img)
 }
 
-// render returns a function that draws a chart as SVG with the caption under it, passing on the
-// chart builder's error.
-func render(caption Caption) func(p *plot.Plot, err error) (string, error) {
-	return func(p *plot.Plot, err error) (string, error) {
+// render returns a function that draws a chart as an Image with the caption under it, passing
+// on the chart builder's error.
+func render(caption Caption) func(p *plot.Plot, err error) (*Image, error) {
+	return func(p *plot.Plot, err error) (*Image, error) {
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		return SVG(p, caption)
+		return Render(p, caption)
 	}
 }
 

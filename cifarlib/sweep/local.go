@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/internal/oomkill"
 )
 
 // Local runs a sweep's tasks on this machine: P at a time, each with one GPU of its own
@@ -195,6 +196,7 @@ func (l *Local) runTask(ctx context.Context, s *Sweep, i int, gpu string) (step 
 	name := s.Tasks[i].Name
 	l.logf("task %d %s: started %s\n", i, name, on)
 	start := time.Now()
+	memory := oomkill.Take()
 	err = cmd.Run()
 	took := time.Since(start).Seconds()
 	var exit *exec.ExitError
@@ -209,6 +211,10 @@ func (l *Local) runTask(ctx context.Context, s *Sweep, i int, gpu string) (step 
 		// wrote nothing, and stays as if not started.
 		l.logf("task %d %s: stopped as it started, before it wrote anything\n", i, name)
 		return 0, false, errNotStarted
+	}
+	if oom := oomkill.Check(memory, err); oom != nil {
+		l.logf("task %d %s: killed because %s after %.1fs (log: %s); to go on, %s\n", i, name, oom, took, out.Name(), oom.Advice())
+		return 0, false, fmt.Errorf("sweep: task %d %s: %w: killed because %s (its output: %s)", i, name, err, oom, out.Name())
 	}
 	if err != nil {
 		why := err.Error()

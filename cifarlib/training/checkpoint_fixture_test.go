@@ -141,27 +141,7 @@ func TestCheckpointFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 	require.Len(t, ld.History.Points, fixtureSteps)
 
 	ev, logits := fixtureLogits(t, ld, cfg)
-	scale, margin := 0.0, math.Inf(1)
-	for _, row := range want.Logits {
-		top, second := math.Inf(-1), math.Inf(-1)
-		for _, v := range row {
-			scale = math.Max(scale, math.Abs(float64(v)))
-			if x := float64(v); x > top {
-				top, second = x, top
-			} else if x > second {
-				second = x
-			}
-		}
-		margin = math.Min(margin, top-second)
-	}
-	tol := logitsTolerance(scale)
-	maxDiff := 0.0
-	for i := range want.Logits {
-		require.InDeltaSlice(t, want.Logits[i], logits[i], tol, "logits of test example %d", i)
-		for j := range want.Logits[i] {
-			maxDiff = math.Max(maxDiff, math.Abs(float64(want.Logits[i][j]-logits[i][j])))
-		}
-	}
+	tol, margin, maxDiff := compareLogits(t, want.Logits, logits)
 	t.Logf("logits written by %s on %s, read on %s: largest difference %.3g, tolerance %.3g, smallest top-two margin %.3g",
 		want.GoMLX, want.Backend, cfg.Backend.Name(), maxDiff, tol, margin)
 	// The loss is a mean of logsumexp(logits)-logit[label]: each term moves by at most 2·tol.

@@ -2,12 +2,14 @@ package training
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/model/checkpoint"
 )
 
 // LoadedCheckpoint is a trained model loaded from a checkpoint directory, ready to evaluate.
@@ -20,11 +22,15 @@ type LoadedCheckpoint struct {
 	*Trained
 	// History is the run's History (empty if none was saved).
 	History *runs.History
+
+	// file is the checkpoint read (its files are file+".json" and file+".bin"), "" when it was
+	// not read from a folder: EvalKey hashes it.
+	file string
 }
 
 // LoadCheckpoint loads the latest checkpoint in dir, rebuilding its model for backend.
 func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, error) {
-	store, _, info, err := readRunCheckpoint(dir)
+	store, h, info, err := readRunCheckpoint(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +42,7 @@ func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, err
 	if err != nil {
 		return nil, fmt.Errorf("training: checkpoint %s: rebuilding model %s: %w", dir, info.Model, err)
 	}
-	return loadedCheckpoint(store, info, m, backend)
+	return loadedCheckpoint(store, h, info, m, backend)
 }
 
 // modelBuilder starts the run's model (its architecture, head width and input normalisation)
@@ -51,12 +57,16 @@ func (ci *CheckpointInfo) modelBuilder(spec data.Spec) *cifarlib.ModelBuilder {
 }
 
 // loadedCheckpoint pairs the checkpoint's store with the model m and reads the run's History.
-func loadedCheckpoint(store *model.Store, info CheckpointInfo, m *cifarlib.Model, backend compute.Backend) (*LoadedCheckpoint, error) {
+func loadedCheckpoint(store *model.Store, h *checkpoint.Handler, info CheckpointInfo, m *cifarlib.Model, backend compute.Backend) (*LoadedCheckpoint, error) {
 	hist, err := runs.LoadHistory(info.Dir)
 	if err != nil {
 		return nil, err
 	}
-	return &LoadedCheckpoint{Info: info, Trained: &Trained{Model: m, Store: store, Backend: backend}, History: hist}, nil
+	ck := &LoadedCheckpoint{Info: info, Trained: &Trained{Model: m, Store: store, Backend: backend}, History: hist}
+	if list, err := h.ListCheckpoints(); err == nil && len(list) > 0 { // the latest: the one the handler read
+		ck.file = filepath.Join(h.Dir(), list[len(list)-1])
+	}
+	return ck, nil
 }
 
 // LoadCheckpointInto loads the latest checkpoint in dir into the model m, as it is: PyTorch's
@@ -77,5 +87,5 @@ func LoadCheckpointInto(dir string, m *cifarlib.Model, backend compute.Backend) 
 	}
 	own := *m // the run's weights expect its own input normalisation
 	own.Input = info.Input
-	return loadedCheckpoint(store, info, &own, backend)
+	return loadedCheckpoint(store, h, info, &own, backend)
 }

@@ -97,6 +97,10 @@ type EvalOptions struct {
 	// TimelineFrom is when the evaluation's timeline (EvalResult.Timeline) starts: zero, the
 	// process start; a process that outlives notebook cells gives the cell's start.
 	TimelineFrom time.Time
+	// OnEvent, when set, is called as the evaluation starts, compiles and after each batch
+	// (Event: EventEval, EventCompile). The evaluations of a training run report to its
+	// Config.OnEvent instead.
+	OnEvent func(Event) `json:"-"`
 
 	// purpose is runs.PhaseValidation for a Trainer's evaluations during training, else
 	// runs.PhaseEval: the phase of the timeline.
@@ -175,6 +179,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalO
 	e.cur = e.rt
 	if e.cur == nil {
 		e.cur = newRunTimeline(opts.TimelineFrom)
+		e.cur.onEvent = opts.OnEvent
 	}
 	began := time.Now()
 	if err := e.useDevices(opts.Devices); err != nil {
@@ -188,6 +193,8 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalO
 		return nil, err
 	}
 	tally := newEvalTally(recs.Spec, opts.Split, e.model.NumClasses, e.topK)
+	tally.progress = Event{Kind: EventEval, Examples: recs.Len(), TTA: opts.TTA, Purpose: opts.purpose, Split: opts.Split}
+	e.cur.event(tally.progress)
 	if err := backends.TrainCatch(func() error { return e.run(ctx, ds, tally, opts) }); err != nil {
 		return nil, backends.TranslateRunError(err, opts.BatchSize)
 	}
@@ -229,12 +236,16 @@ func (e *Evaluator) run(ctx context.Context, ds *data.Dataset, tally *evalTally,
 			_ = o.FinalizeAll()
 		}
 		tally.add(labels, preds, top, losses)
+		tally.progress.Done = tally.res.Examples
+		e.cur.event(tally.progress)
 	}
 	return nil
 }
 
 // evalTally adds up an evaluation, batch by batch.
 type evalTally struct {
+	// progress is the evaluation's EventEval, Done counting the examples added.
+	progress                 Event
 	res                      *EvalResult
 	classes, head            int
 	lossSum                  float64

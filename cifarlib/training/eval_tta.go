@@ -46,21 +46,35 @@ func ttaName(level int) string {
 	return fmt.Sprintf("level %d", level)
 }
 
-// ttaViews returns the views of images [B, 32, 32, 3] that TTA level tta averages, and the
-// weight of each view's logits: for TTAMirrorTranslate x, mirror(x), t1, mirror(t1), t2,
-// mirror(t2), weighted 1/4, 1/4, 1/8, 1/8, 1/8, 1/8 (airbench's nesting of means, expanded).
+// ttaWeights returns the weight of each view's logits that TTA level tta averages, one per view:
+// for TTAMirrorTranslate x, mirror(x), t1, mirror(t1), t2, mirror(t2), weighted 1/4, 1/4, 1/8,
+// 1/8, 1/8, 1/8 (airbench's nesting of means, expanded).
+func ttaWeights(tta int) []float32 {
+	switch tta {
+	case TTANone:
+		return []float32{1}
+	case TTAMirror:
+		return []float32{0.5, 0.5}
+	}
+	return []float32{0.25, 0.25, 0.125, 0.125, 0.125, 0.125}
+}
+
+// ttaViewCount is the number of views TTA level tta averages: 1, 2 or 6.
+func ttaViewCount(tta int) int { return len(ttaWeights(tta)) }
+
+// ttaViews returns the views of images [B, 32, 32, 3] that TTA level tta averages, in the order
+// of ttaWeights, and their weights.
 func ttaViews(images *graph.Node, tta int) (views []*graph.Node, weights []float32) {
 	const widthAxis = 2
 	mirror := func(x *graph.Node) *graph.Node { return graph.Reverse(x, widthAxis) }
 	switch tta {
 	case TTANone:
-		return []*graph.Node{images}, []float32{1}
+		return []*graph.Node{images}, ttaWeights(tta)
 	case TTAMirror:
-		return []*graph.Node{images, mirror(images)}, []float32{0.5, 0.5}
+		return []*graph.Node{images, mirror(images)}, ttaWeights(tta)
 	}
 	up, down := reflectShift(images, -1), reflectShift(images, 1)
-	return []*graph.Node{images, mirror(images), up, mirror(up), down, mirror(down)},
-		[]float32{0.25, 0.25, 0.125, 0.125, 0.125, 0.125}
+	return []*graph.Node{images, mirror(images), up, mirror(up), down, mirror(down)}, ttaWeights(tta)
 }
 
 // reflectShift translates images [B, H, W, C] by d (-1 or 1) pixels on both the height and

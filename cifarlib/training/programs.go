@@ -6,6 +6,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -195,13 +196,18 @@ type programSet struct {
 func (t *Trainer) usePrograms() error {
 	t.progs = &programSet{owner: t, model: t.model, store: t.store}
 	p := t.plan.Programs
-	if p == nil || t.plan.From != "" || t.devices.numDevices() > 1 || t.ckpt != nil && (t.ckpt.resumed != nil || t.ckpt.imported != nil) {
+	if why := ownPrograms(t); p == nil || why != "" {
+		if p != nil {
+			t.rt.reasons = map[string]string{runs.ProgramTrainStep: why}
+		}
 		return nil
 	}
 	key := programKey(t.plan, t.backend, t.devices.numDevices())
+	reason := p.reason(key)
 	s := p.take(key)
 	if s == nil {
 		t.progs.programs, t.progs.key = p, key
+		t.rt.reasons = map[string]string{runs.ProgramTrainStep: reason}
 		return nil
 	}
 	if err := s.detach(); err != nil {
@@ -223,6 +229,22 @@ func (t *Trainer) usePrograms() error {
 		t.ckpt.handler = h
 	}
 	return nil
+}
+
+// ownPrograms says why t's run compiles programs of its own, which Programs does not keep: it
+// is transferred, data-parallel or resumed ("" when it can share them).
+func ownPrograms(t *Trainer) string {
+	switch {
+	case t.plan.From != "":
+		return "a transferred run compiles its own"
+	case t.devices.numDevices() > 1:
+		return "a data-parallel run compiles its own"
+	case t.ckpt != nil && t.ckpt.resumed != nil:
+		return "a resumed run compiles its own"
+	case t.ckpt != nil && t.ckpt.imported != nil:
+		return "an imported run compiles its own"
+	}
+	return ""
 }
 
 // keep records the train.Trainer of s and hooks its Exec creation (train_compile.go).

@@ -10,7 +10,7 @@ import (
 //
 // How a compile is seen: GoMLX compiles lazily, when an Exec is first called with new input
 // shapes, and it calls the Exec's graph function exactly once per program it compiles
-// (graph.Exec.buildAndCompileGraph, in gomlx v0.28.3 as in v0.28.8); it has no compile
+// (graph.Exec.buildAndCompileGraph, in gomlx v0.28.3 as in v0.28.16); it has no compile
 // callback. So the graph functions of cifarlib's programs (Trainer.modelFn for the train step,
 // Evaluator.graph for evaluations) call building, and the caller asks the Exec to compile
 // (model.Exec.Compile) before it calls it: the compile event is then exactly the build and the
@@ -24,6 +24,34 @@ type runTimeline struct {
 	pendingProgram string
 	// lastCompileEnd is when the last compile ended: the phase it interrupted resumes there.
 	lastCompileEnd time.Time
+	// onEvent receives what the run or evaluation starts doing (Config.OnEvent,
+	// EvalOptions.OnEvent; nil: nobody), and reasons says why a program compiles (by program;
+	// ReasonFirst when not set).
+	onEvent func(Event)
+	reasons map[string]string
+}
+
+// event sends e to onEvent, if any.
+func (rt *runTimeline) event(e Event) {
+	if rt != nil && rt.onEvent != nil {
+		rt.onEvent(e)
+	}
+}
+
+// compiling says that program is about to compile.
+func (rt *runTimeline) compiling(program string) {
+	if rt == nil || rt.onEvent == nil {
+		return
+	}
+	rt.onEvent(Event{Kind: EventCompile, Program: program, Reason: rt.reason(program)})
+}
+
+// reason says why program compiles: reasons', or ReasonFirst.
+func (rt *runTimeline) reason(program string) string {
+	if r := rt.reasons[program]; r != "" {
+		return r
+	}
+	return ReasonFirst
 }
 
 // newRunTimeline starts a timeline from origin (zero: the process start) whose first event is
@@ -46,6 +74,7 @@ func (rt *runTimeline) add(phase runs.Phase, began time.Time) *runs.Event {
 func (rt *runTimeline) building(program string) {
 	if rt != nil && rt.pending.IsZero() {
 		rt.pending, rt.pendingProgram = time.Now(), program
+		rt.compiling(program)
 	}
 }
 

@@ -288,6 +288,7 @@ func (t *Trainer) onStep(loop *train.Loop, metrics []*tensors.Tensor) error {
 	for _, m := range metrics {
 		t.lastMetrics = append(t.lastMetrics, shapes.ConvertTo[float64](m.Value()))
 	}
+	t.rt.event(Event{Kind: EventStep, Step: step, Steps: cfg.Steps, Loss: t.lastMetrics[trainMetricLoss]})
 	last := step == cfg.Steps
 	evalNow := t.validate.due(step, cfg.Steps)
 	record := step%cfg.HistoryEvery == 0 || last || evalNow
@@ -349,6 +350,7 @@ func (t *Trainer) saveCheckpoint() error {
 	if t.ckpt == nil {
 		return nil
 	}
+	t.rt.event(Event{Kind: EventCheckpoint, Step: t.GlobalStep(), Steps: t.plan.Steps})
 	defer t.rt.add(runs.PhaseCheckpoint, time.Now())
 	return t.ckpt.save(t.store, t.history)
 }

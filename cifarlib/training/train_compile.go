@@ -42,6 +42,7 @@ func (t *Trainer) onExecCreated(exec *model.Exec, kind train.GraphType) {
 	if !uninitialised {
 		return
 	}
+	t.rt.event(Event{Kind: EventCompile, Program: runs.ProgramInit, Reason: t.rt.reason(runs.ProgramTrainStep)})
 	began := time.Now()
 	if err := t.store.InitializeVariables(t.backend, nil); err != nil {
 		return // the call initialises them again and reports the error

@@ -187,6 +187,11 @@ type Config struct {
 	// OnPoint, when set, is called with each History point as it is recorded; an error stops
 	// training (the checkpoint is still saved).
 	OnPoint func(runs.HistoryPoint) error
+	// OnEvent, when set, is called with what the run starts doing, as it starts: creating the
+	// backend, loading the data, each compile (and why), each step, each evaluation's progress,
+	// each checkpoint (Event). It runs on the training goroutine: keep it short. A Status turns
+	// the events into a line that says what the run is doing from its first second.
+	OnEvent func(Event)
 
 	// From, when set, is the checkpoint directory of a trained cifarlib run to transfer from
 	// (see transfer.go): its backbone is carried bit for bit, its head too when Spec has the

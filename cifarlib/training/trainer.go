@@ -57,11 +57,15 @@ type Trainer struct {
 // classes fails here, with *HeadMismatchError.
 func NewTrainer(cfg Config) (*Trainer, error) {
 	t := &Trainer{log: newRunLog(cfg.Log), rt: newRunTimeline(cfg.TimelineFrom)}
+	t.rt.onEvent = cfg.OnEvent
 	p, err := resolve(cfg, t.loadRecords) // loads the data first when the plan depends on its size
 	if err != nil {
 		return nil, err
 	}
 	t.plan = p
+	if p.Backend == nil {
+		t.rt.event(Event{Kind: EventBackend})
+	}
 	began := time.Now()
 	if t.backend, t.devices, err = openDevices(p); err != nil {
 		return nil, err
@@ -115,6 +119,9 @@ func (t *Trainer) initWhitening(resumed bool) error {
 // loadRecords loads the splits of c into t.records (see loadTrainRecords), timed on the
 // timeline, and returns the number of training examples (a trainSize for resolve).
 func (t *Trainer) loadRecords(c *Config) (int, error) {
+	if c.TrainRecords == nil || c.TestRecords == nil && (!c.SkipFinalEval || c.EvalEvery > 0) {
+		t.rt.event(Event{Kind: EventData})
+	}
 	began := time.Now()
 	recs, err := loadTrainRecords(c, t.log)
 	if err != nil {

@@ -32,6 +32,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cifarlab/cifarlab/internal/oomkill"
 	"github.com/cifarlab/cifarlab/internal/proctree"
 )
 
@@ -110,6 +111,7 @@ func supervise(argv []string) int {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT)
+	memory := oomkill.Take()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "cifarlab-kernel:", err)
 		return 1
@@ -122,6 +124,11 @@ func supervise(argv []string) int {
 	err = cmd.Wait()
 	if err == nil {
 		return 0
+	}
+	if oom := oomkill.Check(memory, err); oom != nil {
+		// Jupyter shows only that the kernel died; its log (this stderr) says why.
+		fmt.Fprintf(os.Stderr, "cifarlab-kernel: the kernel (pid %d) was killed because %s; to go on, %s\n",
+			cmd.Process.Pid, oom, oom.Advice())
 	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
@@ -21,7 +22,7 @@ func init() {
 	})
 }
 
-func runEval(args []string, stdout io.Writer) error {
+func runEval(args []string, stdout io.Writer) (err error) {
 	fs := newFlagSet("eval", "--checkpoint DIR [--data DIR] [--split test|train] [--batch B] [--max N] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--tta 0|1|2] [--json]", stdout)
 	ckptDir := fs.String("checkpoint", "", "checkpoint `DIR` written by cifarlab train (required); it records the dataset and the model")
 	dataDir := fs.String("data", data.DefaultDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DirEnv+")")
@@ -62,6 +63,9 @@ func runEval(args []string, stdout io.Writer) error {
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("--devices %q: use a positive number or all", *devicesFlag)}
 	}
+	status := training.NewLineStatus(os.Stderr, "") // what it is doing, from its first second
+	defer func() { status.Close(err) }()
+	status.Event(training.Event{Kind: training.EventBackend})
 	backend, err := backends.NewWithDevices(*backendName, devices)
 	if errors.Is(err, backends.ErrDevices) {
 		return &exitError{code: 2, err: err}
@@ -77,6 +81,7 @@ func runEval(args []string, stdout io.Writer) error {
 		return err
 	}
 	ck.Model.Precision = precision
+	status.Event(training.Event{Kind: training.EventData})
 	recs, err := training.LoadSplitOrSynthetic(*dataDir, ck.Model.Spec, split)
 	if err != nil {
 		return err
@@ -84,7 +89,8 @@ func runEval(args []string, stdout io.Writer) error {
 	ctx, stop := training.InterruptContext(context.Background())
 	defer stop()
 	res, err := training.Evaluate(ctx, backend, ck.Model, ck.Store, recs,
-		training.EvalOptions{BatchSize: *batch, MaxExamples: *maxExamples, Split: split.String(), Devices: devices, TTA: *tta})
+		training.EvalOptions{BatchSize: *batch, MaxExamples: *maxExamples, Split: split.String(), Devices: devices, TTA: *tta, OnEvent: status.Event})
+	status.Close(err) // before the report
 	if err != nil {
 		return err
 	}

@@ -146,7 +146,12 @@ func trainCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	ctx, stop := training.InterruptContext(ctx)
 	defer stop()
 
+	// What the run is doing, from its first second: a line per phase on stderr (the compiles and
+	// why, the first step, each evaluation's progress), as a notebook cell shows it in place.
+	status := training.NewLineStatus(os.Stderr, "")
+	cfg.OnEvent = status.Event
 	res, err := training.Train(ctx, cfg)
+	status.Close(err)
 	if err != nil {
 		var ce *training.ConfigError
 		var nr *training.NotRunError

@@ -226,6 +226,9 @@ func TestTrainCommandSIGINTSavesAndResumes(t *testing.T) {
 	require.GreaterOrEqual(t, res.EndStep, 3)
 	require.Less(t, res.EndStep, 1000000)
 	require.Contains(t, stderrText.String(), "interrupted: checkpoint saved at step ")
+	// What the run did, from its first second, as a notebook cell says it.
+	require.Regexp(t, `(?s)^creating the backend… 0\.\d s\nloading the data… 0\.\d s\n.*\ncompiling the train step \(first time for this shape\)… \d+\.\d s\n`+
+		`compiled the train step \(first time for this shape\) in \d+\.\d s\n.*\nstep 1/1000000 · loss \d+\.\d{4} · 0\.0 s\nstep 1/1000000: loss`, stderrText.String())
 	require.True(t, strings.HasSuffix(stderrText.String(), "cifarlab train: interrupted at step "+strconv.Itoa(res.EndStep)+
 		" of 1000000; checkpoint saved in "+ckpt+": run the same command to resume\n"), stderrText.String())
 	saved, err := filepath.Glob(filepath.Join(ckpt, fmt.Sprintf("checkpoint-*-step-%08d.json", res.EndStep)))
@@ -243,4 +246,17 @@ func TestTrainCommandSIGINTSavesAndResumes(t *testing.T) {
 	require.False(t, res2.Interrupted)
 	require.Equal(t, res.EndStep, res2.StartStep)
 	require.Equal(t, res.EndStep+2, res2.EndStep)
+
+	// An evaluation says what it does too, with its progress.
+	eval := exec.Command(bin, "eval", "--checkpoint", ckpt, "--data", root, "--backend", "go", "--tta", "2", "--batch", "40")
+	eval.Env = cmd.Env
+	var evalErr bytes.Buffer
+	eval.Stderr = &evalErr
+	out, err = eval.Output()
+	require.NoError(t, err, evalErr.String())
+	require.Contains(t, string(out), "test accuracy ")
+	require.Regexp(t, `^creating the backend… 0\.\d s\nloading the data… 0\.\d s\nevaluating 100 images with TTA level 2 \(6 views\)… 0/100 · 0\.\d s\n`+
+		`compiling the evaluation \(first time for this shape\)… \d+\.\d s\ncompiled the evaluation \(first time for this shape\) in \d+\.\d s\n`+
+		`evaluating 100 images with TTA level 2 \(6 views\)… 40/100 · \d+\.\d s\n`+
+		`evaluated 100 images with TTA level 2 \(6 views\) in \d+\.\d s \(compiled the evaluation \(first time for this shape\) in \d+\.\d s\)\n$`, evalErr.String())
 }

@@ -17,7 +17,7 @@ func init() {
 }
 
 func runVerify(args []string, stdout io.Writer) error {
-	fs := newFlagSet("verify", "[--data DIR] [--dataset cifar10|cifar100] [--archive FILE] [--status]\n\n"+
+	fs := newFlagSet("verify", "[--data DIR] [--dataset cifar10|cifar100] [--archive FILE] [--status [--json]]\n\n"+
 		"Checks the CIFAR files of DIR against the official checksums without downloading anything, and on\n"+
 		"success records it (cifarlab-verified.json), so that the notebooks, training and doctor say\n"+
 		"\"real, verified\". What is checked:\n"+
@@ -30,6 +30,7 @@ func runVerify(args []string, stdout io.Writer) error {
 	dataset := fs.String("dataset", "", "dataset: cifar10 or cifar100 (default: each one present in DIR)")
 	archive := fs.String("archive", "", "the official archive `FILE` (e.g. cifar-10-binary.tar.gz) to check the files against (default: DIR/<archive name> when it is there)")
 	status := fs.Bool("status", false, "only say, in one line per dataset, what DIR holds (real verified, real unverified, synthetic or nothing); checks nothing more, writes nothing")
+	asJSON := fs.Bool("json", false, "with --status: say it as JSON, with each split's image count and a line without paths (the notebooks' metadata names their data with it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,6 +44,12 @@ func runVerify(args []string, stdout io.Writer) error {
 			return &exitError{code: 2, err: fmt.Errorf("--dataset: %w", err)}
 		}
 		specs = []data.Spec{spec}
+	}
+	if *asJSON && !*status {
+		return &exitError{code: 2, err: errors.New("--json goes with --status")}
+	}
+	if *status && *asJSON {
+		return writeStatusJSON(stdout, *dataDir, specs)
 	}
 	if *status {
 		for _, spec := range specs {

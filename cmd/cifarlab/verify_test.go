@@ -24,7 +24,8 @@ func copiedSubset(t *testing.T) string {
 // TestVerifyCommand: a copied subset is said to be real but unverified, verify says it is NOT
 // the official files and why (exit 1), a wrong archive is refused by its SHA-256, a dataset that
 // is not there is not verified, --status says
-// each dataset's one line, and a folder with nothing in it is no data to verify.
+// each dataset's one line (--json: with its image counts, a line without paths, and an error
+// for a split that does not load), and a folder with nothing in it is no data to verify.
 func TestVerifyCommand(t *testing.T) {
 	root := copiedSubset(t)
 	dir := filepath.Join(root, "cifar-10-batches-bin")
@@ -52,6 +53,25 @@ func TestVerifyCommand(t *testing.T) {
 	code, stdout, stderr = runDataCmd(t, "verify", "--data", root, "--status")
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, data.StateOf(root, data.CIFAR10()).String()+"\n"+data.StateOf(root, data.CIFAR100(data.LabelsFine)).String()+"\n", stdout)
+
+	code, stdout, stderr = runDataCmd(t, "verify", "--data", root, "--status", "--json")
+	require.Equal(t, 0, code, stderr)
+	require.JSONEq(t, `[{"dataset": "cifar10", "kind": "real, unverified", "layout": "binary", "train_images": 50, "test_images": 20,
+		"line": "cifar10: real, unverified (binary layout, 50 train / 20 test images)"},
+		{"dataset": "cifar100", "kind": "none", "train_images": 0, "test_images": 0, "line": "cifar100: no data"}]`, stdout)
+	synth := t.TempDir()
+	require.NoError(t, data.Synthesize(synth, data.CIFAR100(data.LabelsFine), data.SynthOptions{TrainSize: 30, TestSize: 10}))
+	code, stdout, stderr = runDataCmd(t, "verify", "--data", synth, "--status", "--json", "--dataset", "cifar100")
+	require.Equal(t, 0, code, stderr)
+	require.JSONEq(t, `[{"dataset": "cifar100", "kind": "synthetic", "layout": "binary", "train_images": 30, "test_images": 10,
+		"line": "cifar100: synthetic (binary layout, 30 train / 10 test images)"}]`, stdout)
+	require.NoError(t, os.Truncate(filepath.Join(dir, "test_batch.bin"), 100))
+	code, _, stderr = runDataCmd(t, "verify", "--data", root, "--status", "--json")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "cifar10: real, unverified, but its test split does not load: ")
+	code, _, stderr = runDataCmd(t, "verify", "--data", root, "--json")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "--json goes with --status")
 
 	empty := t.TempDir()
 	code, _, stderr = runDataCmd(t, "verify", "--data", empty)

@@ -146,6 +146,40 @@ def _docker_bridge_gateway(env):
         return "172.17.0.1"
 
 
+def _mem_bytes(text):
+    """Bytes in a Docker memory size ("4G", "512m", "3221225472"); None when it is not one."""
+    units = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+    t = text.strip().lower()
+    unit = t[-1] if t and t[-1] in "bkmgt" else ""
+    try:
+        return int(float(t[: len(t) - len(unit)]) * units[unit])
+    except ValueError:
+        return None
+
+
+def capacity_line(env, host_cpus, host_mem):
+    """One line for the organiser: what the per-user limits add up to for CIFARLAB_HUB_USERS, and
+    how that compares with this machine (CPU limits are caps on shared cores; memory limits are
+    what each attendee may take, so their sum should fit in the machine's memory)."""
+    users = int(_env_float(env, "CIFARLAB_HUB_USERS", 30, 1, 1000))
+    cpu = _env_float(env, "CIFARLAB_HUB_CPU", 2.0, 0.1, 1024)
+    mem_text = env.get("CIFARLAB_HUB_MEM", "4G")
+    mem = _mem_bytes(mem_text)
+    if mem is None:
+        raise SettingsError(f"cifarlab hub: CIFARLAB_HUB_MEM={mem_text!r} is not a size such as 4G or 512m")
+    gib = 2**30
+    line = (f"cifarlab hub: capacity: {users} users x ({cpu:g} CPU, {mem_text}) = {users * cpu:g} CPUs and "
+            f"{users * mem / gib:.0f} GiB of limits; this machine has {host_cpus} CPUs and {host_mem / gib:.0f} GiB")
+    if users * mem > 0.9 * host_mem:
+        fit = max(0.5, int(0.9 * host_mem / users / gib * 2) / 2)
+        line += (f": if every attendee used their limit, memory would run out; set CIFARLAB_HUB_MEM={fit:g}G "
+                 f"(90% of the machine for {users}; a user running notebooks 01-04 peaks at about 2.5 GB) "
+                 f"or CIFARLAB_HUB_USERS lower (docker/README.md, 'Capacity')")
+    elif users * cpu > host_cpus:
+        line += " (CPU limits are caps on shared cores: attendees who run cells at once share them)"
+    return line
+
+
 def settings_from_env(env):
     """Settings from CIFARLAB_HUB_* variables; a bad value raises SettingsError naming it."""
     auth = env.get("CIFARLAB_HUB_AUTH", "native")
@@ -194,3 +228,15 @@ def settings_from_env(env):
     if engine == "docker":
         s.docker_bridge_gateway = _docker_bridge_gateway(env)
     return s
+
+
+if __name__ == "__main__":
+    # docker/hub/start.sh: the capacity line, or the settings' error, before the hub starts.
+    import sys
+
+    try:
+        settings_from_env({**os.environ, "CIFARLAB_HUB_ENGINE": "podman"})
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        print(capacity_line(os.environ, os.cpu_count(), pages), file=sys.stderr)
+    except SettingsError as e:
+        sys.exit(str(e))

@@ -46,7 +46,9 @@ else:
 c.Authenticator.allow_all = True  # whoever signed up with the code (or was created by an admin)
 
 # --- the user servers: one container of the image each ---------------------------------------
-c.JupyterHub.spawner_class = "docker"
+# DockerSpawner, whose failed starts remove their container and tell the attendee why
+# (docker/hub/cifarlab_spawner.py).
+c.JupyterHub.spawner_class = "cifarlab_spawner.CifarlabSpawner"
 c.DockerSpawner.image = s.image
 c.DockerSpawner.pull_policy = "never"  # the image is built or loaded on the machine beforehand
 c.DockerSpawner.name_template = s.container_prefix + "{username}"
@@ -79,12 +81,17 @@ c.DockerSpawner.environment = s.environment()
 
 # --- idle culling ----------------------------------------------------------------------------
 # jupyterhub-idle-culler as a hub service: a server with no activity (no open notebook sending
-# messages, no running kernel activity) for CIFARLAB_HUB_CULL_TIMEOUT seconds is stopped, its
-# container removed, and with it every kernel and the GPU memory they held.
+# messages, no kernel running a cell) for CIFARLAB_HUB_CULL_TIMEOUT seconds is stopped, its
+# container removed, and with it every kernel and the GPU memory they held. Before it culls a
+# server that the hub's record says is idle, it asks the server itself whether a kernel is busy
+# or it was active since (docker/hub/culler_config.py, cifarlab_cull.py): the hub's record lags
+# by up to the servers' activity interval, and a silent running cell reports nothing, so a
+# restart with a shorter timeout used to cull running work. Hence the scopes to reach the
+# servers (access:servers) at the proxy's address for them (proxy).
 c.JupyterHub.load_roles = [
     {
         "name": "idle-culler",
-        "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+        "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers", "access:servers", "proxy"],
         "services": ["idle-culler"],
     }
 ]
@@ -97,6 +104,7 @@ c.JupyterHub.services = [
             "jupyterhub_idle_culler",
             f"--timeout={s.cull_timeout}",
             f"--cull-every={s.cull_every}",
+            f"--config={os.path.join(here, 'culler_config.py')}",
         ],
     }
 ]

@@ -2,7 +2,8 @@
 """The client side of docker/hub/test.sh: talks to a running hub only through its public URL
 (the proxy) and REST API, as attendees' browsers and an admin would.
 
-    loadtest.py STATE.json signup                 sign-up form: a wrong code creates nobody, the right one logs in
+    loadtest.py STATE.json signup [USER]          sign-up form: a wrong code creates nobody, the right one logs in
+                                                  (USER: a user the admin created beforehand signs up)
     loadtest.py STATE.json users N                create users u1..uN and a token each through the REST API
     loadtest.py STATE.json start USER...          start their servers, wait until ready
     loadtest.py STATE.json run LABEL USER...      each user runs the notebooks through their own kernel, at once
@@ -10,7 +11,12 @@
     loadtest.py STATE.json mark USER              the user edits a notebook and adds one of their own
     loadtest.py STATE.json check-mark USER [--notebooks-only]  ... and both are still there
     loadtest.py STATE.json restart USER           stop and start the user's server through the REST API
-    loadtest.py STATE.json wait-culled SECONDS    every server stopped by the idle culler within SECONDS
+    loadtest.py STATE.json spawn-fails USER WORDS...  a spawn that fails: the attendee's page says WORDS, no container left
+    loadtest.py STATE.json oom USER LIMIT         a cell over the memory limit is killed; the next cell says why (LIMIT, e.g. "3.0 GiB")
+    loadtest.py STATE.json busy USER SECONDS      the user's kernel runs a silent cell of SECONDS (no client left connected)
+    loadtest.py STATE.json kept-while-busy USER SECONDS  the server stays while that kernel is busy, until it is idle
+    loadtest.py STATE.json culled-after-idle USER TIMEOUT EVERY  culled once idle for TIMEOUT, within a culling period
+    loadtest.py STATE.json wait-culled SECONDS [USER...]  every server (or USER's) stopped by the idle culler within SECONDS
     loadtest.py STATE.json report                 RESULTS tables from what the runs recorded
 
 STATE.json holds the hub's URL and admin token (written by test.sh) and what the steps record
@@ -86,20 +92,24 @@ def xsrf_form(session, url):
     return r.text, m.group(1)
 
 
-def cmd_signup(state, _args):
+def cmd_signup(state, args):
+    """Signs a new name up (and removes it again), or, given USER, a user the admin created
+    beforehand through the REST API (a server started before the room opens), who keeps it."""
     base = state["url"] + "/hub"
     s = requests.Session()
     page, xsrf = xsrf_form(s, base + "/signup")
     if 'name="signup_code"' not in page:
         raise Fail("the sign-up page has no workshop code field")
-    user, pw = "attendee-" + uuid.uuid4().hex[:6], "correct-horse-" + uuid.uuid4().hex[:8]
+    existing = bool(args)
+    user = args[0] if existing else "attendee-" + uuid.uuid4().hex[:6]
+    pw = "correct-horse-" + uuid.uuid4().hex[:8]
     form = {"_xsrf": xsrf, "username": user, "signup_password": pw, "signup_password_confirmation": pw}
     r = s.post(base + "/signup", data={**form, "signup_code": "wrong-" + state["signup_code"]}, timeout=30)
     if r.status_code != 403 or "Wrong workshop code" not in r.text:
         raise Fail(f"sign-up with a wrong code answered {r.status_code}, want 403 with an explanation")
     # (That it created nobody shows below too: the same name then signs up, which NativeAuthenticator
     # refuses for a name already taken.)
-    if api(state, "GET", f"/users/{user}", expect=(200, 404)).status_code != 404:
+    if not existing and api(state, "GET", f"/users/{user}", expect=(200, 404)).status_code != 404:
         raise Fail("a sign-up with a wrong code created the user")
     r = s.post(base + "/signup", data={**form, "signup_code": state["signup_code"]}, timeout=30)
     if r.status_code != 200 or "successful" not in r.text:
@@ -118,6 +128,10 @@ def cmd_signup(state, _args):
     who = s.get(base + "/api/user", timeout=30, headers={"X-XSRFToken": s.cookies.get("_xsrf", "")})
     if who.status_code != 200 or who.json().get("name") != user:
         raise Fail(f"after login, /hub/api/user answered {who.status_code} {who.text[:200]}")
+    if existing:
+        print(f"signup: {user}, created by the admin beforehand, signed up with the code and logged in with "
+              f"the password chosen then (a wrong code and a wrong password refused)")
+        return
     api(state, "DELETE", f"/users/{user}")
     print(f"signup: wrong code refused (403, no user), right code signed {user} up, "
           f"wrong password refused, password logged in")
@@ -162,7 +176,8 @@ def start(state, user):
 def cmd_start(state, users):
     with concurrent.futures.ThreadPoolExecutor(len(users)) as ex:
         took = dict(zip(users, ex.map(lambda u: start(state, u), users)))
-    state.setdefault("start_seconds", {}).update(took)
+    first = state.setdefault("start_seconds", {})  # the figures: each user's first start
+    first.update({u: s for u, s in took.items() if u not in first})
     print("start: " + ", ".join(f"{u} ready in {s:.0f} s" for u, s in took.items()))
 
 
@@ -196,8 +211,8 @@ class RemoteKernel:
             requests.delete(f"{self.state['url']}/user/{self.user}/api/sessions/{self.session_id}",
                             headers={"Authorization": f"token {self.token}"}, timeout=60)
 
-    def execute(self, code):
-        """Runs code; returns (outputs, execution_count, seconds) with outputs as nbformat dicts."""
+    def send_execute(self, code):
+        """Sends code to run; returns the request's msg_id."""
         msg_id = uuid.uuid4().hex
         msg = {
             "header": {"msg_id": msg_id, "msg_type": "execute_request", "session": self.client_session,
@@ -207,8 +222,13 @@ class RemoteKernel:
             "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
                         "allow_stdin": False, "stop_on_error": True},
         }
-        t0 = time.monotonic()
         self.ws.send(json.dumps(msg))
+        return msg_id
+
+    def execute(self, code):
+        """Runs code; returns (outputs, execution_count, seconds) with outputs as nbformat dicts."""
+        t0 = time.monotonic()
+        msg_id = self.send_execute(code)
         outputs, displays, count = [], {}, None
         clear_pending = False
         got_reply = got_idle = False
@@ -484,21 +504,200 @@ def cmd_restart(state, args):
 def cmd_wait_culled(state, args):
     limit = float(args[0])
     t0 = time.monotonic()
-    users = sorted(state["tokens"])
+    users = args[1:] or sorted(state["tokens"])
     running = users
     while time.monotonic() - t0 < limit:
         running = [u for u in users if server_state(state, u) is not None]
         if not running:
             took = time.monotonic() - t0
             state["culled_after"] = took
-            print(f"culled: every server stopped by the idle culler, the last {took:.0f} s after this step began")
+            print(f"culled: {', '.join(users)}: every server stopped by the idle culler, the last {took:.0f} s after this step began")
             return
         time.sleep(3)
     raise Fail(f"culling: still running after {limit:.0f} s: {running}")
 
 
+# --- a spawn that fails ----------------------------------------------------------------------
+def cmd_spawn_fails(state, args):
+    """The user's spawn fails: the progress events (what the attendee's spawn page shows) end with
+    a failure whose message holds every one of WORDS, and no container of the user is left."""
+    user, words = args[0], args[1:]
+    api(state, "POST", "/users", json={"usernames": [user]}, expect=(201, 409))
+    t0 = time.monotonic()
+    # 500: it failed within the hub's slow_spawn_timeout (10 s), and the request says why itself.
+    posted = api(state, "POST", f"/users/{user}/server", expect=(201, 202, 500))
+    if posted.status_code == 500:
+        missing = [w for w in words if w not in posted.json().get("message", "")]
+        if missing:
+            raise Fail(f"spawn-fails: starting {user}'s server answered {posted.text[:300]}, without {missing}")
+    r = requests.get(f"{state['url']}/hub/api/users/{user}/server/progress", stream=True, timeout=900,
+                     headers={"Authorization": f"token {state['admin_token']}", "Accept": "text/event-stream"})
+    if r.status_code != 200:
+        raise Fail(f"spawn-fails: the progress of {user}'s spawn answered {r.status_code} {r.text[:200]}")
+    events = []
+    for line in r.iter_lines(decode_unicode=True):
+        if line and line.startswith("data:"):
+            events.append(json.loads(line[5:]))
+            if events[-1].get("failed") or events[-1].get("ready"):
+                break
+    r.close()
+    took = time.monotonic() - t0
+    last = events[-1] if events else {}
+    if not last.get("failed"):
+        raise Fail(f"spawn-fails: {user}'s spawn did not fail: {last}")
+    missing = [w for w in words if w not in last.get("message", "")]
+    if missing:
+        raise Fail(f"spawn-fails: the attendee's page says {last.get('message')!r}, without {missing}")
+    left = subprocess.run(state["stats_cmd"] + ["ps", "-a", "--filter", f"name=^{state['prefix']}{user}$",
+                                                "--format", "{{.Names}} {{.Status}}"],
+                          capture_output=True, text=True, timeout=120).stdout.strip()
+    if left:
+        raise Fail(f"spawn-fails: {user}'s failed spawn left a container: {left}")
+    if server_state(state, user) is not None:
+        raise Fail(f"spawn-fails: the hub still lists a server for {user}")
+    state.setdefault("spawn_failed", {})[user] = {"seconds": took, "message": last["message"]}
+    print(f"spawn-fails: {user}'s spawn failed after {took:.0f} s; the attendee's page says: {last['message']}")
+    print(f"spawn-fails: no container of {user} left (podman ps -a), no server listed")
+
+
+# --- out of memory ----------------------------------------------------------------------------
+OOM_CELLS = [
+    'import (\n\t"fmt"\n\n\t"github.com/cifarlab/cifarlab/cifarlib/nb"\n)\n\nvar _ = nb.InNotebook\n\n%%\nfmt.Println("ready")',
+    # More than the container's memory, touched page by page: the out-of-memory killer ends it.
+    '%%\nb := make([]byte, 8<<30)\nfor i := 0; i < len(b); i += 4096 {\n\tb[i] = 1\n}\nfmt.Println("did not run out", len(b))',
+    '%%\nfmt.Println("next cell")',
+]
+
+
+def text_of(outputs):
+    return "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream") + "".join(
+        f"{o['ename']}: {o['evalue']}" for o in outputs if o["output_type"] == "error")
+
+
+def cmd_oom(state, args):
+    """A cell of the user's touches more memory than the container's limit: the out-of-memory
+    killer ends its program (the cell's error says "signal: killed", GoNB's words), and the next
+    cell begins with what happened (memory ran out, the limit) and what to do."""
+    user, limit = args[0], args[1]
+    rk = RemoteKernel(state, user, "oom.ipynb", "cifarlab-cpu")
+    try:
+        texts = [text_of(rk.execute(c)[0]) for c in OOM_CELLS]
+    finally:
+        rk.close()
+    if "ready" not in texts[0]:
+        raise Fail(f"oom: the first cell: {texts[0]!r}")
+    if "signal: killed" not in texts[1] or "did not run out" in texts[1]:
+        raise Fail(f"oom: the cell over the limit was not killed: {texts[1]!r}")
+    want = f"nb: memory ran out (limit {limit}, memory cgroup "
+    if not texts[2].startswith(want) or "To go on, use less memory" not in texts[2] or "next cell" not in texts[2]:
+        raise Fail(f"oom: the next cell does not say that memory ran out ({want}...): {texts[2]!r}")
+    print(f"oom: {user}'s cell over the limit ended with {texts[1].strip()!r}; the next cell said: {texts[2].splitlines()[0]}")
+
+
+# --- a busy kernel and the culler -------------------------------------------------------------
+BUSY_CELL = 'import "time"\n\n%%\ntime.Sleep({seconds} * time.Second)\n'
+
+
+def container_url(state, user):
+    """The user's server at its container's port on 127.0.0.1, not through the proxy: a request
+    there is no proxy activity, which the hub would count for the user."""
+    port = subprocess.run(state["stats_cmd"] + ["port", state["prefix"] + user, "8888"], capture_output=True,
+                          text=True, timeout=60).stdout.split()
+    if not port:
+        raise Fail(f"{user}'s container has no published port")
+    return f"http://{port[0]}/user/{user}"
+
+
+def kernel_model(state, user, b):
+    """The busy kernel's model (execution_state, last_activity), asked at the container's port
+    found when it started (podman's CLI waits while the engine removes a culled container) and
+    without counting as activity (no_track_activity)."""
+    r = requests.get(f"{b['url']}/api/kernels/{b['kernel']}?no_track_activity=1",
+                     headers={"Authorization": f"token {state['tokens'][user]}"}, timeout=60)
+    if r.status_code != 200:
+        raise Fail(f"{user}'s kernel {b['kernel']}: {r.status_code} {r.text[:200]}")
+    return r.json()
+
+
+def cmd_busy(state, args):
+    """The user's kernel runs a cell that sleeps SECONDS and prints nothing; once the kernel says
+    it is busy, the client closes its websocket (the session and kernel stay), so nothing but the
+    running cell is left to show the server is in use."""
+    user, seconds = args[0], int(args[1])
+    rk = RemoteKernel(state, user, "busy.ipynb", "cifarlab-cpu")
+    msg_id = rk.send_execute(BUSY_CELL.format(seconds=seconds))
+    t0 = time.monotonic()
+    while True:
+        if time.monotonic() - t0 > 300:
+            raise Fail(f"busy: {user}'s kernel did not say busy within 300 s")
+        m = json.loads(rk.ws.recv())
+        if m.get("parent_header", {}).get("msg_id") == msg_id and m["msg_type"] == "status" \
+                and m["content"]["execution_state"] == "busy":
+            break
+    rk.ws.close()
+    state.setdefault("busy", {})[user] = {"kernel": rk.kernel_id, "seconds": seconds, "started": time.time(),
+                                          "url": container_url(state, user)}
+    print(f"busy: {user}'s kernel {rk.kernel_id} runs a silent cell of {seconds} s; its client has disconnected")
+
+
+def cmd_kept_while_busy(state, args):
+    """Polls every 3 s, up to SECONDS, until the user's busy kernel is idle: the server must be
+    there, not stopping, at every poll. Records when the kernel went idle."""
+    user, limit = args[0], float(args[1])
+    b = state["busy"][user]
+    t0 = time.monotonic()
+    polls = 0
+    while time.monotonic() - t0 < limit:
+        srv = server_state(state, user)
+        if srv is None or srv.get("pending") == "stop":
+            raise Fail(f"kept-while-busy: {user}'s server was culled while its kernel ran a cell "
+                       f"({time.time() - b['started']:.0f} s into its {b['seconds']} s cell): {srv}")
+        t = time.monotonic()
+        k = kernel_model(state, user, b)
+        polls += 1
+        if polls % 10 == 1 or time.monotonic() - t > 5:
+            print(f"  kept-while-busy: poll {polls} at {time.monotonic() - t0:.0f} s: server running, kernel "
+                  f"{k['execution_state']} (asked in {time.monotonic() - t:.1f} s)", flush=True)
+        if k["execution_state"] == "idle":
+            # When it went idle: its last message (the idle status), as the server recorded it.
+            b["idle_at"] = datetime.datetime.fromisoformat(k["last_activity"].replace("Z", "+00:00")).timestamp()
+            print(f"kept-while-busy: {user}'s server stayed while its kernel was busy "
+                  f"({b['idle_at'] - b['started']:.0f} s, {polls} polls); the kernel is idle now")
+            return
+        time.sleep(3)
+    raise Fail(f"kept-while-busy: {user}'s kernel still busy after {limit:.0f} s")
+
+
+def cmd_culled_after_idle(state, args):
+    """Once the user's kernel went idle, the culler stops the server after TIMEOUT seconds of
+    inactivity and within one more culling period (EVERY, plus 30 s of slack for a loaded hub)."""
+    user, timeout, every = args[0], float(args[1]), float(args[2])
+    idle_at = state["busy"][user]["idle_at"]
+    while True:
+        srv = server_state(state, user)
+        waited = time.time() - idle_at
+        if srv is None or srv.get("pending") == "stop":
+            break
+        if waited > timeout + every + 30:
+            raise Fail(f"culled-after-idle: {user}'s server still running {waited:.0f} s after its kernel went idle")
+        time.sleep(2)
+    if waited < timeout:
+        raise Fail(f"culled-after-idle: {user}'s server was culled {waited:.0f} s after its kernel went idle, "
+                   f"before the timeout of {timeout:.0f} s")
+    print(f"culled-after-idle: {user}'s server was culled {waited:.0f} s after its kernel went idle "
+          f"(timeout {timeout:.0f} s, culling every {every:.0f} s)")
+
+
 def cmd_report(state, _args):
+    took = state.get("start_seconds", {})
+    if took:
+        t = sorted(took.values())
+        print(f"Servers started at once: {len(t)} ({' '.join(state.get('stats_cmd', [])[1:])}); ready after "
+              f"{t[0]:.0f} s (first), {statistics.median(t):.0f} s (median), {t[-1]:.0f} s (last)")
+        print()
     runs = state.get("runs", {})
+    if not runs:
+        return
     print("| run | users | notebooks passed | wall (s) | cells | cell p50 (s) | cell p95 (s) | notebook wall p50 (s) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for label, run in runs.items():
@@ -544,7 +743,8 @@ def parse_mem(text):
 
 COMMANDS = {"signup": cmd_signup, "users": cmd_users, "start": cmd_start, "run": cmd_run,
             "isolation": cmd_isolation, "mark": cmd_mark, "check-mark": cmd_check_mark, "restart": cmd_restart,
-            "wait-culled": cmd_wait_culled, "report": cmd_report}
+            "wait-culled": cmd_wait_culled, "report": cmd_report, "spawn-fails": cmd_spawn_fails, "busy": cmd_busy, "oom": cmd_oom,
+            "kept-while-busy": cmd_kept_while_busy, "culled-after-idle": cmd_culled_after_idle}
 
 
 def main(argv):

@@ -3,7 +3,9 @@
 # with JupyterHub"):
 #
 #   CIFARLAB_HUB_SIGNUP_CODE=... CIFARLAB_HUB_IP=0.0.0.0 docker/hub/start.sh
-#   docker/hub/start.sh down      stop every user server of the hub (their volumes stay)
+#   docker/hub/start.sh down             after the workshop: remove every user server's container
+#                                        (their volumes, the attendees' notebooks, stay)
+#   docker/hub/start.sh down --volumes   ... and remove the volumes too (cifarlab-hub-work-NAME)
 #
 # It installs what the hub needs when missing (the venv docker/hub/.venv from the hash-pinned
 # docker/hub/requirements.txt, configurable-http-proxy from docker/hub/proxy/package-lock.json),
@@ -11,14 +13,22 @@
 # API service itself, on a socket in the state folder that only its user can open) and runs
 # JupyterHub with docker/hub/jupyterhub_config.py in the foreground. On exit (Ctrl-C included)
 # it stops the hub, its proxy and culler, and the podman service it started; the users' servers
-# keep running (a restart of the hub loses nothing) until `start.sh down`.
+# keep running (a restart of the hub loses nothing) until they are culled or `start.sh down`.
+#
+# Before the first spawn it checks what a user's server needs, so that an attendee does not
+# find out: the image is in the engine's storage; with podman, slirp4netns (installed with
+# apt-get when missing, as root) and process limits that this host's runtime accepts: a test
+# container (this host's /bin/true, no image copy) starts with podman's defaults, or else
+# with the first of a few lower limits that works, which it says in one line
+# (CIFARLAB_HUB_ULIMITS chooses them). It writes the engine it chose into the state folder,
+# where `down` reads it.
 #
 # Environment (all optional but the code): CIFARLAB_HUB_SIGNUP_CODE, CIFARLAB_HUB_IMAGE,
 # CIFARLAB_HUB_IP/PORT, CIFARLAB_HUB_SSL_CERT/KEY, CIFARLAB_HUB_ADMINS, CIFARLAB_HUB_CPU/MEM/PIDS,
 # CIFARLAB_HUB_GPU, CIFARLAB_HUB_USERS, CIFARLAB_HUB_GPU_MEM_FRACTION, CIFARLAB_HUB_CULL_TIMEOUT,
 # CIFARLAB_HUB_STATE (default ~/.local/share/cifarlab-hub), CIFARLAB_HUB_ENGINE (docker|podman),
-# CIFARLAB_HUB_PODMAN_ARGS (global podman options for the service it starts, e.g. --root ...),
-# CIFARLAB_HUB_ULIMITS: see docker/README.md.
+# CIFARLAB_HUB_PODMAN_ARGS (global podman options, e.g. "--root DIR --storage-driver vfs" for an
+# image in other podman storage), CIFARLAB_HUB_ULIMITS, CIFARLAB_HUB_PREFIX: see docker/README.md.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -51,18 +61,53 @@ fi
 podman_args=()
 # shellcheck disable=SC2206 # a list of words on purpose
 [ -n "${CIFARLAB_HUB_PODMAN_ARGS:-}" ] && podman_args=(${CIFARLAB_HUB_PODMAN_ARGS})
-engine_cmd() { # the engine's CLI with the hub's settings, for `down`
-  if [ "${CIFARLAB_HUB_ENGINE:-}" = podman ]; then podman "${podman_args[@]}" "$@"; else docker "$@"; fi
-}
+prefix="${CIFARLAB_HUB_PREFIX:-cifarlab-hub-}"
+image="${CIFARLAB_HUB_IMAGE:-cifarlab:workshop}"
+engine_file="$state/engine"
+
+# `down` uses the engine that the last start chose (its file), else the one a start would choose.
 if [ "${1:-}" = down ]; then
-  prefix="${CIFARLAB_HUB_PREFIX:-cifarlab-hub-}"
+  case "${2:-}" in
+    "") volumes=0 ;;
+    --volumes) volumes=1 ;;
+    *) die "usage: start.sh down [--volumes]" ;;
+  esac
+  [ $# -le 2 ] || die "usage: start.sh down [--volumes]"
+  if [ -f "$engine_file" ]; then
+    # shellcheck disable=SC1090 # written by this script: ENGINE=... PODMAN_ARGS=... PREFIX=...
+    . "$engine_file"
+    # shellcheck disable=SC2206 # a list of words on purpose
+    podman_args=(${PODMAN_ARGS:-})
+    prefix="${PREFIX:-$prefix}"
+  elif [ -n "${DOCKER_HOST:-}" ] || { [ -S /var/run/docker.sock ] && [ "${CIFARLAB_HUB_ENGINE:-docker}" = docker ]; }; then
+    ENGINE=docker
+  else
+    ENGINE=podman
+  fi
+  engine_cmd() { if [ "$ENGINE" = podman ]; then podman "${podman_args[@]}" "$@"; else docker "$@"; fi; }
+  command -v "$ENGINE" >/dev/null || die "down: $ENGINE is not installed (the engine $engine_file names)"
+  hub_pid="$(cat "$state/jupyterhub.pid" 2>/dev/null || true)"
+  if [ -n "$hub_pid" ] && grep -qs jupyterhub "/proc/$hub_pid/cmdline"; then
+    die "down: the hub is still running (pid $hub_pid): stop it first (Ctrl-C in its terminal), or its culler and restarts act on what down removes"
+  fi
   ids="$(engine_cmd ps -a -q --filter "name=^$prefix")"
   # shellcheck disable=SC2086 # one word per container id
   [ -z "$ids" ] || engine_cmd rm -f -t 10 $ids >/dev/null
-  say "stopped $(echo "$ids" | grep -c . || true) user server(s); volumes ${prefix}work-* kept"
+  n="$(echo "$ids" | grep -c . || true)"
+  if [ "$volumes" = 1 ]; then
+    vols="$(engine_cmd volume ls -q --filter "name=^${prefix}work-")"
+    # shellcheck disable=SC2086 # one word per volume name
+    [ -z "$vols" ] || engine_cmd volume rm -f $vols >/dev/null
+    say "$ENGINE: removed $n user server(s) and $(echo "$vols" | grep -c . || true) volume(s) ${prefix}work-* (the attendees' notebooks)"
+  else
+    say "$ENGINE: removed $n user server(s); volumes ${prefix}work-* kept (start.sh down --volumes removes them)"
+  fi
   exit 0
 fi
-[ $# -eq 0 ] || die "usage: start.sh [down]"
+[ $# -eq 0 ] || die "usage: start.sh [down [--volumes]]"
+
+# --- the settings, and what their limits add up to on this machine (one line) -----------------
+"$venv/bin/python" "$here/hubsettings.py" || exit 2
 
 # Job control: the background processes below keep SIGINT's default action (a non-interactive
 # shell would start them ignoring it, and the hub's services inherit that, so stopping the idle
@@ -96,6 +141,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+own_service=0
 if [ -n "${DOCKER_HOST:-}" ]; then
   say "engine: DOCKER_HOST=$DOCKER_HOST (${CIFARLAB_HUB_ENGINE:=docker})"
 elif [ -S /var/run/docker.sock ] && [ "${CIFARLAB_HUB_ENGINE:-docker}" = docker ]; then
@@ -104,6 +150,14 @@ elif [ -S /var/run/docker.sock ] && [ "${CIFARLAB_HUB_ENGINE:-docker}" = docker 
 else
   command -v podman >/dev/null || die "no container engine: install Docker (and the NVIDIA Container Toolkit), or podman"
   CIFARLAB_HUB_ENGINE=podman
+  own_service=1
+fi
+printf 'ENGINE=%q\nPODMAN_ARGS=%q\nPREFIX=%q\n' "$CIFARLAB_HUB_ENGINE" "${CIFARLAB_HUB_PODMAN_ARGS:-}" "$prefix" > "$engine_file"
+
+if [ "$own_service" = 1 ]; then
+  # shellcheck source=docker/hub/podman-preflight.sh
+  . "$here/podman-preflight.sh"
+  podman_preflight
   sock="$state/podman.sock"
   rm -f "$sock"
   # --time=0: the service lives as long as this script, which ends it.
@@ -114,6 +168,18 @@ else
   chmod 0600 "$sock"
   export DOCKER_HOST="unix://$sock"
   say "engine: podman's Docker API on $DOCKER_HOST (pid $podman_pid)"
+else
+  # The engine's API, as DockerSpawner will use it (docker-py, from the hub's venv).
+  "$venv/bin/python" - "$image" <<'PY' || exit 2
+import sys, docker
+try:
+    docker.from_env().images.get(sys.argv[1])
+except docker.errors.ImageNotFound:
+    sys.exit(f"cifarlab hub: the image {sys.argv[1]} is not in the engine's storage: build it "
+             f"(docker build -f docker/Dockerfile -t {sys.argv[1]} .) or load it (docker load -i FILE)")
+except docker.errors.DockerException as e:
+    sys.exit(f"cifarlab hub: the container engine does not answer: {e}")
+PY
 fi
 export CIFARLAB_HUB_ENGINE
 

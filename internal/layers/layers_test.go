@@ -23,13 +23,15 @@ var allowed = map[string][]string{
 	"internal/safetensors":      {"internal/atomicfile"},
 	"internal/repo":             nil,
 	"internal/proctree":         nil,
+	"internal/oomkill":          nil,
+	"internal/oomkill/oomtest":  {"internal/oomkill"},
 	"internal/tfevents":         nil,
 	"internal/plugins":          {"internal/repo"},
 	"internal/tfevents/tbtest":  {"internal/repo", "internal/testenv"},
 	"internal/testenv":          {"internal/plugins", "internal/repo"},
 	"internal/slurmtest":        {"internal/testenv"},
 	"cifarlib/internal/labtest": {"cifarlib/data", "cifarlib/backends"},
-	"cifarlib/internal/labproc": {"internal/proctree"},
+	"cifarlib/internal/labproc": {"internal/oomkill", "internal/proctree"},
 	"internal/layers":           nil,
 	"cifarlib/data":             {"internal/atomicfile", "internal/archive", "internal/pickle"},
 	"cifarlib/backends":         {"internal/plugins", "internal/repo"},
@@ -38,7 +40,7 @@ var allowed = map[string][]string{
 		"internal/tfevents"},
 	"cifarlib/training": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs",
 		"internal/atomicfile", "internal/tfevents", "internal/plugins"},
-	"cifarlib/sweep": {"cifarlib/runs", "internal/atomicfile", "internal/proctree"},
+	"cifarlib/sweep": {"cifarlib/runs", "internal/atomicfile", "internal/oomkill", "internal/proctree"},
 	"cifarlib/interop": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training",
 		"internal/torchfile", "internal/safetensors"},
 	"cifarlib/nb": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs", "cifarlib/training",
@@ -50,11 +52,14 @@ var allowed = map[string][]string{
 	"bench/devices":          {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/trainstep":        {"cifarlib", "cifarlib/data", "cifarlib/backends", "internal/plugins"},
 	"bench/loop":             {"cifarlib/data", "cifarlib/nb", "cifarlib/runs", "cifarlib/training"},
+	"bench/labcell":          {"cifarlib/data", "cifarlib/nb", "cifarlib/runs", "cifarlib/training"},
+	"bench/gonbsim":          nil,
 	"bench/transfer":         {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/interop/logits":   {"cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/recipe/labstream": {"cifarlib/data", "internal/atomicfile"},
+	"bench/cifar10jpeg":      nil,
 	"docker/pjrtinstall":     nil,
-	"cmd/cifarlab-kernel":    {"internal/proctree"},
+	"cmd/cifarlab-kernel":    {"internal/oomkill", "internal/proctree"},
 	"notebooks":              nil,
 }
 
@@ -88,7 +93,7 @@ func TestImportDirection(t *testing.T) {
 }
 
 // installers are the packages that download PJRT plugins at run time: go-xla's installer, its
-// opt-in auto-installer (since go-xla v0.4.5) and GoMLX's backends/default, which imports it.
+// opt-in auto-installer (since go-xla v0.4.5, still opt-in in v0.4.13) and GoMLX's backends/default, which imports it.
 var installers = []string{"github.com/gomlx/go-xla/installer", "github.com/gomlx/go-xla/compute/xla/autoinstall",
 	"github.com/gomlx/gomlx/backends/default"}
 

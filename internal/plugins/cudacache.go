@@ -21,7 +21,7 @@ import (
 // xla_gpu_enable_llvm_module_compilation_parallelism, which defaults to false and which that
 // XLA no longer accepts in $XLA_FLAGS ("Unknown flag", TestCUDACompileCacheReachesXLA's made-up
 // flag shows the same abort); JAX sets both in the compile options' DebugOptions, which go-xla
-// v0.4.5 only takes whole ($XLA_DEBUG_OPTIONS), replacing every default of XLA's flags.
+// (v0.4.5 to v0.4.13) only takes whole ($XLA_DEBUG_OPTIONS), replacing every default of XLA's flags.
 const FlagAutotuneCacheDir = "--xla_gpu_per_fusion_autotune_cache_dir"
 
 // nvidiaGPUInfo is where the NVIDIA driver describes each GPU ("Model: NVIDIA H200"); tests

@@ -8,10 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -106,7 +106,7 @@ func TestWriteReadBack(t *testing.T) {
 // TestPythonReadsGoWritten has the real safetensors package (kernel/requirements-test.txt)
 // read the Go writer's file and write one the Go reader reads.
 func TestPythonReadsGoWritten(t *testing.T) {
-	python := requireSafetensorsPython(t)
+	python := testenv.Python(t, "numpy", "safetensors")
 	dir := t.TempDir()
 	f, err := ReadFile(filepath.Join("testdata", "python.safetensors"))
 	require.NoError(t, err)
@@ -140,22 +140,6 @@ save_file({"w": np.arange(6, dtype=np.float32).reshape(2, 3), "n": np.array(7, d
 	require.Equal(t, []float64{0, 1, 2, 3, 4, 5}, values(t, w))
 	n, _ := py.Get("n")
 	require.Equal(t, []float64{7}, values(t, n))
-}
-
-// requireSafetensorsPython returns the repository venv's python with numpy and safetensors
-// (kernel/setup.sh installs kernel/requirements-test.txt). Without a venv the test is skipped;
-// a venv without the packages fails, so that CI always runs the Python side.
-func requireSafetensorsPython(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	python := filepath.Join(filepath.Dir(file), "..", "..", ".venv", "bin", "python")
-	if _, err := os.Stat(python); err != nil {
-		t.Skipf("no venv python at %s (run kernel/setup.sh)", python)
-	}
-	if out, err := exec.Command(python, "-c", "import numpy, safetensors").CombinedOutput(); err != nil {
-		t.Fatalf("%s lacks numpy or safetensors (%v: %s): run kernel/setup.sh, which installs kernel/requirements-test.txt", python, err, out)
-	}
-	return python
 }
 
 // craft builds a file from a header and a buffer.

@@ -4,12 +4,16 @@
 Used by kernel/live_test.go (TestLiveViewUpdatesInPlace): nbclient folds update_display_data
 into the outputs it saves, so what the live view sent while a cell ran can only be seen on the
 iopub channel. Usage: display_messages.py KERNEL_NAME CELL_FILE... ; output:
-[[{"type": "display_data"|"update_display_data", "display_id": str|null, "text": str}, ...], ...]
-one list per cell, and the cell's stdout/stderr and error under "stream"/"error" entries.
+[[{"type": "display_data"|"update_display_data", "display_id": str|null, "text": str,
+   "mimes": [MIME types of its data], "metadata": {...}, "t": float}, ...], ...]
+one list per cell, and the cell's stdout/stderr and error under "stream"/"error" entries. Each
+entry also has "t": when it arrived (time.time(), the machine's clock, which the cell's own
+clock shares), for tests of when a cell first speaks (kernel/labcells_test.go).
 """
 
 import json
 import sys
+import time
 
 from jupyter_client.manager import start_new_kernel
 
@@ -21,14 +25,15 @@ def run(kc, code, timeout):
         m = kc.get_iopub_msg(timeout=timeout)
         if m["parent_header"].get("msg_id") != msg_id:
             continue
-        t, c = m["msg_type"], m["content"]
+        t, c, now = m["msg_type"], m["content"], time.time()
         if t in ("display_data", "update_display_data"):
             out.append({"type": t, "display_id": c.get("transient", {}).get("display_id"),
-                        "text": c.get("data", {}).get("text/plain", "")})
+                        "text": c.get("data", {}).get("text/plain", ""),
+                        "mimes": sorted(c.get("data", {})), "metadata": c.get("metadata", {}), "t": now})
         elif t == "stream":
-            out.append({"type": "stream", "text": c.get("text", "")})
+            out.append({"type": "stream", "text": c.get("text", ""), "t": now})
         elif t == "error":
-            out.append({"type": "error", "text": c.get("ename", "") + ": " + c.get("evalue", "")})
+            out.append({"type": "error", "text": c.get("ename", "") + ": " + c.get("evalue", ""), "t": now})
         elif t == "status" and c.get("execution_state") == "idle":
             return out
 

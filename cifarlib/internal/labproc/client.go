@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cifarlab/cifarlab/internal/oomkill"
 	"github.com/cifarlab/cifarlab/internal/proctree"
 )
 
@@ -35,12 +36,25 @@ type DiedError struct {
 	// PID is the lab process, Log its log file.
 	PID int
 	Log string
+	// OOM says that memory ran out (the out-of-memory killer ended it); nil when not, or when
+	// no memory cgroup tells (How says which).
+	OOM *oomkill.Kill
+	// How is how it ended, in words (endedHow): "was killed because memory ran out (limit
+	// ...)", "ended (killed or crashed, not out of memory: see LOG)".
+	How string
 }
 
 // Error implements error.
 func (e *DiedError) Error() string {
-	return fmt.Sprintf("labproc: the lab process (pid %d) ended during the request (killed, or out of memory: see %s); "+
-		"what it saved is in the run folder", e.PID, e.Log)
+	how := e.How
+	if how == "" {
+		how = fmt.Sprintf("ended (killed, or out of memory: see %s)", e.Log)
+	}
+	if e.OOM != nil {
+		return fmt.Sprintf("labproc: the lab process (pid %d) was killed during the request because %s; what it saved is in the run folder. To go on, %s",
+			e.PID, e.OOM, e.OOM.Advice())
+	}
+	return fmt.Sprintf("labproc: the lab process (pid %d) %s during the request; what it saved is in the run folder", e.PID, how)
 }
 
 // Do sends req to the kernel's lab process, starting one when there is none (or it cannot
@@ -51,6 +65,7 @@ func (e *DiedError) Error() string {
 func (c *Client) Do(ctx context.Context, req *Request, each func(*Message)) (*Message, error) {
 	req.Fingerprint, req.Backend = c.Fingerprint, BackendKey()
 	for attempt := 0; ; attempt++ {
+		before := oomkill.Take()
 		conn, pid, err := c.connect()
 		if err != nil {
 			return nil, err
@@ -60,8 +75,13 @@ func (c *Client) Do(ctx context.Context, req *Request, each func(*Message)) (*Me
 		if refused == "" || attempt > 0 {
 			var wire *Error
 			if err != nil && !errors.As(err, &wire) {
-				return nil, &DiedError{PID: pid, Log: LogPath(c.Folder)}
+				oom, how := endedHow(before, pid, LogPath(c.Folder))
+				if oom != nil {
+					cellMemoryTold(c.Folder)
+				}
+				return nil, &DiedError{PID: pid, Log: LogPath(c.Folder), OOM: oom, How: how}
 			}
+			markMemory(c.Folder)
 			if refused != "" {
 				return nil, fmt.Errorf("labproc: a new lab process refused the cell too: %s", refused)
 			}
@@ -127,8 +147,12 @@ func (c *Client) connect() (net.Conn, int, error) {
 	if pid := readPID(c.Folder); pid > 0 {
 		// A pid file without a socket to answer: the process was killed (kill -9, out of
 		// memory) before it could clean up.
-		c.note("lab process: the previous one (pid %d) died (killed, or out of memory: see %s); starting a new one; nothing on disk is lost",
-			pid, LogPath(c.Folder))
+		oom, how := endedHow(markedMemory(c.Folder), pid, LogPath(c.Folder))
+		advice := ""
+		if oom != nil {
+			advice = "; to keep it alive, " + oom.Advice()
+		}
+		c.note("lab process: the previous one (pid %d) %s; starting a new one; nothing on disk is lost%s", pid, how, advice)
 		os.Remove(pidPath(c.Folder))
 	}
 	os.Remove(SocketPath(c.Folder))
@@ -174,6 +198,8 @@ func (c *Client) start() (int, error) {
 		kernelPIDEnv+"="+strconv.Itoa(kernel.Pid), kernelStartEnv+"="+strconv.FormatUint(kernel.Start, 10))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	markMemory(c.Folder)
+	before := oomkill.Take()
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("labproc: starting the lab process: %w", err)
 	}
@@ -187,6 +213,9 @@ func (c *Client) start() (int, error) {
 		}
 		select {
 		case err := <-exited:
+			if oom := oomkill.Check(before, err); oom != nil {
+				return 0, fmt.Errorf("%w: it was killed because %s; %s", ErrNotStarted, oom, oom.Advice())
+			}
 			return 0, fmt.Errorf("%w: it exited (%v): %s", ErrNotStarted, err, lastLine(LogPath(c.Folder)))
 		case <-deadline:
 			_ = cmd.Process.Kill()

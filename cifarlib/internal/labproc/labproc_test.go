@@ -120,12 +120,13 @@ func startServer(t *testing.T, s *Server) (string, chan string) {
 	return folder, ended
 }
 
-// TestProtocol: a request's text and displays reach the cell in the order they were sent, then
+// TestProtocol: a request's text and displays (with their metadata) reach the cell in the order they were sent, then
 // its result; its error keeps its text; the socket is mode 0600 in a 0700 folder.
 func TestProtocol(t *testing.T) {
 	s := &Server{Handle: func(ctx context.Context, req *Request, out *Stream) ([]byte, error) {
 		out.Write([]byte("step 1\n"))
-		out.Display(&protocol.DisplayData{Data: map[protocol.MIMEType]any{protocol.MIMEImageSVG: "<svg/>", protocol.MIMEImagePNG: []byte{1, 2}}, DisplayID: "live"})
+		out.Display(&protocol.DisplayData{Data: map[protocol.MIMEType]any{protocol.MIMEImageSVG: "<svg/>", protocol.MIMEImagePNG: []byte{1, 2}}, DisplayID: "live",
+			Metadata: map[string]any{string(protocol.MIMEImagePNG): map[string]any{"width": 680, "height": 265}}})
 		out.Write([]byte("step 2\n"))
 		if req.Op == "fail" {
 			return []byte("partial"), errors.New("nb: it failed")
@@ -146,6 +147,8 @@ func TestProtocol(t *testing.T) {
 		case KindDisplay:
 			got = append(got, m.Display.DisplayID+":"+m.Display.Data[protocol.MIMEImageSVG].(string))
 			require.Equal(t, []byte{1, 2}, m.Display.Data[protocol.MIMEImagePNG])
+			require.Equal(t, map[string]any{string(protocol.MIMEImagePNG): map[string]any{"width": 680, "height": 265}}, m.Display.Metadata,
+				"the PNG's display size travels with it")
 		}
 	}
 	res, err := c.Do(context.Background(), &Request{Op: "fit", Payload: []byte("x")}, each)

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cifarlab/cifarlab/internal/oomkill"
+	"github.com/cifarlab/cifarlab/internal/oomkill/oomtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,7 +21,10 @@ import (
 // set), with a handler that answers its pid: the real start, in a process of its own.
 func TestMain(m *testing.M) {
 	if os.Getenv(ServeEnv) != "" {
-		reason, err := ServeFromEnv(func(context.Context, *Request, *Stream) ([]byte, error) {
+		reason, err := ServeFromEnv(func(_ context.Context, req *Request, _ *Stream) ([]byte, error) {
+			if req.Op == "alloc" { // more than TestOutOfMemory's cgroup allows
+				oomtest.Allocate(1 << 30)
+			}
 			return []byte(strconv.Itoa(os.Getpid())), nil
 		}, nil)
 		fmt.Fprintln(os.Stderr, "ended:", reason, err)
@@ -60,8 +67,12 @@ func TestStartedProcess(t *testing.T) {
 	waitGone(first, 5*time.Second)
 	second := pidOf(c)
 	require.NotEqual(t, first, second)
-	require.Equal(t, fmt.Sprintf("lab process: the previous one (pid %d) died (killed, or out of memory: see %s); starting a new one; nothing on disk is lost\n",
-		first, LogPath(folder)), notes.String())
+	how := "killed or crashed, not out of memory" // kill -9, which the memory cgroup did not count
+	if !oomkill.Take().Known() {
+		how = "killed, or out of memory" // no memory cgroup to tell
+	}
+	require.Equal(t, fmt.Sprintf("lab process: the previous one (pid %d) ended (%s: see %s); starting a new one; nothing on disk is lost\n",
+		first, how, LogPath(folder)), notes.String())
 
 	notes.Reset()
 	third := pidOf(&Client{Folder: folder, Fingerprint: "edited", Note: &notes})
@@ -82,6 +93,47 @@ func TestStartedProcess(t *testing.T) {
 	_, err = c.Do(context.Background(), &Request{Op: "pid"}, func(*Message) {})
 	require.ErrorIs(t, err, ErrNotStarted)
 	require.ErrorContains(t, err, `$CIFARLAB_LAB_IDLE=\"soon\": use a duration such as 30m or 90s`)
+}
+
+// oomHelperEnv makes the test binary the cell of TestOutOfMemory, in the memory cgroup it names.
+const oomHelperEnv = "LABPROC_TEST_OOM_CGROUP"
+
+// TestOutOfMemory runs a cell (a helper process: this test binary) in a memory cgroup of 160
+// MiB, whose lab process allocates 1 GiB: the kernel's out-of-memory killer ends the lab process,
+// and the cell's request says that memory ran out, the limit, and what to do; the next request
+// starts a new lab process and says why the previous one died.
+func TestOutOfMemory(t *testing.T) {
+	if dir := os.Getenv(oomHelperEnv); dir != "" {
+		require.NoError(t, oomtest.Enter(dir))
+		tmp := t.TempDir()
+		t.Setenv(GoNBTmpEnv, tmp)
+		folder, err := Folder(tmp)
+		require.NoError(t, err)
+		var notes strings.Builder
+		c := &Client{Folder: folder, Fingerprint: "fp", Note: &notes}
+		_, err = c.Do(context.Background(), &Request{Op: "alloc"}, func(*Message) {})
+		var died *DiedError
+		require.ErrorAs(t, err, &died)
+		fmt.Printf("ERROR %s\n", err)
+		res, err := c.Do(context.Background(), &Request{Op: "pid"}, func(*Message) {})
+		require.NoError(t, err)
+		require.NotEqual(t, strconv.Itoa(died.PID), string(res.Payload))
+		fmt.Printf("NOTE %s", notes.String())
+		require.NoError(t, syscall.Kill(PID(folder), syscall.SIGTERM))
+		return
+	}
+	const limit = 160 << 20
+	dir := oomtest.Cgroup(t, limit)
+	cell := exec.Command(os.Args[0], "-test.run=^TestOutOfMemory$")
+	cell.Env = append(os.Environ(), oomHelperEnv+"="+dir)
+	out, err := cell.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Logf("the cell's output:\n%s", out)
+	want := "memory ran out (limit 160 MiB, memory cgroup " + dir + ": 1 out-of-memory kill)"
+	require.Regexp(t, `ERROR labproc: the lab process \(pid \d+\) was killed during the request because `+regexp.QuoteMeta(want)+
+		`; what it saved is in the run folder. To go on, `+regexp.QuoteMeta(oomkill.Advice)+"\n", string(out))
+	require.Regexp(t, `NOTE lab process: the previous one \(pid \d+\) was killed because `+regexp.QuoteMeta(want)+
+		`; starting a new one; nothing on disk is lost; to keep it alive, `+regexp.QuoteMeta(oomkill.Advice)+"\n", string(out))
 }
 
 // sessionOf returns the session id of process pid (field 6 of /proc/PID/stat).

@@ -22,11 +22,18 @@ type Request struct {
 // Kind is the kind of a Message.
 type Kind string
 
-// The kinds of messages: the server sends Text and Display while it serves a request, then one
+func init() {
+	// A display's Metadata holds maps of its own, e.g. {"image/png": {"width": 680}}: gob sends
+	// a value in an interface only of a registered type.
+	gob.Register(map[string]any{})
+}
+
+// The kinds of messages: the server sends Text, Display and Event while it serves a request, then one
 // Result, or one Refused instead of all of them; the client may send one Cancel.
 const (
 	KindText    Kind = "text"    // Text: what the request printed, for the cell's stdout
 	KindDisplay Kind = "display" // Display: a rich display, new or the update of its DisplayID
+	KindEvent   Kind = "event"   // Payload: what the request starts doing (nb's encoding of a training.Event)
 	KindResult  Kind = "result"  // Payload, or Err: the request's end
 	KindRefused Kind = "refused" // Text: why this lab process cannot serve the cell; it ends
 	KindCancel  Kind = "cancel"  // client to server: the cell was interrupted

@@ -1,0 +1,229 @@
+package training
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/internal/testenv"
+
+	"github.com/stretchr/testify/require"
+)
+
+// eventLog collects the events of a run (Config.OnEvent).
+type eventLog struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (l *eventLog) add(e Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+// kinds returns the kinds of the events, with a compile's program, an evaluation's purpose and
+// a step's number, in order, each repeat of the previous one dropped.
+func (l *eventLog) kinds() []string {
+	var out []string
+	for _, e := range l.events {
+		k := string(e.Kind)
+		switch e.Kind {
+		case EventCompile:
+			k += " " + e.Program
+		case EventEval:
+			k += " " + string(e.Purpose)
+		case EventStep, EventCheckpoint:
+			k += " " + cifarlib.FormatCount(e.Step)
+		}
+		if len(out) == 0 || out[len(out)-1] != k {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// A run says what it starts doing, in order, as it starts it: the data, each compile with its
+// reason, every step, each evaluation's progress, each checkpoint; a second run of the same
+// shapes with the programs kept compiles nothing, and one of another batch size says why it
+// compiles (the ProgramKey difference).
+func TestTrainEvents(t *testing.T) {
+	cfg := timelineConfig(t)
+	cfg.TrainRecords = nil // loaded from the data folder: the run says so
+	cfg.DataDir = t.TempDir()
+	require.NoError(t, data.Synthesize(cfg.DataDir, cfg.Spec, data.SynthOptions{Seed: 1, TrainSize: 96, TestSize: 70}))
+	log := &eventLog{}
+	cfg.OnEvent = log.add
+	p := &Programs{}
+	cfg.Programs = p
+	_, err := Train(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Equal(t, []string{"data", "compile train step", "compile variable initialisation", "step 1", "step 2", "step 3",
+		"eval validation", "compile evaluation", "eval validation", "checkpoint 3", "step 4", "step 5", "step 6", "eval validation",
+		"checkpoint 6", "eval eval"}, log.kinds())
+	for _, e := range log.events {
+		if e.Kind == EventCompile {
+			require.Equal(t, ReasonFirst, e.Reason, "%+v", e)
+		}
+		if e.Kind == EventStep {
+			require.Equal(t, 6, e.Steps)
+			require.Positive(t, e.Loss)
+		}
+	}
+	last := log.events[len(log.events)-1]
+	require.Equal(t, Event{Kind: EventEval, Done: 70, Examples: 70, Purpose: runs.PhaseEval, Split: "test"}, last)
+
+	// The same shapes again, with the programs kept: nothing compiles.
+	again := &eventLog{}
+	cfg.OnEvent, cfg.CheckpointDir = again.add, filepath.Join(t.TempDir(), "again")
+	_, err = Train(context.Background(), cfg)
+	require.NoError(t, err)
+	require.NotContains(t, strings.Join(again.kinds(), ","), "compile")
+
+	// Another batch size: a new program, and why.
+	other := &eventLog{}
+	cfg.OnEvent, cfg.CheckpointDir, cfg.BatchSize = other.add, filepath.Join(t.TempDir(), "other"), 16
+	_, err = Train(context.Background(), cfg)
+	require.NoError(t, err)
+	var compiles []Event
+	for _, e := range other.events {
+		if e.Kind == EventCompile && e.Program == runs.ProgramTrainStep {
+			compiles = append(compiles, e)
+		}
+	}
+	require.Len(t, compiles, 1)
+	require.Equal(t, "new program: batch size 16, not 8", compiles[0].Reason)
+	require.Equal(t, "compiling the train step (new program: batch size 16, not 8)…", compiles[0].Line(false))
+}
+
+// An evaluation alone reports to EvalOptions.OnEvent: its start, its compile, each batch.
+func TestEvaluateEvents(t *testing.T) {
+	cfg := timelineConfig(t)
+	cfg.EvalEvery, cfg.SkipFinalEval = EvalOff, true
+	res, err := Train(context.Background(), cfg)
+	require.NoError(t, err)
+	ck, err := LoadCheckpoint(cfg.CheckpointDir, cfg.Backend)
+	require.NoError(t, err)
+	log := &eventLog{}
+	_, err = ck.Evaluate(context.Background(), cfg.TestRecords, EvalOptions{BatchSize: 32, TTA: TTAMirrorTranslate, OnEvent: log.add})
+	require.NoError(t, err)
+	require.Equal(t, []string{"eval eval", "compile evaluation", "eval eval"}, log.kinds())
+	var done []int
+	for _, e := range log.events {
+		if e.Kind == EventEval {
+			done = append(done, e.Done)
+			require.Equal(t, 70, e.Examples)
+			require.Equal(t, TTAMirrorTranslate, e.TTA)
+		}
+	}
+	require.Equal(t, []int{0, 32, 64, 70}, done)
+	require.Equal(t, "evaluating 70 images with TTA level 2 (6 views)… 32/70", log.events[2].Line(false))
+	_ = res
+}
+
+// The lines of events, as a cell and the CLI print them.
+func TestEventLines(t *testing.T) {
+	for _, c := range []struct {
+		e          Event
+		doing, did string
+	}{
+		{Event{Kind: EventCompile, Program: runs.ProgramTrainStep, Reason: ReasonFirst},
+			"compiling the train step (first time for this shape)…", "compiled the train step (first time for this shape)"},
+		{Event{Kind: EventStep, Step: 1, Steps: 1200, Loss: 2.30258},
+			"step 1/1200 · loss 2.3026", "step 1/1200 · loss 2.3026"},
+		{Event{Kind: EventEval, Examples: 10000, Done: 3000, TTA: 2, Purpose: runs.PhaseEval, Split: "test"},
+			"evaluating 10,000 images with TTA level 2 (6 views)… 3,000/10,000", "evaluated 10,000 images with TTA level 2 (6 views)"},
+		{Event{Kind: EventEval, Examples: 500, Done: 100, Purpose: runs.PhaseValidation, Split: "test"},
+			"validating on 500 images… 100/500", "validated on 500 images"},
+		{Event{Kind: EventEval, Examples: 20000, TTA: 1, Purpose: runs.PhaseEval, Split: "train"},
+			"evaluating 20,000 images of the train split with TTA level 1 (2 views)… 0/20,000",
+			"evaluated 20,000 images of the train split with TTA level 1 (2 views)"},
+		{Event{Kind: EventCheckpoint, Step: 40}, "saving the checkpoint at step 40…", "saved the checkpoint at step 40"},
+		{Event{Kind: EventData}, "loading the data…", "loaded the data"},
+		{Event{Kind: EventBackend}, "creating the backend…", "created the backend"},
+	} {
+		require.Equal(t, c.doing, c.e.Line(false))
+		require.Equal(t, c.did, c.e.Line(true))
+	}
+	require.Equal(t, 1, ttaViewCount(TTANone))
+	require.Equal(t, 2, ttaViewCount(TTAMirror))
+	require.Equal(t, 6, ttaViewCount(TTAMirrorTranslate))
+}
+
+// A Status draws a new phase at once, the progress of the same phase at most every
+// StatusEvery, the end of a compile, and what the last phase did on Close; its clock is a fake.
+func TestStatus(t *testing.T) {
+	type drawn struct {
+		line     string
+		newPhase bool
+	}
+	var mu sync.Mutex
+	var lines []drawn
+	s := &Status{prefix: `run "a": `, stop: make(chan struct{}), draw: func(line string, newPhase bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, drawn{line, newPhase})
+	}}
+	clock := time.Unix(1000, 0)
+	s.now = func() time.Time { return clock }
+	s.Event(Event{Kind: EventCompile, Program: runs.ProgramTrainStep, Reason: ReasonFirst})
+	clock = clock.Add(3500 * time.Millisecond)
+	s.Event(Event{Kind: EventStep, Step: 1, Steps: 3, Loss: 2.5})
+	clock = clock.Add(100 * time.Millisecond)
+	s.Event(Event{Kind: EventStep, Step: 2, Steps: 3, Loss: 2.4}) // too soon: not drawn
+	clock = clock.Add(600 * time.Millisecond)
+	s.Event(Event{Kind: EventStep, Step: 3, Steps: 3, Loss: 2.3})
+	clock = clock.Add(time.Second) // the steps ended with the last event
+	s.Close(nil)
+	s.Event(Event{Kind: EventData}) // after Close: nothing
+	require.Equal(t, []drawn{
+		{`run "a": compiling the train step (first time for this shape)… 0.0 s`, true},
+		{`run "a": compiled the train step (first time for this shape) in 3.5 s`, true},
+		{`run "a": step 1/3 · loss 2.5000 · 0.0 s`, true},
+		{`run "a": step 3/3 · loss 2.3000 · 0.7 s`, false},
+		{`run "a": step 3/3 · loss 2.3000 · 0.7 s (compiled the train step (first time for this shape) in 3.5 s)`, true},
+	}, lines)
+
+	// Stopped by an error: how long the phase went on.
+	lines = nil
+	s = &Status{prefix: `run "b": `, stop: make(chan struct{}), now: s.now, draw: s.draw}
+	s.Event(Event{Kind: EventEval, Examples: 100, Purpose: runs.PhaseEval, Split: "test"})
+	clock = clock.Add(2 * time.Second)
+	s.Close(context.Canceled)
+	require.Equal(t, drawn{`run "b": evaluating 100 images… 0/100 · stopped after 2.0 s`, true}, lines[len(lines)-1])
+}
+
+// A run on a lazy backend (backends.Lazy, nb.Open's) trains exactly as on the backend New gives:
+// the backend is created by its first computation, once, and the trained model computes on it.
+func TestTrainOnLazyBackend(t *testing.T) {
+	testenv.XLACPUPluginOrSkip(t)
+	cfg := timelineConfig(t)
+	cfg.EvalEvery, cfg.CheckpointEvery = EvalOff, 0
+	eager, err := backends.New("cpu")
+	require.NoError(t, err)
+	cfg.Backend = eager
+	want, err := Train(context.Background(), cfg)
+	require.NoError(t, err)
+
+	lazy, err := backends.Lazy("cpu")
+	require.NoError(t, err)
+	before := backends.Clients()
+	cfg.Backend, cfg.CheckpointDir = lazy, filepath.Join(t.TempDir(), "lazy")
+	got, err := Train(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Equal(t, before+1, backends.Clients())
+	require.Equal(t, want.Loss, got.Loss)
+	require.Equal(t, want.Eval.Confusion, got.Eval.Confusion)
+	require.Equal(t, trainVars(t, want.Store), trainVars(t, got.Store))
+	b, err := cfg.TestRecords.Batch(0, 4)
+	require.NoError(t, err)
+	_, err = got.Logits(b.Images)
+	require.NoError(t, err)
+}

@@ -1,0 +1,100 @@
+// A live chart (nb.Live with nb.NotebookSink, as lab.Fit draws one) in a real GoNB cell:
+// after the first point, while the cell still runs, the cell shows the loss and accuracy
+// charts with whole-step ticks 0 and 1; at the end the saved output carries the PNG.
+
+import fs from "node:fs";
+import path from "node:path";
+import { hideLeftArea, log, openNotebook, save, sleep, waitForRun } from "./jupyterlab.mjs";
+
+const liveNotebook = "live-chart.ipynb";
+
+// The cell: one point, a pause in which the test looks, a second point, the end.
+const cell = `import (
+	"fmt"
+	"time"
+
+	"github.com/cifarlab/cifarlab/cifarlib/nb"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+)
+
+%%
+live := nb.NewLive(nb.NotebookSink{}, 0)
+live.Add(runs.HistoryPoint{Step: 1, Loss: 2.3, Accuracy: 0.1})
+fmt.Println("first point drawn")
+time.Sleep(25 * time.Second)
+live.Add(runs.HistoryPoint{Step: 2, Loss: 2.1, Accuracy: 0.15})
+live.Finish(nil)
+fmt.Println("finished")
+`;
+
+function writeNotebook(file, kernel) {
+  const nb = {
+    cells: [{ cell_type: "code", execution_count: null, id: "live", metadata: {}, outputs: [], source: cell }],
+    metadata: { kernelspec: { display_name: "Go (cifarlab, CPU)", language: "go", name: kernel } },
+    nbformat: 4,
+    nbformat_minor: 5,
+  };
+  fs.writeFileSync(file, JSON.stringify(nb, null, 1) + "\n");
+}
+
+// svgTexts returns the texts of an SVG document's <text> elements.
+function svgTexts(svg) {
+  return [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
+}
+
+// checkLive runs the cell in JupyterLab, looks at the charts after the first point (screenshot
+// live-first-point.png) and checks the saved outputs; it returns the problems found.
+export async function checkLive(context, { port, token, root, kernel, outDir, timeoutMs }) {
+  const file = path.join(root, liveNotebook);
+  writeNotebook(file, kernel);
+  const problems = [];
+  const page = await context.newPage();
+  try {
+    await openNotebook(page, { port, token, name: liveNotebook });
+    await hideLeftArea(page);
+    await page.click(".jp-NotebookPanel .jp-Notebook");
+    await page.click('.lm-MenuBar-itemLabel:text-is("Run")');
+    await page.click('.lm-Menu-itemLabel:text-is("Run All Cells")');
+    const output = page.locator(".jp-NotebookPanel .jp-CodeCell .jp-OutputArea");
+    await output.getByText("first point drawn").waitFor({ timeout: timeoutMs });
+    await sleep(1000);
+    const running = await page.$eval(".jp-NotebookPanel .jp-CodeCell .jp-InputArea-prompt", (e) => e.textContent.trim());
+    if (running !== "[*]:") problems.push(`live chart: the cell was no longer running when its first point was drawn (prompt ${running})`);
+    const svgs = await page.$$eval('.jp-OutputArea-output img[src^="data:image/svg+xml"]', (imgs) =>
+      imgs.map((i) => decodeURIComponent(i.src.slice(i.src.indexOf(",") + 1))),
+    );
+    const shot = path.join(outDir, "live-first-point.png");
+    await page.screenshot({ path: shot });
+    log(`screenshot: ${shot}`);
+    if (svgs.length !== 2) {
+      problems.push(`live chart: after the first point the cell shows ${svgs.length} chart(s), want 2 (loss and accuracy)`);
+    }
+    svgs.forEach((svg, i) => {
+      const texts = svgTexts(svg);
+      const ticks = texts.filter((t) => /^\d+(\.\d+)?$/.test(t));
+      for (const want of ["0", "1", "step"]) {
+        if (!texts.includes(want)) problems.push(`live chart ${i + 1} after the first point: no ${JSON.stringify(want)} on its step axis (texts: ${texts.join(" | ")})`);
+      }
+      const fractional = ticks.filter((t) => t.includes("."));
+      if (fractional.length) problems.push(`live chart ${i + 1}: fractional tick labels ${fractional.join(" ")}`);
+      if (!texts.includes(i === 0 ? "loss" : "accuracy")) problems.push(`live chart ${i + 1}: not the ${i === 0 ? "loss" : "accuracy"} chart`);
+    });
+
+    await waitForRun(page, 1, timeoutMs);
+    await save(page, file);
+    const saved = JSON.parse(fs.readFileSync(file, "utf8"));
+    const displays = saved.cells[0].outputs.filter((o) => o.output_type === "display_data");
+    const finals = displays.filter((o) => "image/png" in o.data && "image/svg+xml" in o.data && /curve: 2 points, to step 2/.test([].concat(o.data["text/plain"]).join("")));
+    if (finals.length !== 2) {
+      problems.push(`live chart: the saved cell has ${finals.length} chart(s) with PNG, SVG and "2 points" text, want 2: ${JSON.stringify(displays.map((o) => Object.keys(o.data)))}`);
+    }
+    for (const o of finals) {
+      const size = o.metadata && o.metadata["image/png"];
+      if (!size || !(size.width > 0) || !(size.height > 0)) problems.push(`live chart: the saved PNG has no display size (metadata ${JSON.stringify(o.metadata)})`);
+      else log(`live chart saved: PNG ${Math.round((o.data["image/png"].length * 3) / 4)} bytes at ${size.width}x${size.height} CSS px, SVG ${[].concat(o.data["image/svg+xml"]).join("").length} bytes`);
+    }
+  } finally {
+    await page.close().catch(() => {});
+  }
+  return problems;
+}
