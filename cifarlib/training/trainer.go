@@ -9,8 +9,11 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train"
+	"github.com/gomlx/gomlx/ml/train/loss"
 )
 
 // Trainer is a training run: a cifarlib model on a GoMLX train.Trainer driven by GoMLX's
@@ -145,8 +148,7 @@ func newGoMLXTrainer(p *plan, t *Trainer) (trainer *train.Trainer, err error) {
 			mode = cifarlib.GuardOff
 		}
 		if trainer = t.progs.trainer; trainer == nil { // compiled by an earlier run (Config.Programs)
-			loss := t.model.Loss().Mode(mode).LabelSmoothing(p.LabelSmoothing).Done()
-			trainer = train.NewTrainer(t.backend, t.store, t.modelFn, loss, opt,
+			trainer = train.NewTrainer(t.backend, t.store, t.modelFn, trainLoss(p, t.model, mode), opt,
 				trainMetricsFor(p.topK(), p.Unguarded, t.model.NumClasses), evalMetricsFor(p.topK()))
 			t.progs.keep(trainer)
 		}
@@ -154,3 +156,20 @@ func newGoMLXTrainer(p *plan, t *Trainer) (trainer *train.Trainer, err error) {
 	})
 	return trainer, err
 }
+
+// trainLoss is the guarded loss of plan p (mode), its label smoothing fed at run time
+// (train_hyper.go), so that a changed LabelSmoothing compiles nothing. An unguarded run without
+// smoothing uses GoMLX's own loss, as before (ProgramKey.PlainLoss).
+func trainLoss(p *plan, m *cifarlib.Model, mode cifarlib.GuardMode) loss.LossFn {
+	lb := m.Loss().Mode(mode).LabelSmoothing(p.LabelSmoothing)
+	if plainLoss(&p.Config) {
+		return lb.Done()
+	}
+	keep, spread := cifarlib.SmoothingFactors(p.LabelSmoothing, m.NumClasses)
+	return lb.LabelSmoothingFed(func(g *graph.Graph, dtype dtypes.DType) (*graph.Node, *graph.Node) {
+		return fedScalar(g, hyperSmoothingKeep, dtype, keep), fedScalar(g, hyperSmoothingSpread, dtype, spread)
+	}).Done()
+}
+
+// plainLoss says whether a run of c trains with GoMLX's own loss: unguarded, without smoothing.
+func plainLoss(c *Config) bool { return c.Unguarded && c.LabelSmoothing == 0 }
