@@ -22,12 +22,13 @@ import (
 // its set in use compiles its own, which is not kept).
 //
 // What is keyed and what is fed: ProgramKey holds what shapes the programs (architecture,
-// head, shapes, precision, devices, backend, dataset, the optimiser's algorithm, the schedule's
-// kind, guard, freeze, lookahead on or off). Every numeric hyper-parameter (learning rate and
-// the schedule's settings, momentum, weight decay, bias scaler, whitening-bias freeze step,
-// label smoothing, lookahead's end, steps, seed, validation size) is fed at run time: the train
-// step reads it from a non-trainable variable of the Store (train_hyper.go), which each run sets
-// from its own settings. So a run that changes only those reuses the programs.
+// head, shapes, precision, devices, backend, dataset, the optimiser's algorithm, the
+// schedule's kind, guard, freeze, label smoothing on or off, lookahead on or off). Every
+// numeric hyper-parameter (learning rate and the schedule's settings, momentum, weight decay,
+// bias scaler, whitening-bias freeze step, label smoothing's value, lookahead's end, steps,
+// seed, validation size) is fed at run time: the train step reads it from a non-trainable
+// variable of the Store (train_hyper.go), which each run sets from its own settings. So a run
+// that changes only those reuses the programs.
 //
 // What it keeps: GoMLX compiles a program per model.Exec and input shapes, and each Exec is
 // bound to the model.Store whose variables it reads and updates (model.NewExec; train.Trainer
@@ -61,9 +62,9 @@ type Programs struct {
 // those reuses the programs and compiles nothing. Fed at run time: LearningRate, the
 // schedule's Steps, WarmupSteps and MinLearningRate (and the triangle's segments), Momentum,
 // WeightDecay (but AdamW's), BiasScaler, the whitening bias's freeze step (WhitenBiasEpochs),
-// LabelSmoothing, the lookahead's end, Steps and Epochs, the Seed (the kept set re-runs its
-// variable initialisation for a new one, compiling nothing) and the validation's size
-// (EvalExamples: its last batch is padded to EvalBatchSize).
+// LabelSmoothing's value (0 or not is keyed), the lookahead's end, Steps and Epochs, the Seed
+// (the kept set re-runs its variable initialisation for a new one, compiling nothing) and the
+// validation's size (EvalExamples: its last batch is padded to EvalBatchSize).
 type ProgramKey struct {
 	// EvalProgramKey: the backend (its name and identity: programs live on the backend that
 	// compiled them), the dataset and its classes (the metrics, top-k), the architecture, its
@@ -81,9 +82,9 @@ type ProgramKey struct {
 	Schedule string
 	// Unguarded: the guard mode of the loss (GuardAll or GuardOff) differs in the graph.
 	Unguarded bool
-	// PlainLoss: an unguarded run without label smoothing trains with GoMLX's own loss, which
-	// has no smoothing to feed (any other run's smoothing is fed, 0 included).
-	PlainLoss bool
+	// LabelSmoothing: whether the loss smooths the labels (its value is fed); without, the loss
+	// is the one without smoothing, as before (see trainLoss).
+	LabelSmoothing bool
 	// Freeze: a linear probe trains only the head, another train step.
 	Freeze string
 	// Lookahead: the lookahead's update in the train step (on or off; its end is fed).
@@ -92,14 +93,11 @@ type ProgramKey struct {
 
 // String names the key's parts, for logs and errors.
 func (k ProgramKey) String() string {
-	s := fmt.Sprintf("%s %s head %d %s batch %d/%d on %d device(s) of %s, %s, %s schedule, lookahead %t, unguarded %t, freeze %q",
+	s := fmt.Sprintf("%s %s head %d %s batch %d/%d on %d device(s) of %s, %s, %s schedule, label smoothing %t, lookahead %t, unguarded %t, freeze %q",
 		k.Dataset, k.Model, k.Head, k.Precision, k.BatchSize, k.EvalBatchSize, k.Devices, k.Backend, k.Optimizer, k.Schedule,
-		k.Lookahead, k.Unguarded, k.Freeze)
+		k.LabelSmoothing, k.Lookahead, k.Unguarded, k.Freeze)
 	if k.WeightDecay != 0 {
 		s += fmt.Sprintf(", weight decay %g", k.WeightDecay)
-	}
-	if k.PlainLoss {
-		s += ", GoMLX's loss"
 	}
 	return s
 }
@@ -109,7 +107,7 @@ func programKey(p *plan, b compute.Backend, devices int) ProgramKey {
 	c := &p.Config
 	k := ProgramKey{EvalProgramKey: evalProgramKey(b, c.Spec, c.Model, c.headWidth(), c.Precision), BatchSize: c.BatchSize,
 		EvalBatchSize: c.EvalBatchSize, Devices: devices, Optimizer: c.Optimizer, Schedule: c.Schedule,
-		Unguarded: c.Unguarded, PlainLoss: plainLoss(c), Freeze: c.Freeze, Lookahead: c.Lookahead}
+		Unguarded: c.Unguarded, LabelSmoothing: c.LabelSmoothing > 0, Freeze: c.Freeze, Lookahead: c.Lookahead}
 	if c.Optimizer == "adamw" {
 		k.WeightDecay = c.WeightDecay
 	}

@@ -46,8 +46,8 @@ func trainFed(t *testing.T, cfg Config) (fedRun, *Result) {
 }
 
 // A run that changes only numeric hyper-parameters (the learning rate, the schedule's settings,
-// momentum, weight decay, bias scaler, label smoothing, the steps, the seed, the validation's
-// size) reuses the programs a Programs keeps: it compiles nothing, not even GoMLX's variable
+// momentum, weight decay, bias scaler, label smoothing's value, the steps, the seed, the
+// validation's size) reuses the programs a Programs keeps: it compiles nothing, not even GoMLX's variable
 // initialisation, and trains bit for bit as a fresh run with those values does. Then the first
 // settings again train as they did.
 func TestProgramsFeedHyperParameters(t *testing.T) {
@@ -58,7 +58,7 @@ func TestProgramsFeedHyperParameters(t *testing.T) {
 	cosine := fedTestConfig(t, cifarlib.ArchLinear)
 	cosine.Optimizer, cosine.Schedule, cosine.WarmupSteps, cosine.MinLearningRate = "sgd", ScheduleCosine, 2, 0.001
 	adam := fedTestConfig(t, cifarlib.ArchLinear)
-	adam.Optimizer = "adam"
+	adam.Optimizer, adam.LabelSmoothing = "adam", 0.1
 	type variant struct {
 		name string
 		edit func(*Config)
@@ -89,7 +89,7 @@ func TestProgramsFeedHyperParameters(t *testing.T) {
 		}},
 		{"adam", adam, []variant{
 			{"learning rate", func(c *Config) { c.LearningRate = 0.01 }},
-			{"label smoothing", func(c *Config) { c.LabelSmoothing = 0.2 }},
+			{"label smoothing", func(c *Config) { c.LabelSmoothing = 0.25 }},
 			{"seed", func(c *Config) { c.Seed = 1 }},
 		}},
 	} {
@@ -153,8 +153,9 @@ func TestProgramsNewShapeSaysWhy(t *testing.T) {
 	}{
 		{"batch", func(*Config) {}, func(c *Config) { c.BatchSize = 16 }, "new program: batch size 16, not 8"},
 		{"schedule", func(*Config) {}, func(c *Config) { c.Schedule = ScheduleTriangle }, "new program: schedule triangle, not constant"},
-		// An unguarded run without smoothing trains with GoMLX's own loss: smoothing it is another program.
-		{"plain loss", func(c *Config) { c.Unguarded = true }, func(c *Config) { c.LabelSmoothing = 0.1 }, "new program: plain loss false, not true"},
+		// Label smoothing on is another loss (its value is fed), guarded or not.
+		{"label smoothing on", func(*Config) {}, func(c *Config) { c.LabelSmoothing = 0.1 }, "new program: label smoothing true, not false"},
+		{"unguarded, label smoothing on", func(c *Config) { c.Unguarded = true }, func(c *Config) { c.LabelSmoothing = 0.1 }, "new program: label smoothing true, not false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Programs{}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -108,9 +109,12 @@ func newNesterov(learningRate, momentum, weightDecay, biasScaler float64, batch,
 // The nesterov optimizer's fed values (train_hyper.go): everything but the batch, which shapes
 // the program.
 const (
-	hyperMomentum        = "momentum"
-	hyperNesterovDecay   = "nesterov_decay_"   // + the group's name: wd/lrg
-	hyperNesterovRate    = "nesterov_rate_"    // + the group's name: lrg/LearningRate
+	hyperMomentum      = "momentum"
+	hyperNesterovDecay = "nesterov_decay_" // + the group's name: wd/lrg
+	hyperNesterovRate  = "nesterov_rate_"  // + the group's name: lrg/LearningRate
+	// hyperNesterovFolded + the group's name: LearningRate times lrg/LearningRate, in float32
+	// (groupRate).
+	hyperNesterovFolded  = "nesterov_folded_rate_"
 	hyperWhitenBiasSteps = "whiten_bias_steps" // the step the whitening bias freezes at
 )
 
@@ -149,9 +153,28 @@ func (o *nesterovOptimizer) freezeStep() int {
 func (o *nesterovOptimizer) fed() hyperValues {
 	h := hyperValues{hyperMomentum: o.momentum, hyperWhitenBiasSteps: float64(o.freezeStep())}
 	for _, group := range []paramGroup{groupOther, groupNormBias} {
-		h[hyperNesterovDecay+groupName(group)], h[hyperNesterovRate+groupName(group)] = o.groupFactors(group)
+		decay, rate := o.groupFactors(group)
+		name := groupName(group)
+		h[hyperNesterovDecay+name], h[hyperNesterovRate+name] = decay, rate
+		h[hyperNesterovFolded+name] = float64(float32(o.learningRate) * float32(rate))
 	}
 	return h
+}
+
+// groupRate is a group's rate in g: rate, the learning-rate variable (LearningRate times the
+// schedule's factor), times lrg/LearningRate (fed). Under the triangle, where rate is
+// factor*LearningRate, the graph with constants was (factor*LearningRate)*(lrg/LearningRate),
+// which XLA's algebraic simplifier folds into factor*(LearningRate*(lrg/LearningRate)), the
+// product of the two constants rounded to float32 at compile time; so on XLA (every backend but
+// the pure-Go one, which folds nothing) the fed graph is factor times that product, computed on
+// the host in float32 as XLA computes it: the same numbers as before, bit for bit.
+func (o *nesterovOptimizer) groupRate(g *graph.Graph, rate *graph.Node, group paramGroup) *graph.Node {
+	_, r := o.groupFactors(group)
+	name := groupName(group)
+	if factor := triangleFactor(g); factor != nil && factor.DType() == dtypes.Float32 && rate.DType() == dtypes.Float32 && !backends.IsGoBackend(g.Backend()) {
+		return graph.Mul(factor, fedScalar(g, hyperNesterovFolded+name, dtypes.Float32, float64(float32(o.learningRate)*float32(r))))
+	}
+	return graph.Mul(rate, fedScalar(g, hyperNesterovRate+name, rate.DType(), r))
 }
 
 // UpdateGraph implements optimizer.Interface.
@@ -187,7 +210,7 @@ func (o *nesterovOptimizer) UpdateGraphWithGradients(scope *model.Scope, grads [
 		if group == groupNotTrained {
 			continue
 		}
-		decay, groupRate := o.groupFactors(group)
+		decay, _ := o.groupFactors(group)
 		name := groupName(group)
 		p := v.NodeValue(g)
 		dtype := p.DType()
@@ -197,7 +220,7 @@ func (o *nesterovOptimizer) UpdateGraphWithGradients(scope *model.Scope, grads [
 		d := graph.Add(graph.MulScalar(graph.ConvertDType(grad, dtype), float64(o.batch)), graph.Mul(p, fedScalar(g, hyperNesterovDecay+name, dtype, decay)))
 		newBuf := graph.Add(graph.Mul(buf, momentum), d)
 		update := graph.Add(d, graph.Mul(newBuf, momentum))
-		rateNode := graph.ConvertDType(graph.Mul(rate, fedScalar(g, hyperNesterovRate+name, rate.DType(), groupRate)), dtype)
+		rateNode := graph.ConvertDType(o.groupRate(g, rate, group), dtype)
 		newP := graph.Sub(p, graph.Mul(update, rateNode))
 		if group == groupWhitenBias {
 			training := graph.LessThan(step, fedScalar(g, hyperWhitenBiasSteps, step.DType(), float64(o.freezeStep())))

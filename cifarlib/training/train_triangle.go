@@ -95,5 +95,17 @@ func (tr triangle) factor(step *graph.Node) *graph.Node {
 func (tr triangle) setLearningRate(scope *model.Scope, g *graph.Graph, learningRate float64) {
 	step := optimizer.GetGlobalStepVar(scope).NodeValue(g)
 	lrVar := optimizer.LearningRateVarWithValue(scope, dtypes.Float32, learningRate)
-	lrVar.SetNodeValue(graph.Mul(tr.factor(step), fedScalar(g, hyperLearningRate, dtypes.Float32, learningRate)))
+	factor := tr.factor(step)
+	g.AttachState(triangleFactorKey{}, factor)
+	lrVar.SetNodeValue(graph.Mul(factor, fedScalar(g, hyperLearningRate, dtypes.Float32, learningRate)))
+}
+
+// triangleFactorKey keys the triangle's factor node in a training graph (Graph.State), for the
+// nesterov optimizer (nesterovOptimizer.groupRate).
+type triangleFactorKey struct{}
+
+// triangleFactor returns the triangle's factor node of g, or nil.
+func triangleFactor(g *graph.Graph) *graph.Node {
+	factor, _ := g.State(triangleFactorKey{}).(*graph.Node)
+	return factor
 }

@@ -157,12 +157,14 @@ func newGoMLXTrainer(p *plan, t *Trainer) (trainer *train.Trainer, err error) {
 	return trainer, err
 }
 
-// trainLoss is the guarded loss of plan p (mode), its label smoothing fed at run time
-// (train_hyper.go), so that a changed LabelSmoothing compiles nothing. An unguarded run without
-// smoothing uses GoMLX's own loss, as before (ProgramKey.PlainLoss).
+// trainLoss is the loss of plan p (guard mode), its label smoothing fed at run time
+// (train_hyper.go), so that a changed LabelSmoothing compiles nothing. Without smoothing the
+// loss is the one without it, as before (ProgramKey.LabelSmoothing): the fed smoothing's
+// factors 1 and 0 would compute the same numbers, but XLA compiles the graph without them
+// otherwise (another order of its sums), and results must stay the same bit for bit.
 func trainLoss(p *plan, m *cifarlib.Model, mode cifarlib.GuardMode) loss.LossFn {
 	lb := m.Loss().Mode(mode).LabelSmoothing(p.LabelSmoothing)
-	if plainLoss(&p.Config) {
+	if p.LabelSmoothing == 0 {
 		return lb.Done()
 	}
 	keep, spread := cifarlib.SmoothingFactors(p.LabelSmoothing, m.NumClasses)
@@ -170,6 +172,3 @@ func trainLoss(p *plan, m *cifarlib.Model, mode cifarlib.GuardMode) loss.LossFn 
 		return fedScalar(g, hyperSmoothingKeep, dtype, keep), fedScalar(g, hyperSmoothingSpread, dtype, spread)
 	}).Done()
 }
-
-// plainLoss says whether a run of c trains with GoMLX's own loss: unguarded, without smoothing.
-func plainLoss(c *Config) bool { return c.Unguarded && c.LabelSmoothing == 0 }
