@@ -7,8 +7,6 @@ package training
 import (
 	"fmt"
 	"maps"
-	"os"
-	"slices"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
@@ -62,7 +60,7 @@ func newHyperValues(p *plan) hyperValues {
 // without a Store it is the constant graph.Scalar(g, dtype, value), the same number.
 func fedScalar(g *graph.Graph, name string, dtype dtypes.DType, value float64) *graph.Node {
 	store := model.GetStore(g)
-	if c := os.Getenv("FED_CONST"); store == nil || c == "all" || slices.Contains(strings.Split(c, ","), name) {
+	if store == nil {
 		return graph.Scalar(g, dtype, value)
 	}
 	path := model.JoinPath(hyperScope, strings.ToLower(dtype.String()), name)
