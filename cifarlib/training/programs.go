@@ -23,10 +23,10 @@ import (
 //
 // What is keyed and what is fed: ProgramKey holds what shapes the programs (architecture,
 // head, shapes, precision, devices, backend, dataset, the optimiser's algorithm, the
-// schedule's kind, guard, freeze, label smoothing on or off, lookahead on or off). Every
-// numeric hyper-parameter (learning rate and the schedule's settings, momentum, weight decay,
-// bias scaler, whitening-bias freeze step, label smoothing's value, lookahead's end, steps,
-// seed, validation size) is fed at run time: the train step reads it from a non-trainable
+// schedule's kind, guard, freeze, label smoothing on or off, and the lookahead's end). Every
+// other numeric hyper-parameter (learning rate and the schedule's settings, momentum, weight
+// decay, bias scaler, whitening-bias freeze step, label smoothing's value, steps, seed,
+// validation size) is fed at run time: the train step reads it from a non-trainable
 // variable of the Store (train_hyper.go), which each run sets from its own settings. So a run
 // that changes only those reuses the programs.
 //
@@ -62,9 +62,11 @@ type Programs struct {
 // those reuses the programs and compiles nothing. Fed at run time: LearningRate, the
 // schedule's Steps, WarmupSteps and MinLearningRate (and the triangle's segments), Momentum,
 // WeightDecay (but AdamW's), BiasScaler, the whitening bias's freeze step (WhitenBiasEpochs),
-// LabelSmoothing's value (0 or not is keyed), the lookahead's end, Steps and Epochs, the Seed
-// (the kept set re-runs its variable initialisation for a new one, compiling nothing) and the
-// validation's size (EvalExamples: its last batch is padded to EvalBatchSize).
+// LabelSmoothing's value (0 or not is keyed, and in bf16-mixed the value), Steps and Epochs
+// (but with Lookahead, whose end they are), the Seed (the kept set re-runs its variable
+// initialisation for a new one, compiling nothing) and the validation's size (EvalExamples: its
+// last batch is padded to EvalBatchSize). Where a fed value would change the numbers XLA
+// computes (train_hyper.go), the value stays a constant, and keyed.
 type ProgramKey struct {
 	// EvalProgramKey: the backend (its name and identity: programs live on the backend that
 	// compiled them), the dataset and its classes (the metrics, top-k), the architecture, its
@@ -83,19 +85,25 @@ type ProgramKey struct {
 	// Unguarded: the guard mode of the loss (GuardAll or GuardOff) differs in the graph.
 	Unguarded bool
 	// LabelSmoothing: whether the loss smooths the labels (its value is fed); without, the loss
-	// is the one without smoothing, as before (see trainLoss).
-	LabelSmoothing bool
+	// is the one without smoothing, as before (see trainLoss). ConstantSmoothing: its value, in
+	// bf16-mixed precision only, where it stays a constant of the graph (see trainLoss).
+	LabelSmoothing    bool
+	ConstantSmoothing float64
 	// Freeze: a linear probe trains only the head, another train step.
 	Freeze string
-	// Lookahead: the lookahead's update in the train step (on or off; its end is fed).
-	Lookahead bool
+	// LookaheadSteps: the lookahead's end, the run's Steps (0: no lookahead), a constant of
+	// its update (lookaheadOptimizer.update).
+	LookaheadSteps int
 }
 
 // String names the key's parts, for logs and errors.
 func (k ProgramKey) String() string {
-	s := fmt.Sprintf("%s %s head %d %s batch %d/%d on %d device(s) of %s, %s, %s schedule, label smoothing %t, lookahead %t, unguarded %t, freeze %q",
+	s := fmt.Sprintf("%s %s head %d %s batch %d/%d on %d device(s) of %s, %s, %s schedule, label smoothing %t, lookahead steps %d, unguarded %t, freeze %q",
 		k.Dataset, k.Model, k.Head, k.Precision, k.BatchSize, k.EvalBatchSize, k.Devices, k.Backend, k.Optimizer, k.Schedule,
-		k.LabelSmoothing, k.Lookahead, k.Unguarded, k.Freeze)
+		k.LabelSmoothing, k.LookaheadSteps, k.Unguarded, k.Freeze)
+	if k.ConstantSmoothing != 0 {
+		s += fmt.Sprintf(", label smoothing %g", k.ConstantSmoothing)
+	}
 	if k.WeightDecay != 0 {
 		s += fmt.Sprintf(", weight decay %g", k.WeightDecay)
 	}
@@ -107,9 +115,15 @@ func programKey(p *plan, b compute.Backend, devices int) ProgramKey {
 	c := &p.Config
 	k := ProgramKey{EvalProgramKey: evalProgramKey(b, c.Spec, c.Model, c.headWidth(), c.Precision), BatchSize: c.BatchSize,
 		EvalBatchSize: c.EvalBatchSize, Devices: devices, Optimizer: c.Optimizer, Schedule: c.Schedule,
-		Unguarded: c.Unguarded, LabelSmoothing: c.LabelSmoothing > 0, Freeze: c.Freeze, Lookahead: c.Lookahead}
+		Unguarded: c.Unguarded, LabelSmoothing: c.LabelSmoothing > 0, Freeze: c.Freeze}
 	if c.Optimizer == "adamw" {
 		k.WeightDecay = c.WeightDecay
+	}
+	if c.Lookahead {
+		k.LookaheadSteps = c.Steps
+	}
+	if !fedSmoothing(c) {
+		k.ConstantSmoothing = c.LabelSmoothing
 	}
 	return k
 }

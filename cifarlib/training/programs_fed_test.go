@@ -46,8 +46,8 @@ func trainFed(t *testing.T, cfg Config) (fedRun, *Result) {
 }
 
 // A run that changes only numeric hyper-parameters (the learning rate, the schedule's settings,
-// momentum, weight decay, bias scaler, label smoothing's value, the steps, the seed, the
-// validation's size) reuses the programs a Programs keeps: it compiles nothing, not even GoMLX's variable
+// momentum, weight decay, bias scaler, label smoothing's value, the steps (without lookahead),
+// the seed, the validation's size) reuses the programs a Programs keeps: it compiles nothing, not even GoMLX's variable
 // initialisation, and trains bit for bit as a fresh run with those values does. Then the first
 // settings again train as they did.
 func TestProgramsFeedHyperParameters(t *testing.T) {
@@ -55,6 +55,8 @@ func TestProgramsFeedHyperParameters(t *testing.T) {
 	recipe.Recipe, recipe.Steps, recipe.Epochs = RecipeAirbench94, 0, 0.6 // nesterov, triangle, smoothing, lookahead
 	recipeCNN := fedTestConfig(t, cifarlib.ArchCNN)                       // with batch-norm biases (BiasScaler)
 	recipeCNN.Recipe, recipeCNN.Steps, recipeCNN.Epochs = RecipeAirbench94, 0, 0.6
+	noLookahead := recipe // the lookahead's end is the run's steps, and keyed
+	noLookahead.RecipeOff = []string{"Lookahead"}
 	cosine := fedTestConfig(t, cifarlib.ArchLinear)
 	cosine.Optimizer, cosine.Schedule, cosine.WarmupSteps, cosine.MinLearningRate = "sgd", ScheduleCosine, 2, 0.001
 	adam := fedTestConfig(t, cifarlib.ArchLinear)
@@ -74,8 +76,10 @@ func TestProgramsFeedHyperParameters(t *testing.T) {
 			{"momentum", func(c *Config) { c.Momentum = 0.8 }},
 			{"weight decay", func(c *Config) { c.WeightDecay = 0.03 }},
 			{"seed", func(c *Config) { c.Seed = 9 }},
-			{"epochs", func(c *Config) { c.Epochs = 1 }},
 			{"validation size", func(c *Config) { c.EvalExamples = 40 }},
+		}},
+		{"recipe without lookahead", noLookahead, []variant{
+			{"epochs", func(c *Config) { c.Epochs = 1 }},
 		}},
 		{"recipe cnn", recipeCNN, []variant{
 			{"bias scaler, seed, learning rate, momentum, smoothing", func(c *Config) {
@@ -153,6 +157,9 @@ func TestProgramsNewShapeSaysWhy(t *testing.T) {
 	}{
 		{"batch", func(*Config) {}, func(c *Config) { c.BatchSize = 16 }, "new program: batch size 16, not 8"},
 		{"schedule", func(*Config) {}, func(c *Config) { c.Schedule = ScheduleTriangle }, "new program: schedule triangle, not constant"},
+		// The lookahead's end is its run's steps.
+		{"lookahead", func(c *Config) { c.Recipe, c.Steps, c.Epochs = RecipeAirbench94, 0, 0.6 },
+			func(c *Config) { c.Epochs = 1 }, "new program: lookahead steps 12, not 8"},
 		// Label smoothing on is another loss (its value is fed), guarded or not.
 		{"label smoothing on", func(*Config) {}, func(c *Config) { c.LabelSmoothing = 0.1 }, "new program: label smoothing true, not false"},
 		{"unguarded, label smoothing on", func(c *Config) { c.Unguarded = true }, func(c *Config) { c.LabelSmoothing = 0.1 }, "new program: label smoothing true, not false"},

@@ -19,14 +19,15 @@ const (
 	hyperCosineWarmupInv   = "cosine_warmup_inv" // 1/WarmupSteps, 0 without warm-up
 	hyperCosinePeriodInv   = "cosine_period_inv" // 1/(Steps-WarmupSteps)
 	hyperCosineSpan        = "cosine_span"       // LearningRate-MinLearningRate
+	hyperCosineHalfSpan    = "cosine_half_span"  // (LearningRate-MinLearningRate)/2, in float32
 	hyperMinLearningRate   = "min_learning_rate"
 )
 
 // cosineSchedule is GoMLX's cosineschedule (gomlx v0.28.16, ml/train/optimizer/cosineschedule:
 // New(...).LearningRate(lr).MinLearningRate(min).WarmUpSteps(w).PeriodSteps(steps-w).Done()), the
 // same operations in the same order, its counter in the same variable, but with its numbers fed
-// at run time instead of built in as constants (graph.DivScalar's reciprocal included), and
-// its warm-up always in the graph: without warm-up (0 steps) the warm-up's branch is never
+// at run time instead of built in as constants (graph.DivScalar's reciprocal included, and
+// the constants XLA folds folded as it does), and its warm-up always in the graph: without warm-up (0 steps) the warm-up's branch is never
 // taken, so the rate is the one without it.
 type cosineSchedule struct {
 	learningRate, minLearningRate float64
@@ -44,6 +45,7 @@ func (c cosineSchedule) fed() hyperValues {
 	h := hyperValues{hyperCosineWarmupSteps: float64(c.warmupSteps), hyperCosineWarmupInv: 0,
 		hyperCosinePeriodInv: 1.0 / float64(c.periodSteps), hyperCosineSpan: c.learningRate - c.minLearningRate,
 		hyperMinLearningRate: c.minLearningRate}
+	h[hyperCosineHalfSpan] = float64(float32(0.5) * float32(h[hyperCosineSpan]))
 	if c.warmupSteps > 0 {
 		h[hyperCosineWarmupInv] = 1.0 / float64(c.warmupSteps)
 	}
@@ -62,8 +64,9 @@ func (c cosineSchedule) setLearningRate(scope *model.Scope, g *graph.Graph) {
 	cycle := graph.Mul(adjusted, fed(hyperCosinePeriodInv))
 	cycle = graph.Sub(cycle, graph.Floor(cycle)) // the fraction of the period, in [0, 1)
 	cosine := graph.Cos(graph.MulScalar(cycle, math.Pi))
-	lr := graph.DivScalar(graph.OnePlus(cosine), 2)
-	lr = graph.Add(graph.Mul(lr, fed(hyperCosineSpan)), fed(hyperMinLearningRate))
+	// GoMLX's (1+cosine)/2*span, as XLA folded its constants 1/2 and span: (1+cosine) times
+	// span/2 (the same number on the pure-Go backend, which folds nothing: halving is exact).
+	lr := graph.Add(graph.Mul(graph.OnePlus(cosine), fed(hyperCosineHalfSpan)), fed(hyperMinLearningRate))
 	ratio := graph.MinScalar(graph.Mul(step, fed(hyperCosineWarmupInv)), 1.0)
 	warmupLR := graph.Add(graph.Mul(ratio, fed(hyperCosineSpan)), fed(hyperMinLearningRate))
 	lr = graph.Where(graph.IsNegative(adjusted), warmupLR, lr)

@@ -49,7 +49,6 @@ func newHyperValues(p *plan) hyperValues {
 	maps.Copy(h, newNesterov(p.LearningRate, p.Momentum, p.WeightDecay, p.BiasScaler, p.BatchSize, p.WhitenBiasEpochs*p.stepsPerEpoch).fed())
 	maps.Copy(h, airbenchTriangle(p.Steps).fed(p.LearningRate))
 	maps.Copy(h, newCosine(p).fed())
-	maps.Copy(h, withLookahead(nil, "", p.Steps).fed())
 	h[hyperSmoothingKeep], h[hyperSmoothingSpread] = cifarlib.SmoothingFactors(p.LabelSmoothing, p.headWidth())
 	return h
 }

@@ -82,27 +82,16 @@ func lookaheadVariable(v *model.Variable, scope string) bool {
 	return strings.HasPrefix(v.Path(), scope) && v.DType().IsFloat() && v.Name() != "avg_weight"
 }
 
-// The lookahead's fed values (train_hyper.go): the run's steps and their inverse.
-const (
-	hyperLookaheadTotal    = "lookahead_total"
-	hyperLookaheadTotalInv = "lookahead_total_inv"
-)
-
-// fed returns the values the lookahead's graph reads at run time: its end, and 1/end as
-// graph.DivScalar multiplies by it.
-func (o *lookaheadOptimizer) fed() hyperValues {
-	return hyperValues{hyperLookaheadTotal: float64(o.total), hyperLookaheadTotalInv: 1.0 / float64(max(o.total, 1))}
-}
-
 // update builds the lookahead step after the inner optimizer's: the global step is the step just
-// taken, from 1. The end (total) is fed at run time (fed).
+// taken, from 1. Its end (total) is a constant of the graph, not fed (ProgramKey.LookaheadSteps):
+// XLA computes x^3 of x = step*(1/total) otherwise when 1/total is a constant, so a fed one
+// would change the numbers.
 func (o *lookaheadOptimizer) update(store *model.Store, g *graph.Graph) {
 	step := optimizer.GetGlobalStepVar(store).NodeValue(g)
-	h := o.fed()
 	first := graph.Equal(step, graph.OnesLike(step))
 	every := graph.Equal(graph.Rem(step, graph.Scalar(g, step.DType(), lookaheadEvery)), graph.ZerosLike(step))
-	last := graph.GreaterOrEqual(step, fedScalar(g, hyperLookaheadTotal, step.DType(), h[hyperLookaheadTotal]))
-	x := graph.Mul(graph.ConvertDType(step, dtypes.Float32), fedScalar(g, hyperLookaheadTotalInv, dtypes.Float32, h[hyperLookaheadTotalInv]))
+	last := graph.GreaterOrEqual(step, graph.Scalar(g, step.DType(), o.total))
+	x := graph.DivScalar(graph.ConvertDType(step, dtypes.Float32), float64(o.total))
 	decay := graph.MulScalar(graph.Mul(x, graph.Mul(x, x)), math.Pow(0.95, lookaheadEvery))
 	weight := graph.OneMinus(decay)
 	var vars []*model.Variable

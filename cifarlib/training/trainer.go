@@ -161,14 +161,21 @@ func newGoMLXTrainer(p *plan, t *Trainer) (trainer *train.Trainer, err error) {
 // (train_hyper.go), so that a changed LabelSmoothing compiles nothing. Without smoothing the
 // loss is the one without it, as before (ProgramKey.LabelSmoothing): the fed smoothing's
 // factors 1 and 0 would compute the same numbers, but XLA compiles the graph without them
-// otherwise (another order of its sums), and results must stay the same bit for bit.
+// otherwise (another order of its sums), and results must stay the same bit for bit. In
+// bf16-mixed precision the value stays a constant too (ProgramKey.ConstantSmoothing): fed, XLA
+// CPU computes other gradients from it in the last bits.
 func trainLoss(p *plan, m *cifarlib.Model, mode cifarlib.GuardMode) loss.LossFn {
 	lb := m.Loss().Mode(mode).LabelSmoothing(p.LabelSmoothing)
-	if p.LabelSmoothing == 0 {
+	if !fedSmoothing(&p.Config) {
 		return lb.Done()
 	}
 	keep, spread := cifarlib.SmoothingFactors(p.LabelSmoothing, m.NumClasses)
 	return lb.LabelSmoothingFed(func(g *graph.Graph, dtype dtypes.DType) (*graph.Node, *graph.Node) {
 		return fedScalar(g, hyperSmoothingKeep, dtype, keep), fedScalar(g, hyperSmoothingSpread, dtype, spread)
 	}).Done()
+}
+
+// fedSmoothing says whether a run of c feeds its label smoothing at run time (trainLoss).
+func fedSmoothing(c *Config) bool {
+	return c.LabelSmoothing != 0 && c.Precision != cifarlib.PrecisionBF16Mixed
 }
