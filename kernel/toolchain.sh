@@ -35,13 +35,20 @@ cifarlab_toolchain_check() {
     echo "setup: needs Go ${cifarlab_toolchain#go} (go.mod's toolchain line): no go command on PATH. Install any Go 1.21+ (https://go.dev/dl) and put it on PATH; the go command then fetches ${cifarlab_toolchain} itself through the Go module proxy." >&2
     return 1
   fi
-  if ! out="$(cd "$REPO" && go env GOROOT 2>&1)" || [ ! -x "$out/bin/go" ]; then
+  # GOROOT alone on stdout: the go command says "go: downloading go1.27.3 ..." on stderr while it
+  # fetches the toolchain, which must not end up in the path.
+  local errf
+  errf="$(mktemp)"
+  if ! out="$(cd "$REPO" && go env GOROOT 2>"$errf")" || [ ! -x "$out/bin/go" ]; then
+    out="$out $(tail -n 1 "$errf")"
+    rm -f "$errf"
     local have proxy
     have="$(GOTOOLCHAIN=local go env GOVERSION 2>/dev/null || echo 'an unknown Go')"
     proxy="$(GOTOOLCHAIN=local go env GOPROXY 2>/dev/null)"
     echo "setup: needs Go ${cifarlab_toolchain#go} (go.mod's toolchain line: gomlx, go-xla and compute need Go 1.27), but the go command on PATH is ${have} and could not fetch ${cifarlab_toolchain} through GOPROXY=${proxy} ($(printf '%s' "$out" | tail -n 1)): give it access to the Go module proxy, or install Go ${cifarlab_toolchain#go} from https://go.dev/dl and put it first on PATH, then re-run. Nothing was installed." >&2
     return 1
   fi
+  rm -f "$errf"
   goroot="$out"
   case ":$PATH:" in
     *":$goroot/bin:"*) ;;

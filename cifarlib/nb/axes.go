@@ -66,3 +66,30 @@ func stepSpacing(span float64) (major, minor float64) {
 		}
 	}
 }
+
+// fitData fits axis a to the data added to its chart (gonum/plot's Add sets a.Min and a.Max to
+// the data's range), so that curves which differ by little read apart: the data's range padded
+// by dataPad of it on each side, and at least minSpan wide around its middle (one point, or
+// curves that are flat), kept within [lo, hi] (a loss is never negative, an accuracy in percent
+// lies in [0, 100]). An axis without data is left to gonum/plot.
+func fitData(a *plot.Axis, minSpan, lo, hi float64) {
+	if math.IsInf(a.Min, 0) || math.IsInf(a.Max, 0) || a.Min > a.Max {
+		return
+	}
+	pad := dataPad * (a.Max - a.Min)
+	min, max := a.Min-pad, a.Max+pad
+	if max-min < minSpan {
+		mid := (a.Min + a.Max) / 2
+		min, max = mid-minSpan/2, mid+minSpan/2
+	}
+	if min < lo { // shift the range inside [lo, hi] rather than cut it
+		min, max = lo, math.Min(hi, max+lo-min)
+	}
+	if max > hi {
+		min, max = math.Max(lo, min-(max-hi)), hi
+	}
+	a.Min, a.Max = min, max
+}
+
+// dataPad is the space fitData leaves around the data, as a fraction of its range.
+const dataPad = 0.05

@@ -146,7 +146,8 @@ func LabelChart(title string, s data.SplitLabels) (*plot.Plot, error) {
 }
 
 // countTicks are gonum/plot's default ticks labelled as the shortest decimal of their value:
-// counts read "50", where the default format of a range like 0-50.6 writes "50.00".
+// counts read "50", where the default format of a range like 0-50.6 writes "50.00", and a
+// comparison's accuracies "22.5", not "22.50".
 type countTicks struct{}
 
 // Ticks implements plot.Ticker.

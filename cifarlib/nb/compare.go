@@ -3,6 +3,7 @@ package nb
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
@@ -19,59 +20,119 @@ var (
 	compareDashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)}}
 )
 
+// compared are the runs of a comparison that have curves (the others are left out of its
+// charts), each with the name of its curves: what differs between them (runs.Labels, e.g.
+// "label smoothing 0.2"), and by, what they differ in, for the charts' titles (runs.Compared).
+type compared struct {
+	runs   []runs.Info
+	labels []string
+	by     string
+}
+
+// compare returns the runs of list that have curves, named by what differs between them.
+func compare(list []runs.Info) compared {
+	var c compared
+	for _, r := range list {
+		if len(historyPoints(r)) > 0 {
+			c.runs = append(c.runs, r)
+		}
+	}
+	c.labels, c.by = runs.Labels(c.runs...), runs.Compared(c.runs...)
+	return c
+}
+
 // CompareLossChart overlays the training loss of runs, each smoothed as LossChart smooths it
-// (runs.History.SmoothedLoss), one colour per run. Runs without curves are left out.
+// (runs.History.SmoothedLoss), one colour per run. Its title and legend name the runs by what
+// differs between them (e.g. "training loss (smoothed), by label smoothing" with "label
+// smoothing 0.2" and "label smoothing 0.1"; runs.Labels), and its y axis fits the curves
+// (fitData): runs whose losses differ by little read apart. Runs without curves are left out.
 func CompareLossChart(list ...runs.Info) (*plot.Plot, error) {
-	p := newStepChart("training loss (smoothed), by run", "cross-entropy loss")
-	err := eachCurve(p, list, func(r runs.Info) (string, plotter.XYs) {
+	c := compare(list)
+	p := newStepChart("training loss (smoothed), by "+c.by, "cross-entropy loss")
+	err := c.eachCurve(p, func(r runs.Info) plotter.XYs {
 		smoothed := r.History.SmoothedLoss()
 		xys := make(plotter.XYs, len(r.History.Points))
 		for i, pt := range r.History.Points {
 			xys[i] = plotter.XY{X: float64(pt.Step), Y: smoothed[i]}
 		}
-		return r.Name, xys
+		return xys
 	})
-	p.Y.Min = 0
+	fitData(&p.Y, lossMinSpan*math.Abs(p.Y.Max), 0, math.Inf(1))
+	p.Y.Tick.Marker = countTicks{} // "1.2", not "1.20"
 	return p, err
 }
 
-// CompareAccuracyChart overlays the accuracy of runs, in percent: their test accuracy, at the
-// evaluations their histories recorded, when any of them has one (the question a comparison
-// asks), else their training accuracy smoothed as the loss is (runs.History.SmoothedAccuracy).
-// Runs without curves are left out.
+// CompareAccuracyChart overlays the accuracy of runs, in percent: their validation accuracy,
+// at the evaluations their histories recorded, when any of them has one (the question a
+// comparison asks), else their training accuracy smoothed as the loss is
+// (runs.History.SmoothedAccuracy). Runs are named as CompareLossChart names them, and the
+// legend says what the validation was (runs.History.Validation: how many test images, which
+// TTA), once when the runs share it, else with each run. The y axis fits the curves, within 0
+// to 100%. Runs without curves are left out.
 func CompareAccuracyChart(list ...runs.Info) (*plot.Plot, error) {
-	test := false
-	for _, r := range list {
-		for _, pt := range historyPoints(r) {
-			test = test || pt.Eval != nil
+	c := compare(list)
+	validations := map[string]bool{}
+	for _, r := range c.runs {
+		if v := r.History.Validation(); v != "" {
+			validations[v] = true
 		}
 	}
-	if test {
-		p := newStepChart("test accuracy, by run", "accuracy (%)")
-		err := eachCurve(p, list, func(r runs.Info) (string, plotter.XYs) {
-			var xys plotter.XYs
-			for _, pt := range r.History.Points {
-				if pt.Eval != nil {
-					xys = append(xys, plotter.XY{X: float64(pt.Step), Y: 100 * pt.Eval.Accuracy})
-				}
+	if len(validations) == 0 {
+		p := newStepChart("training accuracy (smoothed), by "+c.by, "accuracy (%)")
+		err := c.eachCurve(p, func(r runs.Info) plotter.XYs {
+			smoothed, _ := r.History.SmoothedAccuracy()
+			xys := make(plotter.XYs, len(r.History.Points))
+			for i, pt := range r.History.Points {
+				xys[i] = plotter.XY{X: float64(pt.Step), Y: 100 * smoothed[i]}
 			}
-			return r.Name, xys
+			return xys
 		})
-		p.Y.Min, p.Y.Max = 0, 100
+		fitData(&p.Y, accuracyMinSpan, 0, 100)
+		p.Y.Tick.Marker = countTicks{}
 		return p, err
 	}
-	p := newStepChart("training accuracy (smoothed), by run", "accuracy (%)")
-	err := eachCurve(p, list, func(r runs.Info) (string, plotter.XYs) {
-		smoothed, _ := r.History.SmoothedAccuracy()
-		xys := make(plotter.XYs, len(r.History.Points))
-		for i, pt := range r.History.Points {
-			xys[i] = plotter.XY{X: float64(pt.Step), Y: 100 * smoothed[i]}
+	if len(validations) > 1 { // each run says its own
+		for i, r := range c.runs {
+			if v := r.History.Validation(); v != "" {
+				c.labels[i] += " (" + strings.TrimPrefix(v, validationPrefix) + ")"
+			}
 		}
-		return r.Name, xys
+	}
+	p := newStepChart("validation accuracy, by "+c.by, "accuracy (%)")
+	err := c.eachCurve(p, func(r runs.Info) plotter.XYs {
+		var xys plotter.XYs
+		for _, pt := range r.History.Points {
+			if pt.Eval != nil {
+				xys = append(xys, plotter.XY{X: float64(pt.Step), Y: 100 * pt.Eval.Accuracy})
+			}
+		}
+		return xys
 	})
-	p.Y.Min, p.Y.Max = 0, 100
+	if len(validations) == 1 { // under the runs, in two lines: the legend's column stays narrow
+		for v := range validations {
+			p.Legend.Add("")
+			p.Legend.Add(strings.TrimSpace(validationPrefix))
+			p.Legend.Add(strings.TrimPrefix(v, validationPrefix))
+		}
+	}
+	fitData(&p.Y, accuracyMinSpan, 0, 100)
+	p.Y.Tick.Marker = countTicks{} // "22.5", not "22.50"
 	return p, err
 }
+
+// legendPadding is the space between the entries of a comparison's legend: its lines of text
+// stay apart in a browser's fallback font (taller than Liberation Sans).
+const legendPadding = vg.Length(2)
+
+// validationPrefix starts what runs.History.Validation says.
+const validationPrefix = "validation: "
+
+// lossMinSpan and accuracyMinSpan are the least spans of the y axes of a comparison (fitData):
+// a tenth of the largest loss, and two points of accuracy (in percent).
+const (
+	lossMinSpan     = 0.1
+	accuracyMinSpan = 2
+)
 
 // historyPoints returns the points of r's history, none when it has no history.
 func historyPoints(r runs.Info) []runs.HistoryPoint {
@@ -81,29 +142,29 @@ func historyPoints(r runs.Info) []runs.HistoryPoint {
 	return r.History.Points
 }
 
-// eachCurve adds one line per run that has History points, in the run's colour and dashes (a
-// run's colour stays its own even when its curve is empty).
-func eachCurve(p *plot.Plot, list []runs.Info, curve func(runs.Info) (string, plotter.XYs)) error {
-	i := 0
-	for _, r := range list {
-		if len(historyPoints(r)) == 0 {
-			continue
-		}
-		name, xys := curve(r)
-		if err := addLine(p, name, xys, compareColors[i%len(compareColors)], compareDashes[i%len(compareDashes)]...); err != nil {
+// eachCurve adds one line per run, named by its label, in the run's colour and dashes (a run's
+// colour stays its own even when its curve is empty: a run without evaluations in a chart of
+// validation accuracy).
+func (c compared) eachCurve(p *plot.Plot, curve func(runs.Info) plotter.XYs) error {
+	p.Legend.Padding = legendPadding
+	for i, r := range c.runs {
+		if err := addLine(p, c.labels[i], curve(r), compareColors[i%len(compareColors)], compareDashes[i%len(compareDashes)]...); err != nil {
 			return err
 		}
-		i++
 	}
 	return nil
 }
 
 // Compare shows the curves of runs (from Lab.Runs, e.g. through Select) overlaid: the
-// training loss, then the test accuracy (the training accuracy when none was evaluated during
-// training). Under each chart, a caption says which data and machine the runs' numbers come
-// from (runs.Info.Source), once when the runs share them, else with the runs each is theirs;
-// synthetic data in red. Its plain-text form lists the runs compared, and
-// says which had no curves (a run that failed before its first step, a foreign folder).
+// training loss, then the validation accuracy (the training accuracy when none was evaluated
+// during training), each run named by what differs between them, e.g. "label smoothing 0.2"
+// and "label smoothing 0.1" in a chart titled "... by label smoothing" (runs.Labels: from their
+// run.json's settings), the validation said in the legend (e.g. "500 test images, no TTA"),
+// and y axes that fit the curves. Under each chart, a caption says which data and machine the
+// runs' numbers come from (runs.Info.Source), once when the runs share them, else with the
+// runs each is theirs; synthetic data in red. Its plain-text form lists the runs compared, says
+// which had no curves (a run that failed before its first step, a foreign folder), and what
+// each is named by.
 func Compare(list ...runs.Info) {
 	var text strings.Builder
 	for _, r := range list {
@@ -117,6 +178,9 @@ func Compare(list ...runs.Info) {
 		}
 		last, _ := r.History.Last()
 		fmt.Fprintf(&text, "%s: %d points, to step %d, last loss %.4f\n", r.Name, len(r.History.Points), last.Step, last.Loss)
+	}
+	if c := compare(list); len(runs.Differing(c.runs...)) > 0 {
+		fmt.Fprintf(&text, "by %s: %s\n", c.by, strings.Join(named(c), "; "))
 	}
 	caption := compareCaption(list)
 	for i, chart := range []func(...runs.Info) (*plot.Plot, error){CompareLossChart, CompareAccuracyChart} {
@@ -132,4 +196,13 @@ func Compare(list ...runs.Info) {
 		img.Text = caption.withText(alt)
 		DisplayImage(img)
 	}
+}
+
+// named lists the runs of c as "NAME: LABEL", for Compare's plain text.
+func named(c compared) []string {
+	out := make([]string, len(c.runs))
+	for i, r := range c.runs {
+		out[i] = r.Name + ": " + c.labels[i]
+	}
+	return out
 }

@@ -28,10 +28,43 @@ type InterruptedError struct {
 	Run, Dir string
 	// Step is the last completed step, saved in the checkpoint; Target the step asked for.
 	Step, Target int
+	// Saving is true when the cell left before the run was saved: GoNB kills a cell's program
+	// 5 s after the interrupt, and the kernel's lab process, where Fit runs, finishes the step
+	// it is in (Step, 0 when none has started) and then saves it. StepsDone: the steps were
+	// over, and it was the final evaluation that stopped.
+	Saving, StepsDone bool
+}
+
+// savingNote is what the run's lock says while the lab process saves it after an interrupt,
+// e.g. "finishing step 3 of 10, then saving".
+func savingNote(now training.StepNow) string {
+	switch {
+	case now.StepsDone:
+		return fmt.Sprintf("saved at step %d, stopping its final evaluation", now.Target)
+	case now.Step == 0:
+		return "stopping before its first step"
+	}
+	return fmt.Sprintf("finishing step %d of %d, then saving", now.Step, now.Target)
 }
 
 // Error implements error.
 func (e *InterruptedError) Error() string {
+	if e.Saving {
+		switch {
+		case e.StepsDone:
+			return fmt.Sprintf("interrupted: run %q trained its %d steps and is saved; the lab process stops its final evaluation; "+
+				"re-run this cell to evaluate it", e.Run, e.Target)
+		case e.Step == 0 && e.Target == 0:
+			return fmt.Sprintf("interrupted: the lab process saves run %q after the current step; re-run this cell to continue from there", e.Run)
+		case e.Step == 0:
+			return fmt.Sprintf("interrupted: the lab process stops run %q before its first step; re-run this cell to start it", e.Run)
+		case e.Step == e.Target:
+			return fmt.Sprintf("interrupted: the lab process finishes run %q's last step (step %d of %d) and saves it; "+
+				"lab.Load(%q) gets it once saved", e.Run, e.Step, e.Target, e.Run)
+		}
+		return fmt.Sprintf("interrupted: the lab process saves run %q after the current step (step %d of %d); "+
+			"re-run this cell to continue from there", e.Run, e.Step, e.Target)
+	}
 	return fmt.Sprintf("run %q interrupted at step %d of %d; its checkpoint is saved in %s.\n"+
 		"Run this cell again to continue from step %d (the same lab.Fit call resumes), "+
 		"or use lab.Load(%q) for the model as it is now.", e.Run, e.Step, e.Target, shownPath(e.Dir), e.Step, e.Run)

@@ -41,3 +41,20 @@ func Select(list runs.Table, names ...string) ([]runs.Info, error) {
 	}
 	return out, nil
 }
+
+// Compare shows, as Compare does, the curves of the runs called names in the lab's runs folder,
+// overlaid and named by what differs between them (e.g. "label smoothing 0.2" and "label
+// smoothing 0.1"): the one line of a cell, `nb.Check(lab.Compare("ls-0.2", "ls-0.1"))`. A name
+// that is not there is an error listing the runs that are (Select).
+func (l *Lab) Compare(names ...string) error {
+	list, err := l.Runs()
+	if err != nil {
+		return err
+	}
+	chosen, err := Select(list, names...)
+	if err != nil {
+		return err
+	}
+	Compare(chosen...)
+	return nil
+}

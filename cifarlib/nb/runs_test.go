@@ -60,7 +60,12 @@ func TestLabRunsAndCompare(t *testing.T) {
 	buf.Reset()
 	Compare(chosen...)
 	require.Regexp(t, `^a-unguarded: 4 points, to step 4, last loss \d\.\d{4}\nb-fixed: 4 points, to step 4, last loss \d\.\d{4}\n`+
-		`c-guarded: no curves \(failed: model head has 10 outputs`, buf.String())
+		`c-guarded: no curves \(failed: model head has 10 outputs.*\nby head and guard: a-unguarded: head 10, unguarded; b-fixed: head 100, guarded\n`, buf.String())
+	shown := buf.String()
+	buf.Reset()
+	require.NoError(t, l.Compare("a-unguarded", "b-fixed", "c-guarded"), "the cell's one line")
+	require.Equal(t, shown, buf.String())
+	require.ErrorContains(t, l.Compare("a-unguarded", "e-missing"), `nb: no run "e-missing" in the runs folder`)
 	caption := "data: SYNTHETIC cifar100 (generated images, not real accuracy) · machine: go (pure Go, CPU), 1 device"
 	require.True(t, strings.HasSuffix(buf.String(), "\n"+caption+"\naccuracy of the 3 runs above\n"+caption+"\n"), buf.String())
 
@@ -68,18 +73,20 @@ func TestLabRunsAndCompare(t *testing.T) {
 	require.NoError(t, err)
 	doc, err := SVG(loss)
 	require.NoError(t, err)
-	requireSVG(t, doc, "training loss (smoothed), by run", "a-unguarded", "b-fixed")
+	// The runs are named by what differs between them (their run.json's settings), not by folder.
+	requireSVG(t, doc, "training loss (smoothed), by head and guard", ">head 10, unguarded<", ">head 100, guarded<")
 	require.NotContains(t, doc, "c-guarded", "a run without curves has no legend entry")
+	require.NotContains(t, doc, ">a-unguarded<")
 	require.Contains(t, doc, "stroke-dasharray", "the second run is dashed")
 	acc, err := CompareAccuracyChart(chosen...)
 	require.NoError(t, err)
 	doc, err = SVG(acc)
 	require.NoError(t, err)
-	requireSVG(t, doc, "test accuracy, by run", "b-fixed")
-	require.NotContains(t, doc, "a-unguarded", "a run without evaluations has no test curve")
+	requireSVG(t, doc, "validation accuracy, by head and guard", ">head 100, guarded<", ">validation:<", ">50 test images, no TTA<")
+	require.NotContains(t, doc, "unguarded", "a run without evaluations has no validation curve")
 	acc, err = CompareAccuracyChart(chosen[0]) // no evaluations: the training accuracy, smoothed
 	require.NoError(t, err)
 	doc, err = SVG(acc)
 	require.NoError(t, err)
-	requireSVG(t, doc, "training accuracy (smoothed), by run", "a-unguarded")
+	requireSVG(t, doc, "training accuracy (smoothed), by run", ">a-unguarded<") // alone: by its folder
 }

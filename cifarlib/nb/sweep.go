@@ -22,16 +22,7 @@ func (l *Lab) Sweep(name string, over ...string) (*sweep.Table, error) {
 // CompareBest shows, as Compare does, the curves of the best run of each of the n best groups
 // of a sweep's table (from Lab.Sweep).
 func (l *Lab) CompareBest(t *sweep.Table, n int) error {
-	runs, err := l.Runs()
-	if err != nil {
-		return err
-	}
-	best, err := Select(runs, t.Best(n)...)
-	if err != nil {
-		return err
-	}
-	Compare(best...)
-	return nil
+	return l.Compare(t.Best(n)...)
 }
 
 // RunSweep runs the sweep name on this machine and returns its table: one call for a cell,

@@ -1,11 +1,14 @@
 package runs
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
 
 	"github.com/gomlx/gomlx/ml/train/metric"
 	"github.com/gomlx/gomlx/ui/gonb/plotly"
@@ -33,10 +36,18 @@ type HistoryPoint struct {
 	Eval *EvalPoint `json:"eval,omitempty"`
 }
 
-// EvalPoint is an evaluation recorded in a History.
+// EvalPoint is an evaluation recorded in a History: a validation made while training, on the
+// first Examples examples of the test split (training.Config.EvalExamples).
 type EvalPoint struct {
 	// Examples is the number of test examples evaluated.
 	Examples int `json:"examples"`
+	// Split is the split evaluated ("test"); "" in a history written before it was recorded,
+	// when it was always the test split.
+	Split string `json:"split,omitempty"`
+	// TTA is the test-time augmentation level of the evaluation (0: none, 1: mirror, 2: mirror
+	// and translate); 0 too in a history written before it was recorded, when validation was
+	// always without it.
+	TTA int `json:"tta,omitempty"`
 	// Loss, Accuracy and TopK (top-5, CIFAR-100 only) are means over those examples.
 	Loss     float64 `json:"loss"`
 	Accuracy float64 `json:"accuracy"`
@@ -50,6 +61,30 @@ type History struct {
 	TopK int `json:"top_k,omitempty"`
 	// Points are in increasing Step order.
 	Points []HistoryPoint `json:"points"`
+}
+
+// Validation says what the evaluations of the history are, for a chart's legend or title, e.g.
+// "validation: 500 test images, no TTA" or "validation: 10,000 test images, TTA level 2",
+// from its last evaluation; "" when it has none.
+func (h *History) Validation() string {
+	if h == nil {
+		return ""
+	}
+	for i := len(h.Points) - 1; i >= 0; i-- {
+		if e := h.Points[i].Eval; e != nil {
+			return e.Describe()
+		}
+	}
+	return ""
+}
+
+// Describe says what the evaluation was: "validation: N SPLIT images, TTA".
+func (e EvalPoint) Describe() string {
+	tta := "no TTA"
+	if e.TTA != 0 {
+		tta = fmt.Sprintf("TTA level %d", e.TTA)
+	}
+	return fmt.Sprintf("validation: %s %s images, %s", cifarlib.FormatCount(e.Examples), cmp.Or(e.Split, "test"), tta)
 }
 
 // add appends a point, dropping any later points left by a run that was resumed from an

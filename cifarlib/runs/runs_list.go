@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -56,6 +57,10 @@ type Info struct {
 	TestAccuracy float64 `json:"test_accuracy,omitempty"`
 	TestTopK     float64 `json:"test_top_k,omitempty"`
 	HasTest      bool    `json:"has_test"`
+	// ChanceLevel is true when the test accuracy lies within the noise of a model that learned
+	// nothing (Chance: 1/classes, give or take ChanceSigmas binomial standard deviations on the
+	// images evaluated); Reason then says so.
+	ChanceLevel bool `json:"chance_level,omitempty"`
 	// WallTime is the time spent in Train, resumes added up (0 when not recorded).
 	WallTime time.Duration `json:"wall_time_ns"`
 	// From is the run a transferred run was carried from (training.Config.From), "" otherwise.
@@ -65,6 +70,11 @@ type Info struct {
 	Data *data.Provenance `json:"data,omitempty"`
 	// TensorBoard is true when the folder holds TensorBoard event files.
 	TensorBoard bool `json:"tensorboard"`
+	// Settings are the run's settings by name, as its run.json records them: what was trained
+	// (model, head, guard, devices, batch, steps, precision, recipe, data, transfer source) and
+	// the params it was started with (e.g. "lr", "label-smoothing", "seed"); nil without a
+	// run.json. Differing, Value and Describe read them.
+	Settings map[string]string `json:"settings,omitempty"`
 	// History is the run's curves (nil when it has none).
 	History *History `json:"-"`
 }
@@ -131,8 +141,10 @@ func Read(dir string) Info {
 	if err != nil {
 		return info.broken("%v", err)
 	}
+	var chance ChanceBand
 	info.Dataset, info.Model, info.Head, info.Guarded, info.Devices = rec.Dataset, rec.Model, rec.Head, rec.Guarded, rec.Devices
 	info.WallTime, info.From, info.Status, info.Data, info.Precision = rec.WallTime, rec.From, rec.Status, rec.Data, rec.Precision
+	info.Settings = settingsOf(rec)
 	if rec.Result != nil {
 		var r recordedResult
 		if err := json.Unmarshal(rec.Result, &r); err != nil {
@@ -141,6 +153,12 @@ func Read(dir string) Info {
 		info.Steps, info.Loss, info.Backend = r.EndStep, r.Loss, r.Backend
 		if r.Eval != nil {
 			info.HasTest, info.TestAccuracy, info.TestTopK = true, r.Eval.Accuracy, r.Eval.TopKAccuracy
+			classes := len(r.Eval.PerClass) // the dataset's classes
+			if classes == 0 {
+				classes = rec.Head
+			}
+			chance = Chance(classes, r.Eval.Examples)
+			info.ChanceLevel = chance.Contains(r.Eval.Accuracy)
 		}
 	}
 	switch rec.Status {
@@ -152,6 +170,9 @@ func Read(dir string) Info {
 		info.Reason = rec.Error
 	case RunInterrupted:
 		info.Reason = fmt.Sprintf("interrupted at step %d of %d: train again with the same folder to resume", info.Steps, rec.TargetStep)
+	}
+	if info.ChanceLevel {
+		info.Reason = strings.TrimPrefix(info.Reason+"; test accuracy at chance level ("+chance.String()+"): the run learned nothing", "; ")
 	}
 	if rec.Warning != "" {
 		info.Reason = strings.TrimPrefix(info.Reason+"; "+rec.Warning, "; ")
@@ -169,11 +190,35 @@ func (info Info) broken(format string, args ...any) Info {
 	return info
 }
 
-// runColumns are the columns of the runs table.
+// runColumns are the columns of the runs table that every table has; the columns of the
+// settings its runs differ in go before "steps" (Table.settingColumns).
 var runColumns = []string{"run", "status", "dataset", "data", "model", "head", "guard", "devices", "steps", "loss", "test acc", "test top-5", "wall time", "from", "note"}
 
-// cells formats a run as the table's cells.
-func (info Info) cells() []string {
+// settingsAt is where the settings' columns go: before "steps".
+const settingsAt = 8
+
+// shownSettings are the settings runColumns show in any case (the steps column shows the
+// steps reached; an interrupted run's note says its target).
+var shownSettings = []string{"dataset", "data", "model", "head", "guard", "devices", "steps", "from"}
+
+// settingColumns are the settings in which the table's runs differ (Differing), but those
+// runColumns show: each a column of the table, none when the runs agree.
+func (rs Table) settingColumns() []string {
+	return slices.DeleteFunc(Differing(rs...), func(name string) bool { return slices.Contains(shownSettings, name) })
+}
+
+// columns is the table's header: runColumns, with the settings' names in words
+// (SettingWords) before "steps".
+func (rs Table) columns(settings []string) []string {
+	words := make([]string, len(settings))
+	for i, name := range settings {
+		words[i] = SettingWords(name)
+	}
+	return slices.Concat(runColumns[:settingsAt], words, runColumns[settingsAt:])
+}
+
+// cells formats a run as the table's cells, with its values of settings (Value).
+func (info Info) cells(settings []string) []string {
 	from := info.From
 	if from != "" && filepath.Clean(filepath.Dir(from)) == filepath.Dir(info.Dir) {
 		from = filepath.Base(from) // a run of the same folder: its name
@@ -196,6 +241,9 @@ func (info Info) cells() []string {
 	}
 	if info.HasTest {
 		c[10] = fmt.Sprintf("%.2f%%", 100*info.TestAccuracy)
+		if info.ChanceLevel {
+			c[10] += " (chance)"
+		}
 		if info.TestTopK > 0 {
 			c[11] = fmt.Sprintf("%.2f%%", 100*info.TestTopK)
 		}
@@ -203,15 +251,22 @@ func (info Info) cells() []string {
 	if info.WallTime > 0 {
 		c[12] = info.WallTime.Round(100 * time.Millisecond).String()
 	}
-	return c
+	values := make([]string, len(settings))
+	for i, name := range settings {
+		values[i] = info.Value(name)
+	}
+	return slices.Concat(c[:settingsAt], values, c[settingsAt:])
 }
 
-// WriteTable writes the runs as an aligned text table (what `cifarlab runs` prints).
+// WriteTable writes the runs as an aligned text table (what `cifarlab runs` prints), with a
+// column for each setting in which the runs differ (e.g. "learning rate", "seed": see
+// Differing), after the columns of what was trained.
 func (rs Table) WriteTable(w io.Writer) error {
+	settings := rs.settingColumns()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(runColumns, "\t"))
+	fmt.Fprintln(tw, strings.Join(rs.columns(settings), "\t"))
 	for _, r := range rs {
-		fmt.Fprintln(tw, strings.Join(r.cells(), "\t"))
+		fmt.Fprintln(tw, strings.Join(r.cells(settings), "\t"))
 	}
 	return tw.Flush()
 }
@@ -227,10 +282,16 @@ func (rs Table) String() string {
 }
 
 // HTML is the table as an HTML table (what nb.Show displays), a row's status as its class:
-// numbers right-aligned, words left-aligned, and only the note column wraps.
+// numbers and settings right-aligned, words left-aligned, and only the note column wraps. It has
+// the columns of WriteTable.
 func (rs Table) HTML() string {
+	settings := rs.settingColumns()
+	columns := rs.columns(settings)
 	style := func(i int) string {
-		switch runColumns[i] {
+		if i >= settingsAt && i < settingsAt+len(settings) {
+			return `padding:2px 8px;text-align:right;white-space:nowrap`
+		}
+		switch columns[i] {
 		case "head", "devices", "steps", "loss", "test acc", "test top-5", "wall time":
 			return `padding:2px 8px;text-align:right;white-space:nowrap`
 		case "note":
@@ -240,13 +301,13 @@ func (rs Table) HTML() string {
 	}
 	var b strings.Builder
 	b.WriteString(`<table class="cifarlab-runs"><thead><tr>`)
-	for i, c := range runColumns {
+	for i, c := range columns {
 		fmt.Fprintf(&b, `<th style="%s">%s</th>`, style(i), html.EscapeString(c))
 	}
 	b.WriteString("</tr></thead><tbody>")
 	for _, r := range rs {
 		fmt.Fprintf(&b, `<tr class="%s">`, html.EscapeString(string(r.Status)))
-		for i, c := range r.cells() {
+		for i, c := range r.cells(settings) {
 			fmt.Fprintf(&b, `<td style="%s">%s</td>`, style(i), html.EscapeString(c))
 		}
 		b.WriteString("</tr>")
@@ -271,7 +332,9 @@ type recordedResult struct {
 	Loss    float64 `json:"loss"`
 	Backend string  `json:"backend"`
 	Eval    *struct {
-		Accuracy     float64 `json:"accuracy"`
-		TopKAccuracy float64 `json:"top_k_accuracy"`
+		Accuracy     float64           `json:"accuracy"`
+		TopKAccuracy float64           `json:"top_k_accuracy"`
+		Examples     int               `json:"examples"`
+		PerClass     []json.RawMessage `json:"per_class"`
 	} `json:"eval"`
 }

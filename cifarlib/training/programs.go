@@ -3,6 +3,7 @@ package training
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
@@ -49,6 +50,10 @@ import (
 // Result keeps what it was trained to. Programs.Evaluate keeps evaluation programs for any
 // trained model, a loaded checkpoint's too (programs_eval.go).
 type Programs struct {
+	// MaxSets bounds the sets kept (0: no bound): beyond it, the set used longest ago is let go
+	// (its compiled programs, model and initial values), and a run of its key compiles again.
+	MaxSets int
+
 	mu       sync.Mutex
 	sets     map[ProgramKey]*programSet
 	evals    map[EvalProgramKey]*evalSet // programs_eval.go
@@ -194,8 +199,20 @@ func (p *Programs) put(s *programSet) {
 	if old := p.sets[s.key]; old != nil && old != s && old.inUse {
 		return // another run's set, in use: keep that one
 	}
-	s.inUse = false
+	s.inUse, s.used = false, time.Now()
 	p.sets[s.key] = s
+	for p.MaxSets > 0 && len(p.sets) > p.MaxSets {
+		var oldest *programSet
+		for _, o := range p.sets {
+			if !o.inUse && o != s && (oldest == nil || o.used.Before(oldest.used)) {
+				oldest = o
+			}
+		}
+		if oldest == nil {
+			return
+		}
+		delete(p.sets, oldest.key)
+	}
 }
 
 // programSet is what a run compiled, and what Programs keeps of it (see Programs).
@@ -203,6 +220,7 @@ type programSet struct {
 	programs *Programs // where it is kept; nil: not kept
 	key      ProgramKey
 	inUse    bool
+	used     time.Time // when a run last handed it back (Programs.MaxSets lets go of the oldest)
 
 	owner     *Trainer // the run using it, which the train.Trainer's Exec hook calls
 	model     *cifarlib.Model

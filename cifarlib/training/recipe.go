@@ -111,6 +111,26 @@ func applyRecipe(c *Config) error {
 	return nil
 }
 
+// warnings says what makes a run of p learn nothing though it trains: with the lookahead on,
+// a run of fewer than lookaheadEvery steps ends on its initial weights, as airbench's does (a
+// recipe run of 1 epoch of 5000 images at batch 1024 is 4 steps). Such a run is not refused: it
+// is a legitimate smoke test of the recipe (does it compile and run, how fast); the run says it
+// before it trains (Trainer.Warnings) and in its summary, and `cifarlab runs` marks its
+// accuracy as chance level.
+func (p *plan) warnings() []string {
+	var w []string
+	if c := &p.Config; c.Lookahead && c.Steps < lookaheadEvery {
+		off := "turn the lookahead off (Lookahead false; on the command line, leave out --lookahead)"
+		if c.Recipe != "" {
+			off = "leave the recipe's lookahead out (Config.RecipeOff \"Lookahead\"; on the command line --lookahead=false)"
+		}
+		w = append(w, fmt.Sprintf("this run learns nothing: with the lookahead on, a run of %d steps ends on its initial weights "+
+			"(the lookahead first averages the weights at step %d and the run ends on that average); train at least %d steps "+
+			"(more epochs, or a smaller batch), or %s", c.Steps, lookaheadEvery, lookaheadEvery, off))
+	}
+	return w
+}
+
 // fillIf fills field with value (see fill) when on.
 func fillIf[T int | float64](on bool, field *T, value T) {
 	if on {

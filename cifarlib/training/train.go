@@ -122,6 +122,7 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 		Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}, Transfer: t.Transfer()}
 	_, res.Resumed = t.ckpt.resumedAt()
 	res.Recipe, res.RecipeSettings = cfg.Recipe, recipeSettings(&cfg.Config)
+	res.Warnings = t.Warnings()
 	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.records.train.Len()}
 	for i := range t.records.train.Len() {
 		if l := t.records.train.Label(i); l < 0 || l >= t.model.NumClasses {
@@ -150,6 +151,7 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 		t.logf("already at step %d (target %d): nothing to train", start, cfg.Steps)
 	}
 
+	stepWatchOf(ctx).done()
 	if !res.Interrupted && !cfg.SkipFinalEval {
 		ev, err := t.validate.final(ctx)
 		if err != nil {
@@ -176,7 +178,9 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 	if err != nil {
 		return err
 	}
-	t.steps = &stepDataset{inner: inner, start: start, end: cfg.Steps, ctx: ctx, headWidth: t.model.NumClasses}
+	watch := stepWatchOf(ctx)
+	watch.starting(cfg.Steps)
+	t.steps = &stepDataset{inner: inner, start: start, end: cfg.Steps, ctx: ctx, headWidth: t.model.NumClasses, watch: watch}
 	t.attachHooks()
 
 	began := time.Now()

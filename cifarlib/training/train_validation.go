@@ -71,7 +71,7 @@ func (v *validation) point() (*runs.EvalPoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runs.EvalPoint{Examples: ev.Examples, Loss: ev.Loss, Accuracy: ev.Accuracy, TopK: ev.TopKAccuracy}, nil
+	return &runs.EvalPoint{Examples: ev.Examples, Split: ev.Split, TTA: ev.TTA, Loss: ev.Loss, Accuracy: ev.Accuracy, TopK: ev.TopKAccuracy}, nil
 }
 
 // final evaluates on the whole test split, with the run's test-time augmentation.

@@ -109,6 +109,10 @@ func NewTrainer(cfg Config) (*Trainer, error) {
 	return t, nil
 }
 
+// Warnings says, before the run trains, what makes it learn nothing though it trains (e.g. a
+// run shorter than the lookahead's period); Result.Warnings and its summary say it again.
+func (t *Trainer) Warnings() []string { return t.plan.warnings() }
+
 // initWhitening sets airbench94's whitening filters from the first training images
 // (cifarlib.Model.InitWhitening, airbench's init_whitening_conv) at the start of a fresh run. A
 // resumed or imported run keeps its own, and a transfer carries its source's.

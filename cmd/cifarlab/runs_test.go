@@ -63,3 +63,41 @@ func TestRunsCommand(t *testing.T) {
 	require.Equal(t, 0, run([]string{"runs", "--runs", empty, "--json"}, &stdout, &stderr))
 	require.Equal(t, "[]\n", stdout.String())
 }
+
+// `cifarlab runs` shows a column for each setting in which the listed runs differ (here the
+// seed and the learning rate given to `cifarlab train`), with "default" for a run not given
+// one; the settings every run shares get none.
+func TestRunsCommandDifferingColumns(t *testing.T) {
+	t.Setenv(runs.DirEnv, "")
+	root := trainTestData(t, data.CIFAR10())
+	runsDir := filepath.Join(root, "runs")
+	for _, r := range []struct {
+		name string
+		args []string
+	}{
+		{"a", []string{"--seed", "1", "--lr", "0.01"}},
+		{"b", []string{"--seed", "2", "--lr", "0.02"}},
+		{"c", []string{"--seed", "1"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"train", "--data", root, "--model", "linear", "--steps", "2", "--batch", "16", "--backend", "go",
+			"--progress", "off", "--no-eval", "--checkpoint", filepath.Join(runsDir, r.name)}, r.args...)
+		require.Equal(t, 0, run(args, &stdout, &stderr), stderr.String())
+	}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"runs", "--runs", runsDir}, &stdout, &stderr), stderr.String())
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	require.Len(t, lines, 5, stdout.String())
+	require.Regexp(t, `^run +status +dataset +data +model +head +guard +devices +seed +learning rate +steps +loss +`, lines[1])
+	require.Regexp(t, `^a +done +cifar10 +synthetic +linear +10 +guarded +1 +1 +0\.01 +2 +\d`, lines[2])
+	require.Regexp(t, `^b +done +cifar10 +synthetic +linear +10 +guarded +1 +2 +0\.02 +2 +\d`, lines[3])
+	require.Regexp(t, `^c +done +cifar10 +synthetic +linear +10 +guarded +1 +1 +default +2 +\d`, lines[4])
+
+	// Two of them: only the learning rate differs.
+	require.NoError(t, os.RemoveAll(filepath.Join(runsDir, "b")))
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"runs", "--runs", runsDir}, &stdout, &stderr), stderr.String())
+	lines = strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	require.Regexp(t, `^run +status +dataset +data +model +head +guard +devices +learning rate +steps +loss +`, lines[1])
+	require.Regexp(t, `^c +done +cifar10 +synthetic +linear +10 +guarded +1 +default +2 +\d`, lines[3])
+}

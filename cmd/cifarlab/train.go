@@ -150,7 +150,7 @@ func trainCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	// why, the first step, each evaluation's progress), as a notebook cell shows it in place.
 	status := training.NewLineStatus(os.Stderr, "")
 	cfg.OnEvent = status.Event
-	res, err := training.Train(ctx, cfg)
+	res, err := train(ctx, cfg)
 	status.Close(err)
 	if err != nil {
 		var ce *training.ConfigError
@@ -182,6 +182,19 @@ func trainCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
+// train is training.Train, saying on stderr, before it trains, what would make the run learn
+// nothing (Trainer.Warnings; the summary says it again).
+func train(ctx context.Context, cfg training.Config) (*training.Result, error) {
+	t, err := training.NewTrainer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range t.Warnings() {
+		fmt.Fprintln(os.Stderr, "WARNING:", w)
+	}
+	return t.Run(ctx)
+}
+
 // config turns the flags into a training.Config.
 func (f *trainFlags) config() (training.Config, error) {
 	spec, err := data.SpecByName(f.dataset, f.labels)
@@ -197,10 +210,17 @@ func (f *trainFlags) config() (training.Config, error) {
 	switch {
 	case f.steps > 0 && f.epochs > 0:
 		return training.Config{}, fmt.Errorf("--steps %d and --epochs %g: give the length of the run once, in steps or in epochs", f.steps, f.epochs)
-	case f.steps < 0 || f.epochs < 0:
-		return training.Config{}, fmt.Errorf("--steps and --epochs must be positive")
+	case f.steps < 0:
+		return training.Config{}, fmt.Errorf("--steps %d: the length of the run must be positive (e.g. --steps 1000)", f.steps)
+	case f.epochs < 0:
+		return training.Config{}, fmt.Errorf("--epochs %g: the length of the run must be positive (e.g. --epochs 2)", f.epochs)
 	case f.steps == 0 && f.epochs == 0 && f.recipe == "":
 		return training.Config{}, fmt.Errorf("--steps or --epochs is required: the global step to train to (e.g. --steps 1000), or the epochs (e.g. --epochs 10)")
+	}
+	// Checked here, before the run loads the data to size itself (its data line would come
+	// before the refusal otherwise); training checks it again, for a Config.
+	if f.tta < training.TTAOff || f.tta > training.TTAMirrorTranslate {
+		return training.Config{}, fmt.Errorf("--tta %d: use 0 (none), 1 (mirror), 2 (mirror and translate), or -1 (none, also with --recipe)", f.tta)
 	}
 	progress := training.ProgressAuto
 	switch f.progress {

@@ -1,0 +1,252 @@
+package runs
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+)
+
+// A comparison of runs names each run by what differs between them, e.g. "label smoothing
+// 0.2" against "label smoothing 0.1": the charts of nb.Compare, their titles, and the columns
+// of the runs table. A run's settings (Info.Settings) are its run.json's: what it trained
+// (model, head, guard, devices, batch, target step, precision, recipe, data, transfer source),
+// resolved, and its params, the hyper-parameters it was started with, by setting name.
+
+// settingWords is every setting a comparison may name, in the order it names them (that of the
+// settings table: the recipe, the data, the model, the optimizer, the schedule, the length of
+// the run, transfer, evaluation, compute), with its name in words where that is not the name
+// with spaces. Settings outside this list (a newer lab's) come after, by name.
+var settingWords = []struct{ name, words string }{
+	{"recipe", ""}, {"dataset", ""}, {"data", ""}, {"train-images", "training images"},
+	{"model", ""}, {"head", ""}, {"guard", ""}, {"batch", "batch size"}, {"seed", ""},
+	{"augment", ""}, {"augmentation", ""}, {"optimizer", ""}, {"lr", "learning rate"},
+	{"weight-decay", ""}, {"momentum", ""}, {"bias-scaler", ""}, {"whiten-bias-epochs", "whitening bias epochs"},
+	{"label-smoothing", ""}, {"lookahead", ""}, {"schedule", ""}, {"warmup", "warmup steps"},
+	{"min-lr", "min learning rate"}, {"epochs", ""}, {"steps", ""}, {"from", "transfer source"}, {"freeze", ""},
+	{"backbone-lr", "backbone learning rate"}, {"new-head", "new head"}, {"tta", "TTA"},
+	{"eval-every", ""}, {"eval-examples", ""}, {"eval-batch", "eval batch size"}, {"no-eval", "no final evaluation"},
+	{"backend", ""}, {"devices", ""}, {"precision", ""},
+}
+
+// hostSettings are the params that change where a run is written or what it prints, not its
+// numbers, and the params a recorded field already says: a comparison leaves them out.
+var hostSettings = []string{"checkpoint", "checkpoint-every", "checkpoint-keep", "json", "progress", "log-every",
+	"history-every", "labels"} // labels: the dataset's id says them (e.g. cifar100-coarse)
+
+// settingsOf returns the settings rec records, by setting name: the fields of what was trained
+// (resolved: run.json's own fields win over a param of the same name, which says only what was
+// asked for), then the params, host settings left out.
+func settingsOf(rec *Record) map[string]string {
+	s := map[string]string{}
+	for name, value := range rec.Params {
+		if !slices.Contains(hostSettings, name) {
+			s[name] = value
+		}
+	}
+	s["recipe"], s["dataset"], s["model"], s["from"] = rec.Recipe, rec.Dataset, rec.Model, rec.From
+	s["head"], s["devices"], s["batch"], s["steps"] = itoa(rec.Head), itoa(rec.Devices), itoa(rec.BatchSize), itoa(rec.TargetStep)
+	s["guard"] = strconv.FormatBool(rec.Guarded)
+	s["precision"] = string(cmp.Or(rec.Precision, cifarlib.PrecisionF32))
+	delete(s, "data") // the data folder as asked for: the provenance says what it held
+	if rec.Data != nil {
+		s["data"], s["train-images"] = rec.Data.Kind, itoa(rec.Data.TrainImages)
+	}
+	for name, value := range s {
+		if value == "" {
+			delete(s, name)
+		}
+	}
+	return s
+}
+
+// itoa formats n, "" for 0 (not recorded).
+func itoa(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+// Differing returns the names of the settings whose values differ between the runs of list,
+// in the order a comparison names them (the settings table's), none when they agree or list
+// has fewer than two runs with a record. A setting one run recorded and another did not (a
+// param given to one run only) differs. Runs without a run.json (Info.Settings nil: foreign,
+// broken, killed before they started) are left out. The steps are left out when the epochs
+// differ (they follow from them).
+func Differing(list ...Info) []string {
+	var recorded []Info
+	for _, r := range list {
+		if r.Settings != nil {
+			recorded = append(recorded, r)
+		}
+	}
+	if len(recorded) < 2 {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, r := range recorded {
+		for name := range r.Settings {
+			names[name] = true
+		}
+	}
+	var differ []string
+	for _, name := range settingOrder(slices.Collect(maps.Keys(names))) {
+		for _, r := range recorded[1:] {
+			if v, ok := r.Settings[name]; v != recorded[0].Settings[name] || ok != hasSetting(recorded[0], name) {
+				differ = append(differ, name)
+				break
+			}
+		}
+	}
+	if slices.Contains(differ, "epochs") {
+		differ = slices.DeleteFunc(differ, func(name string) bool { return name == "steps" })
+	}
+	return differ
+}
+
+func hasSetting(r Info, name string) bool { _, ok := r.Settings[name]; return ok }
+
+// settingOrder sorts names as a comparison names them: the settings table's order, then by name.
+func settingOrder(names []string) []string {
+	rank := func(name string) int {
+		i := slices.IndexFunc(settingWords, func(w struct{ name, words string }) bool { return w.name == name })
+		if i < 0 {
+			return len(settingWords)
+		}
+		return i
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(a, b)
+	})
+	return names
+}
+
+// SettingWords returns the name of a setting in words, e.g. "learning rate" for "lr" and
+// "label smoothing" for "label-smoothing": the header of its column in the runs table.
+func SettingWords(name string) string {
+	for _, w := range settingWords {
+		if w.name == name && w.words != "" {
+			return w.words
+		}
+	}
+	return strings.ReplaceAll(name, "-", " ")
+}
+
+// recordSettings are the settings settingsOf takes from run.json's own fields, which every
+// run.json of its time has: one missing was not recorded (an older run.json), where a missing
+// param is one the run was not given (its default).
+var recordSettings = []string{"dataset", "data", "train-images", "model", "head", "guard", "batch", "steps", "devices", "precision"}
+
+// Value returns run r's value of the setting called name as the runs table shows it: "default"
+// when the run was not given it (a param), "not recorded" when its run.json does not say (an
+// older one), "" for a run without a record. A transfer source is the run's name when it is in
+// the same runs folder.
+func (r Info) Value(name string) string {
+	if r.Settings == nil {
+		return ""
+	}
+	v, ok := r.Settings[name]
+	switch {
+	case name == "from" && !ok:
+		return "scratch"
+	case name == "recipe" && !ok:
+		return "none"
+	case !ok && slices.Contains(recordSettings, name):
+		return "not recorded"
+	case !ok:
+		return "default"
+	case name == "from" && filepath.Clean(filepath.Dir(v)) == filepath.Dir(r.Dir):
+		return filepath.Base(v)
+	case name == "guard":
+		return map[bool]string{true: "guarded", false: "UNGUARDED"}[v == "true"]
+	}
+	return v
+}
+
+// Describe says run r's values of the settings names, in words, e.g. "label smoothing 0.2,
+// seed 2" or "4 devices"; "" for no names.
+func (r Info) Describe(names ...string) string {
+	parts := make([]string, 0, len(names))
+	for _, name := range names {
+		parts = append(parts, r.phrase(name))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// phrase is r's value of the setting name, in words.
+func (r Info) phrase(name string) string {
+	v := r.Value(name)
+	switch {
+	case v == "" || v == "default" || v == "not recorded":
+		return SettingWords(name) + " " + cmp.Or(v, "not recorded")
+	case name == "devices" || name == "steps" || name == "epochs":
+		return v + " " + strings.TrimSuffix(name, "s") + map[bool]string{true: "", false: "s"}[v == "1"]
+	case name == "train-images":
+		n, _ := strconv.Atoi(v)
+		return cifarlib.FormatCount(n) + " training images"
+	case name == "guard":
+		return strings.ToLower(v)
+	case name == "from" && v == "scratch":
+		return "from scratch"
+	case name == "from":
+		return "transferred from " + v
+	case name == "data":
+		return strings.ReplaceAll(v, ", ", " ") + " data" // e.g. "real verified data"
+	case name == "recipe" && v == "none":
+		return "no recipe"
+	case name == "recipe":
+		return v + " recipe"
+	}
+	return SettingWords(name) + " " + v
+}
+
+// Labels names each run of list by what differs between them (Differing, Describe), for the
+// legend of a comparison: e.g. "label smoothing 0.2" and "label smoothing 0.1". A run is named
+// by its folder when nothing recorded tells it apart (the same settings, no record), the
+// folder's name then following what differs, e.g. "seed 1 (b)", when that alone is not unique.
+func Labels(list ...Info) []string {
+	differ := Differing(list...)
+	labels := make([]string, len(list))
+	count := map[string]int{}
+	for i, r := range list {
+		if r.Settings != nil {
+			labels[i] = r.Describe(differ...)
+		}
+		count[labels[i]]++
+	}
+	for i, r := range list {
+		switch {
+		case labels[i] == "":
+			labels[i] = r.Name
+		case count[labels[i]] > 1:
+			labels[i] = fmt.Sprintf("%s (%s)", labels[i], r.Name)
+		}
+	}
+	return labels
+}
+
+// Compared says, for a chart's title, which settings the runs of list differ in, e.g. "label
+// smoothing" or "learning rate and seed"; "run" when they differ in none.
+func Compared(list ...Info) string {
+	differ := Differing(list...)
+	if len(differ) == 0 {
+		return "run"
+	}
+	words := make([]string, len(differ))
+	for i, name := range differ {
+		words[i] = SettingWords(name)
+	}
+	if len(words) == 1 {
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}

@@ -1,0 +1,212 @@
+package runs
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+
+	"github.com/stretchr/testify/require"
+)
+
+// recorded is a run of the runs folder /runs whose run.json is rec, with the fields every
+// record of `cifarlab train` has (dataset, model, head, guard, devices, batch, target step)
+// unless change changes them.
+func recorded(name string, params map[string]string, change ...func(*Record)) Info {
+	rec := &Record{Status: RunDone, Dataset: "cifar10", Model: "cnn", Head: 10, Guarded: true, Devices: 1, BatchSize: 512,
+		TargetStep: 20, Params: params}
+	for _, c := range change {
+		c(rec)
+	}
+	return Info{Name: name, Dir: "/runs/" + name, Status: rec.Status, Settings: settingsOf(rec)}
+}
+
+func TestDiffering(t *testing.T) {
+	devices := func(n int) func(*Record) { return func(r *Record) { r.Devices = n } }
+	for _, c := range []struct {
+		name     string
+		runs     []Info
+		differ   []string
+		labels   []string
+		compared string
+	}{
+		{"one setting", []Info{recorded("ls02", map[string]string{"label-smoothing": "0.2"}), recorded("ls01", map[string]string{"label-smoothing": "0.1"})},
+			[]string{"label-smoothing"}, []string{"label smoothing 0.2", "label smoothing 0.1"}, "label smoothing"},
+		{"the same settings: named by their folders", []Info{recorded("a", map[string]string{"seed": "1"}), recorded("b", map[string]string{"seed": "1"})},
+			nil, []string{"a", "b"}, "run"},
+		{"one run", []Info{recorded("a", nil)}, nil, []string{"a"}, "run"},
+		{"no runs", nil, nil, []string{}, "run"},
+		{"devices, from the record", []Info{recorded("one", nil, devices(1)), recorded("four", nil, devices(4))},
+			[]string{"devices"}, []string{"1 device", "4 devices"}, "devices"},
+		{"two settings of three runs, in the table's order", []Info{
+			recorded("a", map[string]string{"lr": "0.1", "seed": "1"}),
+			recorded("b", map[string]string{"lr": "0.2", "seed": "1"}),
+			recorded("c", map[string]string{"lr": "0.2", "seed": "2"})},
+			[]string{"seed", "lr"}, []string{"seed 1, learning rate 0.1", "seed 1, learning rate 0.2", "seed 2, learning rate 0.2"},
+			"seed and learning rate"},
+		{"three settings", []Info{
+			recorded("a", map[string]string{"lr": "0.1", "seed": "1", "momentum": "0.9"}),
+			recorded("b", map[string]string{"lr": "0.2", "seed": "2", "momentum": "0.85"})},
+			[]string{"seed", "lr", "momentum"}, []string{"seed 1, learning rate 0.1, momentum 0.9", "seed 2, learning rate 0.2, momentum 0.85"},
+			"seed, learning rate and momentum"},
+		{"a param given to one run only", []Info{recorded("a", map[string]string{"seed": "2"}), recorded("b", nil)},
+			[]string{"seed"}, []string{"seed 2", "seed default"}, "seed"},
+		{"epochs: the steps follow from them", []Info{
+			recorded("e2", map[string]string{"epochs": "2"}, func(r *Record) { r.TargetStep = 20 }),
+			recorded("e3", map[string]string{"epochs": "3"}, func(r *Record) { r.TargetStep = 30 })},
+			[]string{"epochs"}, []string{"2 epochs", "3 epochs"}, "epochs"},
+		{"steps alone", []Info{recorded("s1", nil, func(r *Record) { r.TargetStep = 1 }), recorded("s20", nil)},
+			[]string{"steps"}, []string{"1 step", "20 steps"}, "steps"},
+		{"host settings change no numbers", []Info{
+			recorded("a", map[string]string{"log-every": "5", "checkpoint": "/runs/a", "progress": "off", "labels": "fine"}),
+			recorded("b", map[string]string{"log-every": "10", "checkpoint": "/runs/b", "json": "true"})},
+			nil, []string{"a", "b"}, "run"},
+		{"a param the record resolves: the record's value", []Info{
+			recorded("a", map[string]string{"head": "0", "batch": "512"}), recorded("b", map[string]string{"batch": "512"})},
+			nil, []string{"a", "b"}, "run"},
+		{"a run without a record is left out", []Info{
+			{Name: "photos", Status: RunForeign}, recorded("a", map[string]string{"seed": "1"}), recorded("b", map[string]string{"seed": "2"})},
+			[]string{"seed"}, []string{"photos", "seed 1", "seed 2"}, "seed"},
+		{"a label two runs share: with their folders", []Info{
+			recorded("a", map[string]string{"seed": "1"}), recorded("b", map[string]string{"seed": "1"}), recorded("c", map[string]string{"seed": "2"})},
+			[]string{"seed"}, []string{"seed 1 (a)", "seed 1 (b)", "seed 2"}, "seed"},
+		{"the head and the guard", []Info{
+			recorded("fixed", nil, func(r *Record) { r.Dataset, r.Head = "cifar100", 100 }),
+			recorded("unguarded", nil, func(r *Record) { r.Dataset, r.Guarded = "cifar100", false })},
+			[]string{"head", "guard"}, []string{"head 100, guarded", "head 10, unguarded"}, "head and guard"},
+		{"transferred or not", []Info{
+			recorded("fresh", nil), recorded("transfer", nil, func(r *Record) { r.From = "/runs/04-fixed" })},
+			[]string{"from"}, []string{"from scratch", "transferred from 04-fixed"}, "transfer source"},
+		{"a recipe, precision", []Info{
+			recorded("plain", nil), recorded("recipe", nil, func(r *Record) { r.Recipe, r.Precision = "airbench94", "bf16-mixed" })},
+			[]string{"recipe", "precision"}, []string{"no recipe, precision f32", "airbench94 recipe, precision bf16-mixed"}, "recipe and precision"},
+		{"the data", []Info{
+			recorded("synthetic", nil, func(r *Record) { r.Data = &data.Provenance{Kind: data.KindSynthetic, TrainImages: 200} }),
+			recorded("real", nil, func(r *Record) { r.Data = &data.Provenance{Kind: data.KindVerified, TrainImages: 20000} })},
+			[]string{"data", "train-images"}, []string{"synthetic data, 200 training images", "real verified data, 20,000 training images"},
+			"data and training images"},
+		{"a setting of a newer lab: after the known ones, in words", []Info{
+			recorded("a", map[string]string{"ema-decay": "0.99", "seed": "1"}), recorded("b", map[string]string{"ema-decay": "0.9", "seed": "2"})},
+			[]string{"seed", "ema-decay"}, []string{"seed 1, ema decay 0.99", "seed 2, ema decay 0.9"}, "seed and ema decay"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.differ, Differing(c.runs...))
+			require.Equal(t, c.labels, Labels(c.runs...))
+			require.Equal(t, c.compared, Compared(c.runs...))
+		})
+	}
+}
+
+func TestSettingWordsAndValue(t *testing.T) {
+	for name, want := range map[string]string{"lr": "learning rate", "label-smoothing": "label smoothing", "batch": "batch size",
+		"seed": "seed", "tta": "TTA", "ema-decay": "ema decay"} {
+		require.Equal(t, want, SettingWords(name), name)
+	}
+	r := recorded("a", map[string]string{"lr": "0.1"}, func(r *Record) { r.From = "/elsewhere/b" })
+	for name, want := range map[string]string{"lr": "0.1", "seed": "default", "from": "/elsewhere/b", "recipe": "none", "guard": "guarded",
+		"precision": "f32", "devices": "1", "train-images": "not recorded"} {
+		require.Equal(t, want, r.Value(name), name)
+	}
+	require.Equal(t, "", Info{Name: "photos"}.Value("lr"), "no record: no value")
+	require.Equal(t, "learning rate not recorded", Info{Name: "photos"}.Describe("lr"))
+	require.Equal(t, "", r.Describe())
+}
+
+// TestTableSettingColumns: the runs table has a column for each setting in which its runs
+// differ, but those it always shows, and none when they agree; a run without a record has
+// empty cells there.
+func TestTableSettingColumns(t *testing.T) {
+	seed := func(s string) map[string]string { return map[string]string{"seed": s, "lr": "0.1"} }
+	for _, c := range []struct {
+		name    string
+		table   Table
+		header  string
+		rows    []string
+		columns []string
+	}{
+		{"seed and learning rate", Table{recorded("a", seed("1")), recorded("b", map[string]string{"seed": "2", "lr": "0.05"}), {Name: "photos", Status: RunForeign}},
+			"run status dataset data model head guard devices seed learning rate steps loss test acc test top-5 wall time from note",
+			[]string{"a done cifar10 cnn 10 guarded 1 1 0.1", "b done cifar10 cnn 10 guarded 1 2 0.05", "photos foreign"},
+			[]string{"seed", "lr"}},
+		{"all equal: no setting columns", Table{recorded("a", seed("1")), recorded("b", seed("1"))},
+			"run status dataset data model head guard devices steps loss test acc test top-5 wall time from note",
+			[]string{"a done cifar10 cnn 10 guarded 1", "b done cifar10 cnn 10 guarded 1"}, nil},
+		{"columns the table always has are not repeated", Table{recorded("a", nil), recorded("b", nil, func(r *Record) { r.Devices, r.BatchSize = 4, 256 })},
+			"run status dataset data model head guard devices batch size steps loss test acc test top-5 wall time from note",
+			[]string{"a done cifar10 cnn 10 guarded 1 512", "b done cifar10 cnn 10 guarded 1 256"}, []string{"batch"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for i := range c.table {
+				if c.table[i].Settings != nil { // what Read fills in from the same record
+					c.table[i].Dataset, c.table[i].Model, c.table[i].Head, c.table[i].Guarded, c.table[i].Devices = "cifar10", "cnn", 10, true, 1
+				}
+			}
+			require.Equal(t, c.columns, c.table.settingColumns())
+			lines := strings.Split(strings.TrimSuffix(c.table.String(), "\n"), "\n")
+			require.Equal(t, c.header, strings.Join(strings.Fields(lines[0]), " "))
+			for i, want := range c.rows {
+				require.Equal(t, want, strings.Join(strings.Fields(lines[1+i]), " "))
+			}
+			html := c.table.HTML()
+			for _, name := range c.columns {
+				require.Contains(t, html, `<th style="padding:2px 8px;text-align:right;white-space:nowrap">`+SettingWords(name)+`</th>`)
+			}
+		})
+	}
+}
+
+// TestReadSettings: List reads a run's settings from its run.json (its fields and params); an
+// old run.json (no params, no precision, no data) still reads.
+func TestReadSettings(t *testing.T) {
+	dir := t.TempDir()
+	rec := &Record{Status: RunDone, Dataset: "cifar10", Model: "cnn", Head: 10, Guarded: true, Devices: 1, BatchSize: 512, TargetStep: 20,
+		Recipe: "airbench94", Params: map[string]string{"recipe": "airbench94", "label-smoothing": "0.1", "checkpoint": dir + "/new"},
+		Data: &data.Provenance{Dataset: "cifar10", Kind: data.KindVerified, TrainImages: 5000, TestImages: 10000}}
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "new"), 0o755))
+	require.NoError(t, rec.Write(filepath.Join(dir, "new")))
+	old := `{"status": "done", "started": "2026-11-01T10:00:00Z", "dataset": "cifar10", "model": "cnn", "head": 10, "guarded": true,
+		"devices": 1, "batch_size": 512, "target_step": 30}`
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "old"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "old", FileName), []byte(old), 0o644))
+
+	list, err := List(dir)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.Equal(t, map[string]string{"recipe": "airbench94", "dataset": "cifar10", "data": data.KindVerified, "train-images": "5000",
+		"model": "cnn", "head": "10", "guard": "true", "devices": "1", "batch": "512", "steps": "20", "precision": "f32", "label-smoothing": "0.1"},
+		list[0].Settings)
+	require.Equal(t, map[string]string{"dataset": "cifar10", "model": "cnn", "head": "10", "guard": "true", "devices": "1", "batch": "512",
+		"steps": "30", "precision": "f32"}, list[1].Settings)
+	require.Equal(t, []string{"recipe", "data", "train-images", "label-smoothing", "steps"}, Differing(list...))
+	require.Equal(t, []string{"airbench94 recipe, real verified data, 5,000 training images, label smoothing 0.1, 20 steps",
+		"no recipe, data not recorded, training images not recorded, label smoothing default, 30 steps"}, Labels(list...))
+
+	// The settings travel in `cifarlab runs --json`.
+	doc, err := json.Marshal(list[1])
+	require.NoError(t, err)
+	require.Contains(t, string(doc), `"settings":{"batch":"512",`)
+}
+
+// TestValidation: a history says what its evaluations were, from its last one; one written
+// before the split and TTA were recorded reads as it was (the test split, no TTA).
+func TestValidation(t *testing.T) {
+	for _, c := range []struct {
+		name, doc, want string
+	}{
+		{"recorded", `{"points":[{"step":1,"eval":{"examples":500,"split":"test","loss":2,"accuracy":0.1}}]}`, "validation: 500 test images, no TTA"},
+		{"older history", `{"points":[{"step":1,"eval":{"examples":500,"loss":2,"accuracy":0.1}},{"step":2}]}`, "validation: 500 test images, no TTA"},
+		{"with TTA, the last evaluation's", `{"points":[{"step":1,"eval":{"examples":500}},{"step":2,"eval":{"examples":10000,"split":"test","tta":2}}]}`,
+			"validation: 10,000 test images, TTA level 2"},
+		{"no evaluation", `{"points":[{"step":1}]}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{}
+			require.NoError(t, json.Unmarshal([]byte(c.doc), h))
+			require.Equal(t, c.want, h.Validation())
+		})
+	}
+	require.Equal(t, "", (*History)(nil).Validation())
+}
