@@ -1,8 +1,8 @@
 // Command loopfed measures the researcher's loop in one process (issue 47 item 1): a run, then
 // re-runs that each change one value (label smoothing, learning rate, seed, steps), all with
 // one training.Programs, as the lab process keeps it across cells. For each it prints the time
-// from Train's call to the start of its first step (the timeline's steps phase) and to the
-// first step's end (its EventStep), and what compiled (bench/RESULTS-loop.md).
+// from Train's call to the start of its first step (the timeline's first_step phase) and to
+// the first step's end (its EventStep), and the timeline (bench/RESULTS-loop.md).
 //
 //	GOMLX_BACKEND=xla:PLUGIN loopfed -data /work/data/c10sub -model airbench94 -train 2048 -batch 256
 //
@@ -46,7 +46,7 @@ func main() {
 	if *model == cifarlib.ArchAirbench94 {
 		base.Recipe = training.RecipeAirbench94
 	}
-	fmt.Printf("%-22s %12s %12s %s\n", "run", "first step", "step 1 done", "compiles (timeline)")
+	fmt.Printf("%-22s %12s %12s %s\n", "run", "step 1 from", "step 1 done", "compiles (timeline)")
 	for _, r := range []struct {
 		name string
 		edit func(*training.Config)
@@ -73,9 +73,9 @@ func main() {
 			fmt.Fprintf(os.Stderr, "loopfed: %s: %v\n", r.name, err)
 			os.Exit(1)
 		}
-		var first time.Duration
+		var first time.Duration // the start of the timeline's first step
 		for _, e := range res.Timeline.Events {
-			if e.Phase == runs.PhaseSteps {
+			if e.Phase == runs.PhaseFirstStep {
 				first = e.Start
 				break
 			}
