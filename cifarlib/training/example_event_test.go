@@ -26,8 +26,8 @@ func ExampleEvent_Line() {
 // Why a run compiles a train step of its own instead of the one a process keeps: the
 // difference of their ProgramKeys.
 func ExampleProgramKey_Diff() {
-	kept := training.ProgramKey{BatchSize: 64, LabelSmoothing: 0.2}
-	run := training.ProgramKey{BatchSize: 128, LabelSmoothing: 0.2}
+	kept := training.ProgramKey{BatchSize: 64, Schedule: training.ScheduleTriangle}
+	run := training.ProgramKey{BatchSize: 128, Schedule: training.ScheduleTriangle}
 	fmt.Println(run.Diff(kept))
 	// Output:
 	// [batch size 128, not 64]

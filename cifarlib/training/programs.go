@@ -22,13 +22,24 @@ import (
 // It is safe for concurrent use; a set of programs serves one run at a time (a run that finds
 // its set in use compiles its own, which is not kept).
 //
+// What is keyed and what is fed: ProgramKey holds what shapes the programs (architecture,
+// head, shapes, precision, devices, backend, dataset, the optimiser's algorithm, the
+// schedule's kind, guard, freeze, label smoothing on or off, and the lookahead's end). Every
+// other numeric hyper-parameter (learning rate and the schedule's settings, momentum, weight
+// decay, bias scaler, whitening-bias freeze step, label smoothing's value, steps, seed,
+// validation size) is fed at run time: the train step reads it from a non-trainable
+// variable of the Store (train_hyper.go), which each run sets from its own settings. So a run
+// that changes only those reuses the programs.
+//
 // What it keeps: GoMLX compiles a program per model.Exec and input shapes, and each Exec is
 // bound to the model.Store whose variables it reads and updates (model.NewExec; train.Trainer
 // keeps one Exec per dataset spec, each with its compiled programs). So a set keeps the model,
-// the Store, the train.Trainer (its train-step Exec) and the Evaluator (its evaluation Exec), and
-// the values of every variable when training started (after GoMLX initialised them from the
-// seed). A run that reuses the set restores those values, so it trains from the same initial
-// weights, optimiser state and random state as a fresh run: its results are the same bit for bit.
+// the Store, the train.Trainer (its train-step Exec), the Evaluator (its evaluation Exec) and
+// GoMLX's variable initialisation (its Exec), and the values of every variable when training
+// started (after GoMLX initialised them from the seed). A run that reuses the set restores those
+// values, sets its fed values and, for another seed, re-runs the initialisation from its seed,
+// so it trains from the same initial weights, optimiser state and random state as a fresh run:
+// its results are the same bit for bit.
 //
 // Runs that are not kept, and compile as before: those transferred from another run
 // (Config.From, whose weights come from the source), data-parallel runs (Devices > 1), and runs
@@ -49,9 +60,18 @@ type Programs struct {
 	backends map[string]compute.Backend
 }
 
-// ProgramKey is what determines a run's compiled programs, and so what a second run must share
-// with the first to reuse them: every Config field that is built into the train step's or the
-// evaluation's graph, or that fixes the variables' initial values.
+// ProgramKey is what shapes a run's compiled programs, and so what a second run must share with
+// the first to reuse them: every Config field that changes the train step's or the
+// evaluation's graph, its input shapes or its variables' shapes. Every numeric hyper-parameter is
+// not part of it: the graph reads it at run time (train_hyper.go), so a run that changes only
+// those reuses the programs and compiles nothing. Fed at run time: LearningRate, the
+// schedule's Steps, WarmupSteps and MinLearningRate (and the triangle's segments), Momentum,
+// WeightDecay (but AdamW's), BiasScaler, the whitening bias's freeze step (WhitenBiasEpochs),
+// LabelSmoothing's value (0 or not is keyed, and in bf16-mixed the value), Steps and Epochs
+// (but with Lookahead, whose end they are), the Seed (the kept set re-runs its variable
+// initialisation for a new one, compiling nothing) and the validation's size (EvalExamples: its
+// last batch is padded to EvalBatchSize). Where a fed value would change the numbers XLA
+// computes (train_hyper.go), the value stays a constant, and keyed.
 type ProgramKey struct {
 	// EvalProgramKey: the backend (its name and identity: programs live on the backend that
 	// compiled them), the dataset and its classes (the metrics, top-k), the architecture, its
@@ -61,48 +81,54 @@ type ProgramKey struct {
 	BatchSize, EvalBatchSize int
 	// Devices the batches are sharded across (1: one device).
 	Devices int
-	// Optimizer and its hyper-parameters, and the learning-rate schedule: the cosine schedule's
-	// Steps, WarmupSteps and MinLearningRate are constants of the train step (Steps is 0 for the
-	// constant schedule, which does not depend on it).
-	Optimizer                 string
-	LearningRate, WeightDecay float64
-	Schedule                  string
-	Steps, WarmupSteps        int
-	MinLearningRate           float64
+	// Optimizer: the algorithm of the train step's update. Its numbers are fed, but AdamW's
+	// WeightDecay, which GoMLX's Adam builds in as a constant (0 for every other optimizer).
+	Optimizer   string
+	WeightDecay float64
+	// Schedule: the learning-rate schedule's kind (constant, cosine or triangle).
+	Schedule string
 	// Unguarded: the guard mode of the loss (GuardAll or GuardOff) differs in the graph.
 	Unguarded bool
+	// LabelSmoothing: whether the loss smooths the labels (its value is fed); without, the loss
+	// is the one without smoothing, as before (see trainLoss). ConstantSmoothing: its value, in
+	// bf16-mixed precision only, where it stays a constant of the graph (see trainLoss).
+	LabelSmoothing    bool
+	ConstantSmoothing float64
 	// Freeze: a linear probe trains only the head, another train step.
 	Freeze string
-	// The airbench94 recipe's parts in the train step: nesterov's Momentum and BiasScaler, the
-	// step its whitening bias freezes at, LabelSmoothing and Lookahead (whose end, like the
-	// triangle's, is at Steps).
-	Momentum, BiasScaler float64
-	WhitenBiasSteps      int
-	LabelSmoothing       float64
-	Lookahead            bool
-	// Seed: GoMLX initialises the variables from it with a program of its own; the set keeps the
-	// values it computed for this seed.
-	Seed int64
+	// LookaheadSteps: the lookahead's end, the run's Steps (0: no lookahead), a constant of
+	// its update (lookaheadOptimizer.update).
+	LookaheadSteps int
 }
 
 // String names the key's parts, for logs and errors.
 func (k ProgramKey) String() string {
-	return fmt.Sprintf("%s %s head %d %s batch %d/%d on %d device(s) of %s, %s lr %g wd %g momentum %g bias scaler %g whiten bias steps %d %s(%d, %d, %g), label smoothing %g, lookahead %t, unguarded %t, freeze %q, seed %d",
-		k.Dataset, k.Model, k.Head, k.Precision, k.BatchSize, k.EvalBatchSize, k.Devices, k.Backend, k.Optimizer, k.LearningRate,
-		k.WeightDecay, k.Momentum, k.BiasScaler, k.WhitenBiasSteps, k.Schedule, k.Steps, k.WarmupSteps, k.MinLearningRate,
-		k.LabelSmoothing, k.Lookahead, k.Unguarded, k.Freeze, k.Seed)
+	s := fmt.Sprintf("%s %s head %d %s batch %d/%d on %d device(s) of %s, %s, %s schedule, label smoothing %t, lookahead steps %d, unguarded %t, freeze %q",
+		k.Dataset, k.Model, k.Head, k.Precision, k.BatchSize, k.EvalBatchSize, k.Devices, k.Backend, k.Optimizer, k.Schedule,
+		k.LabelSmoothing, k.LookaheadSteps, k.Unguarded, k.Freeze)
+	if k.ConstantSmoothing != 0 {
+		s += fmt.Sprintf(", label smoothing %g", k.ConstantSmoothing)
+	}
+	if k.WeightDecay != 0 {
+		s += fmt.Sprintf(", weight decay %g", k.WeightDecay)
+	}
+	return s
 }
 
 // programKey is the key of a run of plan p on backend b.
 func programKey(p *plan, b compute.Backend, devices int) ProgramKey {
 	c := &p.Config
 	k := ProgramKey{EvalProgramKey: evalProgramKey(b, c.Spec, c.Model, c.headWidth(), c.Precision), BatchSize: c.BatchSize,
-		EvalBatchSize: c.EvalBatchSize, Devices: devices, Optimizer: c.Optimizer, LearningRate: c.LearningRate,
-		WeightDecay: c.WeightDecay, Schedule: c.Schedule, WarmupSteps: c.WarmupSteps, MinLearningRate: c.MinLearningRate,
-		Unguarded: c.Unguarded, Freeze: c.Freeze, Seed: c.Seed, Momentum: c.Momentum, BiasScaler: c.BiasScaler,
-		WhitenBiasSteps: c.WhitenBiasEpochs * p.stepsPerEpoch, LabelSmoothing: c.LabelSmoothing, Lookahead: c.Lookahead}
-	if c.Schedule == ScheduleCosine || c.Schedule == ScheduleTriangle || c.Lookahead {
-		k.Steps = c.Steps
+		EvalBatchSize: c.EvalBatchSize, Devices: devices, Optimizer: c.Optimizer, Schedule: c.Schedule,
+		Unguarded: c.Unguarded, LabelSmoothing: c.LabelSmoothing > 0, Freeze: c.Freeze}
+	if c.Optimizer == "adamw" {
+		k.WeightDecay = c.WeightDecay
+	}
+	if c.Lookahead {
+		k.LookaheadSteps = c.Steps
+	}
+	if !fedSmoothing(c) {
+		k.ConstantSmoothing = c.LabelSmoothing
 	}
 	return k
 }
@@ -203,6 +229,12 @@ type programSet struct {
 	evaluator *Evaluator
 	// initial holds host copies of the variables' values when training started (by path).
 	initial map[string]*tensors.Tensor
+	// seed is the Seed the initial values were initialised from; initExec is GoMLX's variable
+	// initialisation (Store.InitializeVariables' Exec, kept with its compiled program) and
+	// initVars the variables it initialises, in its order: a run with another seed re-runs it.
+	seed     int64
+	initExec *model.Exec
+	initVars []*model.Variable
 	// last is the trained model of the last run that used the set (Result.Trained), whose
 	// Store is the set's until the next run takes the set (see detach).
 	last *Trained
@@ -233,6 +265,10 @@ func (t *Trainer) usePrograms() error {
 		return err
 	}
 	if err := s.restore(); err != nil {
+		p.put(s)
+		return err
+	}
+	if err := s.feed(t.plan); err != nil {
 		p.put(s)
 		return err
 	}
@@ -337,6 +373,36 @@ func (s *programSet) restore() error {
 		if err != nil {
 			return fmt.Errorf("training: restoring variable %s of the kept programs: %w", v.Path(), err)
 		}
+	}
+	return nil
+}
+
+// feed sets the Store of s, just restored, to plan p's values: its fed hyper-parameters
+// (train_hyper.go) and, for another Seed than the kept values', the random state and the
+// variables GoMLX initialised from it, by re-running the kept initialisation (compiled once: it
+// depends on the variables' shapes only), so the run starts where a fresh run of p does.
+func (s *programSet) feed(p *plan) error {
+	if err := setHyper(s.store, newHyperValues(p)); err != nil {
+		return err
+	}
+	if p.Seed == s.seed {
+		return nil
+	}
+	if s.initExec == nil {
+		return fmt.Errorf("training: the kept programs of %s cannot initialise the variables for seed %d", s.key, p.Seed)
+	}
+	if err := s.store.SetRNGStateFromSeed(p.Seed); err != nil {
+		return fmt.Errorf("training: seeding the model's random state: %w", err)
+	}
+	values, err := s.initExec.Call()
+	if err == nil && len(values) != len(s.initVars) {
+		err = fmt.Errorf("%d values for %d variables", len(values), len(s.initVars))
+	}
+	for i := 0; err == nil && i < len(values); i++ {
+		err = s.initVars[i].SetValue(values[i])
+	}
+	if err != nil {
+		return fmt.Errorf("training: initialising the variables for seed %d with the kept programs: %w", p.Seed, err)
 	}
 	return nil
 }

@@ -15,14 +15,12 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
-	"github.com/gomlx/gomlx/ml/train/optimizer/cosineschedule"
 )
 
 // Train trains a model as described by cfg and evaluates it on the test split: the one-call
@@ -54,20 +52,17 @@ func InterruptContext(parent context.Context) (ctx context.Context, stop context
 	return ctx, stop
 }
 
-// modelFn wraps the model's graph function with the learning-rate schedule, which GoMLX's
-// cosineschedule (or the triangle) builds into the training graph.
+// modelFn wraps the model's graph function with the learning-rate schedule, which the cosine
+// (or the triangle) builds into the training graph, its numbers fed at run time.
 func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*graph.Node {
 	t.rt.building(runs.ProgramTrainStep)
-	if g := inputs[0].Graph(); t.plan.Schedule == ScheduleTriangle && scope.IsTraining(g) {
-		airbenchTriangle(t.plan.Steps).setLearningRate(scope, g, t.plan.LearningRate)
-	}
-	if t.plan.Schedule == ScheduleCosine {
-		cosineschedule.New(scope, inputs[0].Graph(), dtypes.Float32).
-			LearningRate(t.plan.LearningRate).
-			MinLearningRate(t.plan.MinLearningRate).
-			WarmUpSteps(t.plan.WarmupSteps).
-			PeriodSteps(t.plan.Steps - t.plan.WarmupSteps).
-			Done()
+	if g := inputs[0].Graph(); scope.IsTraining(g) {
+		switch t.plan.Schedule {
+		case ScheduleTriangle:
+			airbenchTriangle(t.plan.Steps).setLearningRate(scope, g, t.plan.LearningRate)
+		case ScheduleCosine:
+			newCosine(t.plan).setLearningRate(scope, g)
+		}
 	}
 	if t.transfer != nil {
 		return t.transfer.modelFn(t.model, scope, spec, inputs)

@@ -9,8 +9,11 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train"
+	"github.com/gomlx/gomlx/ml/train/loss"
 )
 
 // Trainer is a training run: a cifarlib model on a GoMLX train.Trainer driven by GoMLX's
@@ -149,12 +152,34 @@ func newGoMLXTrainer(p *plan, t *Trainer) (trainer *train.Trainer, err error) {
 			mode = cifarlib.GuardOff
 		}
 		if trainer = t.progs.trainer; trainer == nil { // compiled by an earlier run (Config.Programs)
-			loss := t.model.Loss().Mode(mode).LabelSmoothing(p.LabelSmoothing).Done()
-			trainer = train.NewTrainer(t.backend, t.store, t.modelFn, loss, opt,
+			trainer = train.NewTrainer(t.backend, t.store, t.modelFn, trainLoss(p, t.model, mode), opt,
 				trainMetricsFor(p.topK(), p.Unguarded, t.model.NumClasses), evalMetricsFor(p.topK()))
 			t.progs.keep(trainer)
 		}
 		return nil
 	})
 	return trainer, err
+}
+
+// trainLoss is the loss of plan p (guard mode), its label smoothing fed at run time
+// (train_hyper.go), so that a changed LabelSmoothing compiles nothing. Without smoothing the
+// loss is the one without it, as before (ProgramKey.LabelSmoothing): the fed smoothing's
+// factors 1 and 0 would compute the same numbers, but XLA compiles the graph without them
+// otherwise (another order of its sums), and results must stay the same bit for bit. In
+// bf16-mixed precision the value stays a constant too (ProgramKey.ConstantSmoothing): fed, XLA
+// CPU computes other gradients from it in the last bits.
+func trainLoss(p *plan, m *cifarlib.Model, mode cifarlib.GuardMode) loss.LossFn {
+	lb := m.Loss().Mode(mode).LabelSmoothing(p.LabelSmoothing)
+	if !fedSmoothing(&p.Config) {
+		return lb.Done()
+	}
+	keep, spread := cifarlib.SmoothingFactors(p.LabelSmoothing, m.NumClasses)
+	return lb.LabelSmoothingFed(func(g *graph.Graph, dtype dtypes.DType) (*graph.Node, *graph.Node) {
+		return fedScalar(g, hyperSmoothingKeep, dtype, keep), fedScalar(g, hyperSmoothingSpread, dtype, spread)
+	}).Done()
+}
+
+// fedSmoothing says whether a run of c feeds its label smoothing at run time (trainLoss).
+func fedSmoothing(c *Config) bool {
+	return c.LabelSmoothing != 0 && c.Precision != cifarlib.PrecisionBF16Mixed
 }
