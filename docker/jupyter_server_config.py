@@ -32,8 +32,3 @@ c.MappingKernelManager.cull_idle_timeout = _seconds("CIFARLAB_KERNEL_CULL_IDLE",
 c.MappingKernelManager.cull_interval = _seconds("CIFARLAB_KERNEL_CULL_EVERY", 300) or 300
 c.MappingKernelManager.cull_connected = True
 c.MappingKernelManager.cull_busy = False
-
-# jupyter_client sends SIGTERM to a kernel that has not exited half of shutdown_wait_time after its
-# shutdown_request (2.5 s by default); GoNB v0.11.5 then stops twice and panics instead of ending
-# cleanly on a busy machine. The lab (kernel/lab.go, KernelShutdownWait) sets the same.
-c.KernelManager.shutdown_wait_time = 20

@@ -20,13 +20,6 @@ import (
 // DefaultLabPort is JupyterLab's usual port.
 const DefaultLabPort = 8888
 
-// KernelShutdownWait is the lab's jupyter_client shutdown_wait_time, in seconds: jupyter_client
-// sends SIGTERM to a kernel that has not exited half of it after its shutdown_request (2.5 s by
-// default). GoNB v0.11.5 stops twice when both arrive and panics (close of closed channel) instead
-// of ending cleanly, and a busy machine takes GoNB longer than 2.5 s to stop its gopls and cells.
-// The image's Jupyter config (docker/jupyter_server_config.py) sets the same.
-const KernelShutdownWait = 20
-
 // LabOptions configure StartLab.
 type LabOptions struct {
 	// Repo is the checkout whose notebooks/ is served and whose kernels are installed.
@@ -196,7 +189,6 @@ func StartLab(ctx context.Context, opts LabOptions) (*Lab, error) {
 	args := []string{"lab", "--no-browser",
 		"--ip=" + opts.IP, "--port=" + strconv.Itoa(opts.Port), "--ServerApp.port_retries=0",
 		"--ServerApp.root_dir=" + nbDir,
-		"--KernelManager.shutdown_wait_time=" + strconv.Itoa(KernelShutdownWait),
 	}
 	// The token travels in the environment, not on the command line where ps shows it.
 	env = append(env, "JUPYTER_TOKEN="+token)

@@ -21,7 +21,8 @@ import (
 // prints the URL itself) and those of a normal stop, a kernel that died (Jupyter's restarter's warning), GoNB's errors
 // (E and F) but the ones every kernel prints when all is well (its logger's "Error message"
 // self-test at each start, "Signal terminated triggers kernel stop." at each shutdown), and
-// lines outside any entry that start a crash ("panic: ", "fatal error: ", a Python traceback).
+// lines outside any entry that start a crash ("panic: ", "fatal error: ", a Python traceback), but
+// GoNB v0.11.5's double-stop panic after a signal stopped it (gonbStopPanic).
 // Everything else (Jupyter's info and warnings: extensions, kernels started and shut down,
 // refused requests; GoNB's info and warnings) is only in the file.
 type labLog struct {
@@ -37,6 +38,9 @@ type labLog struct {
 	heldLines []string
 	lastWrite time.Time
 	stop      chan struct{}
+	// stopping: a GoNB kernel logged that it stops (gonbStopping); its double-stop panic that may
+	// follow is routine (gonbStopPanic).
+	stopping bool
 }
 
 var (
@@ -52,6 +56,14 @@ var jupyterRoutineCritical = []string{"received signal", "Shutting down", "Shutd
 
 // gonbRoutineErrors are GoNB's error lines that every kernel prints when nothing is wrong.
 var gonbRoutineErrors = []string{"Error message", "Signal terminated triggers kernel stop.", "Signal interrupt triggers kernel stop."}
+
+// gonbStopping is GoNB's line when a signal stops it. gonbStopPanic is GoNB v0.11.5's crash
+// when the shutdown_request it had not yet read is then handled too (its Kernel.Stop closes a
+// channel twice): the kernel was ending anyway, and Jupyter had asked it to, so it is routine.
+const (
+	gonbStopping  = "triggers kernel stop."
+	gonbStopPanic = "panic: close of closed channel"
+)
 
 // labLogFlushAfter is how long an entry the terminal may show waits for more lines before it is
 // shown: a [C] entry's text comes on the lines after its header.
@@ -117,9 +129,10 @@ func (l *labLog) line(raw string) {
 	} else if m := klogEntryRE.FindStringSubmatch(line); m != nil {
 		l.endHeld()
 		l.started, l.show = true, (m[1] == "E" || m[1] == "F") && !routineGoNBError(m[2])
+		l.stopping = l.stopping || strings.HasSuffix(m[2], gonbStopping)
 	} else if crashRE.MatchString(line) {
 		l.endHeld()
-		l.started, l.show = true, true
+		l.started, l.show = true, !(l.stopping && line == gonbStopPanic)
 	} else if !l.started {
 		l.show = true // nothing to continue: it may be an error of the server's start
 	}

@@ -12,7 +12,8 @@ import (
 
 // labOutput is what `jupyter lab` and one GoNB kernel printed here, from the start of the
 // server to the kernel's shutdown (kernel/lab.sh's terminal before labLog), with an error of
-// Jupyter's (its traceback) and a crash added; \x1b are GoNB's colour codes.
+// Jupyter's (its traceback), GoNB v0.11.5's double-stop panic after the signal that stopped it
+// (routine: not shown) and a crash added; \x1b are GoNB's colour codes.
 const labOutput = `[I 2026-12-06 08:31:11.343 LabApp] JupyterLab extension loaded from /repo/.venv/lib/python3.11/site-packages/jupyterlab
 [I 2026-12-06 08:31:11.551 ServerApp] Jupyter Server 2.21.1 is running at:
 [I 2026-12-06 08:31:11.551 ServerApp] http://127.0.0.1:39933/lab?token=...
@@ -45,6 +46,11 @@ github.com/janpfeifer/gonb/internal/util.GetStackTrace(...)
 main.main()
 	/root/go/pkg/mod/github.com/janpfeifer/gonb@v0.11.5/main.go:82 +0x1b6
 I1206 08:31:46.160728   16348 main.go:261] ` + "\x1b[7;39;32m[33424eec]\x1b[0m" + ` Exiting...
+I1206 08:31:46.161000   16348 dispatcher.go:237] ` + "\x1b[7;39;32m[33424eec]\x1b[0m" + ` Shutting down in response to shutdown_request
+panic: close of closed channel
+
+goroutine 42 [running]:
+github.com/janpfeifer/gonb/internal/kernel.(*Kernel).Stop(0x268f7c8563f0)
 [C 2026-12-06 08:46:25.723 ServerApp] received signal 15, stopping
 [I 2026-12-06 08:46:25.724 ServerApp] Shutting down 2 extensions
 panic: runtime error: index out of range [3] with length 3
