@@ -56,6 +56,10 @@ func TestInterruptInALongStep(t *testing.T) {
 	jupyterDir := installKernels(t, repo)
 	withStepDelayTag(t, jupyterDir)
 	t.Setenv("CIFARLAB_TEST_STEP_DELAY", "20s")
+	// The interrupt goes 2 s after the step before the one to interrupt has logged: by then the
+	// lab process is surely inside the next (20 s) step, not between the two, where it would
+	// stop and save at once.
+	t.Setenv("INTERRUPT_DELAY", "2")
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	fit := "%%\nres := nb.Must(lab.Fit(\"slow\", training.Config{Steps: 5, BatchSize: 8, Seed: 1, LogEvery: 1, EvalEvery: training.EvalOff, SkipFinalEval: true}))\n" +

@@ -16,6 +16,7 @@ one entry per cell:
 """
 
 import json
+import os
 import sys
 import time
 
@@ -35,6 +36,9 @@ def run(km, kc, code, trigger, timeout):
         if t == "stream":
             out["text"] += c.get("text", "")
             if trigger and not out["interrupted"] and trigger in out["text"]:
+                # $INTERRUPT_DELAY seconds after the trigger (default 0): a test whose next step
+                # is long waits until that step has surely begun.
+                time.sleep(float(os.environ.get("INTERRUPT_DELAY", "0")))
                 km.interrupt_kernel()
                 out["interrupted"] = True
                 interrupted_at = time.monotonic()
