@@ -69,6 +69,8 @@ type LossBuilder struct {
 	ignoreIndex int
 	useIgnore   bool
 	smoothing   float64
+	// fedSmoothing, when set, gives the smoothing's two factors as nodes (LabelSmoothingFed).
+	fedSmoothing func(g *graph.Graph, dtype dtypes.DType) (keep, spread *graph.Node)
 }
 
 // NewLoss starts a loss for a dataset: the static guard requires logits with spec.NumClasses entries.
@@ -116,6 +118,25 @@ func (l *LossBuilder) LabelSmoothing(eps float64) *LossBuilder {
 	return l
 }
 
+// LabelSmoothingFed is LabelSmoothing with the value fed to the graph at run time instead of
+// built into it as a constant, so that one compiled program serves every value: factors
+// returns, for the loss's graph and the logits' dtype, scalar nodes holding
+// SmoothingFactors(eps, numClasses) as that dtype (e.g. read from non-trainable variables). The
+// targets are then keep*targets + spread, the very arithmetic of LabelSmoothing's constants; with
+// eps 0 (keep 1, spread 0) they are the targets unchanged. Call LabelSmoothing too, with the
+// value of the first run: Done checks its range.
+func (l *LossBuilder) LabelSmoothingFed(factors func(g *graph.Graph, dtype dtypes.DType) (keep, spread *graph.Node)) *LossBuilder {
+	l.fedSmoothing = factors
+	return l
+}
+
+// SmoothingFactors are LabelSmoothing(eps)'s factors for a head of numClasses outputs: targets
+// become keep*targets + spread, keep = 1-eps and spread = eps/numClasses (computed in float64,
+// then converted to the logits' dtype, as the loss's constants are).
+func SmoothingFactors(eps float64, numClasses int) (keep, spread float64) {
+	return 1 - eps, eps / float64(numClasses)
+}
+
 // Done returns the loss function, usable as train.LossFn.
 //
 // Labels may be sparse class indices of any integer dtype, shaped [batch] or [batch, 1]
@@ -133,7 +154,7 @@ func (l *LossBuilder) Done() loss.LossFn {
 		return func(_, _ []*graph.Node) *graph.Node { panic(err) }
 	}
 	if cfg.mode == GuardOff {
-		if cfg.smoothing == 0 {
+		if cfg.smoothing == 0 && cfg.fedSmoothing == nil {
 			return loss.SparseCategoricalCrossEntropyLogits
 		}
 		return cfg.unguardedSmoothedLoss
@@ -191,12 +212,17 @@ func (l *LossBuilder) guardedLoss(labels, predictions []*graph.Node) *graph.Node
 }
 
 // smooth applies LabelSmoothing to targets [batch, numClasses]: (1-eps)*targets + eps/numClasses.
+// With LabelSmoothingFed, the two factors are the fed nodes.
 func (l *LossBuilder) smooth(targets *graph.Node) *graph.Node {
+	if l.fedSmoothing != nil {
+		keep, spread := l.fedSmoothing(targets.Graph(), targets.DType())
+		return graph.Add(graph.Mul(targets, keep), spread)
+	}
 	if l.smoothing == 0 {
 		return targets
 	}
-	k := float64(targets.Shape().Dimensions[1])
-	return graph.AddScalar(graph.MulScalar(targets, 1-l.smoothing), l.smoothing/k)
+	keep, spread := SmoothingFactors(l.smoothing, targets.Shape().Dimensions[1])
+	return graph.AddScalar(graph.MulScalar(targets, keep), spread)
 }
 
 // unguardedSmoothedLoss is GuardOff's loss with LabelSmoothing: GoMLX's plain loss with smoothed

@@ -19,6 +19,9 @@
 #   JUPYTER_TOKEN          the login token (default: a random one, printed). An empty value is
 #                          refused: it would turn authentication off. Not used under JupyterHub,
 #                          whose logins and tokens guard the server.
+#   CIFARLAB_KERNEL_CULL_IDLE, CIFARLAB_KERNEL_CULL_EVERY  seconds: Jupyter shuts down a kernel
+#                          idle that long (default 1800; 0: never), checking that often (default
+#                          300); read by /usr/local/etc/jupyter/jupyter_server_config.py.
 #   CIFARLAB_COPY_NOTEBOOKS  1 (default): when a folder is mounted at
 #                          /opt/cifarlab/notebooks/work and holds no notebooks, copy the
 #                          image's notebooks into it once, so that edits survive the container.

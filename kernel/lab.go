@@ -41,7 +41,12 @@ type LabOptions struct {
 	// installed there when missing).
 	DataDir string
 	// Log receives the server's output (nil: discarded) and Progress the steps (nil: discarded).
+	// With LogDir, Log receives only the errors a user must see (see labLog).
 	Log, Progress io.Writer
+	// LogDir, when set, is where the server's whole output, its kernels' included, is written,
+	// without terminal colour codes: LogDir/lab-PORT.log (Lab.LogFile), created or emptied at
+	// the start.
+	LogDir string
 	// StartTimeout bounds the wait for the server to answer (default 3 minutes).
 	StartTimeout time.Duration
 }
@@ -62,6 +67,8 @@ type Lab struct {
 	KernelsInstalled bool
 	// Warnings are the kernels notebooks would start from another checkout, with the fix.
 	Warnings []string
+	// LogFile is the file of the server's output ("" without LabOptions.LogDir).
+	LogFile string
 
 	cmd      *exec.Cmd
 	done     chan struct{}
@@ -202,15 +209,35 @@ func StartLab(ctx context.Context, opts LabOptions) (*Lab, error) {
 	if logw == nil {
 		logw = io.Discard
 	}
+	var split *labLog
+	var logFile *os.File
+	if opts.LogDir != "" {
+		if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
+			return nil, fmt.Errorf("the lab's log folder: %w", err)
+		}
+		lab.LogFile = filepath.Join(opts.LogDir, fmt.Sprintf("lab-%d.log", opts.Port))
+		if logFile, err = os.OpenFile(lab.LogFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
+			return nil, fmt.Errorf("the lab's log: %w", err)
+		}
+		split = newLabLog(logFile, logw)
+		logw = split
+	}
 	tail := &tailBuffer{max: 4096}
 	cmd.Stdout = io.MultiWriter(logw, tail)
 	cmd.Stderr = io.MultiWriter(logw, tail)
 	if err := cmd.Start(); err != nil {
+		if logFile != nil {
+			logFile.Close()
+		}
 		return nil, fmt.Errorf("starting %s: %w", opts.Jupyter.Bin, err)
 	}
 	lab.cmd, lab.Pid = cmd, cmd.Process.Pid
 	go func() {
 		lab.waitErr = cmd.Wait()
+		if split != nil {
+			split.Close()
+			logFile.Close()
+		}
 		close(lab.done)
 	}()
 

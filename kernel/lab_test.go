@@ -29,6 +29,7 @@ type startedLab struct {
 	token   string
 	startup string // what cifarlab printed up to "press Ctrl-C to stop"
 	stdout  strings.Builder
+	stderr  syncBuffer // what the terminal shows of the server's log (not with --quiet)
 	exited  chan error
 	outDone chan struct{}
 }
@@ -38,16 +39,23 @@ var (
 	reLabURL = regexp.MustCompile(`open: (http://127\.0\.0\.1:\d+/)lab(?:\?token=([0-9a-f]+))?`)
 )
 
-// startLab runs the real `cifarlab lab` and waits for it to print the URL.
+// startLab runs the real `cifarlab lab --quiet` and waits for it to print the URL.
 func startLab(t *testing.T, bin string, args ...string) *startedLab {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"lab", "--quiet"}, args...)...)
+	return startLabTerminal(t, bin, append([]string{"--quiet"}, args...)...)
+}
+
+// startLabTerminal runs the real `cifarlab lab` with args and waits for it to print the URL;
+// its stderr is kept (startedLab.stderr).
+func startLabTerminal(t *testing.T, bin string, args ...string) *startedLab {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"lab"}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stderr = os.Stderr
+	l := &startedLab{cmd: cmd, exited: make(chan error, 1), outDone: make(chan struct{})}
+	cmd.Stderr = &l.stderr
 	pipe, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	l := &startedLab{cmd: cmd, exited: make(chan error, 1), outDone: make(chan struct{})}
 	lines := make(chan string, 100)
 	go func() {
 		sc := bufio.NewScanner(pipe)
@@ -68,7 +76,7 @@ func startLab(t *testing.T, bin string, args ...string) *startedLab {
 		case line, ok := <-lines:
 			if !ok {
 				err := cmd.Wait()
-				t.Fatalf("cifarlab lab exited (%v) before it was ready:\n%s", err, l.stdout.String())
+				t.Fatalf("cifarlab lab exited (%v) before it was ready:\n%s%s", err, l.stdout.String(), l.stderr.String())
 			}
 			l.stdout.WriteString(line + "\n")
 			if m := reLabPid.FindStringSubmatch(line); m != nil {
@@ -78,7 +86,7 @@ func startLab(t *testing.T, bin string, args ...string) *startedLab {
 				l.url, l.base, l.token = m[0][len("open: "):], m[1], m[2]
 			}
 		case <-deadline:
-			t.Fatalf("cifarlab lab printed no URL within 5 minutes:\n%s", l.stdout.String())
+			t.Fatalf("cifarlab lab printed no URL within 5 minutes:\n%s%s", l.stdout.String(), l.stderr.String())
 		}
 	}
 	require.NotZero(t, l.pid, l.stdout.String())

@@ -51,7 +51,8 @@ func TestNotebookUsesUnverifiedRealData(t *testing.T) {
 	res := cellResults(t, out, len(cells))
 	require.Equal(t, "ok", res[0].Status, res[0].Text)
 	require.Contains(t, res[0].Text, "\ndata:    cifar10: real, unverified (binary layout, in $CIFARLAB_DATA/cifar-10-batches-bin): "+
-		"not checked against the official checksums; check it with: cifarlab verify --data $CIFARLAB_DATA --dataset cifar10\n")
+		"a subset or a conversion, not the official files (60 training and 20 test images; the official files hold 50000 and 10000), "+
+		"so no official checksum covers it and `cifarlab verify` can only confirm that; it is used as real data\n")
 	require.Contains(t, res[0].Text, "\nimages:  60 training and 20 test images of cifar10 (10 classes)\n", "the folder's images, not 5000 synthetic ones")
 	require.NotContains(t, res[0].Text, "SYNTHETIC")
 	require.NoDirExists(t, filepath.Join(dir, "data", "synthetic"), "no synthetic stand-in was made")

@@ -147,7 +147,7 @@ func choose(name string) (choice, error) {
 		if loc.Path == "" {
 			return choice{requested: requested}, nil
 		}
-		return choice{requested: requested, xla: withOptions(loc.Path, options), fallbackGo: !loc.Explicit}, nil
+		return xlaCPUChoice(choice{requested: requested, xla: withOptions(loc.Path, options), fallbackGo: !loc.Explicit})
 	case lower == CUDA || strings.HasPrefix(lower, CUDA+","):
 		options := strings.TrimPrefix(requested[len(CUDA):], ",")
 		return newCUDAChoice(requested, "", options)
@@ -200,7 +200,7 @@ func chooseConfiguredXLA(requested, config string) (choice, error) {
 			return choice{}, &BackendError{Requested: requested, Missing: "the XLA CPU PJRT plugin is not installed",
 				Fix: plugins.XLACPUInstallHint}
 		}
-		return choice{requested: requested, xla: withOptions(loc.Path, options)}, nil
+		return xlaCPUChoice(choice{requested: requested, xla: withOptions(loc.Path, options)})
 	}
 	found := plugins.GoXLAName(plugin)
 	if found == "" && !filepath.IsAbs(plugin) {
@@ -214,6 +214,9 @@ func chooseConfiguredXLA(requested, config string) (choice, error) {
 	}
 	if options != "" {
 		found += "," + options
+	}
+	if strings.Contains(strings.ToLower(filepath.Base(plugin)), "cpu") {
+		return xlaCPUChoice(choice{requested: requested, xla: found})
 	}
 	return choice{requested: requested, xla: found}, nil
 }
@@ -276,6 +279,18 @@ func envBackendError(requested string, err error) error {
 		return &BackendError{Requested: requested, Missing: ee.Missing(), Err: ee.Err, Fix: ee.Fix}
 	}
 	return err
+}
+
+// xlaCPUChoice readies the process for XLA's CPU plugin (plugins.SetXLACPUFlags: convolutions on
+// Eigen, not YNNPACK, unless $XLA_FLAGS says otherwise; see plugins.FlagYnnFusionType) and returns
+// c. XLA reads $XLA_FLAGS once, when the process's first client starts: so it is set here, at the
+// choice, before any client.
+func xlaCPUChoice(c choice) (choice, error) {
+	if _, err := plugins.SetXLACPUFlags(); err != nil {
+		return choice{}, &BackendError{Requested: c.requested, Missing: "the XLA CPU plugin's flags could not be set", Err: err,
+			Fix: "set XLA_FLAGS=" + strings.Join(plugins.XLACPUFlags, " ") + " yourself"}
+	}
+	return c, nil
 }
 
 // newCUDAChoice checks for a GPU and for the plugin, the choice of a CUDA client. plugin is an

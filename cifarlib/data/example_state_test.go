@@ -11,7 +11,8 @@ import (
 
 // What a data folder holds, decided once for the notebooks, training and doctor: here a copied
 // folder of real-layout files with no record of a verified download, which is used as real data
-// and said to be unverified, with the command that checks it; its splits are loaded from there.
+// and said to be unverified: being a subset (10 training images), it says so, since no official
+// checksum covers it; its splits are loaded from there.
 func ExampleStateOf() {
 	root, _ := os.MkdirTemp("", "cifarlab-example-")
 	defer os.RemoveAll(root)
@@ -30,6 +31,6 @@ func ExampleStateOf() {
 	// Output:
 	// none
 	// real, unverified true
-	// cifar10: real, unverified (binary layout, in DIR/cifar-10-batches-bin): not checked against the official checksums; check it with: cifarlab verify --data DIR --dataset cifar10
+	// cifar10: real, unverified (binary layout, in DIR/cifar-10-batches-bin): a subset or a conversion, not the official files (10 training and 5 test images; the official files hold 50000 and 10000), so no official checksum covers it and `cifarlab verify` can only confirm that; it is used as real data
 	// real, unverified 10
 }

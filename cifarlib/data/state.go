@@ -2,6 +2,7 @@ package data
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 )
 
@@ -29,6 +30,11 @@ type State struct {
 	// NotVerified is Verify's error for KindUnverified: why the data is not known to be the
 	// official files (it wraps ErrNotVerified); nil otherwise.
 	NotVerified error
+	// Images, for binary-layout files of other sizes than the official ones (a subset or a
+	// conversion, which no official checksum covers), says how many images the folder holds
+	// against the official files, e.g. "20000 training and 10000 test images; the official
+	// files hold 50000 and 10000"; "" otherwise.
+	Images string
 	// spec is the Spec asked about, which LoadSplit and Provenance use.
 	spec Spec
 }
@@ -59,6 +65,9 @@ func StateOf(root string, spec Spec) State {
 			st.Kind = KindVerified
 			if st.NotVerified = verifyIn(root, in, layout); st.NotVerified != nil {
 				st.Kind = KindUnverified
+				if layout == LayoutBinary {
+					st.Images = subsetImages(st.Dir, in)
+				}
 			}
 		}
 		return st
@@ -85,6 +94,10 @@ func (s State) String() string {
 	case KindVerified:
 		return fmt.Sprintf("%s: %s (%s layout, in %s)", s.Dataset, s.Kind, s.Layout, s.Dir)
 	case KindUnverified:
+		if s.Images != "" {
+			return fmt.Sprintf("%s: %s (%s layout, in %s): a subset or a conversion, not the official files (%s), so no official checksum "+
+				"covers it and `cifarlab verify` can only confirm that; it is used as real data", s.Dataset, s.Kind, s.Layout, s.Dir, s.Images)
+		}
 		return fmt.Sprintf("%s: %s (%s layout, in %s): not checked against the official checksums; check it with: %s",
 			s.Dataset, s.Kind, s.Layout, s.Dir, s.VerifyCommand())
 	case KindSynthetic:
@@ -99,4 +112,29 @@ func (s State) String() string {
 // VerifyCommand is the command that checks the data of Root against the official checksums.
 func (s State) VerifyCommand() string {
 	return fmt.Sprintf("cifarlab verify --data %s --dataset %s", s.Root, s.Dataset)
+}
+
+// subsetImages says how many images the binary-layout files of spec in dir hold against the
+// official files, when a file's size differs from the official one (see State.Images); ""
+// when every file has its official size (then only the official archive can tell).
+func subsetImages(dir string, spec Spec) string {
+	official := expectedFiles(spec)
+	count := func(names []string) (n int64, differs bool) {
+		for _, name := range names {
+			fi, err := os.Stat(filepath.Join(dir, name))
+			if err != nil {
+				differs = true
+				continue
+			}
+			n += fi.Size() / int64(spec.RecordBytes())
+			differs = differs || fi.Size() != official[name]
+		}
+		return n, differs
+	}
+	train, trainDiffers := count(spec.TrainFiles)
+	test, testDiffers := count(spec.TestFiles)
+	if !trainDiffers && !testDiffers {
+		return ""
+	}
+	return fmt.Sprintf("%d training and %d test images; the official files hold %d and %d", train, test, spec.TrainSize, spec.TestSize)
 }

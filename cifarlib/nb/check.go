@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/internal/proctree"
 )
 
@@ -35,9 +37,30 @@ func Must[T any](v T, err error) T {
 	return v
 }
 
-// CellTime prints how long the cell has run, e.g. "(cell time 12.3s, compilation excluded)": `defer nb.CellTime()`
-// as a cell's first line is GoNB's counterpart of IPython's %%time. The time counts from the
-// start of the cell's program, so it leaves out GoNB's compilation before it.
+// CellTime prints how long the cell has run, e.g. "(cell time 390.4s including 20.8s of XLA
+// compilation; excluded: GoNB's Go build of the cell)": `defer nb.CellTime()` as a cell's first
+// line is GoNB's counterpart of IPython's %%time. The time counts from the start of the cell's
+// program, so it leaves out GoNB's Go build of the cell before it; it includes the XLA
+// compilation of the programs the cell ran, and says how much of it the runs' timelines
+// recorded (Fit, evaluations in the lab process).
 func CellTime() {
-	fmt.Fprintf(output(), "(cell time %.1fs, compilation excluded)\n", time.Since(started).Seconds())
+	elapsed := time.Since(started).Seconds()
+	if c := time.Duration(xlaCompile.Load()); c > 0 {
+		fmt.Fprintf(output(), "(cell time %.1fs including %.1fs of XLA compilation; excluded: GoNB's Go build of the cell)\n", elapsed, c.Seconds())
+		return
+	}
+	fmt.Fprintf(output(), "(cell time %.1fs; excluded: GoNB's Go build of the cell)\n", elapsed)
+}
+
+// xlaCompile is the XLA compilation of this program's runs and evaluations, in nanoseconds, as
+// their timelines recorded it (noteCompile), for CellTime.
+var xlaCompile atomic.Int64
+
+// noteCompile adds the compiles of tl (nil: none) to what CellTime reports.
+func noteCompile(tl *runs.Timeline) {
+	if tl == nil {
+		return
+	}
+	d, _ := tl.Total(runs.PhaseCompile)
+	xlaCompile.Add(int64(d))
 }

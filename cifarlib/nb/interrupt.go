@@ -28,6 +28,41 @@ func interruptedError(name, dir string, step, target int) *InterruptedError {
 		"continue from step %d (the same lab.Fit call resumes), or use lab.Load(%q) for the model as it is now.", step, name)}
 }
 
+// savingError is the error of a cell that left before the lab process saved its run called name
+// in dir: GoNB kills a cell's program 5 s after the interrupt, and the lab process, where Fit
+// runs, finishes the step it is in (now.Step, 0 when none has started) and then saves it.
+func savingError(name, dir string, now training.StepNow) *InterruptedError {
+	e := &InterruptedError{Run: name, Dir: dir, Step: now.Step, Target: now.Target, Saving: true}
+	switch {
+	case now.StepsDone:
+		e.Resume = fmt.Sprintf("run %q trained its %d steps and is saved; the lab process stops its final evaluation; "+
+			"re-run this cell to evaluate it", name, now.Target)
+	case now.Step == 0 && now.Target == 0:
+		e.Resume = fmt.Sprintf("the lab process saves run %q after the current step; re-run this cell to continue from there", name)
+	case now.Step == 0:
+		e.Resume = fmt.Sprintf("the lab process stops run %q before its first step; re-run this cell to start it", name)
+	case now.Step == now.Target:
+		e.Resume = fmt.Sprintf("the lab process finishes run %q's last step (step %d of %d) and saves it; "+
+			"lab.Load(%q) gets it once saved", name, now.Step, now.Target, name)
+	default:
+		e.Resume = fmt.Sprintf("the lab process saves run %q after the current step (step %d of %d); "+
+			"re-run this cell to continue from there", name, now.Step, now.Target)
+	}
+	return e
+}
+
+// savingNote is what the run's lock says while the lab process saves it after an interrupt,
+// e.g. "finishing step 3 of 10, then saving".
+func savingNote(now training.StepNow) string {
+	switch {
+	case now.StepsDone:
+		return fmt.Sprintf("saved at step %d, stopping its final evaluation", now.Target)
+	case now.Step == 0:
+		return "stopping before its first step"
+	}
+	return fmt.Sprintf("finishing step %d of %d, then saving", now.Step, now.Target)
+}
+
 // interruptedRun says whether dir holds a run that was interrupted (run.json says so), and the
 // step it reached: Fit resumes such a run rather than starting it again.
 func interruptedRun(dir string) (step int, ok bool) {

@@ -170,7 +170,13 @@ func (l *Lab) Settings() training.Settings {
 // An interrupt (Kernel → Interrupt, which GoNB sends to the cell as SIGINT; Ctrl-C) stops
 // training after the current step, saves the checkpoint, marks run.json "interrupted" and
 // returns the result with an *InterruptedError, which says how to continue; Must and Check stop
-// the cell with it. A second interrupt kills the cell at once.
+// the cell with it. A second interrupt kills the cell at once. GoNB kills a cell's program 5 s
+// after the interrupt: when the step in the lab process is longer than that, the cell does not
+// wait to be killed but ends within 3 s (labproc.DefaultGrace) with a nil result and an
+// *InterruptedError whose Saving is set: `interrupted: the lab process saves run "X" after the
+// current step (step K of N); re-run this cell to continue from there`. The lab process finishes
+// the step and saves it; meanwhile a later cell's Fit of the run waits for that, saying so, and
+// Load (and every call that reads the run) waits for the save too.
 //
 // In a notebook, Fit runs in the kernel's lab process (see LabProcess), which keeps the backend,
 // the data and the compiled programs from one cell to the next; the cell's output, the run
@@ -184,6 +190,11 @@ func (l *Lab) Fit(name string, s training.Settings) (*training.Result, error) {
 func (l *Lab) FitEnv(name string, s training.Settings, env training.Env) (res *training.Result, err error) {
 	st := cellStatus(name)
 	defer func() { closeStatus(st, err) }()
+	defer func() {
+		if res != nil && !inLabProcess {
+			noteCompile(res.Timeline) // for CellTime
+		}
+	}()
 	if res, err, done := l.fitInLabProcess(name, s, env, st); done {
 		return res, err
 	}
@@ -203,6 +214,8 @@ var ErrNoRun = errors.New("nb: no such run")
 // keeps the run's weights, the data and the compiled evaluation from cell to cell. Evaluate
 // keeps its results in the run folder (training.EvaluationsFile): evaluating the same weights
 // on the same images with the same options again returns the kept result at once, and says so.
+// A run the lab process is still saving after its cell was interrupted (a step longer than GoNB
+// waits before it kills the cell) is waited for, with a line that says so.
 func (l *Lab) Load(name string) (*training.LoadedCheckpoint, error) {
 	dir, err := l.existingRun(name)
 	if err != nil {

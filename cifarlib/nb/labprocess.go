@@ -67,12 +67,56 @@ func (l *Lab) lockRun(name string) (unlock func(), err error) {
 	if err := os.MkdirAll(l.RunsDir, 0o755); err != nil {
 		return nil, fmt.Errorf("nb: creating the runs folder: %w", err)
 	}
-	unlock, err = labproc.Lock(filepath.Join(l.RunsDir, "."+name+".lock"))
+	path, err := l.lockPath(name)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err = labproc.Lock(path)
 	var locked *labproc.LockedError
 	if errors.As(err, &locked) {
 		return nil, &RunBusyError{Run: name, PID: locked.PID}
 	}
 	return unlock, err
+}
+
+// lockPath is the lock file of the run called name (lockRun).
+func (l *Lab) lockPath(name string) (string, error) {
+	if _, err := l.RunDir(name); err != nil {
+		return "", err
+	}
+	return filepath.Join(l.RunsDir, "."+name+".lock"), nil
+}
+
+// waitSaved waits while the kernel's lab process (or another program) saves the run called
+// name after its cell was interrupted (the run's lock says so: watchFit), saying so in one line:
+// a later cell that loads the run gets it as saved. Interrupted while it waits, it returns an
+// error that says the run is still saving.
+func (l *Lab) waitSaved(name string) error {
+	path, err := l.lockPath(name)
+	if err != nil {
+		return err
+	}
+	h := labproc.Holder(path)
+	if h == nil || h.Note == "" {
+		return nil
+	}
+	fmt.Fprintf(output(), "run %q is still saving after its interrupt (%s, in process %d); waiting for it\n", name, h.Note, h.PID)
+	ctx, stop := training.InterruptContext(context.Background())
+	defer stop()
+	began := time.Now()
+	for t := time.NewTicker(100 * time.Millisecond); ; {
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("nb: run %q is still saving after its interrupt (%s, in process %d): run this cell again once it is saved", name, h.Note, h.PID)
+		case <-t.C:
+		}
+		if labproc.Holder(path) == nil {
+			t.Stop()
+			fmt.Fprintf(output(), "run %q: saved (waited %.1fs)\n", name, time.Since(began).Seconds())
+			return nil
+		}
+	}
 }
 
 // fitRequest is a Fit call as it travels to the lab process: the run's settings as they are
@@ -139,6 +183,15 @@ func (l *Lab) fitInLabProcess(name string, s training.Settings, env training.Env
 	ctx, stop := training.InterruptContext(context.Background())
 	defer stop()
 	msg, err := client.Do(ctx, &labproc.Request{Op: "fit", Payload: payload}, relayTo(st))
+	var left *labproc.LeftError
+	if errors.As(err, &left) { // interrupted in a step longer than GoNB waits: the lab process saves it
+		dir, _ := l.RunDir(name)
+		var now training.StepNow
+		if left.Stopping == nil || decode(left.Stopping.Payload, &now) != nil {
+			now = training.StepNow{}
+		}
+		return nil, savingError(name, dir, now), true
+	}
 	if msg == nil {
 		if errors.Is(err, labproc.ErrNotStarted) {
 			fmt.Fprintf(output(), "lab process: %v; training in this cell's program\n", err)

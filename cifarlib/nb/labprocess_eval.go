@@ -67,6 +67,7 @@ func (l *Lab) evaluateInLabProcess(ctx context.Context, client *labproc.Client, 
 	if err := json.Unmarshal(msg.Payload, res); err != nil {
 		return nil, fmt.Errorf("nb: the lab process's evaluation: %w", err), true
 	}
+	noteCompile(res.Timeline) // for CellTime
 	return res, nil, true
 }
 
@@ -81,7 +82,8 @@ type heldRun struct {
 // longest ago is let go first.
 const maxHeld = 4
 
-// hold keeps h as the run in dir, letting go of the one evaluated longest ago beyond maxHeld.
+// hold keeps h as the run in dir, letting go of the one evaluated longest ago beyond maxHeld
+// (s.heldMu held).
 func (s *labServer) hold(dir string, h *heldRun) {
 	s.held[dir] = h
 	s.heldOrder = append(slices.DeleteFunc(s.heldOrder, func(d string) bool { return d == dir }), dir)
@@ -99,17 +101,21 @@ func (s *labServer) evaluate(ctx context.Context, r *evalRequest, onEvent func(t
 		return nil, err
 	}
 	key := fmt.Sprintf("%d/%d", r.Step, r.Stamp)
+	s.heldMu.Lock()
 	h := s.held[r.Dir]
 	if h != nil && h.key == key {
 		s.hold(r.Dir, h) // the most recent now
 	}
+	s.heldMu.Unlock()
 	if h == nil || h.key != key {
 		ck, err := training.LoadCheckpoint(r.Dir, s.backend)
 		if err != nil {
 			return nil, err
 		}
 		h = &heldRun{key: key, run: ck.Trained}
+		s.heldMu.Lock()
 		s.hold(r.Dir, h)
+		s.heldMu.Unlock()
 	}
 	recs := lab.Test
 	if r.Split == data.SplitTrain.String() {

@@ -201,6 +201,38 @@ func TestLabServerFit(t *testing.T) {
 	_, _, err = fit("head", map[string]string{"steps": "1", "batch": "16", "head": "5"}, time.Time{})
 	require.ErrorIs(t, err, cifarlib.ErrHeadMismatch)
 	require.ErrorContains(t, err, "model head has 5 outputs but dataset cifar10 has 10 classes")
+
+	// At rest: Release keeps everything, Drop lets go of the data and the held runs and keeps
+	// the compiled programs; the next Fit loads the data again and compiles nothing.
+	s.rest(labproc.Release)
+	require.Len(t, s.labs, 1)
+	require.Len(t, s.held, 1)
+	s.rest(labproc.Drop)
+	require.Empty(t, s.labs)
+	require.Empty(t, s.held)
+	require.Equal(t, 1, s.programs.Len())
+	reply, _, err = fit("two", map[string]string{"steps": "2", "batch": "16", "eval-every": "-1", "no-eval": "true"}, time.Time{})
+	require.NoError(t, err)
+	var rested training.Result
+	require.NoError(t, json.Unmarshal(reply.Result, &rested))
+	require.Equal(t, 0, rested.Timeline.Compiles(""), "%s", rested.Timeline)
+	require.Equal(t, res.Loss, rested.Loss, "the same run")
+	require.Len(t, s.labs, 1)
+}
+
+// TestLabsBounded: the lab process keeps the data of the last maxLabs data folders.
+func TestLabsBounded(t *testing.T) {
+	backend, err := backends.New(backends.Go)
+	require.NoError(t, err)
+	s := &labServer{labs: map[string]*Lab{}, backend: backend}
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	for _, dir := range dirs {
+		_, err := s.lab(data.CIFAR10(), dir, func(training.Event) {})
+		require.NoError(t, err)
+	}
+	require.Len(t, s.labs, maxLabs)
+	require.NotContains(t, s.labs, dirs[0]+"\x00cifar10")
+	require.Contains(t, s.labs, dirs[2]+"\x00cifar10")
 }
 
 // TestHeldRunsBounded: the lab process keeps the runs evaluated last, at most maxHeld.

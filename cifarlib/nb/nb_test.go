@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
@@ -54,10 +55,27 @@ func TestCheckStopsTheCell(t *testing.T) {
 	require.Equal(t, "after nil\nerror: file does not exist\n", string(out))
 }
 
+// TestCellTime: the cell time says what it leaves out (GoNB's Go build of the cell, before
+// the program starts) and how much of it was XLA compilation, as the runs' timelines the cell
+// got (Fit, a lab process's evaluation) recorded it.
 func TestCellTime(t *testing.T) {
 	buf := captureOutput(t)
+	saved := xlaCompile.Load()
+	t.Cleanup(func() { xlaCompile.Store(saved) })
+	xlaCompile.Store(0)
 	CellTime()
-	require.Regexp(t, `^\(cell time \d+\.\ds, compilation excluded\)\n$`, buf.String())
+	require.Regexp(t, `^\(cell time \d+\.\ds; excluded: GoNB's Go build of the cell\)\n$`, buf.String())
+
+	buf.Reset()
+	tl := runs.NewTimeline(time.Now())
+	began := time.Now()
+	tl.Add(runs.PhaseCompile, began, began.Add(1500*time.Millisecond))
+	tl.Add(runs.PhaseSteps, began.Add(1500*time.Millisecond), began.Add(3*time.Second))
+	tl.Add(runs.PhaseCompile, began.Add(3*time.Second), began.Add(3200*time.Millisecond))
+	noteCompile(tl)
+	noteCompile(nil)
+	CellTime()
+	require.Regexp(t, `^\(cell time \d+\.\ds including 1\.7s of XLA compilation; excluded: GoNB's Go build of the cell\)\n$`, buf.String())
 }
 
 func testHistory() *runs.History {

@@ -50,7 +50,8 @@ func (l *Lab) LoadFor(name string) (*training.LoadedCheckpoint, error) {
 	return ckpt, nil
 }
 
-// existingRun returns the folder of the run called name, or ErrNoRun when it was never trained.
+// existingRun returns the folder of the run called name, or ErrNoRun when it was never trained;
+// when the lab process is still saving it after an interrupt, it waits for that (waitSaved).
 func (l *Lab) existingRun(name string) (string, error) {
 	dir, err := l.RunDir(name)
 	if err != nil {
@@ -59,5 +60,5 @@ func (l *Lab) existingRun(name string) (string, error) {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("%w %q in %s: run the cell that trains it (lab.Fit(%q, ...)) first", ErrNoRun, name, l.RunsDir, name)
 	}
-	return dir, nil
+	return dir, l.waitSaved(name)
 }

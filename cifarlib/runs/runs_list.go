@@ -57,6 +57,10 @@ type Info struct {
 	TestAccuracy float64 `json:"test_accuracy,omitempty"`
 	TestTopK     float64 `json:"test_top_k,omitempty"`
 	HasTest      bool    `json:"has_test"`
+	// ChanceLevel is true when the test accuracy lies within the noise of a model that learned
+	// nothing (Chance: 1/classes, give or take ChanceSigmas binomial standard deviations on the
+	// images evaluated); Reason then says so.
+	ChanceLevel bool `json:"chance_level,omitempty"`
 	// WallTime is the time spent in Train, resumes added up (0 when not recorded).
 	WallTime time.Duration `json:"wall_time_ns"`
 	// From is the run a transferred run was carried from (training.Settings.Transfer.From), "" otherwise.
@@ -142,6 +146,7 @@ func Read(dir string) Info {
 
 // withRecord is info with what the run's record says: what it trained, its result and its status.
 func (info Info) withRecord(rec *Record) Info {
+	var chance ChanceBand
 	info.Dataset, info.Model, info.Head, info.Guarded, info.Devices = rec.Dataset, rec.Model, rec.Head, rec.Guarded, rec.Devices
 	info.WallTime, info.From, info.Status, info.Data, info.Precision = rec.WallTime, rec.From, rec.Status, rec.Data, rec.Precision
 	info.Settings = settingsOf(rec)
@@ -153,6 +158,12 @@ func (info Info) withRecord(rec *Record) Info {
 		info.Steps, info.Loss, info.Backend = r.EndStep, r.Loss, r.Backend
 		if r.Eval != nil {
 			info.HasTest, info.TestAccuracy, info.TestTopK = true, r.Eval.Accuracy, r.Eval.TopKAccuracy
+			classes := len(r.Eval.PerClass) // the dataset's classes
+			if classes == 0 {
+				classes = rec.Head
+			}
+			chance = Chance(classes, r.Eval.Examples)
+			info.ChanceLevel = chance.Contains(r.Eval.Accuracy)
 		}
 	}
 	switch rec.Status {
@@ -164,6 +175,9 @@ func (info Info) withRecord(rec *Record) Info {
 		info.Reason = rec.Error
 	case RunInterrupted:
 		info.Reason = fmt.Sprintf("interrupted at step %d of %d: train again with the same folder to resume", info.Steps, rec.TargetStep)
+	}
+	if info.ChanceLevel {
+		info.Reason = strings.TrimPrefix(info.Reason+"; test accuracy at chance level ("+chance.String()+"): the run learned nothing", "; ")
 	}
 	if rec.Warning != "" {
 		info.Reason = strings.TrimPrefix(info.Reason+"; "+rec.Warning, "; ")
@@ -232,6 +246,9 @@ func (info Info) cells(settings []string) []string {
 	}
 	if info.HasTest {
 		c[10] = fmt.Sprintf("%.2f%%", 100*info.TestAccuracy)
+		if info.ChanceLevel {
+			c[10] += " (chance)"
+		}
 		if info.TestTopK > 0 {
 			c[11] = fmt.Sprintf("%.2f%%", 100*info.TestTopK)
 		}
@@ -320,7 +337,9 @@ type recordedResult struct {
 	Loss    float64 `json:"loss"`
 	Backend string  `json:"backend"`
 	Eval    *struct {
-		Accuracy     float64 `json:"accuracy"`
-		TopKAccuracy float64 `json:"top_k_accuracy"`
+		Accuracy     float64           `json:"accuracy"`
+		TopKAccuracy float64           `json:"top_k_accuracy"`
+		Examples     int               `json:"examples"`
+		PerClass     []json.RawMessage `json:"per_class"`
 	} `json:"eval"`
 }

@@ -167,10 +167,11 @@ func (tc *trainCheckpoint) resumedAt() (step int, ok bool) {
 }
 
 // save writes a new checkpoint (keeping the newest Checkpoint.Keep) and the history.
-// Metric accumulators are not saved: GoMLX names them with a fresh id per run.
+// Metric accumulators are not saved: GoMLX names them with a fresh id per run; nor are the fed
+// hyper-parameters (train_hyper.go): each run sets its own.
 func (tc *trainCheckpoint) save(store *model.Store, history *runs.History) error {
 	for v := range store.IterVariables() {
-		if strings.HasPrefix(v.Path(), "/metrics/") {
+		if strings.HasPrefix(v.Path(), "/metrics/") || isHyper(v) {
 			tc.handler.ExcludeVarsFromSaving(v)
 		}
 	}

@@ -26,8 +26,8 @@ func ExampleEvent_Line() {
 // Why a run compiles a train step of its own instead of the one a process keeps: the
 // difference of their ProgramKeys.
 func ExampleProgramKey_Diff() {
-	kept := training.ProgramKey{Shapes: "batch=64", Fed: "label-smoothing=0.2"}
-	run := training.ProgramKey{Shapes: "batch=128", Fed: "label-smoothing=0.2"}
+	kept := training.ProgramKey{Shapes: "batch=64", Constants: "label-smoothing=on"}
+	run := training.ProgramKey{Shapes: "batch=128", Constants: "label-smoothing=on"}
 	fmt.Println(run.Diff(kept))
 	// Output:
 	// [batch size 128, not 64]

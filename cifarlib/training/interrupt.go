@@ -44,11 +44,18 @@ type InterruptedError struct {
 	NotStarted string
 
 	Resume string
+
+	// Saving is true when the error reached its caller before the run was saved: another process
+	// (the lab process) finishes the step it is in and saves it; Resume then says what it does.
+	Saving bool
 }
 
 // Error implements error.
 func (e *InterruptedError) Error() string {
-	if e.Sweep == "" {
+	switch {
+	case e.Saving:
+		return "interrupted: " + e.Resume
+	case e.Sweep == "":
 		return fmt.Sprintf("run %q interrupted at step %d of %d; its checkpoint is saved in %s.\n%s", e.Run, e.Step, e.Target, e.Dir, e.Resume)
 	}
 	var parts []string

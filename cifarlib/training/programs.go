@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
@@ -22,13 +23,24 @@ import (
 // It is safe for concurrent use; a set of programs serves one run at a time (a run that finds
 // its set in use compiles its own, which is not kept).
 //
+// What is keyed and what is fed: ProgramKey holds what shapes the programs (architecture,
+// head, shapes, precision, devices, backend, dataset, the optimiser's algorithm, the
+// schedule's kind, guard, freeze, label smoothing on or off, and the lookahead's end). Every
+// other numeric hyper-parameter (learning rate and the schedule's settings, momentum, weight
+// decay, bias scaler, whitening-bias freeze step, label smoothing's value, steps, seed,
+// validation size) is fed at run time: the train step reads it from a non-trainable
+// variable of the Store (train_hyper.go), which each run sets from its own settings. So a run
+// that changes only those reuses the programs.
+//
 // What it keeps: GoMLX compiles a program per model.Exec and input shapes, and each Exec is
 // bound to the model.Store whose variables it reads and updates (model.NewExec; train.Trainer
 // keeps one Exec per dataset spec, each with its compiled programs). So a set keeps the model,
-// the Store, the train.Trainer (its train-step Exec) and the Evaluator (its evaluation Exec), and
-// the values of every variable when training started (after GoMLX initialised them from the
-// seed). A run that reuses the set restores those values, so it trains from the same initial
-// weights, optimiser state and random state as a fresh run: its results are the same bit for bit.
+// the Store, the train.Trainer (its train-step Exec), the Evaluator (its evaluation Exec) and
+// GoMLX's variable initialisation (its Exec), and the values of every variable when training
+// started (after GoMLX initialised them from the seed). A run that reuses the set restores those
+// values, sets its fed values and, for another seed, re-runs the initialisation from its seed,
+// so it trains from the same initial weights, optimiser state and random state as a fresh run:
+// its results are the same bit for bit.
 //
 // Runs that are not kept, and compile as before: those transferred from another run
 // (Transfer.From, whose weights come from the source), data-parallel runs (Compute.Devices > 1),
@@ -39,18 +51,28 @@ import (
 // Result keeps what it was trained to. Programs.Evaluate keeps evaluation programs for any
 // trained model, a loaded checkpoint's too (programs_eval.go).
 type Programs struct {
+	// MaxSets bounds the sets kept (0: no bound): beyond it, the set used longest ago is let go
+	// (its compiled programs, model and initial values), and a run of its key compiles again.
+	MaxSets int
+
 	mu       sync.Mutex
 	sets     map[ProgramKey]*programSet
 	evals    map[EvalProgramKey]*evalSet // programs_eval.go
 	backends map[string]compute.Backend
 }
 
-// ProgramKey is what determines a run's compiled programs, and so what a second run must share
-// with the first to reuse them, derived from the table of settings (Fields): the settings that
-// shape a program (Role Shapes) and, until the programs take them as inputs, the numeric ones
-// they hold as constants (Role Fed), with the values the programs read: the run's steps only
-// where a schedule or lookahead spans them (never its epochs, which the steps carry), and the
-// whitening bias's epochs with the steps per epoch that turn them into its freezing step.
+// ProgramKey is what shapes a run's compiled programs, and so what a second run must share with
+// the first to reuse them, derived from the table of settings (Fields): the settings that shape
+// a program (Role Shapes), and those of the fed settings (Role Fed) that the run's programs hold
+// as constants all the same (Field.Keyed: label smoothing on or off, and its value in
+// bf16-mixed; AdamW's weight decay; the run's steps with the lookahead, whose end they are).
+// Every other numeric hyper-parameter is not part of it: the graph reads it at run time
+// (train_hyper.go), so a run that changes only those reuses the programs and compiles nothing.
+// Fed at run time: the learning rate and its schedule's parameters, momentum, weight decay (but
+// AdamW's), bias scaler, the whitening bias's freeze step, label smoothing's value, the steps
+// and epochs (but with the lookahead), the seed (the kept set re-runs its variable
+// initialisation for a new one, compiling nothing) and the validation's size (its last batch is
+// padded to the evaluation batch).
 type ProgramKey struct {
 	// EvalProgramKey: the backend (its name and identity: programs live on the backend that
 	// compiled them), the dataset and its classes (the metrics, top-k), the architecture, its
@@ -58,39 +80,33 @@ type ProgramKey struct {
 	EvalProgramKey
 	// Devices the batches are sharded across (1: one device).
 	Devices int
-	// Shapes are the settings of Role Shapes, Fed those of Role Fed: "name=value" in table order,
-	// separated by "; ".
-	Shapes, Fed string
+	// Shapes are the settings of Role Shapes, Constants those of Role Fed that this run's
+	// programs hold as constants (Field.Keyed): "name=value" in table order, separated by "; ".
+	Shapes, Constants string
 }
 
-// keySep separates the settings of ProgramKey.Shapes and ProgramKey.Fed.
+// keySep separates the settings of ProgramKey.Shapes and ProgramKey.Constants.
 const keySep = "; "
 
 // String names the key's parts, for logs and errors.
 func (k ProgramKey) String() string {
 	return fmt.Sprintf("%s %s head %d %s on %d device(s) of %s; %s; %s", k.Dataset, k.Model, k.Head, k.Precision, k.Devices,
-		k.Backend, k.Shapes, k.Fed)
+		k.Backend, k.Shapes, k.Constants)
 }
 
 // programKey is the key of a run of plan p on backend b, over devices devices.
 func programKey(p *plan, b compute.Backend, devices int) ProgramKey {
 	k := ProgramKey{EvalProgramKey: evalProgramKey(b, p.Data.Spec, p.Model.Arch, p.Model.Head, p.Compute.Precision), Devices: devices}
-	var shapes, fed []string
+	var shapes, constants []string
 	for _, f := range fields {
-		value := f.Get(&p.Settings)
-		switch {
+		switch value, keyed := f.keyedValue(&p.Settings); {
 		case f.Role == Shapes:
 			shapes = append(shapes, f.Name+"="+value)
-		case f.Role != Fed || f.Name == "epochs":
-		case f.Name == "steps":
-			fed = append(fed, fmt.Sprintf("steps=%d", p.stepsInProgram()))
-		case f.Name == "whiten-bias-epochs" && value != "0": // the step it freezes at depends on the epoch's steps
-			fed = append(fed, fmt.Sprintf("%s=%s (of %d steps)", f.Name, value, p.stepsPerEpoch))
-		default:
-			fed = append(fed, f.Name+"="+value)
+		case keyed:
+			constants = append(constants, f.Name+"="+value)
 		}
 	}
-	k.Shapes, k.Fed = strings.Join(shapes, keySep), strings.Join(fed, keySep)
+	k.Shapes, k.Constants = strings.Join(shapes, keySep), strings.Join(constants, keySep)
 	return k
 }
 
@@ -157,8 +173,20 @@ func (p *Programs) put(s *programSet) {
 	if old := p.sets[s.key]; old != nil && old != s && old.inUse {
 		return // another run's set, in use: keep that one
 	}
-	s.inUse = false
+	s.inUse, s.used = false, time.Now()
 	p.sets[s.key] = s
+	for p.MaxSets > 0 && len(p.sets) > p.MaxSets {
+		var oldest *programSet
+		for _, o := range p.sets {
+			if !o.inUse && o != s && (oldest == nil || o.used.Before(oldest.used)) {
+				oldest = o
+			}
+		}
+		if oldest == nil {
+			return
+		}
+		delete(p.sets, oldest.key)
+	}
 }
 
 // programSet is what a run compiled, and what Programs keeps of it (see Programs).
@@ -166,6 +194,7 @@ type programSet struct {
 	programs *Programs // where it is kept; nil: not kept
 	key      ProgramKey
 	inUse    bool
+	used     time.Time // when a run last handed it back (Programs.MaxSets lets go of the oldest)
 
 	owner     *Trainer // the run using it, which the train.Trainer's Exec hook calls
 	model     *cifarlib.Model
@@ -174,6 +203,12 @@ type programSet struct {
 	evaluator *Evaluator
 	// initial holds host copies of the variables' values when training started (by path).
 	initial map[string]*tensors.Tensor
+	// seed is the Seed the initial values were initialised from; initExec is GoMLX's variable
+	// initialisation (Store.InitializeVariables' Exec, kept with its compiled program) and
+	// initVars the variables it initialises, in its order: a run with another seed re-runs it.
+	seed     int64
+	initExec *model.Exec
+	initVars []*model.Variable
 	// last is the trained model of the last run that used the set (Result.Trained), whose
 	// Store is the set's until the next run takes the set (see detach).
 	last *Trained
@@ -204,6 +239,10 @@ func (t *Trainer) usePrograms() error {
 		return err
 	}
 	if err := s.restore(); err != nil {
+		p.put(s)
+		return err
+	}
+	if err := s.feed(t.plan); err != nil {
 		p.put(s)
 		return err
 	}
@@ -310,6 +349,36 @@ func (s *programSet) restore() error {
 		if err != nil {
 			return fmt.Errorf("training: restoring variable %s of the kept programs: %w", v.Path(), err)
 		}
+	}
+	return nil
+}
+
+// feed sets the Store of s, just restored, to plan p's values: its fed hyper-parameters
+// (train_hyper.go) and, for another Seed than the kept values', the random state and the
+// variables GoMLX initialised from it, by re-running the kept initialisation (compiled once: it
+// depends on the variables' shapes only), so the run starts where a fresh run of p does.
+func (s *programSet) feed(p *plan) error {
+	if err := setHyper(s.store, newHyperValues(p)); err != nil {
+		return err
+	}
+	if p.Run.Seed == s.seed {
+		return nil
+	}
+	if s.initExec == nil {
+		return fmt.Errorf("training: the kept programs of %s cannot initialise the variables for seed %d", s.key, p.Run.Seed)
+	}
+	if err := s.store.SetRNGStateFromSeed(p.Run.Seed); err != nil {
+		return fmt.Errorf("training: seeding the model's random state: %w", err)
+	}
+	values, err := s.initExec.Call()
+	if err == nil && len(values) != len(s.initVars) {
+		err = fmt.Errorf("%d values for %d variables", len(values), len(s.initVars))
+	}
+	for i := 0; err == nil && i < len(values); i++ {
+		err = s.initVars[i].SetValue(values[i])
+	}
+	if err != nil {
+		return fmt.Errorf("training: initialising the variables for seed %d with the kept programs: %w", p.Run.Seed, err)
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 // Diff lists the parts of k that differ from o's, each as "NAME VALUE, not OTHER" (e.g.
 // "batch size 128, not 64"): the backend, dataset, model, head, precision and devices, then the
-// settings of Shapes and Fed in table order, named by their Label in Fields. It is why a run of
+// settings of Shapes and Constants in table order, named by their Label in Fields. It is why a run of
 // key k compiles a program of its own instead of the one kept for o.
 func (k ProgramKey) Diff(o ProgramKey) []string {
 	var out []string
@@ -23,7 +23,7 @@ func (k ProgramKey) Diff(o ProgramKey) []string {
 		out = append(out, fmt.Sprintf("devices %d, not %d", k.Devices, o.Devices))
 	}
 	out = append(out, diffSettings(k.Shapes, o.Shapes)...)
-	return append(out, diffSettings(k.Fed, o.Fed)...)
+	return append(out, diffSettings(k.Constants, o.Constants)...)
 }
 
 // diffSettings lists the settings of a that differ from b's (both "name=value" joined by

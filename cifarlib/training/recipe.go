@@ -94,3 +94,22 @@ func recipeSettings(s *Settings) string {
 	}
 	return out + fmt.Sprintf(", final TTA %d", s.Eval.TTA)
 }
+
+// warnings says what makes a run of p learn nothing though it trains: with the lookahead on,
+// a run of fewer than lookaheadEvery steps ends on its initial weights, as airbench's does (a
+// recipe run of 1 epoch of 5000 images at batch 1024 is 4 steps). Such a run is not refused: it
+// is a legitimate smoke test of the recipe (does it compile and run, how fast); the run says it
+// before it trains (Trainer.Warnings) and in its summary, and `cifarlab runs` marks its
+// accuracy as chance level.
+func (p *plan) warnings() []string {
+	if !p.Run.Lookahead || p.Run.Steps >= lookaheadEvery {
+		return nil
+	}
+	off := "turn the lookahead off (Run.Lookahead false; on the command line, leave out --lookahead)"
+	if p.Recipe != "" {
+		off = "leave the recipe's lookahead out (Run.Lookahead false; on the command line --lookahead=false)"
+	}
+	return []string{fmt.Sprintf("this run learns nothing: with the lookahead on, a run of %d steps ends on its initial weights "+
+		"(the lookahead first averages the weights at step %d and the run ends on that average); train at least %d steps "+
+		"(more epochs, or a smaller batch), or %s", p.Run.Steps, lookaheadEvery, lookaheadEvery, off)}
+}

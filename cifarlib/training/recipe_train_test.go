@@ -180,3 +180,55 @@ func TestRecipeDevicesSameAsOneDevice(t *testing.T) {
 	}
 	requireSameLossCurve(t, curves[0], curves[1], testenv.KinkTolerance(devicesBatch, devicesMinHW))
 }
+
+// TestShortLookaheadRunSaysItLearnsNothing: with the lookahead on, a run of fewer than 5 steps
+// ends on its initial weights (as airbench's does); it is trained (a smoke test of the recipe
+// is legitimate), and says, before it trains (Trainer.Warnings) and in its summary, that it
+// learns nothing and what to change. A run of 5 steps says nothing.
+func TestShortLookaheadRunSaysItLearnsNothing(t *testing.T) {
+	s, env := recipeTestConfig(t, "linear")
+	s.Run.Epochs = 0.3 // 4 steps of 8
+	tr, err := NewTrainer(s, env)
+	require.NoError(t, err)
+	require.Equal(t, 4, tr.Settings().Run.Steps)
+	want := "this run learns nothing: with the lookahead on, a run of 4 steps ends on its initial weights (the lookahead first averages " +
+		"the weights at step 5 and the run ends on that average); train at least 5 steps (more epochs, or a smaller batch), " +
+		"or leave the recipe's lookahead out (Run.Lookahead false; on the command line --lookahead=false)"
+	require.Equal(t, []string{want}, tr.Warnings())
+	res, err := tr.Run(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []string{want}, res.Warnings)
+	// It ends on its initial weights: another learning rate ends on the same ones.
+	other := s
+	n := other.Optimizer.(Nesterov)
+	n.LearningRate = 1
+	other.Optimizer = n
+	res2, err := Train(context.Background(), other, env)
+	require.NoError(t, err)
+	weights := func(store *model.Store) map[string][]byte {
+		w := trainVars(t, store)
+		for path := range w {
+			// The optimiser's state, the step and the fed hyper-parameters (train_hyper.go, which
+			// hold each run's own learning rate) are not weights.
+			if strings.HasPrefix(path, "/optimizers") || strings.Contains(path, "global_step") || strings.HasPrefix(path, hyperScope+"/") {
+				delete(w, path)
+			}
+		}
+		return w
+	}
+	require.NotEmpty(t, weights(tr.Store()))
+	require.Equal(t, weights(tr.Store()), weights(res2.Store), "the run ends on its initial weights")
+	var summary strings.Builder
+	require.NoError(t, res.WriteSummary(&summary))
+	require.Contains(t, summary.String(), "\nWARNING: "+want+"\n")
+
+	s.Run.Epochs = 0.4 // 5 steps
+	five, err := NewTrainer(s, env)
+	require.NoError(t, err)
+	require.Equal(t, 5, five.Settings().Run.Steps)
+	require.Empty(t, five.Warnings())
+	s.Run.Epochs, s.Run.Steps, s.Run.Lookahead = 0, 3, false // no lookahead: it learns
+	off, err := NewTrainer(s, env)
+	require.NoError(t, err)
+	require.Empty(t, off.Warnings())
+}

@@ -25,8 +25,10 @@ const (
 	Shapes Role = iota + 1
 	// Fed: a numeric hyper-parameter (the learning rate and the schedule's parameters, momentum,
 	// weight decay, bias scaler, label smoothing, the length of the run, the seed) that the
-	// programs could take as an input at run time. Today they are constants of the train step:
-	// they are in ProgramKey until they are fed.
+	// programs read at run time (train_hyper.go): changing it compiles nothing. Where a fed value
+	// would change the numbers XLA computes, the program holds it as a constant all the same,
+	// and it is in ProgramKey (the field's keyed rule: label smoothing on or off, and its value
+	// in bf16-mixed; AdamW's weight decay; the steps with the lookahead).
 	Fed
 	// Host: nothing any program holds (folders, periods, what the host does between steps, the
 	// training data's augmentation, which the host applies to each batch before the step).
@@ -62,6 +64,9 @@ type Field struct {
 	// resume says whether a run resumed from a checkpoint of settings saved must have the same
 	// value as requested (nil: never).
 	resume func(saved, requested *Settings) bool
+	// keyed, for a Fed setting, says what a run of s keys its programs by, when they hold the
+	// value as a constant (nil: never).
+	keyed  func(s *Settings, value string) (key string, ok bool)
 	get    func(*Settings) string
 	set    func(*Settings, string) error
 	isBool bool
@@ -79,6 +84,20 @@ func (f *Field) Set(s *Settings, value string) error {
 	}
 	*s = c
 	return nil
+}
+
+// keyedValue is the field's value in the resolved settings s and whether it is part of the
+// ProgramKey of a run of s: a Shapes setting always, a Fed one when its keyed rule says so (then
+// by the rule's value).
+func (f *Field) keyedValue(s *Settings) (string, bool) {
+	value := f.get(s)
+	switch {
+	case f.Role == Shapes:
+		return value, true
+	case f.Role == Fed && f.keyed != nil:
+		return f.keyed(s, value)
+	}
+	return value, false
 }
 
 // IsBool reports whether the field is a boolean (a flag given without a value sets it).
@@ -215,15 +234,17 @@ var fields = []*Field{
 		get:   func(s *Settings) string { return algorithm(s.Optimizer) }, set: setOptimizer},
 	optimizerField("lr", "LearningRate", "learning rate", "a number >= 0",
 		"learning rate (the optimizer's default: 0.001 for the Adam family and rmsprop, 0.1 for sgd, 11.5 per 1024 examples for nesterov)"),
-	optimizerField("weight-decay", "WeightDecay", "weight decay", "a number >= 0",
+	keyedWhen(optimizerField("weight-decay", "WeightDecay", "weight decay", "a number >= 0",
 		"adamw's weight decay (default 0.004), or nesterov's per 1024 examples (default 0.0153)"),
+		func(s *Settings) bool { return algorithm(s.Optimizer) == "adamw" }), // GoMLX's Adam builds it in
+
 	optimizerField("momentum", "Momentum", "momentum", "a number in [0, 1)", "nesterov's momentum (default 0.85)"),
 	optimizerField("bias-scaler", "BiasScaler", "bias scaler", "a number >= 0",
 		"nesterov: the batch-norm biases' learning rate is --lr times this (default 64)"),
 	optimizerField("whiten-bias-epochs", "WhitenBiasEpochs", "whitening bias epochs", "a whole number >= 0",
 		"nesterov with --model airbench94: train the whitening bias for this many epochs, then freeze it (0: throughout; --recipe airbench94: 3)"),
-	bound("label-smoothing", "Run.LabelSmoothing", "label smoothing", Fed, always, "a number in [0, 1)",
-		"label smoothing of the training loss, in [0, 1) (0: none; --recipe airbench94: 0.2)"),
+	withKey(bound("label-smoothing", "Run.LabelSmoothing", "label smoothing", Fed, always, "a number in [0, 1)",
+		"label smoothing of the training loss, in [0, 1) (0: none; --recipe airbench94: 0.2)"), smoothingKey),
 	bound("lookahead", "Run.Lookahead", "lookahead", Shapes, always, "true or false",
 		"airbench's lookahead: an EMA of the weights and batch-norm statistics that the weights are reset to every 5 steps, and the run ends on"),
 	named(bound("schedule", "Schedule.Name", "schedule", Shapes, always, `"constant", "cosine" or "triangle"`,
@@ -231,16 +252,18 @@ var fields = []*Field{
 		ScheduleConstant, ScheduleCosine, ScheduleTriangle),
 	bound("warmup", "Schedule.WarmupSteps", "warmup steps", Fed, savedCosine, "a whole number >= 0", "linear warm-up steps (cosine schedule)"),
 	bound("min-lr", "Schedule.MinLearningRate", "min learning rate", Fed, savedCosine, "a number >= 0", "final learning rate of the cosine schedule"),
-	lengthField(bound("steps", "Run.Steps", "steps", Fed, nil, "a whole number > 0",
+	keyedWhen(lengthField(bound("steps", "Run.Steps", "steps", Fed, nil, "a whole number > 0",
 		"train up to this global `step` (this or --epochs is required, unless --recipe); a resumed run continues to it")),
+		func(s *Settings) bool { return s.Run.Lookahead }), // the lookahead's end (lookaheadOptimizer.update)
 	lengthField(bound("epochs", "Run.Epochs", "epochs", Fed, nil, "a number > 0",
 		"instead of --steps: train this many `epochs` (may be fractional; ceil(epochs * train examples / batch) steps, the last partial batch of each epoch dropped)")),
 	bound("from", "Transfer.From", "transferred from", Host, always, "a run's folder",
 		"transfer from the trained run in `RUN_DIR` (its --checkpoint directory): its backbone is carried bit for bit, its head too when --dataset has the run's number of classes (else the head is new at --dataset's width), the optimizer state and step start again; --model defaults to the run's"),
 	named(bound("freeze", "Transfer.Freeze", "freeze", Shapes, always, `"" or "backbone"`,
 		"with --from: \"backbone\" trains the head only (linear probe; the backbone's weights and batch-norm statistics stay as carried)")),
-	bound("backbone-lr", "Transfer.BackboneLearningRate", "backbone learning rate", Fed, always, "a number >= 0",
+	keyedWhen(bound("backbone-lr", "Transfer.BackboneLearningRate", "backbone learning rate", Fed, always, "a number >= 0",
 		"with --from: the backbone's learning rate when fine-tuning (0: --lr)"),
+		func(s *Settings) bool { return s.Transfer.From != "" }), // backboneRateOptimizer's ratio
 	bound("new-head", "Transfer.NewHead", "new head", Host, nil, "true or false",
 		"with --from: initialise the head afresh from --seed even when --dataset has the run's number of classes"),
 	bound("tta", "Eval.TTA", "tta", Shapes, nil, "0 (none), 1 (mirror) or 2 (mirror and translate)",
@@ -283,6 +306,30 @@ func bound(name, path, label string, role Role, resume func(saved, requested *Se
 		return nil
 	}
 	return f
+}
+
+// keyedWhen is the Fed row f, whose value the programs of a run of s hold as a constant when
+// constant(s) says so (it is then part of ProgramKey).
+func keyedWhen(f *Field, constant func(s *Settings) bool) *Field {
+	return withKey(f, func(s *Settings, value string) (string, bool) { return value, constant(s) })
+}
+
+// withKey is the Fed row f with its keyed rule (Field.keyedValue).
+func withKey(f *Field, keyed func(s *Settings, value string) (string, bool)) *Field {
+	f.keyed = keyed
+	return f
+}
+
+// smoothingKey keys label smoothing on or off: the loss without it is another graph (trainLoss).
+// In bf16-mixed its value is a constant of the graph, and keyed.
+func smoothingKey(s *Settings, value string) (string, bool) {
+	switch {
+	case s.Run.LabelSmoothing == 0:
+		return "off", true
+	case !fedSmoothing(s):
+		return value, true
+	}
+	return "on", true
 }
 
 // inverted is f with its boolean read the other way round (the flag --guard sets

@@ -12,14 +12,12 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
-	"github.com/gomlx/gomlx/ml/train/optimizer/cosineschedule"
 )
 
 // Train trains a model with settings and evaluates it on the test split, in env: the one-call
@@ -37,20 +35,17 @@ func Train(ctx context.Context, settings Settings, env Env) (*Result, error) {
 	return t.Run(ctx)
 }
 
-// modelFn wraps the model's graph function with the learning-rate schedule, which GoMLX's
-// cosineschedule (or the triangle) builds into the training graph.
+// modelFn wraps the model's graph function with the learning-rate schedule, which the cosine
+// (or the triangle) builds into the training graph, its numbers fed at run time.
 func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*graph.Node {
 	t.rt.building(runs.ProgramTrainStep)
-	if g := inputs[0].Graph(); t.plan.Schedule.Name == ScheduleTriangle && scope.IsTraining(g) {
-		airbenchTriangle(t.plan.Run.Steps).setLearningRate(scope, g, learningRate(t.plan.Optimizer))
-	}
-	if t.plan.Schedule.Name == ScheduleCosine {
-		cosineschedule.New(scope, inputs[0].Graph(), dtypes.Float32).
-			LearningRate(learningRate(t.plan.Optimizer)).
-			MinLearningRate(t.plan.Schedule.MinLearningRate).
-			WarmUpSteps(t.plan.Schedule.WarmupSteps).
-			PeriodSteps(t.plan.Run.Steps - t.plan.Schedule.WarmupSteps).
-			Done()
+	if g := inputs[0].Graph(); scope.IsTraining(g) {
+		switch t.plan.Schedule.Name {
+		case ScheduleTriangle:
+			airbenchTriangle(t.plan.Run.Steps).setLearningRate(scope, g, learningRate(t.plan.Optimizer))
+		case ScheduleCosine:
+			newCosine(t.plan).setLearningRate(scope, g)
+		}
 	}
 	if t.transfer != nil {
 		return t.transfer.modelFn(t.model, scope, spec, inputs)
@@ -128,6 +123,7 @@ func (t *Trainer) Run(ctx context.Context) (result *Result, err error) {
 		t.logf("already at step %d (target %d): nothing to train", start, cfg.Run.Steps)
 	}
 
+	stepWatchOf(ctx).done()
 	if !res.Interrupted && !cfg.Eval.SkipFinal {
 		ev, err := t.validate.final(ctx)
 		if err != nil {
@@ -151,6 +147,7 @@ func (t *Trainer) newResult(start int) *Result {
 		History: t.history, Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}, Transfer: t.Transfer(),
 		Recipe: p.Recipe, RecipeSettings: recipeSettings(&p.Settings)}
 	_, res.Resumed = t.ckpt.resumedAt()
+	res.Warnings = t.Warnings()
 	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.records.train.Len()}
 	for i := range t.records.train.Len() {
 		if l := t.records.train.Label(i); l < 0 || l >= t.model.NumClasses {
@@ -172,7 +169,9 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 	if err != nil {
 		return err
 	}
-	t.steps = &stepDataset{inner: inner, start: start, end: cfg.Run.Steps, ctx: ctx, headWidth: t.model.NumClasses}
+	watch := stepWatchOf(ctx)
+	watch.starting(cfg.Run.Steps)
+	t.steps = &stepDataset{inner: inner, start: start, end: cfg.Run.Steps, ctx: ctx, headWidth: t.model.NumClasses, watch: watch}
 	t.attachHooks()
 
 	began := time.Now()

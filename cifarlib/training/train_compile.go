@@ -44,9 +44,17 @@ func (t *Trainer) onExecCreated(exec *model.Exec, kind train.GraphType) {
 	}
 	t.rt.event(Event{Kind: EventCompile, Program: runs.ProgramInit, Reason: t.rt.reason(runs.ProgramTrainStep)})
 	began := time.Now()
-	if err := t.store.InitializeVariables(t.backend, nil); err != nil {
+	var initVars []*model.Variable // those GoMLX initialises, in its order (Store.InitializeVariables)
+	for v := range t.store.IterVariables() {
+		if !v.HasValue() {
+			initVars = append(initVars, v)
+		}
+	}
+	var initExec *model.Exec
+	if err := t.store.InitializeVariables(t.backend, func(e *model.Exec) error { initExec = e; return nil }); err != nil {
 		return // the call initialises them again and reports the error
 	}
+	t.progs.seed, t.progs.initExec, t.progs.initVars = t.plan.Run.Seed, initExec, initVars
 	e := t.rt.tl.Add(runs.PhaseCompile, began, time.Now())
 	e.Program, e.For = runs.ProgramInit, runs.ProgramTrainStep
 	t.rt.lastCompileEnd = began.Add(e.Duration)

@@ -3,6 +3,7 @@ package training
 import (
 	"context"
 	"iter"
+	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 
@@ -26,6 +27,8 @@ type stepDataset struct {
 	start, end int
 	ctx        context.Context
 	headWidth  int
+	// watch hears of each step as it starts (the StepWatch of ctx; nil: none).
+	watch *StepWatch
 
 	interrupted      bool
 	seen, outOfRange int64
@@ -60,6 +63,10 @@ func (d *stepDataset) Iter() iter.Seq2[train.Batch, error] {
 			}
 			d.countLabels(batch)
 			d.shapes = batchShapes(batch)
+			d.watch.training(step + 1)
+			if testStepDelay > 0 {
+				time.Sleep(testStepDelay)
+			}
 			if !yield(batch, nil) {
 				return
 			}
@@ -70,6 +77,10 @@ func (d *stepDataset) Iter() iter.Seq2[train.Batch, error] {
 		}
 	}
 }
+
+// testStepDelay lengthens every step (0: not at all): set only in a test build
+// (stepdelay_test_build.go, TestStepDelayEnv).
+var testStepDelay time.Duration
 
 // countLabels adds the batch's labels to seen and outOfRange.
 func (d *stepDataset) countLabels(batch train.Batch) {

@@ -83,7 +83,9 @@ func lookaheadVariable(v *model.Variable, scope string) bool {
 }
 
 // update builds the lookahead step after the inner optimizer's: the global step is the step just
-// taken, from 1.
+// taken, from 1. Its end (total) is a constant of the graph, not fed (ProgramKey.LookaheadSteps):
+// XLA computes x^3 of x = step*(1/total) otherwise when 1/total is a constant, so a fed one
+// would change the numbers.
 func (o *lookaheadOptimizer) update(store *model.Store, g *graph.Graph) {
 	step := optimizer.GetGlobalStepVar(store).NodeValue(g)
 	first := graph.Equal(step, graph.OnesLike(step))

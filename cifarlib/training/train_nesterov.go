@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -79,6 +80,8 @@ func paramGroupOf(path string) paramGroup {
 // after whitenBiasSteps steps: as a PyTorch parameter without a gradient, neither it nor its
 // buffer changes afterwards. The schedule's factor is read from GoMLX's learning-rate variable
 // (which the schedule sets to LearningRate times the factor), so every Settings.Schedule applies.
+// Every hyper-parameter but the batch is fed at run time (fed, train_hyper.go), so one compiled
+// train step serves any learning rate, momentum, weight decay, bias scaler and freeze step.
 type nesterovOptimizer struct {
 	// learningRate is Nesterov.LearningRate, the learning-rate variable's value at factor 1.
 	learningRate float64
@@ -97,6 +100,77 @@ func newNesterov(learningRate, momentum, weightDecay, biasScaler float64, batch,
 	kilostep := 1024 * (1 + 1/(1-momentum))
 	return &nesterovOptimizer{learningRate: learningRate, momentum: momentum, lr: learningRate / kilostep,
 		wd: weightDecay * float64(batch) / kilostep, biasScaler: biasScaler, batch: batch, whitenBiasSteps: whitenBiasSteps}
+}
+
+// The nesterov optimizer's fed values (train_hyper.go): everything but the batch, which shapes
+// the program.
+const (
+	hyperMomentum      = "momentum"
+	hyperNesterovDecay = "nesterov_decay_" // + the group's name: wd/lrg
+	hyperNesterovRate  = "nesterov_rate_"  // + the group's name: lrg/LearningRate
+	// hyperNesterovFolded + the group's name: LearningRate times lrg/LearningRate, in float32
+	// (groupRate).
+	hyperNesterovFolded  = "nesterov_folded_rate_"
+	hyperWhitenBiasSteps = "whiten_bias_steps" // the step the whitening bias freezes at
+)
+
+// neverFreeze is the whitening bias's freeze step when it never freezes (whitenBiasSteps 0): a
+// step no run reaches, so step < neverFreeze always holds and picks the update, as the graph
+// without the freeze does. It is exact in float64 and int64.
+const neverFreeze = 1 << 52
+
+// groupFactors are the decay wd/lrg and the rate lrg/LearningRate of a trained group, from its
+// learning rate lrg (the schedule's factor aside).
+func (o *nesterovOptimizer) groupFactors(group paramGroup) (decay, rate float64) {
+	lrg := o.lr
+	if group == groupNormBias {
+		lrg *= o.biasScaler
+	}
+	return o.wd / lrg, lrg / o.learningRate
+}
+
+// groupName names a param group in the fed values' names.
+func groupName(group paramGroup) string {
+	if group == groupNormBias {
+		return "norm_bias"
+	}
+	return "other"
+}
+
+// freezeStep is the step the whitening bias freezes at (neverFreeze when it does not).
+func (o *nesterovOptimizer) freezeStep() int {
+	if o.whitenBiasSteps > 0 {
+		return o.whitenBiasSteps
+	}
+	return neverFreeze
+}
+
+// fed returns the values the optimizer's graph reads at run time (train_hyper.go).
+func (o *nesterovOptimizer) fed() hyperValues {
+	h := hyperValues{hyperMomentum: o.momentum, hyperWhitenBiasSteps: float64(o.freezeStep())}
+	for _, group := range []paramGroup{groupOther, groupNormBias} {
+		decay, rate := o.groupFactors(group)
+		name := groupName(group)
+		h[hyperNesterovDecay+name], h[hyperNesterovRate+name] = decay, rate
+		h[hyperNesterovFolded+name] = float64(float32(o.learningRate) * float32(rate))
+	}
+	return h
+}
+
+// groupRate is a group's rate in g: rate, the learning-rate variable (LearningRate times the
+// schedule's factor), times lrg/LearningRate (fed). Under the triangle, where rate is
+// factor*LearningRate, the graph with constants was (factor*LearningRate)*(lrg/LearningRate),
+// which XLA's algebraic simplifier folds into factor*(LearningRate*(lrg/LearningRate)), the
+// product of the two constants rounded to float32 at compile time; so on XLA (every backend but
+// the pure-Go one, which folds nothing) the fed graph is factor times that product, computed on
+// the host in float32 as XLA computes it: the same numbers as before, bit for bit.
+func (o *nesterovOptimizer) groupRate(g *graph.Graph, rate *graph.Node, group paramGroup) *graph.Node {
+	_, r := o.groupFactors(group)
+	name := groupName(group)
+	if factor := triangleFactor(g); factor != nil && factor.DType() == dtypes.Float32 && rate.DType() == dtypes.Float32 && !backends.IsGoBackend(g.Backend()) {
+		return graph.Mul(factor, fedScalar(g, hyperNesterovFolded+name, dtypes.Float32, float64(float32(o.learningRate)*float32(r))))
+	}
+	return graph.Mul(rate, fedScalar(g, hyperNesterovRate+name, rate.DType(), r))
 }
 
 // UpdateGraph implements optimizer.Interface.
@@ -132,21 +206,20 @@ func (o *nesterovOptimizer) UpdateGraphWithGradients(scope *model.Scope, grads [
 		if group == groupNotTrained {
 			continue
 		}
-		lrg := o.lr
-		if group == groupNormBias {
-			lrg *= o.biasScaler
-		}
+		decay, _ := o.groupFactors(group)
+		name := groupName(group)
 		p := v.NodeValue(g)
 		dtype := p.DType()
 		bufVar := store.VariableWithShape(nesterovScope+v.Path(), shapes.Make(dtype, p.Shape().Dimensions...), initializer.Zero).SetTrainable(false)
 		buf := bufVar.NodeValue(g)
-		d := graph.Add(graph.MulScalar(graph.ConvertDType(grad, dtype), float64(o.batch)), graph.MulScalar(p, o.wd/lrg))
-		newBuf := graph.Add(graph.MulScalar(buf, o.momentum), d)
-		update := graph.Add(d, graph.MulScalar(newBuf, o.momentum))
-		groupRate := graph.ConvertDType(graph.MulScalar(rate, lrg/o.learningRate), dtype)
-		newP := graph.Sub(p, graph.Mul(update, groupRate))
-		if group == groupWhitenBias && o.whitenBiasSteps > 0 {
-			training := graph.LessThan(step, graph.Scalar(g, step.DType(), o.whitenBiasSteps))
+		momentum := fedScalar(g, hyperMomentum, dtype, o.momentum)
+		d := graph.Add(graph.MulScalar(graph.ConvertDType(grad, dtype), float64(o.batch)), graph.Mul(p, fedScalar(g, hyperNesterovDecay+name, dtype, decay)))
+		newBuf := graph.Add(graph.Mul(buf, momentum), d)
+		update := graph.Add(d, graph.Mul(newBuf, momentum))
+		rateNode := graph.ConvertDType(o.groupRate(g, rate, group), dtype)
+		newP := graph.Sub(p, graph.Mul(update, rateNode))
+		if group == groupWhitenBias {
+			training := graph.LessThan(step, fedScalar(g, hyperWhitenBiasSteps, step.DType(), float64(o.freezeStep())))
 			newP = graph.Where(training, newP, p)
 			newBuf = graph.Where(training, newBuf, buf)
 		}

@@ -96,12 +96,3 @@ func (p *plan) whitenBiasEpochs() int {
 	}
 	return 0
 }
-
-// stepsInProgram is the run's target step when the train step depends on it (the cosine and
-// triangle schedules and lookahead span the run), else 0.
-func (p *plan) stepsInProgram() int {
-	if p.Schedule.Name == ScheduleCosine || p.Schedule.Name == ScheduleTriangle || p.Run.Lookahead {
-		return p.Run.Steps
-	}
-	return 0
-}

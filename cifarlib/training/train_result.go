@@ -89,6 +89,9 @@ type Result struct {
 	// it travels with the Result (the lab process sends it back to the cell as JSON).
 	Recipe         string `json:"recipe,omitempty"`
 	RecipeSettings string `json:"recipe_settings,omitempty"`
+	// Warnings say what made the run learn nothing though it trained (Trainer.Warnings: e.g. a
+	// run shorter than the lookahead's period); the summary says each.
+	Warnings []string `json:"warnings,omitempty"`
 
 	// Loss is the last batch loss, MovingLoss its moving average; Accuracy and TopK are the
 	// moving averages of the training accuracy and top-5 accuracy (CIFAR-100).
@@ -166,6 +169,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	}
 	if r.Recipe != "" && r.RecipeSettings != "" {
 		fmt.Fprintf(&b, "recipe %s: %s\n", r.Recipe, r.RecipeSettings)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "WARNING: %s\n", w)
 	}
 	switch {
 	case r.Interrupted:

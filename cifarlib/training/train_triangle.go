@@ -58,21 +58,54 @@ func (tr triangle) at(x int) float32 {
 	return tr.m[i]*float32(x) + tr.b[i]
 }
 
-// factor builds the factor at step (an integer node: the step being taken, from 0) in float32.
+// The triangle's fed values (train_hyper.go): its segments' slopes and intercepts and its peak
+// step, which depend on the run's steps.
+var (
+	hyperTriangleSlope     = [2]string{"triangle_rise_slope", "triangle_fall_slope"}
+	hyperTriangleIntercept = [2]string{"triangle_rise_intercept", "triangle_fall_intercept"}
+)
+
+const hyperTrianglePeakStep = "triangle_peak_step"
+
+// fed returns the values the triangle's graph reads at run time, with the learning rate its
+// factor multiplies.
+func (tr triangle) fed(learningRate float64) hyperValues {
+	h := hyperValues{hyperTrianglePeakStep: float64(float32(tr.peakStep)), hyperLearningRate: learningRate}
+	for i := range 2 {
+		h[hyperTriangleSlope[i]], h[hyperTriangleIntercept[i]] = float64(tr.m[i]), float64(tr.b[i])
+	}
+	return h
+}
+
+// factor builds the factor at step (an integer node: the step being taken, from 0) in float32,
+// its segments and peak fed at run time (fedScalar).
 func (tr triangle) factor(step *graph.Node) *graph.Node {
 	x := graph.ConvertDType(step, dtypes.Float32)
 	g := x.Graph()
 	seg := func(i int) *graph.Node {
-		return graph.Add(graph.Mul(x, graph.Scalar(g, dtypes.Float32, tr.m[i])), graph.Scalar(g, dtypes.Float32, tr.b[i]))
+		return graph.Add(graph.Mul(x, fedScalar(g, hyperTriangleSlope[i], dtypes.Float32, float64(tr.m[i]))),
+			fedScalar(g, hyperTriangleIntercept[i], dtypes.Float32, float64(tr.b[i])))
 	}
-	below := graph.LessThan(x, graph.Scalar(g, dtypes.Float32, float32(tr.peakStep)))
+	below := graph.LessThan(x, fedScalar(g, hyperTrianglePeakStep, dtypes.Float32, float64(float32(tr.peakStep))))
 	return graph.Where(below, seg(0), seg(1))
 }
 
-// setLearningRate sets GoMLX's learning-rate variable in g to learningRate times the factor of
-// the step being taken (the global step before the optimizer increments it).
+// setLearningRate sets GoMLX's learning-rate variable in g to learningRate (fed) times the
+// factor of the step being taken (the global step before the optimizer increments it).
 func (tr triangle) setLearningRate(scope *model.Scope, g *graph.Graph, learningRate float64) {
 	step := optimizer.GetGlobalStepVar(scope).NodeValue(g)
 	lrVar := optimizer.LearningRateVarWithValue(scope, dtypes.Float32, learningRate)
-	lrVar.SetNodeValue(graph.MulScalar(tr.factor(step), learningRate))
+	factor := tr.factor(step)
+	g.AttachState(triangleFactorKey{}, factor)
+	lrVar.SetNodeValue(graph.Mul(factor, fedScalar(g, hyperLearningRate, dtypes.Float32, learningRate)))
+}
+
+// triangleFactorKey keys the triangle's factor node in a training graph (Graph.State), for the
+// nesterov optimizer (nesterovOptimizer.groupRate).
+type triangleFactorKey struct{}
+
+// triangleFactor returns the triangle's factor node of g, or nil.
+func triangleFactor(g *graph.Graph) *graph.Node {
+	factor, _ := g.State(triangleFactorKey{}).(*graph.Node)
+	return factor
 }

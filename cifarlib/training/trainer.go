@@ -125,3 +125,7 @@ func (t *Trainer) open(p *plan) (err error) {
 
 // Env returns the run's Env.
 func (t *Trainer) Env() Env { return t.env }
+
+// Warnings says, before the run trains, what makes it learn nothing though it trains (e.g. a
+// run shorter than the lookahead's period); Result.Warnings and its summary say it again.
+func (t *Trainer) Warnings() []string { return t.plan.warnings() }

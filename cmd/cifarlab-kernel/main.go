@@ -18,6 +18,12 @@
 // variable and their descendants: SIGTERM, and SIGKILL 3 s later. Processes that leave the
 // kernel's group or session on purpose (setsid) are ended too; only a process that clears its
 // environment and whose parent has already gone escapes.
+//
+// GoNB starts gopls with every kernel, though it asks it something only when a cell asks for a
+// completion or an inspection: cifarlab-kernel puts itself first on GoNB's PATH under the name
+// gopls (a link in a folder of its own, removed with the kernel), and as gopls it answers GoNB's
+// handshake and starts the real gopls only at the first request (lazygopls.go).
+// CIFARLAB_LAZY_GOPLS=0 in the kernel's environment turns that off.
 package main
 
 import (
@@ -28,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -51,9 +58,12 @@ var guardPipe *os.File
 const grace = 3 * time.Second
 
 func main() {
+	if filepath.Base(os.Args[0]) == "gopls" { // the lazy gopls (lazygopls.go)
+		os.Exit(lazyGopls(os.Args[1:]))
+	}
 	args := os.Args[1:]
-	if len(args) == 2 && args[0] == guardFlag {
-		guard(args[1])
+	if len(args) >= 2 && args[0] == guardFlag {
+		guard(args[1], args[2:]...)
 		return
 	}
 	if len(args) > 0 && args[0] == "--" {
@@ -76,6 +86,14 @@ func supervise(argv []string) int {
 	}
 	marker := GuardEnv + "=" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
 	env := append(os.Environ(), marker)
+	// gopls only when a cell asks for it (lazygopls.go); its folder goes with the kernel.
+	goplsDir, env, err := setUpLazyGopls(env)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cifarlab-kernel: the lazy gopls:", err, "(GoNB starts gopls itself)")
+	}
+	if goplsDir != "" {
+		defer os.RemoveAll(goplsDir)
+	}
 
 	// The guard: reads r until cifarlab-kernel's end closes w (os.Pipe's descriptors are
 	// close-on-exec, so the kernel does not hold w).
@@ -90,6 +108,9 @@ func supervise(argv []string) int {
 		return 1
 	}
 	g := exec.Command(self, guardFlag, marker)
+	if goplsDir != "" {
+		g.Args = append(g.Args, goplsDir) // removed by the guard too, however this process ends
+	}
 	g.ExtraFiles = []*os.File{r}
 	g.Stderr = os.Stderr
 	g.SysProcAttr = proctree.Session()
@@ -135,8 +156,14 @@ func supervise(argv []string) int {
 	return proctree.ExitStatus(err)
 }
 
-// guard waits for the supervisor to end, then ends the kernel's processes.
-func guard(marker string) {
+// guard waits for the supervisor to end, then ends the kernel's processes and removes the
+// folders it was given (the lazy gopls's).
+func guard(marker string, remove ...string) {
+	defer func() {
+		for _, dir := range remove {
+			os.RemoveAll(dir)
+		}
+	}()
 	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM)
 	pipe := os.NewFile(3, "guard")
 	var buf [1]byte

@@ -31,7 +31,9 @@ func runLab(args []string, stdout io.Writer) error {
 	notebooks := fs.String("notebooks", "", "folder to open (default REPO/notebooks)")
 	dataDir := fs.String("jupyter-data-dir", "", "Jupyter data `DIR` for the server and the kernels (default: the kernels go where `cifarlab kernel install` puts them, the checkout's venv)")
 	repoDir := fs.String("repo", "", "the cifarlab checkout (default: found from the working directory or the binary)")
-	quiet := fs.Bool("quiet", false, "do not show the server's log")
+	quiet := fs.Bool("quiet", false, "do not show the server's errors either (they stay in the log)")
+	logDir := fs.String("log-dir", "", "write the server's and the kernels' messages to `DIR`/lab-PORT.log (default REPO/out); "+
+		"the terminal shows only their errors")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +59,10 @@ func runLab(args []string, stdout io.Writer) error {
 	if !*quiet {
 		opts.Log = os.Stderr
 	}
+	opts.LogDir = *logDir
+	if opts.LogDir == "" {
+		opts.LogDir = filepath.Join(repo.Dir, "out")
+	}
 	// Ctrl-C and SIGTERM stop the server; it runs in its own process group.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
@@ -69,6 +75,7 @@ func runLab(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "JupyterLab (pid %d) is serving %s\n", lab.Pid, lab.Notebooks)
 	fmt.Fprintf(stdout, "open: %s\n", lab.URL)
+	fmt.Fprintf(stdout, "log: %s (JupyterLab's and the kernels' messages; their errors also show here)\n", lab.LogFile)
 	if *ip != "127.0.0.1" && *ip != "localhost" {
 		fmt.Fprintf(stdout, "warning: bound to %s, reachable from other machines\n", *ip)
 	}

@@ -77,11 +77,20 @@ func TestTrainCommandRecipe(t *testing.T) {
 	root := trainTestData(t, data.CIFAR10())
 	ckpt := filepath.Join(t.TempDir(), "ckpt")
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"train", "--recipe", "airbench94", "--steps", "2", "--batch", "8", "--data", root, "--backend", "go",
-		"--checkpoint", ckpt, "--no-eval", "--eval-every", "-1", "--json"}, &stdout, &stderr)
+	var code int
+	logged := captureStderr(t, func() {
+		code = run([]string{"train", "--recipe", "airbench94", "--steps", "2", "--batch", "8", "--data", root, "--backend", "go",
+			"--checkpoint", ckpt, "--no-eval", "--eval-every", "-1", "--json"}, &stdout, &stderr)
+	})
 	require.Equal(t, 0, code, stderr.String())
 	var res training.Result
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
+	// 2 steps with the lookahead end on the initial weights: said before it trains, and recorded.
+	learnsNothing := "this run learns nothing: with the lookahead on, a run of 2 steps ends on its initial weights"
+	require.Contains(t, logged, "\nWARNING: "+learnsNothing, "before the first step")
+	require.Less(t, strings.Index(logged, "WARNING"), strings.Index(logged, "step 1/2"))
+	require.Len(t, res.Warnings, 1)
+	require.True(t, strings.HasPrefix(res.Warnings[0], learnsNothing), res.Warnings[0])
 	require.Equal(t, "airbench94", res.Model)
 	require.Equal(t, "airbench94", res.Recipe)
 	require.Equal(t, 8, res.BatchSize)

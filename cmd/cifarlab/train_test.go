@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,6 +155,9 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 		{[]string{"train", "--steps", "3", "--progress", "maybe"}, 2, "cifarlab train: --progress \"maybe\": use auto, on or off\n"},
 		{[]string{"train", "--steps", "3", "--model", "vgg"}, 2, "cifarlab train: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20, airbench94\n"},
 		{[]string{"eval"}, 2, "cifarlab eval: --checkpoint is required: the directory given to cifarlab train --checkpoint\n"},
+		// Only the flag given is named.
+		{[]string{"train", "--epochs", "-1"}, 2, "cifarlab train: --epochs -1: the length of the run must be positive (e.g. --epochs 2)\n"},
+		{[]string{"train", "--steps", "-3"}, 2, "cifarlab train: --steps -3: the length of the run must be positive (e.g. --steps 1000)\n"},
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, c.code, run(c.args, &stdout, &stderr), "%v", c.args)
@@ -169,6 +173,41 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 	stderr.Reset()
 	require.Equal(t, 1, run([]string{"train", "--data", empty, "--steps", "2", "--backend", "go"}, &stdout, &stderr))
 	require.Contains(t, stderr.String(), "is missing: run `cifarlab download --dataset cifar10")
+
+	// A flag out of range is refused before anything is loaded: no data line before the refusal
+	// (the recipe's epochs and whitening-bias epochs make the run read the data to size itself).
+	root := trainTestData(t, data.CIFAR10())
+	for _, tta := range []string{"5", "-2"} {
+		stdout.Reset()
+		stderr.Reset()
+		var code int
+		logged := captureStderr(t, func() {
+			code = run([]string{"train", "--recipe", "airbench94", "--data", root, "--backend", "go", "--batch", "64", "--tta", tta}, &stdout, &stderr)
+		})
+		require.Equal(t, 2, code)
+		require.Equal(t, "cifarlab train: --tta "+tta+": use 0 (none), 1 (mirror), 2 (mirror and translate), or -1 (none, also with --recipe)\n", stderr.String())
+		require.Empty(t, stdout.String())
+		require.Empty(t, logged, "the run's log (its data line) before the refusal")
+	}
+}
+
+// captureStderr returns what f writes to os.Stderr (train's log goes there).
+func captureStderr(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	saved := os.Stderr
+	os.Stderr = w
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	defer func() { os.Stderr = saved }()
+	f()
+	os.Stderr = saved
+	require.NoError(t, w.Close())
+	return <-done
 }
 
 // A real SIGINT to the built binary: training stops after the current step, saves its

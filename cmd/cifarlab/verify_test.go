@@ -31,8 +31,9 @@ func TestVerifyCommand(t *testing.T) {
 	dir := filepath.Join(root, "cifar-10-batches-bin")
 	code, stdout, stderr := runDataCmd(t, "verify", "--data", root)
 	require.Equal(t, 1, code, stdout)
-	require.Equal(t, "cifar10: real, unverified (binary layout, in "+dir+"): not checked against the official checksums; check it with: cifarlab verify --data "+
-		root+" --dataset cifar10\n  real data, but NOT verifiable as the official files: data: not the official files: "+
+	require.Equal(t, "cifar10: real, unverified (binary layout, in "+dir+"): a subset or a conversion, not the official files (50 training and 20 test images; "+
+		"the official files hold 50000 and 10000), so no official checksum covers it and `cifarlab verify` can only confirm that; it is used as real data"+
+		"\n  real data, but NOT verifiable as the official files: data: not the official files: "+
 		filepath.Join(dir, "data_batch_1.bin")+" has 30730 bytes (10 images), the official file 30730000 bytes (10000 images) "+
 		"(a subset or a conversion, not the official archive's files): the lab uses them as real, unverified data; for the official files run "+
 		"`cifarlab download --dataset cifar10 --data DIR`\n", stdout)

@@ -53,6 +53,7 @@ var allowed = map[string][]string{
 	"bench/trainstep":                      {"cifarlib", "cifarlib/data", "cifarlib/backends", "internal/plugins"},
 	"bench/loop":                           {"cifarlib/data", "cifarlib/nb", "cifarlib/runs", "cifarlib/training"},
 	"bench/labcell":                        {"cifarlib/data", "cifarlib/nb", "cifarlib/runs", "cifarlib/training"},
+	"bench/loopfed":                        {"cifarlib", "cifarlib/data", "cifarlib/nb", "cifarlib/runs", "cifarlib/training"},
 	"bench/gonbsim":                        nil,
 	"bench/transfer":                       {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/interop/logits":                 {"cifarlib/data", "cifarlib/backends", "cifarlib/training"},

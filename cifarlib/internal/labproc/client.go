@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +23,11 @@ import (
 // StartTimeout is how long a cell waits for a new lab process to listen.
 const StartTimeout = 2 * time.Minute
 
+// DefaultGrace is how long Do waits for the lab process's result after the cell is interrupted
+// (Client.Grace): GoNB kills a cell's program 5 s after it sends it SIGINT (its jpyexec.go,
+// WaitToKill), so the cell leaves before that, with time to say why.
+const DefaultGrace = 3 * time.Second
+
 // Client is a cell's side of the socket.
 type Client struct {
 	// Folder is the lab process's folder (Folder); Fingerprint the cell's library code.
@@ -29,6 +35,24 @@ type Client struct {
 	// Note receives the one-line notes of the lab process's life a user must know: that the
 	// previous one died, or was left for a new one (other code or backend).
 	Note io.Writer
+	// Grace is how long Do waits for the result once ctx has ended (DefaultGrace when 0).
+	Grace time.Duration
+}
+
+// LeftError is returned by Do when the cell was interrupted and the lab process's result did
+// not come within Client.Grace: the cell leaves before GoNB kills it, and the lab process goes
+// on with the request until it can stop (a Fit finishes its step and saves its checkpoint).
+type LeftError struct {
+	// Stopping is the lab process's KindStopping message, nil when none came in time.
+	Stopping *Message
+}
+
+// Error implements error.
+func (e *LeftError) Error() string {
+	if e.Stopping != nil && e.Stopping.Text != "" {
+		return "labproc: " + e.Stopping.Text
+	}
+	return "labproc: interrupted; the lab process ends the request on its own"
 }
 
 // DiedError is returned by Do when the lab process ended during the request.
@@ -74,6 +98,10 @@ func (c *Client) Do(ctx context.Context, req *Request, each func(*Message)) (*Me
 		conn.Close()
 		if refused == "" || attempt > 0 {
 			var wire *Error
+			var left *LeftError
+			if errors.As(err, &left) {
+				return nil, left
+			}
 			if err != nil && !errors.As(err, &wire) {
 				oom, how := endedHow(before, pid, LogPath(c.Folder))
 				if oom != nil {
@@ -105,16 +133,32 @@ func (c *Client) exchange(ctx context.Context, conn net.Conn, req *Request, each
 	}
 	done := make(chan struct{})
 	defer close(done)
+	var left atomic.Bool // the cell stopped waiting (Grace) and closed the connection
 	go func() {
 		select {
 		case <-ctx.Done():
 			_ = enc.Encode(&Message{Kind: KindCancel})
 		case <-done:
+			return
+		}
+		grace := c.Grace
+		if grace <= 0 {
+			grace = DefaultGrace
+		}
+		select {
+		case <-time.After(grace):
+			left.Store(true)
+			conn.Close()
+		case <-done:
 		}
 	}()
+	var stopping *Message
 	for {
 		var m Message
 		if err := dec.Decode(&m); err != nil {
+			if left.Load() {
+				return nil, "", &LeftError{Stopping: stopping}
+			}
 			return nil, "", err
 		}
 		switch m.Kind {
@@ -125,6 +169,8 @@ func (c *Client) exchange(ctx context.Context, conn net.Conn, req *Request, each
 				return &m, "", m.Err
 			}
 			return &m, "", nil
+		case KindStopping:
+			stopping = &m
 		default:
 			each(&m)
 		}

@@ -14,6 +14,9 @@ const (
 	// IdleEnv is how long the lab process waits for a cell before it ends and frees the device
 	// (a Go duration such as "30m" or "90s"); default DefaultIdle.
 	IdleEnv = "CIFARLAB_LAB_IDLE"
+	// TrimEnv is how long the lab process waits without a cell before it lets go of what a
+	// later cell can make again (loaded runs, data; a Go duration); default DefaultTrimAfter.
+	TrimEnv = "CIFARLAB_LAB_TRIM"
 	// ServeEnv is set in the lab process's environment to its socket: the cell's binary,
 	// started with it, serves instead of running the cell.
 	ServeEnv = "CIFARLAB_LAB_SERVE"

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 				oomtest.Allocate(1 << 30)
 			}
 			return []byte(strconv.Itoa(os.Getpid())), nil
-		}, nil)
+		}, nil, nil, nil)
 		fmt.Fprintln(os.Stderr, "ended:", reason, err)
 		if err != nil {
 			os.Exit(1)

@@ -1,6 +1,7 @@
 package labproc
 
 import (
+	"cmp"
 	"context"
 	"encoding/gob"
 	"errors"
@@ -19,6 +20,24 @@ import (
 
 // DefaultIdle is how long a lab process waits for a cell before it ends (IdleEnv).
 const DefaultIdle = 30 * time.Minute
+
+// RestLevel says how long a lab process has been without a request (Server.Rest).
+type RestLevel int
+
+// The rest levels, in the order they come.
+const (
+	// Release: ReleaseAfter without a request: what the last one freed goes back to the system.
+	Release RestLevel = iota + 1
+	// Drop: TrimAfter without a request: what can be made again is let go.
+	Drop
+)
+
+// ReleaseAfter is when Rest(Release) comes after a request ends: soon, since it costs only a
+// garbage collection, but not between two cells run one after the other.
+const ReleaseAfter = 5 * time.Second
+
+// DefaultTrimAfter is when Rest(Drop) comes (TrimEnv sets another).
+const DefaultTrimAfter = 10 * time.Minute
 
 // pollEvery is how often the lab process looks for its kernel.
 const pollEvery = time.Second
@@ -42,6 +61,18 @@ type Server struct {
 	Handle Handler
 	// WireError turns a request's error into the Error the cell gets (its text only, when nil).
 	WireError func(error) *Error
+	// Waiting says, in one line for the cell, what a request that must wait for the one in
+	// flight waits for (a cell interrupted earlier whose run is still saving); nil or "": it
+	// waits without a word.
+	Waiting func() string
+	// Rest is called, with no request in flight, once every rest period passes without a request
+	// since the last one ended: with Release after ReleaseAfter (give back to the system what the
+	// last request freed), then with Drop after TrimAfter (let go of what a later cell may need
+	// but can make again: loaded runs, data). Nil: nothing.
+	Rest func(RestLevel)
+	// TrimAfter is when Rest(Drop) comes (DefaultTrimAfter when 0).
+	TrimAfter time.Duration
+	rested    RestLevel // the last Rest level called since the last request
 
 	mu       sync.Mutex // one request at a time
 	active   sync.WaitGroup
@@ -123,11 +154,27 @@ func (s *Server) watch() {
 			return
 		}
 		s.lastMu.Lock()
-		idle := s.busy == 0 && time.Since(s.last) > s.Idle
+		quiet := time.Duration(-1)
+		if s.busy == 0 {
+			quiet = time.Since(s.last)
+		}
+		var rest RestLevel
+		switch trim := cmp.Or(s.TrimAfter, DefaultTrimAfter); {
+		case quiet >= trim && s.rested < Drop:
+			rest = Drop
+		case quiet >= ReleaseAfter && s.rested < Release:
+			rest = Release
+		}
+		if rest != 0 {
+			s.rested = rest
+		}
 		s.lastMu.Unlock()
-		if idle {
+		if quiet > s.Idle {
 			s.end(fmt.Sprintf("idle for %v", s.Idle))
 			return
+		}
+		if rest != 0 && s.Rest != nil {
+			s.Rest(rest)
 		}
 	}
 }
@@ -136,6 +183,7 @@ func (s *Server) touch(delta int) {
 	s.lastMu.Lock()
 	s.busy += delta
 	s.last = time.Now()
+	s.rested = 0
 	s.lastMu.Unlock()
 }
 
@@ -162,8 +210,19 @@ func (s *Server) serve(c net.Conn) {
 		}
 		cancel()
 	}()
-	s.mu.Lock()
+	if !s.mu.TryLock() {
+		if s.Waiting != nil {
+			if why := s.Waiting(); why != "" {
+				_ = out.Send(&Message{Kind: KindText, Text: why + "\n"})
+			}
+		}
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
+	if ctx.Err() != nil { // the cell left (or was interrupted) while it waited: nothing of it runs
+		_ = out.Send(&Message{Kind: KindResult, Err: &Error{Text: "labproc: the cell was interrupted before its request started"}})
+		return
+	}
 	payload, err := s.Handle(ctx, &req, out)
 	res := &Message{Kind: KindResult, Payload: payload}
 	if err != nil {
@@ -200,18 +259,18 @@ func BackendKey() string {
 }
 
 // ServeFromEnv runs the lab process of a cell's binary started by Start (ServeEnv set): it
-// serves with handle until its kernel goes, it is idle for $CIFARLAB_LAB_IDLE, or a cell of
+// serves with handle (see Server for wireError and waiting) until its kernel goes, it is idle for $CIFARLAB_LAB_IDLE, or a cell of
 // other code or backend asks, and returns why it ended. The socket and the pid file are
 // removed at the end.
-func ServeFromEnv(handle Handler, wireError func(error) *Error) (string, error) {
+func ServeFromEnv(handle Handler, wireError func(error) *Error, waiting func() string, rest func(RestLevel)) (string, error) {
 	socket := os.Getenv(ServeEnv)
-	idle := DefaultIdle
-	if v := os.Getenv(IdleEnv); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return "", fmt.Errorf("labproc: $%s=%q: use a duration such as 30m or 90s", IdleEnv, v)
-		}
-		idle = d
+	idle, err := envDuration(IdleEnv, DefaultIdle)
+	if err != nil {
+		return "", err
+	}
+	trim, err := envDuration(TrimEnv, DefaultTrimAfter)
+	if err != nil {
+		return "", err
 	}
 	pid, _ := strconv.Atoi(os.Getenv(kernelPIDEnv))
 	start, _ := strconv.ParseUint(os.Getenv(kernelStartEnv), 10, 64)
@@ -219,7 +278,7 @@ func ServeFromEnv(handle Handler, wireError func(error) *Error) (string, error) 
 	gonbTmp := os.Getenv(GoNBTmpEnv)
 	folder := strings.TrimSuffix(socket, "/lab.sock")
 	s := &Server{Socket: socket, Fingerprint: os.Getenv(fingerprintEnv), Backend: BackendKey(), Idle: idle,
-		Handle: handle, WireError: wireError,
+		Handle: handle, WireError: wireError, Waiting: waiting, Rest: rest, TrimAfter: trim,
 		Alive: func() bool {
 			if _, err := os.Stat(gonbTmp); gonbTmp != "" && err != nil {
 				return false
@@ -235,6 +294,19 @@ func ServeFromEnv(handle Handler, wireError func(error) *Error) (string, error) 
 		}
 	}()
 	return s.Serve()
+}
+
+// envDuration is the duration in the variable name, else def.
+func envDuration(name string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("labproc: $%s=%q: use a duration such as 30m or 90s", name, v)
+	}
+	return d, nil
 }
 
 // ErrNotStarted is what Client.Do returns when the lab process could not be started.

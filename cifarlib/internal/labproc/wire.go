@@ -37,6 +37,10 @@ const (
 	KindResult  Kind = "result"  // Payload, or Err: the request's end
 	KindRefused Kind = "refused" // Text: why this lab process cannot serve the cell; it ends
 	KindCancel  Kind = "cancel"  // client to server: the cell was interrupted
+	// KindStopping, server to client after a Cancel: Text and Payload say what the lab process
+	// does with the request it was told to cancel (a Fit finishes its step and saves), which
+	// the cell says when it cannot wait for the result (Client.Grace).
+	KindStopping Kind = "stopping"
 )
 
 // Message is one message on a request's connection.

@@ -1,0 +1,6 @@
+//go:build !cgo || !linux
+
+package labproc
+
+// trimCHeap does nothing: no glibc to trim.
+func trimCHeap() {}

@@ -1,0 +1,218 @@
+package training
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fedTestConfig is a tiny run on 96 synthetic training examples (12 batches of 8), with
+// validations every 4 steps on 24 examples (two batches of 16, the second padded), and the
+// settings values (by their names in Fields) on top.
+func fedTestConfig(t *testing.T, base Settings, values map[string]string) testRun {
+	spec := data.CIFAR10()
+	train, test := labtest.TrainTestRecords(t, spec, 96, 40, 5)
+	s := with(t, base, map[string]string{"batch": "8", "steps": "8", "seed": "3", "eval-every": "4", "eval-examples": "24", "eval-batch": "16"})
+	return testRun{Settings: with(t, s, values), Env: Env{Train: train, Test: test, Backend: labtest.Backend(t), Progress: ProgressOff}}
+}
+
+// fedRun is what a run computed: every variable, the final loss and evaluation, and the curves.
+type fedRun struct {
+	vars    map[string][]byte
+	loss    float64
+	eval    EvalResult // without its timeline
+	history string
+}
+
+func trainFed(t *testing.T, cfg testRun) (fedRun, *Result) {
+	t.Helper()
+	res, err := Train(context.Background(), cfg.Settings, cfg.Env)
+	require.NoError(t, err)
+	history, err := json.Marshal(res.History.Points)
+	require.NoError(t, err)
+	require.NotNil(t, res.Eval)
+	eval := *res.Eval
+	eval.Timeline = nil
+	return fedRun{vars: trainVars(t, res.Store), loss: res.Loss, eval: eval, history: string(history)}, res
+}
+
+// A run that changes only numeric hyper-parameters (the learning rate, the schedule's settings,
+// momentum, weight decay, bias scaler, label smoothing's value, the steps (without lookahead),
+// the seed, the validation's size) reuses the programs a Programs keeps: it compiles nothing, not even GoMLX's variable
+// initialisation, and trains bit for bit as a fresh run with those values does. Then the first
+// settings again train as they did.
+func TestProgramsFeedHyperParameters(t *testing.T) {
+	recipe := fedTestConfig(t, Airbench94(), map[string]string{"model": cifarlib.ArchLinear, "epochs": "0.6"})                            // nesterov, triangle, smoothing, lookahead
+	recipeCNN := fedTestConfig(t, Airbench94(), map[string]string{"model": cifarlib.ArchCNN, "epochs": "0.6"})                            // with batch-norm biases (BiasScaler)
+	noLookahead := fedTestConfig(t, Airbench94(), map[string]string{"model": cifarlib.ArchLinear, "epochs": "0.6", "lookahead": "false"}) // the lookahead's end is the run's steps, and keyed
+	cosine := fedTestConfig(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "optimizer": "sgd", "schedule": ScheduleCosine, "warmup": "2", "min-lr": "0.001"})
+	adam := fedTestConfig(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "optimizer": "adam", "label-smoothing": "0.1"})
+	type variant struct {
+		name   string
+		values map[string]string
+	}
+	for _, tc := range []struct {
+		name     string
+		base     testRun
+		variants []variant
+	}{
+		{"recipe", recipe, []variant{
+			{"learning rate", map[string]string{"lr": "7"}},
+			{"label smoothing", map[string]string{"label-smoothing": "0.1"}},
+			{"momentum", map[string]string{"momentum": "0.8"}},
+			{"weight decay", map[string]string{"weight-decay": "0.03"}},
+			{"seed", map[string]string{"seed": "9"}},
+			{"validation size", map[string]string{"eval-examples": "40"}},
+		}},
+		{"recipe without lookahead", noLookahead, []variant{
+			{"epochs", map[string]string{"epochs": "1"}},
+		}},
+		{"recipe cnn", recipeCNN, []variant{
+			{"bias scaler, seed, learning rate, momentum, smoothing", map[string]string{"bias-scaler": "32", "seed": "4", "lr": "9", "momentum": "0.9", "label-smoothing": "0.3"}},
+		}},
+		{"cosine", cosine, []variant{
+			{"learning rates", map[string]string{"lr": "0.05", "min-lr": "0.01"}},
+			{"no warm-up", map[string]string{"warmup": "0"}},
+			{"steps and warm-up", map[string]string{"steps": "11", "warmup": "3"}},
+		}},
+		{"adam", adam, []variant{
+			{"learning rate", map[string]string{"lr": "0.01"}},
+			{"label smoothing", map[string]string{"label-smoothing": "0.25"}},
+			{"seed", map[string]string{"seed": "1"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Programs{}
+			kept := tc.base
+			kept.Programs = p
+			first, res := trainFed(t, kept)
+			require.Equal(t, 1, res.Timeline.Compiles(runs.ProgramTrainStep))
+			for _, v := range tc.variants {
+				cfg := tc.base
+				cfg.Settings = with(t, cfg.Settings, v.values)
+				fresh, _ := trainFed(t, cfg)
+				cfg.Programs = p
+				got, res := trainFed(t, cfg)
+				require.Zero(t, res.Timeline.Compiles(""), "%s: %s", v.name, res.Timeline)
+				require.Equal(t, 1, p.Len(), v.name)
+				requireSameRun(t, fresh, got, v.name+": the same training as a fresh run, bit for bit")
+				require.False(t, fresh.history == first.history && len(diffVars(fresh.vars, first.vars)) == 0, "%s changes the run", v.name)
+			}
+			again, res := trainFed(t, kept)
+			require.Zero(t, res.Timeline.Compiles(""), res.Timeline.String())
+			requireSameRun(t, first, again, "the first settings again")
+		})
+	}
+}
+
+// requireSameRun requires got to be want bit for bit, naming the variables that differ.
+func requireSameRun(t *testing.T, want, got fedRun, what string) {
+	t.Helper()
+	require.Empty(t, diffVars(want.vars, got.vars), "%s: variables differ", what)
+	require.Equal(t, want.loss, got.loss, what)
+	require.Equal(t, want.eval, got.eval, what)
+	require.Equal(t, want.history, got.history, what)
+}
+
+// diffVars lists the paths of the variables whose values (or presence) differ in a and b.
+func diffVars(a, b map[string][]byte) []string {
+	var out []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || string(w) != string(v) {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A run whose settings change the program's shape compiles a new one, and its first event
+// (a cell's status line, `cifarlab train`'s first line) says why, by the field that differs.
+func TestProgramsNewShapeSaysWhy(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		base, edit map[string]string
+		why        string
+	}{
+		{"batch", nil, map[string]string{"batch": "16"}, "new program: batch size 16, not 8"},
+		{"schedule", nil, map[string]string{"schedule": ScheduleTriangle}, "new program: schedule triangle, not constant"},
+		// The lookahead's end is its run's steps.
+		{"lookahead", map[string]string{"recipe": RecipeAirbench94, "model": cifarlib.ArchLinear, "epochs": "0.6"},
+			map[string]string{"epochs": "1"}, "new program: steps 12, not 8"},
+		// Label smoothing on is another loss (its value is fed), guarded or not.
+		{"label smoothing on", nil, map[string]string{"label-smoothing": "0.1"}, "new program: label smoothing on, not off"},
+		{"unguarded, label smoothing on", map[string]string{"guard": "false"}, map[string]string{"label-smoothing": "0.1"}, "new program: label smoothing on, not off"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Programs{}
+			cfg := fedTestConfig(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear})
+			cfg.Programs = p
+			cfg.Settings = with(t, cfg.Settings, tc.base)
+			_, err := Train(context.Background(), cfg.Settings, cfg.Env)
+			require.NoError(t, err)
+			cfg.Settings = with(t, cfg.Settings, tc.edit)
+			var events []Event
+			cfg.OnEvent = func(e Event) { events = append(events, e) }
+			_, res := trainFed(t, cfg)
+			require.Equal(t, 1, res.Timeline.Compiles(runs.ProgramTrainStep))
+			var first *Event
+			for i := range events {
+				if events[i].Kind == EventCompile {
+					first = &events[i]
+					break
+				}
+			}
+			require.NotNil(t, first)
+			require.Equal(t, runs.ProgramTrainStep, first.Program)
+			require.Equal(t, "compiling the train step ("+tc.why+")…", first.Line(false))
+			require.Equal(t, 2, p.Len())
+		})
+	}
+}
+
+// A hyper-parameter outside its range is refused before anything is loaded or compiled, with
+// an error that names the setting, the value and the range.
+func TestProgramsRefuseBadHyperParameters(t *testing.T) {
+	p := &Programs{}
+	for _, tc := range []struct {
+		base Settings
+		edit func(*Settings)
+		want []string
+	}{
+		{Defaults(), func(s *Settings) { s.Optimizer = Adam{LearningRate: -0.1} }, []string{"-0.1", ">= 0"}},
+		{Defaults(), func(s *Settings) { s.Run.LabelSmoothing = 1 }, []string{"LabelSmoothing", "1", "[0, 1)"}},
+		{Airbench94(), func(s *Settings) { n := s.Optimizer.(Nesterov); n.Momentum = 1; s.Optimizer = n }, []string{"Momentum", "1", "[0, 1)"}},
+		{Airbench94(), func(s *Settings) { n := s.Optimizer.(Nesterov); n.Momentum = -0.5; s.Optimizer = n }, []string{"Momentum", "-0.5", "[0, 1)"}},
+	} {
+		cfg := fedTestConfig(t, tc.base, map[string]string{"model": cifarlib.ArchLinear, "steps": "8"})
+		cfg.Programs = p
+		var events []Event
+		cfg.OnEvent = func(e Event) { events = append(events, e) }
+		tc.edit(&cfg.Settings)
+		_, err := Train(context.Background(), cfg.Settings, cfg.Env)
+		var ce *ConfigError
+		require.True(t, errors.As(err, &ce), "%v", err)
+		for _, w := range tc.want {
+			require.Contains(t, err.Error(), w)
+		}
+		for _, e := range events {
+			require.NotEqual(t, EventCompile, e.Kind, "nothing compiles: %s", strings.TrimSpace(e.Line(false)))
+		}
+	}
+	require.Zero(t, p.Len())
+}

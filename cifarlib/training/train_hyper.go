@@ -1,0 +1,117 @@
+package training
+
+// The fed hyper-parameters of the train step: every numeric setting that does not shape the
+// program is read by the graph from a non-trainable variable of the model's Store, so one
+// compiled train step serves every value (see Programs and ProgramKey).
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+)
+
+// hyperScope is where the fed values live: one scalar variable per value and dtype, at
+// hyperScope/DTYPE/NAME. They are not saved in checkpoints (the run's settings are, in its
+// parameters and run.json): every run sets them from its own plan (setHyper).
+var hyperScope = model.JoinPath("/", "hyper")
+
+// Names of the fed values that are not a graph part's own (those are named where they are used).
+const (
+	// hyperLearningRate is the optimizer's LearningRate: GoMLX's learning-rate variable, which the
+	// constant schedule leaves at it, and the triangle's peak.
+	hyperLearningRate = "learning_rate"
+	// hyperSmoothingKeep and hyperSmoothingSpread are cifarlib.SmoothingFactors of
+	// Run.LabelSmoothing.
+	hyperSmoothingKeep   = "label_smoothing_keep"
+	hyperSmoothingSpread = "label_smoothing_spread"
+)
+
+// hyperValues are the fed values of a run, by name, each computed in float64 exactly as the
+// constant it replaces was (a float32 one, such as the triangle's, converted losslessly). The
+// graph reads each converted to its dtype as graph.Scalar converts a constant
+// (shapes.CastAsDType), so a program with fed values computes bit for bit what the program with
+// constants computed.
+type hyperValues map[string]float64
+
+// newHyperValues computes the fed values of plan p, from the graph parts that read them (each
+// part's fed method computes what its graph reads, from the same expressions).
+func newHyperValues(p *plan) hyperValues {
+	lr := learningRate(p.Optimizer)
+	h := hyperValues{hyperLearningRate: lr}
+	var n Nesterov // zero for the other algorithms, whose graphs read none of its values
+	if o, ok := p.Optimizer.(Nesterov); ok {
+		n = o
+	}
+	maps.Copy(h, newNesterov(lr, n.Momentum, n.WeightDecay, n.BiasScaler, p.Data.BatchSize, n.WhitenBiasEpochs*p.stepsPerEpoch).fed())
+	maps.Copy(h, airbenchTriangle(p.Run.Steps).fed(lr))
+	maps.Copy(h, newCosine(p).fed())
+	h[hyperSmoothingKeep], h[hyperSmoothingSpread] = cifarlib.SmoothingFactors(p.Run.LabelSmoothing, p.headWidth())
+	return h
+}
+
+// fedScalar returns value as a scalar of dtype in g, fed at run time: the value of the
+// non-trainable variable hyperScope/DTYPE/NAME of g's Store, created with value on first use
+// (a later run that reuses the compiled program sets it to its own, setHyper). In a graph
+// without a Store it is the constant graph.Scalar(g, dtype, value), the same number.
+func fedScalar(g *graph.Graph, name string, dtype dtypes.DType, value float64) *graph.Node {
+	store := model.GetStore(g)
+	if store == nil {
+		return graph.Scalar(g, dtype, value)
+	}
+	path := model.JoinPath(hyperScope, strings.ToLower(dtype.String()), name)
+	v := store.GetVariable(path)
+	if v == nil {
+		var err error
+		if v, err = store.CreateVariable(path, hyperTensor(value, dtype)); err != nil {
+			panic(fmt.Errorf("training: fed value %s: %w", name, err))
+		}
+		v.SetTrainable(false)
+	}
+	return v.NodeValue(g)
+}
+
+// hyperTensor is value as a scalar of dtype, converted as graph.Scalar converts a constant.
+func hyperTensor(value float64, dtype dtypes.DType) *tensors.Tensor {
+	return tensors.MustFromAnyValue(shapes.CastAsDType(value, dtype))
+}
+
+// setHyper sets every fed value of store (under hyperScope) and GoMLX's learning-rate variable
+// (which the constant schedule leaves at the learning rate, and GoMLX's optimizers and nesterov
+// read) from h, converted to each variable's dtype: a run that reuses kept programs feeds its
+// own values. A fed value that h lacks is an error.
+func setHyper(store *model.Store, h hyperValues) error {
+	lrPath := model.JoinPath("/", optimizer.Scope, optimizer.ParamLearningRate)
+	for v := range store.IterVariables() {
+		var name string
+		switch {
+		case isHyper(v):
+			name = v.Name()
+		case v.Path() == lrPath:
+			name = hyperLearningRate
+		default:
+			continue
+		}
+		value, found := h[name]
+		if !found {
+			return fmt.Errorf("training: the kept program reads a value %q (variable %s) that this run does not set", name, v.Path())
+		}
+		if err := v.SetValue(hyperTensor(value, v.DType())); err != nil {
+			return fmt.Errorf("training: setting the fed value %s: %w", v.Path(), err)
+		}
+	}
+	return nil
+}
+
+// isHyper says whether v holds a fed value (not saved in checkpoints).
+func isHyper(v *model.Variable) bool {
+	return strings.HasPrefix(v.Path(), hyperScope+model.ScopeSeparator)
+}

@@ -1,0 +1,53 @@
+package notebooks_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cifarlab/cifarlab/cifarlib/nb"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReadmeSaysTheSyntheticLength: notebooks/README.md and notebook 08's own text say the
+// length the notebook trains on the synthetic stand-in, nb.SyntheticEpochs, in the same words.
+func TestReadmeSaysTheSyntheticLength(t *testing.T) {
+	words := map[float64]string{1: "one epoch", 2: "two epochs", 3: "three epochs"}
+	want, ok := words[nb.SyntheticEpochs]
+	require.True(t, ok, "nb.SyntheticEpochs %g: add its words here", nb.SyntheticEpochs)
+
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	var row string
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, "| 8 |") {
+			row = line
+		}
+	}
+	require.NotEmpty(t, row, "README.md has no row for notebook 08")
+	require.Contains(t, row, "else "+want+" of the synthetic stand-in")
+	for w := range words {
+		if words[w] != want {
+			require.NotContains(t, row, words[w]+" of the synthetic", "README.md's row of notebook 08")
+		}
+	}
+
+	body, err := os.ReadFile("08-real-baseline.ipynb")
+	require.NoError(t, err)
+	var doc struct {
+		Cells []struct {
+			CellType string   `json:"cell_type"`
+			Source   []string `json:"source"`
+		} `json:"cells"`
+	}
+	require.NoError(t, json.Unmarshal(body, &doc))
+	var markdown strings.Builder
+	for _, c := range doc.Cells {
+		if c.CellType == "markdown" {
+			markdown.WriteString(strings.Join(c.Source, ""))
+		}
+	}
+	require.Contains(t, markdown.String(), fmt.Sprintf("it trains for %s only", want), "notebook 08's data paragraph")
+}
