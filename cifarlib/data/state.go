@@ -2,7 +2,6 @@ package data
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -112,29 +111,4 @@ func (s State) String() string {
 // VerifyCommand is the command that checks the data of Root against the official checksums.
 func (s State) VerifyCommand() string {
 	return fmt.Sprintf("cifarlab verify --data %s --dataset %s", s.Root, s.Dataset)
-}
-
-// subsetImages says how many images the binary-layout files of spec in dir hold against the
-// official files, when a file's size differs from the official one (see State.Images); ""
-// when every file has its official size (then only the official archive can tell).
-func subsetImages(dir string, spec Spec) string {
-	official := expectedFiles(spec)
-	count := func(names []string) (n int64, differs bool) {
-		for _, name := range names {
-			fi, err := os.Stat(filepath.Join(dir, name))
-			if err != nil {
-				differs = true
-				continue
-			}
-			n += fi.Size() / int64(spec.RecordBytes())
-			differs = differs || fi.Size() != official[name]
-		}
-		return n, differs
-	}
-	train, trainDiffers := count(spec.TrainFiles)
-	test, testDiffers := count(spec.TestFiles)
-	if !trainDiffers && !testDiffers {
-		return ""
-	}
-	return fmt.Sprintf("%d training and %d test images; the official files hold %d and %d", train, test, spec.TrainSize, spec.TestSize)
 }

@@ -165,3 +165,28 @@ func fileMD5(path string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// subsetImages says how many images the binary-layout files of spec in dir hold against the
+// official files, when a file's size differs from the official one (see State.Images); ""
+// when every file has its official size (then only the official archive can tell).
+func subsetImages(dir string, spec Spec) string {
+	official := expectedFiles(spec)
+	count := func(names []string) (n int64, differs bool) {
+		for _, name := range names {
+			fi, err := os.Stat(filepath.Join(dir, name))
+			if err != nil {
+				differs = true
+				continue
+			}
+			n += fi.Size() / int64(spec.RecordBytes())
+			differs = differs || fi.Size() != official[name]
+		}
+		return n, differs
+	}
+	train, trainDiffers := count(spec.TrainFiles)
+	test, testDiffers := count(spec.TestFiles)
+	if !trainDiffers && !testDiffers {
+		return ""
+	}
+	return fmt.Sprintf("%d training and %d test images; the official files hold %d and %d", train, test, spec.TrainSize, spec.TestSize)
+}

@@ -24,6 +24,7 @@ func (l *Lab) fit(ctx context.Context, name string, s training.Settings, env tra
 	}
 	defer unlock()
 	s, env = l.runOf(s, env)
+	env.Warn = func(w string) { fmt.Fprintf(output(), "WARNING: run %q: %s\n", name, w) } // before it trains
 	step, resume := interruptedRun(dir)
 	if !resume {
 		if err := removeRun(name, dir); err != nil {
@@ -39,28 +40,15 @@ func (l *Lab) fit(ctx context.Context, name string, s training.Settings, env tra
 	if resume && env.Log == nil { // else Train says it
 		fmt.Fprintf(output(), "run %q: resuming from step %d, where it was interrupted\n", name, step)
 	}
-	res, err := train(ctx, name, s, env)
+	res, err := training.Train(ctx, s, env)
 	if note, again := restartNote(name, err); resume && again {
 		fmt.Fprint(output(), note)
 		if err := removeRun(name, dir); err != nil {
 			return nil, err
 		}
-		res, err = train(ctx, name, s, env)
+		res, err = training.Train(ctx, s, env)
 	}
 	return l.fitted(name, dir, s, env, live, start, res, err)
-}
-
-// train is training.Train, saying in the cell, before it trains, what would make the run
-// learn nothing (Trainer.Warnings: a run shorter than the lookahead's period).
-func train(ctx context.Context, name string, s training.Settings, env training.Env) (*training.Result, error) {
-	t, err := training.NewTrainer(s, env)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range t.Warnings() {
-		fmt.Fprintf(output(), "WARNING: run %q: %s\n", name, w)
-	}
-	return t.Run(ctx)
 }
 
 // runOf is the run of s and env in the lab: its data (dataset and folder) the lab's, its

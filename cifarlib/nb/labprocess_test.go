@@ -147,14 +147,7 @@ func checkLabServerEvaluates(t *testing.T, s *labServer, client *labproc.Client,
 // keeps errors.Is.
 func TestLabServerFit(t *testing.T) {
 	dataDir := t.TempDir()
-	folder, err := labproc.Folder(t.TempDir())
-	require.NoError(t, err)
-	s := &labServer{labs: map[string]*Lab{}, held: map[string]*heldRun{}}
-	srv := &labproc.Server{Socket: labproc.SocketPath(folder), Fingerprint: "fp", Backend: labproc.BackendKey(), Handle: s.handle, WireError: wireError}
-	go srv.Serve()
-	client := &labproc.Client{Folder: folder, Fingerprint: "fp"}
-	require.Eventually(t, func() bool { _, err := os.Stat(labproc.SocketPath(folder)); return err == nil }, 5*time.Second, 10*time.Millisecond)
-
+	s, client := startLabServer(t)
 	backend, err := backends.Lazy(backends.Auto) // the cell's, for its lab's settings (Arch)
 	require.NoError(t, err)
 	cell := &Lab{Spec: data.CIFAR10(), DataDir: dataDir, Arch: Arch(backend)}
@@ -202,6 +195,31 @@ func TestLabServerFit(t *testing.T) {
 	require.ErrorIs(t, err, cifarlib.ErrHeadMismatch)
 	require.ErrorContains(t, err, "model head has 5 outputs but dataset cifar10 has 10 classes")
 
+	checkLabServerRests(t, s, func() *fitReply {
+		reply, _, err := fit("two", map[string]string{"steps": "2", "batch": "16", "eval-every": "-1", "no-eval": "true"}, time.Time{})
+		require.NoError(t, err)
+		return reply
+	}, res.Loss)
+}
+
+// startLabServer serves a lab process's handler on a socket in this test's process, and
+// returns it and a client of it.
+func startLabServer(t *testing.T) (*labServer, *labproc.Client) {
+	t.Helper()
+	folder, err := labproc.Folder(t.TempDir())
+	require.NoError(t, err)
+	s := &labServer{labs: map[string]*Lab{}, held: map[string]*heldRun{}}
+	srv := &labproc.Server{Socket: labproc.SocketPath(folder), Fingerprint: "fp", Backend: labproc.BackendKey(), Handle: s.handle, WireError: wireError}
+	go srv.Serve()
+	require.Eventually(t, func() bool { _, err := os.Stat(labproc.SocketPath(folder)); return err == nil }, 5*time.Second, 10*time.Millisecond)
+	return s, &labproc.Client{Folder: folder, Fingerprint: "fp"}
+}
+
+// checkLabServerRests: at rest, Release keeps everything and Drop lets go of the data and the
+// held runs of s, keeping the compiled programs; fitAgain's Fit then loads the data again,
+// compiles nothing and trains as before (loss).
+func checkLabServerRests(t *testing.T, s *labServer, fitAgain func() *fitReply, loss float64) {
+	t.Helper()
 	// At rest: Release keeps everything, Drop lets go of the data and the held runs and keeps
 	// the compiled programs; the next Fit loads the data again and compiles nothing.
 	s.rest(labproc.Release)
@@ -211,12 +229,11 @@ func TestLabServerFit(t *testing.T) {
 	require.Empty(t, s.labs)
 	require.Empty(t, s.held)
 	require.Equal(t, 1, s.programs.Len())
-	reply, _, err = fit("two", map[string]string{"steps": "2", "batch": "16", "eval-every": "-1", "no-eval": "true"}, time.Time{})
-	require.NoError(t, err)
+	reply := fitAgain()
 	var rested training.Result
 	require.NoError(t, json.Unmarshal(reply.Result, &rested))
 	require.Equal(t, 0, rested.Timeline.Compiles(""), "%s", rested.Timeline)
-	require.Equal(t, res.Loss, rested.Loss, "the same run")
+	require.Equal(t, loss, rested.Loss, "the same run")
 	require.Len(t, s.labs, 1)
 }
 

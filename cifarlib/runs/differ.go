@@ -16,23 +16,12 @@ import (
 // 0.2" against "label smoothing 0.1": the charts of nb.Compare, their titles, and the columns
 // of the runs table. A run's settings (Info.Settings) are its run.json's: what it trained
 // (model, head, guard, devices, batch, target step, precision, recipe, data, transfer source),
-// resolved, and its params, the hyper-parameters it was started with, by setting name.
+// resolved, and every setting of the run's table (Record.Values), each with its name in words;
+// a run.json written before them has its params, the settings it was started with.
 
-// settingWords is every setting a comparison may name, in the order it names them (that of the
-// settings table: the recipe, the data, the model, the optimizer, the schedule, the length of
-// the run, transfer, evaluation, compute), with its name in words where that is not the name
-// with spaces. Settings outside this list (a newer lab's) come after, by name.
-var settingWords = []struct{ name, words string }{
-	{"recipe", ""}, {"dataset", ""}, {"data", ""}, {"train-images", "training images"},
-	{"model", ""}, {"head", ""}, {"guard", ""}, {"batch", "batch size"}, {"seed", ""},
-	{"augment", ""}, {"augmentation", ""}, {"optimizer", ""}, {"lr", "learning rate"},
-	{"weight-decay", ""}, {"momentum", ""}, {"bias-scaler", ""}, {"whiten-bias-epochs", "whitening bias epochs"},
-	{"label-smoothing", ""}, {"lookahead", ""}, {"schedule", ""}, {"warmup", "warmup steps"},
-	{"min-lr", "min learning rate"}, {"epochs", ""}, {"steps", ""}, {"from", "transfer source"}, {"freeze", ""},
-	{"backbone-lr", "backbone learning rate"}, {"new-head", "new head"}, {"tta", "TTA"},
-	{"eval-every", ""}, {"eval-examples", ""}, {"eval-batch", "eval batch size"}, {"no-eval", "no final evaluation"},
-	{"backend", ""}, {"devices", ""}, {"precision", ""},
-}
+// recordWords are the names in words of the settings a run's record says in fields of its own
+// (settingsOf) that are no setting of the table: what its data held.
+var recordWords = map[string]string{"data": "data", "train-images": "training images"}
 
 // hostSettings are the params that change where a run is written or what it prints, not its
 // numbers, and the params a recorded field already says: a comparison leaves them out.
@@ -40,13 +29,19 @@ var hostSettings = []string{"checkpoint", "checkpoint-every", "checkpoint-keep",
 	"history-every", "labels"} // labels: the dataset's id says them (e.g. cifar100-coarse)
 
 // settingsOf returns the settings rec records, by setting name: the fields of what was trained
-// (resolved: run.json's own fields win over a param of the same name, which says only what was
-// asked for), then the params, host settings left out.
+// (resolved: run.json's own fields win over a value of the same name), then every setting of
+// the run's table (Values; a run.json written before them has only the params, the settings it
+// was given), host settings left out.
 func settingsOf(rec *Record) map[string]string {
 	s := map[string]string{}
 	for name, value := range rec.Params {
 		if !slices.Contains(hostSettings, name) {
 			s[name] = value
+		}
+	}
+	for _, v := range rec.Values { // every setting, resolved (a run.json of today)
+		if !slices.Contains(hostSettings, v.Name) {
+			s[v.Name] = v.Value
 		}
 	}
 	s["recipe"], s["dataset"], s["model"], s["from"] = rec.Recipe, rec.Dataset, rec.Model, rec.From
@@ -96,7 +91,7 @@ func Differing(list ...Info) []string {
 		}
 	}
 	var differ []string
-	for _, name := range settingOrder(slices.Collect(maps.Keys(names))) {
+	for _, name := range settingOrder(recorded, slices.Collect(maps.Keys(names))) {
 		for _, r := range recorded[1:] {
 			if v, ok := r.Settings[name]; v != recorded[0].Settings[name] || ok != hasSetting(recorded[0], name) {
 				differ = append(differ, name)
@@ -112,14 +107,31 @@ func Differing(list ...Info) []string {
 
 func hasSetting(r Info, name string) bool { _, ok := r.Settings[name]; return ok }
 
-// settingOrder sorts names as a comparison names them: the settings table's order, then by name.
-func settingOrder(names []string) []string {
-	rank := func(name string) int {
-		i := slices.IndexFunc(settingWords, func(w struct{ name, words string }) bool { return w.name == name })
-		if i < 0 {
-			return len(settingWords)
+// settingOrder sorts names as a comparison of list names them: in the order of the table of
+// settings the runs recorded (Record.Values: the recipe, the data, the model, the optimizer, the
+// schedule, the length of the run, transfer, evaluation, compute), the record's own data
+// settings after the dataset; then by name. Runs whose run.json was written before Values name
+// the settings of the record's own fields first, in its order (recordOrder).
+func settingOrder(list []Info, names []string) []string {
+	var order []string
+	for _, r := range list {
+		for _, v := range r.table {
+			if !slices.Contains(order, v.Name) {
+				order = append(order, v.Name)
+			}
+			if v.Name == "dataset" {
+				order = append(order, "data", "train-images")
+			}
 		}
-		return i
+	}
+	if len(order) == 0 {
+		order = recordOrder
+	}
+	rank := func(name string) int {
+		if i := slices.Index(order, name); i >= 0 {
+			return i
+		}
+		return len(order)
 	}
 	slices.SortFunc(names, func(a, b string) int {
 		if ra, rb := rank(a), rank(b); ra != rb {
@@ -130,16 +142,26 @@ func settingOrder(names []string) []string {
 	return names
 }
 
-// SettingWords returns the name of a setting in words, e.g. "learning rate" for "lr" and
-// "label smoothing" for "label-smoothing": the header of its column in the runs table.
-func SettingWords(name string) string {
-	for _, w := range settingWords {
-		if w.name == name && w.words != "" {
-			return w.words
+// SettingWords returns the name in words of the setting called name, as the runs of list
+// recorded it (Record.Values), e.g. "learning rate" for "lr" and "label smoothing" for
+// "label-smoothing": the header of its column in the runs table. A setting no run recorded in
+// words (a run.json written before Values) is its name with spaces.
+func SettingWords(list []Info, name string) string {
+	for _, r := range list {
+		for _, v := range r.table {
+			if v.Name == name && v.Words != "" {
+				return v.Words
+			}
 		}
+	}
+	if w, ok := recordWords[name]; ok {
+		return w
 	}
 	return strings.ReplaceAll(name, "-", " ")
 }
+
+// recordOrder are the settings of a run.json's own fields (settingsOf), in its order.
+var recordOrder = []string{"recipe", "dataset", "data", "train-images", "model", "head", "guard", "batch", "steps", "devices", "precision", "from"}
 
 // recordSettings are the settings settingsOf takes from run.json's own fields, which every
 // run.json of its time has: one missing was not recorded (an older run.json), where a missing
@@ -187,7 +209,7 @@ func (r Info) phrase(name string) string {
 	v := r.Value(name)
 	switch {
 	case v == "" || v == "default" || v == "not recorded":
-		return SettingWords(name) + " " + cmp.Or(v, "not recorded")
+		return SettingWords([]Info{r}, name) + " " + cmp.Or(v, "not recorded")
 	case name == "devices" || name == "steps" || name == "epochs":
 		return v + " " + strings.TrimSuffix(name, "s") + map[bool]string{true: "", false: "s"}[v == "1"]
 	case name == "train-images":
@@ -206,7 +228,7 @@ func (r Info) phrase(name string) string {
 	case name == "recipe":
 		return v + " recipe"
 	}
-	return SettingWords(name) + " " + v
+	return SettingWords([]Info{r}, name) + " " + v
 }
 
 // Labels names each run of list by what differs between them (Differing, Describe), for the
@@ -243,7 +265,7 @@ func Compared(list ...Info) string {
 	}
 	words := make([]string, len(differ))
 	for i, name := range differ {
-		words[i] = SettingWords(name)
+		words[i] = SettingWords(list, name)
 	}
 	if len(words) == 1 {
 		return words[0]

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,16 +13,34 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// recorded is a run of the runs folder /runs whose run.json is rec, with the fields every
-// record of `cifarlab train` has (dataset, model, head, guard, devices, batch, target step)
-// unless change changes them.
+// recorded is a run of the runs folder /runs whose run.json is rec, as the lab writes it today:
+// the fields every record of `cifarlab train` has (dataset, model, head, guard, devices, batch,
+// target step) unless change changes them, its params, and every setting of the table
+// (Values: testdata/values.json, the default settings as the training package's table writes
+// them, TestRunRecordValues) with the params' values. A param the table does not have (a newer
+// lab's setting) is in the params only.
 func recorded(name string, params map[string]string, change ...func(*Record)) Info {
+	var values []Setting
+	fixture, err := os.ReadFile(filepath.Join("testdata", "values.json"))
+	if err != nil || json.Unmarshal(fixture, &values) != nil {
+		panic(fmt.Sprintf("testdata/values.json: %v", err))
+	}
+	for i, v := range values {
+		if p, ok := params[v.Name]; ok {
+			values[i].Value = p
+		}
+	}
+	return recordedBefore(name, params, append([]func(*Record){func(r *Record) { r.Values = values }}, change...)...)
+}
+
+// recordedBefore is recorded in a run.json written before Values: its params only.
+func recordedBefore(name string, params map[string]string, change ...func(*Record)) Info {
 	rec := &Record{Status: RunDone, Dataset: "cifar10", Model: "cnn", Head: 10, Guarded: true, Devices: 1, BatchSize: 512,
 		TargetStep: 20, Params: params}
 	for _, c := range change {
 		c(rec)
 	}
-	return Info{Name: name, Dir: "/runs/" + name, Status: rec.Status, Settings: settingsOf(rec)}
+	return Info{Name: name, Dir: "/runs/" + name, Status: rec.Status, Settings: settingsOf(rec), table: rec.Values}
 }
 
 // differCase is a case of TestDiffering: runs, and what a comparison of them names.
@@ -61,8 +80,13 @@ func paramCases() []differCase {
 			recorded("b", map[string]string{"lr": "0.2", "seed": "2", "momentum": "0.85"})},
 			[]string{"seed", "lr", "momentum"}, []string{"seed 1, learning rate 0.1, momentum 0.9", "seed 2, learning rate 0.2, momentum 0.85"},
 			"seed, learning rate and momentum"},
-		{"a param given to one run only", []Info{recorded("a", map[string]string{"seed": "2"}), recorded("b", nil)},
+		{"a param given to one run only, before Values", []Info{recordedBefore("a", map[string]string{"seed": "2"}), recordedBefore("b", nil)},
 			[]string{"seed"}, []string{"seed 2", "seed default"}, "seed"},
+		{"a setting one run was given, today: its default value", []Info{recorded("a", map[string]string{"seed": "2"}), recorded("b", nil)},
+			[]string{"seed"}, []string{"seed 2", "seed 0"}, "seed"},
+		{"before Values: in words by their names, by name", []Info{
+			recordedBefore("a", map[string]string{"lr": "0.1", "seed": "1"}), recordedBefore("b", map[string]string{"lr": "0.2", "seed": "2"})},
+			[]string{"lr", "seed"}, []string{"lr 0.1, seed 1", "lr 0.2, seed 2"}, "lr and seed"},
 		{"epochs: the steps follow from them", []Info{
 			recorded("e2", map[string]string{"epochs": "2"}, func(r *Record) { r.TargetStep = 20 }),
 			recorded("e3", map[string]string{"epochs": "3"}, func(r *Record) { r.TargetStep = 30 })},
@@ -122,17 +146,19 @@ func TestDiffering(t *testing.T) {
 }
 
 func TestSettingWordsAndValue(t *testing.T) {
+	today := []Info{recorded("a", nil)}
 	for name, want := range map[string]string{"lr": "learning rate", "label-smoothing": "label smoothing", "batch": "batch size",
-		"seed": "seed", "tta": "TTA", "ema-decay": "ema decay"} {
-		require.Equal(t, want, SettingWords(name), name)
+		"seed": "seed", "tta": "TTA", "ema-decay": "ema decay", "train-images": "training images"} {
+		require.Equal(t, want, SettingWords(today, name), name)
 	}
-	r := recorded("a", map[string]string{"lr": "0.1"}, func(r *Record) { r.From = "/elsewhere/b" })
+	require.Equal(t, "label smoothing", SettingWords(nil, "label-smoothing"), "before Values: its name with spaces")
+	r := recordedBefore("a", map[string]string{"lr": "0.1"}, func(r *Record) { r.From = "/elsewhere/b" })
 	for name, want := range map[string]string{"lr": "0.1", "seed": "default", "from": "/elsewhere/b", "recipe": "none", "guard": "guarded",
 		"precision": "f32", "devices": "1", "train-images": "not recorded"} {
 		require.Equal(t, want, r.Value(name), name)
 	}
 	require.Equal(t, "", Info{Name: "photos"}.Value("lr"), "no record: no value")
-	require.Equal(t, "learning rate not recorded", Info{Name: "photos"}.Describe("lr"))
+	require.Equal(t, "lr not recorded", Info{Name: "photos"}.Describe("lr"), "no record: no words for its settings either")
 	require.Equal(t, "", r.Describe())
 }
 
@@ -173,7 +199,7 @@ func TestTableSettingColumns(t *testing.T) {
 			}
 			html := c.table.HTML()
 			for _, name := range c.columns {
-				require.Contains(t, html, `<th style="padding:2px 8px;text-align:right;white-space:nowrap">`+SettingWords(name)+`</th>`)
+				require.Contains(t, html, `<th style="padding:2px 8px;text-align:right;white-space:nowrap">`+SettingWords(c.table, name)+`</th>`)
 			}
 		})
 	}
@@ -201,9 +227,10 @@ func TestReadSettings(t *testing.T) {
 		list[0].Settings)
 	require.Equal(t, map[string]string{"dataset": "cifar10", "model": "cnn", "head": "10", "guard": "true", "devices": "1", "batch": "512",
 		"steps": "30", "precision": "f32"}, list[1].Settings)
-	require.Equal(t, []string{"recipe", "data", "train-images", "label-smoothing", "steps"}, Differing(list...))
-	require.Equal(t, []string{"airbench94 recipe, real verified data, 5,000 training images, label smoothing 0.1, 20 steps",
-		"no recipe, data not recorded, training images not recorded, label smoothing default, 30 steps"}, Labels(list...))
+	// Written before Values: the record's fields first, in its order, then the params by name.
+	require.Equal(t, []string{"recipe", "data", "train-images", "steps", "label-smoothing"}, Differing(list...))
+	require.Equal(t, []string{"airbench94 recipe, real verified data, 5,000 training images, 20 steps, label smoothing 0.1",
+		"no recipe, data not recorded, training images not recorded, 30 steps, label smoothing default"}, Labels(list...))
 
 	// The settings travel in `cifarlab runs --json`.
 	doc, err := json.Marshal(list[1])

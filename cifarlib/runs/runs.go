@@ -99,6 +99,11 @@ type Record struct {
 	// Settings are the run's settings (training.Settings, resolved), which the training
 	// package decodes; absent from a run.json of format 1.
 	Settings json.RawMessage `json:"settings,omitempty"`
+	// Values are every setting of the run, resolved, in the order of training's table of
+	// settings (training.Fields), each with its name in words: what a comparison of runs names
+	// them by (Differing, Labels). Absent from a run.json written before them: Params then say
+	// the settings the run was given.
+	Values []Setting `json:"values,omitempty"`
 	// Job is where the run (its latest start) ran: host, GPUs and Slurm job (see JobInfo).
 	Job *JobInfo `json:"job,omitempty"`
 	// Data is what the run was trained on: synthetic or real (verified or not), layout, folder
@@ -113,6 +118,14 @@ type Record struct {
 	// Result is the outcome of a run that ended without error (done or interrupted): the JSON
 	// of the training package's training.Result, which decodes it (List reads the few numbers it shows).
 	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// Setting is one setting of a run (Record.Values): its name (a flag of `cifarlab train`, a
+// sweep's axis), its name in words, and its value as the run resolved it, as the flag reads it.
+type Setting struct {
+	Name  string `json:"name"`
+	Words string `json:"words"`
+	Value string `json:"value"`
 }
 
 // ReadRecord reads dir/run.json. A folder without one gives an error that wraps

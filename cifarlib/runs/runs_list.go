@@ -72,9 +72,12 @@ type Info struct {
 	TensorBoard bool `json:"tensorboard"`
 	// Settings are the run's settings by name, as its run.json records them: what was trained
 	// (model, head, guard, devices, batch, steps, precision, recipe, data, transfer source) and
-	// the params it was started with (e.g. "lr", "label-smoothing", "seed"); nil without a
-	// run.json. Differing, Value and Describe read them.
+	// every setting of its table (Record.Values; in a run.json written before them, the params
+	// it was started with), e.g. "lr", "label-smoothing", "seed"; nil without a run.json.
+	// Differing, Value and Describe read them.
 	Settings map[string]string `json:"settings,omitempty"`
+	// table is the run's Record.Values: the settings' order and their names in words.
+	table []Setting
 	// History is the run's curves (nil when it has none).
 	History *History `json:"-"`
 }
@@ -149,7 +152,7 @@ func (info Info) withRecord(rec *Record) Info {
 	var chance ChanceBand
 	info.Dataset, info.Model, info.Head, info.Guarded, info.Devices = rec.Dataset, rec.Model, rec.Head, rec.Guarded, rec.Devices
 	info.WallTime, info.From, info.Status, info.Data, info.Precision = rec.WallTime, rec.From, rec.Status, rec.Data, rec.Precision
-	info.Settings = settingsOf(rec)
+	info.Settings, info.table = settingsOf(rec), rec.Values
 	if rec.Result != nil {
 		var r recordedResult
 		if err := json.Unmarshal(rec.Result, &r); err != nil {
@@ -217,7 +220,7 @@ func (rs Table) settingColumns() []string {
 func (rs Table) columns(settings []string) []string {
 	words := make([]string, len(settings))
 	for i, name := range settings {
-		words[i] = SettingWords(name)
+		words[i] = SettingWords(rs, name)
 	}
 	return slices.Concat(runColumns[:settingsAt], words, runColumns[settingsAt:])
 }

@@ -32,6 +32,10 @@ type Env struct {
 	// each checkpoint (Event). It runs on the training goroutine: keep it short. A Status turns
 	// the events into a line that says what the run is doing from its first second.
 	OnEvent func(Event)
+	// Warn, when set, is called by Train, before the run trains, with each thing that makes it
+	// learn nothing though it trains (Trainer.Warnings: e.g. a run shorter than the lookahead's
+	// period); Result.Warnings and its summary say them again.
+	Warn func(warning string)
 	// Progress controls GoMLX's progress bar (terminal and GoNB).
 	Progress ProgressMode
 	// Plot draws loss and accuracy curves that update during training, in a GoNB notebook

@@ -52,20 +52,53 @@ func trainFed(t *testing.T, cfg testRun) (fedRun, *Result) {
 // initialisation, and trains bit for bit as a fresh run with those values does. Then the first
 // settings again train as they did.
 func TestProgramsFeedHyperParameters(t *testing.T) {
-	recipe := fedTestConfig(t, Airbench94(), map[string]string{"model": cifarlib.ArchLinear, "epochs": "0.6"})                            // nesterov, triangle, smoothing, lookahead
-	recipeCNN := fedTestConfig(t, Airbench94(), map[string]string{"model": cifarlib.ArchCNN, "epochs": "0.6"})                            // with batch-norm biases (BiasScaler)
-	noLookahead := fedTestConfig(t, Airbench94(), map[string]string{"model": cifarlib.ArchLinear, "epochs": "0.6", "lookahead": "false"}) // the lookahead's end is the run's steps, and keyed
+	for _, tc := range feedCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Programs{}
+			kept := tc.base
+			kept.Programs = p
+			first, res := trainFed(t, kept)
+			require.Equal(t, 1, res.Timeline.Compiles(runs.ProgramTrainStep))
+			for _, v := range tc.variants {
+				cfg := tc.base
+				cfg.Settings = with(t, cfg.Settings, v.values)
+				fresh, _ := trainFed(t, cfg)
+				cfg.Programs = p
+				got, res := trainFed(t, cfg)
+				require.Zero(t, res.Timeline.Compiles(""), "%s: %s", v.name, res.Timeline)
+				require.Equal(t, 1, p.Len(), v.name)
+				requireSameRun(t, fresh, got, v.name+": the same training as a fresh run, bit for bit")
+				require.False(t, fresh.history == first.history && len(diffVars(fresh.vars, first.vars)) == 0, "%s changes the run", v.name)
+			}
+			again, res := trainFed(t, kept)
+			require.Zero(t, res.Timeline.Compiles(""), res.Timeline.String())
+			requireSameRun(t, first, again, "the first settings again")
+		})
+	}
+}
+
+// variant is a change of TestProgramsFeedHyperParameters: its name and the settings it changes
+// (by their names in Fields).
+type variant struct {
+	name   string
+	values map[string]string
+}
+
+// feedCase is a case of TestProgramsFeedHyperParameters: a base run and its variants.
+type feedCase struct {
+	name     string
+	base     testRun
+	variants []variant
+}
+
+// feedCases are the cases of TestProgramsFeedHyperParameters.
+func feedCases(t *testing.T) []feedCase {
+	recipe := fedTestConfig(t, Airbench94(), map[string]string{"model": cifarlib.ArchLinear, "epochs": "0.6", "whiten-bias-epochs": "0"})                            // nesterov, triangle, smoothing, lookahead
+	recipeCNN := fedTestConfig(t, Airbench94(), map[string]string{"model": cifarlib.ArchCNN, "epochs": "0.6", "whiten-bias-epochs": "0"})                            // with batch-norm biases (BiasScaler)
+	noLookahead := fedTestConfig(t, Airbench94(), map[string]string{"model": cifarlib.ArchLinear, "epochs": "0.6", "lookahead": "false", "whiten-bias-epochs": "0"}) // the lookahead's end is the run's steps, and keyed
 	cosine := fedTestConfig(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "optimizer": "sgd", "schedule": ScheduleCosine, "warmup": "2", "min-lr": "0.001"})
 	adam := fedTestConfig(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "optimizer": "adam", "label-smoothing": "0.1"})
-	type variant struct {
-		name   string
-		values map[string]string
-	}
-	for _, tc := range []struct {
-		name     string
-		base     testRun
-		variants []variant
-	}{
+	return []feedCase{
 		{"recipe", recipe, []variant{
 			{"learning rate", map[string]string{"lr": "7"}},
 			{"label smoothing", map[string]string{"label-smoothing": "0.1"}},
@@ -90,28 +123,6 @@ func TestProgramsFeedHyperParameters(t *testing.T) {
 			{"label smoothing", map[string]string{"label-smoothing": "0.25"}},
 			{"seed", map[string]string{"seed": "1"}},
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := &Programs{}
-			kept := tc.base
-			kept.Programs = p
-			first, res := trainFed(t, kept)
-			require.Equal(t, 1, res.Timeline.Compiles(runs.ProgramTrainStep))
-			for _, v := range tc.variants {
-				cfg := tc.base
-				cfg.Settings = with(t, cfg.Settings, v.values)
-				fresh, _ := trainFed(t, cfg)
-				cfg.Programs = p
-				got, res := trainFed(t, cfg)
-				require.Zero(t, res.Timeline.Compiles(""), "%s: %s", v.name, res.Timeline)
-				require.Equal(t, 1, p.Len(), v.name)
-				requireSameRun(t, fresh, got, v.name+": the same training as a fresh run, bit for bit")
-				require.False(t, fresh.history == first.history && len(diffVars(fresh.vars, first.vars)) == 0, "%s changes the run", v.name)
-			}
-			again, res := trainFed(t, kept)
-			require.Zero(t, res.Timeline.Compiles(""), res.Timeline.String())
-			requireSameRun(t, first, again, "the first settings again")
-		})
 	}
 }
 
@@ -152,7 +163,7 @@ func TestProgramsNewShapeSaysWhy(t *testing.T) {
 		{"batch", nil, map[string]string{"batch": "16"}, "new program: batch size 16, not 8"},
 		{"schedule", nil, map[string]string{"schedule": ScheduleTriangle}, "new program: schedule triangle, not constant"},
 		// The lookahead's end is its run's steps.
-		{"lookahead", map[string]string{"recipe": RecipeAirbench94, "model": cifarlib.ArchLinear, "epochs": "0.6"},
+		{"lookahead", map[string]string{"recipe": RecipeAirbench94, "model": cifarlib.ArchLinear, "epochs": "0.6", "whiten-bias-epochs": "0", "batch": "8"},
 			map[string]string{"epochs": "1"}, "new program: steps 12, not 8"},
 		// Label smoothing on is another loss (its value is fed), guarded or not.
 		{"label smoothing on", nil, map[string]string{"label-smoothing": "0.1"}, "new program: label smoothing on, not off"},
@@ -194,10 +205,10 @@ func TestProgramsRefuseBadHyperParameters(t *testing.T) {
 		edit func(*Settings)
 		want []string
 	}{
-		{Defaults(), func(s *Settings) { s.Optimizer = Adam{LearningRate: -0.1} }, []string{"-0.1", ">= 0"}},
+		{Defaults(), func(s *Settings) { s.Optimizer = Adam{LearningRate: -0.1} }, []string{"LearningRate=-0.1", "must not be negative"}},
 		{Defaults(), func(s *Settings) { s.Run.LabelSmoothing = 1 }, []string{"LabelSmoothing", "1", "[0, 1)"}},
-		{Airbench94(), func(s *Settings) { n := s.Optimizer.(Nesterov); n.Momentum = 1; s.Optimizer = n }, []string{"Momentum", "1", "[0, 1)"}},
-		{Airbench94(), func(s *Settings) { n := s.Optimizer.(Nesterov); n.Momentum = -0.5; s.Optimizer = n }, []string{"Momentum", "-0.5", "[0, 1)"}},
+		{recipeOn(cifarlib.ArchLinear, 0, 8, 3), func(s *Settings) { n := s.Optimizer.(Nesterov); n.Momentum = 1; s.Optimizer = n }, []string{"Momentum", "1", "[0, 1)"}},
+		{recipeOn(cifarlib.ArchLinear, 0, 8, 3), func(s *Settings) { n := s.Optimizer.(Nesterov); n.Momentum = -0.5; s.Optimizer = n }, []string{"Momentum", "-0.5", "[0, 1)"}},
 	} {
 		cfg := fedTestConfig(t, tc.base, map[string]string{"model": cifarlib.ArchLinear, "steps": "8"})
 		cfg.Programs = p

@@ -182,7 +182,8 @@ func newRunRecord(p *plan, head, devices int) *runs.Record {
 	settings, _ := p.Settings.MarshalJSON() // Settings always encode
 	return &runs.Record{Status: runs.RunRunning, Started: time.Now(), Dataset: p.dataset, Model: p.Model.Arch, Head: head,
 		Guarded: !p.Model.Unguarded, Devices: devices, BatchSize: p.Data.BatchSize, TargetStep: p.Run.Steps, From: p.Transfer.From,
-		Recipe: p.Recipe, Precision: p.Compute.Precision, Params: p.Record.Params, Settings: settings, Job: runs.CurrentJob()}
+		Recipe: p.Recipe, Precision: p.Compute.Precision, Params: p.Record.Params, Settings: settings, Values: settingValues(&p.Settings),
+		Job: runs.CurrentJob()}
 }
 
 // RecordFailedStart records, in settings.Checkpoint.Dir, a run that failed before its first

@@ -257,7 +257,7 @@ var fields = []*Field{
 		func(s *Settings) bool { return s.Run.Lookahead }), // the lookahead's end (lookaheadOptimizer.update)
 	lengthField(bound("epochs", "Run.Epochs", "epochs", Fed, nil, "a number > 0",
 		"instead of --steps: train this many `epochs` (may be fractional; ceil(epochs * train examples / batch) steps, the last partial batch of each epoch dropped)")),
-	bound("from", "Transfer.From", "transferred from", Host, always, "a run's folder",
+	bound("from", "Transfer.From", "transfer source", Host, always, "a run's folder",
 		"transfer from the trained run in `RUN_DIR` (its --checkpoint directory): its backbone is carried bit for bit, its head too when --dataset has the run's number of classes (else the head is new at --dataset's width), the optimizer state and step start again; --model defaults to the run's"),
 	named(bound("freeze", "Transfer.Freeze", "freeze", Shapes, always, `"" or "backbone"`,
 		"with --from: \"backbone\" trains the head only (linear probe; the backbone's weights and batch-norm statistics stay as carried)")),
@@ -266,7 +266,7 @@ var fields = []*Field{
 		func(s *Settings) bool { return s.Transfer.From != "" }), // backboneRateOptimizer's ratio
 	bound("new-head", "Transfer.NewHead", "new head", Host, nil, "true or false",
 		"with --from: initialise the head afresh from --seed even when --dataset has the run's number of classes"),
-	bound("tta", "Eval.TTA", "tta", Shapes, nil, "0 (none), 1 (mirror) or 2 (mirror and translate)",
+	bound("tta", "Eval.TTA", "TTA", Shapes, nil, "0 (none), 1 (mirror) or 2 (mirror and translate)",
 		"test-time augmentation of the final evaluation: 0 none, 1 mirror, 2 mirror and translate (--recipe airbench94: 2)"),
 	bound("eval-every", "Eval.Every", "eval every", Host, nil, "a whole number > 0, 0 (about 5 times per run) or -1 (never)",
 		"evaluate on the test split every N steps while training (0: about 5 times per run; -1: only at the end)"),

@@ -133,8 +133,10 @@ func TestSettingsJSONRoundTrip(t *testing.T) {
 	require.ErrorContains(t, err, `"lion"`)
 }
 
-// ProgramKey is the table's: a setting that shapes a program or that the programs hold
-// changes it; a setting of the host alone does not.
+// ProgramKey is the table's: a setting that shapes a program, or a fed one that the programs
+// hold as a constant all the same (label smoothing on or off, the steps with the lookahead),
+// changes it; a fed value (the programs read it at run time) or a setting of the host alone
+// does not.
 func TestProgramKeyFromTheTable(t *testing.T) {
 	base := with(t, Defaults(), map[string]string{"steps": "20", "model": "cnn"})
 	key := func(s Settings) ProgramKey {
@@ -148,14 +150,14 @@ func TestProgramKeyFromTheTable(t *testing.T) {
 		same        bool
 	}{
 		{"batch", "64", false}, {"tta", "1", false}, {"precision", "bf16-mixed", false},
-		{"optimizer", "sgd", false}, {"lr", "0.01", false}, {"seed", "3", false}, {"label-smoothing", "0.1", false},
-		{"eval-batch", "50", false}, {"lookahead", "true", false},
+		{"optimizer", "sgd", false}, {"label-smoothing", "0.1", false}, {"eval-batch", "50", false}, {"lookahead", "true", false},
+		{"lr", "0.01", true}, {"seed", "3", true}, {"steps", "30", true},
 		{"log-every", "3", true}, {"history-every", "2", true}, {"checkpoint-every", "5", true}, {"no-eval", "true", true},
 		{"eval-every", "4", true}, {"checkpoint", "/runs/x", true}, {"augment", "true", true}, {"augmentation", "altflip-translate", true},
 	} {
 		f, err := LookupField(c.name)
 		require.NoError(t, err)
-		require.Equal(t, c.same, f.Role == Host, c.name)
+		require.Equal(t, c.same, f.Role != Shapes && f.keyed == nil || c.name == "steps", c.name)
 		k := key(with(t, base, map[string]string{c.name: c.value}))
 		if c.same {
 			require.Equal(t, k0, k, c.name)
@@ -176,4 +178,16 @@ func TestProgramKeyFromTheTable(t *testing.T) {
 	require.Subset(t, fed, []string{"lr", "warmup", "min-lr", "momentum", "weight-decay", "bias-scaler", "label-smoothing", "steps",
 		"epochs", "seed"})
 	require.False(t, slices.Contains(shapes, "lr"))
+
+	// Fed values the programs hold as constants all the same are keyed: the lookahead's end,
+	// label smoothing's value in bf16-mixed, AdamW's weight decay.
+	lookahead := with(t, base, map[string]string{"lookahead": "true"})
+	require.NotEqual(t, key(lookahead), key(with(t, lookahead, map[string]string{"steps": "30"})), "the lookahead's end")
+	bf16 := with(t, base, map[string]string{"precision": "bf16-mixed", "label-smoothing": "0.1"})
+	require.NotEqual(t, key(bf16), key(with(t, bf16, map[string]string{"label-smoothing": "0.2"})), "smoothing in bf16-mixed")
+	smooth := with(t, base, map[string]string{"label-smoothing": "0.1"})
+	require.Equal(t, key(smooth), key(with(t, smooth, map[string]string{"label-smoothing": "0.2"})), "smoothing's value, fed")
+	adamw := with(t, base, map[string]string{"optimizer": "adamw"})
+	require.NotEqual(t, key(adamw), key(with(t, adamw, map[string]string{"weight-decay": "0.01"})), "AdamW's weight decay")
+	require.Equal(t, key(adamw), key(with(t, adamw, map[string]string{"lr": "0.01"})), "AdamW's learning rate, fed")
 }

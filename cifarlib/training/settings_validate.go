@@ -75,8 +75,10 @@ func (s *Settings) validateLength() error {
 	case r.Steps != 0 && r.Epochs != 0:
 		return &ConfigError{Field: "Run.Steps/Run.Epochs", Value: fmt.Sprintf("%d/%g", r.Steps, r.Epochs),
 			Reason: "set the length of the run once: Steps or Epochs, not both"}
-	case r.Steps < 0 || r.Epochs < 0 || math.IsNaN(r.Epochs) || math.IsInf(r.Epochs, 0):
-		return &ConfigError{Field: "Run.Steps/Run.Epochs", Value: fmt.Sprintf("%d/%g", r.Steps, r.Epochs), Reason: "must be positive"}
+	case r.Steps < 0: // only the one given is named
+		return &ConfigError{Field: "Run.Steps", Value: fmt.Sprint(r.Steps), Reason: "the length of the run must be positive, e.g. 1000 steps"}
+	case r.Epochs < 0 || math.IsNaN(r.Epochs) || math.IsInf(r.Epochs, 0):
+		return &ConfigError{Field: "Run.Epochs", Value: fmt.Sprint(r.Epochs), Reason: "the length of the run must be positive, e.g. 2 epochs"}
 	case r.Steps == 0 && r.Epochs == 0:
 		return &ConfigError{Field: "Run.Steps", Value: "0", Reason: "set the number of training steps (Steps > 0) or of epochs (Epochs > 0)"}
 	}

@@ -21,7 +21,8 @@ import (
 )
 
 // Train trains a model with settings and evaluates it on the test split, in env: the one-call
-// entry point for notebooks and the cifarlab CLI. It is NewTrainer followed by Trainer.Run.
+// entry point for notebooks and the cifarlab CLI. It is NewTrainer followed by Trainer.Run, its
+// Warnings said to env.Warn in between.
 //
 // Cancelling ctx (e.g. on SIGINT) stops training after the current step, saves a checkpoint
 // when settings.Checkpoint.Dir is set, and returns the result with Interrupted set and a nil
@@ -31,6 +32,11 @@ func Train(ctx context.Context, settings Settings, env Env) (*Result, error) {
 	t, err := NewTrainer(settings, env)
 	if err != nil {
 		return nil, err
+	}
+	if env.Warn != nil {
+		for _, w := range t.Warnings() {
+			env.Warn(w)
+		}
 	}
 	return t.Run(ctx)
 }

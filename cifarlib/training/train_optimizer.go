@@ -13,7 +13,6 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train"
-	"github.com/gomlx/gomlx/ml/train/loss"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
@@ -38,28 +37,6 @@ func newGoMLXTrainer(p *plan, t *Trainer) (trainer *train.Trainer, err error) {
 		return nil
 	})
 	return trainer, err
-}
-
-// trainLoss is the loss of plan p (guard mode), its label smoothing fed at run time
-// (train_hyper.go), so that a changed label smoothing compiles nothing. Without smoothing the
-// loss is the one without it, as before (ProgramKey): the fed smoothing's factors 1 and 0 would
-// compute the same numbers, but XLA compiles the graph without them otherwise (another order of
-// its sums), and results must stay the same bit for bit. In bf16-mixed precision the value
-// stays a constant too (keyed): fed, XLA CPU computes other gradients from it in the last bits.
-func trainLoss(p *plan, m *cifarlib.Model, mode cifarlib.GuardMode) loss.LossFn {
-	lb := m.Loss().Mode(mode).LabelSmoothing(p.Run.LabelSmoothing)
-	if !fedSmoothing(&p.Settings) {
-		return lb.Done()
-	}
-	keep, spread := cifarlib.SmoothingFactors(p.Run.LabelSmoothing, m.NumClasses)
-	return lb.LabelSmoothingFed(func(g *graph.Graph, dtype dtypes.DType) (*graph.Node, *graph.Node) {
-		return fedScalar(g, hyperSmoothingKeep, dtype, keep), fedScalar(g, hyperSmoothingSpread, dtype, spread)
-	}).Done()
-}
-
-// fedSmoothing says whether a run of s feeds its label smoothing at run time (trainLoss).
-func fedSmoothing(s *Settings) bool {
-	return s.Run.LabelSmoothing != 0 && s.Compute.Precision != cifarlib.PrecisionBF16Mixed
 }
 
 // newOptimizer builds the GoMLX optimizer of plan p, the backbone's rate of its transfer tt

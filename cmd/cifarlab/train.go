@@ -116,7 +116,7 @@ func trainSettings(ctx context.Context, s training.Settings, env training.Env, a
 	// why, the first step, each evaluation's progress), as a notebook cell shows it in place.
 	status := training.NewLineStatus(os.Stderr, "")
 	env.OnEvent = status.Event
-	res, err := train(ctx, s, env)
+	res, err := training.Train(ctx, s, env)
 	status.Close(err)
 	if err != nil {
 		var ce *training.ConfigError
@@ -146,19 +146,6 @@ func trainSettings(ctx context.Context, s training.Settings, env training.Env, a
 		return &exitError{code: exitInterrupted, err: errors.New(msg)}
 	}
 	return nil
-}
-
-// train is training.Train, saying on stderr, before it trains, what would make the run learn
-// nothing (Trainer.Warnings; the summary says it again).
-func train(ctx context.Context, s training.Settings, env training.Env) (*training.Result, error) {
-	t, err := training.NewTrainer(s, env)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range t.Warnings() {
-		fmt.Fprintln(os.Stderr, "WARNING:", w)
-	}
-	return t.Run(ctx)
 }
 
 // settings are the run's settings (base), validated; the length of the run is required.
@@ -191,7 +178,8 @@ func (f *trainFlags) base() (training.Settings, error) {
 // env is the run's Env: the log on stderr and the progress bar of --progress (off with
 // --json, whose result is stdout).
 func (f *trainFlags) env(stdout io.Writer) (training.Env, error) {
-	env := training.Env{Log: os.Stderr, Progress: training.ProgressAuto}
+	env := training.Env{Log: os.Stderr, Progress: training.ProgressAuto,
+		Warn: func(w string) { fmt.Fprintln(os.Stderr, "WARNING:", w) }} // before it trains; the summary says it again
 	switch f.progress {
 	case "auto":
 	case "on":

@@ -156,8 +156,8 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 		{[]string{"train", "--steps", "3", "--model", "vgg"}, 2, "cifarlab train: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20, airbench94\n"},
 		{[]string{"eval"}, 2, "cifarlab eval: --checkpoint is required: the directory given to cifarlab train --checkpoint\n"},
 		// Only the flag given is named.
-		{[]string{"train", "--epochs", "-1"}, 2, "cifarlab train: --epochs -1: the length of the run must be positive (e.g. --epochs 2)\n"},
-		{[]string{"train", "--steps", "-3"}, 2, "cifarlab train: --steps -3: the length of the run must be positive (e.g. --steps 1000)\n"},
+		{[]string{"train", "--epochs", "-1"}, 2, "cifarlab train: --epochs -1: the length of the run must be positive, e.g. 2 epochs\n"},
+		{[]string{"train", "--steps", "-3"}, 2, "cifarlab train: --steps -3: the length of the run must be positive, e.g. 1000 steps\n"},
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, c.code, run(c.args, &stdout, &stderr), "%v", c.args)
@@ -185,7 +185,7 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 			code = run([]string{"train", "--recipe", "airbench94", "--data", root, "--backend", "go", "--batch", "64", "--tta", tta}, &stdout, &stderr)
 		})
 		require.Equal(t, 2, code)
-		require.Equal(t, "cifarlab train: --tta "+tta+": use 0 (none), 1 (mirror), 2 (mirror and translate), or -1 (none, also with --recipe)\n", stderr.String())
+		require.Equal(t, "cifarlab train: --tta "+tta+": use 0 (none), 1 (mirror) or 2 (mirror and translate)\n", stderr.String())
 		require.Empty(t, stdout.String())
 		require.Empty(t, logged, "the run's log (its data line) before the refusal")
 	}
