@@ -24,6 +24,10 @@ const chromiumPath = "/usr/bin/chromium"
 //     SVG) and saved, the file is byte for byte the committed one;
 //   - a live chart in a real cell shows the loss and accuracy charts, with whole-step ticks,
 //     after its first point, and its saved outputs carry the PNG;
+//   - the researcher's loop in real cells: a run says what it compiles before its first step, a
+//     re-run with label smoothing changed compiles nothing, lab.Compare's charts are titled "by
+//     label smoothing" with the runs named by their values and the validation in the legend, and
+//     the runs table has a "label smoothing" column;
 //   - it runs all cells of 01-reproduce.ipynb, waits for the kernel to go idle and checks that
 //     the expected outputs are on the page and that the notebook saved from the browser passes
 //     nbcheck.py --check-only.
@@ -43,7 +47,7 @@ func TestBrowser(t *testing.T) {
 
 	outDir := filepath.Join(repo, "out", "browser")
 	shot := filepath.Join(outDir, "01-reproduce.png")
-	shots := []string{shot, filepath.Join(outDir, "live-first-point.png")}
+	shots := []string{shot, filepath.Join(outDir, "live-first-point.png"), filepath.Join(outDir, "loop-compare.png")}
 	for _, name := range wantNotebooks {
 		shots = append(shots, filepath.Join(outDir, strings.TrimSuffix(name, ".ipynb")+"-untrusted.png"))
 	}
@@ -54,7 +58,7 @@ func TestBrowser(t *testing.T) {
 	cmd := commandContext(ctx, node, "run.mjs")
 	cmd.Dir = "browser-test"
 	cmd.Env = append(notebookEnv(repo),
-		"NOTEBOOK=01-reproduce.ipynb", "OPEN=all", "LIVE=1", "KERNEL="+cpuKernel, "PYTHON="+python,
+		"NOTEBOOK=01-reproduce.ipynb", "OPEN=all", "LIVE=1", "LOOP=1", "KERNEL="+cpuKernel, "PYTHON="+python,
 		"CHROMIUM="+chromiumPath, "OUT_DIR="+outDir)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -64,6 +68,7 @@ func TestBrowser(t *testing.T) {
 	}
 	require.NoError(t, err, "the browser test failed; its screenshots and logs are in %s", outDir)
 	require.Contains(t, string(out), "PASS: 01-reproduce.ipynb ran in JupyterLab")
+	require.Contains(t, string(out), "loop: the re-run compiled nothing")
 	for _, name := range wantNotebooks {
 		require.Regexp(t, "opened-"+regexp.QuoteMeta(name)+`: \d+ chart\(s\) shown as PNG or JPEG untrusted and as SVG trusted; saved unchanged`, string(out))
 	}

@@ -49,10 +49,11 @@
 //
 // The compiled programs are keyed by the table (ProgramKey, programs.go): the rows that shape
 // a program (Role Shapes: architecture and head, dataset, batch, precision, devices, the
-// optimizer's algorithm, schedule kind, lookahead, guards, freezing, TTA level)
-// and, while the train step holds them as constants, the numeric ones (Role Fed: learning rate
-// and the schedule's parameters, momentum, weight decay, bias scaler, label smoothing, steps,
-// seed). ProgramKey.Diff names the rows (by their Label) in which a new program's key differs
-// from the nearest kept one: why a run compiles. Feeding the Fed rows to the step at run time
-// drops them from the key, and nothing else: that is the next step (issue 47).
+// optimizer's algorithm, schedule kind, lookahead, guards, freezing, TTA level), and of the
+// numeric rows the programs read at run time (Role Fed: learning rate and the schedule's
+// parameters, momentum, weight decay, bias scaler, label smoothing, steps, seed; train_hyper.go)
+// those a program holds as constants all the same, by the row's keyed rule (label smoothing on
+// or off, and its value in bf16-mixed; AdamW's weight decay; the steps with the lookahead).
+// ProgramKey.Diff names the rows (by their Label) in which a new program's key differs from the
+// nearest kept one: why a run compiles.
 package training

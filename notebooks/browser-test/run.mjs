@@ -18,9 +18,12 @@
 //     <name>-untrusted.png, <name>-trusted.png.
 //   - LIVE=1: a live chart in a real cell, after its first point and at the end (live.mjs).
 //     Screenshot: live-first-point.png.
+//   - LOOP=1: the researcher's loop in real cells (loop.mjs): a run, the same run with label
+//     smoothing changed (it compiles nothing), lab.Compare's charts named by what differs, and the
+//     runs table's column for it. Screenshot: loop-compare.png.
 //
 // Environment (all optional): NOTEBOOK (default 01-reproduce.ipynb, relative to notebooks/;
-// "none": no run), OPEN, LIVE, KERNEL (kernelspec name, default cifarlab-cpu), PYTHON (the
+// "none": no run), OPEN, LIVE, LOOP, KERNEL (kernelspec name, default cifarlab-cpu), PYTHON (the
 // venv's python, default <repo>/.venv/bin/python), CHROMIUM (default /usr/bin/chromium),
 // OUT_DIR (default <repo>/out/browser), RUN_TIMEOUT_S (default 900: all cells, including
 // GoNB's first compilation of GoMLX).
@@ -51,6 +54,7 @@ import {
   writeLabSettings,
 } from "./jupyterlab.mjs";
 import { checkLive } from "./live.mjs";
+import { checkLoop } from "./loop.mjs";
 import { checkOpened } from "./untrusted.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -171,7 +175,8 @@ async function runAll(context, { port, token, nbCopy, src }) {
 async function main() {
   const toOpen = openList();
   const live = process.env.LIVE === "1";
-  if (!runNotebook && !toOpen.length && !live) fail("nothing to do: set NOTEBOOK, OPEN or LIVE=1");
+  const loop = process.env.LOOP === "1";
+  if (!runNotebook && !toOpen.length && !live && !loop) fail("nothing to do: set NOTEBOOK, OPEN, LIVE=1 or LOOP=1");
   if (!fs.existsSync(python)) fail(`no Python at ${python}: run kernel/setup.sh (it creates .venv with JupyterLab)`);
   if (!fs.existsSync(chromiumPath)) fail(`no Chromium at ${chromiumPath}: apt-get install chromium`);
   const ks = spawnSync(python, ["-m", "jupyter", "kernelspec", "list", "--json"], { encoding: "utf8" });
@@ -221,12 +226,13 @@ async function main() {
       problems.push(...(await checkOpened(context, { port, token, name: path.basename(copy), src, copy, outDir })));
     }
     if (live) problems.push(...(await checkLive(context, { port, token, root: work.root, kernel, outDir, timeoutMs: runTimeoutMs })));
+    if (loop) problems.push(...(await checkLoop(context, { port, token, root: work.root, kernel, outDir, timeoutMs: runTimeoutMs })));
     if (runNotebook) {
       const { src, copy } = copyOf(notebookName);
       problems.push(...(await runAll(context, { port, token, nbCopy: copy, src })));
     }
     if (problems.length) fail(problems.join("\n"));
-    log(`PASS: ${[runNotebook && `ran ${notebookName}`, toOpen.length && `opened ${toOpen.join(", ")}`, live && "live chart"].filter(Boolean).join("; ")}`);
+    log(`PASS: ${[runNotebook && `ran ${notebookName}`, toOpen.length && `opened ${toOpen.join(", ")}`, live && "live chart", loop && "researcher's loop"].filter(Boolean).join("; ")}`);
   } finally {
     if (context) await context.close().catch(() => {});
     stopJupyter(jupyter);
