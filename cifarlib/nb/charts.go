@@ -3,7 +3,7 @@ package nb
 import (
 	"fmt"
 	"image/color"
-	"strconv"
+	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
@@ -154,8 +154,10 @@ type countTicks struct{}
 func (countTicks) Ticks(min, max float64) []plot.Tick {
 	ticks := plot.DefaultTicks{}.Ticks(min, max)
 	for i, t := range ticks {
-		if t.Label != "" {
-			ticks[i].Label = strconv.FormatFloat(t.Value, 'f', -1, 64)
+		if t.Label != "" && !strings.ContainsAny(t.Label, "eE") && strings.Contains(t.Label, ".") {
+			// gonum's label has the ticks' precision ("2.40"); the value itself may carry float
+			// noise (2.4000000000000004): trim the label's trailing zeros instead.
+			ticks[i].Label = strings.TrimSuffix(strings.TrimRight(t.Label, "0"), ".")
 		}
 	}
 	return ticks

@@ -14,13 +14,25 @@ import (
 )
 
 func TestCountTicks(t *testing.T) {
-	var labels []string
-	for _, tick := range (countTicks{}).Ticks(0, 50.6) {
-		if tick.Label != "" {
-			labels = append(labels, tick.Label)
+	labels := func(min, max float64) []string {
+		var out []string
+		for _, tick := range (countTicks{}).Ticks(min, max) {
+			if tick.Label != "" {
+				out = append(out, tick.Label)
+			}
+		}
+		return out
+	}
+	require.Equal(t, []string{"0", "25", "50"}, labels(0, 50.6))
+	// A fitted loss axis: gonum's tick values carry float noise (2.4000000000000004), its
+	// labels the ticks' precision ("2.40"); a label is the shortest of the latter.
+	for _, r := range [][2]float64{{1.5, 2.45}, {1.45, 2.41}, {0.1, 0.7}, {0.21, 0.29}, {22.1, 23.4}} {
+		for _, l := range labels(r[0], r[1]) {
+			require.LessOrEqual(t, len(l), 5, "range %v: label %q", r, l)
+			require.False(t, strings.HasSuffix(l, "0") && strings.Contains(l, "."), "range %v: label %q", r, l)
 		}
 	}
-	require.Equal(t, []string{"0", "25", "50"}, labels)
+	require.Contains(t, labels(1.5, 2.45), "2.4")
 }
 
 // TestHistoryChartsShareTheLegendColumn: the loss and accuracy charts of a run are drawn with

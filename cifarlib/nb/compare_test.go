@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training"
 
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/plot"
@@ -28,7 +29,17 @@ func compareRun(name string, params map[string]string, n int, final, acc float64
 		}
 		h.Add(p)
 	}
-	return runs.Info{Name: name, Dir: "/runs/" + name, Status: runs.RunDone, Settings: settings, History: h}
+	return runs.Info{Name: name, Dir: "/runs/" + name, Status: runs.RunDone, Settings: settings, History: h, Values: tableWords()}
+}
+
+// tableWords is the settings' table as run.json records it (its order and words; the values
+// are Info.Settings').
+func tableWords() []runs.Setting {
+	var table []runs.Setting
+	for _, f := range training.Fields() {
+		table = append(table, runs.Setting{Name: f.Name, Words: f.Label})
+	}
+	return table
 }
 
 // TestCompareNamesRuns: a comparison's title says what its runs differ in, its legend names
@@ -57,9 +68,9 @@ func TestCompareNamesRuns(t *testing.T) {
 		{"validations differ: each run says its own", []runs.Info{
 			compareRun("small", map[string]string{"eval-examples": "500"}, 10, 1.2, 0.6, 500),
 			compareRun("whole", map[string]string{"eval-examples": "10000"}, 10, 1.2, 0.6, 10000)},
-			"training loss (smoothed), by eval examples", "validation accuracy, by eval examples",
-			[]string{"eval examples 500", "eval examples 10000"}, []string{"validation:"},
-			[]string{"eval examples 500 (500 test images, no TTA)", "eval examples 10000 (10,000 test images, no TTA)"}},
+			"training loss (smoothed), by run", "validation accuracy, by run",
+			[]string{"small", "whole"}, []string{"validation:"},
+			[]string{"small (500 test images, no TTA)", "whole (10,000 test images, no TTA)"}},
 		{"no evaluations: the training accuracy, no validation note", []runs.Info{
 			compareRun("a", ls("0.2"), 10, 1.2, 0.6, 0), compareRun("b", ls("0.1"), 10, 1.1, 0.6, 0)},
 			"training loss (smoothed), by label smoothing", "training accuracy (smoothed), by label smoothing",

@@ -23,10 +23,12 @@ import (
 // (settingsOf) that are no setting of the table: what its data held.
 var recordWords = map[string]string{"data": "data", "train-images": "training images"}
 
-// hostSettings are the params that change where a run is written or what it prints, not its
-// numbers, and the params a recorded field already says: a comparison leaves them out.
+// hostSettings are the settings that change where a run is written, what it prints or how
+// its curves were sampled (when and on how many images it validated: a comparison's legend says
+// each run's validation), not what it trained, and the params a recorded field already says: a
+// comparison leaves them out.
 var hostSettings = []string{"checkpoint", "checkpoint-every", "checkpoint-keep", "json", "progress", "log-every",
-	"history-every", "labels"} // labels: the dataset's id says them (e.g. cifar100-coarse)
+	"history-every", "eval-every", "eval-examples", "eval-batch", "labels"} // labels: the dataset's id says them (e.g. cifar100-coarse)
 
 // settingsOf returns the settings rec records, by setting name: the fields of what was trained
 // (resolved: run.json's own fields win over a value of the same name), then every setting of
@@ -87,11 +89,14 @@ func Differing(list ...Info) []string {
 	names := map[string]bool{}
 	for _, r := range recorded {
 		for name := range r.Settings {
-			names[name] = true
+			names[name] = !slices.Contains(hostSettings, name) // an Info made by hand may hold them
 		}
 	}
 	var differ []string
 	for _, name := range settingOrder(recorded, slices.Collect(maps.Keys(names))) {
+		if !names[name] {
+			continue
+		}
 		for _, r := range recorded[1:] {
 			if v, ok := r.Settings[name]; v != recorded[0].Settings[name] || ok != hasSetting(recorded[0], name) {
 				differ = append(differ, name)
@@ -115,7 +120,7 @@ func hasSetting(r Info, name string) bool { _, ok := r.Settings[name]; return ok
 func settingOrder(list []Info, names []string) []string {
 	var order []string
 	for _, r := range list {
-		for _, v := range r.table {
+		for _, v := range r.Values {
 			if !slices.Contains(order, v.Name) {
 				order = append(order, v.Name)
 			}
@@ -148,7 +153,7 @@ func settingOrder(list []Info, names []string) []string {
 // words (a run.json written before Values) is its name with spaces.
 func SettingWords(list []Info, name string) string {
 	for _, r := range list {
-		for _, v := range r.table {
+		for _, v := range r.Values {
 			if v.Name == name && v.Words != "" {
 				return v.Words
 			}

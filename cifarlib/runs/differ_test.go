@@ -40,7 +40,7 @@ func recordedBefore(name string, params map[string]string, change ...func(*Recor
 	for _, c := range change {
 		c(rec)
 	}
-	return Info{Name: name, Dir: "/runs/" + name, Status: rec.Status, Settings: settingsOf(rec), table: rec.Values}
+	return Info{Name: name, Dir: "/runs/" + name, Status: rec.Status, Settings: settingsOf(rec), Values: rec.Values}
 }
 
 // differCase is a case of TestDiffering: runs, and what a comparison of them names.

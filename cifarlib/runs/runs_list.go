@@ -76,8 +76,9 @@ type Info struct {
 	// it was started with), e.g. "lr", "label-smoothing", "seed"; nil without a run.json.
 	// Differing, Value and Describe read them.
 	Settings map[string]string `json:"settings,omitempty"`
-	// table is the run's Record.Values: the settings' order and their names in words.
-	table []Setting
+	// Values are the run's Record.Values: its settings' order and their names in words (a
+	// comparison names them so); nil for a run.json written before them.
+	Values []Setting `json:"-"`
 	// History is the run's curves (nil when it has none).
 	History *History `json:"-"`
 }
@@ -152,7 +153,7 @@ func (info Info) withRecord(rec *Record) Info {
 	var chance ChanceBand
 	info.Dataset, info.Model, info.Head, info.Guarded, info.Devices = rec.Dataset, rec.Model, rec.Head, rec.Guarded, rec.Devices
 	info.WallTime, info.From, info.Status, info.Data, info.Precision = rec.WallTime, rec.From, rec.Status, rec.Data, rec.Precision
-	info.Settings, info.table = settingsOf(rec), rec.Values
+	info.Settings, info.Values = settingsOf(rec), rec.Values
 	if rec.Result != nil {
 		var r recordedResult
 		if err := json.Unmarshal(rec.Result, &r); err != nil {
