@@ -78,7 +78,7 @@ type Info struct {
 	Settings map[string]string `json:"settings,omitempty"`
 	// Values are the run's Record.Values: its settings' order and their names in words (a
 	// comparison names them so); nil for a run.json written before them.
-	Values []Setting `json:"-"`
+	Values []Setting `json:"values,omitempty"`
 	// History is the run's curves (nil when it has none).
 	History *History `json:"-"`
 }

@@ -65,8 +65,9 @@ func TestRunsCommand(t *testing.T) {
 }
 
 // `cifarlab runs` shows a column for each setting in which the listed runs differ (here the
-// seed and the learning rate given to `cifarlab train`), with "default" for a run not given
-// one; the settings every run shares get none.
+// seed and the learning rate given to `cifarlab train`), a run not given one showing the value
+// it ran with (run.json's values; "default" in a run.json written before them); the settings
+// every run shares get none.
 func TestRunsCommandDifferingColumns(t *testing.T) {
 	t.Setenv(runs.DirEnv, "")
 	root := trainTestData(t, data.CIFAR10())
@@ -91,7 +92,7 @@ func TestRunsCommandDifferingColumns(t *testing.T) {
 	require.Regexp(t, `^run +status +dataset +data +model +head +guard +devices +seed +learning rate +steps +loss +`, lines[1])
 	require.Regexp(t, `^a +done +cifar10 +synthetic +linear +10 +guarded +1 +1 +0\.01 +2 +\d`, lines[2])
 	require.Regexp(t, `^b +done +cifar10 +synthetic +linear +10 +guarded +1 +2 +0\.02 +2 +\d`, lines[3])
-	require.Regexp(t, `^c +done +cifar10 +synthetic +linear +10 +guarded +1 +1 +default +2 +\d`, lines[4])
+	require.Regexp(t, `^c +done +cifar10 +synthetic +linear +10 +guarded +1 +1 +0\.001 +2 +\d`, lines[4]) // the value it ran with (run.json's values), not "default"
 
 	// Two of them: only the learning rate differs.
 	require.NoError(t, os.RemoveAll(filepath.Join(runsDir, "b")))
@@ -99,5 +100,5 @@ func TestRunsCommandDifferingColumns(t *testing.T) {
 	require.Equal(t, 0, run([]string{"runs", "--runs", runsDir}, &stdout, &stderr), stderr.String())
 	lines = strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
 	require.Regexp(t, `^run +status +dataset +data +model +head +guard +devices +learning rate +steps +loss +`, lines[1])
-	require.Regexp(t, `^c +done +cifar10 +synthetic +linear +10 +guarded +1 +default +2 +\d`, lines[3])
+	require.Regexp(t, `^c +done +cifar10 +synthetic +linear +10 +guarded +1 +0\.001 +2 +\d`, lines[3])
 }
