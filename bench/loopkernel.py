@@ -31,6 +31,7 @@ Usage (kernels installed into a Jupyter data folder per checkout):
   (cd BEFORE && .bin/cifarlab kernel install --jupyter-data-dir /tmp/jb)
   (cd AFTER && .bin/cifarlab kernel install --jupyter-data-dir /tmp/ja)
   .venv/bin/python bench/loopkernel.py /tmp/jb /tmp/ja --data DIR [--models airbench94,cnn] > loop.json
+  python3 bench/loopkernel.py --report loop.json     # the Markdown table of bench/RESULTS-loop.md
 """
 
 import argparse
@@ -72,10 +73,11 @@ REPORT = """for _, e := range res.Timeline.Events {
 # The first cell's settings and each change, per model and dialect.
 FIT = {
     "config": {
-        "airbench94": ("training.Config{Recipe: training.RecipeAirbench94, Epochs: 2, Seed: 1, EvalEvery: training.EvalOff, SkipFinalEval: true%s}",
-                       {"smoothing": ", LabelSmoothing: 0.1", "lr": ", LearningRate: 5", "seed": ", Seed: 2"}),
-        "cnn": ("training.Config{Model: \"cnn\", Epochs: 2, BatchSize: 64, Seed: 1, LabelSmoothing: 0.1, EvalEvery: training.EvalOff, SkipFinalEval: true%s}",
-                {"smoothing": ", LabelSmoothing: 0.2", "lr": ", LearningRate: 0.002", "seed": ", Seed: 2"}),
+        "airbench94": ("training.Config{Recipe: training.RecipeAirbench94, Epochs: 2, EvalEvery: training.EvalOff, SkipFinalEval: true%s}",
+                       {"": ", Seed: 1", "smoothing": ", Seed: 1, LabelSmoothing: 0.1", "lr": ", Seed: 1, LearningRate: 5", "seed": ", Seed: 2"}),
+        "cnn": ("training.Config{Model: \"cnn\", Epochs: 2, BatchSize: 64, EvalEvery: training.EvalOff, SkipFinalEval: true%s}",
+                {"": ", Seed: 1, LabelSmoothing: 0.1", "smoothing": ", Seed: 1, LabelSmoothing: 0.2", "lr": ", Seed: 1, LabelSmoothing: 0.1, LearningRate: 0.002",
+                 "seed": ", Seed: 2, LabelSmoothing: 0.1"}),
     },
     "settings": {
         "airbench94": ("func() training.Settings {\n\ts := training.Airbench94()\n\ts.Run.Epochs, s.Run.Seed, s.Eval.Every, s.Eval.SkipFinal = 2, 1, training.EvalOff, true\n%s\treturn s\n}()",
@@ -100,7 +102,7 @@ def cell(dialect, model, step):
     if step.startswith("eval"):
         return EVAL.replace("%r", '"%s"' % name).replace("%%%%", "%%")
     base, changes = FIT[dialect][model]
-    settings = base % changes.get(step, "")
+    settings = base % changes.get(step, changes.get("", ""))
     return "%%%%\ndefer nb.CellTime()\nres := nb.Must(lab.Fit(%s, %s))\n%s" % ('"' + name + '"', settings, REPORT)
 
 
@@ -133,12 +135,28 @@ def measure(kc, code):
     return row
 
 
+def report(path):
+    """Prints the Markdown table of the rows in path (what main wrote)."""
+    with open(path) as f:
+        rows = json.load(f)["rows"]
+    print("| model | cell | side | first output | first step | end | program start to step 1 | compiles | load |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        fs, st = r.get("first_step_s"), r.get("first_step_start_s")
+        print(f"| {r['model']} | {r['step']} | {r['side']} | {r['first_output_s'] or 0:.2f} s | {'-' if fs is None else '%.2f s' % fs} | "
+              f"{r['wall_s']:.2f} s | {'-' if st is None else '%.2f s' % st} | {r.get('compiles', '-')} | {r['load']:.1f} |")
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--report":
+        report(sys.argv[2])
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("before")
     ap.add_argument("after")
     ap.add_argument("--data", required=True, help="the data folder (holding cifar-10-batches-bin/)")
     ap.add_argument("--models", default="airbench94,cnn")
+    ap.add_argument("--steps", default=",".join(STEPS), help="the cells to run, in their order (first: the first cell, needed before any other)")
     ap.add_argument("--before-dialect", default="config", choices=["config", "settings"])
     ap.add_argument("--after-dialect", default="settings", choices=["config", "settings"])
     a = ap.parse_args()
@@ -152,7 +170,7 @@ def main():
             print(f"{side} setup: {wall:.2f}s\n  " + text.strip().replace("\n", "\n  "), file=sys.stderr)
         for i, model in enumerate(a.models.split(",")):
             order = ("before", "after") if i % 2 == 0 else ("after", "before")
-            for step in STEPS:
+            for step in a.steps.split(","):
                 for side in order:
                     row = measure(kernels[side][1], cell(sides[side][1], model, step))
                     row.update(model=model, step=step, side=side)

@@ -222,18 +222,31 @@ func SetWhiteningFilters(store *model.Store, filters *tensors.Tensor) error {
 
 // InitWhitening sets the whitening filters of m, an airbench94 model whose variables store
 // holds, from the first AirbenchWhiteningImages images of recs (all of them when it holds
-// fewer), normalised as m's graph sees them. A trainer calls it once, before the first step of
-// a fresh run (not when it resumes one, nor when a transfer carries the weights).
+// fewer), normalised as m's graph sees them (WhiteningFiltersOf). A trainer calls it once,
+// before the first step of a fresh run (not when it resumes one, nor when a transfer carries
+// the weights).
 func (m *Model) InitWhitening(store *model.Store, recs *data.Records) error {
+	filters, err := m.WhiteningFiltersOf(recs)
+	if err != nil {
+		return err
+	}
+	return SetWhiteningFilters(store, filters)
+}
+
+// WhiteningFiltersOf computes the whitening filters of m, an airbench94 model, from the first
+// AirbenchWhiteningImages images of recs, normalised as m's graph sees them: what InitWhitening
+// sets. The same records give the same filters (a process that trains again on them may keep
+// them).
+func (m *Model) WhiteningFiltersOf(recs *data.Records) (*tensors.Tensor, error) {
 	if m.Arch != ArchAirbench94 {
-		return &WhiteningError{Reason: fmt.Sprintf("%s has no whitening layer: only %s does", m, ArchAirbench94)}
+		return nil, &WhiteningError{Reason: fmt.Sprintf("%s has no whitening layer: only %s does", m, ArchAirbench94)}
 	}
 	if recs == nil || recs.Len() == 0 {
-		return &WhiteningError{Reason: "no training records: pass the run's training records"}
+		return nil, &WhiteningError{Reason: "no training records: pass the run's training records"}
 	}
 	b, err := recs.Batch(0, min(recs.Len(), AirbenchWhiteningImages))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	images := b.Images
 	if scale, shift, ok := m.renormalization(recs.Spec); ok {
@@ -244,9 +257,5 @@ func (m *Model) InitWhitening(store *model.Store, recs *data.Records) error {
 		}
 		images = tensors.FromFlatDataAndDimensions(pixels, images.Shape().Dimensions...)
 	}
-	filters, err := WhiteningFilters(images)
-	if err != nil {
-		return err
-	}
-	return SetWhiteningFilters(store, filters)
+	return WhiteningFilters(images)
 }

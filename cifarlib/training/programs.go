@@ -8,6 +8,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/gomlx/compute"
@@ -209,6 +210,10 @@ type programSet struct {
 	seed     int64
 	initExec *model.Exec
 	initVars []*model.Variable
+	// whitenRecs are the training records airbench94's whitening filters whitenFilters (a copy
+	// of their host values) were computed from (initWhitening); nil: none yet.
+	whitenRecs    *data.Records
+	whitenFilters *tensors.Tensor
 	// last is the trained model of the last run that used the set (Result.Trained), whose
 	// Store is the set's until the next run takes the set (see detach).
 	last *Trained

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
@@ -226,4 +227,41 @@ func TestProgramsRefuseBadHyperParameters(t *testing.T) {
 		}
 	}
 	require.Zero(t, p.Len())
+}
+
+// A kept set keeps airbench94's whitening filters of the training records it last saw: a
+// re-run on the same records sets them without computing them again and trains bit for bit as
+// a fresh run does; a run on other records computes theirs.
+func TestProgramsKeepWhitening(t *testing.T) {
+	if backends.IsGoBackend(labtest.Backend(t)) {
+		t.Skip("airbench94 on the pure-Go backend takes minutes: kernel/run-tests.sh's XLA CPU pass runs it")
+	}
+	base := fedTestConfig(t, Airbench94(), map[string]string{"steps": "2", "eval-every": "-1"}) // airbench94 itself, 2 steps of 8
+	p := &Programs{}
+	kept := base
+	kept.Programs = p
+	trainFed(t, kept)
+	require.Equal(t, 1, p.Len())
+	var set *programSet
+	for _, s := range p.sets {
+		set = s
+	}
+	require.Same(t, base.Train, set.whitenRecs)
+	filters := set.whitenFilters
+	require.NotNil(t, filters)
+
+	again := base
+	again.Settings = with(t, base.Settings, map[string]string{"seed": "9"})
+	fresh, _ := trainFed(t, again)
+	again.Programs = p
+	got, res := trainFed(t, again)
+	require.Zero(t, res.Timeline.Compiles(""), res.Timeline.String())
+	require.Same(t, filters, set.whitenFilters, "the kept filters, not computed again")
+	requireSameRun(t, fresh, got, "a re-run with the kept whitening filters: the same training as a fresh run, bit for bit")
+
+	other := again
+	other.Train, _ = labtest.TrainTestRecords(t, data.CIFAR10(), 96, 40, 6)
+	trainFed(t, other)
+	require.Same(t, other.Train, set.whitenRecs, "other records: their own filters")
+	require.NotSame(t, filters, set.whitenFilters)
 }

@@ -108,7 +108,7 @@ func (t *Trainer) open(p *plan) (err error) {
 		return err
 	}
 	_, resumed := t.ckpt.resumedAt()
-	if err := initWhitening(p, t.model, t.store, t.records.train, resumed || t.ckpt.isImport()); err != nil {
+	if err := initWhitening(p, t.model, t.store, t.records.train, resumed || t.ckpt.isImport(), t.progs); err != nil {
 		return err
 	}
 	if t.transfer, err = newTrainTransfer(p, t.store, resumed, t.log); err != nil {
