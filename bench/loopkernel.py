@@ -41,9 +41,6 @@ import re
 import sys
 import tempfile
 
-from jupyter_client.manager import start_new_kernel
-
-from labprocess import run_timed as run  # the same timing as bench/labprocess.py
 
 SETUP = """import (
 	"context"
@@ -111,9 +108,16 @@ def load():
         return float(f.read().split()[0])
 
 
+def run(kc, code):
+    """bench/labprocess.py's timing of code in kc (imported here: --report needs no Jupyter)."""
+    from labprocess import run_timed
+    return run_timed(kc, code)
+
+
 def start(jupyter_dir, workdir, data_dir):
     """A CPU kernel of the checkout whose kernelspec is in jupyter_dir, with its own runs folder
     (CIFARLAB_DATA is data_dir: the lab's runs go under workdir)."""
+    from jupyter_client.manager import start_new_kernel
     os.makedirs(workdir, exist_ok=True)
     env = {**os.environ, "JUPYTER_DATA_DIR": jupyter_dir, "CIFARLAB_DATA": data_dir, "CIFARLAB_RUNS": os.path.join(workdir, "runs")}
     os.environ["JUPYTER_DATA_DIR"] = jupyter_dir  # where jupyter_client looks for the kernelspec
@@ -143,6 +147,9 @@ def report(path):
     print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         fs, st = r.get("first_step_s"), r.get("first_step_start_s")
+        if "ERROR" in r["text"]:
+            print(f"| {r['model']} | {r['step']} | {r['side']} | the cell did not build (ERROR) | | | | | {r['load']:.1f} |")
+            continue
         print(f"| {r['model']} | {r['step']} | {r['side']} | {r['first_output_s'] or 0:.2f} s | {'-' if fs is None else '%.2f s' % fs} | "
               f"{r['wall_s']:.2f} s | {'-' if st is None else '%.2f s' % st} | {r.get('compiles', '-')} | {r['load']:.1f} |")
 

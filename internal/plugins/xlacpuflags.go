@@ -13,7 +13,7 @@ import (
 // reduction by default. Its convolutions' kernel gradients (a convolution whose window is the
 // whole feature map, the batch contracted as the feature axis) run 5-10x slower per FLOP there
 // than the forward pass, and were 69% of airbench94's training step; Eigen's convolutions, XLA's
-// other path, take about the forward pass's time for each of the three (bench/RESULTS-recipe.md,
+// other path, take about the forward pass's time for each of the three (research/airbench94-parity/RESULTS.md,
 // "Where a step's time goes").
 const FlagYnnFusionType = "--xla_cpu_experimental_ynn_fusion_type"
 
