@@ -123,7 +123,7 @@ func TestResolveRecipeErrors(t *testing.T) {
 	}{
 		{"both", func() Settings { s := steps10(Defaults()); s.Run.Epochs = 1; return s }(), "Run.Steps/Run.Epochs", "Steps or Epochs, not both"},
 		{"neither", Defaults(), "Run.Steps", "(Steps > 0) or of epochs (Epochs > 0)"},
-		{"negative epochs", func() Settings { s := Defaults(); s.Run.Epochs = -1; return s }(), "Run.Steps/Run.Epochs", "must be positive"},
+		{"negative epochs", func() Settings { s := Defaults(); s.Run.Epochs = -1; return s }(), "Run.Epochs", "must be positive"},
 		{"unknown recipe", func() Settings { s := steps10(Defaults()); s.Recipe = "airbench96"; return s }(), "Recipe", `one of airbench94`},
 		{"momentum of 1", nesterovWith(func(n *Nesterov) { n.Momentum = 1 }), "Optimizer.Momentum", "in [0, 1)"},
 		{"whitening without the network", nesterovWith(func(n *Nesterov) { n.WhitenBiasEpochs = 3 }), "Optimizer.WhitenBiasEpochs", "no whitening layer"},

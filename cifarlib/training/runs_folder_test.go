@@ -183,9 +183,13 @@ func checkRunInfos(t *testing.T, list runs.Table, lr listedRuns) {
 	a, _ := list.Find("a-done")
 	require.Equal(t, runs.Info{Name: "a-done", Dir: a.Dir, Status: runs.RunDone, Dataset: "cifar100", Model: cifarlib.ArchLinear, Head: 100, Guarded: true,
 		Devices: 1, Backend: done.Backend, Precision: done.Precision, Steps: 6, Loss: done.Loss, TestAccuracy: done.Eval.Accuracy, TestTopK: done.Eval.TopKAccuracy, HasTest: true,
-		WallTime: a.WallTime, TensorBoard: true, History: done.History, Data: a.Data, Settings: map[string]string{"dataset": "cifar100",
-			"data": data.KindSynthetic, "train-images": strconv.Itoa(done.Data.TrainImages), "model": "linear", "head": "100", "guard": "true",
-			"batch": "16", "steps": "6", "devices": "1", "precision": "f32"}}, a)
+		WallTime: a.WallTime, TensorBoard: true, History: done.History, Data: a.Data, Settings: a.Settings, Values: a.Values}, a)
+	// Its settings: the record's fields, and every setting of the table (run.json's values).
+	for name, value := range map[string]string{"dataset": "cifar100", "data": data.KindSynthetic, "train-images": strconv.Itoa(done.Data.TrainImages),
+		"model": "linear", "head": "100", "guard": "true", "batch": "16", "steps": "6", "devices": "1", "precision": "f32", "lr": "0.001", "seed": "1"} {
+		require.Equal(t, value, a.Settings[name], name)
+	}
+	require.Len(t, a.Values, len(Fields())-2, "every setting but the folders")
 	require.Equal(t, &done.Data, a.Data)
 	require.Equal(t, data.Provenance{Dataset: "cifar100", Kind: data.KindSynthetic, TrainImages: done.Data.TrainImages,
 		TestImages: done.Data.TestImages}, done.Data, "labtest's records are SynthesizeRecords'")
@@ -205,13 +209,14 @@ func checkRunsTable(t *testing.T, list runs.Table) {
 	require.NoError(t, list.WriteTable(&text))
 	lines := strings.Split(strings.TrimSuffix(text.String(), "\n"), "\n")
 	require.Len(t, lines, 1+len(list))
-	// The runs differ in their training images and batch (the failed start recorded neither its
-	// data nor its resolved batch): a column each, before the steps.
-	require.Regexp(t, `^run +status +dataset +data +model +head +guard +devices +training images +batch size +steps +loss +test acc +test top-5 +wall time +from +note$`, lines[0])
-	require.Regexp(t, `^a-done +done +cifar100 +synthetic +linear +100 +guarded +1 +256 +16 +6 +\d+\.\d{4} +\d+\.\d\d% +\d+\.\d\d% +[0-9.]+m?s +$`, lines[1])
-	require.Regexp(t, `^b-guarded +failed +cifar100 +linear +10 +guarded +1 +not recorded +32 +model head has 10 outputs`, lines[2])
-	require.Regexp(t, `^c-unguarded +done +cifar100 +synthetic +linear +10 +UNGUARDED +1 +256 +16 +6 `, lines[3])
-	require.Regexp(t, `^k-transferred +done +cifar10 +synthetic +linear +10 +guarded +1 +256 +16 +6 +\d+\.\d{4} +\d+\.\d\d% +[0-9.]+m?s +a-done +$`, lines[11])
+	// The runs differ in their training images (the failed start recorded no data), batch and
+	// seed (its settings are the defaults: 32, 0) and final evaluation (c-unguarded skipped it):
+	// a column each, before the steps.
+	require.Regexp(t, `^run +status +dataset +data +model +head +guard +devices +training images +batch size +seed +no final evaluation +steps +loss +test acc +test top-5 +wall time +from +note$`, lines[0])
+	require.Regexp(t, `^a-done +done +cifar100 +synthetic +linear +100 +guarded +1 +256 +16 +1 +false +6 +\d+\.\d{4} +\d+\.\d\d% +\d+\.\d\d% +[0-9.]+m?s +$`, lines[1])
+	require.Regexp(t, `^b-guarded +failed +cifar100 +linear +10 +guarded +1 +not recorded +32 +0 +false +model head has 10 outputs`, lines[2])
+	require.Regexp(t, `^c-unguarded +done +cifar100 +synthetic +linear +10 +UNGUARDED +1 +256 +16 +1 +true +6 `, lines[3])
+	require.Regexp(t, `^k-transferred +done +cifar10 +synthetic +linear +10 +guarded +1 +256 +16 +1 +false +6 +\d+\.\d{4} +\d+\.\d\d% +[0-9.]+m?s +a-done +$`, lines[11])
 	left, right := `<td style="padding:2px 8px;text-align:left;white-space:nowrap">`, `<td style="padding:2px 8px;text-align:right;white-space:nowrap">`
 	require.Contains(t, list.HTML(), `<tr class="failed">`+left+`b-guarded</td>`+left+`failed</td>`+left+`cifar100</td>`+left+`</td>`+left+`linear</td>`+
 		right+`10</td>`+left+`guarded</td>`)
