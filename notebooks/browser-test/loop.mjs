@@ -22,13 +22,19 @@ s.Run.Steps, s.Data.BatchSize, s.Run.Seed, s.Run.LabelSmoothing = 12, 16, 1, ${l
 s.Eval.Every, s.Eval.Examples, s.Eval.SkipFinal = 4, 32, true
 nb.Must(lab.Fit(${JSON.stringify(name)}, s))`;
 
-const cells = [
+// cells are the notebook's cells; the lab keeps its runs in runsDir (of its own: the notebooks'
+// runs folder, which notebook 05 lists, stays as the notebooks left it).
+const cells = (runsDir) => [
   `import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/nb"
 )
 
-var lab = nb.Open(data.CIFAR10())
+var lab = func() *nb.Lab {
+	l := nb.Open(data.CIFAR10())
+	l.RunsDir = ${JSON.stringify(runsDir)}
+	return l
+}()
 
 %%
 fmt.Println(lab.Arch)`,
@@ -40,9 +46,9 @@ nb.Check(lab.Compare("ls-0.2", "ls-0.1"))`,
 nb.Show(nb.Must(lab.Runs()))`,
 ];
 
-function writeNotebook(file, kernel) {
+function writeNotebook(file, kernel, runsDir) {
   const nb = {
-    cells: cells.map((source, i) => ({ cell_type: "code", execution_count: null, id: `loop-${i}`, metadata: {}, outputs: [], source })),
+    cells: cells(runsDir).map((source, i) => ({ cell_type: "code", execution_count: null, id: `loop-${i}`, metadata: {}, outputs: [], source })),
     metadata: { kernelspec: { display_name: "Go (cifarlab, CPU)", language: "go", name: kernel } },
     nbformat: 4,
     nbformat_minor: 5,
@@ -63,7 +69,7 @@ async function cellText(page, i) {
 // checkLoop runs the cells in JupyterLab and checks what they show; it returns the problems found.
 export async function checkLoop(context, { port, token, root, kernel, outDir, timeoutMs }) {
   const file = path.join(root, loopNotebook);
-  writeNotebook(file, kernel);
+  writeNotebook(file, kernel, path.join(root, "loop-runs"));
   const problems = [];
   const page = await context.newPage();
   try {
@@ -75,7 +81,7 @@ export async function checkLoop(context, { port, token, root, kernel, outDir, ti
     // The first training cell speaks before its first step: what it compiles, then the step.
     const first = page.locator(".jp-NotebookPanel .jp-CodeCell .jp-OutputArea").nth(1);
     await first.getByText(/compiling the train step|step 1\/12/).first().waitFor({ timeout: timeoutMs });
-    await waitForRun(page, cells.length, timeoutMs);
+    await waitForRun(page, cells("").length, timeoutMs);
     await sleep(500);
 
     const fit1 = await cellText(page, 1);
