@@ -194,3 +194,20 @@ export async function save(page, file) {
   }
   fail(`Ctrl+S did not save ${path.basename(file)} within 30 s`);
 }
+
+// writeCodeNotebook writes to file a notebook of code cells with the given sources (ids
+// PREFIX-0, PREFIX-1, ...) for the Go kernelspec kernel.
+export function writeCodeNotebook(file, kernel, prefix, sources) {
+  const nb = {
+    cells: sources.map((source, i) => ({ cell_type: "code", execution_count: null, id: `${prefix}-${i}`, metadata: {}, outputs: [], source })),
+    metadata: { kernelspec: { display_name: "Go (cifarlab, CPU)", language: "go", name: kernel } },
+    nbformat: 4,
+    nbformat_minor: 5,
+  };
+  fs.writeFileSync(file, JSON.stringify(nb, null, 1) + "\n");
+}
+
+// svgTexts returns the texts of an SVG document's <text> elements.
+export function svgTexts(svg) {
+  return [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
+}

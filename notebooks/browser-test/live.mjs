@@ -4,7 +4,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import { hideLeftArea, log, openNotebook, save, sleep, waitForRun } from "./jupyterlab.mjs";
+import { hideLeftArea, log, openNotebook, save, sleep, svgTexts, waitForRun, writeCodeNotebook } from "./jupyterlab.mjs";
 
 const liveNotebook = "live-chart.ipynb";
 
@@ -27,26 +27,11 @@ live.Finish(nil)
 fmt.Println("finished")
 `;
 
-function writeNotebook(file, kernel) {
-  const nb = {
-    cells: [{ cell_type: "code", execution_count: null, id: "live", metadata: {}, outputs: [], source: cell }],
-    metadata: { kernelspec: { display_name: "Go (cifarlab, CPU)", language: "go", name: kernel } },
-    nbformat: 4,
-    nbformat_minor: 5,
-  };
-  fs.writeFileSync(file, JSON.stringify(nb, null, 1) + "\n");
-}
-
-// svgTexts returns the texts of an SVG document's <text> elements.
-function svgTexts(svg) {
-  return [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
-}
-
 // checkLive runs the cell in JupyterLab, looks at the charts after the first point (screenshot
 // live-first-point.png) and checks the saved outputs; it returns the problems found.
 export async function checkLive(context, { port, token, root, kernel, outDir, timeoutMs }) {
   const file = path.join(root, liveNotebook);
-  writeNotebook(file, kernel);
+  writeCodeNotebook(file, kernel, "live", [cell]);
   const problems = [];
   const page = await context.newPage();
   try {

@@ -9,9 +9,8 @@
 //   - the runs table has a "label smoothing" column.
 // Screenshot: loop-compare.png.
 
-import fs from "node:fs";
 import path from "node:path";
-import { hideLeftArea, log, openNotebook, sleep, waitForRun } from "./jupyterlab.mjs";
+import { hideLeftArea, log, openNotebook, sleep, svgTexts, waitForRun, writeCodeNotebook } from "./jupyterlab.mjs";
 
 const loopNotebook = "researcher-loop.ipynb";
 
@@ -46,21 +45,6 @@ nb.Check(lab.Compare("ls-0.2", "ls-0.1"))`,
 nb.Show(nb.Must(lab.Runs()))`,
 ];
 
-function writeNotebook(file, kernel, runsDir) {
-  const nb = {
-    cells: cells(runsDir).map((source, i) => ({ cell_type: "code", execution_count: null, id: `loop-${i}`, metadata: {}, outputs: [], source })),
-    metadata: { kernelspec: { display_name: "Go (cifarlab, CPU)", language: "go", name: kernel } },
-    nbformat: 4,
-    nbformat_minor: 5,
-  };
-  fs.writeFileSync(file, JSON.stringify(nb, null, 1) + "\n");
-}
-
-// svgTexts returns the texts of an SVG document's <text> elements.
-function svgTexts(svg) {
-  return [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
-}
-
 // cellText returns the text of the output area of code cell i (0-based).
 async function cellText(page, i) {
   return page.locator(".jp-NotebookPanel .jp-CodeCell .jp-OutputArea").nth(i).innerText();
@@ -69,7 +53,7 @@ async function cellText(page, i) {
 // checkLoop runs the cells in JupyterLab and checks what they show; it returns the problems found.
 export async function checkLoop(context, { port, token, root, kernel, outDir, timeoutMs }) {
   const file = path.join(root, loopNotebook);
-  writeNotebook(file, kernel, path.join(root, "loop-runs"));
+  writeCodeNotebook(file, kernel, "loop", cells(path.join(root, "loop-runs")));
   const problems = [];
   const page = await context.newPage();
   try {
