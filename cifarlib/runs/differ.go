@@ -116,7 +116,7 @@ func hasSetting(r Info, name string) bool { _, ok := r.Settings[name]; return ok
 // settings the runs recorded (Record.Values: the recipe, the data, the model, the optimizer, the
 // schedule, the length of the run, transfer, evaluation, compute), the record's own data
 // settings after the dataset; then by name. Runs whose run.json was written before Values name
-// the settings of the record's own fields first, in its order (recordOrder).
+// the settings of the record's own fields first, in its order (recordSettings).
 func settingOrder(list []Info, names []string) []string {
 	var order []string
 	for _, r := range list {
@@ -130,7 +130,7 @@ func settingOrder(list []Info, names []string) []string {
 		}
 	}
 	if len(order) == 0 {
-		order = recordOrder
+		order = recordSettings
 	}
 	rank := func(name string) int {
 		if i := slices.Index(order, name); i >= 0 {
@@ -165,13 +165,11 @@ func SettingWords(list []Info, name string) string {
 	return strings.ReplaceAll(name, "-", " ")
 }
 
-// recordOrder are the settings of a run.json's own fields (settingsOf), in its order.
-var recordOrder = []string{"recipe", "dataset", "data", "train-images", "model", "head", "guard", "batch", "steps", "devices", "precision", "from"}
-
-// recordSettings are the settings settingsOf takes from run.json's own fields, which every
-// run.json of its time has: one missing was not recorded (an older run.json), where a missing
-// param is one the run was not given (its default).
-var recordSettings = []string{"dataset", "data", "train-images", "model", "head", "guard", "batch", "steps", "devices", "precision"}
+// recordSettings are the settings settingsOf takes from run.json's own fields, in its order.
+// Every run.json of its time has them: one missing was not recorded (an older run.json), where
+// a missing param is one the run was not given (its default); a missing recipe or transfer
+// source is none (Value).
+var recordSettings = []string{"recipe", "dataset", "data", "train-images", "model", "head", "guard", "batch", "steps", "devices", "precision", "from"}
 
 // Value returns run r's value of the setting called name as the runs table shows it: "default"
 // when the run was not given it (a param), "not recorded" when its run.json does not say (an
