@@ -46,8 +46,10 @@ folder (so GoNB's GONB_DIR is notebooks/). Then every cell is checked:
   path, no absolute Go source position (file.go:NN), and no GoNB temporary main.go:NN. After a
   run, and before the checks, outputs are cleaned of what the kernel itself adds (portable()):
   ANSI codes are stripped, the checkout's path is made relative (cifarlib/loss.go:139), GOROOT
-  and GOMODCACHE are written $GOROOT and $GOMODCACHE, and GoNB's temporary main.go path in a
-  panic's stack trace is dropped (the trace already names the cell and line). Anything left is
+  and GOMODCACHE are written $GOROOT and $GOMODCACHE, consecutive streams are merged as JupyterLab
+  shows them, and GoNB's temporary main.go path in a panic's stack trace is dropped (the trace, or
+  GoNB's HTML rendering of it where GoNB read the path in pieces and left it unmapped, names the
+  cell and line). Anything left is
   a problem of the cell: the library must print a name or a $CIFARLAB_DATA path instead.
 * Notebook metadata "cifarlab": {"max_seconds": N} (or --max-seconds) bounds the
   whole run; it is only enforced when --max-seconds is given or
@@ -217,6 +219,10 @@ def portable(nb: Any, checkout: str) -> None:
         return clean(value) if isinstance(value, str) else value
 
     for cell in nb.cells:
+        if cell.get("cell_type") == "code" and "outputs" in cell:
+            # One stream as JupyterLab shows it: GoNB maps main.go:NN to the cell's line in each
+            # piece it reads, so a path the Go runtime wrote in pieces arrives split and unmapped.
+            cell["outputs"] = labform.merge_streams(list(cell["outputs"]))
         for out in cell.get("outputs", []):
             for key in ("text", "evalue", "traceback"):
                 if key in out:

@@ -73,17 +73,23 @@ func TestNBCheckPortable(t *testing.T) {
 		"\t" + repo + "/cifarlib/loss.go:139 +0x898\nruntime.gopanic()\n\t" + strings.TrimSpace(string(goroot)) + "/src/runtime/panic.go:12\n" +
 		"main.main()\n\t \x1b[7m[[ Cell [4] Line 10 ]]\x1b[0m " + os.TempDir() + "/gonb_b0003f12/main.go:28 +0x443\n"
 	html := `<span class="gonb-err-location">/tmp/gonb_b0003f12/main.go:28</span> +0x443`
+	// GoNB maps main.go:NN in each piece it reads of the program's stderr; the Go runtime writes a
+	// frame's file and line separately, so a piece can end inside the path, which stays unmapped.
+	split := []map[string]any{stderr("main.main()\n\t" + os.TempDir() + "/gonb_b0003f12/main.go"), stderr(":28 +0x443\n")}
 	nb := writeNotebook(t, t.TempDir(), "run.ipynb", cell(1, []string{"raises-exception"}, nil,
-		stderr(trace), display("text/html", html), errorOutput("exit status 2")))
+		stderr(trace), display("text/html", html), errorOutput("exit status 2")),
+		cell(2, []string{"raises-exception"}, nil, append(split, errorOutput("exit status 2"))...))
 	script := "import sys, nbformat, nbcheck\nnb = nbformat.read(sys.argv[1], as_version=4)\nnbcheck.portable(nb, nbcheck.CHECKOUT)\n" +
-		"print(nbcheck.machine_problems(nb.cells[0], nbcheck.CHECKOUT))\nprint(nb.cells[0].outputs[0].text, end='')\nprint(nb.cells[0].outputs[1].data['text/html'])"
+		"print(nbcheck.machine_problems(nb.cells[0], nbcheck.CHECKOUT))\nprint(nb.cells[0].outputs[0].text, end='')\nprint(nb.cells[0].outputs[1].data['text/html'])\n" +
+		"print(nbcheck.machine_problems(nb.cells[1], nbcheck.CHECKOUT), len(nb.cells[1].outputs))\nprint(nb.cells[1].outputs[0].text, end='')"
 	cmd := exec.Command(python, "-c", script, nb)
 	cmd.Env = notebookEnv(repo)
 	outb, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", outb)
 	require.Equal(t, "[]\npanic: model head has 10 outputs\n\ngoroutine 1 [running]:\ngithub.com/cifarlab/cifarlab/cifarlib.(*LossBuilder).guardedLoss(0xaf)\n"+
 		"\tcifarlib/loss.go:139 +0x898\nruntime.gopanic()\n\t$GOROOT/src/runtime/panic.go:12\nmain.main()\n\t [[ Cell [4] Line 10 ]]  +0x443\n"+
-		`<span class="gonb-err-location"></span> +0x443`+"\n", string(outb))
+		`<span class="gonb-err-location"></span> +0x443`+"\n"+
+		"[] 2\nmain.main()\n\t +0x443\n", string(outb))
 }
 
 // TestCommittedOutputsPortable runs nbcheck.py --check-only --form on the committed notebooks:
