@@ -10,9 +10,10 @@ package nb
 const SyntheticEpochs = 2.0
 
 // Epochs is the length of a notebook's training run for the lab's data, in epochs: epochs on
-// real data (verified or not; 0 leaves it to the recipe, e.g. airbench94's 9.9), and
-// SyntheticEpochs on the synthetic stand-in, so that a notebook that trains a recipe for
-// minutes on real data runs briefly where there is none (CI), without a switch in its cells.
+// real data (verified or not), and SyntheticEpochs on the synthetic stand-in, so that a notebook
+// that trains a recipe for minutes on real data runs briefly where there is none (CI), without a
+// switch in its cells. A recipe keeps its own length on real data with
+// s.Run.Epochs = lab.Epochs(s.Run.Epochs) (airbench94's 9.9).
 func (l *Lab) Epochs(epochs float64) float64 {
 	if l.Synthetic {
 		return SyntheticEpochs
