@@ -1,8 +1,6 @@
 package notebooks_test
 
 import (
-	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -18,24 +16,10 @@ import (
 func TestCommittedDataSaysWhy(t *testing.T) {
 	display := map[string]string{"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
 	for _, name := range wantNotebooks {
-		body, err := os.ReadFile(name)
-		require.NoError(t, err)
-		var doc struct {
-			Cells []struct {
-				CellType string          `json:"cell_type"`
-				Source   json.RawMessage `json:"source"`
-			} `json:"cells"`
-			Metadata struct {
-				Cifarlab struct {
-					Data []string `json:"data"`
-				} `json:"cifarlab"`
-			} `json:"metadata"`
-		}
-		require.NoError(t, json.Unmarshal(body, &doc), name)
+		doc := readNotebook(t, name)
 		require.NotEmpty(t, doc.Cells, name)
 		require.Equal(t, "markdown", doc.Cells[0].CellType, name)
-		var lines []string
-		require.NoError(t, json.Unmarshal(doc.Cells[0].Source, &lines), name)
+		lines := doc.Cells[0].Source
 		require.GreaterOrEqual(t, len(lines), 3, name)
 		why := strings.TrimSpace(lines[2])
 

@@ -163,10 +163,7 @@ func TestCommittedOutputs(t *testing.T) {
 	require.Equal(t, wantNotebooks, files, "the walk-through's notebooks")
 	for _, name := range files {
 		t.Run(strings.TrimSuffix(name, ".ipynb"), func(t *testing.T) {
-			data, err := os.ReadFile(name)
-			require.NoError(t, err)
-			var nb notebook
-			require.NoError(t, json.Unmarshal(data, &nb), "%s is not valid JSON", name)
+			nb := readNotebook(t, name)
 			require.Equal(t, 4, nb.NBFormat)
 			require.Equal(t, cpuKernel, nb.Metadata.Kernelspec.Name, "%s must open with the CPU kernel", name)
 			count := 0
@@ -189,17 +186,21 @@ func TestCommittedOutputs(t *testing.T) {
 	}
 }
 
-// notebook is the part of the nbformat 4 JSON that TestCommittedOutputs reads.
+// notebook is the part of the nbformat 4 JSON that the tests of committed notebooks read.
 type notebook struct {
 	NBFormat int `json:"nbformat"`
 	Metadata struct {
 		Kernelspec struct {
 			Name string `json:"name"`
 		} `json:"kernelspec"`
+		Cifarlab struct {
+			Data []string `json:"data"` // the data the outputs come from, one line per dataset
+		} `json:"cifarlab"`
 	} `json:"metadata"`
 	Cells []struct {
-		CellType       string `json:"cell_type"`
-		ExecutionCount *int   `json:"execution_count"`
+		CellType       string   `json:"cell_type"`
+		Source         []string `json:"source"` // lines, as JupyterLab saves them
+		ExecutionCount *int     `json:"execution_count"`
 		Metadata       struct {
 			Tags     []string `json:"tags"`
 			Cifarlab struct {
@@ -208,6 +209,16 @@ type notebook struct {
 		} `json:"metadata"`
 		Outputs []output `json:"outputs"`
 	} `json:"cells"`
+}
+
+// readNotebook reads a committed notebook (name, in notebooks/).
+func readNotebook(t *testing.T, name string) notebook {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	require.NoError(t, err)
+	var nb notebook
+	require.NoError(t, json.Unmarshal(data, &nb), "%s is not valid JSON", name)
+	return nb
 }
 
 type output struct {

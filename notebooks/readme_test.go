@@ -1,7 +1,6 @@
 package notebooks_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -34,17 +33,8 @@ func TestReadmeSaysTheSyntheticLength(t *testing.T) {
 		}
 	}
 
-	body, err := os.ReadFile("08-real-baseline.ipynb")
-	require.NoError(t, err)
-	var doc struct {
-		Cells []struct {
-			CellType string   `json:"cell_type"`
-			Source   []string `json:"source"`
-		} `json:"cells"`
-	}
-	require.NoError(t, json.Unmarshal(body, &doc))
 	var markdown strings.Builder
-	for _, c := range doc.Cells {
+	for _, c := range readNotebook(t, "08-real-baseline.ipynb").Cells {
 		if c.CellType == "markdown" {
 			markdown.WriteString(strings.Join(c.Source, ""))
 		}
