@@ -53,7 +53,7 @@
 // numeric rows the programs read at run time (Role Fed: learning rate and the schedule's
 // parameters, momentum, weight decay, bias scaler, label smoothing, steps, seed; train_hyper.go)
 // those a program holds as constants all the same, by the row's keyed rule (label smoothing on
-// or off, and its value in bf16-mixed; AdamW's weight decay; the steps with the lookahead).
+// or off, and its value in bf16-mixed; AdamW's weight decay).
 // ProgramKey.Diff names the rows (by their Label) in which a new program's key differs from the
 // nearest kept one: why a run compiles.
 package training

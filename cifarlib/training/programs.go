@@ -26,7 +26,7 @@ import (
 //
 // What is keyed and what is fed: ProgramKey holds what shapes the programs (architecture,
 // head, shapes, precision, devices, backend, dataset, the optimiser's algorithm, the
-// schedule's kind, guard, freeze, label smoothing on or off, and the lookahead's end). Every
+// schedule's kind, guard, freeze, and label smoothing on or off). Every
 // other numeric hyper-parameter (learning rate and the schedule's settings, momentum, weight
 // decay, bias scaler, whitening-bias freeze step, label smoothing's value, steps, seed,
 // validation size) is fed at run time: the train step reads it from a non-trainable
@@ -66,12 +66,12 @@ type Programs struct {
 // the first to reuse them, derived from the table of settings (Fields): the settings that shape
 // a program (Role Shapes), and those of the fed settings (Role Fed) that the run's programs hold
 // as constants all the same (Field.Keyed: label smoothing on or off, and its value in
-// bf16-mixed; AdamW's weight decay; the run's steps with the lookahead, whose end they are).
+// bf16-mixed; AdamW's weight decay).
 // Every other numeric hyper-parameter is not part of it: the graph reads it at run time
 // (train_hyper.go), so a run that changes only those reuses the programs and compiles nothing.
 // Fed at run time: the learning rate and its schedule's parameters, momentum, weight decay (but
 // AdamW's), bias scaler, the whitening bias's freeze step, label smoothing's value, the steps
-// and epochs (but with the lookahead), the seed (the kept set re-runs its variable
+// and epochs (the lookahead's end too), the seed (the kept set re-runs its variable
 // initialisation for a new one, compiling nothing) and the validation's size (its last batch is
 // padded to the evaluation batch).
 type ProgramKey struct {

@@ -28,7 +28,7 @@ const (
 	// programs read at run time (train_hyper.go): changing it compiles nothing. Where a fed value
 	// would change the numbers XLA computes, the program holds it as a constant all the same,
 	// and it is in ProgramKey (the field's keyed rule: label smoothing on or off, and its value
-	// in bf16-mixed; AdamW's weight decay; the steps with the lookahead).
+	// in bf16-mixed; AdamW's weight decay).
 	Fed
 	// Host: nothing any program holds (folders, periods, what the host does between steps, the
 	// training data's augmentation, which the host applies to each batch before the step).
@@ -252,9 +252,8 @@ var fields = []*Field{
 		ScheduleConstant, ScheduleCosine, ScheduleTriangle),
 	bound("warmup", "Schedule.WarmupSteps", "warmup steps", Fed, savedCosine, "a whole number >= 0", "linear warm-up steps (cosine schedule)"),
 	bound("min-lr", "Schedule.MinLearningRate", "min learning rate", Fed, savedCosine, "a number >= 0", "final learning rate of the cosine schedule"),
-	keyedWhen(lengthField(bound("steps", "Run.Steps", "steps", Fed, nil, "a whole number > 0",
+	lengthField(bound("steps", "Run.Steps", "steps", Fed, nil, "a whole number > 0",
 		"train up to this global `step` (this or --epochs is required, unless --recipe); a resumed run continues to it")),
-		func(s *Settings) bool { return s.Run.Lookahead }), // the lookahead's end (lookaheadOptimizer.update)
 	lengthField(bound("epochs", "Run.Epochs", "epochs", Fed, nil, "a number > 0",
 		"instead of --steps: train this many `epochs` (may be fractional; ceil(epochs * train examples / batch) steps, the last partial batch of each epoch dropped)")),
 	bound("from", "Transfer.From", "transfer source", Host, always, "a run's folder",

@@ -54,6 +54,7 @@ func newHyperValues(p *plan) hyperValues {
 	maps.Copy(h, newNesterov(lr, n.Momentum, n.WeightDecay, n.BiasScaler, p.Data.BatchSize, n.WhitenBiasEpochs*p.stepsPerEpoch).fed())
 	maps.Copy(h, airbenchTriangle(p.Run.Steps).fed(lr))
 	maps.Copy(h, newCosine(p).fed())
+	maps.Copy(h, lookaheadFed(p.Run.Steps))
 	h[hyperSmoothingKeep], h[hyperSmoothingSpread] = cifarlib.SmoothingFactors(p.Run.LabelSmoothing, p.headWidth())
 	return h
 }

@@ -82,18 +82,31 @@ func lookaheadVariable(v *model.Variable, scope string) bool {
 	return strings.HasPrefix(v.Path(), scope) && v.DType().IsFloat() && v.Name() != "avg_weight"
 }
 
+// The lookahead's fed values (train_hyper.go): its end, and the reciprocal of its end that the
+// progress s/total is computed with.
+const (
+	hyperLookaheadSteps      = "lookahead_steps"
+	hyperLookaheadStepsRecip = "lookahead_steps_recip"
+)
+
+// lookaheadFed returns the values the lookahead's graph reads at run time for a run of total
+// steps: its end, and 1/total as graph.DivScalar computed it when it was a constant (in float64,
+// converted to float32 as a constant is; GoMLX divides a float by a constant as a multiplication
+// by its reciprocal), so a fed end computes the same numbers (TestLookaheadEndFed).
+func lookaheadFed(total int) hyperValues {
+	return hyperValues{hyperLookaheadSteps: float64(total), hyperLookaheadStepsRecip: 1.0 / float64(max(total, 1))}
+}
+
 // update builds the lookahead step after the inner optimizer's: the global step is the step just
-// taken, from 1. Its end (total) is a constant of the graph, not fed (ProgramKey.LookaheadSteps):
-// XLA computes x^3 of x = step*(1/total) otherwise when 1/total is a constant, so a fed one
-// would change the numbers.
+// taken, from 1. Its end (total) is fed at run time (lookaheadFed), so a run of other steps or
+// epochs reuses the compiled train step.
 func (o *lookaheadOptimizer) update(store *model.Store, g *graph.Graph) {
+	h := lookaheadFed(o.total)
 	step := optimizer.GetGlobalStepVar(store).NodeValue(g)
 	first := graph.Equal(step, graph.OnesLike(step))
 	every := graph.Equal(graph.Rem(step, graph.Scalar(g, step.DType(), lookaheadEvery)), graph.ZerosLike(step))
-	last := graph.GreaterOrEqual(step, graph.Scalar(g, step.DType(), o.total))
-	x := graph.DivScalar(graph.ConvertDType(step, dtypes.Float32), float64(o.total))
-	decay := graph.MulScalar(graph.Mul(x, graph.Mul(x, x)), math.Pow(0.95, lookaheadEvery))
-	weight := graph.OneMinus(decay)
+	last := graph.GreaterOrEqual(step, fedScalar(g, hyperLookaheadSteps, step.DType(), h[hyperLookaheadSteps]))
+	weight := lookaheadWeight(step, h)
 	var vars []*model.Variable
 	for v := range store.IterVariables() {
 		if lookaheadVariable(v, o.scope) && v.InUseByGraph(g) {
@@ -112,6 +125,15 @@ func (o *lookaheadOptimizer) update(store *model.Store, g *graph.Graph) {
 		emaVar.SetNodeValue(updated)
 		v.SetNodeValue(graph.Where(graph.LogicalOr(every, last), updated, w))
 	}
+}
+
+// lookaheadWeight is the EMA's weight 1-decay after step (the global step, from 1) of the run
+// whose fed values are h: decay = 0.95^5 * x^3 with x = step * (1/total), in float32.
+func lookaheadWeight(step *graph.Node, h hyperValues) *graph.Node {
+	recip := fedScalar(step.Graph(), hyperLookaheadStepsRecip, dtypes.Float32, h[hyperLookaheadStepsRecip])
+	x := graph.Mul(graph.ConvertDType(step, dtypes.Float32), recip)
+	decay := graph.MulScalar(graph.Mul(x, graph.Mul(x, x)), math.Pow(0.95, lookaheadEvery))
+	return graph.OneMinus(decay)
 }
 
 // lerp is PyTorch's lerp(start, end, weight) on the CPU: start + weight*(end-start) for

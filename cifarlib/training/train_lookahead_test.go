@@ -1,6 +1,7 @@
 package training
 
 import (
+	"math"
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
@@ -62,4 +63,45 @@ func TestLookaheadMatchesAirbench(t *testing.T) {
 	require.Equal(t, fx.Trained[3]["w"], fx.Result[3]["w"])
 	require.NotEqual(t, fx.Trained[4]["w"], fx.Result[4]["w"])
 	require.NotNil(t, store.GetVariable(lookaheadScope+paths["w"]), "the EMA is a variable, saved in checkpoints")
+}
+
+// TestLookaheadEndFed: the lookahead's end is fed at run time (a run of other steps reuses the
+// compiled train step), and its weight is bit for bit the one the graph computed when the end was
+// a constant (graph.DivScalar, which multiplies by the constant's reciprocal), at every step of
+// runs of several lengths, on the test's backend (XLA folds constants; the pure-Go backend does
+// not). A kept program fed another end computes that end's weights (the test can fail: the
+// first end's weights differ).
+func TestLookaheadEndFed(t *testing.T) {
+	backend := labtest.Backend(t)
+	store := model.NewStore()
+	totals := []int{12, 47, 97, 476, 955, 4773}
+	fed, err := model.NewExec(backend, store, func(scope *model.Scope, step *graph.Node) *graph.Node {
+		return lookaheadWeight(step, lookaheadFed(totals[0])) // built at the first call: the end it holds first
+	})
+	require.NoError(t, err)
+	defer fed.Finalize()
+	var previous []float32
+	for _, total := range totals {
+		steps := make([]int64, total)
+		for i := range steps {
+			steps[i] = int64(i + 1)
+		}
+		constant := graph.MustNewExec(backend, func(step *graph.Node) *graph.Node {
+			x := graph.DivScalar(graph.ConvertDType(step, dtypes.Float32), float64(total))
+			return graph.OneMinus(graph.MulScalar(graph.Mul(x, graph.Mul(x, x)), math.Pow(0.95, lookaheadEvery)))
+		})
+		want := constant.MustCall(tensors.FromValue(steps))[0].Value().([]float32)
+		constant.Finalize()
+		require.NoError(t, setHyper(store, lookaheadFed(total)))
+		out, err := fed.Exec(tensors.FromValue(steps))
+		require.NoError(t, err)
+		got := out[0].Value().([]float32)
+		for i := range want {
+			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%d steps: the weight after step %d", total, i+1)
+		}
+		if previous != nil {
+			require.NotEqual(t, previous, got[:len(previous)], "%d steps: the fed end changes the weights", total)
+		}
+		previous = got
+	}
 }
