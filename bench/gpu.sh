@@ -48,30 +48,16 @@
 #      The data subset it carries: real CIFAR-10 from the folder given (the 20k/10k real subset of
 #      ../shared/data), its first 12,000 training images (data_batch_1..3) and first 5,000 test images:
 #      about 52 MB raw, xz-compressed with the cifarlab binary and airbench's sdist.
-#  13. The warm lab on CUDA without GoNB (issue 48, item 5): prebuilt notebook cells (bench/labcell:
-#      `var lab = nb.Open(...)`, then a cell that computes nothing or a lab.Fit) run by bench/gonbsim as
-#      GoNB runs them (each a child of one long-lived "kernel", the same GONB_TMP_DIR, GoNB's named
-#      pipes answered), each cell twice, built from the code before item 4 (GPU_LAB_BEFORE, every cell
-#      created a CUDA client) and after it, the two kernels' cells interleaved. It reports the first
-#      step of the second run (from the cell's program start), the GPU memory the lab process held
-#      while training, after it and idle, and each cell's cost before and after (wall time, its own
-#      GPU memory, whether a PJRT plugin was loaded in it). Its archive, made here with
-#        bash bench/gpu.sh --build-lab                      # -> bench/out/gpu-lab.tar.gz (~30 MB)
-#      runs alone, as stage 12's does:
-#        run(command="GPU_STAGES=13 bash bench/gpu.sh", carry=["bench/out/gpu-lab.tar.gz"], timeout_s=600)
-#      Dry run on a CPU (the same stage on XLA CPU, no GPU memory figures):
-#        GPU_STAGES=13 GPU_LAB_BACKEND=xla:cpu bash bench/gpu.sh   (stages 1 and 2 then fail: no GPU)
 # Results: $OUT (the device tool's output folder) or bench/out/gpu-results: gpu.log, doctor.txt,
 # smoke/, guard-tests.log, train.json, results.jsonl, RESULTS-gpu.md (copy it to bench/RESULTS-gpu.md),
-# devices.jsonl, RESULTS-recipe-gpu.md and recipe.tar.gz (stage 12: each seed's results), lab.jsonl and
-# RESULTS-lab-gpu.md (stage 13).
+# devices.jsonl, RESULTS-recipe-gpu.md and recipe.tar.gz (stage 12: each seed's results). Stage 13, the
+# warm lab without GoNB (bench/labcell and bench/gonbsim), left at f035eac: bench/RESULTS-loop.md.
 #
 # Settings: GPU_MODELS=resnet18 GPU_BATCHES=128 GPU_STEPS=20 GPU_WARMUP=3 GPU_DEADLINE=560 (s)
 #           GUARD_TESTS=<regexp> PYTHON=<python with torch> CIFARLAB_CUDA_PLUGIN=<plugin .so>
 #           GPU_DP_MODEL=resnet18 GPU_DP_BATCH=512 GPU_DP_DEVICES=1,2,4,8,all GPU_DP_STEPS=30
 #           GPU_TRAIN_STEPS=60 GPU_STAGES=<list> GPU_MP_MODEL=resnet18 GPU_MP_BATCH=128
 #           GPU_RECIPE_SEEDS="0 1 2" GPU_RECIPE_EPOCHS=9.9 GPU_RECIPE_PRECISION=bf16-mixed
-#           GPU_LAB_BACKEND=cuda GPU_LAB_MODEL=cnn GPU_LAB_STEPS=50 GPU_LAB_BATCH=128 GPU_LAB_BEFORE=4805295
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -136,40 +122,12 @@ if [ "${1:-}" = "--build-recipe" ]; then
   echo "carry: bench/out/gpu-recipe.tar.xz ($(du -h "$REPO/bench/out/gpu-recipe.tar.xz" | cut -f1)); then: GPU_STAGES=12 bash bench/gpu.sh"
   exit 0
 fi
-if [ "${1:-}" = "--build-lab" ]; then
-  # Stage 13's archive: the cell program (bench/labcell) built as the XLA kernels build cells
-  # (kernel.CellGoFlags: without the pure-Go backend, stripped), from this checkout and from
-  # GPU_LAB_BEFORE (the lab before issue 48 item 4: nb.Open created the backend in every cell), and
-  # the harness that runs them as GoNB does (bench/gonbsim).
-  set -e
-  BEFORE="${GPU_LAB_BEFORE:-4805295}"
-  STAGE="$REPO/bench/out/gpu-lab"
-  rm -rf "$STAGE"
-  mkdir -p "$STAGE/gpu-lab" "$STAGE/before/bench/labcell"
-  cellflags=(-buildvcs=false -tags=cifarlab_nogobackend "-ldflags=-s -w")
-  go build "${cellflags[@]}" -o "$STAGE/gpu-lab/labcell" ./bench/labcell
-  go build -ldflags='-s -w' -o "$STAGE/gpu-lab/gonbsim" ./bench/gonbsim
-  git -C "$REPO" archive "$BEFORE" | tar -x -C "$STAGE/before"
-  cp bench/labcell/main.go "$STAGE/before/bench/labcell/"
-  (cd "$STAGE/before" && GOWORK=off go build "${cellflags[@]}" -o "$STAGE/gpu-lab/labcell-before" ./bench/labcell)
-  # The newest glibc symbol version the cells need (cgo): checked on the GPU machine, as for --build.
-  objdump -T "$STAGE/gpu-lab/labcell" "$STAGE/gpu-lab/labcell-before" | grep -o 'GLIBC_[0-9.]*' | sort -V | tail -n 1 | sed 's/GLIBC_//' > "$STAGE/gpu-lab/GLIBC"
-  git -C "$REPO" rev-parse --short "$BEFORE" > "$STAGE/gpu-lab/BEFORE"
-  tar -C "$STAGE" -czf "$REPO/bench/out/gpu-lab.tar.gz" gpu-lab
-  ls -la "$STAGE/gpu-lab"
-  echo "carry: bench/out/gpu-lab.tar.gz ($(du -h "$REPO/bench/out/gpu-lab.tar.gz" | cut -f1)); then: GPU_STAGES=13 bash bench/gpu.sh"
-  exit 0
-fi
 # The carried binaries, unpacked.
 if [ ! -x "$BIN/cifarlib.test" ] && [ -f "$REPO/bench/out/gpu.tar.gz" ]; then
   tar -C "$REPO/bench/out" -xzf "$REPO/bench/out/gpu.tar.gz"
 fi
 if [ ! -d "$BIN/recipe-data" ] && [ -f "$REPO/bench/out/gpu-recipe.tar.xz" ]; then
   tar -C "$REPO/bench/out" -xJf "$REPO/bench/out/gpu-recipe.tar.xz"
-fi
-LABBIN="$REPO/bench/out/gpu-lab"
-if [ ! -x "$LABBIN/labcell" ] && [ -f "$REPO/bench/out/gpu-lab.tar.gz" ]; then
-  tar -C "$REPO/bench/out" -xzf "$REPO/bench/out/gpu-lab.tar.gz"
 fi
 # tests_needed: whether a selected stage needs the test binaries and trainstep (all but 1, 2 and 12).
 tests_needed() { local s; for s in 3 4 5 6 7 8 9 10 11; do stage "$s" && return 0; done; return 1; }
@@ -529,70 +487,4 @@ if stage 12; then
   fi
 fi
 
-# 13. The warm lab on CUDA without GoNB (issue 48, item 5): see the header. Two kernels, "before"
-# (GPU_LAB_BEFORE's cells: nb.Open creates the backend in every cell) and "after" (this
-# checkout's: the backend is created where a cell computes), their cells interleaved, each kernel
-# with its own GONB_TMP_DIR and so its own lab process: a cell that computes nothing, the same
-# lab.Fit twice (the first starts the lab process and compiles, the second is warm), the first
-# cell again. bench/gonbsim reports each cell; the table goes to RESULTS-lab-gpu.md.
-if stage 13; then
-  LAB_BACKEND="${GPU_LAB_BACKEND:-cuda}"
-  need="$(cat "$LABBIN/GLIBC" 2>/dev/null || true)" have="$(ldd --version 2>/dev/null | head -n 1 | grep -o '[0-9]\+\.[0-9]\+$' || true)"
-  if [ ! -x "$LABBIN/labcell" ] || [ ! -x "$LABBIN/labcell-before" ] || [ ! -x "$LABBIN/gonbsim" ]; then
-    result FAIL "warm lab: no cells or harness in $LABBIN: run bash bench/gpu.sh --build-lab here first and carry bench/out/gpu-lab.tar.gz"
-  elif [ -n "$need" ] && [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n 1)" != "$need" ]; then
-    result FAIL "warm lab: the cells need glibc >= $need, this machine has $have: build them on an older distribution (bash bench/gpu.sh --build-lab)"
-  elif [ "$(left 1000)" -lt 120 ]; then
-    result skip "warm lab: under two minutes left before the deadline"
-  else
-    LDIR="$REPO/bench/out/gpu-lab-run" # outside $OUT: kernel folders, sockets, the synthetic data
-    rm -rf "$LDIR"
-    mkdir -p "$LDIR"
-    fit="-cell fit -model ${GPU_LAB_MODEL:-cnn} -steps ${GPU_LAB_STEPS:-50} -batch ${GPU_LAB_BATCH:-128}"
-    : > "$LDIR/cells.txt"
-    for cell in "-cell open" "$fit" "$fit" "-cell open"; do
-      echo "before $LABBIN/labcell-before $cell" >> "$LDIR/cells.txt"
-      echo "after $LABBIN/labcell $cell" >> "$LDIR/cells.txt"
-    done
-    say "-- warm lab: GOMLX_BACKEND=$LAB_BACKEND, cells of $(cat "$LABBIN/BEFORE" 2>/dev/null) (before) and of this checkout (after), interleaved"
-    : > "$OUTDIR/lab.jsonl"
-    if GOMLX_BACKEND="$LAB_BACKEND" CIFARLAB_REPO="$REPO" CIFARLAB_DATA="$LDIR/data" CIFARLAB_RUNS="$LDIR/runs" \
-         timeout "$(left 480)" "$LABBIN/gonbsim" -cells "$LDIR/cells.txt" -dir "$LDIR/kernels" -json "$OUTDIR/lab.jsonl" -idle 10s \
-         > "$LDIR/gonbsim.log" 2>&1; then
-      "${PY:-python3}" - "$OUTDIR/lab.jsonl" "$LAB_BACKEND" > "$OUTDIR/RESULTS-lab-gpu.md" <<'PYEOF'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-def f(v, fmt="%.2f"):
-    return "-" if v is None else fmt % v
-print("# The warm lab without GoNB, GOMLX_BACKEND=%s (bench/gpu.sh stage 13)\n" % sys.argv[2])
-print("| kernel | cell | wall s | first output s | program s | first step s | PJRT in the cell | cell RSS MiB (peak) | cell GPU MiB | lab GPU MiB (peak) | lab GPU MiB (end) | lab RSS MiB |")
-print("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
-for r in rows:
-    rep = r.get("report") or {}
-    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (r["kernel"], r["cell"], f(r.get("wall_s")), f(r.get("first_output_s")),
-          f(rep.get("program_s")), f(rep.get("first_step_s")), rep.get("pjrt_mapped", "-"), f(rep.get("rss_peak_mib"), "%d"), f(r.get("cell_gpu_mib_peak"), "%d"),
-          f(r.get("lab_gpu_mib_peak"), "%d"), f(r.get("lab_gpu_mib"), "%d"), r.get("lab_rss_mib", "-")))
-fits = {k: [r for r in rows if r["kernel"] == k and (r.get("report") or {}).get("cell") == "fit"] for k in ("before", "after")}
-for k, rs in fits.items():
-    if len(rs) >= 2:
-        print("\n%s: first step of the second run %s s after its program started (first run: %s s)" % (
-            k, f(rs[1]["report"].get("first_step_s")), f(rs[0]["report"].get("first_step_s"))))
-PYEOF
-      tee -a "$LOG" < "$OUTDIR/RESULTS-lab-gpu.md"
-      after_fits="$(grep -c '"kernel":"after".*"cell":"fit"' "$OUTDIR/lab.jsonl")"
-      pjrt_after="$(grep '"kernel":"after"' "$OUTDIR/lab.jsonl" | grep -c '"pjrt_mapped":true')"
-      if [ "$after_fits" = 2 ] && [ "$pjrt_after" = 0 ]; then
-        result ok "warm lab: $(grep -E '^after: first step' "$OUTDIR/RESULTS-lab-gpu.md"); no PJRT client in the after cells (RESULTS-lab-gpu.md)"
-      else
-        result FAIL "warm lab: $after_fits of 2 fits of the after kernel reported, $pjrt_after of its cells loaded a PJRT plugin (see RESULTS-lab-gpu.md)"
-      fi
-    else
-      result FAIL "warm lab: bench/gonbsim: $(grep -v '^[WI][0-9]\{4\} ' "$LDIR/gonbsim.log" | tail -4 | cut -c1-300 | tr '\n' ' ')"
-    fi
-    for k in before after; do # each lab process's log, for the record
-      [ -f "$LDIR/kernels/$k/cifarlab-lab/lab.log" ] && { say "-- lab process log ($k):"; grep -v '^[WI][0-9]\{4\} ' "$LDIR/kernels/$k/cifarlab-lab/lab.log" | tail -5 | tee -a "$LOG" > /dev/null; }
-    done
-    grep -v '^[WI][0-9]\{4\} ' "$LDIR/gonbsim.log" | tail -60 >> "$LOG"
-  fi
-fi
 finish

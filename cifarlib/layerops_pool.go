@@ -12,7 +12,7 @@ import (
 // picked element alone, as PyTorch's (and graph.MaxPool's select-and-scatter) does, and is
 // slices, compares and selects, which XLA fuses into a few loops. XLA CPU lowers
 // graph.MaxPool's gradient (select-and-scatter) to scatters over an index array per input
-// element: 4x slower at batch 256 on [31, 31, 64] (research/airbench94-parity/RESULTS.md, "Speed").
+// element: 4x slower at batch 256 on [31, 31, 64] (research/airbench94-parity/findings-cpu.md, "Speed").
 //
 // Selection uses the slices themselves, never a recomputed maximum, so a fusion that rounds
 // differently cannot drop an element: exactly one element of each window is picked (the last

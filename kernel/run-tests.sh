@@ -31,7 +31,7 @@ go vet -tags cifarlab_nogobackend ./cifarlib/...
 echo "== go mod tidy -diff (go.mod and go.sum as go mod tidy leaves them)"
 go mod tidy -diff
 echo "== gofmt"
-unformatted="$(gofmt -l cifarlib cmd internal kernel bench docker notebooks 2>/dev/null || true)"
+unformatted="$(gofmt -l cifarlib cmd internal kernel bench docker notebooks docs research 2>/dev/null || true)"
 if [ -n "$unformatted" ]; then
   echo "gofmt would change: $unformatted" >&2
   exit 1

@@ -115,7 +115,7 @@ func checkEpochStream(t *testing.T, name func(string) string, e int, batchOf, sh
 // shifts come from generators seeded from the same Seed (salted) and the epoch, and must
 // behave as independent uniform draws. The lab's airbench94 runs once trailed airbench's by a
 // point, and its stream was suspected; these are the checks that cleared it
-// (research/airbench94-parity/RESULTS.md), kept so that a change of seeding cannot bring such a dependence in.
+// (research/airbench94-parity/findings-cpu.md), kept so that a change of seeding cannot bring such a dependence in.
 func TestAltFlipStreamIsRandom(t *testing.T) {
 	const n, batch, epochs, shifts = 5000, 500, 2, 25
 	recs := testRecords(CIFAR10(), n)

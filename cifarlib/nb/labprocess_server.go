@@ -44,7 +44,7 @@ type fitInFlight struct {
 	stopping bool
 }
 
-// What the lab process keeps, and for how long (see the README's "The lab process"):
+// What the lab process keeps, and for how long (docs/lab-process.md):
 //
 //   - the backend, for its life;
 //   - the compiled programs (training.Programs) of the last maxProgramSets training

@@ -48,20 +48,16 @@ var allowed = map[string][]string{
 	"kernel": {"cifarlib/backends", "internal/plugins", "internal/proctree", "internal/repo"},
 	"cmd/cifarlab": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs", "cifarlib/training",
 		"cifarlib/interop", "cifarlib/sweep", "kernel", "internal/plugins", "internal/proctree", "internal/repo"},
-	"bench/convim2col":                     {"cifarlib", "cifarlib/data", "cifarlib/backends"},
 	"bench/devices":                        {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/trainstep":                      {"cifarlib", "cifarlib/data", "cifarlib/backends", "internal/plugins"},
 	"bench/loop":                           {"cifarlib/data", "cifarlib/nb", "cifarlib/runs", "cifarlib/training"},
-	"bench/labcell":                        {"cifarlib/data", "cifarlib/nb", "cifarlib/runs", "cifarlib/training"},
-	"bench/loopfed":                        {"cifarlib", "cifarlib/data", "cifarlib/nb", "cifarlib/runs", "cifarlib/training"},
-	"bench/gonbsim":                        nil,
-	"bench/transfer":                       {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/interop/logits":                 {"cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"research/airbench94-parity/labstream": {"cifarlib/data", "internal/atomicfile"},
 	"bench/cifar10jpeg":                    nil,
 	"docker/pjrtinstall":                   nil,
 	"cmd/cifarlab-kernel":                  {"internal/oomkill", "internal/proctree"},
 	"notebooks":                            nil,
+	"docs":                                 nil,
 }
 
 // TestImportDirection lists every package of the module with `go list` and requires each
