@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/cifarlab/cifarlab/kernel"
+	"github.com/cifarlab/cifarlab/internal/kernel"
 )
 
 func init() {

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cifarlab/cifarlab/kernel"
+	"github.com/cifarlab/cifarlab/internal/kernel"
 )
 
 func init() {

@@ -3,7 +3,7 @@ package kernel_test
 import (
 	"fmt"
 
-	"github.com/cifarlab/cifarlab/kernel"
+	"github.com/cifarlab/cifarlab/internal/kernel"
 )
 
 // NewKernelSpec is what `cifarlab kernel install` writes for each kernel: the pinned gonb,
