@@ -101,12 +101,12 @@ func TestFindRepo(t *testing.T) {
 	require.ErrorContains(t, err, "$CIFARLAB_REPO=")
 }
 
-// testRepo is the checkout the tests run in (the parent of kernel/).
+// testRepo is the checkout the tests run in (two folders above internal/kernel).
 func testRepo(t *testing.T) Repo {
 	t.Helper()
 	wd, err := os.Getwd()
 	require.NoError(t, err)
-	dir := filepath.Dir(wd)
+	dir := filepath.Dir(filepath.Dir(wd))
 	require.True(t, IsRepo(dir), "%s is not the cifarlab checkout", dir)
 	return Repo{Dir: dir}
 }

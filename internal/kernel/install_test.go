@@ -182,7 +182,7 @@ require (
 	sts, err := CheckTools(repo)
 	require.NoError(t, err)
 	require.Len(t, sts, 3)
-	require.EqualError(t, sts[0].Err, repo.Tool("gonb")+" is a build of github.com/cifarlab/cifarlab/kernel.test, not of github.com/janpfeifer/gonb")
+	require.EqualError(t, sts[0].Err, repo.Tool("gonb")+" is a build of github.com/cifarlab/cifarlab/internal/kernel.test, not of github.com/janpfeifer/gonb")
 	require.EqualError(t, sts[1].Err, "not built: "+repo.Tool("goimports")+" is missing")
 	require.EqualError(t, sts[2].Err, "tools/go.mod has no require line for golang.org/x/tools/gopls: add the tool with `go get -tool golang.org/x/tools/gopls@VERSION` in tools/")
 	for _, st := range sts {

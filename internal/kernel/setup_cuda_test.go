@@ -19,8 +19,7 @@ func TestSetupCUDA(t *testing.T) {
 	if devs, _ := filepath.Glob("/dev/nvidia[0-9]*"); len(devs) > 0 {
 		t.Skip("this machine has NVIDIA device files")
 	}
-	script, err := filepath.Abs("setup-cuda.sh")
-	require.NoError(t, err)
+	script := filepath.Join(testRepo(t).Dir, "kernel", "setup-cuda.sh")
 	venv := t.TempDir()
 	site := filepath.Join(venv, "lib", "python3.11", "site-packages")
 	calls := filepath.Join(t.TempDir(), "pip-calls")
