@@ -138,7 +138,7 @@ if [ "${1:-}" = "--build-recipe" ]; then
 fi
 if [ "${1:-}" = "--build-lab" ]; then
   # Stage 13's archive: the cell program (bench/labcell) built as the XLA kernels build cells
-  # (kernel.CellGoFlags: without the pure-Go backend, stripped), from this checkout and from
+  # (kernel.cellGoFlags: without the pure-Go backend, stripped), from this checkout and from
   # GPU_LAB_BEFORE (the lab before issue 48 item 4: nb.Open created the backend in every cell), and
   # the harness that runs them as GoNB does (bench/gonbsim).
   set -e

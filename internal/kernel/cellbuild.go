@@ -8,7 +8,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 )
 
-// CellLinkFlags are the linker flags of notebook cells, in the kernelspecs' GOFLAGS (CellGoFlags):
+// cellLinkFlags are the linker flags of notebook cells, in the kernelspecs' GOFLAGS (cellGoFlags):
 // most of a cell's turnaround is linking GoMLX, XLA's binding and cifarlib again (GoNB builds
 // every cell as a new program), and these halve the CPU time of that link
 // (bench/RESULTS-cells.md):
@@ -22,15 +22,15 @@ import (
 //     overrides them with `%goflags -ldflags=-w` (command-line flags come after GOFLAGS).
 //
 // The go command splits GOFLAGS with quotes, so the one -ldflags value holds both flags.
-const CellLinkFlags = "'-ldflags=-s -linkmode=internal'"
+const cellLinkFlags = "'-ldflags=-s -linkmode=internal'"
 
-// CellGoFlags returns the GOFLAGS of a kernel's cells on backend b: GoEnvPins' flags, then
-// CellLinkFlags, then, on an XLA backend, -tags=backends.NoGoBackendTag, which leaves the
+// cellGoFlags returns the GOFLAGS of a kernel's cells on backend b: goEnvPins' flags, then
+// cellLinkFlags, then, on an XLA backend, -tags=backends.NoGoBackendTag, which leaves the
 // pure-Go backend (the largest part of what a cell links, and one such a kernel never runs) out
 // of every cell. A cell that wants it anyway says `%goflags -tags=`: command-line flags come
 // after GOFLAGS.
-func CellGoFlags(b Backend) string {
-	flags := GoEnvPins()["GOFLAGS"] + " " + CellLinkFlags
+func cellGoFlags(b backend) string {
+	flags := goEnvPins()["GOFLAGS"] + " " + cellLinkFlags
 	if strings.HasPrefix(strings.ToLower(b.GoMLX), "xla") {
 		flags += " -tags=" + backends.NoGoBackendTag
 	}
@@ -40,8 +40,8 @@ func CellGoFlags(b Backend) string {
 // defaultGoProxy is the go command's GOPROXY when none is set.
 const defaultGoProxy = "https://proxy.golang.org,direct"
 
-// CellGoProxy returns the GOPROXY of the notebook cells of repo: the cells' pinned proxy
-// (CellProxyDir, file://, see cellpins.go) when repo is known, then the go command's module cache,
+// cellGoProxy returns the GOPROXY of the notebook cells of repo: the cells' pinned proxy
+// (cellProxyDir, file://, see cellpins.go) when repo is known, then the go command's module cache,
 // read as a file:// proxy (GOMODCACHE/cache/download), then gt.Proxy, the user's own list
 // (defaultGoProxy when empty); "" when the module cache is unknown (cells then use the user's).
 //
@@ -57,7 +57,7 @@ const defaultGoProxy = "https://proxy.golang.org,direct"
 // downloads it. What changes: inside a cell, `go get -u` and @latest see go.mod's version of a
 // pinned module and the newest version already in the cache of any other;
 // `!GOPROXY=https://proxy.golang.org go get -u ...` asks the network.
-func CellGoProxy(gt GoTools, repo Repo) string {
+func cellGoProxy(gt goTools, repo Repo) string {
 	if gt.ModCache == "" || !filepath.IsAbs(gt.ModCache) {
 		return ""
 	}
@@ -68,14 +68,14 @@ func CellGoProxy(gt GoTools, repo Repo) string {
 	}
 	// Installed again from a kernel's own environment: the pins and the cache are already first.
 	if repo.Dir != "" {
-		pins := cellProxyURL(CellProxyDir(repo))
+		pins := cellProxyURL(cellProxyDir(repo))
 		proxy = strings.TrimPrefix(strings.TrimPrefix(proxy, pins+","), pins+"|")
 	}
 	if !(proxy == cache || strings.HasPrefix(proxy, cache+",") || strings.HasPrefix(proxy, cache+"|")) {
 		proxy = cache + "," + proxy
 	}
 	if repo.Dir != "" {
-		proxy = cellProxyURL(CellProxyDir(repo)) + "," + proxy
+		proxy = cellProxyURL(cellProxyDir(repo)) + "," + proxy
 	}
 	return proxy
 }

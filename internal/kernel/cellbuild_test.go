@@ -29,8 +29,8 @@ func TestCellGoFlags(t *testing.T) {
 		{"xla:cuda,memory_fraction=0.5", base + " -tags=cifarlab_nogobackend"},
 		{"xla:/opt/pjrt/pjrt_c_api_cpu_plugin.so", base + " -tags=cifarlab_nogobackend"},
 	} {
-		require.Equal(t, tc.want, CellGoFlags(Backend{GoMLX: tc.backend}), "backend %q", tc.backend)
-		spec := NewKernelSpec(Repo{Dir: "/repo"}, "cpu", GoTools{BinDir: "/go/bin"}, Backend{GoMLX: tc.backend})
+		require.Equal(t, tc.want, cellGoFlags(backend{GoMLX: tc.backend}), "backend %q", tc.backend)
+		spec := newKernelSpec(Repo{Dir: "/repo"}, "cpu", goTools{BinDir: "/go/bin"}, backend{GoMLX: tc.backend})
 		require.Equal(t, tc.want, spec.Env["GOFLAGS"], "kernelspec on %q", tc.backend)
 	}
 }
@@ -39,10 +39,10 @@ func TestCellGoProxy(t *testing.T) {
 	// The checkout's pinned proxy comes first, then the module cache, then the user's list.
 	repo := Repo{Dir: "/repo"}
 	require.Equal(t, "file:///repo/.bin/cell-proxy,file:///root/go/pkg/mod/cache/download,https://proxy.golang.org,direct",
-		CellGoProxy(GoTools{ModCache: "/root/go/pkg/mod"}, repo))
+		cellGoProxy(goTools{ModCache: "/root/go/pkg/mod"}, repo))
 	// Installed again from a kernel's own environment: neither is put first twice.
 	require.Equal(t, "file:///repo/.bin/cell-proxy,file:///root/go/pkg/mod/cache/download,direct",
-		CellGoProxy(GoTools{ModCache: "/root/go/pkg/mod", Proxy: "file:///repo/.bin/cell-proxy,file:///root/go/pkg/mod/cache/download,direct"}, repo))
+		cellGoProxy(goTools{ModCache: "/root/go/pkg/mod", Proxy: "file:///repo/.bin/cell-proxy,file:///root/go/pkg/mod/cache/download,direct"}, repo))
 	for _, tc := range []struct{ modCache, proxy, want string }{
 		{"/root/go/pkg/mod", "", "file:///root/go/pkg/mod/cache/download,https://proxy.golang.org,direct"},
 		{"/root/go/pkg/mod", "https://proxy.golang.org,direct", "file:///root/go/pkg/mod/cache/download,https://proxy.golang.org,direct"},
@@ -55,19 +55,19 @@ func TestCellGoProxy(t *testing.T) {
 		{"", "https://proxy.golang.org", ""},
 		{"pkg/mod", "", ""},
 	} {
-		require.Equal(t, tc.want, CellGoProxy(GoTools{ModCache: tc.modCache, Proxy: tc.proxy}, Repo{}), "%+v", tc)
+		require.Equal(t, tc.want, cellGoProxy(goTools{ModCache: tc.modCache, Proxy: tc.proxy}, Repo{}), "%+v", tc)
 	}
-	spec := NewKernelSpec(Repo{Dir: "/repo"}, "cpu", GoTools{BinDir: "/go/bin"}, Backend{GoMLX: "go"})
+	spec := newKernelSpec(Repo{Dir: "/repo"}, "cpu", goTools{BinDir: "/go/bin"}, backend{GoMLX: "go"})
 	require.NotContains(t, spec.Env, "GOPROXY")
 	require.NotContains(t, spec.Env, "GOTOOLCHAIN", "no toolchain line known")
-	spec = NewKernelSpec(Repo{Dir: "/repo"}, "cpu", GoTools{BinDir: "/go/bin", ModCache: "/m", Toolchain: "go1.27.3"}, Backend{GoMLX: "go"})
+	spec = newKernelSpec(Repo{Dir: "/repo"}, "cpu", goTools{BinDir: "/go/bin", ModCache: "/m", Toolchain: "go1.27.3"}, backend{GoMLX: "go"})
 	require.Equal(t, "file:///repo/.bin/cell-proxy,file:///m/cache/download,https://proxy.golang.org,direct", spec.Env["GOPROXY"])
 	require.Equal(t, "go1.27.3", spec.Env["GOTOOLCHAIN"])
 }
 
 // TestCellGoProxyAnswersGoGetFromTheCache runs the `go get` GoNB runs before every cell, in a
 // cell's module, with the kernels' GOPROXY, twice: the first run is the warm-up that `cifarlab
-// kernel install` does (WarmCellGet), and after it every answer a cell's `go get` needs (the
+// kernel install` does (warmCellGet), and after it every answer a cell's `go get` needs (the
 // version lists and go.mod files of the cells' modules, for the retraction and deprecation
 // checks, and the checksum database's answers) comes from the module cache: nothing is asked of
 // the network. What the first run asks depends on what this machine's module cache held before;
@@ -75,17 +75,17 @@ func TestCellGoProxy(t *testing.T) {
 // depending on the machine.
 func TestCellGoProxyAnswersGoGetFromTheCache(t *testing.T) {
 	repo := testRepo(t)
-	gt, err := FindGoTools(context.Background(), repo)
+	gt, err := findGoTools(context.Background(), repo)
 	require.NoError(t, err)
-	require.NotEmpty(t, CellGoProxy(gt, repo), "go env GOMODCACHE: %+v", gt)
+	require.NotEmpty(t, cellGoProxy(gt, repo), "go env GOMODCACHE: %+v", gt)
 	dir := t.TempDir()
-	require.NoError(t, WriteCellModule(dir, repo))
-	out, err := CellGoGet(context.Background(), dir, gt, repo)
+	require.NoError(t, writeCellModule(dir, repo))
+	out, err := cellGoGet(context.Background(), dir, gt, repo)
 	require.NoError(t, err)
-	t.Logf("warm-up (what install's WarmCellGet asks on this machine): %d requests %q", len(NetworkRequests(out)), NetworkRequests(out))
-	out, err = CellGoGet(context.Background(), dir, gt, repo)
+	t.Logf("warm-up (what install's warmCellGet asks on this machine): %d requests %q", len(networkRequests(out)), networkRequests(out))
+	out, err = cellGoGet(context.Background(), dir, gt, repo)
 	require.NoError(t, err)
-	require.Empty(t, NetworkRequests(out), "go get asked the network after the warm-up:\n%s", out)
+	require.Empty(t, networkRequests(out), "go get asked the network after the warm-up:\n%s", out)
 }
 
 // TestToolsPinNoNewerCellModule: the pinned tools (tools/go.mod, built into the same module
@@ -112,7 +112,7 @@ func TestToolsPinNoNewerCellModule(t *testing.T) {
 	}
 	require.Contains(t, cells, "github.com/janpfeifer/gonb", "cells import gonbui")
 	var newer []string
-	for _, line := range strings.Split(goCmd(repo.ToolsModDir(), "mod", "graph"), "\n") {
+	for _, line := range strings.Split(goCmd(repo.toolsModDir(), "mod", "graph"), "\n") {
 		for _, mv := range strings.Fields(line) {
 			path, version, ok := strings.Cut(mv, "@")
 			if ok && cells[path] != "" && semver.Compare(version, cells[path]) > 0 {
@@ -165,9 +165,9 @@ func TestCellGoProxyFallsThroughForANewModule(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module cell\n\ngo 1.26\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"),
 		[]byte("package main\n\nimport (\n\t\"fmt\"\n\n\t\""+mod+"\"\n)\n\nfunc main() { fmt.Println(fresh.Answer) }\n"), 0o644))
-	gt := GoTools{ModCache: cache, Proxy: srv.URL}
-	require.Equal(t, "file://"+filepath.ToSlash(cache)+"/cache/download,"+srv.URL, CellGoProxy(gt, Repo{}))
-	out, err := CellGoGet(context.Background(), dir, gt, Repo{}, "GOMODCACHE="+cache, "GOSUMDB=off")
+	gt := goTools{ModCache: cache, Proxy: srv.URL}
+	require.Equal(t, "file://"+filepath.ToSlash(cache)+"/cache/download,"+srv.URL, cellGoProxy(gt, Repo{}))
+	out, err := cellGoGet(context.Background(), dir, gt, Repo{}, "GOMODCACHE="+cache, "GOSUMDB=off")
 	require.NoError(t, err)
 	require.Contains(t, asked, "/"+mod+"/@v/"+version+".zip", "go get did not fall through to the next proxy:\n%s", out)
 	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
@@ -176,7 +176,7 @@ func TestCellGoProxyFallsThroughForANewModule(t *testing.T) {
 }
 
 // TestPanickingCellNamesItsLine runs kernel/testdata/panic.ipynb through the real CPU kernel:
-// a cell that links cifarlib with CellLinkFlags runs, and its panic's stack trace still names
+// a cell that links cifarlib with cellLinkFlags runs, and its panic's stack trace still names
 // the cell and the lines (GoNB maps them from the runtime's pclntab, which -s keeps).
 func TestPanickingCellNamesItsLine(t *testing.T) {
 	repo := testRepo(t)
@@ -201,7 +201,7 @@ func TestPanickingCellNamesItsLine(t *testing.T) {
 }
 
 // TestGoBackendInXLACells runs kernel/testdata/gobackend.ipynb through the real CPU kernel: on
-// XLA its cells leave the pure-Go backend out (CellGoFlags), backends.New("go") says so and how
+// XLA its cells leave the pure-Go backend out (cellGoFlags), backends.New("go") says so and how
 // to link it back, and `%goflags -tags=` does link it back.
 func TestGoBackendInXLACells(t *testing.T) {
 	repo := testRepo(t)
@@ -214,7 +214,7 @@ func TestGoBackendInXLACells(t *testing.T) {
 	}
 	linked := "go (pure Go, CPU) <nil>\n"
 	if !strings.Contains(cpu.Env["GOFLAGS"], backends.NoGoBackendTag) {
-		require.Equal(t, "go", cpu.Env[GoMLXBackendEnv], "only the pure-Go CPU kernel links the pure-Go backend")
+		require.Equal(t, "go", cpu.Env[gomlxBackendEnv], "only the pure-Go CPU kernel links the pure-Go backend")
 		require.Equal(t, linked, run.Cells[0].Stdout)
 	} else {
 		require.Equal(t, `<no backend> backend "go" unavailable: the pure-Go backend is not linked into this program `+

@@ -18,7 +18,7 @@ import (
 )
 
 // Cells are pinned to the checkout's module versions by a module proxy of their own, first in the
-// kernels' GOPROXY (CellGoProxy): a folder, REPO/.bin/cell-proxy, that lists for every module of
+// kernels' GOPROXY (cellGoProxy): a folder, REPO/.bin/cell-proxy, that lists for every module of
 // the checkout's build list (`go list -m all`) exactly one version, go.mod's.
 //
 // Why a proxy, and not the cell's go.mod or its go.work: GoNB writes the cell module's go.mod
@@ -38,17 +38,17 @@ import (
 // explicit `go get MODULE@VERSION`. A pinned module keeps no other versions from the user, only
 // from "latest".
 
-// CellProxyDir is the folder of the cells' pinned module proxy: REPO/.bin/cell-proxy.
-func CellProxyDir(repo Repo) string { return filepath.Join(repo.BinDir(), "cell-proxy") }
+// cellProxyDir is the folder of the cells' pinned module proxy: REPO/.bin/cell-proxy.
+func cellProxyDir(repo Repo) string { return filepath.Join(repo.binDir(), "cell-proxy") }
 
 // cellProxyURL is the file:// URL of a folder, as GOPROXY takes it.
 func cellProxyURL(dir string) string {
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
 }
 
-// BuildList returns the checkout's build list as go.mod and go.sum fix it: every module of
+// buildList returns the checkout's build list as go.mod and go.sum fix it: every module of
 // `go list -m all` (with GOFLAGS=-mod=readonly, GOWORK=off) but the checkout itself, by path.
-func BuildList(ctx context.Context, repo Repo, gt GoTools) (map[string]string, error) {
+func buildList(ctx context.Context, repo Repo, gt goTools) (map[string]string, error) {
 	cmd := exec.CommandContext(ctx, gt.Go(), "list", "-m", "-f", "{{if not .Main}}{{.Path}} {{.Version}}{{end}}", "all")
 	cmd.Dir = repo.Dir
 	cmd.Env = append(gt.Env(), "GOWORK=off", "GOFLAGS=-mod=readonly")
@@ -68,12 +68,12 @@ func BuildList(ctx context.Context, repo Repo, gt GoTools) (map[string]string, e
 	return mods, nil
 }
 
-// WriteCellProxy writes the cells' pinned proxy for the build list mods into dir (see
-// CellProxyDir): for each module, ESCAPED_PATH/@v/list with its one version and
+// writeCellProxy writes the cells' pinned proxy for the build list mods into dir (see
+// cellProxyDir): for each module, ESCAPED_PATH/@v/list with its one version and
 // ESCAPED_PATH/@latest with its version's .info (the module cache's, when modCache holds it; the
 // go command asks @latest for a module whose list holds only a pseudo-version). The folder is
 // replaced whole (written beside it and renamed), so a cell never reads half of it.
-func WriteCellProxy(dir, modCache string, mods map[string]string) error {
+func writeCellProxy(dir, modCache string, mods map[string]string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return err
 	}
@@ -125,8 +125,8 @@ func WriteCellProxy(dir, modCache string, mods map[string]string) error {
 	return os.RemoveAll(old)
 }
 
-// ReadCellProxy reads back the versions a cell proxy folder pins, by module path.
-func ReadCellProxy(dir string) (map[string]string, error) {
+// readCellProxy reads back the versions a cell proxy folder pins, by module path.
+func readCellProxy(dir string) (map[string]string, error) {
 	mods := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -153,26 +153,26 @@ func ReadCellProxy(dir string) (map[string]string, error) {
 	return mods, err
 }
 
-// UpdateCellProxy writes repo's cell proxy (CellProxyDir) from the checkout's build list;
+// updateCellProxy writes repo's cell proxy (cellProxyDir) from the checkout's build list;
 // Install runs it. It returns the number of modules pinned.
-func UpdateCellProxy(ctx context.Context, repo Repo, gt GoTools) (int, error) {
-	mods, err := BuildList(ctx, repo, gt)
+func updateCellProxy(ctx context.Context, repo Repo, gt goTools) (int, error) {
+	mods, err := buildList(ctx, repo, gt)
 	if err != nil {
 		return 0, err
 	}
-	if err := WriteCellProxy(CellProxyDir(repo), gt.ModCache, mods); err != nil {
-		return 0, fmt.Errorf("writing the cells' pinned module proxy %s: %w", CellProxyDir(repo), err)
+	if err := writeCellProxy(cellProxyDir(repo), gt.ModCache, mods); err != nil {
+		return 0, fmt.Errorf("writing the cells' pinned module proxy %s: %w", cellProxyDir(repo), err)
 	}
 	return len(mods), nil
 }
 
-// Drift is a module whose version differs between two module lists.
-type Drift struct {
+// drift is a module whose version differs between two module lists.
+type drift struct {
 	// Path is the module, Want go.mod's version ("" when go.mod does not have it), Have the other.
 	Path, Want, Have string
 }
 
-func (d Drift) String() string {
+func (d drift) String() string {
 	if d.Want == "" {
 		return fmt.Sprintf("%s %s (not in go.mod's build list)", d.Path, d.Have)
 	}
@@ -182,19 +182,19 @@ func (d Drift) String() string {
 	return fmt.Sprintf("%s %s (go.mod: %s)", d.Path, d.Have, d.Want)
 }
 
-// Drifts lists, sorted by path, the modules of have whose version differs from want's, and with
+// drifts lists, sorted by path, the modules of have whose version differs from want's, and with
 // missing the modules of want that have lacks.
-func Drifts(want, have map[string]string, missing bool) []Drift {
-	var ds []Drift
+func drifts(want, have map[string]string, missing bool) []drift {
+	var ds []drift
 	for p, v := range have {
 		if want[p] != v {
-			ds = append(ds, Drift{Path: p, Want: want[p], Have: v})
+			ds = append(ds, drift{Path: p, Want: want[p], Have: v})
 		}
 	}
 	if missing {
 		for p, v := range want {
 			if _, ok := have[p]; !ok {
-				ds = append(ds, Drift{Path: p, Want: v})
+				ds = append(ds, drift{Path: p, Want: v})
 			}
 		}
 	}

@@ -29,7 +29,7 @@ func runCells(t *testing.T, repo Repo, jupyterDir, dir, script string, args []st
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, append([]string{filepath.Join(repo.Dir, "kernel", "testdata", script)}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), DataDirEnv(jupyterDir)...), "CIFARLAB_DATA="+filepath.Join(dir, "data"))
+	cmd.Env = append(append(os.Environ(), dataDirEnv(jupyterDir)...), "CIFARLAB_DATA="+filepath.Join(dir, "data"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -70,15 +70,15 @@ func privateCheckout(t *testing.T, repo Repo) Repo {
 	}
 	copied := Repo{Dir: dir}
 	require.NoError(t, os.Symlink(repo.VenvDir(), copied.VenvDir()))
-	require.NoError(t, os.Mkdir(copied.BinDir(), 0o755))
-	tools, err := os.ReadDir(repo.BinDir())
+	require.NoError(t, os.Mkdir(copied.binDir(), 0o755))
+	tools, err := os.ReadDir(repo.binDir())
 	require.NoError(t, err)
 	for _, tool := range tools {
-		if tool.Name() == "cifarlab-kernel" || tool.Name() == filepath.Base(CellProxyDir(repo)) {
+		if tool.Name() == "cifarlab-kernel" || tool.Name() == filepath.Base(cellProxyDir(repo)) {
 			continue // the copy builds its own supervisor and cell proxy: a link would have it overwrite the checkout's
 		}
-		require.NoError(t, os.Symlink(filepath.Join(repo.BinDir(), tool.Name()), filepath.Join(copied.BinDir(), tool.Name())))
+		require.NoError(t, os.Symlink(filepath.Join(repo.binDir(), tool.Name()), filepath.Join(copied.binDir(), tool.Name())))
 	}
-	require.True(t, IsRepo(copied.Dir), "the copy %s is not a checkout", dir)
+	require.True(t, isRepo(copied.Dir), "the copy %s is not a checkout", dir)
 	return copied
 }

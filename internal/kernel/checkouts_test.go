@@ -22,7 +22,7 @@ func cloneWithVenv(t *testing.T, repo Repo, py, name string) Repo {
 	dir := filepath.Join(t.TempDir(), name)
 	run(t, "", nil, "git", "clone", "-q", repo.Dir, dir)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".bin"), 0o755))
-	for _, tool := range PinnedTools {
+	for _, tool := range pinnedTools {
 		target, err := filepath.EvalSymlinks(repo.Tool(tool.Name))
 		require.NoError(t, err)
 		require.NoError(t, os.Symlink(target, filepath.Join(dir, ".bin", tool.Name)))
@@ -77,7 +77,7 @@ func TestEachCheckoutStartsItsOwnKernel(t *testing.T) {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case JupyterDataDirEnv, "JUPYTER_PATH", "JUPYTER_PREFER_ENV_PATH", "VIRTUAL_ENV", RepoEnv:
+		case jupyterDataDirEnv, "JUPYTER_PATH", "JUPYTER_PREFER_ENV_PATH", "VIRTUAL_ENV", repoEnv:
 			continue // the user's own choices: this test checks the defaults
 		}
 		env = append(env, kv)
@@ -87,18 +87,18 @@ func TestEachCheckoutStartsItsOwnKernel(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	for _, k := range []string{JupyterDataDirEnv, "JUPYTER_PATH", "JUPYTER_PREFER_ENV_PATH"} {
+	for _, k := range []string{jupyterDataDirEnv, "JUPYTER_PATH", "JUPYTER_PREFER_ENV_PATH"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
 	install := func(c Repo, args ...string) string {
 		return run(t, c.Dir, env, bin, append([]string{"kernel", "install", "--repo", c.Dir, "--cpu-backend", "go"}, args...)...)
 	}
-	owners := func(c Repo, extraEnv ...string) []Owner {
-		jup, err := FindJupyter(c)
+	owners := func(c Repo, extraEnv ...string) []owner {
+		jup, err := findJupyter(c)
 		require.NoError(t, err)
 		require.Equal(t, filepath.Join(c.VenvDir(), "bin", "jupyter"), jup.Bin)
-		o, err := KernelOwners(context.Background(), jup, extraEnv...)
+		o, err := kernelOwners(context.Background(), jup, extraEnv...)
 		require.NoError(t, err)
 		require.Len(t, o, 2)
 		return o
@@ -106,14 +106,14 @@ func TestEachCheckoutStartsItsOwnKernel(t *testing.T) {
 	// requireOwn checks what the clone's real Jupyter lists, and the lab's check of it.
 	requireOwn := func(c Repo, extraEnv ...string) {
 		t.Helper()
-		jup, err := FindJupyter(c)
+		jup, err := findJupyter(c)
 		require.NoError(t, err)
 		specs, err := jup.KernelSpecs(context.Background(), extraEnv...)
 		require.NoError(t, err)
 		for _, name := range []string{CPUKernel, CUDAKernel} {
 			ls, ok := specs[name]
 			require.True(t, ok, "%s: jupyter kernelspec list has no %s: %v", c.Dir, name, specs)
-			require.Equal(t, KernelDir(filepath.Join(c.VenvDir(), "share", "jupyter"), name), ls.ResourceDir)
+			require.Equal(t, kernelDir(filepath.Join(c.VenvDir(), "share", "jupyter"), name), ls.ResourceDir)
 			require.Equal(t, c.Dir, ls.Spec.Metadata.Cifarlab.Repo)
 			require.Contains(t, ls.Spec.Argv, "--go_work="+c.Dir)
 		}
@@ -130,12 +130,12 @@ func TestEachCheckoutStartsItsOwnKernel(t *testing.T) {
 	require.Contains(t, out, filepath.Join(b.VenvDir(), "share", "jupyter"))
 	requireOwn(a) // before, b's setup had rewritten the one user-level kernelspec a's lab used
 	requireOwn(b)
-	require.NoDirExists(t, KernelDir(userData, CPUKernel), "nothing was written to the user's folder")
+	require.NoDirExists(t, kernelDir(userData, CPUKernel), "nothing was written to the user's folder")
 
 	// b also installs user-level kernels (--user, as an older setup did): a's Jupyter, which
 	// searches its venv first, still starts a's.
 	out = install(b, "--user")
-	require.Contains(t, out, KernelDir(userData, CPUKernel))
+	require.Contains(t, out, kernelDir(userData, CPUKernel))
 	requireOwn(a)
 
 	// A Jupyter that searches the user's folder first (JUPYTER_PREFER_ENV_PATH=0; so does one
@@ -144,7 +144,7 @@ func TestEachCheckoutStartsItsOwnKernel(t *testing.T) {
 	for _, o := range stale {
 		used, found := o.Used()
 		require.True(t, found)
-		require.Equal(t, KernelDir(userData, o.Name), used.Dir)
+		require.Equal(t, kernelDir(userData, o.Name), used.Dir)
 		line, ok, fix := o.Describe(a)
 		require.False(t, ok, line)
 		require.Equal(t, fmt.Sprintf("%s: notebooks would start the kernel of ANOTHER checkout, %s (kernelspec %s; this checkout's is further down Jupyter's path)",
@@ -152,11 +152,11 @@ func TestEachCheckoutStartsItsOwnKernel(t *testing.T) {
 		require.Equal(t, "cifarlab kernel uninstall --jupyter-data-dir "+userData, fix, "b's install left a manifest there")
 	}
 	// doctor's kernelspec line says the same.
-	jup, err := FindJupyter(a)
+	jup, err := findJupyter(a)
 	require.NoError(t, err)
 	specs, err := jup.KernelSpecs(context.Background(), "JUPYTER_PREFER_ENV_PATH=0")
 	require.NoError(t, err)
-	c := withOwner(checkKernelSpec(a, CPUKernel, specs, GoTools{}), stale[0], a)
+	c := withOwner(checkKernelSpec(a, CPUKernel, specs, goTools{}), stale[0], a)
 	require.Equal(t, StatusWarn, c.Status, c.Detail)
 	require.Contains(t, c.Detail, "notebooks would start the kernel of ANOTHER checkout, "+b.Dir)
 	require.Equal(t, "cifarlab kernel uninstall --jupyter-data-dir "+userData, c.Fix)

@@ -38,7 +38,7 @@ func TestDoctorReportsRealCUDAPlugin(t *testing.T) {
 	if plugin == "" {
 		t.Skip("PyPI's jax-cuda13-pjrt is not installed in .venv (CIFARLAB_CUDA=plugin bash kernel/setup.sh installs it)")
 	}
-	t.Setenv(PJRTPluginPathEnv, t.TempDir())
+	t.Setenv(pjrtPluginPathEnv, t.TempDir())
 	t.Setenv(CUDAPluginEnv, "")
 	t.Setenv(plugins.CUDASiteEnv, "")
 	t.Setenv("LD_LIBRARY_PATH", "")

@@ -23,16 +23,16 @@ func TestChooseCUDABackendSite(t *testing.T) {
 	t.Setenv(CUDAPluginEnv, "")
 	t.Setenv(plugins.CUDASiteEnv, site)
 	links := t.TempDir()
-	b, err := ChooseCUDABackend(context.Background(), fakeRepo(t), links, BackendOptions{})
+	b, err := chooseCUDABackend(context.Background(), fakeRepo(t), links, BackendOptions{})
 	require.NoError(t, err)
-	require.Equal(t, Backend{GoMLX: "xla:cuda", Reason: "CUDA plugin of $CIFARLAB_CUDA_SITE: " + plugin,
-		Env: map[string]string{PJRTPluginPathEnv: filepath.Join(links, "jax_plugins", "xla_cuda13"),
+	require.Equal(t, backend{GoMLX: "xla:cuda", Reason: "CUDA plugin of $CIFARLAB_CUDA_SITE: " + plugin,
+		Env: map[string]string{pjrtPluginPathEnv: filepath.Join(links, "jax_plugins", "xla_cuda13"),
 			"XLA_FLAGS": "--xla_gpu_cuda_data_dir=" + filepath.Join(site, "nvidia", "cu13"), plugins.CUDASiteEnv: site},
-		Links: []Link{{Path: filepath.Join(links, "jax_plugins", "xla_cuda13", "pjrt_c_api_cuda_plugin.so"), Target: plugin},
+		Links: []link{{Path: filepath.Join(links, "jax_plugins", "xla_cuda13", "pjrt_c_api_cuda_plugin.so"), Target: plugin},
 			{Path: filepath.Join(links, "nvidia"), Target: filepath.Join(site, "nvidia")}}}, b)
 
 	t.Setenv(plugins.CUDASiteEnv, t.TempDir())
-	_, err = ChooseCUDABackend(context.Background(), fakeRepo(t), links, BackendOptions{})
+	_, err = chooseCUDABackend(context.Background(), fakeRepo(t), links, BackendOptions{})
 	var ee *plugins.EnvError
 	require.ErrorAs(t, err, &ee, "a site without the plugin is an error, not a silent fallback")
 }

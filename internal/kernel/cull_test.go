@@ -30,7 +30,7 @@ func TestImageConfigCullsIdleKernels(t *testing.T) {
 	body, err := os.ReadFile(filepath.Join(repo.Dir, "docker", "jupyter_server_config.py"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(configDir, "jupyter_server_config.py"), body, 0o644))
-	port, err := FreePort("127.0.0.1")
+	port, err := freePort("127.0.0.1")
 	require.NoError(t, err)
 	const token, idle, every = "cull-test-token", 10, 2
 
@@ -39,7 +39,7 @@ func TestImageConfigCullsIdleKernels(t *testing.T) {
 	if os.Geteuid() == 0 {
 		server.Args = append(server.Args, "--allow-root")
 	}
-	server.Env = append(append(os.Environ(), DataDirEnv(jupyterDir)...), "JUPYTER_TOKEN="+token,
+	server.Env = append(append(os.Environ(), dataDirEnv(jupyterDir)...), "JUPYTER_TOKEN="+token,
 		"JUPYTER_CONFIG_PATH="+configDir, "JUPYTER_CONFIG_DIR="+t.TempDir(),
 		"CIFARLAB_KERNEL_CULL_IDLE="+strconv.Itoa(idle), "CIFARLAB_KERNEL_CULL_EVERY="+strconv.Itoa(every))
 	var log bytes.Buffer

@@ -9,8 +9,8 @@
 // dependency versions of the repository's go.mod (GoNB puts the repository in the go.work of
 // its temporary module and adds the matching replace directive). The kernelspecs go into the
 // checkout's venv by default (DefaultDataDir), so that each clone's lab starts its own kernels;
-// KernelOwners says which checkout the kernel of each name belongs to as Jupyter finds it. GoNB
-// runs under the supervisor cmd/cifarlab-kernel (KernelArgv), which ends every process the
+// kernelOwners says which checkout the kernel of each name belongs to as Jupyter finds it. GoNB
+// runs under the supervisor cmd/cifarlab-kernel (kernelArgv), which ends every process the
 // kernel started when the kernel ends.
 //
 // Doctor runs the checklist behind "cifarlab doctor" and Lab starts JupyterLab for

@@ -75,14 +75,14 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 
 	if repo.Dir == "" {
 		add(Check{Name: "repository", Status: StatusFail, Detail: fmt.Sprint(opts.RepoErr),
-			Fix: "run inside the cifarlab checkout or set " + RepoEnv, Required: true})
+			Fix: "run inside the cifarlab checkout or set " + repoEnv, Required: true})
 	} else {
 		add(Check{Name: "repository", Status: StatusOK, Detail: repo.Dir, Required: true})
 	}
 	add(checkGo(ctx, repo))
 	add(checkGoEnv(ctx))
 	if repo.Dir != "" {
-		sts, err := CheckTools(repo)
+		sts, err := checkTools(repo)
 		if err != nil {
 			add(Check{Name: "notebook tools", Status: StatusFail, Detail: err.Error(), Fix: "restore tools/go.mod from git", Required: true})
 		}
@@ -92,54 +92,54 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 				c.Status = StatusOK
 			} else {
 				c.Status = StatusFail
-				c.Fix = fmt.Sprintf("cifarlab kernel install (or: cd %s && GOBIN=%s go install tool)", repo.ToolsModDir(), repo.BinDir())
+				c.Fix = fmt.Sprintf("cifarlab kernel install (or: cd %s && GOBIN=%s go install tool)", repo.toolsModDir(), repo.binDir())
 			}
 			add(c)
 		}
 	}
 
-	jup, err := FindJupyter(repo)
-	var specs map[string]ListedSpec
+	jup, err := findJupyter(repo)
+	var specs map[string]listedSpec
 	if err != nil {
-		add(Check{Name: "jupyter", Status: StatusFail, Detail: "not found", Fix: InstallHint, Required: true})
-		add(Check{Name: "jupyterlab", Status: StatusFail, Detail: "not found", Fix: InstallHint, Required: true})
+		add(Check{Name: "jupyter", Status: StatusFail, Detail: "not found", Fix: installHint, Required: true})
+		add(Check{Name: "jupyterlab", Status: StatusFail, Detail: "not found", Fix: installHint, Required: true})
 	} else {
 		vs, verr := jup.Versions(ctx)
 		switch {
 		case verr != nil:
-			add(Check{Name: "jupyter", Status: StatusFail, Detail: verr.Error(), Fix: InstallHint, Required: true})
+			add(Check{Name: "jupyter", Status: StatusFail, Detail: verr.Error(), Fix: installHint, Required: true})
 		default:
 			add(Check{Name: "jupyter", Status: StatusOK, Detail: fmt.Sprintf("jupyter_core %s, jupyter_client %s, jupyter_server %s (%s)",
 				or(vs["jupyter_core"], "?"), or(vs["jupyter_client"], "?"), or(vs["jupyter_server"], "not installed"), jup.Bin), Required: true})
 			if v := vs["jupyterlab"]; v != "" {
 				add(Check{Name: "jupyterlab", Status: StatusOK, Detail: "JupyterLab " + v, Required: true})
 			} else {
-				add(Check{Name: "jupyterlab", Status: StatusFail, Detail: "not installed next to " + jup.Bin, Fix: InstallHint, Required: true})
+				add(Check{Name: "jupyterlab", Status: StatusFail, Detail: "not installed next to " + jup.Bin, Fix: installHint, Required: true})
 			}
 			if v := vs["nbclient"]; v != "" {
 				add(Check{Name: "nbclient", Status: StatusOK, Detail: "nbclient " + v + " (executes notebooks in tests and CI)"})
 			} else {
-				add(Check{Name: "nbclient", Status: StatusAbsent, Detail: "not installed (only tests and CI need it)", Fix: InstallHint})
+				add(Check{Name: "nbclient", Status: StatusAbsent, Detail: "not installed (only tests and CI need it)", Fix: installHint})
 			}
 		}
 		var env []string
 		if opts.DataDir != "" {
-			env = append(env, DataDirEnv(opts.DataDir)...)
+			env = append(env, dataDirEnv(opts.DataDir)...)
 		}
 		specs, err = jup.KernelSpecs(ctx, env...)
 		if err != nil {
-			add(Check{Name: "kernelspecs", Status: StatusFail, Detail: err.Error(), Fix: InstallHint, Required: true})
+			add(Check{Name: "kernelspecs", Status: StatusFail, Detail: err.Error(), Fix: installHint, Required: true})
 		}
 	}
 	if specs != nil {
-		goTools, _ := FindGoTools(ctx, repo) // no go command or toolchain: checkGo has said so
+		gt, _ := findGoTools(ctx, repo) // no go command or toolchain: checkGo has said so
 		var env []string
 		if opts.DataDir != "" {
-			env = append(env, DataDirEnv(opts.DataDir)...)
+			env = append(env, dataDirEnv(opts.DataDir)...)
 		}
-		owners, oerr := KernelOwners(ctx, jup, env...)
+		owners, oerr := kernelOwners(ctx, jup, env...)
 		for i, name := range []string{CPUKernel, CUDAKernel} {
-			c := checkKernelSpec(repo, name, specs, goTools)
+			c := checkKernelSpec(repo, name, specs, gt)
 			if oerr == nil && repo.Dir != "" {
 				c = withOwner(c, owners[i], repo)
 			}
@@ -148,7 +148,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	}
 
 	if repo.Dir != "" {
-		if gt, err := FindGoTools(ctx, repo); err == nil { // else checkGo has said why
+		if gt, err := findGoTools(ctx, repo); err == nil { // else checkGo has said why
 			add(checkCellModules(ctx, repo, gt, os.TempDir()))
 		}
 	}
@@ -162,7 +162,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	if p, ok := plugins.FindFiles()["cuda"]; ok {
 		cudaPlugins = append(cudaPlugins, p)
 	}
-	cudaPlugins = append(cudaPlugins, plugins.FindJaxCUDA(SitePackages(ctx, PythonCandidates(repo)))...)
+	cudaPlugins = append(cudaPlugins, plugins.FindJaxCUDA(sitePackages(ctx, pythonCandidates(repo)))...)
 	if len(cudaPlugins) > 0 {
 		add(Check{Name: "CUDA plugin", Status: StatusOK, Detail: describeCUDAPlugins(cudaPlugins)})
 		for _, c := range checkCUDALibs(cudaPluginToCheck(cudaPlugins), plugins.HasNvidiaGPU()) {
@@ -225,24 +225,24 @@ func or(s, def string) string {
 }
 
 // checkGo says which Go builds the cells: the go command on PATH run with GOTOOLCHAIN=go.mod's
-// toolchain line, as the kernelspecs run it (FindGoTools). It fails, with the fix, when there is
+// toolchain line, as the kernelspecs run it (findGoTools). It fails, with the fix, when there is
 // no go command, when that toolchain cannot be had, or when the Go is older than go.mod's go line;
 // it warns when the user's own GOTOOLCHAIN (exported, or the go command's default, e.g.
 // GOTOOLCHAIN=local in GOROOT/go.env) would build with another Go in a terminal: the kernels pin
 // their own, so notebooks are not affected.
 func checkGo(ctx context.Context, repo Repo) Check {
 	c := Check{Name: "go", Required: true}
-	local, err := GoVersion(ctx)
+	local, err := goVersion(ctx)
 	if err != nil {
 		c.Status, c.Detail = StatusFail, err.Error()
 		c.Fix = "install Go (https://go.dev/dl: any Go 1.21+ fetches go.mod's toolchain itself) and put it on PATH, then bash kernel/setup.sh"
 		return c
 	}
-	var mod *GoMod
+	var mod *goMod
 	if repo.Dir != "" {
-		mod, _ = ReadGoMod(filepath.Join(repo.Dir, "go.mod"))
+		mod, _ = readGoMod(filepath.Join(repo.Dir, "go.mod"))
 	}
-	gt, err := FindGoTools(ctx, repo)
+	gt, err := findGoTools(ctx, repo)
 	if err != nil {
 		c.Status, c.Detail = StatusFail, err.Error()
 		c.Fix = fmt.Sprintf("bash kernel/setup.sh (it fetches %s through the Go module proxy), or install Go %s from https://go.dev/dl and put it first on PATH",
@@ -304,8 +304,8 @@ func checkGo(ctx context.Context, repo Repo) Check {
 
 // checkKernelSpec verifies one cifarlab kernelspec as Jupyter lists it: its gonb exists,
 // the PATH it sets finds go, goimports and gopls, --go_work names a checkout, and its GOPROXY
-// is the cells' proxy (CellGoProxy) of gt, the go command now on PATH (a warning otherwise).
-func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoTools) Check {
+// is the cells' proxy (cellGoProxy) of gt, the go command now on PATH (a warning otherwise).
+func checkKernelSpec(repo Repo, name string, specs map[string]listedSpec, gt goTools) Check {
 	c := Check{Name: "kernelspec " + name, Required: true}
 	fix := "cifarlab kernel install"
 	ls, ok := specs[name]
@@ -339,7 +339,7 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoT
 	}
 	if goWork == "" {
 		problems = append(problems, "no --go_work: cells would not import this repository's cifarlib")
-	} else if !IsRepo(goWork) {
+	} else if !isRepo(goWork) {
 		problems = append(problems, "--go_work="+goWork+" is not a cifarlab checkout")
 	}
 	if gt.Toolchain != "" && s.Env["GOTOOLCHAIN"] != gt.Toolchain {
@@ -351,11 +351,11 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoT
 		problems = append(problems, fmt.Sprintf("its cells build without GOTOOLCHAIN=%s (go.mod's toolchain line): with %s as it is (GOTOOLCHAIN=%q)",
 			gt.Toolchain, where, s.Env["GOTOOLCHAIN"]))
 	}
-	if b := s.Env[GoMLXBackendEnv]; strings.HasPrefix(b, "xla:/") && !fileExists(strings.SplitN(strings.TrimPrefix(b, "xla:"), ",", 2)[0]) {
+	if b := s.Env[gomlxBackendEnv]; strings.HasPrefix(b, "xla:/") && !fileExists(strings.SplitN(strings.TrimPrefix(b, "xla:"), ",", 2)[0]) {
 		problems = append(problems, "GOMLX_BACKEND names a missing plugin: "+b)
 	}
-	if dirs := s.Env[PJRTPluginPathEnv]; dirs != "" {
-		t := PJRTPluginPathEnv
+	if dirs := s.Env[pjrtPluginPathEnv]; dirs != "" {
+		t := pjrtPluginPathEnv
 		found := false
 		for _, d := range filepath.SplitList(dirs) {
 			m, _ := filepath.Glob(filepath.Join(d, "pjrt_c_api_*_plugin.so"))
@@ -367,7 +367,7 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoT
 			problems = append(problems, t+"="+dirs+" holds no loadable plugin file (was the pip package removed? re-run cifarlab kernel install)")
 		}
 	}
-	detail := fmt.Sprintf("%q in %s, GOMLX_BACKEND=%s", s.DisplayName, ls.ResourceDir, s.Env[GoMLXBackendEnv])
+	detail := fmt.Sprintf("%q in %s, GOMLX_BACKEND=%s", s.DisplayName, ls.ResourceDir, s.Env[gomlxBackendEnv])
 	if len(problems) > 0 {
 		c.Status, c.Detail, c.Fix = StatusFail, detail+": "+strings.Join(problems, "; "), fix
 		return c
@@ -378,7 +378,7 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoT
 		c.Detail += "; compiles against " + goWork + ", not " + repo.Dir
 		c.Fix = fix + " (from this checkout)"
 	}
-	if want := CellGoProxy(gt, Repo{Dir: goWork}); want != "" && s.Env["GOPROXY"] != want {
+	if want := cellGoProxy(gt, Repo{Dir: goWork}); want != "" && s.Env["GOPROXY"] != want {
 		c.Status = StatusWarn
 		c.Detail += fmt.Sprintf("; its GOPROXY %q is not the cells' proxy for this go command's GOMODCACHE and GOPROXY (%q): "+
 			"cells would look for modules in another cache or proxy than go does", s.Env["GOPROXY"], want)
@@ -392,7 +392,7 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoT
 // withOwner adds to a kernelspec's check which checkout the kernel belongs to, and turns it
 // into a warning, with the command that removes the other checkout's kernelspec, when
 // notebooks would start another checkout's kernel.
-func withOwner(c Check, o Owner, repo Repo) Check {
+func withOwner(c Check, o owner, repo Repo) Check {
 	if _, found := o.Used(); !found {
 		return c
 	}

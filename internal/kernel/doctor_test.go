@@ -15,39 +15,39 @@ import (
 
 func TestCheckKernelSpec(t *testing.T) {
 	repo := fakeRepo(t)
-	goBin, err := GoBinDir()
+	goBin, err := goBinDir()
 	require.NoError(t, err)
-	good := NewKernelSpec(repo, "cpu", GoTools{BinDir: goBin}, Backend{GoMLX: "go"})
-	listed := func(s KernelSpec) map[string]ListedSpec {
-		return map[string]ListedSpec{CPUKernel: {ResourceDir: "/d/kernels/cifarlab-cpu", Spec: s}, "python3": {}}
+	good := newKernelSpec(repo, "cpu", goTools{BinDir: goBin}, backend{GoMLX: "go"})
+	listed := func(s KernelSpec) map[string]listedSpec {
+		return map[string]listedSpec{CPUKernel: {ResourceDir: "/d/kernels/cifarlab-cpu", Spec: s}, "python3": {}}
 	}
 
-	c := checkKernelSpec(repo, CPUKernel, listed(good), GoTools{})
+	c := checkKernelSpec(repo, CPUKernel, listed(good), goTools{})
 	require.Equal(t, Check{Name: "kernelspec cifarlab-cpu", Status: StatusOK, Required: true,
 		Detail: `"Go (cifarlab, CPU)" in /d/kernels/cifarlab-cpu, GOMLX_BACKEND=go`}, c)
 
-	c = checkKernelSpec(repo, CUDAKernel, listed(good), GoTools{})
+	c = checkKernelSpec(repo, CUDAKernel, listed(good), goTools{})
 	require.Equal(t, Check{Name: "kernelspec cifarlab-cuda", Status: StatusFail, Required: true,
 		Detail: "not installed (Jupyter lists: cifarlab-cpu, python3)", Fix: "cifarlab kernel install"}, c)
 
-	broken := NewKernelSpec(repo, "cpu", GoTools{BinDir: goBin}, Backend{GoMLX: "xla:/gone/xla_cuda_plugin.so"})
+	broken := newKernelSpec(repo, "cpu", goTools{BinDir: goBin}, backend{GoMLX: "xla:/gone/xla_cuda_plugin.so"})
 	broken.Argv[0] = "/gone/gonb"
 	broken.Argv = broken.Argv[:3]
 	broken.Env["PATH"] = "/nowhere"
 	t.Setenv("PATH", "/also-nowhere")
-	c = checkKernelSpec(repo, CPUKernel, listed(broken), GoTools{})
+	c = checkKernelSpec(repo, CPUKernel, listed(broken), goTools{})
 	require.Equal(t, StatusFail, c.Status)
 	require.Equal(t, `"Go (cifarlab, CPU)" in /d/kernels/cifarlab-cpu, GOMLX_BACKEND=xla:/gone/xla_cuda_plugin.so: `+
 		`kernel binary "/gone/gonb" missing; go not on the kernel's PATH; goimports not on the kernel's PATH; gopls not on the kernel's PATH; `+
 		`no --go_work: cells would not import this repository's cifarlib; GOMLX_BACKEND names a missing plugin: xla:/gone/xla_cuda_plugin.so`, c.Detail)
 
 	// A kernelspec written for another module cache or proxy list: cells would ask the network.
-	gt := GoTools{BinDir: goBin, ModCache: "/cache/mod", Proxy: "https://proxy.example.com"}
-	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(repo, "cpu", gt, Backend{GoMLX: "go"})), gt)
+	gt := goTools{BinDir: goBin, ModCache: "/cache/mod", Proxy: "https://proxy.example.com"}
+	c = checkKernelSpec(repo, CPUKernel, listed(newKernelSpec(repo, "cpu", gt, backend{GoMLX: "go"})), gt)
 	require.Equal(t, StatusOK, c.Status, "%+v", c)
 	moved := gt
 	moved.ModCache = "/new/mod"
-	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(repo, "cpu", gt, Backend{GoMLX: "go"})), moved)
+	c = checkKernelSpec(repo, CPUKernel, listed(newKernelSpec(repo, "cpu", gt, backend{GoMLX: "go"})), moved)
 	require.Equal(t, Check{Name: "kernelspec cifarlab-cpu", Status: StatusWarn, Required: true,
 		Detail: `"Go (cifarlab, CPU)" in /d/kernels/cifarlab-cpu, GOMLX_BACKEND=go; its GOPROXY ` +
 			`"file://` + repo.Dir + `/.bin/cell-proxy,file:///cache/mod/cache/download,https://proxy.example.com" is not the cells' proxy for this go command's ` +
@@ -58,18 +58,18 @@ func TestCheckKernelSpec(t *testing.T) {
 	// build with whatever go its PATH finds.
 	pinned := gt
 	pinned.Toolchain = "go1.27.3"
-	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(repo, "cpu", gt, Backend{GoMLX: "go"})), pinned)
+	c = checkKernelSpec(repo, CPUKernel, listed(newKernelSpec(repo, "cpu", gt, backend{GoMLX: "go"})), pinned)
 	require.Equal(t, StatusFail, c.Status, "%+v", c)
 	require.Contains(t, c.Detail, "its cells build without GOTOOLCHAIN=go1.27.3 (go.mod's toolchain line): with "+goBin+"/go as it is")
 	require.Equal(t, "cifarlab kernel install", c.Fix)
 
-	withPlugins := NewKernelSpec(repo, "cuda", GoTools{BinDir: goBin}, Backend{GoMLX: "xla:cuda", Env: map[string]string{PJRTPluginPathEnv: t.TempDir()}})
-	c = checkKernelSpec(repo, CPUKernel, listed(withPlugins), GoTools{})
+	withPlugins := newKernelSpec(repo, "cuda", goTools{BinDir: goBin}, backend{GoMLX: "xla:cuda", Env: map[string]string{pjrtPluginPathEnv: t.TempDir()}})
+	c = checkKernelSpec(repo, CPUKernel, listed(withPlugins), goTools{})
 	require.Equal(t, StatusFail, c.Status)
 	require.Contains(t, c.Detail, "holds no loadable plugin file")
 
 	other := fakeRepo(t)
-	c = checkKernelSpec(repo, CPUKernel, listed(NewKernelSpec(other, "cpu", GoTools{BinDir: goBin}, Backend{GoMLX: "go"})), GoTools{})
+	c = checkKernelSpec(repo, CPUKernel, listed(newKernelSpec(other, "cpu", goTools{BinDir: goBin}, backend{GoMLX: "go"})), goTools{})
 	require.Equal(t, StatusWarn, c.Status)
 	require.Contains(t, c.Detail, "; compiles against "+other.Dir+", not "+repo.Dir)
 }
@@ -92,7 +92,7 @@ func TestReportText(t *testing.T) {
 func TestDoctorWithoutJupyter(t *testing.T) {
 	repo := fakeRepo(t)
 	t.Setenv("PATH", filepath.Dir(mustGoBin(t))) // go only: no jupyter, no nvidia-smi
-	t.Setenv(PJRTPluginPathEnv, t.TempDir())
+	t.Setenv(pjrtPluginPathEnv, t.TempDir())
 	t.Setenv(CPUPluginEnv, "")
 	t.Setenv("CIFARLAB_XLA_CPU_PLUGIN", "")
 	t.Setenv("VIRTUAL_ENV", "")
@@ -113,8 +113,8 @@ func TestDoctorWithoutJupyter(t *testing.T) {
 	require.Equal(t, StatusOK, byName["go"].Status)
 	require.Equal(t, StatusFail, byName["gonb"].Status, "the fake gonb has no Go build info")
 	require.Contains(t, byName["gonb"].Detail, "cannot read the build information of "+repo.Tool("gonb"))
-	require.Equal(t, "cifarlab kernel install (or: cd "+repo.ToolsModDir()+" && GOBIN="+repo.BinDir()+" go install tool)", byName["gonb"].Fix)
-	require.Equal(t, Check{Name: "jupyter", Status: StatusFail, Detail: "not found", Fix: InstallHint, Required: true}, byName["jupyter"])
+	require.Equal(t, "cifarlab kernel install (or: cd "+repo.toolsModDir()+" && GOBIN="+repo.binDir()+" go install tool)", byName["gonb"].Fix)
+	require.Equal(t, Check{Name: "jupyter", Status: StatusFail, Detail: "not found", Fix: installHint, Required: true}, byName["jupyter"])
 	require.Equal(t, StatusFail, byName["jupyterlab"].Status)
 	require.Equal(t, StatusAbsent, byName["XLA CPU plugin"].Status)
 	// Setup installs the CUDA plugin only on a GPU machine: doctor says how to get it anyway.
@@ -128,7 +128,7 @@ func TestDoctorWithoutJupyter(t *testing.T) {
 
 func mustGoBin(t *testing.T) string {
 	t.Helper()
-	d, err := GoBinDir()
+	d, err := goBinDir()
 	require.NoError(t, err)
 	return filepath.Join(d, "go")
 }
@@ -139,9 +139,9 @@ func mustGoBin(t *testing.T) string {
 func TestCheckCellModules(t *testing.T) {
 	repo := testRepo(t)
 	ctx := context.Background()
-	gt, err := FindGoTools(ctx, repo)
+	gt, err := findGoTools(ctx, repo)
 	require.NoError(t, err)
-	want, err := BuildList(ctx, repo, gt)
+	want, err := buildList(ctx, repo, gt)
 	require.NoError(t, err)
 	gomlx := want["github.com/gomlx/gomlx"]
 	require.NotEmpty(t, gomlx)
@@ -155,26 +155,26 @@ func TestCheckCellModules(t *testing.T) {
 
 	c := checkCellModules(ctx, copied, gt, tmp)
 	require.Equal(t, StatusWarn, c.Status, "%+v", c)
-	require.Contains(t, c.Detail, "no pinned proxy in "+CellProxyDir(copied))
+	require.Contains(t, c.Detail, "no pinned proxy in "+cellProxyDir(copied))
 
-	require.NoError(t, WriteCellProxy(CellProxyDir(copied), gt.ModCache, want))
+	require.NoError(t, writeCellProxy(cellProxyDir(copied), gt.ModCache, want))
 	c = checkCellModules(ctx, copied, gt, tmp)
 	require.Equal(t, StatusOK, c.Status, "%+v", c)
 	require.Contains(t, c.Detail, fmt.Sprintf("cells build with go.mod's versions of %d modules (gomlx/gomlx %s, ", len(want), gomlx))
 
 	stale := maps.Clone(want)
 	stale["github.com/gomlx/gomlx"] = "v0.28.8"
-	require.NoError(t, WriteCellProxy(CellProxyDir(copied), "", stale))
+	require.NoError(t, writeCellProxy(cellProxyDir(copied), "", stale))
 	c = checkCellModules(ctx, copied, gt, tmp)
 	require.Equal(t, StatusWarn, c.Status)
 	require.Contains(t, c.Detail, "the pinned proxy differs from go.mod (changed since the kernels were installed): github.com/gomlx/gomlx v0.28.8 (go.mod: "+gomlx+")")
 	require.Equal(t, "cifarlab kernel install", c.Fix)
 
-	require.NoError(t, WriteCellProxy(CellProxyDir(copied), "", want))
+	require.NoError(t, writeCellProxy(cellProxyDir(copied), "", want))
 	kernel := filepath.Join(tmp, "gonb_1a2b3c4d")
 	require.NoError(t, os.Mkdir(kernel, 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(kernel, "go.work"), []byte("go 1.27.3\n\nuse (\n\t.\n\t"+copied.Dir+"\n)\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(kernel, "go.mod"), []byte("module gonb_1a2b3c4d\n\ngo 1.27.3\n\nreplace "+ModulePath+" => "+copied.Dir+
+	require.NoError(t, os.WriteFile(filepath.Join(kernel, "go.mod"), []byte("module gonb_1a2b3c4d\n\ngo 1.27.3\n\nreplace "+modulePath+" => "+copied.Dir+
 		"\n\nrequire (\n\tgithub.com/gomlx/gomlx v0.28.99\n\texample.com/fresh v1.0.0\n\tgithub.com/pkg/errors v0.0.1\n)\n"), 0o644))
 	c = checkCellModules(ctx, copied, gt, tmp)
 	require.Equal(t, StatusWarn, c.Status)
@@ -191,7 +191,7 @@ func TestCheckCellModules(t *testing.T) {
 func TestCheckGoToolchain(t *testing.T) {
 	repo := fakeRepo(t) // go.mod: go 1.27, toolchain go1.27.3
 	ctx := context.Background()
-	gt, err := FindGoTools(ctx, repo)
+	gt, err := findGoTools(ctx, repo)
 	require.NoError(t, err)
 	require.Equal(t, "go1.27.3", gt.Toolchain)
 	require.Equal(t, "go1.27.3", gt.Version, "the go command on PATH runs go.mod's toolchain")
@@ -216,7 +216,7 @@ func TestCheckGoToolchain(t *testing.T) {
 
 	// A toolchain that cannot be had (here: a release that does not exist, with no proxy) fails,
 	// with the fix.
-	require.NoError(t, os.WriteFile(filepath.Join(repo.Dir, "go.mod"), []byte("module "+ModulePath+"\n\ngo 1.27\n\ntoolchain go1.27.99\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(repo.Dir, "go.mod"), []byte("module "+modulePath+"\n\ngo 1.27\n\ntoolchain go1.27.99\n"), 0o644))
 	t.Setenv("GOTOOLCHAIN", "")
 	t.Setenv("GOPROXY", "off")
 	c := checkGo(ctx, repo)

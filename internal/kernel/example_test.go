@@ -1,17 +1,15 @@
-package kernel_test
+package kernel
 
 import (
 	"fmt"
-
-	"github.com/cifarlab/cifarlab/internal/kernel"
 )
 
-// NewKernelSpec is what `cifarlab kernel install` writes for each kernel: the pinned gonb,
+// newKernelSpec is what `cifarlab kernel install` writes for each kernel: the pinned gonb,
 // under the supervisor that ends whatever the kernel started when it ends, with --go_work=REPO (cells import the working tree's cifarlib with the repo's
 // go.mod versions), and a PATH that finds go, goimports and gopls.
-func ExampleNewKernelSpec() {
-	repo := kernel.Repo{Dir: "/src/cifarlab"}
-	spec := kernel.NewKernelSpec(repo, "cuda", kernel.GoTools{BinDir: "/usr/local/go/bin"}, kernel.Backend{GoMLX: "xla:cuda"})
+func Example_kernelSpec() {
+	repo := Repo{Dir: "/src/cifarlab"}
+	spec := newKernelSpec(repo, "cuda", goTools{BinDir: "/usr/local/go/bin"}, backend{GoMLX: "xla:cuda"})
 	fmt.Println(spec.DisplayName)
 	fmt.Println(spec.Argv)
 	fmt.Println(spec.Env["PATH"])
@@ -27,14 +25,14 @@ func ExampleNewKernelSpec() {
 // the user's Jupyter data directory ($JUPYTER_DATA_DIR or ~/.local/share/jupyter: --user).
 // `cifarlab kernel install` without a flag uses DefaultDataDir: the checkout's venv.
 func ExampleDataDirFor() {
-	dir, _ := kernel.DataDirFor("", "/opt/venv")
-	fmt.Println(kernel.KernelDir(dir, kernel.CPUKernel))
+	dir, _ := DataDirFor("", "/opt/venv")
+	fmt.Println(kernelDir(dir, CPUKernel))
 	// Output: /opt/venv/share/jupyter/kernels/cifarlab-cpu
 }
 
-// KernelArgv is the argv of both kernelspecs: GoNB under the supervisor that ends, with the
+// kernelArgv is the argv of both kernelspecs: GoNB under the supervisor that ends, with the
 // kernel, everything the kernel started (gopls, cells' processes).
-func ExampleKernelArgv() {
-	fmt.Println(kernel.KernelArgv(kernel.Repo{Dir: "/src/cifarlab"}))
+func Example_kernelArgv() {
+	fmt.Println(kernelArgv(Repo{Dir: "/src/cifarlab"}))
 	// Output: [/src/cifarlab/.bin/cifarlab-kernel -- /src/cifarlab/.bin/gonb --kernel {connection_file} --go_work=/src/cifarlab]
 }

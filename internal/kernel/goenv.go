@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// GoEnvPins is the Go environment the kernelspecs set for GoNB's builds of notebook cells, so
+// goEnvPins is the Go environment the kernelspecs set for GoNB's builds of notebook cells, so
 // that the user's own settings, exported or written with `go env -w`, cannot break them. The go
 // command takes a non-empty environment variable over its `go env -w` file, so each pin is
 // non-empty where the file could hold the variable:
@@ -25,7 +25,7 @@ import (
 //     GOWORK=off cannot stop GoNB's --go_work;
 //   - GO111MODULE=on; CGO_ENABLED=1 (go-xla's PJRT binding is cgo);
 //   - GOOS and GOARCH of this machine (cells run here).
-func GoEnvPins() map[string]string {
+func goEnvPins() map[string]string {
 	return map[string]string{
 		"GOFLAGS":     "-buildvcs=false",
 		"GOWORK":      "",
@@ -36,8 +36,8 @@ func GoEnvPins() map[string]string {
 	}
 }
 
-// GoEnvOverride is a Go setting of the user's that the kernels replace.
-type GoEnvOverride struct {
+// goEnvOverride is a Go setting of the user's that the kernels replace.
+type goEnvOverride struct {
 	// Name, Value and Pinned: the variable, the user's value and the kernels' value.
 	Name, Value, Pinned string
 	// Source is "$NAME" (exported) or "go env -w" (the go command's configuration file).
@@ -49,15 +49,15 @@ func harmless(name, value string) bool {
 	if name == "GO111MODULE" && value == "auto" {
 		return true
 	}
-	return value == "" || value == GoEnvPins()[name]
+	return value == "" || value == goEnvPins()[name]
 }
 
-// GoEnvOverrides lists the user's Go settings (exported, or in `go env -w`'s file as
-// `go env -json` reports them) that differ from GoEnvPins in a way that matters, sorted by name.
+// goEnvOverrides lists the user's Go settings (exported, or in `go env -w`'s file as
+// `go env -json` reports them) that differ from goEnvPins in a way that matters, sorted by name.
 // It runs the go command on PATH; when that fails (e.g. on an unparsable $GOFLAGS) it falls
 // back to the exported variables.
-func GoEnvOverrides(ctx context.Context) []GoEnvOverride {
-	pins := GoEnvPins()
+func goEnvOverrides(ctx context.Context) []goEnvOverride {
+	pins := goEnvPins()
 	names := make([]string, 0, len(pins))
 	for n := range pins {
 		if n != "GOWORK" { // go env GOWORK prints the go.work in use, not the setting
@@ -73,7 +73,7 @@ func GoEnvOverrides(ctx context.Context) []GoEnvOverride {
 	if out, err := cmd.Output(); err == nil {
 		_ = json.Unmarshal(out, &effective)
 	}
-	var overrides []GoEnvOverride
+	var overrides []goEnvOverride
 	for _, name := range append(names, "GOWORK") {
 		value, source := os.Getenv(name), "$"+name
 		if value == "" {
@@ -83,7 +83,7 @@ func GoEnvOverrides(ctx context.Context) []GoEnvOverride {
 			continue
 		}
 		if !harmless(name, value) {
-			overrides = append(overrides, GoEnvOverride{Name: name, Value: value, Pinned: pins[name], Source: source})
+			overrides = append(overrides, goEnvOverride{Name: name, Value: value, Pinned: pins[name], Source: source})
 		}
 	}
 	sort.Slice(overrides, func(i, j int) bool { return overrides[i].Name < overrides[j].Name })
@@ -91,11 +91,11 @@ func GoEnvOverrides(ctx context.Context) []GoEnvOverride {
 }
 
 // checkGoEnv reports the user's Go settings that the kernels override, as a warning: notebook
-// cells build with GoEnvPins whatever they are, but `go build` in a terminal does not.
+// cells build with goEnvPins whatever they are, but `go build` in a terminal does not.
 func checkGoEnv(ctx context.Context) Check {
 	c := Check{Name: "go environment", Status: StatusOK,
 		Detail: "nothing for the kernels to override (they pin GOFLAGS, GOWORK, GO111MODULE, CGO_ENABLED, GOOS, GOARCH)"}
-	ovs := GoEnvOverrides(ctx)
+	ovs := goEnvOverrides(ctx)
 	if len(ovs) == 0 {
 		return c
 	}

@@ -23,7 +23,7 @@ func goEnvFile(t *testing.T, content string) {
 
 func TestGoEnvPins(t *testing.T) {
 	require.Equal(t, map[string]string{"GOFLAGS": "-buildvcs=false", "GOWORK": "", "GO111MODULE": "on", "CGO_ENABLED": "1",
-		"GOOS": runtime.GOOS, "GOARCH": runtime.GOARCH}, GoEnvPins())
+		"GOOS": runtime.GOOS, "GOARCH": runtime.GOARCH}, goEnvPins())
 }
 
 // TestGoEnvOverrides asks the real go command: exported settings and `go env -w` settings that
@@ -31,15 +31,15 @@ func TestGoEnvPins(t *testing.T) {
 func TestGoEnvOverrides(t *testing.T) {
 	ctx := context.Background()
 	goEnvFile(t, "GOFLAGS=-buildvcs=false\nGO111MODULE=auto\n")
-	require.Empty(t, GoEnvOverrides(ctx))
+	require.Empty(t, goEnvOverrides(ctx))
 	require.Equal(t, Check{Name: "go environment", Status: StatusOK,
 		Detail: "nothing for the kernels to override (they pin GOFLAGS, GOWORK, GO111MODULE, CGO_ENABLED, GOOS, GOARCH)"}, checkGoEnv(ctx))
 
 	goEnvFile(t, "GOFLAGS=-tags=nosuchtag\nCGO_ENABLED=0\n")
-	require.Equal(t, []GoEnvOverride{
+	require.Equal(t, []goEnvOverride{
 		{Name: "CGO_ENABLED", Value: "0", Pinned: "1", Source: "go env -w"},
 		{Name: "GOFLAGS", Value: "-tags=nosuchtag", Pinned: "-buildvcs=false", Source: "go env -w"},
-	}, GoEnvOverrides(ctx))
+	}, goEnvOverrides(ctx))
 
 	t.Setenv("GOFLAGS", "-mod=mod") // exported wins over go env -w, as for the go command
 	t.Setenv("GOWORK", "off")
@@ -54,6 +54,6 @@ func TestGoEnvOverrides(t *testing.T) {
 
 	// An unparsable $GOFLAGS makes go env fail: the exported values are still reported.
 	t.Setenv("GOFLAGS", "notaflag")
-	ovs := GoEnvOverrides(ctx)
-	require.Contains(t, ovs, GoEnvOverride{Name: "GOFLAGS", Value: "notaflag", Pinned: "-buildvcs=false", Source: "$GOFLAGS"})
+	ovs := goEnvOverrides(ctx)
+	require.Contains(t, ovs, goEnvOverride{Name: "GOFLAGS", Value: "notaflag", Pinned: "-buildvcs=false", Source: "$GOFLAGS"})
 }

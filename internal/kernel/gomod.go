@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// GoMod is the part of a go.mod file the kernel checks need: the module path, the go
+// goMod is the part of a go.mod file the kernel checks need: the module path, the go
 // directive and the required module versions (direct and indirect).
-type GoMod struct {
+type goMod struct {
 	// Module is the module path.
 	Module string
 	// Go is the version of the go directive, e.g. "1.27".
@@ -24,19 +24,19 @@ type GoMod struct {
 	Tools []string
 }
 
-// ReadGoMod parses the go.mod file at path. It understands module, go, toolchain, require and tool
+// readGoMod parses the go.mod file at path. It understands module, go, toolchain, require and tool
 // directives in their single-line and block forms and ignores everything else.
-func ReadGoMod(path string) (*GoMod, error) {
+func readGoMod(path string) (*goMod, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return ParseGoMod(path, data)
+	return parseGoMod(path, data)
 }
 
-// ParseGoMod parses go.mod content; name is used in error messages.
-func ParseGoMod(name string, data []byte) (*GoMod, error) {
-	mod := &GoMod{Require: map[string]string{}}
+// parseGoMod parses go.mod content; name is used in error messages.
+func parseGoMod(name string, data []byte) (*goMod, error) {
+	mod := &goMod{Require: map[string]string{}}
 	block := ""
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for lineNo := 1; sc.Scan(); lineNo++ {
@@ -75,7 +75,7 @@ func ParseGoMod(name string, data []byte) (*GoMod, error) {
 	return mod, nil
 }
 
-func (m *GoMod) directive(verb string, args []string) error {
+func (m *goMod) directive(verb string, args []string) error {
 	switch verb {
 	case "module":
 		if len(args) != 1 {

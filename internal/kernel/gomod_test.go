@@ -32,9 +32,9 @@ require (
 
 replace example.com/a => ../a
 `
-	mod, err := ParseGoMod("go.mod", []byte(src))
+	mod, err := parseGoMod("go.mod", []byte(src))
 	require.NoError(t, err)
-	require.Equal(t, &GoMod{
+	require.Equal(t, &goMod{
 		Module:    "github.com/cifarlab/cifarlab/tools",
 		Go:        "1.26.0",
 		Toolchain: "go1.27.3",
@@ -55,7 +55,7 @@ func TestParseGoModErrors(t *testing.T) {
 		{"bad go", "module m\ngo\n", "x/go.mod:2: go directive needs one version, got []"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseGoMod("x/go.mod", []byte(tc.src))
+			_, err := parseGoMod("x/go.mod", []byte(tc.src))
 			require.EqualError(t, err, tc.want)
 		})
 	}
@@ -64,14 +64,14 @@ func TestParseGoModErrors(t *testing.T) {
 // The repository's own pins are what the kernels rely on: read them for real.
 func TestRepositoryPins(t *testing.T) {
 	repo := testRepo(t)
-	tools, err := ReadGoMod(filepath.Join(repo.ToolsModDir(), "go.mod"))
+	tools, err := readGoMod(filepath.Join(repo.toolsModDir(), "go.mod"))
 	require.NoError(t, err)
 	require.Equal(t, "v0.11.5", tools.Require["github.com/janpfeifer/gonb"])
 	require.Equal(t, "v0.23.0", tools.Require["golang.org/x/tools/gopls"])
 	require.ElementsMatch(t, []string{"github.com/janpfeifer/gonb", "golang.org/x/tools/cmd/goimports", "golang.org/x/tools/gopls"}, tools.Tools)
-	main, err := ReadGoMod(filepath.Join(repo.Dir, "go.mod"))
+	main, err := readGoMod(filepath.Join(repo.Dir, "go.mod"))
 	require.NoError(t, err)
-	require.Equal(t, ModulePath, main.Module)
+	require.Equal(t, modulePath, main.Module)
 	require.Equal(t, "v0.28.16", main.Require["github.com/gomlx/gomlx"])
 	require.Equal(t, "v0.4.13", main.Require["github.com/gomlx/go-xla"])
 	require.Equal(t, "v0.1.14", main.Require["github.com/gomlx/compute"])
@@ -83,21 +83,21 @@ func TestFindRepo(t *testing.T) {
 	repo := testRepo(t)
 	got, err := FindRepo(filepath.Join(repo.Dir, "cifarlib"))
 	require.Error(t, err, "an explicit folder must itself be the root")
-	require.ErrorIs(t, err, ErrNoRepo)
+	require.ErrorIs(t, err, errNoRepo)
 	require.Equal(t, Repo{}, got)
 
 	got, err = FindRepo(repo.Dir)
 	require.NoError(t, err)
 	require.Equal(t, repo, got)
 
-	t.Setenv(RepoEnv, repo.Dir)
+	t.Setenv(repoEnv, repo.Dir)
 	got, err = FindRepo("")
 	require.NoError(t, err)
 	require.Equal(t, repo, got)
 
-	t.Setenv(RepoEnv, t.TempDir())
+	t.Setenv(repoEnv, t.TempDir())
 	_, err = FindRepo("")
-	require.ErrorIs(t, err, ErrNoRepo)
+	require.ErrorIs(t, err, errNoRepo)
 	require.ErrorContains(t, err, "$CIFARLAB_REPO=")
 }
 
@@ -107,6 +107,6 @@ func testRepo(t *testing.T) Repo {
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	dir := filepath.Dir(filepath.Dir(wd))
-	require.True(t, IsRepo(dir), "%s is not the cifarlab checkout", dir)
+	require.True(t, isRepo(dir), "%s is not the cifarlab checkout", dir)
 	return Repo{Dir: dir}
 }

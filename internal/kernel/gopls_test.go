@@ -53,7 +53,7 @@ func TestGoplsStartsOnFirstCompletion(t *testing.T) {
 
 	cmd := exec.Command(py, filepath.Join(repo.Dir, "kernel", "testdata", "gopls_lazy.py"), CPUKernel, cell, complete)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), DataDirEnv(jupyterDir)...)
+	cmd.Env = append(os.Environ(), dataDirEnv(jupyterDir)...)
 	if v := os.Getenv("TEST_LAZY"); v != "" {
 		cmd.Env = append(cmd.Env, "CIFARLAB_LAZY_GOPLS="+v)
 	}

@@ -12,9 +12,9 @@ import (
 	"sort"
 )
 
-// ManifestName is the file, under DATA_DIR/cifarlab/, that records what Install wrote so
+// manifestName is the file, under DATA_DIR/cifarlab/, that records what Install wrote so
 // that Uninstall removes exactly that.
-const ManifestName = "kernels-manifest.json"
+const manifestName = "kernels-manifest.json"
 
 // InstallOptions configure Install.
 type InstallOptions struct {
@@ -47,19 +47,19 @@ type InstallResult struct {
 	Manifest   string            `json:"manifest"`
 }
 
-// Manifest lists the files and folders Install created, for Uninstall.
-type Manifest struct {
+// manifest lists the files and folders Install created, for Uninstall.
+type manifest struct {
 	Repo  string   `json:"repo"`
 	Files []string `json:"files"`
 	// Dirs are the folders Install created (not those that already existed).
 	Dirs []string `json:"dirs"`
 }
 
-// ManifestPath is where Install keeps its manifest for a data directory.
-func ManifestPath(dataDir string) string { return filepath.Join(dataDir, "cifarlab", ManifestName) }
+// manifestPath is where Install keeps its manifest for a data directory.
+func manifestPath(dataDir string) string { return filepath.Join(dataDir, "cifarlab", manifestName) }
 
-// KernelDir is the folder of a kernelspec in a data directory.
-func KernelDir(dataDir, name string) string { return filepath.Join(dataDir, "kernels", name) }
+// kernelDir is the folder of a kernelspec in a data directory.
+func kernelDir(dataDir, name string) string { return filepath.Join(dataDir, "kernels", name) }
 
 // Install builds the pinned tools when needed and writes the CPU and CUDA kernelspecs into
 // opts.DataDir. Running it again rewrites only what changed and keeps one manifest.
@@ -71,60 +71,60 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 	if opts.DataDir == "" {
 		return nil, errors.New("kernel install: no Jupyter data directory given")
 	}
-	res := &InstallResult{DataDir: opts.DataDir, Manifest: ManifestPath(opts.DataDir)}
+	res := &InstallResult{DataDir: opts.DataDir, Manifest: manifestPath(opts.DataDir)}
 	if !opts.SkipTools {
-		built, err := EnsureTools(ctx, opts.Repo, log)
+		built, err := ensureTools(ctx, opts.Repo, log)
 		if err != nil {
 			return nil, err
 		}
 		res.ToolsBuilt = built
 	}
-	if !opts.SkipTools || !fileExists(opts.Repo.Tool(SupervisorName)) {
-		if err := BuildSupervisor(ctx, opts.Repo, log); err != nil {
+	if !opts.SkipTools || !fileExists(opts.Repo.Tool(supervisorName)) {
+		if err := buildSupervisor(ctx, opts.Repo, log); err != nil {
 			return nil, err
 		}
 	}
-	for _, t := range PinnedTools {
+	for _, t := range pinnedTools {
 		if !fileExists(opts.Repo.Tool(t.Name)) {
 			return nil, fmt.Errorf("%s is missing: build the pinned tools with `cd %s && GOBIN=%s go install tool` (or run kernel/setup.sh)",
-				opts.Repo.Tool(t.Name), opts.Repo.ToolsModDir(), opts.Repo.BinDir())
+				opts.Repo.Tool(t.Name), opts.Repo.toolsModDir(), opts.Repo.binDir())
 		}
 	}
-	goTools, err := FindGoTools(ctx, opts.Repo)
+	gt, err := findGoTools(ctx, opts.Repo)
 	if err != nil {
 		return nil, err
 	}
 	// The cells' pinned module proxy (cellpins.go), from the checkout's go.mod and go.sum: every
 	// cell builds with go.mod's versions of the modules the checkout requires.
-	pinned, err := UpdateCellProxy(ctx, opts.Repo, goTools)
+	pinned, err := updateCellProxy(ctx, opts.Repo, gt)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "cells build with %s and go.mod's versions of %d modules (pinned in %s)\n", or(goTools.Version, "the go command on PATH"), pinned, CellProxyDir(opts.Repo))
-	cpu, err := ChooseCPUBackend(opts.Repo, opts.Backends)
+	fmt.Fprintf(log, "cells build with %s and go.mod's versions of %d modules (pinned in %s)\n", or(gt.Version, "the go command on PATH"), pinned, cellProxyDir(opts.Repo))
+	cpu, err := chooseCPUBackend(opts.Repo, opts.Backends)
 	if err != nil {
 		return nil, fmt.Errorf("CPU kernel: %w", err)
 	}
-	cuda, err := ChooseCUDABackend(ctx, opts.Repo, filepath.Join(opts.DataDir, "cifarlab", "pjrt-cuda"), opts.Backends)
+	cuda, err := chooseCUDABackend(ctx, opts.Repo, filepath.Join(opts.DataDir, "cifarlab", "pjrt-cuda"), opts.Backends)
 	if err != nil {
 		return nil, fmt.Errorf("CUDA kernel: %w", err)
 	}
 
-	man, err := ReadManifest(opts.DataDir)
+	man, err := readManifest(opts.DataDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	if man == nil {
-		man = &Manifest{}
+		man = &manifest{}
 	}
 	man.Repo = opts.Repo.Dir
 	tr := &tracker{man: man}
 
 	for _, k := range []struct {
 		name, kind string
-		b          Backend
+		b          backend
 	}{{CPUKernel, "cpu", cpu}, {CUDAKernel, "cuda", cuda}} {
-		dir := KernelDir(opts.DataDir, k.name)
+		dir := kernelDir(opts.DataDir, k.name)
 		if err := tr.mkdirAll(dir); err != nil {
 			return nil, err
 		}
@@ -133,7 +133,7 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 				return nil, err
 			}
 		}
-		spec := NewKernelSpec(opts.Repo, k.kind, goTools, k.b)
+		spec := newKernelSpec(opts.Repo, k.kind, gt, k.b)
 		data, err := json.MarshalIndent(spec, "", "  ")
 		if err != nil {
 			return nil, err
@@ -156,7 +156,7 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 	// The cells' first `go get`, run now: what it asks of the network (checksums of newer
 	// go.mod files that other projects left in the module cache) is fetched at install, not by
 	// the user's first cell. Offline, the first cell asks instead.
-	if n, err := WarmCellGet(ctx, opts.Repo, goTools); err != nil {
+	if n, err := warmCellGet(ctx, opts.Repo, gt); err != nil {
 		fmt.Fprintf(log, "warning: could not run the cells' go get ahead (the first cell will): %v\n", err)
 	} else {
 		fmt.Fprintf(log, "cells' go get warmed: %d network requests now, none left for the first cell\n", n)
@@ -175,15 +175,15 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 	return res, nil
 }
 
-// ReadManifest reads the manifest of a data directory; the error wraps os.ErrNotExist when
+// readManifest reads the manifest of a data directory; the error wraps os.ErrNotExist when
 // there is none.
-func ReadManifest(dataDir string) (*Manifest, error) {
-	p := ManifestPath(dataDir)
+func readManifest(dataDir string) (*manifest, error) {
+	p := manifestPath(dataDir)
 	data, err := os.ReadFile(p)
 	if err != nil {
 		return nil, err
 	}
-	var m Manifest
+	var m manifest
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("%s is not a cifarlab kernel manifest (%v): remove the kernels with `jupyter kernelspec remove %s %s` and delete it", p, err, CPUKernel, CUDAKernel)
 	}
@@ -200,9 +200,9 @@ type UninstallResult struct {
 // Uninstall removes exactly what Install recorded in dataDir's manifest: its files, then
 // the folders it created when they are empty, then the manifest.
 func Uninstall(dataDir string) (*UninstallResult, error) {
-	man, err := ReadManifest(dataDir)
+	man, err := readManifest(dataDir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no cifarlab kernel manifest at %s: nothing was installed there by `cifarlab kernel install` (check --jupyter-data-dir/--prefix/$%s)", ManifestPath(dataDir), JupyterDataDirEnv)
+		return nil, fmt.Errorf("no cifarlab kernel manifest at %s: nothing was installed there by `cifarlab kernel install` (check --jupyter-data-dir/--prefix/$%s)", manifestPath(dataDir), jupyterDataDirEnv)
 	}
 	if err != nil {
 		return nil, err
@@ -215,7 +215,7 @@ func Uninstall(dataDir string) (*UninstallResult, error) {
 			return res, fmt.Errorf("removing %s: %w", f, err)
 		}
 	}
-	mp := ManifestPath(dataDir)
+	mp := manifestPath(dataDir)
 	if err := os.Remove(mp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return res, err
 	}
@@ -233,7 +233,7 @@ func Uninstall(dataDir string) (*UninstallResult, error) {
 }
 
 // tracker writes files and folders and records them in the manifest.
-type tracker struct{ man *Manifest }
+type tracker struct{ man *manifest }
 
 func (t *tracker) mkdirAll(dir string) error {
 	var created []string
@@ -267,7 +267,7 @@ func (t *tracker) writeFile(path string, data []byte) (bool, error) {
 }
 
 // symlink makes l.Path point to l.Target, replacing a link that points elsewhere.
-func (t *tracker) symlink(l Link) error {
+func (t *tracker) symlink(l link) error {
 	if err := t.mkdirAll(filepath.Dir(l.Path)); err != nil {
 		return err
 	}

@@ -13,16 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeRepo makes a checkout with a go.mod of ModulePath and executable stand-ins for the
+// fakeRepo makes a checkout with a go.mod of modulePath and executable stand-ins for the
 // pinned tools, enough for Install with SkipTools.
 func fakeRepo(t *testing.T) Repo {
 	t.Helper()
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+ModulePath+"\n\ngo 1.27\n\ntoolchain go1.27.3\n"), 0o644))
-	for _, tool := range PinnedTools {
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+modulePath+"\n\ngo 1.27\n\ntoolchain go1.27.3\n"), 0o644))
+	for _, tool := range pinnedTools {
 		touch(t, filepath.Join(dir, ".bin", tool.Name))
 	}
-	touch(t, filepath.Join(dir, ".bin", SupervisorName))
+	touch(t, filepath.Join(dir, ".bin", supervisorName))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "tools"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tools", "go.mod"), []byte(`module x/tools
 require (
@@ -43,7 +43,7 @@ func readJSON(t *testing.T, path string, v any) {
 
 func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 	repo := fakeRepo(t)
-	t.Setenv(PJRTPluginPathEnv, t.TempDir())
+	t.Setenv(pjrtPluginPathEnv, t.TempDir())
 	t.Setenv(CUDAPluginEnv, "")
 	t.Setenv(CPUPluginEnv, "")
 	t.Setenv("CIFARLAB_XLA_CPU_PLUGIN", "")
@@ -52,7 +52,7 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 	t.Setenv("GOPROXY", "https://proxy.example.com|direct")
 	parent := t.TempDir()
 	dataDir := filepath.Join(parent, "share", "jupyter")
-	goBin, err := GoBinDir()
+	goBin, err := goBinDir()
 	require.NoError(t, err)
 
 	opts := InstallOptions{Repo: repo, DataDir: dataDir, SkipTools: true, Backends: BackendOptions{CUDA: "xla:cuda"}}
@@ -96,9 +96,9 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 	require.Equal(t, "cuda", cuda.Env["CIFARLAB_KERNEL"])
 	require.Equal(t, cpu.Argv, cuda.Argv)
 
-	manifestBefore, err := os.ReadFile(ManifestPath(dataDir))
+	manifestBefore, err := os.ReadFile(manifestPath(dataDir))
 	require.NoError(t, err)
-	var man Manifest
+	var man manifest
 	require.NoError(t, json.Unmarshal(manifestBefore, &man))
 	require.Equal(t, []string{
 		filepath.Join(dataDir, "kernels", CPUKernel, "kernel.json"),
@@ -117,7 +117,7 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, res.Kernels[0].Changed)
 	require.False(t, res.Kernels[1].Changed)
-	manifestAfter, err := os.ReadFile(ManifestPath(dataDir))
+	manifestAfter, err := os.ReadFile(manifestPath(dataDir))
 	require.NoError(t, err)
 	require.Equal(t, string(manifestBefore), string(manifestAfter))
 
@@ -126,7 +126,7 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 	runtime := touch(t, filepath.Join(dataDir, "runtime", "jupyter_cookie_secret"))
 	un, err := Uninstall(dataDir)
 	require.NoError(t, err)
-	require.ElementsMatch(t, append(append([]string{}, man.Files...), ManifestPath(dataDir),
+	require.ElementsMatch(t, append(append([]string{}, man.Files...), manifestPath(dataDir),
 		filepath.Join(dataDir, "kernels", CPUKernel), filepath.Join(dataDir, "kernels", CUDAKernel), filepath.Join(dataDir, "cifarlab")), un.Removed)
 	require.ElementsMatch(t, []string{filepath.Join(parent, "share"), dataDir, filepath.Join(dataDir, "kernels")}, un.Kept)
 	require.FileExists(t, other)
@@ -135,12 +135,12 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 	require.NoDirExists(t, filepath.Join(dataDir, "cifarlab"))
 
 	_, err = Uninstall(dataDir)
-	require.ErrorContains(t, err, "no cifarlab kernel manifest at "+ManifestPath(dataDir))
+	require.ErrorContains(t, err, "no cifarlab kernel manifest at "+manifestPath(dataDir))
 }
 
 func TestUninstallOfAFreshInstallLeavesNothing(t *testing.T) {
 	repo := fakeRepo(t)
-	t.Setenv(PJRTPluginPathEnv, t.TempDir())
+	t.Setenv(pjrtPluginPathEnv, t.TempDir())
 	parent := t.TempDir()
 	dataDir := filepath.Join(parent, "jupyter")
 	_, err := Install(context.Background(), InstallOptions{Repo: repo, DataDir: dataDir, SkipTools: true, Backends: BackendOptions{CUDA: "xla:cuda"}})
@@ -157,14 +157,14 @@ func TestInstallRefusesMissingTools(t *testing.T) {
 	repo := fakeRepo(t)
 	require.NoError(t, os.Remove(repo.Tool("gopls")))
 	_, err := Install(context.Background(), InstallOptions{Repo: repo, DataDir: t.TempDir(), SkipTools: true})
-	require.EqualError(t, err, repo.Tool("gopls")+" is missing: build the pinned tools with `cd "+repo.ToolsModDir()+
-		" && GOBIN="+repo.BinDir()+" go install tool` (or run kernel/setup.sh)")
+	require.EqualError(t, err, repo.Tool("gopls")+" is missing: build the pinned tools with `cd "+repo.toolsModDir()+
+		" && GOBIN="+repo.binDir()+" go install tool` (or run kernel/setup.sh)")
 }
 
 func TestCheckToolsReadsBuildInfo(t *testing.T) {
 	repo := fakeRepo(t)
-	require.NoError(t, os.MkdirAll(repo.ToolsModDir(), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(repo.ToolsModDir(), "go.mod"), []byte(`module x/tools
+	require.NoError(t, os.MkdirAll(repo.toolsModDir(), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(repo.toolsModDir(), "go.mod"), []byte(`module x/tools
 go 1.26.0
 require (
 	github.com/janpfeifer/gonb v0.11.4
@@ -179,7 +179,7 @@ require (
 	require.NoError(t, os.WriteFile(repo.Tool("gonb"), data, 0o755))
 	require.NoError(t, os.Remove(repo.Tool("goimports")))
 
-	sts, err := CheckTools(repo)
+	sts, err := checkTools(repo)
 	require.NoError(t, err)
 	require.Len(t, sts, 3)
 	require.EqualError(t, sts[0].Err, repo.Tool("gonb")+" is a build of github.com/cifarlab/cifarlab/internal/kernel.test, not of github.com/janpfeifer/gonb")
@@ -196,7 +196,7 @@ func TestRepositoryToolsArePinned(t *testing.T) {
 	if !fileExists(repo.Tool("gonb")) {
 		requireLab(t, repo)
 	}
-	sts, err := CheckTools(repo)
+	sts, err := checkTools(repo)
 	require.NoError(t, err)
 	got := map[string]string{}
 	for _, st := range sts {
@@ -213,7 +213,7 @@ func TestDataDirFor(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_DATA_HOME", "")
-	t.Setenv(JupyterDataDirEnv, "")
+	t.Setenv(jupyterDataDirEnv, "")
 	d, err := DataDirFor("", "")
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(home, ".local/share/jupyter"), d)
@@ -223,7 +223,7 @@ func TestDataDirFor(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "/xdg/jupyter", d)
 
-	t.Setenv(JupyterDataDirEnv, "/env/jupyter")
+	t.Setenv(jupyterDataDirEnv, "/env/jupyter")
 	d, err = DataDirFor("", "")
 	require.NoError(t, err)
 	require.Equal(t, "/env/jupyter", d)
@@ -244,7 +244,7 @@ func TestDataDirFor(t *testing.T) {
 // links (not their targets) go away on uninstall.
 func TestInstallLinksPipCUDAPlugin(t *testing.T) {
 	repo := fakeRepo(t)
-	t.Setenv(PJRTPluginPathEnv, t.TempDir())
+	t.Setenv(pjrtPluginPathEnv, t.TempDir())
 	site := t.TempDir()
 	jax := touch(t, filepath.Join(site, "jax_plugins/xla_cuda13/xla_cuda_plugin.so"))
 	ptxas := touch(t, filepath.Join(site, "nvidia/cu13/bin/ptxas"))
@@ -280,6 +280,6 @@ func TestInstallLinksPipCUDAPlugin(t *testing.T) {
 }
 
 func withPluginPath[T any](t *testing.T, path string, fn func() T) T {
-	t.Setenv(PJRTPluginPathEnv, path)
+	t.Setenv(pjrtPluginPathEnv, path)
 	return fn()
 }

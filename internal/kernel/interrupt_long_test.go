@@ -21,7 +21,7 @@ const stepDelayTag = "cifarlab_teststepdelay"
 // (the kernelspec's GOFLAGS, which GoNB's go build reads), and nothing else of it changes.
 func withStepDelayTag(t *testing.T, jupyterDir string) {
 	t.Helper()
-	path := filepath.Join(KernelDir(jupyterDir, CPUKernel), "kernel.json")
+	path := filepath.Join(kernelDir(jupyterDir, CPUKernel), "kernel.json")
 	var spec map[string]any
 	readJSON(t, path, &spec)
 	env := spec["env"].(map[string]any)

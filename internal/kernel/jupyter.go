@@ -13,41 +13,41 @@ import (
 	"strings"
 )
 
-// InstallHint says how to get JupyterLab when it is missing.
-const InstallHint = "install it with `bash kernel/setup.sh` (creates .venv with the pinned JupyterLab and nbclient, builds the tools and installs the kernels), " +
+// installHint says how to get JupyterLab when it is missing.
+const installHint = "install it with `bash kernel/setup.sh` (creates .venv with the pinned JupyterLab and nbclient, builds the tools and installs the kernels), " +
 	"or by hand: /usr/bin/python3 -m venv .venv && .venv/bin/pip install -r kernel/requirements.txt -c kernel/constraints.txt"
 
-// ErrNoJupyter is returned by FindJupyter when no jupyter command is found.
+// ErrNoJupyter is returned by findJupyter when no jupyter command is found.
 var ErrNoJupyter = errors.New("jupyter not found")
 
-// Jupyter is a Jupyter installation, found through its jupyter command.
-type Jupyter struct {
+// jupyter is a jupyter installation, found through its jupyter command.
+type jupyter struct {
 	// Bin is the absolute path of the jupyter command.
 	Bin string
 }
 
-// FindJupyter returns the jupyter of the repository's venv (REPO/.venv/bin/jupyter) when
+// findJupyter returns the jupyter of the repository's venv (REPO/.venv/bin/jupyter) when
 // it exists, else the first jupyter on PATH.
-func FindJupyter(repo Repo) (Jupyter, error) {
+func findJupyter(repo Repo) (jupyter, error) {
 	if repo.Dir != "" {
 		if p := filepath.Join(repo.VenvDir(), "bin", "jupyter"); fileExists(p) {
-			return Jupyter{Bin: p}, nil
+			return jupyter{Bin: p}, nil
 		}
 	}
 	if p, err := exec.LookPath("jupyter"); err == nil {
 		abs, _ := filepath.Abs(p)
-		return Jupyter{Bin: abs}, nil
+		return jupyter{Bin: abs}, nil
 	}
 	venv := "REPO/.venv"
 	if repo.Dir != "" {
 		venv = repo.VenvDir()
 	}
-	return Jupyter{}, fmt.Errorf("%w (not in %s, not on PATH): %s", ErrNoJupyter, venv, InstallHint)
+	return jupyter{}, fmt.Errorf("%w (not in %s, not on PATH): %s", ErrNoJupyter, venv, installHint)
 }
 
 // Command returns an exec.Cmd running `jupyter args...` with the jupyter's folder first
 // on PATH (so its python and jupyter-lab are the ones used) and extra environment added.
-func (j Jupyter) Command(ctx context.Context, extraEnv []string, args ...string) *exec.Cmd {
+func (j jupyter) Command(ctx context.Context, extraEnv []string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, j.Bin, args...)
 	env := os.Environ()
 	env = setEnv(env, "PATH", filepath.Dir(j.Bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -72,7 +72,7 @@ func setEnv(env []string, key, value string) []string {
 
 // Versions returns the versions `jupyter --version` reports, by package name (e.g.
 // "jupyterlab": "4.6.6"); packages reported as "not installed" are left out.
-func (j Jupyter) Versions(ctx context.Context) (map[string]string, error) {
+func (j jupyter) Versions(ctx context.Context) (map[string]string, error) {
 	out, err := j.Command(ctx, nil, "--version").Output()
 	if err != nil {
 		return nil, fmt.Errorf("%s --version: %w", j.Bin, err)
@@ -92,15 +92,15 @@ func (j Jupyter) Versions(ctx context.Context) (map[string]string, error) {
 	return vs, nil
 }
 
-// ListedSpec is one entry of `jupyter kernelspec list --json`.
-type ListedSpec struct {
+// listedSpec is one entry of `jupyter kernelspec list --json`.
+type listedSpec struct {
 	ResourceDir string     `json:"resource_dir"`
 	Spec        KernelSpec `json:"spec"`
 }
 
 // KernelSpecs runs `jupyter kernelspec list --json` with extra environment (e.g.
 // JUPYTER_DATA_DIR=...) and returns the kernelspecs Jupyter sees, by name.
-func (j Jupyter) KernelSpecs(ctx context.Context, extraEnv ...string) (map[string]ListedSpec, error) {
+func (j jupyter) KernelSpecs(ctx context.Context, extraEnv ...string) (map[string]listedSpec, error) {
 	cmd := j.Command(ctx, extraEnv, "kernelspec", "list", "--json")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -109,7 +109,7 @@ func (j Jupyter) KernelSpecs(ctx context.Context, extraEnv ...string) (map[strin
 		return nil, fmt.Errorf("jupyter kernelspec list: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	var list struct {
-		Kernelspecs map[string]ListedSpec `json:"kernelspecs"`
+		Kernelspecs map[string]listedSpec `json:"kernelspecs"`
 	}
 	if err := json.Unmarshal(out, &list); err != nil {
 		return nil, fmt.Errorf("jupyter kernelspec list --json printed something that is not JSON: %w", err)
@@ -119,7 +119,7 @@ func (j Jupyter) KernelSpecs(ctx context.Context, extraEnv ...string) (map[strin
 
 // DataPath runs `jupyter --paths --json` with extra environment and returns Jupyter's data
 // path: the folders it searches for kernels/NAME, first match winning.
-func (j Jupyter) DataPath(ctx context.Context, extraEnv ...string) ([]string, error) {
+func (j jupyter) DataPath(ctx context.Context, extraEnv ...string) ([]string, error) {
 	cmd := j.Command(ctx, extraEnv, "--paths", "--json")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

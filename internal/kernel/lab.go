@@ -26,9 +26,9 @@ const DefaultLabPort = 8888
 type LabOptions struct {
 	// Repo is the checkout whose notebooks/ is served and whose kernels are installed.
 	Repo Repo
-	// Jupyter is the installation to run (FindJupyter when zero).
-	Jupyter Jupyter
-	// Notebooks is the folder JupyterLab opens (default Repo.NotebooksDir()).
+	// Jupyter is the installation to run (findJupyter when zero).
+	Jupyter jupyter
+	// Notebooks is the folder JupyterLab opens (default REPO/notebooks).
 	Notebooks string
 	// IP is the address to bind (default 127.0.0.1).
 	IP string
@@ -76,21 +76,21 @@ type Lab struct {
 	stopOnce sync.Once
 }
 
-// KernelsReady reports whether Jupyter lists both cifarlab kernels, each running an
+// kernelsReady reports whether Jupyter lists both cifarlab kernels, each running an
 // existing gonb, compiling against repo, with the cells' module proxy of this go command
-// (CellGoProxy).
-func KernelsReady(ctx context.Context, jup Jupyter, repo Repo, dataDir string) (bool, error) {
+// (cellGoProxy).
+func kernelsReady(ctx context.Context, jup jupyter, repo Repo, dataDir string) (bool, error) {
 	var env []string
 	if dataDir != "" {
-		env = append(env, DataDirEnv(dataDir)...)
+		env = append(env, dataDirEnv(dataDir)...)
 	}
 	specs, err := jup.KernelSpecs(ctx, env...)
 	if err != nil {
 		return false, err
 	}
-	goTools, _ := FindGoTools(ctx, repo)
+	gt, _ := findGoTools(ctx, repo)
 	for _, name := range []string{CPUKernel, CUDAKernel} {
-		if c := checkKernelSpec(repo, name, specs, goTools); c.Status != StatusOK {
+		if c := checkKernelSpec(repo, name, specs, gt); c.Status != StatusOK {
 			return false, nil
 		}
 	}
@@ -106,17 +106,17 @@ func StartLab(ctx context.Context, opts LabOptions) (*Lab, error) {
 		progress = io.Discard
 	}
 	if opts.Jupyter.Bin == "" {
-		j, err := FindJupyter(opts.Repo)
+		j, err := findJupyter(opts.Repo)
 		if err != nil {
 			return nil, err
 		}
 		opts.Jupyter = j
 	}
 	if vs, err := opts.Jupyter.Versions(ctx); err != nil || vs["jupyterlab"] == "" {
-		return nil, fmt.Errorf("JupyterLab is not installed next to %s: %s", opts.Jupyter.Bin, InstallHint)
+		return nil, fmt.Errorf("JupyterLab is not installed next to %s: %s", opts.Jupyter.Bin, installHint)
 	}
 	if opts.Notebooks == "" {
-		opts.Notebooks = opts.Repo.NotebooksDir()
+		opts.Notebooks = opts.Repo.notebooksDir()
 	}
 	nbDir, err := filepath.Abs(opts.Notebooks)
 	if err != nil {
@@ -129,7 +129,7 @@ func StartLab(ctx context.Context, opts LabOptions) (*Lab, error) {
 		opts.IP = "127.0.0.1"
 	}
 	if opts.Port == 0 {
-		p, err := FreePort(opts.IP)
+		p, err := freePort(opts.IP)
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +152,7 @@ func StartLab(ctx context.Context, opts LabOptions) (*Lab, error) {
 	}
 
 	lab := &Lab{Token: token, Port: opts.Port, Notebooks: nbDir, done: make(chan struct{})}
-	ready, err := KernelsReady(ctx, opts.Jupyter, opts.Repo, opts.DataDir)
+	ready, err := kernelsReady(ctx, opts.Jupyter, opts.Repo, opts.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -172,10 +172,10 @@ func StartLab(ctx context.Context, opts LabOptions) (*Lab, error) {
 
 	var env []string
 	if opts.DataDir != "" {
-		env = append(env, DataDirEnv(opts.DataDir)...)
+		env = append(env, dataDirEnv(opts.DataDir)...)
 	}
 	// Which checkout each kernel belongs to, as this server will start it.
-	owners, err := KernelOwners(ctx, opts.Jupyter, env...)
+	owners, err := kernelOwners(ctx, opts.Jupyter, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -297,8 +297,8 @@ func (l *Lab) Stop(grace time.Duration) {
 	<-l.done
 }
 
-// FreePort returns a TCP port that is free on ip right now.
-func FreePort(ip string) (int, error) {
+// freePort returns a TCP port that is free on ip right now.
+func freePort(ip string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port on %s: %w", ip, err)

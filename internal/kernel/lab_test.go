@@ -147,8 +147,8 @@ func TestLabServesOnlyWithToken(t *testing.T) {
 
 	lab := startLab(t, bin, "--port", "0", "--notebooks", notebooks, "--jupyter-data-dir", dataDir, "--repo", repo.Dir)
 	require.Contains(t, lab.startup, "installing the cifarlab kernels into "+dataDir+" (--jupyter-data-dir)\n")
-	require.Contains(t, lab.startup, "kernel cifarlab-cpu: this checkout ("+repo.Dir+"), from "+KernelDir(dataDir, CPUKernel)+"\n")
-	require.Contains(t, lab.startup, "kernel cifarlab-cuda: this checkout ("+repo.Dir+"), from "+KernelDir(dataDir, CUDAKernel)+"\n")
+	require.Contains(t, lab.startup, "kernel cifarlab-cpu: this checkout ("+repo.Dir+"), from "+kernelDir(dataDir, CPUKernel)+"\n")
+	require.Contains(t, lab.startup, "kernel cifarlab-cuda: this checkout ("+repo.Dir+"), from "+kernelDir(dataDir, CUDAKernel)+"\n")
 	require.NotContains(t, lab.startup, "WARNING")
 	require.Contains(t, lab.startup, "JupyterLab (pid "+strconv.Itoa(lab.pid)+") is serving "+notebooks+"\n")
 	require.Len(t, lab.token, 48)
@@ -205,5 +205,5 @@ func TestLabWithoutJupyterSaysHowToInstall(t *testing.T) {
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(mustGoBin(t)))
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err)
-	require.Contains(t, string(out), "cifarlab lab: JupyterLab is missing: jupyter not found (not in "+fake.VenvDir()+", not on PATH): "+InstallHint+"\n")
+	require.Contains(t, string(out), "cifarlab lab: JupyterLab is missing: jupyter not found (not in "+fake.VenvDir()+", not on PATH): "+installHint+"\n")
 }

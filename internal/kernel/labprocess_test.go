@@ -73,8 +73,8 @@ func TestLabProcessLifecycle(t *testing.T) {
 	for i, c := range res {
 		require.Equal(t, "ok", c.Status, "cell %d: %s", i, c.Text)
 	}
-	kernelDir := regexp.MustCompile(`kernel folder (\S+)`).FindStringSubmatch(res[0].Text)
-	require.NotNil(t, kernelDir)
+	kernelFolder := regexp.MustCompile(`kernel folder (\S+)`).FindStringSubmatch(res[0].Text)
+	require.NotNil(t, kernelFolder)
 	line := regexp.MustCompile(`lab process (\d+): end step 20, loss (\S+)`)
 	pidLoss := func(i int) (int, string) {
 		t.Helper()
@@ -100,7 +100,7 @@ func TestLabProcessLifecycle(t *testing.T) {
 		how = "killed, or out of memory" // no memory cgroup to tell
 	}
 	require.Equal(t, []string{fmt.Sprintf("lab process: the previous one (pid %d) ended (%s: see %s); "+
-		"starting a new one; nothing on disk is lost", first, how, filepath.Join(kernelDir[1], "cifarlab-lab", "lab.log"))}, notes)
+		"starting a new one; nothing on disk is lost", first, how, filepath.Join(kernelFolder[1], "cifarlab-lab", "lab.log"))}, notes)
 
 	require.Contains(t, res[5].Text, "<nil>")
 	fresh, loss6 := pidLoss(6)
@@ -133,7 +133,7 @@ func TestLabProcessLifecycle(t *testing.T) {
 	// group): its log says why: replaced, then, at the kernel's end, either it saw the kernel go
 	// (it looks every second) or the kernel's supervisor (cmd/cifarlab-kernel) sent it SIGTERM
 	// first. The kernel was killed, so GoNB's folder, and the log, are left.
-	log, err := os.ReadFile(filepath.Join(kernelDir[1], "cifarlab-lab", "lab.log"))
+	log, err := os.ReadFile(filepath.Join(kernelFolder[1], "cifarlab-lab", "lab.log"))
 	require.NoError(t, err)
 	require.Regexp(t, `(?s)cifarlab lab process: ended: the library code changed since it started\n.*cifarlab lab process: ended: (the kernel is gone|signal: terminated)\n`, string(log))
 }

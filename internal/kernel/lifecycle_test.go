@@ -94,7 +94,7 @@ func TestKernelLeavesNoProcess(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, py, filepath.Join(repo.Dir, "kernel", "testdata", "lifecycle.py"), CPUKernel, mode, cell)
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), DataDirEnv(jupyterDir)...)
+			cmd.Env = append(os.Environ(), dataDirEnv(jupyterDir)...)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			stdin, err := cmd.StdinPipe()

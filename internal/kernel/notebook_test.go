@@ -20,7 +20,7 @@ func TestKernelInstallShowsInJupyterKernelspecList(t *testing.T) {
 	repo := testRepo(t)
 	requireLab(t, repo)
 	bin := cifarlabBinary(t, repo)
-	jup, err := FindJupyter(repo)
+	jup, err := findJupyter(repo)
 	require.NoError(t, err)
 	dataDir := filepath.Join(t.TempDir(), "jupyter")
 
@@ -32,32 +32,32 @@ func TestKernelInstallShowsInJupyterKernelspecList(t *testing.T) {
 		return string(out)
 	}
 	out := run("kernel", "install", "--jupyter-data-dir", dataDir)
-	require.Contains(t, out, CPUKernel+` "Go (cifarlab, CPU)" -> `+KernelDir(dataDir, CPUKernel)+" (written;")
-	require.Contains(t, out, CUDAKernel+` "Go (cifarlab, CUDA)" -> `+KernelDir(dataDir, CUDAKernel)+" (written;")
+	require.Contains(t, out, CPUKernel+` "Go (cifarlab, CPU)" -> `+kernelDir(dataDir, CPUKernel)+" (written;")
+	require.Contains(t, out, CUDAKernel+` "Go (cifarlab, CUDA)" -> `+kernelDir(dataDir, CUDAKernel)+" (written;")
 
-	specs, err := jup.KernelSpecs(context.Background(), DataDirEnv(dataDir)...)
+	specs, err := jup.KernelSpecs(context.Background(), dataDirEnv(dataDir)...)
 	require.NoError(t, err)
-	goTools, err := FindGoTools(context.Background(), repo)
+	gt, err := findGoTools(context.Background(), repo)
 	require.NoError(t, err)
-	for name, display := range map[string]string{CPUKernel: CPUDisplayName, CUDAKernel: CUDADisplayName} {
+	for name, display := range map[string]string{CPUKernel: cpuDisplayName, CUDAKernel: cudaDisplayName} {
 		ls, ok := specs[name]
 		require.True(t, ok, "jupyter kernelspec list does not show %s: %v", name, specs)
-		require.Equal(t, KernelDir(dataDir, name), ls.ResourceDir)
+		require.Equal(t, kernelDir(dataDir, name), ls.ResourceDir)
 		require.Equal(t, display, ls.Spec.DisplayName)
 		require.Equal(t, []string{repo.Tool("cifarlab-kernel"), "--", repo.Tool("gonb"), "--kernel", "{connection_file}", "--go_work=" + repo.Dir}, ls.Spec.Argv)
-		require.Equal(t, "1", ls.Spec.Env[NoAutoInstallEnv])
-		require.Equal(t, StatusOK, checkKernelSpec(repo, name, specs, goTools).Status, "doctor's check of %s", name)
+		require.Equal(t, "1", ls.Spec.Env[noAutoInstallEnv])
+		require.Equal(t, StatusOK, checkKernelSpec(repo, name, specs, gt).Status, "doctor's check of %s", name)
 	}
-	require.Equal(t, "cpu", specs[CPUKernel].Spec.Env[KernelEnv])
-	require.Equal(t, "cuda", specs[CUDAKernel].Spec.Env[KernelEnv])
+	require.Equal(t, "cpu", specs[CPUKernel].Spec.Env[kernelEnv])
+	require.Equal(t, "cuda", specs[CUDAKernel].Spec.Env[kernelEnv])
 
 	// Twice is harmless.
 	out = run("kernel", "install", "--jupyter-data-dir", dataDir)
 	require.Equal(t, 2, strings.Count(out, "(unchanged;"), out)
 
 	out = run("kernel", "uninstall", "--jupyter-data-dir", dataDir)
-	require.Contains(t, out, "removed "+filepath.Join(KernelDir(dataDir, CPUKernel), "kernel.json"))
-	specs, err = jup.KernelSpecs(context.Background(), DataDirEnv(dataDir)...)
+	require.Contains(t, out, "removed "+filepath.Join(kernelDir(dataDir, CPUKernel), "kernel.json"))
+	specs, err = jup.KernelSpecs(context.Background(), dataDirEnv(dataDir)...)
 	require.NoError(t, err)
 	require.NotContains(t, specs, CPUKernel)
 	require.NotContains(t, specs, CUDAKernel)
@@ -99,7 +99,7 @@ func runNotebook(t *testing.T, repo Repo, dataDir, notebook, kernelName string, 
 	cmd := exec.CommandContext(ctx, py, filepath.Join(repo.Dir, "kernel", "run_notebook.py"), notebook,
 		"--kernel", kernelName, "--first-timeout", "900", "--timeout", "120",
 		"--summary", summary, "--kernel-log", klog, "--out", filepath.Join(dir, "executed.ipynb"))
-	cmd.Env = append(append(os.Environ(), DataDirEnv(dataDir)...), env...)
+	cmd.Env = append(append(os.Environ(), dataDirEnv(dataDir)...), env...)
 	out, err := cmd.CombinedOutput()
 	var run notebookRun
 	data, rerr := os.ReadFile(summary)
@@ -149,7 +149,7 @@ func TestSmokeNotebook(t *testing.T) {
 	repo := testRepo(t)
 	dataDir := installKernels(t, repo)
 	notebook := filepath.Join(repo.Dir, "kernel", "testdata", "smoke.ipynb")
-	mod, err := ReadGoMod(filepath.Join(repo.Dir, "go.mod"))
+	mod, err := readGoMod(filepath.Join(repo.Dir, "go.mod"))
 	require.NoError(t, err)
 
 	checkSetupCell := func(t *testing.T, run notebookRun, kernelKind, backend string) {
@@ -170,7 +170,7 @@ func TestSmokeNotebook(t *testing.T) {
 
 	t.Run("cpu", func(t *testing.T) {
 		// A hostile Go environment in the server's environment must not break GoNB's builds: the
-		// kernelspec pins it (GoEnvPins). GOWORK=off would stop its go.work, GOFLAGS=-mod=mod is
+		// kernelspec pins it (goEnvPins). GOWORK=off would stop its go.work, GOFLAGS=-mod=mod is
 		// rejected in workspace mode, CGO_ENABLED=0 cannot build go-xla, GO111MODULE=off no modules;
 		// GOTOOLCHAIN=local would build with whatever go the server's PATH has first (an older
 		// one on many machines): the kernels set go.mod's toolchain and its bin/ themselves.
@@ -178,7 +178,7 @@ func TestSmokeNotebook(t *testing.T) {
 			"GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0", "GO111MODULE=off", "GOTOOLCHAIN=local")
 		// The CPU kernel runs what backends.New("cpu") picks: the XLA CPU plugin that
 		// kernel/setup.sh installs into .venv, else the pure-Go backend.
-		cpu, err := ChooseCPUBackend(repo, BackendOptions{})
+		cpu, err := chooseCPUBackend(repo, BackendOptions{})
 		require.NoError(t, err)
 		checkSetupCell(t, run, "cpu", cpu.GoMLX)
 		c := run.Cells[1]
@@ -197,12 +197,12 @@ func TestSmokeNotebook(t *testing.T) {
 		// plugin, through a link go-xla finds by name.
 		plugin := realCUDAPlugin(t, repo)
 		if plugin != "" {
-			link, err := filepath.EvalSymlinks(filepath.Join(spec.Env[PJRTPluginPathEnv], "pjrt_c_api_cuda_plugin.so"))
+			link, err := filepath.EvalSymlinks(filepath.Join(spec.Env[pjrtPluginPathEnv], "pjrt_c_api_cuda_plugin.so"))
 			require.NoError(t, err, "the CUDA kernelspec does not point at the installed plugin: %v", spec.Env)
 			require.Equal(t, plugin, link)
 		}
 		run := runNotebook(t, repo, dataDir, notebook, CUDAKernel)
-		checkSetupCell(t, run, "cuda", spec.Env[GoMLXBackendEnv])
+		checkSetupCell(t, run, "cuda", spec.Env[gomlxBackendEnv])
 		c := run.Cells[1]
 		if gpus, err := plugins.GPUs(context.Background()); err == nil && len(gpus) > 0 {
 			require.Equal(t, "ok", c.Status, "forward pass on %v: %+v", gpus, c)
@@ -228,6 +228,6 @@ func TestSmokeNotebook(t *testing.T) {
 func readSpec(t *testing.T, dataDir, name string) KernelSpec {
 	t.Helper()
 	var s KernelSpec
-	readJSON(t, filepath.Join(KernelDir(dataDir, name), "kernel.json"), &s)
+	readJSON(t, filepath.Join(kernelDir(dataDir, name), "kernel.json"), &s)
 	return s
 }

@@ -9,50 +9,50 @@ import (
 	"strings"
 )
 
-// Placed is one kernelspec of a cifarlab kernel's name found on Jupyter's data path.
-type Placed struct {
+// placed is one kernelspec of a cifarlab kernel's name found on Jupyter's data path.
+type placed struct {
 	// Dir is the kernelspec's folder (DATA/kernels/NAME) and Data the data folder holding it.
 	Dir, Data string
 	// Repo is the checkout it runs (its metadata, else its --go_work); "" when unreadable.
 	Repo string
 }
 
-// Owner says which checkout a cifarlab kernel of a given name belongs to, as a Jupyter with
+// owner says which checkout a cifarlab kernel of a given name belongs to, as a Jupyter with
 // the same environment would start it.
-type Owner struct {
+type owner struct {
 	// Name is the kernel's name (CPUKernel, CUDAKernel).
 	Name string
 	// Places are the kernelspecs of that name along Jupyter's data path, in its order: the
 	// first is the one notebooks start, the others are hidden by it.
-	Places []Placed
+	Places []placed
 }
 
 // Used is the kernelspec notebooks start (the first on the path), and false when none is.
-func (o Owner) Used() (Placed, bool) {
+func (o owner) Used() (placed, bool) {
 	if len(o.Places) == 0 {
-		return Placed{}, false
+		return placed{}, false
 	}
 	return o.Places[0], true
 }
 
-// KernelOwners lists, for each cifarlab kernel, the kernelspecs of its name on the data path
+// kernelOwners lists, for each cifarlab kernel, the kernelspecs of its name on the data path
 // of jup (`jupyter --paths` with extraEnv, e.g. JUPYTER_DATA_DIR=...), first the one Jupyter
 // uses.
-func KernelOwners(ctx context.Context, jup Jupyter, extraEnv ...string) ([]Owner, error) {
+func kernelOwners(ctx context.Context, jup jupyter, extraEnv ...string) ([]owner, error) {
 	path, err := jup.DataPath(ctx, extraEnv...)
 	if err != nil {
 		return nil, err
 	}
-	var out []Owner
+	var out []owner
 	for _, name := range []string{CPUKernel, CUDAKernel} {
-		o := Owner{Name: name}
+		o := owner{Name: name}
 		for _, data := range path {
-			dir := KernelDir(data, name)
+			dir := kernelDir(data, name)
 			raw, err := os.ReadFile(filepath.Join(dir, "kernel.json"))
 			if err != nil {
 				continue
 			}
-			o.Places = append(o.Places, Placed{Dir: dir, Data: data, Repo: specRepo(raw)})
+			o.Places = append(o.Places, placed{Dir: dir, Data: data, Repo: specRepo(raw)})
 		}
 		out = append(out, o)
 	}
@@ -80,7 +80,7 @@ func specRepo(raw []byte) string {
 // whether it is another checkout's (ok false), with the fix: the command that removes the
 // other checkout's kernelspec that comes first on Jupyter's path, and installs this one's
 // when it is not further down.
-func (o Owner) Describe(repo Repo) (line string, ok bool, fix string) {
+func (o owner) Describe(repo Repo) (line string, ok bool, fix string) {
 	used, found := o.Used()
 	if !found {
 		return o.Name + ": not installed", false, "cifarlab kernel install"
@@ -105,7 +105,7 @@ func (o Owner) Describe(repo Repo) (line string, ok bool, fix string) {
 		where = "this checkout has none on Jupyter's path"
 	}
 	line = fmt.Sprintf("%s: notebooks would start the kernel of ANOTHER checkout, %s (kernelspec %s; %s)", o.Name, other, used.Dir, where)
-	if man, err := ReadManifest(used.Data); err == nil && man.Repo == used.Repo {
+	if man, err := readManifest(used.Data); err == nil && man.Repo == used.Repo {
 		fix = "cifarlab kernel uninstall --jupyter-data-dir " + used.Data
 	} else {
 		fix = "rm -r " + used.Dir

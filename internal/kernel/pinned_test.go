@@ -35,7 +35,7 @@ const (
 func TestCellsBuildGoModVersions(t *testing.T) {
 	repo := testRepo(t)
 	requireLab(t, repo)
-	mod, err := ReadGoMod(filepath.Join(repo.Dir, "go.mod"))
+	mod, err := readGoMod(filepath.Join(repo.Dir, "go.mod"))
 	require.NoError(t, err)
 	want := mod.Require[pinnedModule]
 	require.NotEmpty(t, want, "go.mod requires %s", pinnedModule)

@@ -18,13 +18,13 @@ const (
 	// CPUPluginEnv names an XLA CPU PJRT plugin file ($CIFARLAB_XLA_CPU_PLUGIN, read by
 	// backends.New, wins over it).
 	CPUPluginEnv = plugins.KernelCPUEnv
-	// PJRTPluginPathEnv is go-xla's list of folders to search for plugins (":"-separated).
-	PJRTPluginPathEnv = plugins.PJRTPathEnv
+	// pjrtPluginPathEnv is go-xla's list of folders to search for plugins (":"-separated).
+	pjrtPluginPathEnv = plugins.PJRTPathEnv
 )
 
-// PythonCandidates are the interpreters searched for pip-installed plugins: the lab venv,
+// pythonCandidates are the interpreters searched for pip-installed plugins: the lab venv,
 // Debian's /usr/bin/python3 and the python3 first on PATH.
-func PythonCandidates(repo Repo) []string {
+func pythonCandidates(repo Repo) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -46,8 +46,8 @@ func PythonCandidates(repo Repo) []string {
 	return out
 }
 
-// SitePackages returns the sys.path folders of the given Python interpreters.
-func SitePackages(ctx context.Context, pythons []string) []string {
+// sitePackages returns the sys.path folders of the given Python interpreters.
+func sitePackages(ctx context.Context, pythons []string) []string {
 	var dirs []string
 	seen := map[string]bool{}
 	for _, py := range pythons {

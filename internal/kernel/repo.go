@@ -9,12 +9,12 @@ import (
 	"github.com/cifarlab/cifarlab/internal/repo"
 )
 
-// ModulePath is the module path of the cifarlab repository.
-const ModulePath = repo.ModulePath
+// modulePath is the module path of the cifarlab repository.
+const modulePath = repo.ModulePath
 
-// RepoEnv names the environment variable that points at the repository when the
+// repoEnv names the environment variable that points at the repository when the
 // cifarlab binary runs outside of it.
-const RepoEnv = repo.Env
+const repoEnv = repo.Env
 
 // Repo is a checkout of the cifarlab repository.
 type Repo struct {
@@ -22,44 +22,44 @@ type Repo struct {
 	Dir string
 }
 
-// BinDir is where kernel/setup.sh and "cifarlab kernel install" put the pinned gonb,
+// binDir is where kernel/setup.sh and "cifarlab kernel install" put the pinned gonb,
 // goimports and gopls, and the cifarlab binary: Dir/.bin.
-func (r Repo) BinDir() string { return filepath.Join(r.Dir, ".bin") }
+func (r Repo) binDir() string { return filepath.Join(r.Dir, ".bin") }
 
 // VenvDir is the Python virtual environment holding JupyterLab and nbclient: Dir/.venv.
 func (r Repo) VenvDir() string { return filepath.Join(r.Dir, ".venv") }
 
-// NotebooksDir is the folder JupyterLab opens: Dir/notebooks.
-func (r Repo) NotebooksDir() string { return filepath.Join(r.Dir, "notebooks") }
+// notebooksDir is the folder JupyterLab opens: Dir/notebooks.
+func (r Repo) notebooksDir() string { return filepath.Join(r.Dir, "notebooks") }
 
-// ToolsModDir is the separate module whose tool directives pin gonb, goimports and gopls.
-func (r Repo) ToolsModDir() string { return filepath.Join(r.Dir, "tools") }
+// toolsModDir is the separate module whose tool directives pin gonb, goimports and gopls.
+func (r Repo) toolsModDir() string { return filepath.Join(r.Dir, "tools") }
 
-// Tool returns the path of a pinned tool binary ("gonb", "goimports", "gopls") in BinDir.
-func (r Repo) Tool(name string) string { return filepath.Join(r.BinDir(), name) }
+// Tool returns the path of a pinned tool binary ("gonb", "goimports", "gopls") in binDir.
+func (r Repo) Tool(name string) string { return filepath.Join(r.binDir(), name) }
 
-// ErrNoRepo is returned by FindRepo when no cifarlab checkout is found.
-var ErrNoRepo = errors.New("cifarlab repository not found")
+// errNoRepo is returned by FindRepo when no cifarlab checkout is found.
+var errNoRepo = errors.New("cifarlab repository not found")
 
-// IsRepo reports whether dir holds the go.mod of module ModulePath.
-func IsRepo(dir string) bool { return repo.Is(dir) }
+// isRepo reports whether dir holds the go.mod of module modulePath.
+func isRepo(dir string) bool { return repo.Is(dir) }
 
 // FindRepo locates the repository: the first of explicit (a --repo flag), $CIFARLAB_REPO,
 // the working directory and its parents, and the folder of the running executable and its
-// parents (the binary normally lives in REPO/.bin) that holds the go.mod of ModulePath.
+// parents (the binary normally lives in REPO/.bin) that holds the go.mod of modulePath.
 func FindRepo(explicit string) (Repo, error) {
 	if explicit != "" {
 		return repoAt(explicit, "--repo")
 	}
-	if env := os.Getenv(RepoEnv); env != "" {
-		return repoAt(env, "$"+RepoEnv)
+	if env := os.Getenv(repoEnv); env != "" {
+		return repoAt(env, "$"+repoEnv)
 	}
 	dir, starts := repo.Find()
 	if dir != "" {
 		return Repo{Dir: dir}, nil
 	}
 	return Repo{}, fmt.Errorf("%w: looked in %v and their parents for a go.mod of module %s: run inside the checkout, or set %s=/path/to/cifarlab",
-		ErrNoRepo, starts, ModulePath, RepoEnv)
+		errNoRepo, starts, modulePath, repoEnv)
 }
 
 func repoAt(dir, source string) (Repo, error) {
@@ -67,8 +67,8 @@ func repoAt(dir, source string) (Repo, error) {
 	if err != nil {
 		return Repo{}, fmt.Errorf("%s %q: %w", source, dir, err)
 	}
-	if !IsRepo(abs) {
-		return Repo{}, fmt.Errorf("%w: %s=%q has no go.mod of module %s", ErrNoRepo, source, dir, ModulePath)
+	if !isRepo(abs) {
+		return Repo{}, fmt.Errorf("%w: %s=%q has no go.mod of module %s", errNoRepo, source, dir, modulePath)
 	}
 	return Repo{Dir: abs}, nil
 }

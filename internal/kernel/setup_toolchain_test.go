@@ -24,7 +24,7 @@ func TestSetupNeedsTheToolchain(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(scratch, "kernel", f), data, 0o755))
 	}
-	require.NoError(t, os.WriteFile(filepath.Join(scratch, "go.mod"), []byte("module "+ModulePath+"\n\ngo 1.27\n\ntoolchain go1.27.99\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(scratch, "go.mod"), []byte("module "+modulePath+"\n\ngo 1.27\n\ntoolchain go1.27.99\n"), 0o644))
 	run := func(path string) (stdout, stderr string, err error) {
 		cmd := exec.Command("bash", filepath.Join(scratch, "kernel", "setup.sh"))
 		cmd.Env = []string{"PATH=" + path, "HOME=" + t.TempDir(), "SKIP_APT=1", "GOPROXY=off",

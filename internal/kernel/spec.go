@@ -16,18 +16,18 @@ import (
 const (
 	CPUKernel       = "cifarlab-cpu"
 	CUDAKernel      = "cifarlab-cuda"
-	CPUDisplayName  = "Go (cifarlab, CPU)"
-	CUDADisplayName = "Go (cifarlab, CUDA)"
+	cpuDisplayName  = "Go (cifarlab, CPU)"
+	cudaDisplayName = "Go (cifarlab, CUDA)"
 )
 
 // Environment variables the kernels set, besides PATH and the backend's own.
 const (
-	// GoMLXBackendEnv selects GoMLX's backend ("go", "xla:cpu", "xla:cuda" or "xla:/path/plugin.so").
-	GoMLXBackendEnv = "GOMLX_BACKEND"
-	// NoAutoInstallEnv stops go-xla from downloading plugins from GitHub at run time.
-	NoAutoInstallEnv = "GOMLX_NO_AUTO_INSTALL"
-	// KernelEnv tells notebook code which cifarlab kernel runs it: "cpu" or "cuda".
-	KernelEnv = "CIFARLAB_KERNEL"
+	// gomlxBackendEnv selects GoMLX's backend ("go", "xla:cpu", "xla:cuda" or "xla:/path/plugin.so").
+	gomlxBackendEnv = "GOMLX_BACKEND"
+	// noAutoInstallEnv stops go-xla from downloading plugins from GitHub at run time.
+	noAutoInstallEnv = "GOMLX_NO_AUTO_INSTALL"
+	// kernelEnv tells notebook code which cifarlab kernel runs it: "cpu" or "cuda".
+	kernelEnv = "CIFARLAB_KERNEL"
 )
 
 // KernelSpec is the content of a Jupyter kernel.json file.
@@ -56,36 +56,36 @@ type KernelInfo struct {
 	BackendReason string `json:"backend_reason"`
 }
 
-// Backend is the GoMLX backend configuration of one kernel.
-type Backend struct {
+// backend is the GoMLX backend configuration of one kernel.
+type backend struct {
 	// GoMLX is the value of GOMLX_BACKEND.
 	GoMLX string
 	// Env holds extra variables it needs (PJRT_PLUGIN_LIBRARY_PATH).
 	Env map[string]string
 	// Reason says how it was chosen, for install output and doctor.
 	Reason string
-	// Links are symbolic links Install must create (see JaxCUDABackend).
-	Links []Link
+	// Links are symbolic links Install must create (see jaxCUDABackend).
+	Links []link
 }
 
-// Link is a symbolic link at Path pointing to Target.
-type Link struct{ Path, Target string }
+// link is a symbolic link at Path pointing to Target.
+type link struct{ Path, Target string }
 
 // backendForPlugin configures the xla backend for a plugin file: by name with its folder
 // as go-xla's search path when go-xla recognises the file name (so name-based defaults,
 // like shared buffers for "cpu", apply), else by absolute path.
-func backendForPlugin(path, reason string) (Backend, error) {
+func backendForPlugin(path, reason string) (backend, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return Backend{}, err
+		return backend{}, err
 	}
 	if !fileExists(abs) {
-		return Backend{}, fmt.Errorf("PJRT plugin %s does not exist", abs)
+		return backend{}, fmt.Errorf("PJRT plugin %s does not exist", abs)
 	}
 	if name := plugins.NameOf(abs); name != "" {
-		return Backend{GoMLX: "xla:" + name, Env: map[string]string{PJRTPluginPathEnv: filepath.Dir(abs)}, Reason: reason + ": " + abs}, nil
+		return backend{GoMLX: "xla:" + name, Env: map[string]string{pjrtPluginPathEnv: filepath.Dir(abs)}, Reason: reason + ": " + abs}, nil
 	}
-	return Backend{GoMLX: "xla:" + abs, Reason: reason + ": " + abs}, nil
+	return backend{GoMLX: "xla:" + abs, Reason: reason + ": " + abs}, nil
 }
 
 // BackendOptions steer the backend choice; empty fields mean "detect".
@@ -97,34 +97,34 @@ type BackendOptions struct {
 	CPUPlugin, CUDAPlugin string
 }
 
-// ChooseCPUBackend picks the CPU kernel's backend: a forced value, an explicit plugin file,
+// chooseCPUBackend picks the CPU kernel's backend: a forced value, an explicit plugin file,
 // else the XLA CPU plugin that backends.New("cpu") would load (plugins.FindXLACPU:
 // $CIFARLAB_XLA_CPU_PLUGIN or $CIFARLAB_CPU_PLUGIN, go-xla's plugin folders, pip's
 // lammps-jax-pjrt-cpu in repo's .venv, the active venv) when it starts, else the pure-Go backend
 // "go", which always works. So the CPU kernel and "cpu" in code mean the same backend. A plugin
 // found by searching that does not start gives "go" with the reason; one named by a variable
 // gives an error.
-func ChooseCPUBackend(repo Repo, o BackendOptions) (Backend, error) {
+func chooseCPUBackend(repo Repo, o BackendOptions) (backend, error) {
 	if o.CPU != "" {
-		return Backend{GoMLX: o.CPU, Reason: "set with --cpu-backend"}, nil
+		return backend{GoMLX: o.CPU, Reason: "set with --cpu-backend"}, nil
 	}
 	if o.CPUPlugin != "" {
 		return backendForPlugin(o.CPUPlugin, "XLA CPU plugin given")
 	}
 	loc, err := plugins.FindXLACPU(repo.Dir)
 	if err != nil {
-		return Backend{}, err
+		return backend{}, err
 	}
 	if loc.Path == "" {
-		return Backend{GoMLX: "go", Reason: "pure-Go backend (no XLA CPU plugin found)"}, nil
+		return backend{GoMLX: "go", Reason: "pure-Go backend (no XLA CPU plugin found)"}, nil
 	}
 	// Load it once, so that a plugin that cannot start on this machine does not become the
 	// kernel's backend (GOMLX_BACKEND=xla:cpu never falls back, and every notebook would fail).
 	if err := startXLAPlugin(loc.Path); err != nil {
 		if loc.Explicit {
-			return Backend{}, fmt.Errorf("the XLA CPU plugin named by %s does not start: %w", loc.Source, err)
+			return backend{}, fmt.Errorf("the XLA CPU plugin named by %s does not start: %w", loc.Source, err)
 		}
-		return Backend{GoMLX: "go", Reason: fmt.Sprintf("pure-Go backend (the XLA CPU plugin %s in %s does not start: %v)",
+		return backend{GoMLX: "go", Reason: fmt.Sprintf("pure-Go backend (the XLA CPU plugin %s in %s does not start: %v)",
 			loc.Path, loc.Source, err)}, nil
 	}
 	return backendForPlugin(loc.Path, "XLA CPU plugin found in "+loc.Source)
@@ -140,29 +140,29 @@ func startXLAPlugin(path string) error {
 	return nil
 }
 
-// ChooseCUDABackend picks the CUDA kernel's backend: a forced value, an explicit plugin
+// chooseCUDABackend picks the CUDA kernel's backend: a forced value, an explicit plugin
 // file, the plugin of $CIFARLAB_CUDA_SITE (which the kernel then also sets), go-xla's "cuda"
 // plugin when installed in its folders, the xla_cuda_plugin.so of a
 // pip-installed jax-cuda13-pjrt (or -cuda12-), else "xla:cuda", which fails at run time
 // with cifarlib's "no CUDA plugin" message until a plugin is installed.
 //
 // linkDir is a folder Install owns (DATA_DIR/cifarlab/pjrt-cuda), used for pip plugins.
-func ChooseCUDABackend(ctx context.Context, repo Repo, linkDir string, o BackendOptions) (Backend, error) {
+func chooseCUDABackend(ctx context.Context, repo Repo, linkDir string, o BackendOptions) (backend, error) {
 	if o.CUDA != "" {
-		return Backend{GoMLX: o.CUDA, Reason: "set with --cuda-backend"}, nil
+		return backend{GoMLX: o.CUDA, Reason: "set with --cuda-backend"}, nil
 	}
 	if p := firstNonEmpty(o.CUDAPlugin, os.Getenv(CUDAPluginEnv)); p != "" {
 		if plugins.NameOf(p) == "" && filepath.Base(p) == "xla_cuda_plugin.so" {
-			return JaxCUDABackend(p, linkDir, "CUDA plugin given")
+			return jaxCUDABackend(p, linkDir, "CUDA plugin given")
 		}
 		return backendForPlugin(p, "CUDA plugin given")
 	}
 	site, err := plugins.CUDASitePlugin()
 	if err != nil {
-		return Backend{}, err
+		return backend{}, err
 	}
 	if site != "" {
-		b, err := JaxCUDABackend(site, linkDir, "CUDA plugin of $"+plugins.CUDASiteEnv)
+		b, err := jaxCUDABackend(site, linkDir, "CUDA plugin of $"+plugins.CUDASiteEnv)
 		if err == nil {
 			b.Env[plugins.CUDASiteEnv] = os.Getenv(plugins.CUDASiteEnv)
 		}
@@ -171,13 +171,13 @@ func ChooseCUDABackend(ctx context.Context, repo Repo, linkDir string, o Backend
 	if p, ok := plugins.FindFiles()["cuda"]; ok {
 		return backendForPlugin(p, "go-xla CUDA plugin found")
 	}
-	if ps := plugins.FindJaxCUDA(SitePackages(ctx, PythonCandidates(repo))); len(ps) > 0 {
-		return JaxCUDABackend(ps[0], linkDir, "CUDA plugin of pip's jax-cuda-pjrt found")
+	if ps := plugins.FindJaxCUDA(sitePackages(ctx, pythonCandidates(repo))); len(ps) > 0 {
+		return jaxCUDABackend(ps[0], linkDir, "CUDA plugin of pip's jax-cuda-pjrt found")
 	}
-	return Backend{GoMLX: "xla:cuda", Reason: "no CUDA PJRT plugin found (pip install jax-cuda13-pjrt jax-cuda13-plugin, then re-run cifarlab kernel install)"}, nil
+	return backend{GoMLX: "xla:cuda", Reason: "no CUDA PJRT plugin found (pip install jax-cuda13-pjrt jax-cuda13-plugin, then re-run cifarlab kernel install)"}, nil
 }
 
-// JaxCUDABackend configures the CUDA kernel for the plugin of pip's jax-cuda13-pjrt (or
+// jaxCUDABackend configures the CUDA kernel for the plugin of pip's jax-cuda13-pjrt (or
 // -cuda12-), SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so, whose NVIDIA libraries come
 // from pip's nvidia-* packages in SITE/nvidia (the plugin's RPATH is
 // $ORIGIN/../../nvidia/cu13/lib and friends).
@@ -188,28 +188,28 @@ func ChooseCUDABackend(ctx context.Context, repo Repo, linkDir string, o Backend
 // the loader keeps the link's folder or the file's. The kernel then uses GOMLX_BACKEND=xla:cuda
 // with PJRT_PLUGIN_LIBRARY_PATH on that folder (what backends.New("cuda") searches), and
 // XLA_FLAGS=--xla_gpu_cuda_data_dir=SITE/nvidia/cu13 when pip's ptxas is there.
-func JaxCUDABackend(plugin, linkDir, reason string) (Backend, error) {
+func jaxCUDABackend(plugin, linkDir, reason string) (backend, error) {
 	abs, err := filepath.Abs(plugin)
 	if err != nil {
-		return Backend{}, err
+		return backend{}, err
 	}
 	if !fileExists(abs) {
-		return Backend{}, fmt.Errorf("CUDA plugin %s does not exist", abs)
+		return backend{}, fmt.Errorf("CUDA plugin %s does not exist", abs)
 	}
 	if linkDir == "" {
-		return Backend{}, fmt.Errorf("no folder for the links to the CUDA plugin %s", abs)
+		return backend{}, fmt.Errorf("no folder for the links to the CUDA plugin %s", abs)
 	}
 	pluginDir := filepath.Dir(abs)                // SITE/jax_plugins/xla_cuda13
 	site := filepath.Dir(filepath.Dir(pluginDir)) // SITE
 	linkPluginDir := filepath.Join(linkDir, "jax_plugins", filepath.Base(pluginDir))
-	b := Backend{
+	b := backend{
 		GoMLX:  "xla:cuda",
-		Env:    map[string]string{PJRTPluginPathEnv: linkPluginDir},
+		Env:    map[string]string{pjrtPluginPathEnv: linkPluginDir},
 		Reason: reason + ": " + abs,
-		Links:  []Link{{Path: filepath.Join(linkPluginDir, "pjrt_c_api_cuda_plugin.so"), Target: abs}},
+		Links:  []link{{Path: filepath.Join(linkPluginDir, "pjrt_c_api_cuda_plugin.so"), Target: abs}},
 	}
 	if nv := filepath.Join(site, "nvidia"); dirExists(nv) {
-		b.Links = append(b.Links, Link{Path: filepath.Join(linkDir, "nvidia"), Target: nv})
+		b.Links = append(b.Links, link{Path: filepath.Join(linkDir, "nvidia"), Target: nv})
 		if data := plugins.JaxCUDADataDir(abs); data != "" {
 			b.Env["XLA_FLAGS"] = "--xla_gpu_cuda_data_dir=" + data
 		}
@@ -228,42 +228,42 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-// SupervisorName is the binary, in REPO/.bin, that runs GoNB so that nothing the kernel
+// supervisorName is the binary, in REPO/.bin, that runs GoNB so that nothing the kernel
 // started outlives it (cmd/cifarlab-kernel; Install builds it).
-const SupervisorName = "cifarlab-kernel"
+const supervisorName = "cifarlab-kernel"
 
-// KernelArgv is a cifarlab kernelspec's argv: GoNB under the supervisor,
+// kernelArgv is a cifarlab kernelspec's argv: GoNB under the supervisor,
 // REPO/.bin/cifarlab-kernel -- REPO/.bin/gonb --kernel {connection_file} --go_work=REPO.
-func KernelArgv(repo Repo) []string {
-	return []string{repo.Tool(SupervisorName), "--", repo.Tool("gonb"), "--kernel", "{connection_file}", "--go_work=" + repo.Dir}
+func kernelArgv(repo Repo) []string {
+	return []string{repo.Tool(supervisorName), "--", repo.Tool("gonb"), "--kernel", "{connection_file}", "--go_work=" + repo.Dir}
 }
 
-// NewKernelSpec builds the kernel.json of one cifarlab kernel ("cpu" or "cuda"): the pinned
-// gonb from REPO/.bin started with --go_work=REPO under the supervisor (KernelArgv), PATH = REPO/.bin, the go command's
-// folder (go.mod's toolchain's bin/), then the server's PATH, the Go environment of GoEnvPins
-// with the cells' build flags (CellGoFlags) in its GOFLAGS, their module proxy (CellGoProxy,
+// newKernelSpec builds the kernel.json of one cifarlab kernel ("cpu" or "cuda"): the pinned
+// gonb from REPO/.bin started with --go_work=REPO under the supervisor (kernelArgv), PATH = REPO/.bin, the go command's
+// folder (go.mod's toolchain's bin/), then the server's PATH, the Go environment of goEnvPins
+// with the cells' build flags (cellGoFlags) in its GOFLAGS, their module proxy (cellGoProxy,
 // which pins go.mod's versions), GOTOOLCHAIN=go.mod's toolchain line, and the backend's
 // variables.
-func NewKernelSpec(repo Repo, kind string, gt GoTools, b Backend) KernelSpec {
-	display := CPUDisplayName
+func newKernelSpec(repo Repo, kind string, gt goTools, b backend) KernelSpec {
+	display := cpuDisplayName
 	if kind == "cuda" {
-		display = CUDADisplayName
+		display = cudaDisplayName
 	}
 	env := map[string]string{
-		"PATH":           repo.BinDir() + string(os.PathListSeparator) + gt.BinDir + string(os.PathListSeparator) + "${PATH}",
-		GoMLXBackendEnv:  b.GoMLX,
-		NoAutoInstallEnv: "1",
-		KernelEnv:        kind,
-		RepoEnv:          repo.Dir,
+		"PATH":           repo.binDir() + string(os.PathListSeparator) + gt.BinDir + string(os.PathListSeparator) + "${PATH}",
+		gomlxBackendEnv:  b.GoMLX,
+		noAutoInstallEnv: "1",
+		kernelEnv:        kind,
+		repoEnv:          repo.Dir,
 	}
-	// The Go environment of GoNB's builds (GoEnvPins): GoNB's --go_work needs workspace mode (a
+	// The Go environment of GoNB's builds (goEnvPins): GoNB's --go_work needs workspace mode (a
 	// GOWORK=off inherited from the server would make the kernel die at start, "go: no go.work
 	// file found"), and a user's GOFLAGS=-mod=mod would break every cell.
-	for k, v := range GoEnvPins() {
+	for k, v := range goEnvPins() {
 		env[k] = v
 	}
-	env["GOFLAGS"] = CellGoFlags(b)
-	if proxy := CellGoProxy(gt, repo); proxy != "" {
+	env["GOFLAGS"] = cellGoFlags(b)
+	if proxy := cellGoProxy(gt, repo); proxy != "" {
 		env["GOPROXY"] = proxy
 	}
 	// go.mod's toolchain: GoNB, gopls and every go command of a cell run that release whatever
@@ -275,7 +275,7 @@ func NewKernelSpec(repo Repo, kind string, gt GoTools, b Backend) KernelSpec {
 		env[k] = v
 	}
 	return KernelSpec{
-		Argv:          KernelArgv(repo),
+		Argv:          kernelArgv(repo),
 		DisplayName:   display,
 		Language:      "go",
 		InterruptMode: "message",

@@ -12,8 +12,8 @@ import (
 	"strings"
 )
 
-// Tool is one of the notebook tools pinned by the tool directives of tools/go.mod.
-type Tool struct {
+// pinnedTool is one of the notebook tools pinned by the tool directives of tools/go.mod.
+type pinnedTool struct {
 	// Name is the binary name, e.g. "gonb".
 	Name string
 	// Package is the main package path, e.g. "golang.org/x/tools/cmd/goimports".
@@ -22,17 +22,17 @@ type Tool struct {
 	Module string
 }
 
-// PinnedTools are the tools every kernel needs on its PATH: GoNB itself, goimports (GoNB
+// pinnedTools are the tools every kernel needs on its PATH: GoNB itself, goimports (GoNB
 // adds missing imports with it) and gopls (completion and inspection).
-var PinnedTools = []Tool{
+var pinnedTools = []pinnedTool{
 	{Name: "gonb", Package: "github.com/janpfeifer/gonb", Module: "github.com/janpfeifer/gonb"},
 	{Name: "goimports", Package: "golang.org/x/tools/cmd/goimports", Module: "golang.org/x/tools"},
 	{Name: "gopls", Package: "golang.org/x/tools/gopls", Module: "golang.org/x/tools/gopls"},
 }
 
-// ToolStatus is the state of one pinned tool binary.
-type ToolStatus struct {
-	Tool
+// toolStatus is the state of one pinned tool binary.
+type toolStatus struct {
+	pinnedTool
 	// Path is where the binary is expected: REPO/.bin/Name.
 	Path string
 	// Want is the version tools/go.mod pins, Have the one the binary was built from
@@ -46,12 +46,12 @@ type ToolStatus struct {
 }
 
 // OK reports whether the binary exists and was built from the pinned version.
-func (s ToolStatus) OK() bool {
+func (s toolStatus) OK() bool {
 	return s.Err == nil && s.Have != "" && s.Have == s.Want && (s.WantGo == "" || s.HaveGo == s.WantGo)
 }
 
 // String describes the status in one line.
-func (s ToolStatus) String() string {
+func (s toolStatus) String() string {
 	switch {
 	case s.Err != nil:
 		return fmt.Sprintf("%s: %v", s.Name, s.Err)
@@ -64,17 +64,17 @@ func (s ToolStatus) String() string {
 	}
 }
 
-// CheckTools compares the binaries in REPO/.bin with the versions pinned in tools/go.mod and
+// checkTools compares the binaries in REPO/.bin with the versions pinned in tools/go.mod and
 // the Go release of go.mod's toolchain line, reading each binary's build information.
-func CheckTools(repo Repo) ([]ToolStatus, error) {
-	toolchain := RepoToolchain(repo)
-	mod, err := ReadGoMod(repo.ToolsModDir() + "/go.mod")
+func checkTools(repo Repo) ([]toolStatus, error) {
+	toolchain := repoToolchain(repo)
+	mod, err := readGoMod(repo.toolsModDir() + "/go.mod")
 	if err != nil {
 		return nil, fmt.Errorf("reading the tool pins: %w", err)
 	}
-	out := make([]ToolStatus, 0, len(PinnedTools))
-	for _, t := range PinnedTools {
-		st := ToolStatus{Tool: t, Path: repo.Tool(t.Name), Want: mod.Require[t.Module], WantGo: toolchain}
+	out := make([]toolStatus, 0, len(pinnedTools))
+	for _, t := range pinnedTools {
+		st := toolStatus{pinnedTool: t, Path: repo.Tool(t.Name), Want: mod.Require[t.Module], WantGo: toolchain}
 		if st.Want == "" {
 			st.Err = fmt.Errorf("tools/go.mod has no require line for %s: add the tool with `go get -tool %s@VERSION` in tools/", t.Module, t.Package)
 		} else if _, err := os.Stat(st.Path); err != nil {
@@ -95,43 +95,43 @@ func CheckTools(repo Repo) ([]ToolStatus, error) {
 // it has one): what the lab's builds run with (kernel/toolchain.sh).
 func toolchainEnv(repo Repo) []string {
 	env := os.Environ()
-	if tc := RepoToolchain(repo); tc != "" {
+	if tc := repoToolchain(repo); tc != "" {
 		env = append(env, "GOTOOLCHAIN="+tc)
 	}
 	return env
 }
 
-// BuildTools builds the pinned tools into REPO/.bin with `go install tool` run in tools/,
+// buildTools builds the pinned tools into REPO/.bin with `go install tool` run in tools/,
 // so the versions come from tools/go.mod and never from @latest, with go.mod's toolchain (the Go
 // that builds the cells builds gopls and goimports too). Output goes to log.
-func BuildTools(ctx context.Context, repo Repo, log io.Writer) error {
+func buildTools(ctx context.Context, repo Repo, log io.Writer) error {
 	cmd := exec.CommandContext(ctx, "go", "install", "tool")
-	cmd.Dir = repo.ToolsModDir()
-	cmd.Env = append(toolchainEnv(repo), "GOBIN="+repo.BinDir(), "GOWORK=off")
+	cmd.Dir = repo.toolsModDir()
+	cmd.Env = append(toolchainEnv(repo), "GOBIN="+repo.binDir(), "GOWORK=off")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building gonb, goimports and gopls (cd %s && GOBIN=%s go install tool): %w", cmd.Dir, repo.BinDir(), err)
+		return fmt.Errorf("building gonb, goimports and gopls (cd %s && GOBIN=%s go install tool): %w", cmd.Dir, repo.binDir(), err)
 	}
 	return nil
 }
 
-// BuildSupervisor builds cmd/cifarlab-kernel, which the kernelspecs run GoNB under, into
+// buildSupervisor builds cmd/cifarlab-kernel, which the kernelspecs run GoNB under, into
 // REPO/.bin (go build skips what is up to date).
-func BuildSupervisor(ctx context.Context, repo Repo, log io.Writer) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", repo.Tool(SupervisorName), "./cmd/"+SupervisorName)
+func buildSupervisor(ctx context.Context, repo Repo, log io.Writer) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", repo.Tool(supervisorName), "./cmd/"+supervisorName)
 	cmd.Dir = repo.Dir
 	cmd.Env = append(toolchainEnv(repo), "GOWORK=off", "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building the kernel supervisor (cd %s && go build -o %s ./cmd/%s): %w", repo.Dir, repo.Tool(SupervisorName), SupervisorName, err)
+		return fmt.Errorf("building the kernel supervisor (cd %s && go build -o %s ./cmd/%s): %w", repo.Dir, repo.Tool(supervisorName), supervisorName, err)
 	}
 	return nil
 }
 
-// EnsureTools builds the pinned tools when any is missing or was built from another
+// ensureTools builds the pinned tools when any is missing or was built from another
 // version, and reports whether it built them.
-func EnsureTools(ctx context.Context, repo Repo, log io.Writer) (built bool, err error) {
-	sts, err := CheckTools(repo)
+func ensureTools(ctx context.Context, repo Repo, log io.Writer) (built bool, err error) {
+	sts, err := checkTools(repo)
 	if err != nil {
 		return false, err
 	}
@@ -145,10 +145,10 @@ func EnsureTools(ctx context.Context, repo Repo, log io.Writer) (built bool, err
 		return false, nil
 	}
 	fmt.Fprintf(log, "building the pinned notebook tools (%s)\n", strings.Join(stale, "; "))
-	if err := BuildTools(ctx, repo, log); err != nil {
+	if err := buildTools(ctx, repo, log); err != nil {
 		return false, err
 	}
-	sts, err = CheckTools(repo)
+	sts, err = checkTools(repo)
 	if err != nil {
 		return true, err
 	}
@@ -160,9 +160,9 @@ func EnsureTools(ctx context.Context, repo Repo, log io.Writer) (built bool, err
 	return true, nil
 }
 
-// GoBinDir returns the folder of the go command found on PATH, with symbolic links
+// goBinDir returns the folder of the go command found on PATH, with symbolic links
 // resolved, so kernels find the same toolchain whatever PATH the Jupyter server has.
-func GoBinDir() (string, error) {
+func goBinDir() (string, error) {
 	p, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("the go command is not on PATH: install Go %s or newer (https://go.dev/dl, or the golang.org/toolchain module) and put its bin folder on PATH", "1.26")
@@ -173,11 +173,11 @@ func GoBinDir() (string, error) {
 	return dirOf(p), nil
 }
 
-// GoTools is the go command the kernels build cells with, as FindGoTools finds it.
-type GoTools struct {
+// goTools is the go command the kernels build cells with, as findGoTools finds it.
+type goTools struct {
 	// BinDir is the folder of that go command: the bin/ of the toolchain go.mod names (its GOROOT
 	// when the go command on PATH switched to it), else the folder of the go command on PATH
-	// (GoBinDir).
+	// (goBinDir).
 	BinDir string
 	// ModCache and Proxy are its GOMODCACHE and GOPROXY (go env), "" when go env cannot say.
 	ModCache, Proxy string
@@ -190,7 +190,7 @@ type GoTools struct {
 
 // Env returns the environment of a go command run as the kernels run it: the process's own with
 // GOTOOLCHAIN=Toolchain (when set) and BinDir first on PATH.
-func (gt GoTools) Env() []string {
+func (gt goTools) Env() []string {
 	env := os.Environ()
 	if gt.Toolchain != "" {
 		env = append(env, "GOTOOLCHAIN="+gt.Toolchain)
@@ -202,41 +202,41 @@ func (gt GoTools) Env() []string {
 }
 
 // Go returns the go command of gt: BinDir/go, or "go" (found on PATH) when BinDir is empty.
-func (gt GoTools) Go() string {
+func (gt goTools) Go() string {
 	if gt.BinDir == "" {
 		return "go"
 	}
 	return filepath.Join(gt.BinDir, "go")
 }
 
-// RepoToolchain returns the toolchain line of repo's go.mod ("" when it has none or repo is zero).
-func RepoToolchain(repo Repo) string {
+// repoToolchain returns the toolchain line of repo's go.mod ("" when it has none or repo is zero).
+func repoToolchain(repo Repo) string {
 	if repo.Dir == "" {
 		return ""
 	}
-	mod, err := ReadGoMod(filepath.Join(repo.Dir, "go.mod"))
+	mod, err := readGoMod(filepath.Join(repo.Dir, "go.mod"))
 	if err != nil {
 		return ""
 	}
 	return mod.Toolchain
 }
 
-// FindGoTools finds the go command the kernels of repo build cells with: the go command on PATH
-// run with GOTOOLCHAIN=go.mod's toolchain line (RepoToolchain), which switches to that release
+// findGoTools finds the go command the kernels of repo build cells with: the go command on PATH
+// run with GOTOOLCHAIN=go.mod's toolchain line (repoToolchain), which switches to that release
 // (fetching it through the Go module proxy into the module cache, once, when it is not there),
 // and asks it for its GOROOT, release, module cache and proxy list. The error says what is
 // needed when no go command is on PATH or the toolchain cannot be had. A go env that fails for
 // another reason (e.g. a broken GOFLAGS in `go env -w`'s file, which the kernels override)
 // leaves ModCache, Proxy and Version empty.
-func FindGoTools(ctx context.Context, repo Repo) (GoTools, error) {
-	dir, err := GoBinDir()
+func findGoTools(ctx context.Context, repo Repo) (goTools, error) {
+	dir, err := goBinDir()
 	if err != nil {
-		return GoTools{}, err
+		return goTools{}, err
 	}
-	gt := GoTools{BinDir: dir, Toolchain: RepoToolchain(repo)}
+	gt := goTools{BinDir: dir, Toolchain: repoToolchain(repo)}
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, "go"), "env", "-json", "GOMODCACHE", "GOPROXY", "GOROOT", "GOVERSION")
 	cmd.Dir = os.TempDir() // outside any module or workspace
-	cmd.Env = append(gt.Env(), "GOFLAGS="+GoEnvPins()["GOFLAGS"])
+	cmd.Env = append(gt.Env(), "GOFLAGS="+goEnvPins()["GOFLAGS"])
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -263,9 +263,9 @@ func lastLine(s string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// GoVersion returns the version of the go command on PATH, e.g. "go1.26.8", as it runs in this
+// goVersion returns the version of the go command on PATH, e.g. "go1.26.8", as it runs in this
 // process's environment (a GOTOOLCHAIN set there applies).
-func GoVersion(ctx context.Context) (string, error) {
+func goVersion(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOVERSION: %w", err)
