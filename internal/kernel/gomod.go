@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -104,4 +105,16 @@ func (m *goMod) directive(verb string, args []string) error {
 		m.Tools = append(m.Tools, strings.Trim(args[0], `"`))
 	}
 	return nil
+}
+
+// repoToolchain returns the toolchain line of repo's go.mod ("" when it has none or repo is zero).
+func repoToolchain(repo Repo) string {
+	if repo.Dir == "" {
+		return ""
+	}
+	mod, err := readGoMod(filepath.Join(repo.Dir, "go.mod"))
+	if err != nil {
+		return ""
+	}
+	return mod.Toolchain
 }

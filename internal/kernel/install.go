@@ -1,20 +1,14 @@
 package kernel
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"sort"
 )
-
-// manifestName is the file, under DATA_DIR/cifarlab/, that records what Install wrote so
-// that Uninstall removes exactly that.
-const manifestName = "kernels-manifest.json"
 
 // InstallOptions configure Install.
 type InstallOptions struct {
@@ -47,22 +41,14 @@ type InstallResult struct {
 	Manifest   string            `json:"manifest"`
 }
 
-// manifest lists the files and folders Install created, for Uninstall.
-type manifest struct {
-	Repo  string   `json:"repo"`
-	Files []string `json:"files"`
-	// Dirs are the folders Install created (not those that already existed).
-	Dirs []string `json:"dirs"`
-}
-
-// manifestPath is where Install keeps its manifest for a data directory.
-func manifestPath(dataDir string) string { return filepath.Join(dataDir, "cifarlab", manifestName) }
-
-// kernelDir is the folder of a kernelspec in a data directory.
-func kernelDir(dataDir, name string) string { return filepath.Join(dataDir, "kernels", name) }
-
 // Install builds the pinned tools when needed and writes the CPU and CUDA kernelspecs into
 // opts.DataDir. Running it again rewrites only what changed and keeps one manifest.
+//
+// Its steps: find the go command the kernels build with (findGoTools), ensure what REPO/.bin
+// must hold (ensureBinaries), pin the cells' module versions
+// (updateCellProxy), choose each kernel's backend and make its kernelspec (newKernels), write
+// them (tracker.writeKernel), run the cells' first go get ahead (warmCellGet), and save the
+// manifest (tracker.save).
 func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 	log := opts.Log
 	if log == nil {
@@ -72,26 +58,11 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 		return nil, errors.New("kernel install: no Jupyter data directory given")
 	}
 	res := &InstallResult{DataDir: opts.DataDir, Manifest: manifestPath(opts.DataDir)}
-	if !opts.SkipTools {
-		built, err := ensureTools(ctx, opts.Repo, log)
-		if err != nil {
-			return nil, err
-		}
-		res.ToolsBuilt = built
-	}
-	if !opts.SkipTools || !fileExists(opts.Repo.Tool(supervisorName)) {
-		if err := buildSupervisor(ctx, opts.Repo, log); err != nil {
-			return nil, err
-		}
-	}
-	for _, t := range pinnedTools {
-		if !fileExists(opts.Repo.Tool(t.Name)) {
-			return nil, fmt.Errorf("%s is missing: build the pinned tools with `cd %s && GOBIN=%s go install tool` (or run kernel/setup.sh)",
-				opts.Repo.Tool(t.Name), opts.Repo.toolsModDir(), opts.Repo.binDir())
-		}
-	}
 	gt, err := findGoTools(ctx, opts.Repo)
 	if err != nil {
+		return nil, err
+	}
+	if res.ToolsBuilt, err = ensureBinaries(ctx, opts.Repo, gt.Toolchain, opts.SkipTools, log); err != nil {
 		return nil, err
 	}
 	// The cells' pinned module proxy (cellpins.go), from the checkout's go.mod and go.sum: every
@@ -100,58 +71,26 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "cells build with %s and go.mod's versions of %d modules (pinned in %s)\n", or(gt.Version, "the go command on PATH"), pinned, cellProxyDir(opts.Repo))
-	cpu, err := chooseCPUBackend(opts.Repo, opts.Backends)
+	fmt.Fprintf(log, "cells build with %s and go.mod's versions of %d modules (pinned in %s)\n", cmp.Or(gt.Version, "the go command on PATH"), pinned, cellProxyDir(opts.Repo))
+	kernels, err := newKernels(ctx, opts, gt)
 	if err != nil {
-		return nil, fmt.Errorf("CPU kernel: %w", err)
-	}
-	cuda, err := chooseCUDABackend(ctx, opts.Repo, filepath.Join(opts.DataDir, "cifarlab", "pjrt-cuda"), opts.Backends)
-	if err != nil {
-		return nil, fmt.Errorf("CUDA kernel: %w", err)
-	}
-
-	man, err := readManifest(opts.DataDir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	if man == nil {
-		man = &manifest{}
+	tr, err := openManifest(opts.DataDir, opts.Repo)
+	if err != nil {
+		return nil, err
 	}
-	man.Repo = opts.Repo.Dir
-	tr := &tracker{man: man}
-
-	for _, k := range []struct {
-		name, kind string
-		b          backend
-	}{{CPUKernel, "cpu", cpu}, {CUDAKernel, "cuda", cuda}} {
-		dir := kernelDir(opts.DataDir, k.name)
-		if err := tr.mkdirAll(dir); err != nil {
-			return nil, err
-		}
-		for _, l := range k.b.Links {
-			if err := tr.symlink(l); err != nil {
-				return nil, err
-			}
-		}
-		spec := newKernelSpec(opts.Repo, k.kind, gt, k.b)
-		data, err := json.MarshalIndent(spec, "", "  ")
+	for _, k := range kernels {
+		ik, err := tr.writeKernel(k)
 		if err != nil {
 			return nil, err
 		}
-		changed, err := tr.writeFile(filepath.Join(dir, "kernel.json"), append(data, '\n'))
-		if err != nil {
-			return nil, err
-		}
-		logoChanged, err := tr.writeFile(filepath.Join(dir, "logo-svg.svg"), []byte(logoSVG))
-		if err != nil {
-			return nil, err
-		}
-		res.Kernels = append(res.Kernels, InstalledKernel{Name: k.name, Dir: dir, Spec: spec, Changed: changed || logoChanged})
+		res.Kernels = append(res.Kernels, ik)
 		state := "unchanged"
-		if changed || logoChanged {
+		if ik.Changed {
 			state = "written"
 		}
-		fmt.Fprintf(log, "%s %q -> %s (%s; GOMLX_BACKEND=%s: %s)\n", k.name, spec.DisplayName, dir, state, k.b.GoMLX, k.b.Reason)
+		fmt.Fprintf(log, "%s %q -> %s (%s; GOMLX_BACKEND=%s: %s)\n", k.name, k.spec.DisplayName, k.dir, state, k.b.GoMLX, k.b.Reason)
 	}
 	// The cells' first `go get`, run now: what it asks of the network (checksums of newer
 	// go.mod files that other projects left in the module cache) is fetched at install, not by
@@ -161,165 +100,61 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 	} else {
 		fmt.Fprintf(log, "cells' go get warmed: %d network requests now, none left for the first cell\n", n)
 	}
-	if err := tr.mkdirAll(filepath.Dir(res.Manifest)); err != nil {
-		return nil, err
-	}
-	sort.Strings(man.Files)
-	data, err := json.MarshalIndent(man, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := writeFileAtomic(res.Manifest, append(data, '\n'), 0o644); err != nil {
+	if err := tr.save(res.Manifest); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-// readManifest reads the manifest of a data directory; the error wraps os.ErrNotExist when
-// there is none.
-func readManifest(dataDir string) (*manifest, error) {
-	p := manifestPath(dataDir)
-	data, err := os.ReadFile(p)
+// kernelFiles is one kernelspec Install writes: its name, folder and kernel.json, and the
+// backend whose links it needs.
+type kernelFiles struct {
+	name, dir string
+	spec      KernelSpec
+	b         backend
+}
+
+// newKernels chooses the backend of each kernel (chooseCPUBackend, chooseCUDABackend, which
+// links pip's CUDA plugin from DATA/cifarlab/pjrt-cuda) and makes its kernelspec.
+func newKernels(ctx context.Context, opts InstallOptions, gt goTools) ([]kernelFiles, error) {
+	cpu, err := chooseCPUBackend(opts.Repo, opts.Backends)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("CPU kernel: %w", err)
 	}
-	var m manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%s is not a cifarlab kernel manifest (%v): remove the kernels with `jupyter kernelspec remove %s %s` and delete it", p, err, CPUKernel, CUDAKernel)
-	}
-	return &m, nil
-}
-
-// UninstallResult lists what Uninstall removed and the folders it kept because they hold
-// files install did not write (e.g. Jupyter's runtime/ in the data directory).
-type UninstallResult struct {
-	Removed []string `json:"removed"`
-	Kept    []string `json:"kept"`
-}
-
-// Uninstall removes exactly what Install recorded in dataDir's manifest: its files, then
-// the folders it created when they are empty, then the manifest.
-func Uninstall(dataDir string) (*UninstallResult, error) {
-	man, err := readManifest(dataDir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no cifarlab kernel manifest at %s: nothing was installed there by `cifarlab kernel install` (check --jupyter-data-dir/--prefix/$%s)", manifestPath(dataDir), jupyterDataDirEnv)
-	}
+	cuda, err := chooseCUDABackend(ctx, opts.Repo, filepath.Join(opts.DataDir, "cifarlab", "pjrt-cuda"), opts.Backends)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("CUDA kernel: %w", err)
 	}
-	res := &UninstallResult{}
-	for _, f := range man.Files {
-		if err := os.Remove(f); err == nil {
-			res.Removed = append(res.Removed, f)
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return res, fmt.Errorf("removing %s: %w", f, err)
-		}
-	}
-	mp := manifestPath(dataDir)
-	if err := os.Remove(mp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return res, err
-	}
-	res.Removed = append(res.Removed, mp)
-	dirs := append([]string(nil), man.Dirs...)
-	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) }) // deepest first
-	for _, d := range dirs {
-		if err := os.Remove(d); err == nil {
-			res.Removed = append(res.Removed, d)
-		} else if !errors.Is(err, os.ErrNotExist) {
-			res.Kept = append(res.Kept, d)
-		}
-	}
-	return res, nil
+	return []kernelFiles{
+		{name: CPUKernel, dir: kernelDir(opts.DataDir, CPUKernel), spec: newKernelSpec(opts.Repo, "cpu", gt, cpu), b: cpu},
+		{name: CUDAKernel, dir: kernelDir(opts.DataDir, CUDAKernel), spec: newKernelSpec(opts.Repo, "cuda", gt, cuda), b: cuda},
+	}, nil
 }
 
-// tracker writes files and folders and records them in the manifest.
-type tracker struct{ man *manifest }
-
-func (t *tracker) mkdirAll(dir string) error {
-	var created []string
-	for d := dir; !dirExists(d); d = filepath.Dir(d) {
-		created = append(created, d)
-		if filepath.Dir(d) == d {
-			break
+// writeKernel writes k's folder, its backend's links, its kernel.json and logo, recording them
+// in the manifest; Changed says whether a file was written.
+func (t *tracker) writeKernel(k kernelFiles) (InstalledKernel, error) {
+	if err := t.mkdirAll(k.dir); err != nil {
+		return InstalledKernel{}, err
+	}
+	for _, l := range k.b.Links {
+		if err := t.symlink(l); err != nil {
+			return InstalledKernel{}, err
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	for _, d := range created {
-		if !contains(t.man.Dirs, d) {
-			t.man.Dirs = append(t.man.Dirs, d)
-		}
-	}
-	return nil
-}
-
-// writeFile writes data atomically unless the file already holds it; it reports whether
-// it wrote.
-func (t *tracker) writeFile(path string, data []byte) (bool, error) {
-	if !contains(t.man.Files, path) {
-		t.man.Files = append(t.man.Files, path)
-	}
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return false, nil
-	}
-	return true, writeFileAtomic(path, data, 0o644)
-}
-
-// symlink makes l.Path point to l.Target, replacing a link that points elsewhere.
-func (t *tracker) symlink(l link) error {
-	if err := t.mkdirAll(filepath.Dir(l.Path)); err != nil {
-		return err
-	}
-	if !contains(t.man.Files, l.Path) {
-		t.man.Files = append(t.man.Files, l.Path)
-	}
-	if cur, err := os.Readlink(l.Path); err == nil {
-		if cur == l.Target {
-			return nil
-		}
-		if err := os.Remove(l.Path); err != nil {
-			return err
-		}
-	}
-	if err := os.Symlink(l.Target, l.Path); err != nil {
-		return fmt.Errorf("linking %s -> %s: %w", l.Path, l.Target, err)
-	}
-	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// writeFileAtomic writes to a temporary file in the same folder and renames it over path.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	data, err := json.MarshalIndent(k.spec, "", "  ")
 	if err != nil {
-		return err
+		return InstalledKernel{}, err
 	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
+	changed, err := t.writeFile(filepath.Join(k.dir, "kernel.json"), append(data, '\n'))
+	if err != nil {
+		return InstalledKernel{}, err
 	}
-	if werr == nil {
-		werr = os.Chmod(tmp, perm)
+	logoChanged, err := t.writeFile(filepath.Join(k.dir, "logo-svg.svg"), []byte(logoSVG))
+	if err != nil {
+		return InstalledKernel{}, err
 	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, werr)
-	}
-	return nil
+	return InstalledKernel{Name: k.name, Dir: k.dir, Spec: k.spec, Changed: changed || logoChanged}, nil
 }
 
 // logoSVG is the kernels' launcher icon: a CIFAR-like 3x3 tile grid with "Go".

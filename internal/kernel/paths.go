@@ -97,22 +97,5 @@ func UserDataDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "jupyter"), nil
 }
 
-func evalSymlinksAbs(p string) (string, error) {
-	p, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	return filepath.EvalSymlinks(p)
-}
-
-func dirOf(p string) string { return filepath.Dir(p) }
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
-
-func dirExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.IsDir()
-}
+// kernelDir is the folder of a kernelspec in a data directory.
+func kernelDir(dataDir, name string) string { return filepath.Join(dataDir, "kernels", name) }

@@ -3,12 +3,10 @@ package kernel
 import (
 	"context"
 	"debug/buildinfo"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 )
 
@@ -64,17 +62,39 @@ func (s toolStatus) String() string {
 	}
 }
 
-// checkTools compares the binaries in REPO/.bin with the versions pinned in tools/go.mod and
-// the Go release of go.mod's toolchain line, reading each binary's build information.
-func checkTools(repo Repo) ([]toolStatus, error) {
-	toolchain := repoToolchain(repo)
+// toolPins is what the pinned tools must be built from: tools/go.mod's versions (require,
+// by module) and go.mod's toolchain line (the Go release of every build, "" for any).
+type toolPins struct {
+	require   map[string]string
+	toolchain string
+}
+
+// readToolPins reads repo's tool pins: tools/go.mod, with toolchain, go.mod's toolchain line
+// (repoToolchain).
+func readToolPins(repo Repo, toolchain string) (toolPins, error) {
 	mod, err := readGoMod(repo.toolsModDir() + "/go.mod")
 	if err != nil {
-		return nil, fmt.Errorf("reading the tool pins: %w", err)
+		return toolPins{}, fmt.Errorf("reading the tool pins: %w", err)
 	}
+	return toolPins{require: mod.Require, toolchain: toolchain}, nil
+}
+
+// checkTools compares the binaries in REPO/.bin with the versions pinned in tools/go.mod and
+// the Go release of go.mod's toolchain line (toolPins.check).
+func checkTools(repo Repo) ([]toolStatus, error) {
+	pins, err := readToolPins(repo, repoToolchain(repo))
+	if err != nil {
+		return nil, err
+	}
+	return pins.check(repo), nil
+}
+
+// check compares the binaries in REPO/.bin with the pins, reading each binary's build
+// information.
+func (p toolPins) check(repo Repo) []toolStatus {
 	out := make([]toolStatus, 0, len(pinnedTools))
 	for _, t := range pinnedTools {
-		st := toolStatus{pinnedTool: t, Path: repo.Tool(t.Name), Want: mod.Require[t.Module], WantGo: toolchain}
+		st := toolStatus{pinnedTool: t, Path: repo.Tool(t.Name), Want: p.require[t.Module], WantGo: p.toolchain}
 		if st.Want == "" {
 			st.Err = fmt.Errorf("tools/go.mod has no require line for %s: add the tool with `go get -tool %s@VERSION` in tools/", t.Module, t.Package)
 		} else if _, err := os.Stat(st.Path); err != nil {
@@ -88,15 +108,15 @@ func checkTools(repo Repo) ([]toolStatus, error) {
 		}
 		out = append(out, st)
 	}
-	return out, nil
+	return out
 }
 
-// toolchainEnv is the process's environment with GOTOOLCHAIN=repo's go.mod toolchain line (when
-// it has one): what the lab's builds run with (kernel/toolchain.sh).
-func toolchainEnv(repo Repo) []string {
+// toolchainEnv is the process's environment with GOTOOLCHAIN=toolchain (go.mod's toolchain line,
+// when it has one): what the lab's builds run with (kernel/toolchain.sh).
+func toolchainEnv(toolchain string) []string {
 	env := os.Environ()
-	if tc := repoToolchain(repo); tc != "" {
-		env = append(env, "GOTOOLCHAIN="+tc)
+	if toolchain != "" {
+		env = append(env, "GOTOOLCHAIN="+toolchain)
 	}
 	return env
 }
@@ -104,10 +124,10 @@ func toolchainEnv(repo Repo) []string {
 // buildTools builds the pinned tools into REPO/.bin with `go install tool` run in tools/,
 // so the versions come from tools/go.mod and never from @latest, with go.mod's toolchain (the Go
 // that builds the cells builds gopls and goimports too). Output goes to log.
-func buildTools(ctx context.Context, repo Repo, log io.Writer) error {
+func buildTools(ctx context.Context, repo Repo, toolchain string, log io.Writer) error {
 	cmd := exec.CommandContext(ctx, "go", "install", "tool")
 	cmd.Dir = repo.toolsModDir()
-	cmd.Env = append(toolchainEnv(repo), "GOBIN="+repo.binDir(), "GOWORK=off")
+	cmd.Env = append(toolchainEnv(toolchain), "GOBIN="+repo.binDir(), "GOWORK=off")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("building gonb, goimports and gopls (cd %s && GOBIN=%s go install tool): %w", cmd.Dir, repo.binDir(), err)
@@ -115,12 +135,16 @@ func buildTools(ctx context.Context, repo Repo, log io.Writer) error {
 	return nil
 }
 
+// supervisorName is the binary, in REPO/.bin, that runs GoNB so that nothing the kernel
+// started outlives it (cmd/cifarlab-kernel; Install builds it).
+const supervisorName = "cifarlab-kernel"
+
 // buildSupervisor builds cmd/cifarlab-kernel, which the kernelspecs run GoNB under, into
-// REPO/.bin (go build skips what is up to date).
-func buildSupervisor(ctx context.Context, repo Repo, log io.Writer) error {
+// REPO/.bin (go build skips what is up to date), with go.mod's toolchain.
+func buildSupervisor(ctx context.Context, repo Repo, toolchain string, log io.Writer) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", repo.Tool(supervisorName), "./cmd/"+supervisorName)
 	cmd.Dir = repo.Dir
-	cmd.Env = append(toolchainEnv(repo), "GOWORK=off", "CGO_ENABLED=0")
+	cmd.Env = append(toolchainEnv(toolchain), "GOWORK=off", "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("building the kernel supervisor (cd %s && go build -o %s ./cmd/%s): %w", repo.Dir, repo.Tool(supervisorName), supervisorName, err)
@@ -129,14 +153,10 @@ func buildSupervisor(ctx context.Context, repo Repo, log io.Writer) error {
 }
 
 // ensureTools builds the pinned tools when any is missing or was built from another
-// version, and reports whether it built them.
-func ensureTools(ctx context.Context, repo Repo, log io.Writer) (built bool, err error) {
-	sts, err := checkTools(repo)
-	if err != nil {
-		return false, err
-	}
+// version than pins, and reports whether it built them.
+func ensureTools(ctx context.Context, repo Repo, pins toolPins, log io.Writer) (built bool, err error) {
 	var stale []string
-	for _, st := range sts {
+	for _, st := range pins.check(repo) {
 		if !st.OK() {
 			stale = append(stale, st.String())
 		}
@@ -145,14 +165,10 @@ func ensureTools(ctx context.Context, repo Repo, log io.Writer) (built bool, err
 		return false, nil
 	}
 	fmt.Fprintf(log, "building the pinned notebook tools (%s)\n", strings.Join(stale, "; "))
-	if err := buildTools(ctx, repo, log); err != nil {
+	if err := buildTools(ctx, repo, pins.toolchain, log); err != nil {
 		return false, err
 	}
-	sts, err = checkTools(repo)
-	if err != nil {
-		return true, err
-	}
-	for _, st := range sts {
+	for _, st := range pins.check(repo) {
 		if !st.OK() {
 			return true, fmt.Errorf("after building: %s", st)
 		}
@@ -160,115 +176,39 @@ func ensureTools(ctx context.Context, repo Repo, log io.Writer) (built bool, err
 	return true, nil
 }
 
-// goBinDir returns the folder of the go command found on PATH, with symbolic links
-// resolved, so kernels find the same toolchain whatever PATH the Jupyter server has.
-func goBinDir() (string, error) {
-	p, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("the go command is not on PATH: install Go %s or newer (https://go.dev/dl, or the golang.org/toolchain module) and put its bin folder on PATH", "1.26")
+// ensureBinaries makes REPO/.bin hold what the kernels run, built with toolchain (go.mod's
+// toolchain line): the pinned tools (ensureTools) and the kernel supervisor (buildSupervisor).
+// With skipTools it builds only the supervisor, when it is missing, and fails, with the command
+// that builds them, when a pinned tool is missing. It reports whether it built the pinned tools.
+func ensureBinaries(ctx context.Context, repo Repo, toolchain string, skipTools bool, log io.Writer) (built bool, err error) {
+	var pins toolPins
+	if !skipTools {
+		if pins, err = readToolPins(repo, toolchain); err != nil {
+			return false, err
+		}
 	}
-	if real, err := evalSymlinksAbs(p); err == nil {
-		p = real
-	}
-	return dirOf(p), nil
-}
-
-// goTools is the go command the kernels build cells with, as findGoTools finds it.
-type goTools struct {
-	// BinDir is the folder of that go command: the bin/ of the toolchain go.mod names (its GOROOT
-	// when the go command on PATH switched to it), else the folder of the go command on PATH
-	// (goBinDir).
-	BinDir string
-	// ModCache and Proxy are its GOMODCACHE and GOPROXY (go env), "" when go env cannot say.
-	ModCache, Proxy string
-	// Version is its release, e.g. "go1.27.3" ("" when go env cannot say).
-	Version string
-	// Toolchain is the GOTOOLCHAIN the kernels set: the checkout's go.mod toolchain line, e.g.
-	// "go1.27.3" ("" when go.mod has none or no checkout is known).
-	Toolchain string
-}
-
-// Env returns the environment of a go command run as the kernels run it: the process's own with
-// GOTOOLCHAIN=Toolchain (when set) and BinDir first on PATH.
-func (gt goTools) Env() []string {
-	env := os.Environ()
-	if gt.Toolchain != "" {
-		env = append(env, "GOTOOLCHAIN="+gt.Toolchain)
-	}
-	if gt.BinDir != "" {
-		env = append(env, "PATH="+gt.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	}
-	return env
-}
-
-// Go returns the go command of gt: BinDir/go, or "go" (found on PATH) when BinDir is empty.
-func (gt goTools) Go() string {
-	if gt.BinDir == "" {
-		return "go"
-	}
-	return filepath.Join(gt.BinDir, "go")
-}
-
-// repoToolchain returns the toolchain line of repo's go.mod ("" when it has none or repo is zero).
-func repoToolchain(repo Repo) string {
-	if repo.Dir == "" {
-		return ""
-	}
-	mod, err := readGoMod(filepath.Join(repo.Dir, "go.mod"))
-	if err != nil {
-		return ""
-	}
-	return mod.Toolchain
-}
-
-// findGoTools finds the go command the kernels of repo build cells with: the go command on PATH
-// run with GOTOOLCHAIN=go.mod's toolchain line (repoToolchain), which switches to that release
-// (fetching it through the Go module proxy into the module cache, once, when it is not there),
-// and asks it for its GOROOT, release, module cache and proxy list. The error says what is
-// needed when no go command is on PATH or the toolchain cannot be had. A go env that fails for
-// another reason (e.g. a broken GOFLAGS in `go env -w`'s file, which the kernels override)
-// leaves ModCache, Proxy and Version empty.
-func findGoTools(ctx context.Context, repo Repo) (goTools, error) {
-	dir, err := goBinDir()
-	if err != nil {
-		return goTools{}, err
-	}
-	gt := goTools{BinDir: dir, Toolchain: repoToolchain(repo)}
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "go"), "env", "-json", "GOMODCACHE", "GOPROXY", "GOROOT", "GOVERSION")
-	cmd.Dir = os.TempDir() // outside any module or workspace
-	cmd.Env = append(gt.Env(), "GOFLAGS="+goEnvPins()["GOFLAGS"])
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil && gt.Toolchain != "" && strings.Contains(stderr.String(), gt.Toolchain) {
-		local, _ := exec.CommandContext(ctx, filepath.Join(dir, "go"), "env", "GOVERSION").Output()
-		return gt, fmt.Errorf("cells build with %s (go.mod's toolchain line), but the go command on PATH (%s, %s) could not switch to it: %s",
-			gt.Toolchain, strings.TrimSpace(string(local)), dir, lastLine(stderr.String()))
-	}
-	if err == nil {
-		var env struct{ GOMODCACHE, GOPROXY, GOROOT, GOVERSION string }
-		if json.Unmarshal(out, &env) == nil {
-			gt.ModCache, gt.Proxy, gt.Version = env.GOMODCACHE, env.GOPROXY, env.GOVERSION
-			if env.GOROOT != "" && isExecutable(filepath.Join(env.GOROOT, "bin", "go")) {
-				gt.BinDir = filepath.Join(env.GOROOT, "bin")
+	buildSupervisorToo, missing := !skipTools, ""
+	if skipTools {
+		buildSupervisorToo = !fileExists(repo.Tool(supervisorName))
+		for _, t := range pinnedTools {
+			if p := repo.Tool(t.Name); missing == "" && !fileExists(p) {
+				missing = p
 			}
 		}
 	}
-	return gt, nil
-}
-
-// lastLine returns the last non-empty line of s.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// goVersion returns the version of the go command on PATH, e.g. "go1.26.8", as it runs in this
-// process's environment (a GOTOOLCHAIN set there applies).
-func goVersion(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOVERSION: %w", err)
+	if !skipTools {
+		if built, err = ensureTools(ctx, repo, pins, log); err != nil {
+			return false, err
+		}
 	}
-	return strings.TrimSpace(string(out)), nil
+	if buildSupervisorToo {
+		if err := buildSupervisor(ctx, repo, toolchain, log); err != nil {
+			return false, err
+		}
+	}
+	if missing != "" {
+		return false, fmt.Errorf("%s is missing: build the pinned tools with `cd %s && GOBIN=%s go install tool` (or run kernel/setup.sh)",
+			missing, repo.toolsModDir(), repo.binDir())
+	}
+	return built, nil
 }
