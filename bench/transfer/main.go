@@ -37,6 +37,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/gomlx/compute"
 )
 
 // Result is one training run on the target dataset.
@@ -187,58 +188,76 @@ func (b *bench) run(seedsFlag string) error {
 		if err != nil {
 			return fmt.Errorf("-seeds %q: %w", seedsFlag, err)
 		}
-		src := filepath.Join(tmp, fmt.Sprintf("%s-seed%d", d.sourceName, seed))
-		s := training.Defaults()
-		s.Data.Spec, s.Model.Arch, s.Run.Steps, s.Data.BatchSize, s.Run.Seed = d.source, b.arch, b.sourceSteps, b.batch, seed
-		s.Optimizer, s.Checkpoint.Dir = training.Adam{LearningRate: b.lr}, src
-		source, err := training.Train(context.Background(), s, training.Env{Backend: backend, Train: d.train, Test: d.test,
-			Progress: training.ProgressOff})
-		if err != nil {
+		if err := b.runSeed(backend, d, tmp, seed); err != nil {
 			return err
 		}
-		for _, r := range []struct {
-			name     string
-			transfer training.TransferSettings
-		}{
-			{"fine-tuned from " + d.sourceName, training.TransferSettings{From: src, BackboneLearningRate: b.backboneLR}},
-			{"from scratch", training.TransferSettings{}},
-			{"linear probe, trained backbone", training.TransferSettings{From: src, Freeze: training.FreezeBackbone}},
-			{"linear probe, random backbone", training.TransferSettings{Freeze: training.FreezeBackbone}},
-		} {
-			cfg := training.Defaults()
-			cfg.Data.Spec, cfg.Model.Arch, cfg.Transfer = d.target, b.arch, r.transfer
-			cfg.Run.Steps, cfg.Data.BatchSize, cfg.Run.Seed, cfg.Optimizer = b.steps, b.batch, seed, training.Adam{LearningRate: b.lr}
-			cfg.Eval.Every, cfg.Eval.Examples = training.EvalOff, 0 // -eval-every 0: at the end only; else on the whole test split
-			if b.evalEvery > 0 {
-				cfg.Eval.Every = b.evalEvery
-			}
-			start := time.Now()
-			res, err := training.Train(context.Background(), cfg, training.Env{Backend: backend, Train: d.targetTrain, Test: d.targetTest,
-				Progress: training.ProgressOff})
-			if err != nil {
-				return fmt.Errorf("%s (seed %d): %w", r.name, seed, err)
-			}
-			out := Result{Seed: seed, Recipe: r.name, Steps: b.steps, Accuracy: res.Eval.Accuracy, TopK: res.Eval.TopKAccuracy,
-				Seconds: time.Since(start).Seconds(), Loss1: res.History.Points[0].Loss}
-			var curve []string
-			for _, p := range res.History.Points {
-				if p.Eval != nil {
-					out.Evals = append(out.Evals, p.Eval.Accuracy)
-					curve = append(curve, fmt.Sprintf("%.1f", 100*p.Eval.Accuracy))
-				}
-			}
-			if b.asJSON {
-				line, _ := json.Marshal(out)
-				fmt.Println(string(line))
-				continue
-			}
-			top5 := "-"
-			if res.Eval.TopK > 0 {
-				top5 = fmt.Sprintf("%.1f%%", 100*out.TopK)
-			}
-			fmt.Printf("| %d | %.1f%% | %s | %.3f | %.1f%% | %s | %s | %.0f s |\n", seed, 100*source.Eval.Accuracy, r.name,
-				out.Loss1, 100*out.Accuracy, top5, strings.Join(curve, " "), out.Seconds)
+	}
+	return nil
+}
+
+// runSeed trains the source model of one seed into tmp, then each transfer recipe on the target
+// task (runRecipe).
+func (b *bench) runSeed(backend compute.Backend, d *taskData, tmp string, seed int64) error {
+	src := filepath.Join(tmp, fmt.Sprintf("%s-seed%d", d.sourceName, seed))
+	s := training.Defaults()
+	s.Data.Spec, s.Model.Arch, s.Run.Steps, s.Data.BatchSize, s.Run.Seed = d.source, b.arch, b.sourceSteps, b.batch, seed
+	s.Optimizer, s.Checkpoint.Dir = training.Adam{LearningRate: b.lr}, src
+	source, err := training.Train(context.Background(), s, training.Env{Backend: backend, Train: d.train, Test: d.test,
+		Progress: training.ProgressOff})
+	if err != nil {
+		return err
+	}
+	for _, r := range []struct {
+		name     string
+		transfer training.TransferSettings
+	}{
+		{"fine-tuned from " + d.sourceName, training.TransferSettings{From: src, BackboneLearningRate: b.backboneLR}},
+		{"from scratch", training.TransferSettings{}},
+		{"linear probe, trained backbone", training.TransferSettings{From: src, Freeze: training.FreezeBackbone}},
+		{"linear probe, random backbone", training.TransferSettings{Freeze: training.FreezeBackbone}},
+	} {
+		if err := b.runRecipe(backend, d, seed, source.Eval.Accuracy, r.name, r.transfer); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// runRecipe trains one transfer recipe of one seed on the target task and prints its row (or
+// its JSON line); sourceAccuracy is the source model's test accuracy.
+func (b *bench) runRecipe(backend compute.Backend, d *taskData, seed int64, sourceAccuracy float64, name string, transfer training.TransferSettings) error {
+	cfg := training.Defaults()
+	cfg.Data.Spec, cfg.Model.Arch, cfg.Transfer = d.target, b.arch, transfer
+	cfg.Run.Steps, cfg.Data.BatchSize, cfg.Run.Seed, cfg.Optimizer = b.steps, b.batch, seed, training.Adam{LearningRate: b.lr}
+	cfg.Eval.Every, cfg.Eval.Examples = training.EvalOff, 0 // -eval-every 0: at the end only; else on the whole test split
+	if b.evalEvery > 0 {
+		cfg.Eval.Every = b.evalEvery
+	}
+	start := time.Now()
+	res, err := training.Train(context.Background(), cfg, training.Env{Backend: backend, Train: d.targetTrain, Test: d.targetTest,
+		Progress: training.ProgressOff})
+	if err != nil {
+		return fmt.Errorf("%s (seed %d): %w", name, seed, err)
+	}
+	out := Result{Seed: seed, Recipe: name, Steps: b.steps, Accuracy: res.Eval.Accuracy, TopK: res.Eval.TopKAccuracy,
+		Seconds: time.Since(start).Seconds(), Loss1: res.History.Points[0].Loss}
+	var curve []string
+	for _, p := range res.History.Points {
+		if p.Eval != nil {
+			out.Evals = append(out.Evals, p.Eval.Accuracy)
+			curve = append(curve, fmt.Sprintf("%.1f", 100*p.Eval.Accuracy))
+		}
+	}
+	if b.asJSON {
+		line, _ := json.Marshal(out)
+		fmt.Println(string(line))
+		return nil
+	}
+	top5 := "-"
+	if res.Eval.TopK > 0 {
+		top5 = fmt.Sprintf("%.1f%%", 100*out.TopK)
+	}
+	fmt.Printf("| %d | %.1f%% | %s | %.3f | %.1f%% | %s | %s | %.0f s |\n", seed, 100*sourceAccuracy, name,
+		out.Loss1, 100*out.Accuracy, top5, strings.Join(curve, " "), out.Seconds)
 	return nil
 }
