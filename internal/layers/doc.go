@@ -19,5 +19,6 @@
 //     bench on top.
 //
 // data and backends do not import each other: data knows no backend, backends no dataset.
-// The package has no code; `go test ./internal/layers` checks the rule with `go list`.
+// The package has no code; `go test ./internal/layers` checks the rule with `go list`, and that
+// every non-test function of the module's packages is at most 60 lines (TestFunctionsAreShort).
 package layers
