@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The size and link time of a notebook cell's binary, built as the XLA kernels build cells
-# (kernel.CellGoFlags on an XLA backend: -buildvcs=false, -ldflags=-s -linkmode=internal,
+# (kernel.cellGoFlags on an XLA backend: -buildvcs=false, -ldflags=-s -linkmode=internal,
 # -tags=cifarlab_nogobackend), outside Jupyter, so that only the go command is timed.
 #
 #   bash bench/cellbin.sh [REPO] [RUNS]

@@ -1,6 +1,6 @@
 # Jupyter server settings of the workshop image, for `jupyter lab` and jupyterhub-singleuser
 # alike (both are Jupyter servers, and read it from /usr/local/etc/jupyter, on Jupyter's config
-# path). Tested by kernel/cull_test.go (TestImageConfigCullsIdleKernels) against a real server.
+# path). Tested by internal/kernel/cull_test.go (TestImageConfigCullsIdleKernels) against a real server.
 #
 # Idle kernels are shut down inside a user's server: every notebook opened starts a kernel
 # (GoNB, about 30 MB, and the lab process while it lives), and in a workshop of 30 many are

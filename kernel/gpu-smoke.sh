@@ -15,7 +15,7 @@
 #   3. Raw go-xla: loads the plugin by absolute path (GOMLX_BACKEND=xla:/abs/xla_cuda_plugin.so
 #      style: go-xla's xla.New accepts an absolute plugin path) and runs the forward pass.
 #   4. cifarlib: the same through backends.New("cuda"), configured exactly as the
-#      "Go (cifarlab, CUDA)" kernelspec does it (see kernel.JaxCUDABackend): a folder with
+#      "Go (cifarlab, CUDA)" kernelspec does it (see kernel.jaxCUDABackend): a folder with
 #      pjrt_c_api_cuda_plugin.so -> the jax file and nvidia -> SITE/nvidia, named by
 #      PJRT_PLUGIN_LIBRARY_PATH, and XLA_FLAGS=--xla_gpu_cuda_data_dir=SITE/nvidia/cu13.
 #   5. Notebook: `cifarlab kernel install --cuda-plugin PLUGIN` into a temporary Jupyter data

@@ -26,7 +26,7 @@ export GOMLX_NO_AUTO_INSTALL=1
 
 echo "== go vet"
 go vet ./...
-# cifarlib as the XLA kernels build notebook cells: without the pure-Go backend (kernel.CellGoFlags).
+# cifarlib as the XLA kernels build notebook cells: without the pure-Go backend (kernel.cellGoFlags).
 go vet -tags cifarlab_nogobackend ./cifarlib/...
 echo "== go mod tidy -diff (go.mod and go.sum as go mod tidy leaves them)"
 go mod tidy -diff

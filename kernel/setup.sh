@@ -186,7 +186,7 @@ if [ "$SKIP_CLI" != 1 ]; then
   mkdir -p "$BIN"
   (cd "$REPO" && GOWORK=off go build -o "$BIN/cifarlab" ./cmd/cifarlab)
   # Warms the build cache for notebook cells, which an XLA kernel builds without the pure-Go
-  # backend (kernel.CellGoFlags): the first cell then compiles none of cifarlib.
+  # backend (kernel.cellGoFlags): the first cell then compiles none of cifarlib.
   (cd "$REPO" && GOWORK=off go build -tags cifarlab_nogobackend ./cifarlib/...)
 fi
 

@@ -84,31 +84,13 @@ func run(backendName, arch string, batch int, devicesFlag string, steps, example
 		if err != nil {
 			return err
 		}
-		b, err := backends.NewWithDevices(backendName, n)
-		var dce *backends.DeviceCountError
-		if errors.As(err, &dce) {
-			fmt.Printf("skip %s devices: %v\n", s, err)
-			continue
-		}
+		r, ok, err := measure(backendName, arch, batch, steps, s, n, recs)
 		if err != nil {
 			return err
 		}
-		began := time.Now()
-		s := training.Defaults()
-		s.Model.Arch, s.Compute.Devices, s.Run.Steps, s.Data.BatchSize, s.Run.Seed, s.Eval.SkipFinal = arch, n, steps, batch, 1, true
-		res, err := training.Train(context.Background(), s, training.Env{Backend: b, Train: recs, Progress: training.ProgressOff})
-		if err != nil {
-			b.Finalize()
-			return fmt.Errorf("%s devices: %w", s, err)
+		if !ok {
+			continue
 		}
-		timed := float64(steps-1) / res.StepsPerSecond
-		r := Result{Backend: backends.Name(b), Model: arch, Devices: res.Devices, Batch: batch,
-			PerDevice: batch / res.Devices, Steps: steps - 1, StepsPerSecond: res.StepsPerSecond,
-			ImagesPerSecond: res.ImagesPerSecond, FinalLoss: res.Loss,
-			SetupMS: float64(time.Since(began).Milliseconds()) - 1000*timed}
-		b.Finalize()
-		fmt.Printf("%s, %s, batch %d on %d devices: %.2f steps/s, %.0f images/s\n", r.Backend, arch, batch, r.Devices,
-			r.StepsPerSecond, r.ImagesPerSecond)
 		rows = append(rows, r)
 		if out != nil {
 			if err := out.Encode(r); err != nil {
@@ -125,4 +107,34 @@ func run(backendName, arch string, batch int, devicesFlag string, steps, example
 			r.StepsPerSecond, r.ImagesPerSecond, r.StepsPerSecond/rows[0].StepsPerSecond)
 	}
 	return nil
+}
+
+// measure trains steps steps of arch on n devices (devices, as -devices gave it) and prints the
+// speed; ok is false, with a line saying why, when the backend has fewer devices.
+func measure(backendName, arch string, batch, steps int, devices string, n int, recs *data.Records) (r Result, ok bool, err error) {
+	b, err := backends.NewWithDevices(backendName, n)
+	var dce *backends.DeviceCountError
+	if errors.As(err, &dce) {
+		fmt.Printf("skip %s devices: %v\n", devices, err)
+		return Result{}, false, nil
+	}
+	if err != nil {
+		return Result{}, false, err
+	}
+	defer b.Finalize()
+	began := time.Now()
+	s := training.Defaults()
+	s.Model.Arch, s.Compute.Devices, s.Run.Steps, s.Data.BatchSize, s.Run.Seed, s.Eval.SkipFinal = arch, n, steps, batch, 1, true
+	res, err := training.Train(context.Background(), s, training.Env{Backend: b, Train: recs, Progress: training.ProgressOff})
+	if err != nil {
+		return Result{}, false, fmt.Errorf("%s devices: %w", devices, err)
+	}
+	timed := float64(steps-1) / res.StepsPerSecond
+	r = Result{Backend: backends.Name(b), Model: arch, Devices: res.Devices, Batch: batch,
+		PerDevice: batch / res.Devices, Steps: steps - 1, StepsPerSecond: res.StepsPerSecond,
+		ImagesPerSecond: res.ImagesPerSecond, FinalLoss: res.Loss,
+		SetupMS: float64(time.Since(began).Milliseconds()) - 1000*timed}
+	fmt.Printf("%s, %s, batch %d on %d devices: %.2f steps/s, %.0f images/s\n", r.Backend, arch, batch, r.Devices,
+		r.StepsPerSecond, r.ImagesPerSecond)
+	return r, true, nil
 }

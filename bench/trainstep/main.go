@@ -144,82 +144,107 @@ func splitList(s string) []string {
 }
 
 func run(o options, w io.Writer) error {
-	var jsonW *json.Encoder
+	t := table{w: w, threads: runtime.GOMAXPROCS(0)}
 	if o.jsonOut != "" {
 		f, err := os.OpenFile(o.jsonOut, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		jsonW = json.NewEncoder(f)
+		t.json = json.NewEncoder(f)
 	}
 	var prof *profiler
 	if o.cpuProfile != "" {
 		prof = &profiler{prefix: o.cpuProfile}
 	}
-	threads := runtime.GOMAXPROCS(0)
 	fmt.Fprintf(w, "trainstep: GOMAXPROCS=%d, %d CPUs, steps=%d warmup=%d budget=%s skip=%q\n",
-		threads, runtime.NumCPU(), o.steps, o.warmup, o.budget, strings.Join(o.skip, ","))
+		t.threads, runtime.NumCPU(), o.steps, o.warmup, o.budget, strings.Join(o.skip, ","))
 	fmt.Fprintf(w, "%-8s %-9s %5s %-5s %6s %10s %10s %10s %11s  %s\n",
 		"backend", "model", "batch", "mode", "steps", "median ms", "min ms", "first ms", "images/s", "note")
-	emit := func(r Result) error {
-		r.Framework, r.Threads, r.TimedAt = "gomlx", threads, time.Now().UTC().Format(time.RFC3339)
-		note := r.Skipped
-		if r.Precision != string(cifarlib.PrecisionF32) {
-			note = strings.TrimSpace(r.Precision + " " + note)
-		}
-		if r.Error != "" {
-			note = "ERROR: " + r.Error
-		}
-		fmt.Fprintf(w, "%-8s %-9s %5d %-5s %6d %10.1f %10.1f %10.1f %11.1f  %s\n",
-			r.Backend, r.Model, r.Batch, r.Mode, r.Steps, r.MedianMS, r.MinMS, r.FirstMS, r.ImagesPS, note)
-		if jsonW != nil {
-			return jsonW.Encode(r)
-		}
-		return nil
-	}
 	for _, key := range o.backends {
 		backend, err := openBackend(key)
 		if err != nil {
-			for _, m := range o.models {
-				for _, b := range o.batches {
-					for _, mode := range o.modes {
-						for _, p := range o.precisions {
-							if err := emit(Result{Backend: resultKey(key), Model: m, Batch: b, Mode: mode, Precision: string(p),
-								Skipped: "backend unavailable: " + err.Error()}); err != nil {
-								return err
-							}
-						}
-					}
-				}
+			if err := t.emitEach(o, Result{Backend: resultKey(key), Skipped: "backend unavailable: " + err.Error()}); err != nil {
+				return err
 			}
 			continue
 		}
-		desc := backends.Name(backend)
-		if p := backends.Plugin(backend); p != "" {
-			fmt.Fprintf(w, "# %s: %s, plugin %s\n", key, desc, p)
-		} else {
-			fmt.Fprintf(w, "# %s: %s\n", key, desc)
+		if err := runBackend(backend, key, o, prof, t); err != nil {
+			return err
 		}
-		for _, m := range o.models {
-			for _, b := range o.batches {
-				skipReason := skipped(o.skip, key, m, b)
-				for _, mode := range o.modes {
-					for _, p := range o.precisions {
-						r := Result{Backend: resultKey(key), Desc: desc, Model: m, Batch: b, Mode: mode, Precision: string(p)}
-						if skipReason != "" {
-							r.Skipped = skipReason
-						} else if err := measure(backend, m, b, mode, o, prof, &r); err != nil {
-							r.Error = err.Error()
-						}
-						if err := emit(r); err != nil {
-							return err
-						}
+		backend.Finalize()
+	}
+	return nil
+}
+
+// runBackend measures every model, batch, mode and precision of o on backend (key), or says
+// why one is skipped.
+func runBackend(backend compute.Backend, key string, o options, prof *profiler, t table) error {
+	desc := backends.Name(backend)
+	if p := backends.Plugin(backend); p != "" {
+		fmt.Fprintf(t.w, "# %s: %s, plugin %s\n", key, desc, p)
+	} else {
+		fmt.Fprintf(t.w, "# %s: %s\n", key, desc)
+	}
+	for _, m := range o.models {
+		for _, b := range o.batches {
+			skipReason := skipped(o.skip, key, m, b)
+			for _, mode := range o.modes {
+				for _, p := range o.precisions {
+					r := Result{Backend: resultKey(key), Desc: desc, Model: m, Batch: b, Mode: mode, Precision: string(p)}
+					if skipReason != "" {
+						r.Skipped = skipReason
+					} else if err := measure(backend, m, b, mode, o, prof, &r); err != nil {
+						r.Error = err.Error()
+					}
+					if err := t.emit(r); err != nil {
+						return err
 					}
 				}
 			}
 		}
-		backend.Finalize()
+	}
+	return nil
+}
+
+// table prints results, one line each, and appends them to the JSON file when there is one.
+type table struct {
+	w       io.Writer
+	json    *json.Encoder
+	threads int
+}
+
+// emit prints r (and writes it as JSON), stamped with the framework, threads and time.
+func (t table) emit(r Result) error {
+	r.Framework, r.Threads, r.TimedAt = "gomlx", t.threads, time.Now().UTC().Format(time.RFC3339)
+	note := r.Skipped
+	if r.Precision != string(cifarlib.PrecisionF32) {
+		note = strings.TrimSpace(r.Precision + " " + note)
+	}
+	if r.Error != "" {
+		note = "ERROR: " + r.Error
+	}
+	fmt.Fprintf(t.w, "%-8s %-9s %5d %-5s %6d %10.1f %10.1f %10.1f %11.1f  %s\n",
+		r.Backend, r.Model, r.Batch, r.Mode, r.Steps, r.MedianMS, r.MinMS, r.FirstMS, r.ImagesPS, note)
+	if t.json != nil {
+		return t.json.Encode(r)
+	}
+	return nil
+}
+
+// emitEach emits r for every model, batch, mode and precision of o.
+func (t table) emitEach(o options, r Result) error {
+	for _, m := range o.models {
+		for _, b := range o.batches {
+			for _, mode := range o.modes {
+				for _, p := range o.precisions {
+					r.Model, r.Batch, r.Mode, r.Precision = m, b, mode, string(p)
+					if err := t.emit(r); err != nil {
+						return err
+					}
+				}
+			}
+		}
 	}
 	return nil
 }
@@ -331,30 +356,47 @@ func measure(backend compute.Backend, arch string, batch int, mode string, o opt
 	if err := store.SetRNGStateFromSeed(1); err != nil {
 		return err
 	}
-	var step func() (float64, error)
+	step, done, err := newStep(backend, store, m, mode, images, labels)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := timeSteps(step, o, prof, r); err != nil {
+		return err
+	}
+	if mode == "infer" {
+		r.Loss = 0
+	}
+	r.ImagesPS = float64(batch) / (r.MedianMS / 1000)
+	return nil
+}
+
+// newStep is one step of mode on the batch (a nil step for an unknown mode), returning a value
+// read back to the host so that it waits for the step: "train" is plain SGD on the guarded loss
+// (cifarlib's default) without extra metrics, forward, backward and update, returning the loss;
+// "infer" is the forward pass, returning the first logit. done releases what the step holds.
+func newStep(backend compute.Backend, store *model.Store, m *cifarlib.Model, mode string, images, labels *tensors.Tensor) (step func() (float64, error), done func(), err error) {
 	switch mode {
 	case "train":
-		// Plain SGD, guarded loss (cifarlib's default), no extra metrics: forward, backward, update.
 		trainer := train.NewTrainer(backend, store, m.ModelFn, m.LossFn(cifarlib.GuardAll),
 			optimizer.StochasticGradientDescent().WithLearningRate(0.01).WithDecay(false).Done(), nil, nil)
 		b := train.Batch{Inputs: []*tensors.Tensor{images}, Labels: []*tensors.Tensor{labels}}
-		step = func() (float64, error) {
+		return func() (float64, error) {
 			metrics, err := trainer.TrainStep(b)
 			if err != nil {
 				return 0, err
 			}
 			return float64(tensors.ToScalar[float32](metrics[0])), nil // reads the loss: waits for the step
-		}
+		}, func() {}, nil
 	case "infer":
 		exec, err := model.NewExec(backend, store, func(scope *model.Scope, x *graph.Node) *graph.Node {
 			scope.Store().SetTraining(x.Graph(), false)
 			return m.ModelFn(scope, nil, []*graph.Node{x})[0]
 		})
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		defer exec.Finalize()
-		step = func() (float64, error) {
+		return func() (float64, error) {
 			out, err := exec.Call(images)
 			if err != nil {
 				return 0, err
@@ -362,8 +404,15 @@ func measure(backend compute.Backend, arch string, batch int, mode string, o opt
 			logits := tensors.MustCopyFlatData[float32](out[0]) // copies to the host: waits for the step
 			out[0].FinalizeAll()
 			return float64(logits[0]), nil
-		}
+		}, exec.Finalize, nil
 	}
+	return nil, func() {}, nil
+}
+
+// timeSteps runs o.warmup steps (the first one's time is r.FirstMS), then times steps, profiled
+// when prof is set, until o.steps or, after 3, o.budget: r gets their count, median, min and max
+// and the last step's value as Loss.
+func timeSteps(step func() (float64, error), o options, prof *profiler, r *Result) error {
 	for i := range o.warmup {
 		start := time.Now()
 		if _, err := step(); err != nil {
@@ -388,14 +437,10 @@ func measure(backend compute.Backend, arch string, batch int, mode string, o opt
 		times = append(times, ms(time.Since(start)))
 		r.Loss = v
 	}
-	if mode == "infer" {
-		r.Loss = 0
-	}
 	sort.Float64s(times)
 	r.Steps = len(times)
 	r.MedianMS = median(times)
 	r.MinMS, r.MaxMS = times[0], times[len(times)-1]
-	r.ImagesPS = float64(batch) / (r.MedianMS / 1000)
 	return nil
 }
 

@@ -65,7 +65,7 @@ func TestNewBackendCUDANoGPURealPlugin(t *testing.T) {
 	}
 
 	// The CUDA kernel: GOMLX_BACKEND=xla:cuda and PJRT_PLUGIN_LIBRARY_PATH on a folder holding a
-	// link named as go-xla wants it (kernel.JaxCUDABackend); notebooks call New("auto").
+	// link named as go-xla wants it (kernel.jaxCUDABackend); notebooks call New("auto").
 	t.Setenv(plugins.CUDAEnv, "")
 	links := filepath.Join(t.TempDir(), "jax_plugins", "xla_cuda13")
 	require.NoError(t, os.MkdirAll(links, 0o755))

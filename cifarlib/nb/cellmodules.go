@@ -14,7 +14,7 @@ import (
 // A cell that imports cifarlib/nb says, once per kernel, which version it got of each module
 // that the checkout's go.mod does not pin to the version linked in: a module the checkout does
 // not require (the kernels resolve it to the newest version the module cache or the proxy has:
-// kernel/cellpins.go), or a module of go.mod at another version (a `go get MODULE@VERSION` in
+// internal/kernel/cellpins.go), or a module of go.mod at another version (a `go get MODULE@VERSION` in
 // the notebook, or a new module that requires a newer one). Every other module is go.mod's,
 // which the kernels pin.
 

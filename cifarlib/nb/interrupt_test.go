@@ -44,7 +44,7 @@ func interruptingAtStep4() training.Env {
 // Interrupt, while Fit trains at step 4: Fit saves, returns *InterruptedError (ErrInterrupted)
 // with the result at the step reached, run.json says interrupted; Load gets the model at that
 // step; the same Fit call resumes and ends with the loss of a run never interrupted; Fit with
-// other settings starts again. kernel/interrupt_test.go does the same through the real kernel.
+// other settings starts again. internal/kernel/interrupt_test.go does the same through the real kernel.
 func TestFitInterruptedResumes(t *testing.T) {
 	buf := captureOutput(t)
 	t.Setenv(data.DirEnv, "") // messages show the folder as it is

@@ -94,18 +94,24 @@ func supervise(argv []string) int {
 	if goplsDir != "" {
 		defer os.RemoveAll(goplsDir)
 	}
-
-	// The guard: reads r until cifarlab-kernel's end closes w (os.Pipe's descriptors are
-	// close-on-exec, so the kernel does not hold w).
-	r, w, err := os.Pipe()
-	if err != nil {
+	if err := startGuard(marker, goplsDir); err != nil {
 		fmt.Fprintln(os.Stderr, "cifarlab-kernel:", err)
 		return 1
 	}
+	return runKernel(argv, env)
+}
+
+// startGuard starts the guard of the processes marked with marker, which also removes goplsDir
+// (when set), however this process ends. It reads a pipe until this process's end closes its
+// write end (os.Pipe's descriptors are close-on-exec, so the kernel does not hold it).
+func startGuard(marker, goplsDir string) error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
 	self, err := os.Executable()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "cifarlab-kernel:", err)
-		return 1
+		return err
 	}
 	g := exec.Command(self, guardFlag, marker)
 	if goplsDir != "" {
@@ -115,13 +121,18 @@ func supervise(argv []string) int {
 	g.Stderr = os.Stderr
 	g.SysProcAttr = proctree.Session()
 	if err := g.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "cifarlab-kernel: starting the guard:", err)
-		return 1
+		return fmt.Errorf("starting the guard: %w", err)
 	}
 	r.Close()
 	go func() { _ = g.Wait() }() // reaped if it ends early; it normally outlives us
 	guardPipe = w                // held open (not finalized) until this process exits
+	return nil
+}
 
+// runKernel runs the kernel argv with env in a process group of its own, passes on the signals
+// this process gets, and returns its exit status, saying on stderr when the kernel was killed for
+// memory.
+func runKernel(argv, env []string) int {
 	// PR_SET_PDEATHSIG fires when the thread that forked the child ends: keep this one.
 	runtime.LockOSThread()
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -143,7 +154,7 @@ func supervise(argv []string) int {
 			_ = cmd.Process.Signal(s)
 		}
 	}()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		fmt.Fprintln(os.Stderr, "cifarlab-kernel:", err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 
-	"github.com/cifarlab/cifarlab/kernel"
+	"github.com/cifarlab/cifarlab/internal/kernel"
 	"github.com/stretchr/testify/require"
 )
 

@@ -22,7 +22,7 @@ func init() {
 	})
 }
 
-func runEval(args []string, stdout io.Writer) (err error) {
+func runEval(args []string, stdout io.Writer) error {
 	fs := newFlagSet("eval", "--checkpoint DIR [--data DIR] [--split test|train] [--batch B] [--max N] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--tta 0|1|2] [--json]", stdout)
 	ckptDir := fs.String("checkpoint", "", "checkpoint `DIR` written by cifarlab train (required); it records the dataset and the model")
 	dataDir := fs.String("data", data.DefaultDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DirEnv+")")
@@ -63,46 +63,62 @@ func runEval(args []string, stdout io.Writer) (err error) {
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("--devices %q: use a positive number or all", *devicesFlag)}
 	}
+	return evaluate(stdout, evalRequest{ckptDir: *ckptDir, dataDir: *dataDir, backendName: *backendName, split: split,
+		batch: *batch, maxExamples: *maxExamples, devices: devices, tta: *tta, precision: precision, asJSON: *asJSON})
+}
+
+// evalRequest is what cifarlab eval is asked to do, its flags checked.
+type evalRequest struct {
+	ckptDir, dataDir, backendName    string
+	split                            data.Split
+	batch, maxExamples, devices, tta int
+	precision                        cifarlib.Precision
+	asJSON                           bool
+}
+
+// evaluate loads the checkpoint on the backend, evaluates it on the split and writes the report
+// (or its JSON), saying what it does on stderr as it goes.
+func evaluate(stdout io.Writer, req evalRequest) (err error) {
 	status := training.NewLineStatus(os.Stderr, "") // what it is doing, from its first second
 	defer func() { status.Close(err) }()
 	status.Event(training.Event{Kind: training.EventBackend})
-	backend, err := backends.NewWithDevices(*backendName, devices)
+	backend, err := backends.NewWithDevices(req.backendName, req.devices)
 	if errors.Is(err, backends.ErrDevices) {
 		return &exitError{code: 2, err: err}
 	}
 	if err != nil {
 		return err
 	}
-	ck, err := training.LoadCheckpoint(*ckptDir, backend)
+	ck, err := training.LoadCheckpoint(req.ckptDir, backend)
 	if err != nil {
 		return err
 	}
-	if err := cifarlib.CheckPrecision(backend, precision); err != nil {
+	if err := cifarlib.CheckPrecision(backend, req.precision); err != nil {
 		return err
 	}
-	ck.Model.Precision = precision
+	ck.Model.Precision = req.precision
 	status.Event(training.Event{Kind: training.EventData})
-	recs, err := training.LoadSplitOrSynthetic(*dataDir, ck.Model.Spec, split)
+	recs, err := training.LoadSplitOrSynthetic(req.dataDir, ck.Model.Spec, req.split)
 	if err != nil {
 		return err
 	}
 	ctx, stop := training.InterruptContext(context.Background())
 	defer stop()
-	res, err := training.Evaluate(ctx, backend, ck.Model, ck.Store, recs,
-		training.EvalOptions{BatchSize: *batch, MaxExamples: *maxExamples, Split: split.String(), Devices: devices, TTA: *tta, OnEvent: status.Event})
+	res, err := training.Evaluate(ctx, backend, ck.Model, ck.Store, recs, training.EvalOptions{BatchSize: req.batch,
+		MaxExamples: req.maxExamples, Split: req.split.String(), Devices: req.devices, TTA: req.tta, OnEvent: status.Event})
 	status.Close(err) // before the report
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if req.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Checkpoint training.CheckpointInfo `json:"checkpoint"`
 			Precision  cifarlib.Precision      `json:"precision"`
 			*training.EvalResult
-		}{ck.Info, precision, res})
+		}{ck.Info, req.precision, res})
 	}
-	fmt.Fprintf(stdout, "checkpoint %s: %s, step %d, precision %s\n", *ckptDir, ck.Model, ck.Info.Step, precision)
+	fmt.Fprintf(stdout, "checkpoint %s: %s, step %d, precision %s\n", req.ckptDir, ck.Model, ck.Info.Step, req.precision)
 	return res.WriteReport(stdout)
 }

@@ -71,7 +71,13 @@ func runImport(args []string, stdout io.Writer) error {
 			return fmt.Errorf("the run %s was written; --check failed: %w", *ckptDir, err)
 		}
 	}
-	if *asJSON {
+	return writeImport(stdout, rep, eval, *ckptDir, *dataDir, spec, *asJSON)
+}
+
+// writeImport reports an import (as JSON with asJSON): what was read and written, what --check
+// measured (eval, when it ran) and what to run next.
+func writeImport(stdout io.Writer, rep *interop.ImportReport, eval *training.EvalResult, ckptDir, dataDir string, spec data.Spec, asJSON bool) error {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
@@ -87,7 +93,7 @@ func runImport(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintln(stdout, line)
 	}
-	fmt.Fprintln(stdout, importNext(*ckptDir, rep.Arch, *dataDir, spec))
+	fmt.Fprintln(stdout, importNext(ckptDir, rep.Arch, dataDir, spec))
 	return nil
 }
 

@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/cifarlab/cifarlab/kernel"
+	"github.com/cifarlab/cifarlab/internal/kernel"
 )
 
 func init() {
@@ -65,51 +65,28 @@ func runKernel(args []string, stdout io.Writer) error {
 	if *user && (*prefix != "" || *dataDir != "") {
 		return &exitError{code: 2, err: fmt.Errorf("--user cannot be combined with --prefix or --jupyter-data-dir")}
 	}
-	var dir, why string
-	var err error
-	switch {
-	case *user:
-		why = "--user"
-		dir, err = kernel.UserDataDir()
-	case *dataDir != "" || *prefix != "":
-		dir, err = kernel.DataDirFor(*dataDir, *prefix)
-	default:
-		repo, rerr := kernel.FindRepo(*repoDir)
-		if rerr != nil {
-			return fmt.Errorf("%w (or name the Jupyter folder with --user, --prefix DIR or --jupyter-data-dir DIR)", rerr)
-		}
-		dir, why, err = kernel.DefaultDataDir(repo)
-	}
+	dir, err := kernelDataDir(sub, *user, *prefix, *dataDir, *repoDir)
 	if err != nil {
 		return err
-	}
-	if why != "" {
-		fmt.Fprintf(os.Stderr, "kernel %s: Jupyter data directory %s (%s)\n", sub, dir, why)
 	}
 	if sub == "uninstall" {
-		res, err := kernel.Uninstall(dir)
-		if err != nil {
-			return err
-		}
-		for _, p := range res.Removed {
-			fmt.Fprintln(stdout, "removed", p)
-		}
-		for _, p := range res.Kept {
-			fmt.Fprintln(stdout, "kept", p, "(holds files cifarlab did not write)")
-		}
-		return nil
+		return uninstallKernels(dir, stdout)
 	}
-	repo, err := kernel.FindRepo(*repoDir)
+	return installKernels(stdout, *repoDir, kernel.InstallOptions{DataDir: dir, Backends: opts, SkipTools: skipTools}, asJSON)
+}
+
+// installKernels installs the kernels of the checkout (repoDir, else found) as opts say, and
+// prints where (or the result as JSON, the progress then going to stderr).
+func installKernels(stdout io.Writer, repoDir string, opts kernel.InstallOptions, asJSON bool) error {
+	repo, err := kernel.FindRepo(repoDir)
 	if err != nil {
 		return err
 	}
-	log := stdout
+	opts.Repo, opts.Log = repo, stdout
 	if asJSON {
-		log = os.Stderr
+		opts.Log = os.Stderr
 	}
-	res, err := kernel.Install(context.Background(), kernel.InstallOptions{
-		Repo: repo, DataDir: dir, Backends: opts, SkipTools: skipTools, Log: log,
-	})
+	res, err := kernel.Install(context.Background(), opts)
 	if err != nil {
 		return err
 	}
@@ -118,6 +95,50 @@ func runKernel(args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	fmt.Fprintf(stdout, "installed %d kernelspecs in %s (manifest %s)\n", len(res.Kernels), dir+"/kernels", res.Manifest)
+	fmt.Fprintf(stdout, "installed %d kernelspecs in %s (manifest %s)\n", len(res.Kernels), opts.DataDir+"/kernels", res.Manifest)
+	return nil
+}
+
+// kernelDataDir is the Jupyter data directory of `cifarlab kernel sub`: the user's with --user,
+// --jupyter-data-dir's or --prefix's, else the checkout's default (kernel.DefaultDataDir), which
+// it names on stderr with why.
+func kernelDataDir(sub string, user bool, prefix, dataDir, repoDir string) (string, error) {
+	var dir, why string
+	var err error
+	switch {
+	case user:
+		why = "--user"
+		dir, err = kernel.UserDataDir()
+	case dataDir != "" || prefix != "":
+		dir, err = kernel.DataDirFor(dataDir, prefix)
+	default:
+		repo, rerr := kernel.FindRepo(repoDir)
+		if rerr != nil {
+			return "", fmt.Errorf("%w (or name the Jupyter folder with --user, --prefix DIR or --jupyter-data-dir DIR)", rerr)
+		}
+		dir, why, err = kernel.DefaultDataDir(repo)
+	}
+	if err != nil {
+		return "", err
+	}
+	if why != "" {
+		fmt.Fprintf(os.Stderr, "kernel %s: Jupyter data directory %s (%s)\n", sub, dir, why)
+	}
+	return dir, nil
+}
+
+// uninstallKernels removes what `cifarlab kernel install` wrote into dir, and says what it
+// removed and kept.
+func uninstallKernels(dir string, stdout io.Writer) error {
+	res, err := kernel.Uninstall(dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range res.Removed {
+		fmt.Fprintln(stdout, "removed", p)
+	}
+	for _, p := range res.Kept {
+		fmt.Fprintln(stdout, "kept", p, "(holds files cifarlab did not write)")
+	}
 	return nil
 }

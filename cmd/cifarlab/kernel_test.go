@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cifarlab/cifarlab/kernel"
+	"github.com/cifarlab/cifarlab/internal/kernel"
 	"github.com/stretchr/testify/require"
 )
 

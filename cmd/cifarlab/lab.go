@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cifarlab/cifarlab/kernel"
+	"github.com/cifarlab/cifarlab/internal/kernel"
 )
 
 func init() {
@@ -63,6 +63,12 @@ func runLab(args []string, stdout io.Writer) error {
 	if opts.LogDir == "" {
 		opts.LogDir = filepath.Join(repo.Dir, "out")
 	}
+	return serveLab(stdout, opts)
+}
+
+// serveLab starts JupyterLab (kernel.StartLab), says where it serves and what to mind, and
+// serves until Ctrl-C, SIGTERM or SIGHUP stops it, or it exits.
+func serveLab(stdout io.Writer, opts kernel.LabOptions) error {
 	// Ctrl-C and SIGTERM stop the server; it runs in its own process group.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
@@ -76,10 +82,10 @@ func runLab(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "JupyterLab (pid %d) is serving %s\n", lab.Pid, lab.Notebooks)
 	fmt.Fprintf(stdout, "open: %s\n", lab.URL)
 	fmt.Fprintf(stdout, "log: %s (JupyterLab's and the kernels' messages; their errors also show here)\n", lab.LogFile)
-	if *ip != "127.0.0.1" && *ip != "localhost" {
-		fmt.Fprintf(stdout, "warning: bound to %s, reachable from other machines\n", *ip)
+	if opts.IP != "127.0.0.1" && opts.IP != "localhost" {
+		fmt.Fprintf(stdout, "warning: bound to %s, reachable from other machines\n", opts.IP)
 	}
-	if *noToken {
+	if opts.NoToken {
 		fmt.Fprintln(stdout, "warning: token authentication is off")
 	}
 	fmt.Fprintln(stdout, "press Ctrl-C to stop")

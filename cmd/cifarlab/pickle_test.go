@@ -13,7 +13,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 
-	"github.com/cifarlab/cifarlab/kernel"
+	"github.com/cifarlab/cifarlab/internal/kernel"
 	"github.com/stretchr/testify/require"
 )
 

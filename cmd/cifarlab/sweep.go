@@ -103,18 +103,9 @@ func sweepSubmit(sub string, args []string, stdout io.Writer) error {
 		return &exitError{code: 2, err: errors.New("--local and --slurm: choose one executor")}
 	}
 	runsDir := f.runsDir()
-	var s *sweep.Sweep
-	if sub == "resubmit" {
-		if len(trainArgs) > 0 {
-			return &exitError{code: 2, err: fmt.Errorf("sweep resubmit takes no train flags (%q): it reruns the sweep as planned", trainArgs)}
-		}
-		if s, err = sweep.Load(runsDir, f.name); err != nil {
-			return err
-		}
-	} else {
-		if s, err = planSweep(f, runsDir, trainArgs); err != nil {
-			return &exitError{code: 2, err: err}
-		}
+	s, err := f.load(sub, runsDir, trainArgs)
+	if err != nil {
+		return err
 	}
 	binary, err := f.binaryPath()
 	if err != nil {
@@ -154,6 +145,22 @@ func sweepSubmit(sub string, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, said)
 	return nil
+}
+
+// load reloads the sweep of runsDir (sub "resubmit", which takes no train flags) or plans a new
+// one with trainArgs.
+func (f *sweepFlags) load(sub, runsDir string, trainArgs []string) (*sweep.Sweep, error) {
+	if sub != "resubmit" {
+		s, err := planSweep(f, runsDir, trainArgs)
+		if err != nil {
+			return nil, &exitError{code: 2, err: err}
+		}
+		return s, nil
+	}
+	if len(trainArgs) > 0 {
+		return nil, &exitError{code: 2, err: fmt.Errorf("sweep resubmit takes no train flags (%q): it reruns the sweep as planned", trainArgs)}
+	}
+	return sweep.Load(runsDir, f.name)
 }
 
 // executor is the executor the flags choose: Slurm with --slurm, else Local.

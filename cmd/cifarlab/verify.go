@@ -57,23 +57,29 @@ func runVerify(args []string, stdout io.Writer) error {
 		}
 		return nil
 	}
+	return verifyData(stdout, *dataDir, *dataset != "", *archive, specs)
+}
+
+// verifyData verifies each dataset of specs in dataDir that holds real data (each one when named,
+// with its archive when given) and says what it checked; any that is not verified fails it.
+func verifyData(stdout io.Writer, dataDir string, named bool, archive string, specs []data.Spec) error {
 	var checked []data.Spec
 	for _, spec := range specs {
-		if *dataset != "" || data.StateOf(*dataDir, spec).Real() {
+		if named || data.StateOf(dataDir, spec).Real() {
 			checked = append(checked, spec)
 		}
 	}
 	if len(checked) == 0 {
 		return &exitError{code: 1, err: fmt.Errorf("--data %s holds no real CIFAR data to verify: %s; %s",
-			*dataDir, data.StateOf(*dataDir, specs[0]), data.StateOf(*dataDir, specs[1]))}
+			dataDir, data.StateOf(dataDir, specs[0]), data.StateOf(dataDir, specs[1]))}
 	}
-	if *archive != "" && len(checked) > 1 {
+	if archive != "" && len(checked) > 1 {
 		return &exitError{code: 2, err: fmt.Errorf("--archive needs --dataset: the archive is of one dataset")}
 	}
 	var failed error
 	for _, spec := range checked {
-		what, err := data.VerifyFolder(*dataDir, spec, *archive)
-		st := data.StateOf(*dataDir, spec)
+		what, err := data.VerifyFolder(dataDir, spec, archive)
+		st := data.StateOf(dataDir, spec)
 		fmt.Fprintln(stdout, st)
 		switch {
 		case err == nil:
@@ -83,7 +89,7 @@ func runVerify(args []string, stdout io.Writer) error {
 			failed = errors.Join(failed, fmt.Errorf("%s in %s: not the official files", spec.Name, st.Dir))
 		default:
 			fmt.Fprintf(stdout, "  not verified: %v\n", err)
-			failed = errors.Join(failed, fmt.Errorf("%s in %s: not verified", spec.Name, *dataDir))
+			failed = errors.Join(failed, fmt.Errorf("%s in %s: not verified", spec.Name, dataDir))
 		}
 	}
 	if failed != nil {

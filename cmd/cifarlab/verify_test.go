@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
-	"github.com/cifarlab/cifarlab/kernel"
+	"github.com/cifarlab/cifarlab/internal/kernel"
 	"github.com/stretchr/testify/require"
 )
 

@@ -58,9 +58,21 @@ func Extract(r io.Reader, root string, c Contents) (files map[string]int64, err 
 		return nil, fmt.Errorf("cifarlib: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(staging) }()
+	seen, files, err := c.stage(r, staging)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.install(root, staging, seen); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
 
-	seen := map[string]bool{}
-	files = map[string]int64{}
+// stage extracts the archive's entries, each checked (checkEntry), into the folder staging. It
+// returns the files extracted, by name, and the data files' sizes; every data file of c must be
+// there.
+func (c *Contents) stage(r io.Reader, staging string) (seen map[string]bool, files map[string]int64, err error) {
+	seen, files = map[string]bool{}, map[string]int64{}
 	tr := tar.NewReader(r)
 	for {
 		hdr, err := tr.Next()
@@ -68,21 +80,21 @@ func Extract(r io.Reader, root string, c Contents) (files map[string]int64, err 
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cifarlib: reading %s: %w: %v", c.Name, ErrIncomplete, err)
+			return nil, nil, fmt.Errorf("cifarlib: reading %s: %w: %v", c.Name, ErrIncomplete, err)
 		}
 		base, isData, err := c.checkEntry(hdr)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if base == "" { // the Dir directory entry, or a pax global header
 			continue
 		}
 		if seen[base] {
-			return nil, c.unsafe(hdr.Name, "appears twice")
+			return nil, nil, c.unsafe(hdr.Name, "appears twice")
 		}
 		seen[base] = true
 		if err := c.extractEntry(tr, hdr, filepath.Join(staging, base), isData); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if isData {
 			files[base] = hdr.Size
@@ -90,34 +102,40 @@ func Extract(r io.Reader, root string, c Contents) (files map[string]int64, err 
 	}
 	for name := range c.Data {
 		if !seen[name] {
-			return nil, fmt.Errorf("cifarlib: %s: %w: it has no %s/%s", c.Name, ErrIncomplete, c.Dir, name)
+			return nil, nil, fmt.Errorf("cifarlib: %s: %w: it has no %s/%s", c.Name, ErrIncomplete, c.Dir, name)
 		}
 	}
+	return seen, files, nil
+}
+
+// install moves the files staged (seen) into root/c.Dir, each synced first, after the Staged and
+// Installing hooks.
+func (c *Contents) install(root, staging string, seen map[string]bool) error {
 	if c.Staged != nil {
 		if err := c.Staged(staging); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	dir := filepath.Join(root, c.Dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cifarlib: %w", err)
+		return fmt.Errorf("cifarlib: %w", err)
 	}
 	if c.Installing != nil {
 		if err := c.Installing(dir); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for base := range seen {
 		if err := syncFile(filepath.Join(staging, base)); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for base := range seen {
 		if err := os.Rename(filepath.Join(staging, base), filepath.Join(dir, base)); err != nil {
-			return nil, fmt.Errorf("cifarlib: installing %s: %w", base, err)
+			return fmt.Errorf("cifarlib: installing %s: %w", base, err)
 		}
 	}
-	return files, nil
+	return nil
 }
 
 // unsafe builds the error for a refused archive entry.

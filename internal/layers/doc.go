@@ -15,8 +15,10 @@
 //     internal/torchfile and internal/safetensors, writing runs through training);
 //     cifarlib/sweep above it: sweeps of training runs (Slurm job arrays, the local executor),
 //     which vary training.Settings by the names of training.Fields and read run records;
-//  7. cifarlib/nb, cmd/cifarlab, kernel and bench on top.
+//  7. cifarlib/nb, cmd/cifarlab with its own internal/kernel (the kernelspecs, doctor and lab), and
+//     bench on top.
 //
 // data and backends do not import each other: data knows no backend, backends no dataset.
-// The package has no code; `go test ./internal/layers` checks the rule with `go list`.
+// The package has no code; `go test ./internal/layers` checks the rule with `go list`, and that
+// every non-test function of the module's packages is at most 60 lines (TestFunctionsAreShort).
 package layers

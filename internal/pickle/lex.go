@@ -171,6 +171,12 @@ func (l *pickleLexer) next() {
 	}
 	l.pos++
 	l.out = append(l.out, op)
+	l.argument(op)
+}
+
+// argument lexes the argument of the opcode op into out (most have none, or a fixed number of
+// bytes), refusing an opcode or argument the pickle may not use.
+func (l *pickleLexer) argument(op byte) {
 	switch op {
 	case '.': // STOP
 		l.done = true
@@ -200,6 +206,22 @@ func (l *pickleLexer) next() {
 		}
 	case 0x8a, 0x8b: // LONG1, LONG4
 		l.long(op)
+	case 'U', 'C', 0x8c, 'T', 'B', 'X', 0x8d, 0x8e:
+		l.binString(op)
+	case 'I', 'L', 'F', 'S', 'V', 'g', 'p': // protocol 0 text arguments
+		if line, err := l.line(); err == nil && (op == 'S' || op == 'V') {
+			l.checkString(string(bytes.Trim(line[:len(line)-1], "'\"")))
+		}
+	case 'c': // GLOBAL module\nname\n
+		l.global()
+	default:
+		l.refuseOpcode(op)
+	}
+}
+
+// binString lexes a binary string opcode's length (1, 4 or 8 bytes) and string.
+func (l *pickleLexer) binString(op byte) {
+	switch op {
 	case 'U', 'C', 0x8c: // SHORT_BINSTRING, SHORT_BINBYTES, SHORT_BINUNICODE
 		if b, err := l.readN(1, "a short string's length"); err == nil {
 			l.str(op, int64(b[0]), 1)
@@ -221,30 +243,27 @@ func (l *pickleLexer) next() {
 			}
 			l.str(op, int64(n), 8)
 		}
-	case 'I', 'L', 'F', 'S', 'V', 'g', 'p': // protocol 0 text arguments
-		if line, err := l.line(); err == nil && (op == 'S' || op == 'V') {
-			l.checkString(string(bytes.Trim(line[:len(line)-1], "'\"")))
+	}
+}
+
+// global lexes GLOBAL's module and name lines, refusing a global of a builtin module.
+func (l *pickleLexer) global() {
+	module, err := l.line()
+	if err != nil {
+		return
+	}
+	name, err := l.line()
+	if err != nil {
+		return
+	}
+	mod := string(module[:len(module)-1])
+	if l.builtinModule(mod) {
+		allowed := l.o.Allowed
+		if allowed == "" {
+			allowed = "numpy's array and dtype reconstructors"
 		}
-	case 'c': // GLOBAL module\nname\n
-		module, err := l.line()
-		if err != nil {
-			return
-		}
-		name, err := l.line()
-		if err != nil {
-			return
-		}
-		mod := string(module[:len(module)-1])
-		if l.builtinModule(mod) {
-			allowed := l.o.Allowed
-			if allowed == "" {
-				allowed = "numpy's array and dtype reconstructors"
-			}
-			l.fail(l.o.Unsafe, mod+"."+string(name[:len(name)-1]), "global not allowed: %s names only %s; "+
-				"nothing of this file was executed", l.o.what(), allowed)
-		}
-	default:
-		l.refuseOpcode(op)
+		l.fail(l.o.Unsafe, mod+"."+string(name[:len(name)-1]), "global not allowed: %s names only %s; "+
+			"nothing of this file was executed", l.o.what(), allowed)
 	}
 }
 

@@ -37,6 +37,9 @@ type headerEntry struct {
 	DataOffsets []uint64 `json:"data_offsets"`
 }
 
+// failFunc makes a refusal of the file (an *Error of kind kind, about tensor and value).
+type failFunc func(kind error, tensor, value, format string, args ...any) error
+
 // Read decodes a safetensors file of size bytes from r; name labels errors. Refusals are
 // *Error values.
 func Read(r io.ReaderAt, size int64, name string) (*File, error) {
@@ -66,6 +69,27 @@ func Read(r io.ReaderAt, size int64, name string) (*File, error) {
 		return nil, err
 	}
 	bufLen := uint64(size) - 8 - n
+	order, err := checkOffsets(entries, names, bufLen, fail)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, bufLen)
+	if _, err := r.ReadAt(buf, int64(8+n)); err != nil && !(err == io.EOF && bufLen == 0) {
+		return nil, fail(ErrTruncated, "", "", "reading the byte buffer: %v", err)
+	}
+	f := &File{Metadata: meta}
+	for _, i := range order {
+		e := entries[i]
+		f.Tensors = append(f.Tensors, Tensor{Name: names[i], DType: e.DType, Shape: e.Shape,
+			Data: buf[e.DataOffsets[0]:e.DataOffsets[1]:e.DataOffsets[1]]})
+	}
+	return f, nil
+}
+
+// checkOffsets orders the tensors by their data offsets and refuses offsets that overlap, leave a
+// hole, leave the buffer of bufLen bytes, or do not match the tensor's dtype and shape, and a
+// buffer not covered exactly.
+func checkOffsets(entries []headerEntry, names []string, bufLen uint64, fail failFunc) ([]int, error) {
 	order := make([]int, len(names))
 	for i := range order {
 		order[i] = i
@@ -105,17 +129,7 @@ func Read(r io.ReaderAt, size int64, name string) (*File, error) {
 		return nil, fail(ErrOffsets, "", fmt.Sprintf("%d bytes", bufLen-at), "bytes after the last tensor: the buffer must be "+
 			"covered exactly (the Python package refuses this file too)")
 	}
-	buf := make([]byte, bufLen)
-	if _, err := r.ReadAt(buf, int64(8+n)); err != nil && !(err == io.EOF && bufLen == 0) {
-		return nil, fail(ErrTruncated, "", "", "reading the byte buffer: %v", err)
-	}
-	f := &File{Metadata: meta}
-	for _, i := range order {
-		e := entries[i]
-		f.Tensors = append(f.Tensors, Tensor{Name: names[i], DType: e.DType, Shape: e.Shape,
-			Data: buf[e.DataOffsets[0]:e.DataOffsets[1]:e.DataOffsets[1]]})
-	}
-	return f, nil
+	return order, nil
 }
 
 // byteSize is the bytes of a shape of elements of elem bytes; false when a dimension is
@@ -141,7 +155,7 @@ func byteSize(shape []int, elem int, limit uint64) (uint64, bool) {
 
 // parseHeader decodes the header object entry by entry, refusing duplicate names, unknown
 // fields and dtypes, and a __metadata__ that is not an object of strings.
-func parseHeader(header []byte, fail func(kind error, tensor, value, format string, args ...any) error) (
+func parseHeader(header []byte, fail failFunc) (
 	entries []headerEntry, names []string, meta map[string]string, err error) {
 	dec := json.NewDecoder(bytes.NewReader(header))
 	bad := func(e error) error {

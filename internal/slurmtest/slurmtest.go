@@ -210,12 +210,34 @@ func (c *Cluster) logs() string {
 	return b.String()
 }
 
-// writeConfig writes slurm.conf, gres.conf, the munge key and the fake GPU devices.
+// writeConfig writes the munge key and the fake GPU devices (writeMunge), slurm.conf on two free
+// ports (slurmConf) and gres.conf.
 func (c *Cluster) writeConfig() error {
 	munge := filepath.Join(c.Dir, "munge")
 	if sock := filepath.Join(munge, "munge.socket"); len(sock) > 100 {
 		return fmt.Errorf("slurmtest: munge's socket path %s is longer than a Unix socket allows (108 bytes): use a shorter TMPDIR", sock)
 	}
+	if err := c.writeMunge(munge); err != nil {
+		return err
+	}
+	ctld, err := freePort()
+	if err != nil {
+		return err
+	}
+	slurmd, err := freePort()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.Conf, []byte(c.slurmConf(munge, ctld, slurmd)), 0o644); err != nil {
+		return err
+	}
+	gres := fmt.Sprintf("AutoDetect=off\nNodeName=%s Name=gpu File=%s[0-%d]\n", c.Node, filepath.Join(c.Dir, "gpu"), GPUs-1)
+	return os.WriteFile(filepath.Join(c.Dir, "gres.conf"), []byte(gres), 0o644)
+}
+
+// writeMunge makes the cluster's folders, munge's key in the folder munge and the fake GPU
+// devices.
+func (c *Cluster) writeMunge(munge string) error {
 	for _, d := range []string{"state", "spool", "munge"} {
 		if err := os.MkdirAll(filepath.Join(c.Dir, d), 0o755); err != nil {
 			return err
@@ -244,16 +266,15 @@ func (c *Cluster) writeConfig() error {
 			return fmt.Errorf("slurmtest: making the fake GPU devices: %w", err)
 		}
 	}
-	ctld, err := freePort()
-	if err != nil {
-		return err
-	}
-	slurmd, err := freePort()
-	if err != nil {
-		return err
-	}
+	return nil
+}
+
+// slurmConf is the cluster's slurm.conf: one node with the machine's CPUs and GPUs fake GPUs, one
+// partition, munge authentication through the folder munge, slurmctld and slurmd on the ports
+// ctld and slurmd, and a scheduler that looks every second.
+func (c *Cluster) slurmConf(munge string, ctld, slurmd int) string {
 	d := c.Dir
-	conf := strings.Join([]string{
+	return strings.Join([]string{
 		"ClusterName=cifarlabtest",
 		fmt.Sprintf("SlurmctldHost=%s(127.0.0.1)", c.Node),
 		fmt.Sprintf("SlurmctldPort=%d", ctld),
@@ -282,11 +303,6 @@ func (c *Cluster) writeConfig() error {
 		fmt.Sprintf("NodeName=%s NodeAddr=127.0.0.1 CPUs=%d Gres=gpu:%d State=UNKNOWN", c.Node, runtime.NumCPU(), GPUs),
 		fmt.Sprintf("PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP", Partition, c.Node),
 	}, "\n") + "\n"
-	if err := os.WriteFile(c.Conf, []byte(conf), 0o644); err != nil {
-		return err
-	}
-	gres := fmt.Sprintf("AutoDetect=off\nNodeName=%s Name=gpu File=%s[0-%d]\n", c.Node, filepath.Join(d, "gpu"), GPUs-1)
-	return os.WriteFile(filepath.Join(d, "gres.conf"), []byte(gres), 0o644)
 }
 
 // mknodNull makes a character device with /dev/null's numbers (1, 3).

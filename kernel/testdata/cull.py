@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Drives a real Jupyter server (started by kernel/cull_test.go with the workshop image's
+"""Drives a real Jupyter server (started by internal/kernel/cull_test.go with the workshop image's
 docker/jupyter_server_config.py and short culling times) through its REST API and websockets:
 
   idle  a kernel with a websocket connection open, as a notebook tab left open to read has

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Runs cells in a real kernel and prints, as JSON, every display message each one sent.
 
-Used by kernel/live_test.go (TestLiveViewUpdatesInPlace): nbclient folds update_display_data
+Used by internal/kernel/live_test.go (TestLiveViewUpdatesInPlace): nbclient folds update_display_data
 into the outputs it saves, so what the live view sent while a cell ran can only be seen on the
 iopub channel. Usage: display_messages.py KERNEL_NAME CELL_FILE... ; output:
 [[{"type": "display_data"|"update_display_data", "display_id": str|null, "text": str,
    "mimes": [MIME types of its data], "metadata": {...}, "t": float}, ...], ...]
 one list per cell, and the cell's stdout/stderr and error under "stream"/"error" entries. Each
 entry also has "t": when it arrived (time.time(), the machine's clock, which the cell's own
-clock shares), for tests of when a cell first speaks (kernel/labcells_test.go).
+clock shares), for tests of when a cell first speaks (internal/kernel/labcells_test.go).
 """
 
 import json

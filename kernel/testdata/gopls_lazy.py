@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Starts a real kernel, runs one cell, asks for a completion, and shuts the kernel down, in steps
-that kernel/gopls_test.go (TestGoplsStartsOnFirstCompletion) watches.
+that internal/kernel/gopls_test.go (TestGoplsStartsOnFirstCompletion) watches.
 
 Usage: gopls_lazy.py KERNEL_NAME CELL_FILE COMPLETE_FILE
 It prints JSON lines on stdout and waits for a line on stdin after each:

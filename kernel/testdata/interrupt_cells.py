@@ -3,8 +3,8 @@
 does (jupyter_client's KernelManager.interrupt_kernel: an interrupt_request for GoNB, whose
 kernelspec says interrupt_mode "message"), as soon as that cell has printed a given text.
 
-Used by kernel/interrupt_test.go (TestInterruptedFitResumes, TestInterruptInALongStep) and,
-interrupting nothing (INTERRUPT_CELL -1), by kernel/realdata_test.go
+Used by internal/kernel/interrupt_test.go (TestInterruptedFitResumes, TestInterruptInALongStep) and,
+interrupting nothing (INTERRUPT_CELL -1), by internal/kernel/realdata_test.go
 (TestNotebookUsesUnverifiedRealData). Usage:
     interrupt_cells.py KERNEL_NAME INTERRUPT_CELL TRIGGER CELL_FILE...
 INTERRUPT_CELL is the index of the cell to interrupt and TRIGGER the text of its output after

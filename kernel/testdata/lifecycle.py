@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Starts a real kernel, runs one cell in it, and ends the kernel the way Jupyter does, in steps
-that kernel/lifecycle_test.go (TestKernelLeavesNoProcess) watches.
+that internal/kernel/lifecycle_test.go (TestKernelLeavesNoProcess) watches.
 
 Usage: lifecycle.py KERNEL_NAME MODE CELL_FILE, MODE being
     shutdown  KernelManager.shutdown_kernel(): a shutdown_request, as JupyterLab's Shut Down
