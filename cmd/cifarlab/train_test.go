@@ -177,6 +177,12 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 	// A flag out of range is refused before anything is loaded: no data line before the refusal
 	// (the recipe's epochs and whitening-bias epochs make the run read the data to size itself).
 	root := trainTestData(t, data.CIFAR10())
+	// --data naming the dataset's folder itself: the folder that holds it is named.
+	nested := filepath.Join(root, data.CIFAR10().Dir)
+	stderr.Reset()
+	require.Equal(t, 1, run([]string{"train", "--data", nested, "--steps", "2", "--backend", "go"}, &stdout, &stderr))
+	require.Equal(t, "cifarlab train: data: "+nested+" is the cifar10 folder itself (its files are there, in the binary layout), "+
+		"not the folder that holds cifar-10-batches-bin/: use --data "+root+" (or set CIFARLAB_DATA="+root+")\n", stderr.String())
 	for _, tta := range []string{"5", "-2"} {
 		stdout.Reset()
 		stderr.Reset()
