@@ -151,7 +151,7 @@ func (t *Trainer) newResult(start int) *Result {
 		Precision: p.Compute.Precision, Backend: backends.Name(t.backend), Devices: t.devices.numDevices(), BatchSize: p.Data.BatchSize,
 		Data: t.records.provenance, StartStep: start, EndStep: start, TargetStep: p.Run.Steps, CheckpointDir: p.Checkpoint.Dir,
 		History: t.history, Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}, Transfer: t.Transfer(),
-		Recipe: p.Recipe, RecipeSettings: recipeSettings(&p.Settings)}
+		Recipe: p.Recipe, RecipeSettings: recipeSettings(&p.Settings, p.stepsPerEpoch)}
 	_, res.Resumed = t.ckpt.resumedAt()
 	res.Warnings = t.Warnings()
 	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.records.train.Len()}
