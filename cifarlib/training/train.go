@@ -205,6 +205,7 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 
 // stepMetrics fills res with the last step's metrics and the speed of the steps since start.
 func (t *Trainer) stepMetrics(res *Result, start int) {
+	res.TrainMetricsFrom = t.metricsFrom
 	if len(t.lastMetrics) > trainMetricAccuracy {
 		res.Loss, res.MovingLoss, res.Accuracy = t.lastMetrics[trainMetricLoss], t.lastMetrics[trainMetricMovingLoss], t.lastMetrics[trainMetricAccuracy]
 		if t.plan.TopK() > 0 {
@@ -246,7 +247,7 @@ func (t *Trainer) attachHooks() {
 	// cleanly (its OnEnd hooks run); tell the hooks (progress bar) where it will end.
 	t.loop.OnStart("cifarlib: end step", -100, func(loop *train.Loop, _ train.Dataset) error {
 		loop.EndStep = cfg.Run.Steps
-		return nil
+		return t.resumeMetrics()
 	})
 	t.loop.OnStep("cifarlib: history", 50, func(loop *train.Loop, metrics []*tensors.Tensor) error {
 		if err := t.onStep(loop, metrics); err != nil {
@@ -348,6 +349,9 @@ func (t *Trainer) saveCheckpoint() error {
 	}
 	t.rt.event(Event{Kind: EventCheckpoint, Step: t.GlobalStep(), Steps: t.plan.Run.Steps})
 	defer t.rt.add(runs.PhaseCheckpoint, time.Now())
+	if err := t.saveMetricState(); err != nil {
+		return err
+	}
 	return t.ckpt.save(t.store, t.history)
 }
 
