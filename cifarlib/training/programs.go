@@ -219,6 +219,9 @@ type programSet struct {
 	// last is the trained model of the last run that used the set (Result.Trained), whose
 	// Store is the set's until the next run takes the set (see detach).
 	last *Trained
+	// reused is true while a run uses a set an earlier run compiled: its first step compiles
+	// nothing.
+	reused bool
 }
 
 // usePrograms gives t its set of programs: the one Env.Programs keeps for t's key, whose
@@ -252,7 +255,7 @@ func (t *Trainer) usePrograms() error {
 		p.put(s)
 		return err
 	}
-	s.owner, t.progs = t, s
+	s.owner, s.reused, t.progs = t, true, s
 	t.model, t.store = s.model, s.store
 	if t.ckpt != nil { // the handler loads a resumed run's checkpoint into the kept Store, and saves it from now on
 		h, err := checkpoint.Build(t.store).Dir(t.plan.Checkpoint.Dir).Keep(t.plan.Checkpoint.Keep).Done()
@@ -407,7 +410,7 @@ func (s *programSet) release(res *Result) {
 	if s == nil || s.programs == nil || s.initial == nil || s.trainer == nil {
 		return
 	}
-	s.owner, s.last = nil, nil
+	s.owner, s.last, s.reused = nil, nil, false
 	if res != nil {
 		s.last = res.Trained
 	}

@@ -44,7 +44,7 @@ func Train(ctx context.Context, settings Settings, env Env) (*Result, error) {
 // modelFn wraps the model's graph function with the learning-rate schedule, which the cosine
 // (or the triangle) builds into the training graph, its numbers fed at run time.
 func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*graph.Node {
-	t.rt.building(runs.ProgramTrainStep)
+	t.rt.building(runs.ProgramTrainStep, 0)
 	if g := inputs[0].Graph(); scope.IsTraining(g) {
 		switch t.plan.Schedule.Name {
 		case ScheduleTriangle:
@@ -247,7 +247,13 @@ func (t *Trainer) attachHooks() {
 	// cleanly (its OnEnd hooks run); tell the hooks (progress bar) where it will end.
 	t.loop.OnStart("cifarlib: end step", -100, func(loop *train.Loop, _ train.Dataset) error {
 		loop.EndStep = cfg.Run.Steps
-		return t.resumeMetrics()
+		if err := t.resumeMetrics(); err != nil {
+			return err
+		}
+		if t.progs.reused { // else the first step compiles first, then says it starts (onExecCreated)
+			t.rt.event(t.stepStart())
+		}
+		return nil
 	})
 	t.loop.OnStep("cifarlib: history", 50, func(loop *train.Loop, metrics []*tensors.Tensor) error {
 		if err := t.onStep(loop, metrics); err != nil {
