@@ -282,3 +282,35 @@ func TestTableTopKColumn(t *testing.T) {
 	require.Contains(t, mixed.HTML(), ">test top-5</th>")
 	require.Contains(t, mixed.HTML(), ">62.50%</td>")
 }
+
+// TestDepartures: a legend of many runs says once the values most of them share, and each run
+// only where it departs from them; two runs, or runs that share no value, are named as Labels
+// names them.
+func TestDepartures(t *testing.T) {
+	run := func(name, seed, lr, ls string) Info {
+		return recorded(name, map[string]string{"seed": seed, "lr": lr, "label-smoothing": ls})
+	}
+	five := []Info{run("a", "1", "11.5", "0.2"), run("b", "2", "5.75", "0.2"), run("c", "3", "11.5", "0.1"), run("d", "1", "11.5", "0.2"),
+		run("e", "2", "11.5", "0.2")}
+	shared, labels := Departures(five...)
+	require.Equal(t, []string{"learning rate 11.5", "label smoothing 0.2"}, shared)
+	require.Equal(t, []string{"seed 1 (a)", "seed 2, learning rate 5.75", "seed 3, label smoothing 0.1", "seed 1 (d)", "seed 2"}, labels,
+		"two runs alike: by their folders too")
+
+	five[3] = run("d", "4", "11.5", "0.2")
+	five[4] = run("e", "5", "11.5", "0.2")
+	shared, labels = Departures(five...)
+	require.Equal(t, []string{"learning rate 11.5", "label smoothing 0.2"}, shared)
+	require.Equal(t, []string{"seed 1", "seed 2, learning rate 5.75", "seed 3, label smoothing 0.1", "seed 4", "seed 5"}, labels)
+
+	base := []Info{run("base", "1", "11.5", "0.2"), run("lr", "1", "5.75", "0.2"), run("ls", "1", "11.5", "0.1")}
+	shared, labels = Departures(base...)
+	require.Equal(t, []string{"learning rate 11.5", "label smoothing 0.2"}, shared)
+	require.Equal(t, []string{"the shared values", "learning rate 5.75", "label smoothing 0.1"}, labels)
+
+	two := []Info{run("a", "1", "11.5", "0.2"), run("b", "2", "11.5", "0.2")}
+	shared, labels = Departures(two...)
+	require.Empty(t, shared)
+	require.Equal(t, Labels(two...), labels)
+	require.Equal(t, []string{"seed 1", "seed 2"}, labels)
+}
