@@ -127,6 +127,19 @@ type Result struct {
 	*Trained `json:"-"`
 }
 
+// trainMetrics says the last step's loss and the moving averages of the training metrics, and
+// what steps they cover when not the whole run's (TrainMetricsFrom).
+func (r *Result) trainMetrics() string {
+	s := fmt.Sprintf("loss %.4f (moving average %.4f), train accuracy %.2f%%", r.Loss, r.MovingLoss, 100*r.Accuracy)
+	if r.TopK > 0 {
+		s += fmt.Sprintf(", train top-5 %.2f%%", 100*r.TopK)
+	}
+	if r.TrainMetricsFrom > 0 {
+		s += fmt.Sprintf(" (moving averages of the steps since the resume at step %d: its checkpoint did not record them)", r.TrainMetricsFrom)
+	}
+	return s
+}
+
 // StepsRun is the number of steps this run trained.
 func (r *Result) StepsRun() int { return r.EndStep - r.StartStep }
 
@@ -190,13 +203,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		fmt.Fprintf(&b, "steps: %d\n", r.EndStep)
 	}
 	if r.StepsRun() > 0 {
-		fmt.Fprintf(&b, "loss %.4f (moving average %.4f), train accuracy %.2f%%", r.Loss, r.MovingLoss, 100*r.Accuracy)
-		if r.TopK > 0 {
-			fmt.Fprintf(&b, ", train top-5 %.2f%%", 100*r.TopK)
-		}
-		if r.TrainMetricsFrom > 0 {
-			fmt.Fprintf(&b, " (moving averages of the steps since the resume at step %d: its checkpoint did not record them)", r.TrainMetricsFrom)
-		}
+		b.WriteString(r.trainMetrics())
 		fmt.Fprintf(&b, "\nspeed: %.2f steps/s, %.1f images/s (%s for %d steps)\n", r.StepsPerSecond, r.ImagesPerSecond,
 			r.Duration.Round(time.Millisecond), r.StepsRun())
 		fmt.Fprintf(&b, "zero-loss examples: %s\n", r.ZeroLoss)
