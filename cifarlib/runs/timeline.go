@@ -64,27 +64,31 @@ func (e Event) End() time.Duration { return e.Start + e.Duration }
 
 // Label names the event as String lists it: "compile train step", "compile evaluation
 // (validation)", "compile evaluation (eval, TTA level 2)", "first step", "299 steps", "eval".
+// An event of a program (Program set) is its phase's name and the program's, whatever the
+// phase, with what it was for and its TTA level.
 func (e Event) Label() string {
 	switch e.Phase {
-	case PhaseCompile:
-		var about []string
-		if e.For != "" && e.For != e.Program {
-			about = append(about, e.For)
-		}
-		if e.TTA > 0 {
-			about = append(about, fmt.Sprintf("TTA level %d", e.TTA))
-		}
-		label := "compile " + e.Program
-		if len(about) > 0 {
-			label += " (" + strings.Join(about, ", ") + ")"
-		}
-		return label
 	case PhaseSteps:
 		return fmt.Sprintf("%d %s", e.Count, plural(e.Count, "step"))
 	case PhaseFirstStep:
 		return "first step"
 	}
-	return string(e.Phase)
+	label := strings.ReplaceAll(string(e.Phase), "_", " ")
+	if e.Program == "" {
+		return label
+	}
+	var about []string
+	if e.For != "" && e.For != e.Program {
+		about = append(about, e.For)
+	}
+	if e.TTA > 0 {
+		about = append(about, fmt.Sprintf("TTA level %d", e.TTA))
+	}
+	label += " " + e.Program
+	if len(about) > 0 {
+		label += " (" + strings.Join(about, ", ") + ")"
+	}
+	return label
 }
 
 // String is the event as the timeline's String lists it, with its duration: "compile train
