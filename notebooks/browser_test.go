@@ -22,12 +22,15 @@ const chromiumPath = "/usr/bin/chromium"
 //   - it opens every committed notebook untrusted, as a reader of a clone does: each chart shows
 //     (its PNG, or a picture's JPEG), opening marks nothing modified; trusted (the charts show as
 //     SVG) and saved, the file is byte for byte the committed one;
-//   - a live chart in a real cell shows the loss and accuracy charts, with whole-step ticks,
-//     after its first point, and its saved outputs carry the PNG;
+//   - a live chart in a real cell shows the loss and accuracy charts, with whole-step ticks and
+//     test points that say what they evaluated, after its first point; its loss axis fits the
+//     loss, and its saved outputs carry the PNG;
 //   - the researcher's loop in real cells: a run says what it compiles before its first step, a
 //     re-run with label smoothing changed compiles nothing, lab.Compare's charts are titled "by
 //     label smoothing" with the runs named by their values and the validation in the legend, and
-//     the runs table has a "label smoothing" column;
+//     the runs table has a "label smoothing" column and no empty "test top-5" one; lab.Compare of
+//     2, 5 and 10 runs keeps its title whole and its texts inside the chart, its plot at least
+//     55% of the width (measured in the browser), and from 5 runs its legend compact;
 //   - it runs all cells of 01-reproduce.ipynb, waits for the kernel to go idle and checks that
 //     the expected outputs are on the page and that the notebook saved from the browser passes
 //     nbcheck.py --check-only.
@@ -47,7 +50,7 @@ func TestBrowser(t *testing.T) {
 
 	outDir := filepath.Join(repo, "out", "browser")
 	shot := filepath.Join(outDir, "01-reproduce.png")
-	shots := []string{shot, filepath.Join(outDir, "live-first-point.png"), filepath.Join(outDir, "loop-compare.png")}
+	shots := []string{shot, filepath.Join(outDir, "live-first-point.png"), filepath.Join(outDir, "live-final.png"), filepath.Join(outDir, "loop-compare.png")}
 	for _, name := range wantNotebooks {
 		shots = append(shots, filepath.Join(outDir, strings.TrimSuffix(name, ".ipynb")+"-untrusted.png"))
 	}
@@ -69,6 +72,7 @@ func TestBrowser(t *testing.T) {
 	require.NoError(t, err, "the browser test failed; its screenshots and logs are in %s", outDir)
 	require.Contains(t, string(out), "PASS: 01-reproduce.ipynb ran in JupyterLab")
 	require.Contains(t, string(out), "loop: the re-run compiled nothing")
+	require.Contains(t, string(out), "loop: compare charts measured in the browser: 2 runs: plot")
 	for _, name := range wantNotebooks {
 		require.Regexp(t, "opened-"+regexp.QuoteMeta(name)+`: \d+ chart\(s\) shown as PNG or JPEG untrusted and as SVG trusted; saved unchanged`, string(out))
 	}

@@ -68,6 +68,9 @@ func PrepareState(root string, spec Spec, synth SynthOptions) (State, error) {
 	if st.Real() || st.Kind == KindSynthetic && st.LoadRoot == root {
 		return st, nil
 	}
+	if st.Itself != nil { // not a folder to synthesize into: the data is one level up
+		return st, st.Itself
+	}
 	synthRoot := SyntheticDir(root)
 	st = State{Dataset: spec.Name, Kind: KindSynthetic, Root: root, LoadRoot: synthRoot,
 		Dir: filepath.Join(synthRoot, spec.Dir), Layout: LayoutBinary, spec: spec}

@@ -100,6 +100,9 @@ func Download(ctx context.Context, root string, spec Spec, opts DownloadOptions)
 		fmt.Fprintf(progress, "%s: verified data already present in %s\n", spec.Name, filepath.Join(root, spec.Dir))
 		return nil
 	}
+	if e := folderItself(root, spec); e != nil { // it would download into a folder one level too deep
+		return e
+	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return fmt.Errorf("data: creating data folder: %w", err)
 	}

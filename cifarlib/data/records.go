@@ -350,7 +350,12 @@ func LoadSplit(root string, spec Spec, split Split) (*Records, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}
-	layout, _, _ := detectLayout(root, spec)
+	layout, _, err := detectLayout(root, spec)
+	if err != nil {
+		if e := folderItself(root, spec); e != nil {
+			return nil, e
+		}
+	}
 	return loadSplitIn(root, spec, layout, split)
 }
 

@@ -34,6 +34,9 @@ type State struct {
 	// against the official files, e.g. "20000 training and 10000 test images; the official
 	// files hold 50000 and 10000"; "" otherwise.
 	Images string
+	// Itself, for KindNone, says that Root is the dataset's folder itself, and which folder to
+	// give instead (its Parent); nil otherwise.
+	Itself *FolderItselfError
 	// spec is the Spec asked about, which LoadSplit and Provenance use.
 	spec Spec
 }
@@ -71,6 +74,7 @@ func StateOf(root string, spec Spec) State {
 		}
 		return st
 	}
+	st.Itself = folderItself(root, spec)
 	return st
 }
 
@@ -103,6 +107,9 @@ func (s State) String() string {
 		return fmt.Sprintf("SYNTHETIC DATA: no real %s in %s, so generated images stand in (in %s) and accuracies are not real CIFAR accuracy; "+
 			"for real data set %s to the folder holding %s/ or %s/, or run: cifarlab download --dataset %s --data %s",
 			s.Dataset, s.Root, s.Dir, DirEnv, bin, py, s.Dataset, s.Root)
+	}
+	if s.Itself != nil {
+		return fmt.Sprintf("%s: no data in %s: %s", s.Dataset, s.Root, s.Itself.Error())
 	}
 	return fmt.Sprintf("%s: no data in %s (neither %s/ nor %s/); the notebooks use synthetic data until you run: cifarlab download --dataset %s --data %s",
 		s.Dataset, s.Root, bin, py, s.Dataset, s.Root)

@@ -3,6 +3,7 @@ package nb
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
@@ -24,7 +25,8 @@ var (
 	grey   = color.RGBA{R: 0xbb, G: 0xbb, B: 0xbb, A: 0xff}
 )
 
-// ChartWidth and ChartHeight are the size of the charts Show draws.
+// ChartWidth and ChartHeight are the size of the charts Show draws (a chart whose legend needs
+// more room is wider or taller: see SVG).
 const (
 	ChartWidth  = 18 * vg.Centimeter
 	ChartHeight = 7 * vg.Centimeter
@@ -32,7 +34,9 @@ const (
 
 // LossChart plots a run's training loss per step (the batch loss, light, and the batch loss
 // smoothed as TensorBoard smooths it, runs.History.SmoothedLoss) and the test loss of the
-// evaluations recorded in the history.
+// evaluations recorded in the history, named by what they evaluated ("test: 500 images, no
+// TTA"). Its y axis fits the curves, as a comparison's does (fitData): a loss going from 2.35
+// to 1.97 fills the chart.
 func LossChart(h *runs.History) (*plot.Plot, error) {
 	p := newStepChart("loss", "cross-entropy loss")
 	var batch, smooth, test plotter.XYs
@@ -47,20 +51,32 @@ func LossChart(h *runs.History) (*plot.Plot, error) {
 	for _, err := range []error{
 		addLine(p, "train (batch)", batch, grey),
 		addLine(p, "train (smoothed)", smooth, blue),
-		addPoints(p, "test", test, orange),
+		addPoints(p, testLegend(h), test, orange),
 	} {
 		if err != nil {
 			return nil, err
 		}
 	}
-	p.Y.Min = 0 // a loss is never negative: 0 is the scale's bottom
+	fitData(&p.Y, lossMinSpan*math.Abs(p.Y.Max), 0, math.Inf(1)) // a loss is never negative
+	p.Y.Tick.Marker = countTicks{}
 	return p, nil
+}
+
+// testLegend names the evaluation points of a run's charts by what they evaluated, as its last
+// evaluation did: "test: 500 images, no TTA"; "test" when the history has none.
+func testLegend(h *runs.History) string {
+	for i := len(h.Points) - 1; i >= 0; i-- {
+		if e := h.Points[i].Eval; e != nil {
+			return e.Legend()
+		}
+	}
+	return "test"
 }
 
 // AccuracyChart plots a run's training accuracy per step (the batch accuracy, light, and the
 // batch accuracy smoothed as the loss is, runs.History.SmoothedAccuracy; for an older history,
 // the moving average it recorded) and the test accuracy of the evaluations recorded in the
-// history, in percent, with top-5 accuracies (moving averages) when the history has them
+// history (named by what they evaluated, as LossChart names them), in percent, with top-5 accuracies (moving averages) when the history has them
 // (CIFAR-100).
 func AccuracyChart(h *runs.History) (*plot.Plot, error) {
 	p := newStepChart("accuracy", "accuracy (%)")
@@ -90,7 +106,7 @@ func AccuracyChart(h *runs.History) (*plot.Plot, error) {
 	for _, err := range []error{
 		addLine(p, "train (batch)", batch, grey),
 		addLine(p, trainName, train, blue),
-		addPoints(p, "test", test, orange),
+		addPoints(p, testLegend(h), test, orange),
 		addLine(p, "train "+top, trainTop, green),
 		addPoints(p, "test "+top, testTop, red),
 	} {
@@ -163,8 +179,9 @@ func (countTicks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
-// SVG renders a chart as a self-contained SVG document ChartWidth wide and ChartHeight high,
-// plus the height of its caption, if given: drawn under the chart (which data and machine the
+// SVG renders a chart as a self-contained SVG document ChartWidth wide and ChartHeight high
+// (wider when its legend's column would leave the plot less than minPlotShare of it, taller when
+// its legend is taller than the chart), plus the height of its caption, if given: drawn under the chart (which data and machine the
 // chart's numbers come from: SourceCaption, DataCaption), wrapped to the chart's width. The
 // legend, if any, goes in a column right of the chart, where it cannot cover a curve,
 // top-aligned with the plotting area; margins keep the top and the last tick labels inside the
@@ -215,32 +232,102 @@ func renderChart(p *plot.Plot, minColumn vg.Length, caption Caption, withPNG boo
 }
 
 // chartPainter returns the size of p's drawing with the caption under it and the legend in a
-// column at least minColumn wide, and the function that draws it on a canvas of that size.
+// column at least minColumn wide, and the function that draws it on a canvas of that size. The
+// title is centred over the plotting area when it fits there, else over the whole width (a
+// comparison's "..., by seed, learning rate and epochs"), wrapped when even that is too narrow:
+// it is never clipped. A legend wider than a chart leaves room for (a comparison's runs) makes
+// the chart wider (up to maxChartWidth), so that the plot keeps minPlotShare of it; one taller
+// than the chart makes the chart taller, never longer than its column.
 func chartPainter(p *plot.Plot, minColumn vg.Length, caption Caption) (w, h vg.Length, paint func(draw.Canvas)) {
-	below := caption.height(ChartWidth - 2*captionMargin)
-	return ChartWidth, ChartHeight + below, func(dc draw.Canvas) {
+	column := legendColumn(p)
+	w = ChartWidth
+	if column > 0 {
+		column = max(column, minColumn)
+		w = min(max(w, column/(1-minPlotShare)), maxChartWidth)
+	}
+	below := caption.height(w - 2*captionMargin)
+	title := chartTitle(p, w, column)
+	titleHeight := p.Title.TextStyle.Height(title.text) + p.Title.Padding
+	chartHeight := ChartHeight
+	if column > 0 {
+		chartHeight = max(chartHeight, p.Legend.Rectangle(draw.Canvas{}).Size().Y+titleHeight+3*chartMargin)
+	}
+	return w, chartHeight + below, func(dc draw.Canvas) {
 		if below > 0 {
-			caption.draw(draw.Crop(dc, 0, 0, 0, -ChartHeight))
+			caption.draw(draw.Crop(dc, 0, 0, 0, -chartHeight))
 			dc = draw.Crop(dc, 0, 0, below, 0)
 		}
+		if title.whole { // over the whole width, above the plot and its legend
+			drawTitle(draw.Crop(dc, 0, 0, 0, -chartMargin), p, title.text)
+			dc = draw.Crop(dc, 0, 0, 0, -titleHeight)
+		}
+		saved := p.Title.Text
+		p.Title.Text = title.text
+		if title.whole {
+			p.Title.Text = ""
+		}
+		defer func() { p.Title.Text = saved }()
 		legend := p.Legend
-		if column := legendColumn(p); column > 0 {
-			column = max(column, minColumn)
+		if column > 0 {
 			p.Legend = plot.Legend{TextStyle: legend.TextStyle} // drawn below, not over the data
 			defer func() { p.Legend = legend }()
-			titleHeight := p.Title.TextStyle.Height(p.Title.Text) + p.Title.Padding
+			top := titleHeight
+			if title.whole {
+				top = 0
+			}
 			legend.Top, legend.Left, legend.XOffs, legend.YOffs = true, true, 0, 0
-			legend.Draw(draw.Crop(dc, ChartWidth-column+legendGap, 0, chartMargin, -titleHeight-chartMargin))
+			legend.Draw(draw.Crop(dc, w-column+legendGap, 0, chartMargin, -top-chartMargin))
 			dc = draw.Crop(dc, 0, -column, 0, 0)
 		} else {
 			dc = draw.Crop(dc, 0, -legendGap, 0, 0) // room for the last x tick label
 		}
-		p.Draw(draw.Crop(dc, 0, 0, 0, -chartMargin))
+		p.Draw(draw.Crop(dc, chartMargin, 0, 0, -chartMargin)) // the y label's text box inside the chart
 	}
 }
 
+// chartLayout is how a chart's title is drawn: its text (wrapped into lines when too wide), and
+// whether over the whole width (whole) or over the plotting area, as gonum/plot draws it.
+type chartLayout struct {
+	text  string
+	whole bool
+}
+
+// chartTitle lays p's title out for a chart w wide whose legend column is column wide (0:
+// none): over the plotting area when it fits there (gonum/plot's place), else over the whole
+// width, wrapped at spaces into lines that fit it.
+func chartTitle(p *plot.Plot, w, column vg.Length) chartLayout {
+	sty, text := p.Title.TextStyle, p.Title.Text
+	if text == "" || sty.Width(text) <= w-column-2*legendGap {
+		return chartLayout{text: text}
+	}
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && sty.Width(line+" "+word) > w-2*chartMargin {
+			lines, line = append(lines, line), word
+			continue
+		}
+		line = strings.TrimPrefix(line+" "+word, " ")
+	}
+	return chartLayout{text: strings.Join(append(lines, line), "\n"), whole: true}
+}
+
+// drawTitle draws text, a chart's title, centred at the top of c, as gonum/plot draws a title.
+func drawTitle(c draw.Canvas, p *plot.Plot, text string) {
+	descent := p.Title.TextStyle.FontExtents().Descent
+	c.FillText(p.Title.TextStyle, vg.Point{X: c.Center().X, Y: c.Max.Y + descent}, text)
+}
+
+// minPlotShare is the least share of a chart's width its plot keeps (with its y axis) beside
+// the legend's column: a wider legend makes the chart wider, up to maxChartWidth.
+const (
+	minPlotShare  = 0.7
+	maxChartWidth = 1.5 * ChartWidth
+)
+
 // chartMargin is the space kept above a chart (for the top tick label, half of which sticks out
-// of the plotting area), and legendGap the space around the legend column.
+// of the plotting area) and left of it (the y axis's label, whose text box a browser's font makes
+// taller than gonum/plot measures it), and legendGap the space around the legend column.
 const (
 	chartMargin = vg.Length(4)
 	legendGap   = vg.Length(10)

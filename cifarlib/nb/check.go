@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
-	"github.com/cifarlab/cifarlab/internal/proctree"
 )
 
 // started is when the program started: in GoNB, when the cell began to run.
@@ -17,15 +16,17 @@ var started = time.Now()
 // Check stops the cell with err, the way an uncaught exception stops a Python cell: it prints
 // "error: " and the message (paths in $CIFARLAB_DATA written as there) after everything the
 // cell printed before, and exits with status 1, which makes GoNB mark the cell as failed. An
-// interrupted run (ErrInterrupted) is printed without "error: " and exits with status 130, as a
-// program stopped by Ctrl-C. A nil err does nothing.
+// interrupted run (ErrInterrupted: the user asked for it, with Kernel → Interrupt) is no error:
+// its message alone is printed (where the run is saved, how to go on), and the cell's program
+// ends with status 0, the rest of the cell not run; GoNB would print a program's other exit
+// status twice, in red, after it ("exit status 130"). A nil err does nothing.
 func Check(err error) {
 	if err == nil {
 		return
 	}
 	if errors.Is(err, ErrInterrupted) {
 		fmt.Fprintln(output(), shownText(err.Error()))
-		os.Exit(proctree.ExitInterrupted)
+		os.Exit(0)
 	}
 	fmt.Fprintln(output(), "error:", shownText(err.Error()))
 	os.Exit(1)

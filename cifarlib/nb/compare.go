@@ -22,11 +22,14 @@ var (
 
 // compared are the runs of a comparison that have curves (the others are left out of its
 // charts), each with the name of its curves: what differs between them (runs.Labels, e.g.
-// "label smoothing 0.2"), and by, what they differ in, for the charts' titles (runs.Compared).
+// "label smoothing 0.2"), in a legend only where it departs from the values most runs share
+// (runs.Departures: legend, and shared, said once under the runs), and by, what they differ in,
+// for the charts' titles (runs.Compared).
 type compared struct {
-	runs   []runs.Info
-	labels []string
-	by     string
+	runs           []runs.Info
+	labels, legend []string
+	shared         []string
+	by             string
 }
 
 // compare returns the runs of list that have curves, named by what differs between them.
@@ -38,7 +41,25 @@ func compare(list []runs.Info) compared {
 		}
 	}
 	c.labels, c.by = runs.Labels(c.runs...), runs.Compared(c.runs...)
+	c.shared, c.legend = runs.Departures(c.runs...)
 	return c
+}
+
+// sharedHeading introduces, under a comparison's runs, the values the runs share unless their
+// line says otherwise (runs.Departures).
+const sharedHeading = "unless a line says otherwise:"
+
+// addShared adds the values the runs share to p's legend, under the runs, one a line: the
+// legend's column stays narrow.
+func (c compared) addShared(p *plot.Plot) {
+	if len(c.shared) == 0 {
+		return
+	}
+	p.Legend.Add("")
+	p.Legend.Add(sharedHeading)
+	for _, v := range c.shared {
+		p.Legend.Add(v)
+	}
 }
 
 // CompareLossChart overlays the training loss of runs, each smoothed as LossChart smooths it
@@ -57,6 +78,7 @@ func CompareLossChart(list ...runs.Info) (*plot.Plot, error) {
 		}
 		return xys
 	})
+	c.addShared(p)
 	fitData(&p.Y, lossMinSpan*math.Abs(p.Y.Max), 0, math.Inf(1))
 	p.Y.Tick.Marker = countTicks{} // "1.2", not "1.20"
 	return p, err
@@ -87,6 +109,7 @@ func CompareAccuracyChart(list ...runs.Info) (*plot.Plot, error) {
 			}
 			return xys
 		})
+		c.addShared(p)
 		fitData(&p.Y, accuracyMinSpan, 0, 100)
 		p.Y.Tick.Marker = countTicks{}
 		return p, err
@@ -94,7 +117,7 @@ func CompareAccuracyChart(list ...runs.Info) (*plot.Plot, error) {
 	if len(validations) > 1 { // each run says its own
 		for i, r := range c.runs {
 			if v := r.History.Validation(); v != "" {
-				c.labels[i] += " (" + strings.TrimPrefix(v, validationPrefix) + ")"
+				c.legend[i] += " (" + strings.TrimPrefix(v, validationPrefix) + ")"
 			}
 		}
 	}
@@ -108,6 +131,7 @@ func CompareAccuracyChart(list ...runs.Info) (*plot.Plot, error) {
 		}
 		return xys
 	})
+	c.addShared(p)
 	if len(validations) == 1 { // under the runs, in two lines: the legend's column stays narrow
 		for v := range validations {
 			p.Legend.Add("")
@@ -148,7 +172,7 @@ func historyPoints(r runs.Info) []runs.HistoryPoint {
 func (c compared) eachCurve(p *plot.Plot, curve func(runs.Info) plotter.XYs) error {
 	p.Legend.Padding = legendPadding
 	for i, r := range c.runs {
-		if err := addLine(p, c.labels[i], curve(r), compareColors[i%len(compareColors)], compareDashes[i%len(compareDashes)]...); err != nil {
+		if err := addLine(p, c.legend[i], curve(r), compareColors[i%len(compareColors)], compareDashes[i%len(compareDashes)]...); err != nil {
 			return err
 		}
 	}

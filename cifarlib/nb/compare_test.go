@@ -1,7 +1,9 @@
 package nb
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // compareRun is a run of the recipe with params (run.json's settings as runs.Read gives them:
@@ -190,5 +194,54 @@ func TestFitData(t *testing.T) {
 			require.InDelta(t, c.wantMin, a.Min, 1e-9)
 			require.InDelta(t, c.wantMax, a.Max, 1e-9)
 		})
+	}
+}
+
+// manyRuns are n runs of the recipe (n <= 10) that differ in seed, learning rate, label
+// smoothing and epochs, as a researcher's loop leaves them: most share a learning rate, a label
+// smoothing and a length, each departing in one of them at most; the seeds vary throughout.
+func manyRuns(n int) []runs.Info {
+	lrs := []string{"11.5", "5.75", "23", "11.5", "11.5", "8", "11.5", "11.5", "14", "11.5"}
+	lss := []string{"0.2", "0.2", "0.2", "0.1", "0.2", "0.2", "0.3", "0.2", "0.2", "0.2"}
+	epochs := []string{"2", "2", "2", "2", "3", "2", "2", "2", "2", "4"}
+	var list []runs.Info
+	for i := range n {
+		params := map[string]string{"seed": fmt.Sprint(i%3 + 1), "lr": lrs[i], "label-smoothing": lss[i], "epochs": epochs[i]}
+		list = append(list, compareRun(fmt.Sprintf("r%d", i), params, 40, 1.9+0.02*float64(i), 0.3+0.01*float64(i), 500))
+	}
+	return list
+}
+
+// TestCompareManyRuns: a comparison of 2, 5 and 10 runs keeps its title whole (it fits the
+// chart, wrapped if need be, every word drawn), its legend compact (the values most runs share
+// said once, each run by where it departs from them) and tall enough for the chart, and its plot
+// the main part of the chart: its legend's column leaves the plot at least minPlotShare of the
+// width.
+func TestCompareManyRuns(t *testing.T) {
+	for _, n := range []int{2, 5, 10} {
+		list := manyRuns(n)
+		for _, chart := range []func(...runs.Info) (*plot.Plot, error){CompareLossChart, CompareAccuracyChart} {
+			p, err := chart(list...)
+			require.NoError(t, err)
+			title := p.Title.Text
+			w, h, _ := chartPainter(p, 0, Caption{})
+			column := legendColumn(p)
+			require.GreaterOrEqual(t, (w-column)/w, vg.Length(minPlotShare)-1e-9, "%d runs: the plot's share", n)
+			layout := chartTitle(p, w, column)
+			for _, line := range strings.Split(layout.text, "\n") {
+				require.LessOrEqual(t, p.Title.TextStyle.Width(line), w-2*chartMargin, "%d runs: %q fits", n, line)
+			}
+			require.Equal(t, strings.Fields(title), strings.Fields(layout.text), "every word of the title")
+			require.GreaterOrEqual(t, h, p.Legend.Rectangle(draw.Canvas{}).Size().Y, "%d runs: the legend fits the chart's height", n)
+			svg, err := SVG(p)
+			require.NoError(t, err)
+			texts := svgTexts(t, svg)
+			require.Contains(t, texts, title, "%d runs", n)
+			require.Contains(t, texts, "seed 2, learning rate 5.75", "%d runs", n)
+			if n > 2 {
+				requireSVG(t, svg, ">"+sharedHeading+"<", ">learning rate 11.5<", ">label smoothing 0.2<", ">2 epochs<", ">seed 1<")
+				require.NotContains(t, texts, "seed 1, learning rate 11.5", "%d runs: a run departs in nothing but its seed", n)
+			}
+		}
 	}
 }

@@ -28,9 +28,7 @@ func (l *Lab) evaluateRun(name string, ck *training.LoadedCheckpoint, dir string
 		key, keyErr := ck.EvalKey(recs, opts)
 		if keyErr == nil {
 			if s, ok := training.StoredEval(dir, key); ok {
-				fmt.Fprintf(output(), "run %q: %s: stored in %s when the same weights (step %d), images and options were evaluated "+
-					"(%s, in %.1f s); not evaluated again\n", name, s.Result.Summary(), shownPath(dir)+"/"+training.EvaluationsFile,
-					s.Key.Step, s.At.Local().Format("2006-01-02 15:04:05"), s.Seconds)
+				fmt.Fprintf(output(), "run %q: %s: %s\n", name, s.Result.Summary(), s.Reused(shownPath(dir)))
 				return s.Result, nil
 			}
 		}

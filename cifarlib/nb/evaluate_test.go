@@ -3,6 +3,7 @@ package nb
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 
 	"github.com/janpfeifer/gonb/gonbui/protocol"
@@ -71,13 +73,26 @@ func TestCellEvaluation(t *testing.T) {
 	shown := fakeNotebook(t)
 
 	cfg := settingsOf(t, l, map[string]string{"steps": "4", "batch": "16", "seed": "1", "eval-every": "-1", "no-eval": "true"})
-	_, err = l.Fit("eval", cfg)
+	res, err := l.Fit("eval", cfg)
 	require.NoError(t, err)
 	lines := shown.status()
 	require.NotEmpty(t, lines)
 	require.Equal(t, `run "eval": compiling the train step (first time for this shape)…`, strings.TrimRight(strings.SplitAfter(lines[0], "…")[0], " "))
-	require.Regexp(t, `^run "eval": saved the checkpoint at step 4 in \d+\.\d s \(compiled the train step \(first time for this shape\) in \d+\.\d s; `+
-		`compiled the variable initialisation \(first time for this shape\) in \d+\.\d s\)$`, lines[len(lines)-1])
+	require.Contains(t, lines, `run "eval": step 1/4 running… 0.0 s`, "after the compiles, the first step")
+	// What ended, in the timeline's figures: the compiles, the checkpoint, then the programs.
+	var compiles []string
+	for _, e := range res.Timeline.Events {
+		if e.Phase == runs.PhaseCompile {
+			compiles = append(compiles, e.String())
+		}
+		if e.Phase == runs.PhaseCompile && e.Program == runs.ProgramTrainStep {
+			require.Contains(t, lines, fmt.Sprintf(`run "eval": compiled the train step (first time for this shape) in %.2f s`, e.Duration.Seconds()))
+		}
+	}
+	require.Len(t, compiles, 2, res.Timeline.String())
+	checkpoint, _ := res.Timeline.Total(runs.PhaseCheckpoint)
+	require.Equal(t, fmt.Sprintf(`run "eval": saved the checkpoint at step 4 in %.2f s`, checkpoint.Seconds())+"\n"+
+		`run "eval": programs: `+strings.Join(compiles, " · "), lines[len(lines)-1])
 	ids := map[string]bool{}
 	for _, id := range shown.ids {
 		if strings.HasPrefix(id, "cifarlab-status-") {
@@ -94,7 +109,8 @@ func TestCellEvaluation(t *testing.T) {
 	require.NoError(t, err)
 	evalLines := shown.status()[before:]
 	require.Equal(t, `run "eval": evaluating 300 images… 0/300 · 0.0 s`, evalLines[0])
-	require.Regexp(t, `^run "eval": evaluated 300 images in \d+\.\d s \(compiled the evaluation \(first time for this shape\) in \d+\.\d s\)$`, evalLines[len(evalLines)-1])
+	require.Equal(t, fmt.Sprintf(`run "eval": evaluated 300 images in %.2f s`, first.Timeline.Events[2].Duration.Seconds())+"\n"+
+		`run "eval": programs: `+first.Timeline.Events[1].String(), evalLines[len(evalLines)-1], first.Timeline.String())
 	require.FileExists(t, filepath.Join(l.RunsDir, "eval", training.EvaluationsFile))
 	require.NotContains(t, buf.String(), "not evaluated again")
 

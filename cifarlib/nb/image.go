@@ -193,8 +193,8 @@ func paletted(img image.Image) (out *image.Paletted, exact float64) {
 	return out, float64(kept) / float64(max(1, b.Dx()*b.Dy()))
 }
 
-// Render draws a chart as an Image ChartWidth wide and ChartHeight high, plus the height of
-// its caption, if given, as SVG does; its Text is left for the caller to say.
+// Render draws a chart as an Image ChartWidth wide and ChartHeight high (or larger, as SVG),
+// plus the height of its caption, if given, as SVG does; its Text is left for the caller to say.
 func Render(p *plot.Plot, caption ...Caption) (*Image, error) {
 	img, err := renderChart(p, 0, joinCaptions(caption), true)
 	if err != nil {

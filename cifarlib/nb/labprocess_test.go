@@ -24,7 +24,7 @@ import (
 
 // TestLabProcessErrors: an error of the lab process reaches the cell with its text, errors.Is
 // finds the sentinels it wrapped, and an interrupted or busy run is its typed error again
-// (Check exits 130 for the first, as in the cell's own program).
+// (Check ends the cell quietly for the first, as in the cell's own program).
 func TestLabProcessErrors(t *testing.T) {
 	head := fmt.Errorf("training: %w", &cifarlib.HeadMismatchError{HeadWidth: 10, NumClasses: 100, Dataset: "cifar100"})
 	got := cellError(wireError(head))
@@ -93,13 +93,28 @@ func (l *labEvents) collect(m *labproc.Message) {
 	}
 }
 
-// kinds returns the kinds of the events collected, with a compile's program, and forgets them.
+// kinds returns the kinds of the events collected, with a compile's program (what the
+// timeline recorded, EventTimed, with its phase and program), and forgets them.
 func (l *labEvents) kinds() (out []string) {
 	for _, e := range l.events {
+		if e.Kind == training.EventTimed {
+			out = append(out, string(e.Kind)+" "+string(e.Timed.Phase)+" "+e.Timed.Program)
+			continue
+		}
 		out = append(out, string(e.Kind)+" "+e.Program)
 	}
 	l.events = nil
 	return out
+}
+
+// last returns the last event collected of kind.
+func (l *labEvents) last(kind training.EventKind) training.Event {
+	for i := len(l.events) - 1; i >= 0; i-- {
+		if l.events[i].Kind == kind {
+			return l.events[i]
+		}
+	}
+	return training.Event{}
 }
 
 // checkLabServerEvaluates checks the lab process's evaluation of the run "two" in dataDir's
@@ -114,8 +129,8 @@ func checkLabServerEvaluates(t *testing.T, s *labServer, client *labproc.Client,
 	require.NoError(t, err)
 	var there training.EvalResult
 	require.NoError(t, json.Unmarshal(msg.Payload, &there))
-	require.Equal(t, 50, events.events[len(events.events)-1].Done)
-	require.Equal(t, []string{"eval ", "compile evaluation", "eval "}, events.kinds(), "the evaluation's progress reaches the cell")
+	require.Equal(t, 50, events.last(training.EventEval).Done)
+	require.Equal(t, []string{"eval ", "compile evaluation", "timed compile evaluation", "eval ", "timed eval "}, events.kinds(), "the evaluation's progress reaches the cell")
 	lab, err := s.lab(data.CIFAR10(), dataDir, func(training.Event) {}) // under the server's lock: its handler may still hold it
 	require.NoError(t, err)
 	ck, err := training.LoadCheckpoint(dir, lab.Backend)
@@ -173,9 +188,11 @@ func TestLabServerFit(t *testing.T) {
 	require.NoError(t, json.Unmarshal(reply.Result, &res))
 	require.Equal(t, 2, res.EndStep)
 	require.NotNil(t, reply.History)
-	require.Equal(t, training.ReasonFirst, events.events[3].Reason)
-	require.Equal(t, []string{"phase ", "backend ", "data ", "compile train step", "compile variable initialisation", "step ", "step ", "checkpoint "},
-		events.kinds(), "the events of the first fit, as they reach the cell")
+	require.Equal(t, training.ReasonFirst, events.last(training.EventCompile).Reason)
+	require.Equal(t, []string{"phase ", "backend ", "data ", "timed backend ", "timed data ", "compile train step", "timed compile train step",
+		"compile variable initialisation", "timed compile variable initialisation", "step_start ", "timed first_step ", "step ", "step ",
+		"timed steps ", "checkpoint ", "timed checkpoint "},
+		events.kinds(), "the events of the first fit, as they reach the cell, with what the timeline recorded")
 
 	checkLabServerEvaluates(t, s, client, dataDir)
 
@@ -187,7 +204,8 @@ func TestLabServerFit(t *testing.T) {
 	var again training.Result
 	require.NoError(t, json.Unmarshal(reply.Result, &again))
 	require.Equal(t, 0, again.Timeline.Compiles(""), "%s", again.Timeline)
-	require.Equal(t, []string{"phase ", "step ", "step ", "checkpoint "}, events.kinds(), "nothing compiles, nothing loads")
+	require.Equal(t, []string{"phase ", "timed backend ", "timed data ", "step_start ", "timed first_step ", "step ", "step ", "timed steps ",
+		"checkpoint ", "timed checkpoint "}, events.kinds(), "nothing compiles, nothing loads")
 	require.True(t, started.Equal(again.Timeline.Origin), "%v", again.Timeline.Origin)
 	require.Equal(t, res.Loss, again.Loss, "the same run")
 

@@ -108,20 +108,43 @@ func requireSVG(t *testing.T, doc string, want ...string) {
 	}
 }
 
+// TestLiveLossAxisFits: a run's loss chart (the live view's, Show's) fits its y axis to the
+// curves as a comparison does, so that a loss going from 2.35 to 1.97 fills the chart rather
+// than its top sixth, and names its evaluation points by what they evaluated.
+func TestLiveLossAxisFits(t *testing.T) {
+	h := &runs.History{}
+	for step := 1; step <= 8; step++ {
+		loss := 2.35 - 0.38*float64(step-1)/7
+		p := runs.HistoryPoint{Step: step, Loss: loss}
+		if step%4 == 0 {
+			p.Eval = &runs.EvalPoint{Examples: 500, Split: "test", Loss: loss + 0.01, TTA: 0}
+		}
+		h.Add(p)
+	}
+	p, err := LossChart(h)
+	require.NoError(t, err)
+	span := p.Y.Max - p.Y.Min
+	require.Greater(t, p.Y.Min, 1.8, "the axis starts near the data, not at 0")
+	require.Greater(t, (2.36-1.97)/span, 0.8, "the curves fill the chart: axis [%g, %g]", p.Y.Min, p.Y.Max)
+	svg, err := SVG(p)
+	require.NoError(t, err)
+	requireSVG(t, svg, ">test: 500 images, no TTA<")
+}
+
 func TestHistoryCharts(t *testing.T) {
 	h := testHistory()
 	p, err := LossChart(h)
 	require.NoError(t, err)
 	svg, err := SVG(p)
 	require.NoError(t, err)
-	requireSVG(t, svg, ">loss<", ">step<", "train (smoothed)", ">test<", svgFontFallbacks)
+	requireSVG(t, svg, ">loss<", ">step<", "train (smoothed)", ">test: 100 images, no TTA<", svgFontFallbacks)
 	require.NotContains(t, svg, "Serif")
 
 	p, err = AccuracyChart(h)
 	require.NoError(t, err)
 	svg, err = SVG(p)
 	require.NoError(t, err)
-	requireSVG(t, svg, ">accuracy<", "train top-5", "test top-5")
+	requireSVG(t, svg, ">accuracy<", "train top-5", "test top-5", ">test: 100 images, no TTA<")
 
 	// Without evaluations and top-5 there is no test series and no top-5 series.
 	h = &runs.History{Points: []runs.HistoryPoint{{Step: 1, Loss: 1}, {Step: 2, Loss: 0.5}}}

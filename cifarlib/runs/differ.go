@@ -259,6 +259,61 @@ func Labels(list ...Info) []string {
 	return labels
 }
 
+// Departures names the runs of list for a legend that stays short however many runs it holds
+// (2 to 10, or more): of each setting the runs differ in (Differing), the value that more than
+// half of them share, when there are three runs or more, is said once, in shared (e.g. "learning
+// rate 11.5"), and each run's label says only its values that depart from those, in Describe's
+// words, e.g. "seed 2, 3 epochs"; a run with all the shared values is "the shared values". Runs
+// named alike have their folder's name after it, e.g. "seed 1 (d)", as Labels names them; when a
+// run has no record, labels are Labels'.
+func Departures(list ...Info) (shared, labels []string) {
+	differ := Differing(list...)
+	if len(differ) == 0 {
+		return nil, Labels(list...)
+	}
+	common := map[string]string{} // setting -> the value most runs share, when more than half do
+	for _, name := range differ {
+		count := map[string]int{}
+		for _, r := range list {
+			if r.Settings != nil {
+				count[r.Value(name)]++
+			}
+		}
+		for v, n := range count {
+			if len(list) >= 3 && 2*n > len(list) {
+				common[name] = v
+			}
+		}
+	}
+	labels = make([]string, len(list))
+	count := map[string]int{}
+	for i, r := range list {
+		if r.Settings == nil {
+			return nil, Labels(list...)
+		}
+		var own []string
+		for _, name := range differ {
+			if v, ok := common[name]; !ok || r.Value(name) != v {
+				own = append(own, name)
+			}
+		}
+		labels[i] = cmp.Or(r.Describe(own...), "the shared values")
+		count[labels[i]]++
+	}
+	for i, r := range list { // runs alike in their settings: by their folders too
+		if count[labels[i]] > 1 {
+			labels[i] = fmt.Sprintf("%s (%s)", labels[i], r.Name)
+		}
+	}
+	for _, name := range differ {
+		if v, ok := common[name]; ok {
+			i := slices.IndexFunc(list, func(r Info) bool { return r.Settings != nil && r.Value(name) == v })
+			shared = append(shared, list[i].phrase(name))
+		}
+	}
+	return shared, labels
+}
+
 // Compared says, for a chart's title, which settings the runs of list differ in, e.g. "label
 // smoothing" or "learning rate and seed"; "run" when they differ in none.
 func Compared(list ...Info) string {

@@ -175,14 +175,14 @@ func TestTableSettingColumns(t *testing.T) {
 		columns []string
 	}{
 		{"seed and learning rate", Table{recorded("a", seed("1")), recorded("b", map[string]string{"seed": "2", "lr": "0.05"}), {Name: "photos", Status: RunForeign}},
-			"run status dataset data model head guard devices seed learning rate steps loss test acc test top-5 wall time from note",
+			"run status dataset data model head guard devices seed learning rate steps loss test acc wall time from note",
 			[]string{"a done cifar10 cnn 10 guarded 1 1 0.1", "b done cifar10 cnn 10 guarded 1 2 0.05", "photos foreign"},
 			[]string{"seed", "lr"}},
 		{"all equal: no setting columns", Table{recorded("a", seed("1")), recorded("b", seed("1"))},
-			"run status dataset data model head guard devices steps loss test acc test top-5 wall time from note",
+			"run status dataset data model head guard devices steps loss test acc wall time from note",
 			[]string{"a done cifar10 cnn 10 guarded 1", "b done cifar10 cnn 10 guarded 1"}, nil},
 		{"columns the table always has are not repeated", Table{recorded("a", nil), recorded("b", nil, func(r *Record) { r.Devices, r.BatchSize = 4, 256 })},
-			"run status dataset data model head guard devices batch size steps loss test acc test top-5 wall time from note",
+			"run status dataset data model head guard devices batch size steps loss test acc wall time from note",
 			[]string{"a done cifar10 cnn 10 guarded 1 512", "b done cifar10 cnn 10 guarded 1 256"}, []string{"batch"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -257,4 +257,60 @@ func TestValidation(t *testing.T) {
 		})
 	}
 	require.Equal(t, "", (*History)(nil).Validation())
+}
+
+// TestTableTopKColumn: the runs table has a "test top-5" column only when a run evaluated a top-5
+// accuracy (CIFAR-100), filled for those runs: a table of CIFAR-10 runs, which evaluated none,
+// has no column that would be empty for every run.
+func TestTableTopKColumn(t *testing.T) {
+	evaluated := func(name, dataset string, eval string) Info {
+		rec := &Record{Status: RunDone, Dataset: dataset, Model: "cnn", Head: 10, Guarded: true, Devices: 1, BatchSize: 512, TargetStep: 20,
+			Result: json.RawMessage(`{"end_step": 20, "loss": 1.5, "eval": ` + eval + `}`)}
+		return Info{Name: name, Dir: "/runs/" + name}.withRecord(rec)
+	}
+	ten := `{"accuracy": 0.5, "examples": 100}`
+	hundred := `{"accuracy": 0.25, "top_k": 5, "top_k_accuracy": 0.625, "examples": 100}`
+	cifar10 := Table{evaluated("a", "cifar10", ten), evaluated("b", "cifar10", ten)}
+	for _, s := range []string{cifar10.String(), cifar10.HTML()} {
+		require.NotContains(t, s, "top-5")
+		require.Contains(t, s, "50.00%")
+	}
+	mixed := Table{evaluated("a", "cifar10", ten), evaluated("c", "cifar100", hundred)}
+	lines := strings.Split(mixed.String(), "\n")
+	require.Equal(t, "run status dataset data model head guard devices steps loss test acc test top-5 wall time from note", strings.Join(strings.Fields(lines[0]), " "))
+	require.Equal(t, "c done cifar100 cnn 10 guarded 1 20 1.5000 25.00% 62.50%", strings.Join(strings.Fields(lines[2]), " "))
+	require.Contains(t, mixed.HTML(), ">test top-5</th>")
+	require.Contains(t, mixed.HTML(), ">62.50%</td>")
+}
+
+// TestDepartures: a legend of many runs says once the values most of them share, and each run
+// only where it departs from them; two runs, or runs that share no value, are named as Labels
+// names them.
+func TestDepartures(t *testing.T) {
+	run := func(name, seed, lr, ls string) Info {
+		return recorded(name, map[string]string{"seed": seed, "lr": lr, "label-smoothing": ls})
+	}
+	five := []Info{run("a", "1", "11.5", "0.2"), run("b", "2", "5.75", "0.2"), run("c", "3", "11.5", "0.1"), run("d", "1", "11.5", "0.2"),
+		run("e", "2", "11.5", "0.2")}
+	shared, labels := Departures(five...)
+	require.Equal(t, []string{"learning rate 11.5", "label smoothing 0.2"}, shared)
+	require.Equal(t, []string{"seed 1 (a)", "seed 2, learning rate 5.75", "seed 3, label smoothing 0.1", "seed 1 (d)", "seed 2"}, labels,
+		"two runs alike: by their folders too")
+
+	five[3] = run("d", "4", "11.5", "0.2")
+	five[4] = run("e", "5", "11.5", "0.2")
+	shared, labels = Departures(five...)
+	require.Equal(t, []string{"learning rate 11.5", "label smoothing 0.2"}, shared)
+	require.Equal(t, []string{"seed 1", "seed 2, learning rate 5.75", "seed 3, label smoothing 0.1", "seed 4", "seed 5"}, labels)
+
+	base := []Info{run("base", "1", "11.5", "0.2"), run("lr", "1", "5.75", "0.2"), run("ls", "1", "11.5", "0.1")}
+	shared, labels = Departures(base...)
+	require.Equal(t, []string{"learning rate 11.5", "label smoothing 0.2"}, shared)
+	require.Equal(t, []string{"the shared values", "learning rate 5.75", "label smoothing 0.1"}, labels)
+
+	two := []Info{run("a", "1", "11.5", "0.2"), run("b", "2", "11.5", "0.2")}
+	shared, labels = Departures(two...)
+	require.Empty(t, shared)
+	require.Equal(t, Labels(two...), labels)
+	require.Equal(t, []string{"seed 1", "seed 2"}, labels)
 }

@@ -80,11 +80,21 @@ func (h *History) Validation() string {
 
 // Describe says what the evaluation was: "validation: N SPLIT images, TTA".
 func (e EvalPoint) Describe() string {
-	tta := "no TTA"
+	return fmt.Sprintf("validation: %s %s images, %s", cifarlib.FormatCount(e.Examples), cmp.Or(e.Split, "test"), e.ttaWords())
+}
+
+// Legend says what the evaluation was in a run's chart's legend, where its points are named
+// by their split: "test: 500 images, no TTA".
+func (e EvalPoint) Legend() string {
+	return fmt.Sprintf("%s: %s images, %s", cmp.Or(e.Split, "test"), cifarlib.FormatCount(e.Examples), e.ttaWords())
+}
+
+// ttaWords says the evaluation's test-time augmentation: "no TTA", "TTA level 2".
+func (e EvalPoint) ttaWords() string {
 	if e.TTA != 0 {
-		tta = fmt.Sprintf("TTA level %d", e.TTA)
+		return fmt.Sprintf("TTA level %d", e.TTA)
 	}
-	return fmt.Sprintf("validation: %s %s images, %s", cifarlib.FormatCount(e.Examples), cmp.Or(e.Split, "test"), tta)
+	return "no TTA"
 }
 
 // add appends a point, dropping any later points left by a run that was resumed from an

@@ -52,10 +52,12 @@ type Info struct {
 	Steps int `json:"steps"`
 	// Loss is the last batch loss recorded.
 	Loss float64 `json:"loss"`
-	// TestAccuracy and TestTopK are the final evaluation on the test split (top-5: CIFAR-100);
-	// HasTest is false when the run has none (SkipFinalEval, interrupted, failed).
+	// TestAccuracy and TestTopK are the final evaluation on the test split (top-5: CIFAR-100),
+	// TestK the k of TestTopK (0: the evaluation computed none); HasTest is false when the run
+	// has none (SkipFinalEval, interrupted, failed).
 	TestAccuracy float64 `json:"test_accuracy,omitempty"`
 	TestTopK     float64 `json:"test_top_k,omitempty"`
+	TestK        int     `json:"test_k,omitempty"`
 	HasTest      bool    `json:"has_test"`
 	// ChanceLevel is true when the test accuracy lies within the noise of a model that learned
 	// nothing (Chance: 1/classes, give or take ChanceSigmas binomial standard deviations on the
@@ -161,7 +163,7 @@ func (info Info) withRecord(rec *Record) Info {
 		}
 		info.Steps, info.Loss, info.Backend = r.EndStep, r.Loss, r.Backend
 		if r.Eval != nil {
-			info.HasTest, info.TestAccuracy, info.TestTopK = true, r.Eval.Accuracy, r.Eval.TopKAccuracy
+			info.HasTest, info.TestAccuracy, info.TestTopK, info.TestK = true, r.Eval.Accuracy, r.Eval.TopKAccuracy, r.Eval.TopK
 			classes := len(r.Eval.PerClass) // the dataset's classes
 			if classes == 0 {
 				classes = rec.Head
@@ -199,9 +201,16 @@ func (info Info) broken(format string, args ...any) Info {
 	return info
 }
 
-// runColumns are the columns of the runs table that every table has; the columns of the
-// settings its runs differ in go before "steps" (Table.settingColumns).
-var runColumns = []string{"run", "status", "dataset", "data", "model", "head", "guard", "devices", "steps", "loss", "test acc", "test top-5", "wall time", "from", "note"}
+// runColumns are the columns of the runs table; the columns of the settings its runs differ in
+// go before "steps" (Table.settingColumns), and "test top-5" is left out of a table whose runs
+// evaluated none (CIFAR-10's: Table.columns).
+var runColumns = []string{"run", "status", "dataset", "data", "model", "head", "guard", "devices", "steps", "loss", "test acc", topKColumn, "wall time", "from", "note"}
+
+// topKColumn is the column of the runs' test top-5 accuracy, and topKAt its place in runColumns.
+const (
+	topKColumn = "test top-5"
+	topKAt     = 11
+)
 
 // settingsAt is where the settings' columns go: before "steps".
 const settingsAt = 8
@@ -217,17 +226,42 @@ func (rs Table) settingColumns() []string {
 }
 
 // columns is the table's header: runColumns, with the settings' names in words
-// (SettingWords) before "steps".
+// (SettingWords) before "steps", and the top-5 column only when a run evaluated one (topK).
 func (rs Table) columns(settings []string) []string {
 	words := make([]string, len(settings))
 	for i, name := range settings {
 		words[i] = SettingWords(rs, name)
 	}
-	return slices.Concat(runColumns[:settingsAt], words, runColumns[settingsAt:])
+	return slices.Concat(runColumns[:settingsAt], words, rs.withTopK(runColumns)[settingsAt:])
 }
 
-// cells formats a run as the table's cells, with its values of settings (Value).
-func (info Info) cells(settings []string) []string {
+// topK reports whether a run of the table evaluated a top-k accuracy (its column is shown).
+func (rs Table) topK() bool {
+	return slices.ContainsFunc(rs, func(r Info) bool { return r.HasTest && r.TestK > 0 })
+}
+
+// withTopK is row, one cell per runColumns, without its top-5 cell when the table has no top-5
+// column (topK).
+func (rs Table) withTopK(row []string) []string {
+	if rs.topK() {
+		return row
+	}
+	return slices.Delete(slices.Clone(row), topKAt, topKAt+1)
+}
+
+// row is run r's cells in the table: its cells, less the top-5 cell when the table has no top-5
+// column, with its values of settings (Value) before "steps".
+func (rs Table) row(r Info, settings []string) []string {
+	c := rs.withTopK(r.cells())
+	values := make([]string, len(settings))
+	for i, name := range settings {
+		values[i] = r.Value(name)
+	}
+	return slices.Concat(c[:settingsAt], values, c[settingsAt:])
+}
+
+// cells formats a run as the cells of the table's runColumns.
+func (info Info) cells() []string {
 	from := info.From
 	if from != "" && filepath.Clean(filepath.Dir(from)) == filepath.Dir(info.Dir) {
 		from = filepath.Base(from) // a run of the same folder: its name
@@ -253,18 +287,14 @@ func (info Info) cells(settings []string) []string {
 		if info.ChanceLevel {
 			c[10] += " (chance)"
 		}
-		if info.TestTopK > 0 {
-			c[11] = fmt.Sprintf("%.2f%%", 100*info.TestTopK)
+		if info.TestK > 0 {
+			c[topKAt] = fmt.Sprintf("%.2f%%", 100*info.TestTopK)
 		}
 	}
 	if info.WallTime > 0 {
 		c[12] = info.WallTime.Round(100 * time.Millisecond).String()
 	}
-	values := make([]string, len(settings))
-	for i, name := range settings {
-		values[i] = info.Value(name)
-	}
-	return slices.Concat(c[:settingsAt], values, c[settingsAt:])
+	return c
 }
 
 // WriteTable writes the runs as an aligned text table (what `cifarlab runs` prints), with a
@@ -275,7 +305,7 @@ func (rs Table) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(rs.columns(settings), "\t"))
 	for _, r := range rs {
-		fmt.Fprintln(tw, strings.Join(r.cells(settings), "\t"))
+		fmt.Fprintln(tw, strings.Join(rs.row(r, settings), "\t"))
 	}
 	return tw.Flush()
 }
@@ -301,7 +331,7 @@ func (rs Table) HTML() string {
 			return `padding:2px 8px;text-align:right;white-space:nowrap`
 		}
 		switch columns[i] {
-		case "head", "devices", "steps", "loss", "test acc", "test top-5", "wall time":
+		case "head", "devices", "steps", "loss", "test acc", topKColumn, "wall time":
 			return `padding:2px 8px;text-align:right;white-space:nowrap`
 		case "note":
 			return `padding:2px 8px;text-align:left`
@@ -316,7 +346,7 @@ func (rs Table) HTML() string {
 	b.WriteString("</tr></thead><tbody>")
 	for _, r := range rs {
 		fmt.Fprintf(&b, `<tr class="%s">`, html.EscapeString(string(r.Status)))
-		for i, c := range r.cells(settings) {
+		for i, c := range rs.row(r, settings) {
 			fmt.Fprintf(&b, `<td style="%s">%s</td>`, style(i), html.EscapeString(c))
 		}
 		b.WriteString("</tr>")
@@ -342,6 +372,7 @@ type recordedResult struct {
 	Backend string  `json:"backend"`
 	Eval    *struct {
 		Accuracy     float64           `json:"accuracy"`
+		TopK         int               `json:"top_k"`
 		TopKAccuracy float64           `json:"top_k_accuracy"`
 		Examples     int               `json:"examples"`
 		PerClass     []json.RawMessage `json:"per_class"`

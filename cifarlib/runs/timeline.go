@@ -49,6 +49,9 @@ type Event struct {
 	// ProgramInit; For says for what it was compiled ("validation" or "eval" for an evaluation).
 	Program string `json:"program,omitempty"`
 	For     string `json:"for,omitempty"`
+	// TTA is the test-time augmentation level of an evaluation program (0: none): each level is
+	// a program of its own.
+	TTA int `json:"tta,omitempty"`
 	// Start is when it began, counted from Timeline.Origin, and Duration how long it took.
 	Start    time.Duration `json:"start_ns"`
 	Duration time.Duration `json:"duration_ns"`
@@ -58,6 +61,39 @@ type Event struct {
 
 // End is when the event ended, counted from the process start.
 func (e Event) End() time.Duration { return e.Start + e.Duration }
+
+// Label names the event as String lists it: "compile train step", "compile evaluation
+// (validation)", "compile evaluation (eval, TTA level 2)", "first step", "299 steps", "eval".
+// An event of a program (Program set) is its phase's name and the program's, whatever the
+// phase, with what it was for and its TTA level.
+func (e Event) Label() string {
+	switch e.Phase {
+	case PhaseSteps:
+		return fmt.Sprintf("%d %s", e.Count, plural(e.Count, "step"))
+	case PhaseFirstStep:
+		return "first step"
+	}
+	label := strings.ReplaceAll(string(e.Phase), "_", " ")
+	if e.Program == "" {
+		return label
+	}
+	var about []string
+	if e.For != "" && e.For != e.Program {
+		about = append(about, e.For)
+	}
+	if e.TTA > 0 {
+		about = append(about, fmt.Sprintf("TTA level %d", e.TTA))
+	}
+	label += " " + e.Program
+	if len(about) > 0 {
+		label += " (" + strings.Join(about, ", ") + ")"
+	}
+	return label
+}
+
+// String is the event as the timeline's String lists it, with its duration: "compile train
+// step 3.13 s".
+func (e Event) String() string { return e.Label() + " " + precise(e.Duration) }
 
 // Timeline is where a run's wall time went, from the start of its process (or of the cell a
 // long-lived process runs it for, training.Env.Clock): the backend, the
@@ -166,16 +202,6 @@ func (tl *Timeline) String() string {
 	seen := map[Phase]bool{}
 	for _, e := range tl.Events {
 		switch e.Phase {
-		case PhaseCompile:
-			label := "compile " + e.Program
-			if e.For != "" && e.For != e.Program {
-				label += " (" + e.For + ")"
-			}
-			parts = append(parts, label+" "+precise(e.Duration))
-		case PhaseSteps:
-			parts = append(parts, fmt.Sprintf("%d %s %s", e.Count, plural(e.Count, "step"), precise(e.Duration)))
-		case PhaseFirstStep:
-			parts = append(parts, "first step "+precise(e.Duration))
 		case PhaseValidation, PhaseCheckpoint:
 			if seen[e.Phase] {
 				continue
@@ -184,7 +210,7 @@ func (tl *Timeline) String() string {
 			d, n := tl.Total(e.Phase)
 			parts = append(parts, fmt.Sprintf("%d %s %s", n, plural(n, string(e.Phase)), precise(d)))
 		default:
-			parts = append(parts, string(e.Phase)+" "+precise(e.Duration))
+			parts = append(parts, e.String())
 		}
 	}
 	return strings.Join(parts, " · ")

@@ -111,3 +111,22 @@ func TestProcStart(t *testing.T) {
 		require.Equal(t, InitStartFrom, from)
 	}
 }
+
+// TestEventLabel: an event is named as the timeline lists it, a program's event by its phase
+// and its program whatever the phase (a phase added later reads the same way).
+func TestEventLabel(t *testing.T) {
+	for _, c := range []struct {
+		e    Event
+		want string
+	}{
+		{Event{Phase: PhaseCompile, Program: ProgramTrainStep, For: ProgramTrainStep, Duration: 3130 * time.Millisecond}, "compile train step 3.13 s"},
+		{Event{Phase: PhaseCompile, Program: ProgramInit, For: ProgramTrainStep}, "compile variable initialisation (train step) 0.00 s"},
+		{Event{Phase: PhaseCompile, Program: ProgramEvaluation, For: "eval", TTA: 2}, "compile evaluation (eval, TTA level 2) 0.00 s"},
+		{Event{Phase: "build_graph", Program: ProgramTrainStep, Duration: 400 * time.Millisecond}, "build graph train step 0.40 s"},
+		{Event{Phase: PhaseFirstStep, Duration: 15450 * time.Millisecond}, "first step 15.45 s"},
+		{Event{Phase: PhaseSteps, Count: 299}, "299 steps 0.00 s"},
+		{Event{Phase: PhaseEval, Count: 1000}, "eval 0.00 s"},
+	} {
+		require.Equal(t, c.want, c.e.String())
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
@@ -126,6 +127,12 @@ func TestRecipeRunFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Resumed)
 	require.Equal(t, []int{recipeRunStep, recipeRunSteps}, []int{res.StartStep, res.EndStep})
+	// Its checkpoint recorded no training metrics: their moving averages count from the resume,
+	// and the summary says so.
+	require.Equal(t, recipeRunStep, res.TrainMetricsFrom)
+	var summary strings.Builder
+	require.NoError(t, res.WriteSummary(&summary))
+	require.Contains(t, summary.String(), "(moving averages of the steps since the resume at step 3: its checkpoint did not record them)")
 	if backend, gomlx := env.Backend.Name(), gomlxVersion(t); backend == want.Backend && gomlx == recipeRunGoMLX {
 		require.Equal(t, want.Straight.Weights, trainedHash(t, res.Store), "the weights of the run trained straight through")
 		require.Equal(t, want.Straight.Loss, res.Eval.Loss)

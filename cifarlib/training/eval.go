@@ -144,7 +144,7 @@ func NewEvaluator(backend compute.Backend, m *cifarlib.Model, store *model.Store
 // predicted class, whether the label is in the top k, and the cross-entropy loss (0 for labels
 // outside the head).
 func (e *Evaluator) graph(scope *model.Scope, images, labels *graph.Node, tta int) (pred, topHit, loss *graph.Node) {
-	e.cur.building(runs.ProgramEvaluation)
+	e.cur.building(runs.ProgramEvaluation, tta)
 	g := images.Graph()
 	scope.Store().SetTraining(g, false)
 	logits := ttaLogits(e.model, scope, images, tta)

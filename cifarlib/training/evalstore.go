@@ -129,6 +129,16 @@ func backendKind(b compute.Backend) string {
 	return "xla:" + backends.Plugin(b)
 }
 
+// Reused says, after what it evaluated (Result.Summary), that s is returned in place of an
+// evaluation, where shown names the run folder (as its reader knows it): "stored in
+// DIR/evaluations.json when the same weights (step 20), images and options were evaluated
+// (2026-12-06 09:00:00, in 10.4 s); not evaluated again". A notebook's Evaluate and `cifarlab
+// eval` say it alike.
+func (s *StoredEvaluation) Reused(shown string) string {
+	return fmt.Sprintf("stored in %s when the same weights (step %d), images and options were evaluated (%s, in %.1f s); not evaluated again",
+		filepath.Join(shown, EvaluationsFile), s.Key.Step, s.At.Local().Format("2006-01-02 15:04:05"), s.Seconds)
+}
+
 // StoredEval returns the evaluation of key kept in the run folder dir, if any.
 func StoredEval(dir string, key EvalKey) (*StoredEvaluation, bool) {
 	all, err := readEvaluations(dir)

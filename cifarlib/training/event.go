@@ -19,6 +19,10 @@ const (
 	// EventCompile: XLA compiles Program (the train step, the evaluation, GoMLX's variable
 	// initialisation), for Reason.
 	EventCompile EventKind = "compile"
+	// EventStepStart: the run starts step Step of Steps, its first (as its loop starts, and
+	// again after the compiles GoMLX does at the first step): a status says "step 1/8 running…"
+	// until the step ends.
+	EventStepStart EventKind = "step_start"
 	// EventStep: the run has done Step of Steps, with the loss Loss.
 	EventStep EventKind = "step"
 	// EventEval: an evaluation (Purpose: runs.PhaseValidation while training, runs.PhaseEval at
@@ -30,6 +34,10 @@ const (
 	// EventPhase: a phase of the caller's own, said in Text (e.g. package nb's "starting the
 	// lab process").
 	EventPhase EventKind = "phase"
+	// EventTimed: the run's (or the evaluation's) timeline recorded Timed, a phase that ended,
+	// with its duration: the figures a status line gives for what ended (a compile, the steps,
+	// an evaluation), the timeline's own.
+	EventTimed EventKind = "timed"
 )
 
 // ReasonFirst is the Reason of the compile of a program that no earlier run of the process has
@@ -43,8 +51,9 @@ const ReasonFirst = "first time for this shape"
 type Event struct {
 	Kind EventKind `json:"kind"`
 	// Program is what an EventCompile compiles (runs.ProgramTrainStep, runs.ProgramEvaluation,
-	// runs.ProgramInit), and Reason why: ReasonFirst, or how its shape differs from the programs
-	// the process keeps (training.Programs), or why it cannot use them.
+	// runs.ProgramInit; an evaluation's at TTA level TTA, a program of its own), and Reason why:
+	// ReasonFirst, or how its shape differs from the programs the process keeps
+	// (training.Programs), or why it cannot use them.
 	Program string `json:"program,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	// Step and Steps: the step done, of the last one (EventStep, EventCheckpoint); Loss is
@@ -61,6 +70,8 @@ type Event struct {
 	Split    string     `json:"split,omitempty"`
 	// Text says what an EventPhase is.
 	Text string `json:"text,omitempty"`
+	// Timed is what the timeline recorded (EventTimed).
+	Timed *runs.Event `json:"timed,omitempty"`
 }
 
 // phase is the part of what e says that stays the same while the work it describes goes on:
@@ -68,7 +79,9 @@ type Event struct {
 func (e Event) phase() string {
 	switch e.Kind {
 	case EventCompile:
-		return string(e.Kind) + "/" + e.Program
+		return fmt.Sprintf("%s/%s/%d", e.Kind, e.Program, e.TTA)
+	case EventStepStart: // the step's phase, which its end continues
+		return string(EventStep)
 	case EventEval:
 		return string(e.Kind) + "/" + string(e.Purpose) + "/" + e.Split
 	case EventCheckpoint:
@@ -103,10 +116,19 @@ func (e Event) Line(done bool) string {
 		return verb("loading the data", "loaded the data") + ellipsis
 	case EventCompile:
 		s := verb("compiling ", "compiled ") + programName(e.Program)
+		if e.TTA > TTANone {
+			s += fmt.Sprintf(" with TTA level %d", e.TTA)
+		}
 		if e.Reason != "" {
 			s += " (" + e.Reason + ")"
 		}
 		return s + ellipsis
+	case EventStepStart:
+		return fmt.Sprintf("step %d/%d running", e.Step, e.Steps) + ellipsis
+	case EventTimed:
+		if e.Timed != nil {
+			return e.Timed.String()
+		}
 	case EventStep:
 		return fmt.Sprintf("step %d/%d · loss %.4f", e.Step, e.Steps, e.Loss) // as the run's log lines write steps
 	case EventCheckpoint:

@@ -36,11 +36,13 @@ func (l *eventLog) kinds() []string {
 	for _, e := range l.events {
 		k := string(e.Kind)
 		switch e.Kind {
+		case EventTimed:
+			continue // what the timeline recorded: TestTimedEvents
 		case EventCompile:
 			k += " " + e.Program
 		case EventEval:
 			k += " " + string(e.Purpose)
-		case EventStep, EventCheckpoint:
+		case EventStep, EventStepStart, EventCheckpoint:
 			k += " " + cifarlib.FormatCount(e.Step)
 		}
 		if len(out) == 0 || out[len(out)-1] != k {
@@ -63,9 +65,9 @@ func TestTrainEvents(t *testing.T) {
 	cfg.OnEvent = log.add
 	p := &Programs{}
 	cfg.Programs = p
-	_, err := Train(context.Background(), cfg.Settings, cfg.Env)
+	res, err := Train(context.Background(), cfg.Settings, cfg.Env)
 	require.NoError(t, err)
-	require.Equal(t, []string{"data", "compile train step", "compile variable initialisation", "step 1", "step 2", "step 3",
+	require.Equal(t, []string{"data", "compile train step", "compile variable initialisation", "step_start 1", "step 1", "step 2", "step 3",
 		"eval validation", "compile evaluation", "eval validation", "checkpoint 3", "step 4", "step 5", "step 6", "eval validation",
 		"checkpoint 6", "eval eval"}, log.kinds())
 	for _, e := range log.events {
@@ -77,8 +79,25 @@ func TestTrainEvents(t *testing.T) {
 			require.Positive(t, e.Loss)
 		}
 	}
-	last := log.events[len(log.events)-1]
+	last := log.events[len(log.events)-2]
 	require.Equal(t, Event{Kind: EventEval, Done: 70, Examples: 70, Purpose: runs.PhaseEval, Split: "test"}, last)
+
+	// Each event of the timeline but its start (before Train) was told as it was recorded
+	// (EventTimed), with the timeline's own figures, in the order recorded.
+	var timed []runs.Event
+	for _, e := range log.events {
+		if e.Kind == EventTimed {
+			te := *e.Timed
+			te.Count = 0 // an evaluation's count is set after it is told: durations are what is said
+			timed = append(timed, te)
+		}
+	}
+	var want []runs.Event
+	for _, e := range res.Timeline.Events[1:] {
+		e.Count = 0
+		want = append(want, e)
+	}
+	require.Equal(t, want, timed)
 
 	// The same shapes again, with the programs kept: nothing compiles.
 	again := &eventLog{}
@@ -86,6 +105,7 @@ func TestTrainEvents(t *testing.T) {
 	_, err = Train(context.Background(), cfg.Settings, cfg.Env)
 	require.NoError(t, err)
 	require.NotContains(t, strings.Join(again.kinds(), ","), "compile")
+	require.Equal(t, []string{"data", "step_start 1", "step 1"}, again.kinds()[:3], "the first step says it runs as the loop starts")
 
 	// Another batch size: a new program, and why.
 	other := &eventLog{}
@@ -124,7 +144,8 @@ func TestEvaluateEvents(t *testing.T) {
 		}
 	}
 	require.Equal(t, []int{0, 32, 64, 70}, done)
-	require.Equal(t, "evaluating 70 images with TTA level 2 (6 views)… 32/70", log.events[2].Line(false))
+	require.Equal(t, "evaluating 70 images with TTA level 2 (6 views)… 32/70", log.events[3].Line(false))
+	require.Equal(t, EventTimed, log.events[2].Kind, "the compile, as the timeline recorded it")
 	_ = res
 }
 
@@ -138,6 +159,11 @@ func TestEventLines(t *testing.T) {
 			"compiling the train step (first time for this shape)…", "compiled the train step (first time for this shape)"},
 		{Event{Kind: EventStep, Step: 1, Steps: 1200, Loss: 2.30258},
 			"step 1/1200 · loss 2.3026", "step 1/1200 · loss 2.3026"},
+		{Event{Kind: EventStepStart, Step: 1, Steps: 8}, "step 1/8 running…", "step 1/8 running"},
+		{Event{Kind: EventCompile, Program: runs.ProgramEvaluation, TTA: TTAMirrorTranslate, Reason: ReasonFirst},
+			"compiling the evaluation with TTA level 2 (first time for this shape)…", "compiled the evaluation with TTA level 2 (first time for this shape)"},
+		{Event{Kind: EventTimed, Timed: &runs.Event{Phase: runs.PhaseCompile, Program: runs.ProgramInit, For: runs.ProgramTrainStep, Duration: 3130 * time.Millisecond}},
+			"compile variable initialisation (train step) 3.13 s", "compile variable initialisation (train step) 3.13 s"},
 		{Event{Kind: EventEval, Examples: 10000, Done: 3000, TTA: 2, Purpose: runs.PhaseEval, Split: "test"},
 			"evaluating 10,000 images with TTA level 2 (6 views)… 3,000/10,000", "evaluated 10,000 images with TTA level 2 (6 views)"},
 		{Event{Kind: EventEval, Examples: 500, Done: 100, Purpose: runs.PhaseValidation, Split: "test"},
@@ -158,7 +184,9 @@ func TestEventLines(t *testing.T) {
 }
 
 // A Status draws a new phase at once, the progress of the same phase at most every
-// StatusEvery, the end of a compile, and what the last phase did on Close; its clock is a fake.
+// StatusEvery, "step 1/N running" with its elapsed time while the first step runs, the end of a
+// compile and what the last phase did on Close in the timeline's figures (EventTimed), then the
+// programs' phases in a line of their own; its clock is a fake.
 func TestStatus(t *testing.T) {
 	type drawn struct {
 		line     string
@@ -173,22 +201,37 @@ func TestStatus(t *testing.T) {
 	}}
 	clock := time.Unix(1000, 0)
 	s.now = func() time.Time { return clock }
+	timed := func(phase runs.Phase, program string, d time.Duration, count int) Event {
+		return Event{Kind: EventTimed, Timed: &runs.Event{Phase: phase, Program: program, For: program, Duration: d, Count: count}}
+	}
 	s.Event(Event{Kind: EventCompile, Program: runs.ProgramTrainStep, Reason: ReasonFirst})
 	clock = clock.Add(3500 * time.Millisecond)
+	s.Event(timed(runs.PhaseCompile, runs.ProgramTrainStep, 3130*time.Millisecond, 0))
+	s.Event(Event{Kind: EventCompile, Program: runs.ProgramInit, Reason: "new program: batch size 64, not 32"})
+	clock = clock.Add(300 * time.Millisecond)
+	s.Event(timed(runs.PhaseCompile, runs.ProgramInit, 210*time.Millisecond, 0))
+	s.Event(Event{Kind: EventStepStart, Step: 1, Steps: 3})
+	clock = clock.Add(12300 * time.Millisecond)
 	s.Event(Event{Kind: EventStep, Step: 1, Steps: 3, Loss: 2.5})
+	s.Event(timed(runs.PhaseFirstStep, "", 12250*time.Millisecond, 0))
 	clock = clock.Add(100 * time.Millisecond)
 	s.Event(Event{Kind: EventStep, Step: 2, Steps: 3, Loss: 2.4}) // too soon: not drawn
 	clock = clock.Add(600 * time.Millisecond)
 	s.Event(Event{Kind: EventStep, Step: 3, Steps: 3, Loss: 2.3})
+	s.Event(timed(runs.PhaseSteps, "", 680*time.Millisecond, 2))
 	clock = clock.Add(time.Second) // the steps ended with the last event
 	s.Close(nil)
 	s.Event(Event{Kind: EventData}) // after Close: nothing
 	require.Equal(t, []drawn{
 		{`run "a": compiling the train step (first time for this shape)… 0.0 s`, true},
-		{`run "a": compiled the train step (first time for this shape) in 3.5 s`, true},
-		{`run "a": step 1/3 · loss 2.5000 · 0.0 s`, true},
-		{`run "a": step 3/3 · loss 2.3000 · 0.7 s`, false},
-		{`run "a": step 3/3 · loss 2.3000 · 0.7 s (compiled the train step (first time for this shape) in 3.5 s)`, true},
+		{`run "a": compiled the train step (first time for this shape) in 3.13 s`, true},
+		{`run "a": compiling the variable initialisation (new program: batch size 64, not 32)… 0.0 s`, true},
+		{`run "a": compiled the variable initialisation (new program: batch size 64, not 32) in 0.21 s`, true},
+		{`run "a": step 1/3 running… 0.0 s`, true},
+		{`run "a": step 1/3 · loss 2.5000 · 12.3 s`, false},
+		{`run "a": step 3/3 · loss 2.3000 · 13.0 s`, false},
+		{`run "a": step 3/3 · loss 2.3000 · 12.93 s` + "\n" +
+			`run "a": programs: compile train step 3.13 s · compile variable initialisation 0.21 s (new program: batch size 64, not 32)`, true},
 	}, lines)
 
 	// Stopped by an error: how long the phase went on.
@@ -198,6 +241,27 @@ func TestStatus(t *testing.T) {
 	clock = clock.Add(2 * time.Second)
 	s.Close(context.Canceled)
 	require.Equal(t, drawn{`run "b": evaluating 100 images… 0/100 · stopped after 2.0 s`, true}, lines[len(lines)-1])
+
+	// An evaluation: its compile, then its time as the timeline recorded it, less the compile.
+	lines = nil
+	s = &Status{prefix: "", stop: make(chan struct{}), now: s.now, draw: s.draw}
+	ev := Event{Kind: EventEval, Examples: 100, TTA: TTAMirrorTranslate, Purpose: runs.PhaseEval, Split: "test"}
+	s.Event(ev)
+	s.Event(Event{Kind: EventCompile, Program: runs.ProgramEvaluation, TTA: TTAMirrorTranslate, Reason: ReasonFirst})
+	clock = clock.Add(2 * time.Second)
+	s.Event(Event{Kind: EventTimed, Timed: &runs.Event{Phase: runs.PhaseCompile, Program: runs.ProgramEvaluation, For: "eval", TTA: 2, Duration: 1900 * time.Millisecond}})
+	ev.Done = 100
+	s.Event(ev)
+	clock = clock.Add(5 * time.Second)
+	s.Event(Event{Kind: EventTimed, Timed: &runs.Event{Phase: runs.PhaseEval, Duration: 5040 * time.Millisecond, Count: 100}})
+	s.Close(nil)
+	require.Equal(t, []drawn{
+		{"evaluating 100 images with TTA level 2 (6 views)… 0/100 · 0.0 s", true},
+		{"compiling the evaluation with TTA level 2 (first time for this shape)… 0.0 s", true},
+		{"compiled the evaluation with TTA level 2 (first time for this shape) in 1.90 s", true},
+		{"evaluating 100 images with TTA level 2 (6 views)… 100/100 · 0.0 s", true},
+		{"evaluated 100 images with TTA level 2 (6 views) in 5.04 s\nprograms: compile evaluation (eval, TTA level 2) 1.90 s", true},
+	}, lines)
 }
 
 // A run on a lazy backend (backends.Lazy, nb.Open's) trains exactly as on the backend New gives:

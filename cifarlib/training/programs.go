@@ -44,8 +44,10 @@ import (
 // its results are the same bit for bit.
 //
 // Runs that are not kept, and compile as before: those transferred from another run
-// (Transfer.From, whose weights come from the source), data-parallel runs (Compute.Devices > 1),
-// and runs that resume from a checkpoint in Checkpoint.Dir (their weights come from it).
+// (Transfer.From, whose weights come from the source), imported runs and data-parallel runs
+// (Compute.Devices > 1). A run that resumes from a checkpoint in Checkpoint.Dir uses the set of
+// its key, its checkpoint's values loaded into the set's Store, but a set is never made from it
+// (it has no initial values).
 //
 // The model a run returns (Result.Trained) shares the set's Store until the next run takes the
 // set; that run first gives it a Store of its own, with copies of its weights (detach), so a
@@ -217,11 +219,15 @@ type programSet struct {
 	// last is the trained model of the last run that used the set (Result.Trained), whose
 	// Store is the set's until the next run takes the set (see detach).
 	last *Trained
+	// reused is true while a run uses a set an earlier run compiled: its first step compiles
+	// nothing.
+	reused bool
 }
 
 // usePrograms gives t its set of programs: the one Env.Programs keeps for t's key, whose
-// model, Store (restored to its initial values) and compiled programs t then uses, or a new
-// set of t's, which Env.Programs keeps when the run ends.
+// model, Store (restored to its initial values, or for a resumed run loaded from its checkpoint)
+// and compiled programs t then uses, or a new set of t's, which Env.Programs keeps when the run
+// ends.
 func (t *Trainer) usePrograms() error {
 	t.progs = &programSet{owner: t, model: t.model, store: t.store}
 	p := t.env.Programs
@@ -234,48 +240,58 @@ func (t *Trainer) usePrograms() error {
 	key := programKey(t.plan, t.backend, t.devices.numDevices())
 	reason := p.reason(key)
 	s := p.take(key)
-	if s == nil {
+	_, resumed := t.ckpt.resumedAt()
+	switch {
+	case s == nil:
 		t.progs.programs, t.progs.key = p, key
 		t.rt.reasons = map[string]string{runs.ProgramTrainStep: reason}
 		return nil
+	case resumed && s.model.Input != t.model.Input: // the normalisation is a constant of the programs
+		p.put(s)
+		t.rt.reasons = map[string]string{runs.ProgramTrainStep: "the checkpoint's input normalisation is not the kept program's"}
+		return nil
 	}
-	if err := s.detach(); err != nil {
+	if err := s.reset(t.plan, resumed); err != nil {
 		p.put(s)
 		return err
 	}
-	if err := s.restore(); err != nil {
-		p.put(s)
-		return err
-	}
-	if err := s.feed(t.plan); err != nil {
-		p.put(s)
-		return err
-	}
-	s.owner, t.progs = t, s
+	s.owner, s.reused, t.progs = t, true, s
 	t.model, t.store = s.model, s.store
-	if err := recordSettings(t.plan, t.store, t.model.Input); err != nil { // this run's, not the kept Store's earlier run's
-		return err
-	}
-	if t.ckpt != nil { // the handler saves the kept Store now (the directory holds no checkpoint)
+	if t.ckpt != nil { // the handler loads a resumed run's checkpoint into the kept Store, and saves it from now on
 		h, err := checkpoint.Build(t.store).Dir(t.plan.Checkpoint.Dir).Keep(t.plan.Checkpoint.Keep).Done()
 		if err != nil {
 			return fmt.Errorf("training: checkpoint directory %s: %w", t.plan.Checkpoint.Dir, err)
 		}
 		t.ckpt.handler = h
 	}
-	return nil
+	return recordSettings(t.plan, t.store, t.model.Input) // this run's, not the kept Store's earlier run's nor its checkpoint's
+}
+
+// reset readies the kept set s for a run of plan p: the last run's model detached, the variables
+// at their initial values and p's fed values set; for a fresh run (not resumed) the variables of
+// p's seed (feed). A resumed run's checkpoint then sets the rest (usePrograms).
+func (s *programSet) reset(p *plan, resumed bool) error {
+	if err := s.detach(); err != nil {
+		return err
+	}
+	if err := s.restore(); err != nil {
+		return err
+	}
+	if resumed {
+		return setHyper(s.store, newHyperValues(p))
+	}
+	return s.feed(p)
 }
 
 // ownPrograms says why t's run compiles programs of its own, which Programs does not keep: it
-// is transferred, data-parallel or resumed ("" when it can share them).
+// is transferred, data-parallel or imported ("" when it can share them). A resumed run shares
+// them: its checkpoint's values are loaded into the kept Store, and the programs are the same.
 func ownPrograms(t *Trainer) string {
 	switch {
 	case t.plan.Transfer.From != "":
 		return "a transferred run compiles its own"
 	case t.devices.numDevices() > 1:
 		return "a data-parallel run compiles its own"
-	case t.ckpt != nil && t.ckpt.resumed != nil:
-		return "a resumed run compiles its own"
 	case t.ckpt != nil && t.ckpt.imported != nil:
 		return "an imported run compiles its own"
 	}
@@ -394,7 +410,7 @@ func (s *programSet) release(res *Result) {
 	if s == nil || s.programs == nil || s.initial == nil || s.trainer == nil {
 		return
 	}
-	s.owner, s.last = nil, nil
+	s.owner, s.last, s.reused = nil, nil, false
 	if res != nil {
 		s.last = res.Trained
 	}

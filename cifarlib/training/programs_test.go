@@ -3,6 +3,7 @@ package training
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -60,10 +61,59 @@ func TestProgramsReused(t *testing.T) {
 	require.Equal(t, 1, other.Timeline.Compiles(runs.ProgramEvaluation))
 	require.Equal(t, 2, p.Len())
 
-	// A run resumed from a checkpoint takes its weights from it, and compiles its own.
+	// A run resumed from a checkpoint takes its weights from it, with the kept programs.
 	resumed, _ := runIn("second", p, func(c *testRun) { c.Run.Steps = 9 })
 	require.True(t, resumed.Resumed)
-	require.Equal(t, 1, resumed.Timeline.Compiles(runs.ProgramTrainStep))
+	require.Zero(t, resumed.Timeline.Compiles(""), resumed.Timeline.String())
+}
+
+// A run interrupted in a process that keeps its programs, and resumed there, compiles nothing:
+// its checkpoint's values go into the kept Store. It trains as a resume that compiles its own
+// programs does, bit for bit, and as the run never interrupted.
+func TestProgramsResumedRunReusesThem(t *testing.T) {
+	cfg := timelineConfig(t)
+	cfg.Run.Steps = 8
+	dir := t.TempDir()
+	train := func(name string, p *Programs, stopAt int) *Result {
+		t.Helper()
+		c := cfg
+		c.Checkpoint.Dir, c.Programs = filepath.Join(dir, name), p
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		c.OnPoint = func(pt runs.HistoryPoint) error {
+			if pt.Step == stopAt {
+				cancel() // as SIGINT does
+			}
+			return nil
+		}
+		res, err := Train(ctx, c.Settings, c.Env)
+		require.NoError(t, err)
+		return res
+	}
+	straight := train("straight", nil, 0)
+	p := &Programs{}
+	first := train("kept", p, 3)
+	require.True(t, first.Interrupted)
+	require.Equal(t, 1, p.Len(), "the interrupted run's programs are kept")
+	require.NoError(t, os.CopyFS(filepath.Join(dir, "own"), os.DirFS(filepath.Join(dir, "kept"))))
+
+	kept := train("kept", p, 0)
+	require.True(t, kept.Resumed)
+	require.Equal(t, 3, kept.StartStep)
+	require.Zero(t, kept.Timeline.Compiles(""), kept.Timeline.String())
+	own := train("own", nil, 0)
+	require.True(t, own.Resumed)
+	require.Equal(t, 1, own.Timeline.Compiles(runs.ProgramTrainStep), own.Timeline.String())
+
+	want := trainVars(t, own.Store)
+	require.Equal(t, want, trainVars(t, kept.Store), "the same training, bit for bit")
+	require.Equal(t, want, trainVars(t, straight.Store), "as the run never interrupted")
+	for _, r := range []*Result{kept, straight} {
+		require.Equal(t, own.Loss, r.Loss)
+		require.Equal(t, []float64{own.MovingLoss, own.Accuracy}, []float64{r.MovingLoss, r.Accuracy})
+		require.Equal(t, own.Eval.Confusion, r.Eval.Confusion)
+		require.Equal(t, own.History.Points, r.History.Points)
+	}
 }
 
 // Evaluating checkpoints of two runs of one architecture with Programs compiles the

@@ -61,7 +61,7 @@ func Recipe(name string) (Settings, error) {
 // DescribeRecipe says in one line what s trains with under its Recipe, before the run, as the
 // run's summary says it after (its "recipe ..." line), e.g.
 //
-//	recipe airbench94: airbench94, 9.9 epochs of 1024, nesterov lr 11.5 (per 1024 examples) momentum 0.85 weight decay 0.0153 bias scaler 64, whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0.2, lookahead true, altflip-translate augmentation, final TTA 2
+//	recipe airbench94: airbench94, 9.9 epochs at batch 1024, nesterov lr 11.5 (per 1024 examples) momentum 0.85 weight decay 0.0153 bias scaler 64, whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0.2, lookahead true, altflip-translate augmentation, final TTA 2
 //
 // Settings without a Recipe, or with an unknown one, are a *ConfigError.
 func DescribeRecipe(s Settings) (string, error) {
@@ -71,21 +71,23 @@ func DescribeRecipe(s Settings) (string, error) {
 	if _, err := Recipe(s.Recipe); err != nil {
 		return "", err
 	}
-	return "recipe " + strings.ToLower(strings.TrimSpace(s.Recipe)) + ": " + recipeSettings(&s), nil
+	return "recipe " + strings.ToLower(strings.TrimSpace(s.Recipe)) + ": " + recipeSettings(&s, 0), nil
 }
 
 // recipeSettings says, in one line, the settings of s that a recipe decides (for the summary,
-// and DescribeRecipe before the run, whose length may still be in epochs).
-func recipeSettings(s *Settings) string {
+// and DescribeRecipe before the run, whose length may still be in epochs). stepsPerEpoch is the
+// steps of an epoch of the run's data, 0 when not known yet: the whitening bias's freeze is said
+// as it happens in the run described (never, when the run ends before it).
+func recipeSettings(s *Settings, stepsPerEpoch int) string {
 	length := fmt.Sprintf("%d steps", s.Run.Steps)
 	if s.Run.Steps == 0 {
 		length = fmt.Sprintf("%g epochs", s.Run.Epochs)
 	}
-	out := fmt.Sprintf("%s, %s of %d, %s lr %g", s.Model.Arch, length, s.Data.BatchSize, algorithm(s.Optimizer), learningRate(s.Optimizer))
+	out := fmt.Sprintf("%s, %s at batch %d, %s lr %g", s.Model.Arch, length, s.Data.BatchSize, algorithm(s.Optimizer), learningRate(s.Optimizer))
 	if n, ok := s.Optimizer.(Nesterov); ok {
 		out += fmt.Sprintf(" (per 1024 examples) momentum %g weight decay %g bias scaler %g", n.Momentum, n.WeightDecay, n.BiasScaler)
 		if n.WhitenBiasEpochs > 0 {
-			out += fmt.Sprintf(", whitening bias frozen after %d epochs", n.WhitenBiasEpochs)
+			out += ", " + whitenBiasFreeze(s, n.WhitenBiasEpochs, stepsPerEpoch)
 		}
 	}
 	out += fmt.Sprintf(", %s schedule, label smoothing %g, lookahead %t", s.Schedule.Name, s.Run.LabelSmoothing, s.Run.Lookahead)
@@ -93,6 +95,25 @@ func recipeSettings(s *Settings) string {
 		out += ", " + s.Data.Augmentation.String() + " augmentation"
 	}
 	return out + fmt.Sprintf(", final TTA %d", s.Eval.TTA)
+}
+
+// whitenBiasFreeze says when the whitening bias of a run of s freezes, after epochs epochs of
+// stepsPerEpoch steps (0: not known): never, when the run ends first (the bias then trains
+// throughout).
+func whitenBiasFreeze(s *Settings, epochs, stepsPerEpoch int) string {
+	frozen := fmt.Sprintf("whitening bias frozen after %d epochs", epochs)
+	switch {
+	case s.Run.Steps == 0 && s.Run.Epochs <= float64(epochs):
+		return fmt.Sprintf("whitening bias trained throughout (the run's %g epochs end before its freeze after %d)", s.Run.Epochs, epochs)
+	case s.Run.Steps > 0 && stepsPerEpoch > 0 && s.Run.Steps <= epochs*stepsPerEpoch:
+		return fmt.Sprintf("whitening bias trained throughout (the run's %d steps end before its freeze after %d epochs, step %d)",
+			s.Run.Steps, epochs, epochs*stepsPerEpoch)
+	case s.Run.Steps > 0 && stepsPerEpoch > 0:
+		return frozen + fmt.Sprintf(" (step %d)", epochs*stepsPerEpoch)
+	case s.Run.Steps > 0:
+		return frozen + ", if the run's steps last that long"
+	}
+	return frozen
 }
 
 // warnings says what makes a run of p learn nothing though it trains: with the lookahead on,

@@ -19,20 +19,32 @@ func TestDescribeRecipe(t *testing.T) {
 		want string
 	}{
 		{"the recipe", Airbench94(),
-			"recipe airbench94: airbench94, 9.9 epochs of 1024, nesterov lr 11.5 (per 1024 examples) momentum 0.85 weight decay 0.0153 bias scaler 64, " +
+			"recipe airbench94: airbench94, 9.9 epochs at batch 1024, nesterov lr 11.5 (per 1024 examples) momentum 0.85 weight decay 0.0153 bias scaler 64, " +
 				"whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0.2, lookahead true, altflip-translate augmentation, final TTA 2"},
 		{"explicit fields win", with(t, Defaults(), map[string]string{"recipe": " AirBench94 ", "epochs": "2", "label-smoothing": "0.1", "tta": "0"}),
-			"recipe airbench94: airbench94, 2 epochs of 1024, nesterov lr 11.5 (per 1024 examples) momentum 0.85 weight decay 0.0153 bias scaler 64, " +
-				"whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0.1, lookahead true, altflip-translate augmentation, final TTA 0"},
+			"recipe airbench94: airbench94, 2 epochs at batch 1024, nesterov lr 11.5 (per 1024 examples) momentum 0.85 weight decay 0.0153 bias scaler 64, " +
+				"whitening bias trained throughout (the run's 2 epochs end before its freeze after 3), triangle schedule, label smoothing 0.1, lookahead true, altflip-translate augmentation, final TTA 0"},
 		{"an ablation", with(t, Airbench94(), map[string]string{"steps": "20", "lookahead": "false", "label-smoothing": "0", "momentum": "0"}),
-			"recipe airbench94: airbench94, 20 steps of 1024, nesterov lr 11.5 (per 1024 examples) momentum 0 weight decay 0.0153 bias scaler 64, " +
-				"whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0, lookahead false, altflip-translate augmentation, final TTA 2"},
+			"recipe airbench94: airbench94, 20 steps at batch 1024, nesterov lr 11.5 (per 1024 examples) momentum 0 weight decay 0.0153 bias scaler 64, " +
+				"whitening bias frozen after 3 epochs, if the run's steps last that long, triangle schedule, label smoothing 0, lookahead false, altflip-translate augmentation, final TTA 2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := DescribeRecipe(c.s)
 			require.NoError(t, err)
 			require.Equal(t, c.want, got)
 		})
+	}
+	// The run's summary, whose steps and data are known: the freeze as it happens in the run.
+	for _, c := range []struct {
+		steps, stepsPerEpoch int
+		want                 string
+	}{
+		{38, 19, "whitening bias trained throughout (the run's 38 steps end before its freeze after 3 epochs, step 57)"},
+		{476, 48, "whitening bias frozen after 3 epochs (step 144)"},
+	} {
+		s := Airbench94()
+		s.Run.Steps = c.steps
+		require.Contains(t, recipeSettings(&s, c.stepsPerEpoch), ", "+c.want+", triangle schedule")
 	}
 	var ce *ConfigError
 	_, err := DescribeRecipe(Defaults())

@@ -74,7 +74,7 @@ func TestRecipeInterruptResumeEqualsStraightRun(t *testing.T) {
 	require.Equal(t, 8, resA.EndStep)
 	var summary strings.Builder
 	require.NoError(t, resA.WriteSummary(&summary))
-	require.Contains(t, summary.String(), "\nrecipe airbench94: cnn, 8 steps of 8, nesterov lr 11.5 (per 1024 examples) momentum 0.85 "+
+	require.Contains(t, summary.String(), "\nrecipe airbench94: cnn, 8 steps at batch 8, nesterov lr 11.5 (per 1024 examples) momentum 0.85 "+
 		"weight decay 0.0153 bias scaler 64, triangle schedule, label smoothing 0.2, lookahead true, altflip-translate augmentation, final TTA 2\n")
 
 	dir := filepath.Join(t.TempDir(), "ckpt")

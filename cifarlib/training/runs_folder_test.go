@@ -182,7 +182,7 @@ func checkRunInfos(t *testing.T, list runs.Table, lr listedRuns) {
 	runsDir, done := lr.dir, lr.done
 	a, _ := list.Find("a-done")
 	require.Equal(t, runs.Info{Name: "a-done", Dir: a.Dir, Status: runs.RunDone, Dataset: "cifar100", Model: cifarlib.ArchLinear, Head: 100, Guarded: true,
-		Devices: 1, Backend: done.Backend, Precision: done.Precision, Steps: 6, Loss: done.Loss, TestAccuracy: done.Eval.Accuracy, TestTopK: done.Eval.TopKAccuracy, HasTest: true,
+		Devices: 1, Backend: done.Backend, Precision: done.Precision, Steps: 6, Loss: done.Loss, TestAccuracy: done.Eval.Accuracy, TestTopK: done.Eval.TopKAccuracy, TestK: 5, HasTest: true,
 		WallTime: a.WallTime, TensorBoard: true, History: done.History, Data: a.Data, Settings: a.Settings, Values: a.Values}, a)
 	// Its settings: the record's fields, and every setting of the table (run.json's values).
 	for name, value := range map[string]string{"dataset": "cifar100", "data": data.KindSynthetic, "train-images": strconv.Itoa(done.Data.TrainImages),

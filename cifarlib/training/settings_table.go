@@ -66,14 +66,44 @@ type Field struct {
 	resume func(saved, requested *Settings) bool
 	// keyed, for a Fed setting, says what a run of s keys its programs by, when they hold the
 	// value as a constant (nil: never).
-	keyed  func(s *Settings, value string) (key string, ok bool)
-	get    func(*Settings) string
-	set    func(*Settings, string) error
-	isBool bool
+	keyed func(s *Settings, value string) (key string, ok bool)
+	// applies says whether settings s have the setting (nil: always); an optimizer's setting
+	// that s's algorithm lacks (momentum under adam) has no value there.
+	applies func(*Settings) bool
+	get     func(*Settings) string
+	set     func(*Settings, string) error
+	isBool  bool
 }
 
 // Get returns the field's value in s, as Set reads it.
 func (f *Field) Get(s *Settings) string { return f.get(s) }
+
+// Default returns the field's value in base, the settings a run starts from (Defaults(), or a
+// recipe's: Recipe), as Get writes it; false when base has no such setting (an optimizer's
+// setting that base's algorithm lacks, e.g. momentum under adam).
+func (f *Field) Default(base *Settings) (string, bool) {
+	if f.applies != nil && !f.applies(base) {
+		return "", false
+	}
+	return f.get(base), true
+}
+
+// AlgorithmDefaults returns, for a setting of the optimizers, the default of each algorithm that
+// has it, in the order OptimizerAlgorithms lists them (e.g. {"nesterov", "0.85"} for momentum);
+// nil for the other settings.
+func (f *Field) AlgorithmDefaults() [][2]string {
+	if f.applies == nil || !strings.HasPrefix(f.Path, "Optimizer.") {
+		return nil
+	}
+	var out [][2]string
+	for _, o := range optimizerDefaults {
+		s := Settings{Optimizer: o}
+		if v, ok := f.Default(&s); ok {
+			out = append(out, [2]string{o.Algorithm(), v})
+		}
+	}
+	return out
+}
 
 // Set sets the field in s from value, or returns a *ValueError (a malformed value) or a
 // *ConfigError (a value s cannot take): s is then unchanged.
@@ -208,7 +238,7 @@ func always(_, _ *Settings) bool { return true }
 // the fields (reflection, as GoMLX's commandline settings take theirs from the defaults).
 var fields = []*Field{
 	{Name: "recipe", Label: "recipe", Role: Host, Range: "one of " + strings.Join(Recipes(), ", "),
-		Usage: "start from a named recipe's settings (airbench94: its network, batch 1024, nesterov, triangle schedule, label smoothing 0.2, lookahead, altflip-translate augmentation, 9.9 epochs, TTA 2); the other settings given win over it",
+		Usage: "start from a named recipe's settings; the other settings given win over it",
 		Path:  "Recipe", get: func(s *Settings) string { return s.Recipe }, set: setRecipe},
 	{Name: "dataset", Path: "Data.Spec", Label: "dataset", Role: Shapes, resume: always, Range: `"cifar10" or "cifar100"`,
 		Usage: "dataset: cifar10 or cifar100",
@@ -233,18 +263,18 @@ var fields = []*Field{
 		Usage: "optimizer: adam, adamw, adamax, rmsprop, sgd or nesterov (airbench94's Nesterov SGD with decoupled learning rate and weight decay per 1024 examples); another algorithm than the recipe's takes its own defaults",
 		get:   func(s *Settings) string { return algorithm(s.Optimizer) }, set: setOptimizer},
 	optimizerField("lr", "LearningRate", "learning rate", "a number >= 0",
-		"learning rate (the optimizer's default: 0.001 for the Adam family and rmsprop, 0.1 for sgd, 11.5 per 1024 examples for nesterov)"),
+		"learning rate (nesterov's: per 1024 examples)"),
 	keyedWhen(optimizerField("weight-decay", "WeightDecay", "weight decay", "a number >= 0",
-		"adamw's weight decay (default 0.004), or nesterov's per 1024 examples (default 0.0153)"),
+		"weight decay: adamw's, or nesterov's per 1024 examples"),
 		func(s *Settings) bool { return algorithm(s.Optimizer) == "adamw" }), // GoMLX's Adam builds it in
 
-	optimizerField("momentum", "Momentum", "momentum", "a number in [0, 1)", "nesterov's momentum (default 0.85)"),
+	optimizerField("momentum", "Momentum", "momentum", "a number in [0, 1)", "nesterov's momentum"),
 	optimizerField("bias-scaler", "BiasScaler", "bias scaler", "a number >= 0",
-		"nesterov: the batch-norm biases' learning rate is --lr times this (default 64)"),
+		"nesterov: the batch-norm biases' learning rate is --lr times this"),
 	optimizerField("whiten-bias-epochs", "WhitenBiasEpochs", "whitening bias epochs", "a whole number >= 0",
-		"nesterov with --model airbench94: train the whitening bias for this many epochs, then freeze it (0: throughout; --recipe airbench94: 3)"),
+		"nesterov with --model airbench94: train the whitening bias for this many epochs, then freeze it (0: throughout)"),
 	withKey(bound("label-smoothing", "Run.LabelSmoothing", "label smoothing", Fed, always, "a number in [0, 1)",
-		"label smoothing of the training loss, in [0, 1) (0: none; --recipe airbench94: 0.2)"), smoothingKey),
+		"label smoothing of the training loss, in [0, 1) (0: none)"), smoothingKey),
 	bound("lookahead", "Run.Lookahead", "lookahead", Shapes, always, "true or false",
 		"airbench's lookahead: an EMA of the weights and batch-norm statistics that the weights are reset to every 5 steps, and the run ends on"),
 	named(bound("schedule", "Schedule.Name", "schedule", Shapes, always, `"constant", "cosine" or "triangle"`,
@@ -266,7 +296,7 @@ var fields = []*Field{
 	bound("new-head", "Transfer.NewHead", "new head", Host, nil, "true or false",
 		"with --from: initialise the head afresh from --seed even when --dataset has the run's number of classes"),
 	bound("tta", "Eval.TTA", "TTA", Shapes, nil, "0 (none), 1 (mirror) or 2 (mirror and translate)",
-		"test-time augmentation of the final evaluation: 0 none, 1 mirror, 2 mirror and translate (--recipe airbench94: 2)"),
+		"test-time augmentation of the final evaluation: 0 none, 1 mirror, 2 mirror and translate"),
 	bound("eval-every", "Eval.Every", "eval every", Host, nil, "a whole number > 0, 0 (about 5 times per run) or -1 (never)",
 		"evaluate on the test split every N steps while training (0: about 5 times per run; -1: only at the end)"),
 	bound("eval-examples", "Eval.Examples", "eval examples", Host, nil, "a whole number >= 0",
@@ -431,6 +461,7 @@ func named(f *Field, choices ...string) *Field {
 // have it), which the other algorithms leave at zero.
 func optimizerField(name, goField, label, rng, usage string) *Field {
 	f := &Field{Name: name, Path: "Optimizer." + goField, Label: label, Role: Fed, resume: always, Range: rng, Usage: usage}
+	f.applies = func(s *Settings) bool { _, ok := optimizerParam(s.Optimizer, goField); return ok }
 	f.get = func(s *Settings) string {
 		v, _ := optimizerParam(s.Optimizer, goField)
 		return strconv.FormatFloat(v, 'g', -1, 64)

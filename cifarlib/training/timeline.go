@@ -19,9 +19,11 @@ import (
 // includes that first run.
 type runTimeline struct {
 	tl *runs.Timeline
-	// pending is when the graph function of program began, while it is being compiled.
+	// pending is when the graph function of program began, while it is being compiled (at
+	// test-time augmentation level pendingTTA, for an evaluation).
 	pending        time.Time
 	pendingProgram string
+	pendingTTA     int
 	// lastCompileEnd is when the last compile ended: the phase it interrupted resumes there.
 	lastCompileEnd time.Time
 	// onEvent receives what the run or evaluation starts doing (Env.OnEvent,
@@ -38,12 +40,23 @@ func (rt *runTimeline) event(e Event) {
 	}
 }
 
-// compiling says that program is about to compile.
-func (rt *runTimeline) compiling(program string) {
+// compiling says that program (at TTA level tta, for an evaluation) is about to compile.
+func (rt *runTimeline) compiling(program string, tta int) {
 	if rt == nil || rt.onEvent == nil {
 		return
 	}
-	rt.onEvent(Event{Kind: EventCompile, Program: program, Reason: rt.reason(program)})
+	rt.onEvent(Event{Kind: EventCompile, Program: program, TTA: tta, Reason: rt.reason(program)})
+}
+
+// record says what the timeline just recorded, e (its phase, program and duration: the
+// timeline's own figures), to onEvent (EventTimed). Every event of the timeline goes through
+// it (add, built, steps and the variable initialisation's compile): a status line says the
+// timeline's durations, whatever the phase.
+func (rt *runTimeline) record(e *runs.Event) {
+	if rt != nil && rt.onEvent != nil {
+		timed := *e
+		rt.onEvent(Event{Kind: EventTimed, Timed: &timed})
+	}
 }
 
 // reason says why program compiles: reasons', or ReasonFirst.
@@ -67,14 +80,17 @@ func (rt *runTimeline) add(phase runs.Phase, began time.Time) *runs.Event {
 	if rt.lastCompileEnd.After(began) {
 		began = rt.lastCompileEnd
 	}
-	return rt.tl.Add(phase, began, time.Now())
+	e := rt.tl.Add(phase, began, time.Now())
+	rt.record(e)
+	return e
 }
 
-// building is called by the graph function of program: GoMLX is building it to compile it.
-func (rt *runTimeline) building(program string) {
+// building is called by the graph function of program (at TTA level tta, for an evaluation):
+// GoMLX is building it to compile it.
+func (rt *runTimeline) building(program string, tta int) {
 	if rt != nil && rt.pending.IsZero() {
-		rt.pending, rt.pendingProgram = time.Now(), program
-		rt.compiling(program)
+		rt.pending, rt.pendingProgram, rt.pendingTTA = time.Now(), program, tta
+		rt.compiling(program, tta)
 	}
 }
 
@@ -86,8 +102,9 @@ func (rt *runTimeline) built(purpose string) bool {
 	}
 	now := time.Now()
 	e := rt.tl.Add(runs.PhaseCompile, rt.pending, now)
-	e.Program, e.For = rt.pendingProgram, purpose
+	e.Program, e.For, e.TTA = rt.pendingProgram, purpose, rt.pendingTTA
 	rt.pending, rt.lastCompileEnd = time.Time{}, now
+	rt.record(e)
 	return true
 }
 
@@ -113,4 +130,5 @@ func (rt *runTimeline) steps(firstEnd, lastEnd time.Time, count int) {
 	}
 	e := rt.tl.Add(runs.PhaseSteps, firstEnd, lastEnd)
 	e.Duration, e.Count = max(0, e.Duration-paused), count
+	rt.record(e)
 }

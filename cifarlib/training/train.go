@@ -44,7 +44,7 @@ func Train(ctx context.Context, settings Settings, env Env) (*Result, error) {
 // modelFn wraps the model's graph function with the learning-rate schedule, which the cosine
 // (or the triangle) builds into the training graph, its numbers fed at run time.
 func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*graph.Node {
-	t.rt.building(runs.ProgramTrainStep)
+	t.rt.building(runs.ProgramTrainStep, 0)
 	if g := inputs[0].Graph(); scope.IsTraining(g) {
 		switch t.plan.Schedule.Name {
 		case ScheduleTriangle:
@@ -151,7 +151,7 @@ func (t *Trainer) newResult(start int) *Result {
 		Precision: p.Compute.Precision, Backend: backends.Name(t.backend), Devices: t.devices.numDevices(), BatchSize: p.Data.BatchSize,
 		Data: t.records.provenance, StartStep: start, EndStep: start, TargetStep: p.Run.Steps, CheckpointDir: p.Checkpoint.Dir,
 		History: t.history, Trained: &Trained{Model: t.model, Store: t.store, Backend: t.backend}, Transfer: t.Transfer(),
-		Recipe: p.Recipe, RecipeSettings: recipeSettings(&p.Settings)}
+		Recipe: p.Recipe, RecipeSettings: recipeSettings(&p.Settings, p.stepsPerEpoch)}
 	_, res.Resumed = t.ckpt.resumedAt()
 	res.Warnings = t.Warnings()
 	res.ZeroLoss = ZeroLossStats{HeadWidth: t.model.NumClasses, SplitExamples: t.records.train.Len()}
@@ -205,6 +205,7 @@ func (t *Trainer) runSteps(ctx context.Context, start int, res *Result) error {
 
 // stepMetrics fills res with the last step's metrics and the speed of the steps since start.
 func (t *Trainer) stepMetrics(res *Result, start int) {
+	res.TrainMetricsFrom = t.metricsFrom
 	if len(t.lastMetrics) > trainMetricAccuracy {
 		res.Loss, res.MovingLoss, res.Accuracy = t.lastMetrics[trainMetricLoss], t.lastMetrics[trainMetricMovingLoss], t.lastMetrics[trainMetricAccuracy]
 		if t.plan.TopK() > 0 {
@@ -246,6 +247,12 @@ func (t *Trainer) attachHooks() {
 	// cleanly (its OnEnd hooks run); tell the hooks (progress bar) where it will end.
 	t.loop.OnStart("cifarlib: end step", -100, func(loop *train.Loop, _ train.Dataset) error {
 		loop.EndStep = cfg.Run.Steps
+		if err := t.resumeMetrics(); err != nil {
+			return err
+		}
+		if t.progs.reused { // else the first step compiles first, then says it starts (onExecCreated)
+			t.rt.event(t.stepStart())
+		}
 		return nil
 	})
 	t.loop.OnStep("cifarlib: history", 50, func(loop *train.Loop, metrics []*tensors.Tensor) error {
@@ -348,6 +355,9 @@ func (t *Trainer) saveCheckpoint() error {
 	}
 	t.rt.event(Event{Kind: EventCheckpoint, Step: t.GlobalStep(), Steps: t.plan.Run.Steps})
 	defer t.rt.add(runs.PhaseCheckpoint, time.Now())
+	if err := t.saveMetricState(); err != nil {
+		return err
+	}
 	return t.ckpt.save(t.store, t.history)
 }
 

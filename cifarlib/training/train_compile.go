@@ -29,6 +29,7 @@ func (t *Trainer) onExecCreated(exec *model.Exec, kind train.GraphType) {
 	if kind != train.TrainType || t.devices.numDevices() > 1 || t.steps == nil || len(t.steps.shapes) == 0 {
 		return // compiled, and timed, by its first call
 	}
+	defer t.rt.event(t.stepStart()) // then the first step runs
 	if err := t.rt.compile(runs.ProgramTrainStep, func() error {
 		_, err := exec.Compile(t.steps.shapes...)
 		return err
@@ -58,5 +59,17 @@ func (t *Trainer) onExecCreated(exec *model.Exec, kind train.GraphType) {
 	e := t.rt.tl.Add(runs.PhaseCompile, began, time.Now())
 	e.Program, e.For = runs.ProgramInit, runs.ProgramTrainStep
 	t.rt.lastCompileEnd = began.Add(e.Duration)
+	t.rt.record(e)
 	t.progs.snapshot(t.store)
+}
+
+// stepStart is the event of the run's first step starting (EventStepStart): as GoMLX's loop
+// starts, with programs an earlier run compiled, or else after the train step's compile and the
+// variables' initialisation, which GoMLX does at the first step.
+func (t *Trainer) stepStart() Event {
+	first := 1
+	if t.steps != nil {
+		first = t.steps.start + 1
+	}
+	return Event{Kind: EventStepStart, Step: first, Steps: t.plan.Run.Steps}
 }

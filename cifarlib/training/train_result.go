@@ -99,6 +99,10 @@ type Result struct {
 	MovingLoss float64 `json:"moving_loss"`
 	Accuracy   float64 `json:"train_accuracy"`
 	TopK       float64 `json:"train_top_k,omitempty"`
+	// TrainMetricsFrom is the step those moving averages count from: 0, as a resumed run carries
+	// them over from its checkpoint; the step it resumed at when the checkpoint did not record
+	// them (one written before they were recorded), which the summary then says.
+	TrainMetricsFrom int `json:"train_metrics_from,omitempty"`
 
 	// ZeroLoss counts the examples whose label is outside the head (exactly zero loss).
 	ZeroLoss ZeroLossStats `json:"zero_loss"`
@@ -121,6 +125,19 @@ type Result struct {
 	// Trained is the trained model with its weights, for what comes after training: its
 	// Logits, Losses and Evaluate methods are promoted (res.Logits(images)).
 	*Trained `json:"-"`
+}
+
+// trainMetrics says the last step's loss and the moving averages of the training metrics, and
+// what steps they cover when not the whole run's (TrainMetricsFrom).
+func (r *Result) trainMetrics() string {
+	s := fmt.Sprintf("loss %.4f (moving average %.4f), train accuracy %.2f%%", r.Loss, r.MovingLoss, 100*r.Accuracy)
+	if r.TopK > 0 {
+		s += fmt.Sprintf(", train top-5 %.2f%%", 100*r.TopK)
+	}
+	if r.TrainMetricsFrom > 0 {
+		s += fmt.Sprintf(" (moving averages of the steps since the resume at step %d: its checkpoint did not record them)", r.TrainMetricsFrom)
+	}
+	return s
 }
 
 // StepsRun is the number of steps this run trained.
@@ -186,10 +203,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		fmt.Fprintf(&b, "steps: %d\n", r.EndStep)
 	}
 	if r.StepsRun() > 0 {
-		fmt.Fprintf(&b, "loss %.4f (moving average %.4f), train accuracy %.2f%%", r.Loss, r.MovingLoss, 100*r.Accuracy)
-		if r.TopK > 0 {
-			fmt.Fprintf(&b, ", train top-5 %.2f%%", 100*r.TopK)
-		}
+		b.WriteString(r.trainMetrics())
 		fmt.Fprintf(&b, "\nspeed: %.2f steps/s, %.1f images/s (%s for %d steps)\n", r.StepsPerSecond, r.ImagesPerSecond,
 			r.Duration.Round(time.Millisecond), r.StepsRun())
 		fmt.Fprintf(&b, "zero-loss examples: %s\n", r.ZeroLoss)

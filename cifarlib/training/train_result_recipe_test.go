@@ -13,12 +13,12 @@ import (
 func TestResultRecipeLineTravels(t *testing.T) {
 	s := Airbench94()
 	s.Run.Epochs = 2
-	sent := &Result{Recipe: RecipeAirbench94, RecipeSettings: recipeSettings(&s)}
+	sent := &Result{Recipe: RecipeAirbench94, RecipeSettings: recipeSettings(&s, 0)}
 	payload, err := json.Marshal(sent)
 	require.NoError(t, err)
 	var got Result
 	require.NoError(t, json.Unmarshal(payload, &got))
 	var summary strings.Builder
 	require.NoError(t, got.WriteSummary(&summary))
-	require.Contains(t, summary.String(), "recipe airbench94: airbench94, 2 epochs of 1024, nesterov")
+	require.Contains(t, summary.String(), "recipe airbench94: airbench94, 2 epochs at batch 1024, nesterov")
 }

@@ -280,14 +280,19 @@ func checkResumedEqualsStraight(t *testing.T, straight, resumed *Trainer, resA, 
 		require.Equal(t, value, got[path], "variable %s differs between the straight and the resumed run", path)
 	}
 
-	// The history continues across the resume, and its per-step losses and learning rates are
-	// those of the straight run.
+	// The history continues across the resume, and its per-step losses, learning rates and
+	// moving averages (the training metrics, carried over in the checkpoint) are those of the
+	// straight run, as is the summary's.
 	require.Len(t, resC.History.Points, 4)
 	for i, p := range resC.History.Points {
 		require.Equal(t, i+1, p.Step)
 		require.Equal(t, resA.History.Points[i].Loss, p.Loss, "step %d", p.Step)
 		require.Equal(t, resA.History.Points[i].LearningRate, p.LearningRate, "step %d", p.Step)
+		require.Equal(t, resA.History.Points[i].MovingLoss, p.MovingLoss, "step %d", p.Step)
+		require.Equal(t, resA.History.Points[i].Accuracy, p.Accuracy, "step %d", p.Step)
 	}
+	require.Equal(t, []float64{resA.MovingLoss, resA.Accuracy}, []float64{resC.MovingLoss, resC.Accuracy})
+	require.Zero(t, resC.TrainMetricsFrom)
 	// Cosine schedule with 1 warm-up step: 0 at step 1 (warm-up starts at 0), then the peak,
 	// then down along the cosine over the remaining 3 steps.
 	require.Equal(t, 0.0, resA.History.Points[0].LearningRate)

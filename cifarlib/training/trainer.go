@@ -45,6 +45,7 @@ type Trainer struct {
 	lastMetrics []float64
 	loopStart   time.Time
 	hookErr     error
+	metricsFrom int        // the step the training metrics count from (Result.TrainMetricsFrom)
 	folder      *runFolder // run.json and TensorBoard events, with a checkpoint directory
 
 	rt    *runTimeline // the timeline part: where the run's time goes (timeline.go)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
@@ -102,11 +103,9 @@ func evaluate(stdout io.Writer, req evalRequest) (err error) {
 	if err != nil {
 		return err
 	}
-	ctx, stop := training.InterruptContext(context.Background())
-	defer stop()
-	res, err := training.Evaluate(ctx, backend, ck.Model, ck.Store, recs, training.EvalOptions{BatchSize: req.batch,
-		MaxExamples: req.maxExamples, Split: req.split.String(), Devices: req.devices, TTA: req.tta, OnEvent: status.Event})
-	status.Close(err) // before the report
+	opts := training.EvalOptions{BatchSize: req.batch, MaxExamples: req.maxExamples, Split: req.split.String(),
+		Devices: req.devices, TTA: req.tta, OnEvent: status.Event}
+	res, err := evaluateStored(ck, req.ckptDir, recs, opts, status)
 	if err != nil {
 		return err
 	}
@@ -121,4 +120,29 @@ func evaluate(stdout io.Writer, req evalRequest) (err error) {
 	}
 	fmt.Fprintf(stdout, "checkpoint %s: %s, step %d, precision %s\n", req.ckptDir, ck.Model, ck.Info.Step, req.precision)
 	return res.WriteReport(stdout)
+}
+
+// evaluateStored evaluates the checkpoint ck of the run folder dir on recs with opts, as a
+// notebook's lab.Load(...).Evaluate does: an evaluation of the same weights, images and options
+// that the run folder keeps (training.StoredEval: by a cell, the lab process or this command) is
+// returned at once, and a line on stderr says so; otherwise it evaluates, its status line on
+// stderr (closed before the report), and the run folder keeps the result (training.StoreEval).
+func evaluateStored(ck *training.LoadedCheckpoint, dir string, recs *data.Records, opts training.EvalOptions, status *training.Status) (*training.EvalResult, error) {
+	key, keyErr := ck.EvalKey(recs, opts)
+	if keyErr == nil {
+		if s, ok := training.StoredEval(dir, key); ok {
+			status.Close(nil)
+			fmt.Fprintf(os.Stderr, "%s: %s\n", s.Result.Summary(), s.Reused(dir))
+			return s.Result, nil
+		}
+	}
+	ctx, stop := training.InterruptContext(context.Background())
+	defer stop()
+	began := time.Now()
+	res, err := training.Evaluate(ctx, ck.Backend, ck.Model, ck.Store, recs, opts)
+	status.Close(err) // before the report
+	if err == nil && keyErr == nil {
+		_ = training.StoreEval(dir, key, res, began, time.Since(began)) // not kept: the next evaluation computes it again
+	}
+	return res, err
 }

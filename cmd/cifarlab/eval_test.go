@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -63,4 +64,37 @@ func TestEvalCommandCIFAR100Coarse(t *testing.T) {
 	stderr.Reset()
 	require.Equal(t, 2, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--tta", "3"}, &stdout, &stderr))
 	require.Contains(t, stderr.String(), "--tta 3: use 0 (none), 1 (mirror) or 2 (mirror+translate)")
+}
+
+// cifarlab eval reuses an evaluation the run folder keeps, as a notebook's Evaluate does: the
+// same weights, images and options again print the same report at once, and a line on stderr
+// says where it was kept and that nothing was evaluated; other options evaluate.
+func TestEvalCommandReusesStoredEvaluation(t *testing.T) {
+	root := trainTestData(t, data.CIFAR10())
+	ckpt := filepath.Join(t.TempDir(), "run")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"train", "--data", root, "--model", "linear", "--steps", "2", "--batch", "16", "--backend", "go",
+		"--checkpoint", ckpt, "--no-eval", "--progress", "off"}, &stdout, &stderr), stderr.String())
+	eval := func(tta string) (report, logged string) {
+		t.Helper()
+		stdout.Reset()
+		logged = captureStderr(t, func() {
+			require.Equal(t, 0, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--backend", "go", "--tta", tta}, &stdout, &stderr), stderr.String())
+		})
+		return stdout.String(), logged
+	}
+	first, logged := eval("2")
+	require.NotContains(t, logged, "not evaluated again")
+	require.Contains(t, logged, "evaluated 100 images with TTA level 2 (6 views)")
+	require.FileExists(t, filepath.Join(ckpt, training.EvaluationsFile))
+
+	again, logged := eval("2")
+	require.Equal(t, first, again, "the same report")
+	require.Regexp(t, `\ntest accuracy \d+\.\d\d% \(\d+/100\), loss \d+\.\d+, test-time augmentation mirror\+translate [^\n]*: stored in `+
+		regexp.QuoteMeta(filepath.Join(ckpt, training.EvaluationsFile))+` when the same weights \(step 2\), images and options were evaluated `+
+		`\([0-9-]+ [0-9:]+, in \d+\.\d s\); not evaluated again\n`, logged)
+	require.NotContains(t, logged, "evaluating 100 images")
+
+	_, logged = eval("1")
+	require.NotContains(t, logged, "not evaluated again", "another TTA level evaluates")
 }

@@ -38,6 +38,16 @@ func TestRunsCommand(t *testing.T) {
 	require.Regexp(t, `^photos +foreign +not a cifarlab run: no run.json, history.json or checkpoint$`, strings.Join(strings.Fields(lines[3]), " "))
 	require.Regexp(t, `^unguarded +done +cifar100 +synthetic +linear +10 +UNGUARDED +1 +3 `, lines[4])
 
+	// CIFAR-10 runs evaluate no top-5: their table has no column for it.
+	ten := trainTestData(t, data.CIFAR10())
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"train", "--data", ten, "--model", "linear", "--steps", "2", "--batch", "16", "--backend", "go", "--progress", "off",
+		"--checkpoint", filepath.Join(ten, "runs", "ten")}, &stdout, &stderr), stderr.String())
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"runs", "--data", ten}, &stdout, &stderr), stderr.String())
+	require.Regexp(t, `\nrun +status +dataset +data +model +head +guard +devices +steps +loss +test acc +wall time +from +note\n`+
+		`ten +done +cifar10 +synthetic +linear +10 +guarded +1 +2 +\d+\.\d{4} +\d+\.\d\d% +[0-9.]+m?s +\n$`, stdout.String())
+
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"runs", "--runs", runsDir, "--json"}, &stdout, &stderr), stderr.String())
 	var got []runs.Info

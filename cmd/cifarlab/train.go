@@ -38,6 +38,8 @@ type trainFlags struct {
 	order            []string
 	progress         string
 	asJSON, required bool
+	// recipe is the --recipe of the command line, for the help (usage), which may come first.
+	recipe string
 }
 
 // settingFlag is the flag of one setting: its default is Defaults' value, Set records the
@@ -72,10 +74,12 @@ func runTrain(args []string, stdout io.Writer) error {
 
 // newTrainFlags is the flag set of "cifarlab train" and the flags it fills.
 func newTrainFlags(stdout io.Writer) (*flag.FlagSet, *trainFlags) {
-	fs := newFlagSet("train", "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--recipe airbench94] [--model cnn|resnet18|resnet20|airbench94|linear] "+
-		"[--head N] [--guard=true|false] --steps N|--epochs E [--batch B] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--checkpoint DIR] "+
-		"[--from RUN_DIR [--freeze backbone] [--backbone-lr X] [--new-head]] [--json]", stdout)
+	synopsis := "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--recipe airbench94] [--model cnn|resnet18|resnet20|airbench94|linear] " +
+		"[--head N] [--guard=true|false] --steps N|--epochs E [--batch B] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--checkpoint DIR] " +
+		"[--from RUN_DIR [--freeze backbone] [--backbone-lr X] [--new-head]] [--json]"
+	fs := newFlagSet("train", synopsis, stdout)
 	f := &trainFlags{set: map[string]string{}}
+	fs.Usage = func() { f.usage(fs, synopsis, stdout) }
 	for _, field := range training.Fields() {
 		fs.Var(&settingFlag{field: field, flags: f}, field.Name, field.Usage)
 	}
@@ -88,6 +92,7 @@ func newTrainFlags(stdout io.Writer) (*flag.FlagSet, *trainFlags) {
 // saves the checkpoint and exits with exitInterrupted).
 func trainCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	fs, f := newTrainFlags(stdout)
+	f.recipe = recipeArg(args)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -177,6 +177,12 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 	// A flag out of range is refused before anything is loaded: no data line before the refusal
 	// (the recipe's epochs and whitening-bias epochs make the run read the data to size itself).
 	root := trainTestData(t, data.CIFAR10())
+	// --data naming the dataset's folder itself: the folder that holds it is named.
+	nested := filepath.Join(root, data.CIFAR10().Dir)
+	stderr.Reset()
+	require.Equal(t, 1, run([]string{"train", "--data", nested, "--steps", "2", "--backend", "go"}, &stdout, &stderr))
+	require.Equal(t, "cifarlab train: data: "+nested+" is the cifar10 folder itself (its files are there, in the binary layout), "+
+		"not the folder that holds cifar-10-batches-bin/: use --data "+root+" (or set CIFARLAB_DATA="+root+")\n", stderr.String())
 	for _, tta := range []string{"5", "-2"} {
 		stdout.Reset()
 		stderr.Reset()
@@ -267,7 +273,13 @@ func TestTrainCommandSIGINTSavesAndResumes(t *testing.T) {
 	require.Contains(t, stderrText.String(), "interrupted: checkpoint saved at step ")
 	// What the run did, from its first second, as a notebook cell says it.
 	require.Regexp(t, `(?s)^creating the backend… 0\.\d s\nloading the data… 0\.\d s\n.*\ncompiling the train step \(first time for this shape\)… \d+\.\d s\n`+
-		`compiled the train step \(first time for this shape\) in \d+\.\d s\n.*\nstep 1/1000000 · loss \d+\.\d{4} · 0\.0 s\nstep 1/1000000: loss`, stderrText.String())
+		`compiled the train step \(first time for this shape\) in \d+\.\d\d s\n.*\nstep 1/1000000 running… \d+\.\d s\nstep 1/1000000: loss`, stderrText.String())
+	// The compiles' durations are the timeline's.
+	for _, e := range res.Timeline.Events {
+		if e.Phase == runs.PhaseCompile && e.Program == runs.ProgramTrainStep {
+			require.Contains(t, stderrText.String(), fmt.Sprintf("\ncompiled the train step (first time for this shape) in %.2f s\n", e.Duration.Seconds()))
+		}
+	}
 	require.True(t, strings.HasSuffix(stderrText.String(), "cifarlab train: interrupted at step "+strconv.Itoa(res.EndStep)+
 		" of 1000000; checkpoint saved in "+ckpt+": run the same command to resume\n"), stderrText.String())
 	saved, err := filepath.Glob(filepath.Join(ckpt, fmt.Sprintf("checkpoint-*-step-%08d.json", res.EndStep)))
@@ -295,7 +307,8 @@ func TestTrainCommandSIGINTSavesAndResumes(t *testing.T) {
 	require.NoError(t, err, evalErr.String())
 	require.Contains(t, string(out), "test accuracy ")
 	require.Regexp(t, `^creating the backend… 0\.\d s\nloading the data… 0\.\d s\nevaluating 100 images with TTA level 2 \(6 views\)… 0/100 · 0\.\d s\n`+
-		`compiling the evaluation \(first time for this shape\)… \d+\.\d s\ncompiled the evaluation \(first time for this shape\) in \d+\.\d s\n`+
+		`compiling the evaluation with TTA level 2 \(first time for this shape\)… \d+\.\d s\n`+
+		`compiled the evaluation with TTA level 2 \(first time for this shape\) in (\d+\.\d\d) s\n`+
 		`evaluating 100 images with TTA level 2 \(6 views\)… 40/100 · \d+\.\d s\n`+
-		`evaluated 100 images with TTA level 2 \(6 views\) in \d+\.\d s \(compiled the evaluation \(first time for this shape\) in \d+\.\d s\)\n$`, evalErr.String())
+		`evaluated 100 images with TTA level 2 \(6 views\) in \d+\.\d\d s\nprograms: compile evaluation \(eval, TTA level 2\) (\d+\.\d\d) s\n$`, evalErr.String())
 }

@@ -15,10 +15,12 @@ import (
 // TestInterruptedFitResumes interrupts lab.Fit through the real CPU kernel the way JupyterLab's
 // Kernel → Interrupt does (the Fit runs in the kernel's lab process; the cell forwards the
 // interrupt), once training has logged its step 10, and checks what a notebook
-// user then has: the cell stops with how to continue (no "signal: interrupt"), run.json says
+// user then has: the cell stops with how to continue and nothing else (no "signal: interrupt",
+// no "exit status": an interrupt asked for is no error), run.json says
 // "interrupted" at the step the message names, the checkpoint is there for lab.Load, and
-// running the same cell again resumes from that step to the end, with the same final loss and
-// test accuracy as a run never interrupted.
+// running the same cell again resumes from that step to the end, with the programs the lab
+// process kept (nothing compiles), and the same final loss, test accuracy and moving averages
+// as a run never interrupted.
 func TestInterruptedFitResumes(t *testing.T) {
 	repo := testRepo(t)
 	jupyterDir := installKernels(t, repo)
@@ -28,7 +30,8 @@ func TestInterruptedFitResumes(t *testing.T) {
 	fit := func(name string) string {
 		return fmt.Sprintf("%%%%\ns := lab.Settings()\ns.Run.Steps, s.Data.BatchSize, s.Run.Seed, s.Record.LogEvery = %d, 64, 1, 10\n"+
 			"res := nb.Must(lab.Fit(%q, s))\n"+
-			"fmt.Printf(\"end step %%d, loss %%v, test accuracy %%v\\n\", res.EndStep, res.Loss, res.Eval.Accuracy)", steps, name)
+			"fmt.Println(\"train step compiles:\", res.Timeline.Compiles(runs.ProgramTrainStep))\n"+
+			"fmt.Printf(\"end step %%d, loss %%v, test accuracy %%v, moving average %%v, train accuracy %%v\\n\", res.EndStep, res.Loss, res.Eval.Accuracy, res.MovingLoss, res.Accuracy)", steps, name)
 	}
 	cells := []string{
 		"import (\n\t\"os\"\n\t\"path/filepath\"\n\n\t\"github.com/cifarlab/cifarlab/cifarlib/data\"\n\t\"github.com/cifarlab/cifarlab/cifarlib/nb\"\n" +
@@ -58,7 +61,9 @@ func TestInterruptedFitResumes(t *testing.T) {
 	// The interrupted cell: stopped after saving, with what to do next.
 	stopped := res[1]
 	require.True(t, stopped.Interrupted, "the cell never logged step 10: %s", stopped.Text)
-	require.Equal(t, "error", stopped.Status, "an interrupted cell stops, as a KeyboardInterrupt does")
+	require.Equal(t, "ok", stopped.Status, "an interrupt the user asked for is no error: %s", stopped.Text)
+	require.Nil(t, stopped.Error)
+	require.NotContains(t, stopped.Text, "exit status", "the message alone, not GoNB's exit status in red")
 	m := regexp.MustCompile(`run "stopped" interrupted at step (\d+) of 400; its checkpoint is saved in (\S+)\.\n` +
 		`Run this cell again to continue from step (\d+) \(the same lab\.Fit call resumes\), or use lab\.Load\("stopped"\)`).
 		FindStringSubmatch(stopped.Text)
@@ -84,10 +89,11 @@ func TestInterruptedFitResumes(t *testing.T) {
 	require.Contains(t, resumed.Text, fmt.Sprintf("resumed from checkpoint %s at step %d of 400\n", filepath.Join(dataDir, "runs", "stopped"), step))
 	require.Contains(t, resumed.Text, fmt.Sprintf("run \"stopped\": trained %d steps in", steps-step))
 	require.Equal(t, "ok", reference.Status, reference.Text)
-	final := regexp.MustCompile(`end step 400, loss \S+, test accuracy \S+`)
+	final := regexp.MustCompile(`end step 400, loss \S+, test accuracy \S+, moving average \S+, train accuracy \S+`)
 	require.NotEmpty(t, final.FindString(reference.Text), reference.Text)
 	require.Equal(t, final.FindString(reference.Text), final.FindString(resumed.Text),
-		"the resumed run ends where an uninterrupted one does")
+		"the resumed run ends where an uninterrupted one does, its moving averages too (carried over in the checkpoint)")
+	require.Contains(t, resumed.Text, "train step compiles: 0\n", "the resumed run uses the programs the lab process keeps")
 	rec, err := runs.ReadRecord(filepath.Join(dataDir, "runs", "stopped"))
 	require.NoError(t, err)
 	require.Equal(t, runs.RunDone, rec.Status)

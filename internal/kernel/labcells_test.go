@@ -120,7 +120,8 @@ func TestLabCells(t *testing.T) {
 	repo := testRepo(t)
 	jupyterDir := installKernels(t, repo)
 	fit := func(name string, batch int) string {
-		return fmt.Sprintf("%%%%\ndefer report()\ns := lab.Settings()\ns.Run.Steps, s.Data.BatchSize, s.Run.Seed = 20, %d, 1\ns.Eval.Every, s.Eval.SkipFinal = training.EvalOff, true\nnb.Must(lab.Fit(%q, s))", batch, name)
+		return fmt.Sprintf("%%%%\ndefer report()\ns := lab.Settings()\ns.Run.Steps, s.Data.BatchSize, s.Run.Seed = 20, %d, 1\ns.Eval.Every, s.Eval.SkipFinal = training.EvalOff, true\n"+
+			"fmt.Println(\"timeline:\", nb.Must(lab.Fit(%q, s)).Timeline)", batch, name)
 	}
 	evaluate := func(tta int) string {
 		return fmt.Sprintf("%%%%\ndefer report()\nrun := nb.Must(lab.Load(\"warm\"))\n"+
@@ -135,13 +136,14 @@ func TestLabCells(t *testing.T) {
 			"%%\ndefer report()\nfmt.Println(lab)", // 0: the lab, its backend named
 		fit("warm", 32), // 1: starts the lab process, compiles
 		fit("warm", 64), // 2: another batch: a new program, and why
-		evaluate(2),     // 3: evaluated in the lab process, kept in the run folder
-		evaluate(2),     // 4: the kept result
-		"%%\ndefer report()\nfmt.Println(\"kill -9\", syscall.Kill(labPID(), syscall.SIGKILL))\ntime.Sleep(time.Second)", // 5
-		evaluate(2), // 6: the kept result, with no lab process
-		evaluate(1), // 7: another TTA level: evaluated (in a new lab process)
-		"%%\ndefer report()\nfmt.Println(backends.ListDevices(lab.Backend))", // 8: computes on lab.Backend
-		"%env CIFARLAB_LAB_PROCESS=0\n" + fit("here", 32),                    // 9: in the cell's own program
+		fit("warm", 64), // 3: the same run again: nothing compiles
+		evaluate(2),     // 4: evaluated in the lab process, kept in the run folder
+		evaluate(2),     // 5: the kept result
+		"%%\ndefer report()\nfmt.Println(\"kill -9\", syscall.Kill(labPID(), syscall.SIGKILL))\ntime.Sleep(time.Second)", // 6
+		evaluate(2), // 7: the kept result, with no lab process
+		evaluate(1), // 8: another TTA level: evaluated (in a new lab process)
+		"%%\ndefer report()\nfmt.Println(backends.ListDevices(lab.Backend))", // 9: computes on lab.Backend
+		"%env CIFARLAB_LAB_PROCESS=0\n" + fit("here", 32),                    // 10: in the cell's own program
 	}
 	out := runCells(t, repo, jupyterDir, t.TempDir(), "display_messages.py", []string{CPUKernel}, cells...)
 	var raw [][]cellMessage
@@ -168,22 +170,22 @@ func TestLabCells(t *testing.T) {
 	}
 
 	// No backend in a cell that does not compute.
-	for _, i := range []int{0, 1, 2, 3, 4, 5, 6, 7} {
+	for _, i := range []int{0, 1, 2, 3, 4, 5, 6, 7, 8} {
 		require.Zero(t, res[i].clients, "cell %d created a PJRT client", i)
 		require.False(t, res[i].pjrt, "cell %d loaded a PJRT plugin", i)
 	}
 	require.Contains(t, res[0].text(), "backend: xla:cpu (XLA CPU plugin)", "the lab names its backend without creating it")
-	for _, i := range []int{8, 9} {
+	for _, i := range []int{9, 10} {
 		require.Equal(t, 1, res[i].clients, "cell %d computes: one client", i)
 		require.True(t, res[i].pjrt, "cell %d", i)
 	}
 
 	// A cell speaks from its first second.
 	bound := loadBound(t)
-	for _, i := range []int{1, 2, 3, 7, 9} {
+	for _, i := range []int{1, 2, 3, 4, 8, 10} {
 		after, m := res[i].firstOutput(t)
 		require.LessOrEqual(t, after, bound, "cell %d: its first output came %v after its program started", i, after)
-		if i != 3 && i != 7 { // an evaluation cell's Load says its line first
+		if i != 4 && i != 8 { // an evaluation cell's Load says its line first
 			require.True(t, m.DisplayID != nil && strings.HasPrefix(*m.DisplayID, "cifarlab-status-"), "cell %d: the first output is the status line: %+v", i, m)
 		}
 	}
@@ -198,30 +200,82 @@ func TestLabCells(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, compiling, 2, "the compile's elapsed time is updated in place: %q", first)
-	require.True(t, containsMatch(first, `^run "warm": step 1/20 · loss \d+\.\d{4} · \d+\.\d s$`), "%q", first)
-	require.Regexp(t, `^run "warm": saved the checkpoint at step 20 in \d+\.\d s \(compiled the train step \(first time for this shape\) in \d+\.\d s; `, first[len(first)-1])
+	checkStatusTimeline(t, res[1], "warm")
+	require.True(t, containsMatch(first, `^run "warm": step 1/20 running… \d+\.\d s$`), "%q", first)
+	require.Regexp(t, `^run "warm": saved the checkpoint at step 20 in \d+\.\d\d s\nrun "warm": programs: compile train step \d+\.\d\d s · `+
+		`compile variable initialisation \(train step\) \d+\.\d\d s$`, first[len(first)-1])
+
+	// The same run again in the lab process compiles nothing: while its first step runs, its line
+	// says so (not what the lab process prepared before it), and its last line lists no program.
+	again := res[3].status(t)
+	checkStatusTimeline(t, res[3], "warm")
+	require.True(t, containsMatch(again, `^run "warm": step 1/20 running… \d+\.\d s$`), "%q", again)
+	require.NotContains(t, again[len(again)-1], "programs:", "%q", again)
+	require.NotContains(t, strings.Join(again, "\n"), "compil", "%q", again)
 
 	batch := res[2].status(t)
 	require.True(t, containsMatch(batch, `^run "warm": compiling the train step \(new program: batch size 64, not 32\)… \d+\.\d s$`),
 		"a new shape says why it compiles: %q", batch)
 
-	here := res[9].status(t)
+	here := res[10].status(t)
 	require.Equal(t, `run "here": compiling the train step (first time for this shape)…`, strings.SplitAfter(here[0], "…")[0], "%q", here)
-	require.True(t, containsMatch(here, `^run "here": step 1/20 · loss`), "%q", here)
+	require.True(t, containsMatch(here, `^run "here": step 1/20 running… \d+\.\d s$`), "%q", here)
+	require.True(t, containsMatch(here, `^run "here": step \d+/20 · loss`), "%q", here)
+	checkStatusTimeline(t, res[10], "here")
 
 	// Evaluation: its progress, then the kept result.
-	ev := res[3].status(t)
+	ev := res[4].status(t)
 	require.True(t, containsMatch(ev, `^run "warm": evaluating 300 images with TTA level 2 \(6 views\)… \d+/300 · \d+\.\d s$`), "%q", ev)
-	require.Regexp(t, `^run "warm": evaluated 300 images with TTA level 2 \(6 views\) in \d+\.\d s`, ev[len(ev)-1])
-	result := regexp.MustCompile(`result: (.*)`).FindStringSubmatch(res[3].text())
+	require.Regexp(t, `^run "warm": evaluated 300 images with TTA level 2 \(6 views\) in \d+\.\d\d s\nrun "warm": programs: compile evaluation \(eval, TTA level 2\) \d+\.\d\d s$`, ev[len(ev)-1])
+	result := regexp.MustCompile(`result: (.*)`).FindStringSubmatch(res[4].text())
 	require.NotNil(t, result)
-	for _, i := range []int{4, 6} {
+	for _, i := range []int{5, 7} {
 		require.Empty(t, res[i].status(t), "cell %d evaluated nothing", i)
 		require.Contains(t, res[i].text(), "not evaluated again", "cell %d", i)
 		require.Contains(t, res[i].text(), "result: "+result[1], "cell %d: the same result", i)
 	}
-	require.NotContains(t, res[7].text(), "not evaluated again", "another TTA level evaluates")
-	require.True(t, containsMatch(res[7].status(t), `evaluating 300 images with TTA level 1 \(2 views\)… `))
+	require.NotContains(t, res[8].text(), "not evaluated again", "another TTA level evaluates")
+	require.True(t, containsMatch(res[8].status(t), `evaluating 300 images with TTA level 1 \(2 views\)… `))
+}
+
+// checkStatusTimeline checks the status line of a cell that trained the run called name
+// against the timeline the cell printed (its "timeline:" line, the run's Timeline): each program
+// the last line lists, each compile's end and the checkpoint it ends on, with the timeline's own
+// duration; "first time for this shape" is said once per program at most.
+func checkStatusTimeline(t *testing.T, c labCell, name string) {
+	t.Helper()
+	status := c.status(t)
+	m := regexp.MustCompile(`(?m)^timeline: (.*)$`).FindStringSubmatch(c.text())
+	require.NotNil(t, m, "the cell printed no timeline: %s", c.text())
+	timeline := " · " + m[1] + " · "
+	last := status[len(status)-1]
+	if _, programs, ok := strings.Cut(last, "programs: "); ok {
+		for _, p := range strings.Split(programs, " · ") {
+			require.Contains(t, timeline, " · "+p+" · ", "the status's %q is the timeline's: %s", p, m[1])
+		}
+	}
+	done := regexp.MustCompile(`^run "` + name + `": compiled the (train step|variable initialisation) \(.*\) in (\d+\.\d\d s)$`)
+	for _, line := range status {
+		if d := done.FindStringSubmatch(line); d != nil {
+			label := "compile " + d[1]
+			if d[1] == "variable initialisation" {
+				label += " (train step)"
+			}
+			require.Contains(t, timeline, " · "+label+" "+d[2]+" · ", "%q is the timeline's: %s", line, m[1])
+		}
+	}
+	shape := map[string]int{}
+	for _, line := range status {
+		if strings.Contains(line, "first time for this shape") && !strings.Contains(line, "…") {
+			shape[strings.SplitN(line, " (", 2)[0]]++
+		}
+	}
+	for program, n := range shape {
+		require.Equal(t, 1, n, "%s: 'first time for this shape' once: %q", program, status)
+	}
+	if d := regexp.MustCompile(`^run "` + name + `": saved the checkpoint at step \d+ in (\d+\.\d\d s)`).FindStringSubmatch(last); d != nil {
+		require.Contains(t, timeline, " · 1 checkpoint "+d[1]+" · ", "%q is the timeline's: %s", last, m[1])
+	}
 }
 
 // containsMatch reports whether a line of lines matches the regular expression re.

@@ -211,3 +211,33 @@ export function writeCodeNotebook(file, kernel, prefix, sources) {
 export function svgTexts(svg) {
   return [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
 }
+
+// measureChart draws an SVG chart in page, as JupyterLab shows a trusted one, and measures it
+// with the browser's fonts: its width (CSS px), the width of its plotting area (its horizontal
+// grid lines' span) and the texts drawn more than 1 px outside it (a clipped title or legend),
+// each with how far it sticks out.
+export async function measureChart(page, svg) {
+  return page.evaluate((doc) => {
+    const box = document.createElement("div");
+    box.style.cssText = "position:absolute;left:0;top:0;background:#fff";
+    box.innerHTML = doc.replace(/^<\?xml[^>]*>/, "");
+    document.body.appendChild(box);
+    try {
+      const root = box.querySelector("svg").getBoundingClientRect();
+      let plot = 0;
+      for (const p of box.querySelectorAll("path")) {
+        const r = p.getBoundingClientRect();
+        if (/stroke:#808080/.test(p.getAttribute("style") || "") && r.height < 1) plot = Math.max(plot, r.width);
+      }
+      const outside = [];
+      for (const t of box.querySelectorAll("text")) {
+        const r = t.getBoundingClientRect();
+        const out = Math.max(root.left - r.left, r.right - root.right, root.top - r.top, r.bottom - root.bottom);
+        if (out > 1) outside.push(`${t.textContent} (${out.toFixed(1)} px)`);
+      }
+      return { width: root.width, plot, outside };
+    } finally {
+      box.remove();
+    }
+  }, svg);
+}

@@ -1,6 +1,9 @@
 // A live chart (nb.Live with nb.NotebookSink, as lab.Fit draws one) in a real GoNB cell:
 // after the first point, while the cell still runs, the cell shows the loss and accuracy
-// charts with whole-step ticks 0 and 1; at the end the saved output carries the PNG.
+// charts with whole-step ticks 0 and 1, the evaluation's points named by what they evaluated
+// ("test: 500 images, no TTA"); at the end the loss axis fits the loss (2.35 to 1.97: ticks
+// between them, not from 0) and the saved output carries the PNG. Screenshots:
+// live-first-point.png, live-final.png.
 
 import fs from "node:fs";
 import path from "node:path";
@@ -19,10 +22,10 @@ const cell = `import (
 
 %%
 live := nb.NewLive(nb.NotebookSink{}, 0)
-live.Add(runs.HistoryPoint{Step: 1, Loss: 2.3, Accuracy: 0.1})
+live.Add(runs.HistoryPoint{Step: 1, Loss: 2.35, Accuracy: 0.1, Eval: &runs.EvalPoint{Examples: 500, Split: "test", Loss: 2.3, Accuracy: 0.12}})
 fmt.Println("first point drawn")
 time.Sleep(25 * time.Second)
-live.Add(runs.HistoryPoint{Step: 2, Loss: 2.1, Accuracy: 0.15})
+live.Add(runs.HistoryPoint{Step: 2, Loss: 1.97, Accuracy: 0.15, Eval: &runs.EvalPoint{Examples: 500, Split: "test", Loss: 2.0, Accuracy: 0.2}})
 live.Finish(nil)
 fmt.Println("finished")
 `;
@@ -61,11 +64,25 @@ export async function checkLive(context, { port, token, root, kernel, outDir, ti
         if (!texts.includes(want)) problems.push(`live chart ${i + 1} after the first point: no ${JSON.stringify(want)} on its step axis (texts: ${texts.join(" | ")})`);
       }
       const fractional = ticks.filter((t) => t.includes("."));
-      if (fractional.length) problems.push(`live chart ${i + 1}: fractional tick labels ${fractional.join(" ")}`);
+      // The accuracy chart's labels are its step axis's and 0, 50, 100: none fractional (the loss
+      // chart's y axis fits the loss, whose labels are).
+      if (i === 1 && fractional.length) problems.push(`live chart ${i + 1}: fractional tick labels ${fractional.join(" ")}`);
       if (!texts.includes(i === 0 ? "loss" : "accuracy")) problems.push(`live chart ${i + 1}: not the ${i === 0 ? "loss" : "accuracy"} chart`);
+      if (!texts.includes("test: 500 images, no TTA")) problems.push(`live chart ${i + 1}: its test points do not say what they evaluated (texts: ${texts.join(" | ")})`);
     });
 
     await waitForRun(page, 1, timeoutMs);
+    await sleep(500);
+    const final = await page.$$eval('.jp-OutputArea-output img[src^="data:image/svg+xml"]', (imgs) =>
+      imgs.map((i) => decodeURIComponent(i.src.slice(i.src.indexOf(",") + 1))),
+    );
+    // The loss axis fits the loss, 2.35 to 1.97: its labels lie between them (2.1, 2.2, ...),
+    // where an axis from 0 labels 0, 1 and 2 only.
+    const lossTicks = final.length ? svgTexts(final[0]).filter((t) => /^\d+\.\d+$/.test(t)) : [];
+    if (!lossTicks.some((t) => Number(t) > 1.9 && Number(t) < 2.4)) problems.push(`live chart: the loss axis does not fit the loss 2.35-1.97 (its labels: ${lossTicks.join(" ")})`);
+    const finalShot = path.join(outDir, "live-final.png");
+    await page.screenshot({ path: finalShot });
+    log(`screenshot: ${finalShot}; loss axis labels ${lossTicks.join(" ")}`);
     await save(page, file);
     const saved = JSON.parse(fs.readFileSync(file, "utf8"));
     const displays = saved.cells[0].outputs.filter((o) => o.output_type === "display_data");

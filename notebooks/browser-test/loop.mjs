@@ -6,11 +6,16 @@
 //   - the re-run with a changed value compiles nothing: its end line's timeline has no compile;
 //   - lab.Compare names the runs by what differs: charts titled "by label smoothing", legends
 //     "label smoothing 0.2" and "label smoothing 0.1", the validation said in the legend;
-//   - the runs table has a "label smoothing" column.
-// Screenshot: loop-compare.png.
+//   - the runs table has a "label smoothing" column, and no "test top-5" column (the runs
+//     evaluated none);
+//   - lab.Compare of 2, 5 and 10 runs (8 more runs, each departing from the first in a setting or
+//     two): the title whole and every legend text inside the chart, the plot at least
+//     minPlotShare of its width (measured in the browser), and from 5 runs the values the runs
+//     share said once, each run by where it departs from them.
+// Screenshots: loop-compare.png, loop-compare-5.png, loop-compare-10.png.
 
 import path from "node:path";
-import { hideLeftArea, log, openNotebook, sleep, svgTexts, waitForRun, writeCodeNotebook } from "./jupyterlab.mjs";
+import { hideLeftArea, log, measureChart, openNotebook, sleep, svgTexts, waitForRun, writeCodeNotebook } from "./jupyterlab.mjs";
 
 const loopNotebook = "researcher-loop.ipynb";
 
@@ -43,7 +48,60 @@ fmt.Println(lab.Arch)`,
 nb.Check(lab.Compare("ls-0.2", "ls-0.1"))`,
   `%%
 nb.Show(nb.Must(lab.Runs()))`,
+  more,
+  `%%
+nb.Check(lab.Compare("ls-0.2", "ls-0.1", "run-3", "run-4", "run-5"))`,
+  `%%
+nb.Check(lab.Compare("ls-0.2", "ls-0.1", "run-3", "run-4", "run-5", "run-6", "run-7", "run-8", "run-9", "run-10"))`,
 ];
+
+// more trains 8 more runs like the first two (fit), each departing from ls-0.2 in a setting or
+// two (seed, learning rate, label smoothing, steps): 10 runs to compare, as a researcher's loop
+// leaves them. They compile nothing: every value changed is fed to the kept programs.
+const more = `%%
+for i, v := range []map[string]string{
+	{"seed": "2"}, {"seed": "3"}, {"lr": "0.002"}, {"seed": "2", "lr": "0.0005"},
+	{"seed": "3", "steps": "16"}, {"label-smoothing": "0.3"}, {"seed": "2", "lr": "0.003"}, {"seed": "3", "steps": "8"},
+} {
+	s := lab.Settings()
+	s.Run.Steps, s.Data.BatchSize, s.Run.Seed, s.Run.LabelSmoothing = 12, 16, 1, 0.2
+	s.Eval.Every, s.Eval.Examples, s.Eval.SkipFinal = 4, 32, true
+	nb.Check(s.Apply(v))
+	nb.Must(lab.Fit(fmt.Sprintf("run-%d", i+3), s))
+}`;
+
+// minPlotShare is the least share of a comparison chart's width its plotting area takes.
+const minPlotShare = 0.55;
+
+// checkCompare checks the two charts of the lab.Compare cell i, of n runs, in the browser: the
+// title whole and no text outside the chart, the plot's share of the width, and from 5 runs the
+// shared values said once; it returns the problems found and a line of what it measured.
+async function checkCompare(page, i, n) {
+  const problems = [];
+  const cell = page.locator(".jp-NotebookPanel .jp-CodeCell").nth(i);
+  await cell.scrollIntoViewIfNeeded();
+  const svgs = await cell.locator('.jp-OutputArea-output img[src^="data:image/svg+xml"]').evaluateAll((imgs) =>
+    imgs.map((img) => decodeURIComponent(img.src.slice(img.src.indexOf(",") + 1))),
+  );
+  if (svgs.length !== 2) problems.push(`compare of ${n} runs: ${svgs.length} chart(s), want 2`);
+  const shares = [];
+  for (const [j, svg] of svgs.entries()) {
+    const texts = svgTexts(svg);
+    const m = await measureChart(page, svg);
+    const share = m.plot / m.width;
+    shares.push(`${Math.round(100 * share)}% of ${Math.round(m.width)} px`);
+    if (m.outside.length) problems.push(`compare of ${n} runs, chart ${j + 1}: texts outside the chart (clipped): ${m.outside.join(" | ")}`);
+    if (share < minPlotShare) problems.push(`compare of ${n} runs, chart ${j + 1}: the plot is ${Math.round(100 * share)}% of the width, want >= ${100 * minPlotShare}%`);
+    const by = n > 2 ? / by seed, / : / by /;
+    if (!texts.some((t) => by.test(t))) problems.push(`compare of ${n} runs, chart ${j + 1}: no title ${by} (texts: ${texts.join(" | ")})`);
+    if (n >= 5) { // the shared values once; ls-0.1 and run-3 by where they depart from them
+      for (const want of [/^unless a line says otherwise:$/, /^(seed 1, )?label smoothing 0\.1$/, /^seed 2$/]) {
+        if (!texts.some((t) => want.test(t))) problems.push(`compare of ${n} runs, chart ${j + 1}: no legend text ${want} (texts: ${texts.join(" | ")})`);
+      }
+    }
+  }
+  return { problems, measured: `${n} runs: plot ${shares.join(", ")}` };
+}
 
 // cellText returns the text of the output area of code cell i (0-based).
 async function cellText(page, i) {
@@ -98,6 +156,21 @@ export async function checkLoop(context, { port, token, root, kernel, outDir, ti
     // The runs table: a column for the setting the runs differ in.
     const headers = await page.locator(".jp-NotebookPanel .jp-CodeCell").nth(4).locator("th").allInnerTexts();
     if (!headers.map((h) => h.trim()).includes("label smoothing")) problems.push(`loop: the runs table has no "label smoothing" column (columns: ${headers.join(" | ")})`);
+    if (headers.some((h) => /top-5/.test(h))) problems.push(`loop: the runs table has a top-5 column, which no run evaluated (columns: ${headers.join(" | ")})`);
+
+    // lab.Compare of 2, 5 and 10 runs: the title whole, the legend compact, the plot the main part.
+    const measured = [];
+    for (const [i, n] of [[3, 2], [6, 5], [7, 10]]) {
+      const c = await checkCompare(page, i, n);
+      problems.push(...c.problems);
+      measured.push(c.measured);
+      if (n > 2) {
+        const shot = path.join(outDir, `loop-compare-${n}.png`);
+        await page.locator(".jp-NotebookPanel .jp-CodeCell").nth(i).screenshot({ path: shot });
+        log(`screenshot: ${shot}`);
+      }
+    }
+    log(`loop: compare charts measured in the browser: ${measured.join("; ")}`);
     if (!problems.length) log(`loop: the re-run compiled nothing (${end2.trim()}); compare charts by label smoothing; runs table column "label smoothing"`);
   } finally {
     await page.close().catch(() => {});
