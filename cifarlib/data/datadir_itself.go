@@ -22,7 +22,7 @@ type FolderItselfError struct {
 // Error implements error.
 func (e *FolderItselfError) Error() string {
 	return fmt.Sprintf("data: %s is the %s folder itself (its files are there, in the %s layout), not the folder that holds %s/: "+
-		"use --data %s (or set %s=%s)", e.Given, e.Dataset, e.Layout, e.Folder, e.Parent, DirEnv, e.Parent)
+		"use the data folder %s (or set %s=%s)", e.Given, e.Dataset, e.Layout, e.Folder, e.Parent, DirEnv, e.Parent)
 }
 
 // folderItself returns a *FolderItselfError when root holds no dataset folder for spec but is

@@ -272,9 +272,9 @@ func partialRecordError(spec Spec, source string, size int64) error {
 	reason := fmt.Sprintf("file size %d bytes is not a whole number of %d-byte %s records (%d whole records and %d extra bytes)",
 		size, rb, spec.Name, whole, size%rb)
 	if spec.Name == "cifar10" && size%int64(2+ImageBytes) == 0 {
-		reason += "; the size fits CIFAR-100 records: use --dataset cifar100 / CIFAR100(...)"
+		reason += "; the size fits CIFAR-100 records: use the dataset cifar100, CIFAR100(...)"
 	} else if spec.Name == "cifar100" && size%int64(1+ImageBytes) == 0 {
-		reason += "; the size fits CIFAR-10 records: use --dataset cifar10 / CIFAR10()"
+		reason += "; the size fits CIFAR-10 records: use the dataset cifar10, CIFAR10()"
 	} else {
 		reason += "; the file is incomplete or corrupt: re-download or regenerate it"
 	}

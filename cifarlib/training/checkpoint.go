@@ -203,7 +203,7 @@ func readRunCheckpoint(dir string) (*model.Store, *checkpoint.Handler, Checkpoin
 		return nil, nil, CheckpointInfo{}, &CorruptCheckpointError{Dir: dir, Err: err}
 	}
 	if has, err := h.HasCheckpoints(); err != nil || !has {
-		return nil, nil, CheckpointInfo{}, fmt.Errorf("%w in %s: train with a checkpoint directory first (cifarlab train --checkpoint %s)", ErrNoCheckpoint, dir, dir)
+		return nil, nil, CheckpointInfo{}, fmt.Errorf("%w in %s: train a run with it as its checkpoint folder first (Checkpoint.Dir, the setting checkpoint)", ErrNoCheckpoint, dir)
 	}
 	info, ok, err := checkpointInfoFromStore(store, dir)
 	if err != nil {
@@ -254,7 +254,7 @@ type IncompleteCheckpointError struct {
 
 func (e *IncompleteCheckpointError) Error() string {
 	return fmt.Sprintf("training: checkpoint %s in %s is incomplete (%s; a save was interrupted): resume "+
-		"training with the same --checkpoint directory to set it aside and continue from the previous one, "+
+		"training with the same checkpoint folder to set it aside and continue from the previous one, "+
 		"or delete its .json and .bin files", e.Files[len(e.Files)-1], e.Dir, e.Reason)
 }
 

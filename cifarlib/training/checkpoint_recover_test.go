@@ -64,7 +64,7 @@ func TestResumeSetsAsideIncompleteCheckpoint(t *testing.T) {
 	require.ErrorAs(t, err, &ice)
 	require.Equal(t, &IncompleteCheckpointError{Dir: dir, Files: []string{broken}, Reason: "its .json is empty"}, ice)
 	require.EqualError(t, err, "training: checkpoint "+broken+" in "+dir+" is incomplete (its .json is empty; a save "+
-		"was interrupted): resume training with the same --checkpoint directory to set it aside and continue from "+
+		"was interrupted): resume training with the same checkpoint folder to set it aside and continue from "+
 		"the previous one, or delete its .json and .bin files")
 
 	var log bytes.Buffer

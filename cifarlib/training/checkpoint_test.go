@@ -30,7 +30,7 @@ func TestLoadCheckpointErrors(t *testing.T) {
 
 	empty := t.TempDir()
 	_, err = LoadCheckpoint(empty, b)
-	require.EqualError(t, err, "training: no checkpoint in "+empty+": train with a checkpoint directory first (cifarlab train --checkpoint "+empty+")")
+	require.EqualError(t, err, "training: no checkpoint in "+empty+": train a run with it as its checkpoint folder first (Checkpoint.Dir, the setting checkpoint)")
 
 	// A GoMLX checkpoint that cifarlib did not write.
 	foreign := t.TempDir()

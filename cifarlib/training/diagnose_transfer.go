@@ -51,8 +51,8 @@ func DiagnoseRun(runDir string, target data.Spec, root string, opts cifarlib.Dia
 		}
 		d.HeadOverridden = false
 	}
-	transfer := fmt.Sprintf("transfer the run: cifarlab train --from %s --dataset %s (training.Settings.Transfer.From), which carries the "+
-		"backbone and initialises a new head of %d", runDir, datasetFlags(target.ID()), target.NumClasses)
+	transfer := fmt.Sprintf("transfer the run (training.Settings.Transfer.From; the settings from=%s %s), which carries the "+
+		"backbone and initialises a new head of %d", runDir, datasetSettings(target.ID()), target.NumClasses)
 	d.Checklist = switchChecklist(info.Model.Head, source, target, d.Splits, transfer)
 	ownNormalizationItem(d.Checklist, info.Input, target)
 	if i := slices.IndexFunc(d.Checklist, func(c cifarlib.CheckItem) bool { return c.Status == cifarlib.CheckFail }); i >= 0 {

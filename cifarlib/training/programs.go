@@ -24,14 +24,11 @@ import (
 // It is safe for concurrent use; a set of programs serves one run at a time (a run that finds
 // its set in use compiles its own, which is not kept).
 //
-// What is keyed and what is fed: ProgramKey holds what shapes the programs (architecture,
-// head, shapes, precision, devices, backend, dataset, the optimiser's algorithm, the
-// schedule's kind, guard, freeze, and label smoothing on or off). Every
-// other numeric hyper-parameter (learning rate and the schedule's settings, momentum, weight
-// decay, bias scaler, whitening-bias freeze step, label smoothing's value, steps, seed,
-// validation size) is fed at run time: the train step reads it from a non-trainable
-// variable of the Store (train_hyper.go), which each run sets from its own settings. So a run
-// that changes only those reuses the programs.
+// What is keyed and what is fed: ProgramKey holds what shapes the programs, the settings whose
+// row of the table (Fields) has Role Shapes. Every other numeric hyper-parameter (Role Fed) is
+// fed at run time: the train step reads it from a non-trainable variable of the Store
+// (train_hyper.go), which each run sets from its own settings. So a run that changes only those
+// reuses the programs. `cifarlab train -h` lists the settings by role, from the rows.
 //
 // What it keeps: GoMLX compiles a program per model.Exec and input shapes, and each Exec is
 // bound to the model.Store whose variables it reads and updates (model.NewExec; train.Trainer
@@ -67,15 +64,10 @@ type Programs struct {
 // ProgramKey is what shapes a run's compiled programs, and so what a second run must share with
 // the first to reuse them, derived from the table of settings (Fields): the settings that shape
 // a program (Role Shapes), and those of the fed settings (Role Fed) that the run's programs hold
-// as constants all the same (Field.Keyed: label smoothing on or off, and its value in
-// bf16-mixed; AdamW's weight decay).
-// Every other numeric hyper-parameter is not part of it: the graph reads it at run time
-// (train_hyper.go), so a run that changes only those reuses the programs and compiles nothing.
-// Fed at run time: the learning rate and its schedule's parameters, momentum, weight decay (but
-// AdamW's), bias scaler, the whitening bias's freeze step, label smoothing's value, the steps
-// and epochs (the lookahead's end too), the seed (the kept set re-runs its variable
-// initialisation for a new one, compiling nothing) and the validation's size (its last batch is
-// padded to the evaluation batch).
+// as constants all the same (the row's keyed rule). Every other setting is not part of it: the
+// graph reads a fed one at run time (train_hyper.go; the seed re-runs the kept variable
+// initialisation, the validation's size pads its last batch), so a run that changes only those
+// reuses the programs and compiles nothing.
 type ProgramKey struct {
 	// EvalProgramKey: the backend (its name and identity: programs live on the backend that
 	// compiled them), the dataset and its classes (the metrics, top-k), the architecture, its

@@ -205,7 +205,7 @@ func TestProgramsRefuseBadHyperParameters(t *testing.T) {
 		edit func(*Settings)
 		want []string
 	}{
-		{Defaults(), func(s *Settings) { s.Optimizer = Adam{LearningRate: -0.1} }, []string{"LearningRate=-0.1", "must not be negative"}},
+		{Defaults(), func(s *Settings) { s.Optimizer = Adam{LearningRate: -0.1} }, []string{"LearningRate=-0.1", "use a number >= 0"}},
 		{Defaults(), func(s *Settings) { s.Run.LabelSmoothing = 1 }, []string{"LabelSmoothing", "1", "[0, 1)"}},
 		{recipeOn(cifarlib.ArchLinear, 0, 8, 3), func(s *Settings) { n := s.Optimizer.(Nesterov); n.Momentum = 1; s.Optimizer = n }, []string{"Momentum", "1", "[0, 1)"}},
 		{recipeOn(cifarlib.ArchLinear, 0, 8, 3), func(s *Settings) { n := s.Optimizer.(Nesterov); n.Momentum = -0.5; s.Optimizer = n }, []string{"Momentum", "-0.5", "[0, 1)"}},

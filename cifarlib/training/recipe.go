@@ -126,9 +126,9 @@ func (p *plan) warnings() []string {
 	if !p.Run.Lookahead || p.Run.Steps >= lookaheadEvery {
 		return nil
 	}
-	off := "turn the lookahead off (Run.Lookahead false; on the command line, leave out --lookahead)"
+	off := "turn the lookahead off (Run.Lookahead false, the setting lookahead=false)"
 	if p.Recipe != "" {
-		off = "leave the recipe's lookahead out (Run.Lookahead false; on the command line --lookahead=false)"
+		off = "leave the recipe's lookahead out (Run.Lookahead false, the setting lookahead=false)"
 	}
 	return []string{fmt.Sprintf("this run learns nothing: with the lookahead on, a run of %d steps ends on its initial weights "+
 		"(the lookahead first averages the weights at step %d and the run ends on that average); train at least %d steps "+

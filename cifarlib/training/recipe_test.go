@@ -123,18 +123,18 @@ func TestResolveRecipeErrors(t *testing.T) {
 	}{
 		{"both", func() Settings { s := steps10(Defaults()); s.Run.Epochs = 1; return s }(), "Run.Steps/Run.Epochs", "Steps or Epochs, not both"},
 		{"neither", Defaults(), "Run.Steps", "(Steps > 0) or of epochs (Epochs > 0)"},
-		{"negative epochs", func() Settings { s := Defaults(); s.Run.Epochs = -1; return s }(), "Run.Epochs", "must be positive"},
+		{"negative epochs", func() Settings { s := Defaults(); s.Run.Epochs = -1; return s }(), "Run.Epochs", "use a number > 0"},
 		{"unknown recipe", func() Settings { s := steps10(Defaults()); s.Recipe = "airbench96"; return s }(), "Recipe", `one of airbench94`},
 		{"momentum of 1", nesterovWith(func(n *Nesterov) { n.Momentum = 1 }), "Optimizer.Momentum", "in [0, 1)"},
 		{"whitening without the network", nesterovWith(func(n *Nesterov) { n.WhitenBiasEpochs = 3 }), "Optimizer.WhitenBiasEpochs", "no whitening layer"},
-		{"label smoothing", with(t, steps10(Defaults()), map[string]string{"label-smoothing": "1"}), "Run.LabelSmoothing", "in [0, 1)"},
-		{"tta", with(t, steps10(Defaults()), map[string]string{"tta": "3"}), "Eval.TTA", "2 (mirror and translate)"},
+		{"label smoothing", func() Settings { s := steps10(Defaults()); s.Run.LabelSmoothing = 1; return s }(), "Run.LabelSmoothing", "in [0, 1)"},
+		{"tta", func() Settings { s := steps10(Defaults()); s.Eval.TTA = 3; return s }(), "Eval.TTA", "2 (mirror and translate)"},
 		{"augmentation", func() Settings {
 			s := steps10(Defaults())
 			s.Data.Augment, s.Data.Augmentation = true, "cutout"
 			return s
 		}(),
-			"Data.Augmentation", `unknown augmentation "cutout"`},
+			"Data.Augmentation", `use crop-flip or altflip-translate`},
 		{"triangle warm-up", with(t, steps10(Defaults()), map[string]string{"schedule": "triangle", "warmup": "2"}), "Schedule.Name", "the triangle has its own"},
 		{"epoch without a full batch", with(t, Defaults(), map[string]string{"epochs": "1", "batch": "60000"}), "Data.BatchSize", "at most 50000"},
 	}

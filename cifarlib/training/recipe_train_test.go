@@ -193,7 +193,7 @@ func TestShortLookaheadRunSaysItLearnsNothing(t *testing.T) {
 	require.Equal(t, 4, tr.Settings().Run.Steps)
 	want := "this run learns nothing: with the lookahead on, a run of 4 steps ends on its initial weights (the lookahead first averages " +
 		"the weights at step 5 and the run ends on that average); train at least 5 steps (more epochs, or a smaller batch), " +
-		"or leave the recipe's lookahead out (Run.Lookahead false; on the command line --lookahead=false)"
+		"or leave the recipe's lookahead out (Run.Lookahead false, the setting lookahead=false)"
 	require.Equal(t, []string{want}, tr.Warnings())
 	res, err := tr.Run(context.Background())
 	require.NoError(t, err)

@@ -29,7 +29,7 @@ func (ci *CheckpointInfo) checkTrainOn(want *Settings) error {
 		return nil
 	}
 	return fmt.Errorf("training: %s is an imported %s; training it on needs the same model and dataset, not %s: "+
-		"use --model %s --dataset %s (training.Settings' Model.Arch, Data.Spec), or move it to another dataset with --from %s (Transfer.From)",
+		"use model=%s dataset=%s (training.Settings' Model.Arch, Data.Spec), or move it to another dataset with from=%s (Transfer.From)",
 		ci.Dir, saved, requested, ci.Model.Arch, ci.Data.Spec.Name, ci.Dir)
 }
 

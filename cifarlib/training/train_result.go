@@ -209,7 +209,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		fmt.Fprintf(&b, "zero-loss examples: %s\n", r.ZeroLoss)
 		if r.ZeroLoss.OutOfRange > 0 {
 			fmt.Fprintf(&b, "WARNING: %.1f%% of the training examples taught the model nothing: the head has %d outputs "+
-				"but the labels need %s's classes; rebuild the model for the dataset (Model.Head 0; --head left out on the command line) and keep the guard on\n",
+				"but the labels need %s's classes; rebuild the model for the dataset (Model.Head 0, the setting head=0) and keep the guard on\n",
 				100*r.ZeroLoss.Fraction(), r.HeadWidth, r.Dataset)
 		}
 	}

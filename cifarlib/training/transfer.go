@@ -183,7 +183,7 @@ func newTrainTransfer(p *plan, store *model.Store, resumed bool, log runLog) (*t
 	}
 	head := fmt.Sprintf("head initialised afresh at %d", p.Model.Head)
 	if len(r.KeptHead) > 0 {
-		head = fmt.Sprintf("head of %d classes kept (Transfer.NewHead, --new-head, re-initialises it)", p.Model.Head)
+		head = fmt.Sprintf("head of %d classes kept (Transfer.NewHead, the setting new-head, re-initialises it)", p.Model.Head)
 	}
 	log("transferred from %s: carried %d backbone variables, %s", p.Transfer.From, len(r.Carried), head)
 	return tt, nil

@@ -16,8 +16,8 @@ type NotRunError struct {
 
 // Error implements error.
 func (e *NotRunError) Error() string {
-	return fmt.Sprintf("training: %s is not a trained cifarlib run (%v): give the checkpoint directory of a run "+
-		"(cifarlab train --checkpoint DIR, or a notebook's lab.Fit run)", e.Dir, e.Err)
+	return fmt.Sprintf("training: %s is not a trained cifarlib run (%v): give the checkpoint folder of a run "+
+		"(Settings.Checkpoint.Dir of a run of cifarlab train or of a notebook's lab.Fit)", e.Dir, e.Err)
 }
 
 // Unwrap returns what opening the folder found (ErrNoCheckpoint, os.ErrNotExist, ...).
@@ -48,19 +48,16 @@ type ArchMismatchError struct {
 	Dir, Saved, Requested string
 }
 
-// Error implements error, in a Go caller's words (training.Settings' fields).
+// Error implements error: the Problem and its fix in a Go caller's words (training.Settings'
+// fields; cmd/cifarlab says it in flags).
 func (e *ArchMismatchError) Error() string {
-	return e.message(fmt.Sprintf("use Model.Arch %q, or training.ArchOfSource with Transfer.From", e.Saved))
+	return fmt.Sprintf("%s; use Model.Arch %q, or training.ArchOfSource with Transfer.From", e.Problem(), e.Saved)
 }
 
-// InFlags is the message in a command-line user's words: cifarlab's flags for the settings.
-func (e *ArchMismatchError) InFlags() string {
-	return e.message(fmt.Sprintf("use --model %s, or leave --model out with --from", e.Saved))
-}
-
-func (e *ArchMismatchError) message(fix string) string {
+// Problem is the error without its fix: what was asked of which run.
+func (e *ArchMismatchError) Problem() string {
 	return fmt.Sprintf("training: run %s is a %s, but the model asked for is a %s: the backbone can only be carried "+
-		"into the same architecture; %s", e.Dir, e.Saved, e.Requested, fix)
+		"into the same architecture", e.Dir, e.Saved, e.Requested)
 }
 
 // ShapeMismatchError reports a plain load or a resume of a checkpoint into a model whose
@@ -83,25 +80,19 @@ type ShapeMismatchError struct {
 	Resume bool
 }
 
-// Error implements error, in a Go caller's words (the transfer as training.Settings).
+// Error implements error: the Problem and its fix in a Go caller's words (the transfer as
+// training.Settings; cmd/cifarlab says it in flags).
 func (e *ShapeMismatchError) Error() string {
 	fix := fmt.Sprintf("training.Settings with Transfer.From %q and Data.Spec %s", e.Dir, specGoName(e.ModelDataset))
 	if e.Resume {
 		fix += ", in a new Checkpoint.Dir"
 	}
-	return e.message(fix)
+	return fmt.Sprintf("%s (%s)", e.Problem(), fix)
 }
 
-// InFlags is the message in a command-line user's words: the transfer as cifarlab's flags.
-func (e *ShapeMismatchError) InFlags() string {
-	fix := fmt.Sprintf("cifarlab train --from %s --dataset %s", e.Dir, datasetFlags(e.ModelDataset))
-	if e.Resume {
-		fix += ", with a new --checkpoint directory"
-	}
-	return e.message(fix)
-}
-
-func (e *ShapeMismatchError) message(fix string) string {
+// Problem is the error without its fix: the variable whose shape differs, and what a transfer
+// of the run would do instead.
+func (e *ShapeMismatchError) Problem() string {
 	what := "loading"
 	if e.Resume {
 		what = "resuming"
@@ -109,8 +100,8 @@ func (e *ShapeMismatchError) message(fix string) string {
 	return fmt.Sprintf("training: %s %s: size mismatch for %s: copying a variable with shape %v from checkpoint "+
 		"(trained for %s, head of %d), the shape in the current model is %v (built for %s, head of %d); a saved "+
 		"variable is never reshaped: transfer the run instead, which carries the backbone and initialises a new "+
-		"head of %d (%s)", what, e.Dir, e.Variable, e.Saved, e.SavedDataset, e.SavedHead, e.Model, e.ModelDataset,
-		e.ModelHead, e.ModelHead, fix)
+		"head of %d", what, e.Dir, e.Variable, e.Saved, e.SavedDataset, e.SavedHead, e.Model, e.ModelDataset,
+		e.ModelHead, e.ModelHead)
 }
 
 // specGoName is the Go expression of the Spec with the given ID.
@@ -124,10 +115,11 @@ func specGoName(id string) string {
 	return "data.CIFAR10()"
 }
 
-// datasetFlags is the cifarlab flags naming the dataset with the given Spec ID.
-func datasetFlags(id string) string {
+// datasetSettings names the dataset with the given Spec ID by its settings: "dataset=cifar100
+// labels=coarse".
+func datasetSettings(id string) string {
 	if id == "cifar100-coarse" {
-		return "cifar100 --labels coarse"
+		return "dataset=cifar100 labels=coarse"
 	}
-	return id
+	return "dataset=" + id
 }

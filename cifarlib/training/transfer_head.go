@@ -26,6 +26,6 @@ func (r *TransferReport) keptHeadLine() string {
 	for i, v := range r.KeptHead {
 		paths[i] = fmt.Sprintf("%s %v", v.Path, v.Shape)
 	}
-	return fmt.Sprintf("  head kept, carried bit for bit: %s: %s has the source's %d classes (NewHead, --new-head, "+
+	return fmt.Sprintf("  head kept, carried bit for bit: %s: %s has the source's %d classes (NewHead, the setting new-head, "+
 		"re-initialises it from the seed)\n", strings.Join(paths, ", "), r.Dataset, r.Head)
 }

@@ -44,6 +44,9 @@ func runDiagnose(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if d.HeadOverridden && *head != 0 {
+		d.Fix += fmt.Sprintf(" (on the command line: drop --head %d)", *head)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

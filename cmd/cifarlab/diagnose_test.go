@@ -33,7 +33,7 @@ func TestDiagnoseCommandMismatch(t *testing.T) {
 	require.Contains(t, out, "head: 10 outputs != 100 classes: MISMATCH\n")
 	require.Contains(t, out, "Batch tensors: images float32 [8 32 32 3], labels int32 [8 1]\n")
 	require.Contains(t, out, "Verdict: MISMATCH: the head has 10 outputs but cifar100 has 100 classes\n")
-	require.Contains(t, out, `Fix: build the model for the dataset: cifarlib.NewModel(data.CIFAR100(data.LabelsFine), "cnn") without Head(10) (CLI: drop --head 10), so the head has 100 outputs`)
+	require.Contains(t, out, `Fix: build the model for the dataset: cifarlib.NewModel(data.CIFAR100(data.LabelsFine), "cnn") without Head(10), so the head has 100 outputs (on the command line: drop --head 10)`)
 	require.Equal(t, "cifarlab diagnose: MISMATCH: the head has 10 outputs but cifar100 has 100 classes\n", stderr.String())
 }
 

@@ -67,7 +67,7 @@ func TestTrainRecipeFlags(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 2, run([]string{"train", "--steps", "3", "--label-smoothing", "1", "--backend", "go"}, &stdout, &stderr))
-	require.Contains(t, stderr.String(), "--label-smoothing 1: use a value in [0, 1)")
+	require.Contains(t, stderr.String(), "--label-smoothing 1: use a number in [0, 1)")
 }
 
 // TestTrainCommandRecipe trains the airbench94 recipe for 2 steps of 8 images on synthetic data
