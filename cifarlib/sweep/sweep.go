@@ -236,9 +236,9 @@ func (s *Sweep) checkRunFolder(i int) error {
 	if err != nil {
 		return &SettingsError{Dir: dir, Task: t.Name, Problem: err.Error()}
 	}
-	if !maps.Equal(rec.Params, t.Params) {
+	if given := rec.Settings.Given; !maps.Equal(given, t.Params) {
 		return &SettingsError{Dir: dir, Task: t.Name, Problem: fmt.Sprintf("it holds a run trained with %s, the task has %s",
-			formatParams(rec.Params), formatParams(t.Params))}
+			formatParams(given), formatParams(t.Params))}
 	}
 	return nil
 }

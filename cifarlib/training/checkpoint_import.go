@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gomlx/gomlx/ml/model"
@@ -59,8 +60,7 @@ func WriteImportedRun(dir string, m *cifarlib.Model, store *model.Store, source 
 		return err
 	}
 	now := time.Now()
-	rec := &runs.Record{Status: runs.RunDone, Started: now, Ended: now, Dataset: m.Spec.ID(), Model: m.Arch, Head: m.NumClasses,
-		Guarded: true, Devices: 1, ImportedFrom: source}
+	rec := &runs.Record{Status: runs.RunDone, Started: now, Ended: now, Settings: importedSettings(info.Settings), ImportedFrom: source}
 	if err := rec.Write(tmp); err != nil {
 		return err
 	}
@@ -69,4 +69,18 @@ func WriteImportedRun(dir string, m *cifarlib.Model, store *model.Store, source 
 		return fmt.Errorf("training: renaming %s to %s: %w", tmp, dir, err)
 	}
 	return nil
+}
+
+// importedSettings are the settings run.json records of an imported run: those its weights have
+// (the dataset, the model and its head, guarded, on one device); it was trained with no other.
+func importedSettings(s Settings) runs.RunSettings {
+	s.Compute.Devices = 1
+	all := runSettings(&s)
+	known := all.Values[:0]
+	for _, v := range all.Values {
+		if slices.Contains([]string{"dataset", "labels", "model", "head", "guard", "devices"}, v.Name) {
+			known = append(known, v)
+		}
+	}
+	return runs.RunSettings{Values: known}
 }

@@ -108,8 +108,11 @@ func TestRecipeRunFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 
 	rec, err := runs.ReadRecord(dir)
 	require.NoError(t, err)
-	require.Equal(t, []any{0, runs.RunInterrupted, "airbench94", 6}, []any{rec.Format, rec.Status, rec.Recipe, rec.TargetStep})
-	require.Nil(t, rec.Settings)
+	recipe, _ := rec.Settings.Value("recipe")
+	steps, _ := rec.Settings.Value("steps")
+	require.Equal(t, []any{0, runs.RunInterrupted, "airbench94", "6"}, []any{rec.Format, rec.Status, recipe, steps})
+	require.Equal(t, map[string]string{"recipe": "airbench94", "model": "cnn", "batch": "8", "epochs": "0.75", "seed": "46"}, rec.Settings.Given,
+		"format 1's params: what it was given")
 
 	ld, err := LoadCheckpoint(dir, env.Backend)
 	require.NoError(t, err)
@@ -148,8 +151,7 @@ func TestRecipeRunFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 	rec, err = runs.ReadRecord(dir)
 	require.NoError(t, err)
 	require.Equal(t, runs.RecordFormat, rec.Format)
-	var recorded Settings
-	require.NoError(t, json.Unmarshal(rec.Settings, &recorded))
+	recorded := settingsOfRecord(t, rec.Settings)
 	ld, err = LoadCheckpoint(dir, env.Backend)
 	require.NoError(t, err)
 	require.Equal(t, SettingsFormat, ld.Info.Format)
@@ -162,11 +164,11 @@ func TestRecipeRunFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 // lab's is refused in one line that names both formats.
 func TestNewerFormatsRefused(t *testing.T) {
 	dir := t.TempDir()
-	writeTestFile(t, filepath.Join(dir, runs.FileName), `{"format": 3, "status": "done"}`)
+	writeTestFile(t, filepath.Join(dir, runs.FileName), `{"format": 4, "status": "done", "settings": ["a newer form"]}`)
 	_, err := runs.ReadRecord(dir)
 	var fe *runs.FormatError
 	require.ErrorAs(t, err, &fe)
-	require.EqualError(t, err, filepath.Join(dir, runs.FileName)+" is in format 3, newer than this lab reads (format 2): "+
+	require.EqualError(t, err, filepath.Join(dir, runs.FileName)+" is in format 4, newer than this lab reads (format 3): "+
 		"update cifarlab (git pull, then kernel/setup.sh) to read it")
 
 	var s Settings

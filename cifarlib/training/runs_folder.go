@@ -63,8 +63,8 @@ func (t *Trainer) openRunFolder(start int) *runFolder {
 	if start > 0 {               // a resume: the record of the runs before it
 		if prev, err := runs.ReadRecord(rf.dir); err == nil {
 			rf.prior = prev.WallTime
-			if rf.record.From == "" {
-				rf.record.From = prev.From
+			if from, _ := prev.Settings.Value("from"); from != "" && cfg.Transfer.From == "" {
+				rf.record.Settings.Set("from", from) // a resumed transfer is still one
 			}
 			rf.record.Job.Resumed(prev.Job)
 		}
@@ -132,7 +132,7 @@ func (rf *runFolder) close(res *Result, runErr error) {
 		}
 		rf.scalars(int64(res.EndStep), values)
 	}
-	if rf.evtErr == nil && len(rf.record.Params) > 0 && (runErr != nil || !res.Interrupted) { // an interrupted run goes on later
+	if rf.evtErr == nil && len(rf.record.Settings.Given) > 0 && (runErr != nil || !res.Interrupted) { // an interrupted run goes on later
 		status := tfevents.StatusSuccess
 		if runErr != nil {
 			status = tfevents.StatusFailure
@@ -177,13 +177,12 @@ func (rf *runFolder) note(err error) {
 	fmt.Fprintf(rf.log, "note: %v (training goes on)\n", err)
 }
 
-// newRunRecord is the record of a run of plan p starting now, with its settings.
+// newRunRecord is the record of a run of plan p starting now, with its settings as it resolved
+// them: its plan's, with the head's width and the devices' count it trains with.
 func newRunRecord(p *plan, head, devices int) *runs.Record {
-	settings, _ := p.Settings.MarshalJSON() // Settings always encode
-	return &runs.Record{Status: runs.RunRunning, Started: time.Now(), Dataset: p.dataset, Model: p.Model.Arch, Head: head,
-		Guarded: !p.Model.Unguarded, Devices: devices, BatchSize: p.Data.BatchSize, TargetStep: p.Run.Steps, From: p.Transfer.From,
-		Recipe: p.Recipe, Precision: p.Compute.Precision, Params: p.Record.Params, Settings: settings, Values: settingValues(&p.Settings),
-		Job: runs.CurrentJob()}
+	s := p.Settings
+	s.Model.Head, s.Compute.Devices = head, devices
+	return &runs.Record{Status: runs.RunRunning, Started: time.Now(), Settings: runSettings(&s), Job: runs.CurrentJob()}
 }
 
 // RecordFailedStart records, in settings.Checkpoint.Dir, a run that failed before its first

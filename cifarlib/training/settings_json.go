@@ -58,15 +58,13 @@ func (s Settings) String() string {
 	return string(b)
 }
 
-// settingValues are the settings of s as run.json records them (runs.Record.Values): every row
-// of the table, in its order, with its Label and value, but the folders (where the run is
-// written and where its data lay: the record's Data says what the data held).
-func settingValues(s *Settings) []runs.Setting {
+// runSettings are the settings s as run.json records them (runs.Record.Settings), once: every
+// row of the table, in its order, with its Label, value and part (Bookkeeping), and what was
+// given (Record.Params, the one field of Settings no row has).
+func runSettings(s *Settings) runs.RunSettings {
 	values := make([]runs.Setting, 0, len(fields))
 	for _, f := range fields {
-		if f.Name != "checkpoint" && f.Name != "data" {
-			values = append(values, runs.Setting{Name: f.Name, Words: f.Label, Value: f.Get(s)})
-		}
+		values = append(values, runs.Setting{Name: f.Name, Words: f.Label, Value: f.Get(s), Bookkeeping: f.Bookkeeping})
 	}
-	return values
+	return runs.RunSettings{Values: values, Given: s.Record.Params}
 }

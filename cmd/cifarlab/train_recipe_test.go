@@ -108,8 +108,9 @@ func TestTrainCommandRecipe(t *testing.T) {
 			info.Schedule.Name, info.Run.LabelSmoothing, info.Run.Lookahead, info.Data.Augment, string(info.Data.Augmentation)})
 	rec, err := runs.ReadRecord(ckpt)
 	require.NoError(t, err)
-	require.Equal(t, "airbench94", rec.Params["recipe"])
-	require.Equal(t, "airbench94", rec.Recipe)
+	require.Equal(t, "airbench94", rec.Settings.Given["recipe"])
+	recipe, _ := rec.Settings.Value("recipe")
+	require.Equal(t, "airbench94", recipe)
 }
 
 // A sweep of the recipe: seeds of airbench94 and label smoothing on a grid, the recipe and
