@@ -46,7 +46,7 @@ echo "== go test cifarlib (models, losses, guards, training, backends) and inter
 plugin="$(ls "$repo"/.venv/lib/python3*/site-packages/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so | tail -1)"
 GOMLX_BACKEND="xla:$plugin" CIFARLAB_REQUIRE_XLA_CPU=1 go test -count=1 -timeout 30m \
   -run '^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestAirbench.*|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestTrain.*|TestTopKAccuracyGraph|TestIm2colConvolutionMatchesConvolve|TestMaxPool2x2MatchesMaxPool|TestMaxPoolSelectMatchesTorch|TestLayerOps.*|TestNewBackend.*|TestLazy.*|TestXLACPUMatchesGo|TestFindXLACPUPluginSearch|TestFindXLACPUPluginGoXLAFolders|TestDevices.*|TestParseDevices|TestCheckPrecision|TestPrecision.*|TestTransferDevicesSameAsOneDevice|TestTransferFrozenBackboneUnchanged|TestCheckpointFixtureLoadsEvaluatesAndResumes|TestRunsOf4805295LoadEvaluateAndResume|TestRunsOff035eacLoadEvaluateResumeAndCompare|TestCUDACompileCache.*|TestRecipe.*|TestLabelSmoothingLoss|TestProgramsFeedHyperParameters|TestProgramsNewShapeSaysWhy|TestProgramsKeepWhitening|TestProgramsResumedRunReusesThem|TestLookahead.*)$' \
-  ./cifarlib ./cifarlib/backends ./cifarlib/training ./internal/plugins
+  ./cifarlib ./cifarlib/backends ./cifarlib/training ./cifarlib/training/optimizers ./internal/plugins
 
 echo "== docker lint (the full image build is docker/test.sh, see docker/README.md)"
 bash docker/lint.sh

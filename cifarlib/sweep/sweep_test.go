@@ -9,6 +9,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,7 +40,7 @@ func TestPlanTasks(t *testing.T) {
 	require.Equal(t, map[string]string{"steps": "10", "model": "cnn", "seed": "2", "lr": "0.05"}, s.Tasks[3].Params)
 	ts, err := s.TaskSettings(3)
 	require.NoError(t, err)
-	require.Equal(t, []any{10, "cnn", int64(2), training.Optimizer(training.Adam{LearningRate: 0.05}), filepath.Join(runs, "lr-seed_2-lr_0.05"),
+	require.Equal(t, []any{10, "cnn", int64(2), optimizers.Optimizer(optimizers.Adam{LearningRate: 0.05}), filepath.Join(runs, "lr-seed_2-lr_0.05"),
 		s.Tasks[3].Params}, []any{ts.Run.Steps, ts.Model.Arch, ts.Run.Seed, ts.Optimizer, ts.Checkpoint.Dir, ts.Record.Params})
 	require.Equal(t, []int{0, 1, 2, 3, 4}, s.Unfinished())
 

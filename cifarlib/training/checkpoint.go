@@ -11,6 +11,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
@@ -168,10 +169,10 @@ func (tc *trainCheckpoint) resumedAt() (step int, ok bool) {
 
 // save writes a new checkpoint (keeping the newest Checkpoint.Keep) and the history.
 // Metric accumulators are not saved: GoMLX names them with a fresh id per run; nor are the fed
-// hyper-parameters (train_hyper.go): each run sets its own.
+// hyper-parameters (optimizers.IsFed): each run sets its own.
 func (tc *trainCheckpoint) save(store *model.Store, history *runs.History) error {
 	for v := range store.IterVariables() {
-		if strings.HasPrefix(v.Path(), "/metrics/") || isHyper(v) {
+		if strings.HasPrefix(v.Path(), "/metrics/") || optimizers.IsFed(v) {
 			tc.handler.ExcludeVarsFromSaving(v)
 		}
 	}

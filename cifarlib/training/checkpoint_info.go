@@ -7,6 +7,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -131,10 +132,10 @@ func (ci *CheckpointInfo) compareForResume(requested *Settings) []string {
 		if f.Name != "steps" {
 			continue
 		}
-		if saved.Schedule.Name == ScheduleCosine {
+		if saved.Schedule.Name == optimizers.ScheduleCosine {
 			add("steps (the cosine schedule spans them)", f.Get(saved), f.Get(requested))
 		}
-		if saved.Schedule.Name == ScheduleTriangle || saved.Run.Lookahead {
+		if saved.Schedule.Name == optimizers.ScheduleTriangle || saved.Run.Lookahead {
 			add("steps (the triangle schedule and lookahead span them)", f.Get(saved), f.Get(requested))
 		}
 	}

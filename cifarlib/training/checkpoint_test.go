@@ -8,6 +8,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
@@ -51,12 +52,12 @@ func TestLoadCheckpointErrors(t *testing.T) {
 
 func TestCheckpointInfoCompare(t *testing.T) {
 	s := Defaults()
-	s.Data.Spec, s.Run.Steps, s.Schedule = data.CIFAR100(data.LabelsCoarse), 100, Schedule{Name: ScheduleCosine, WarmupSteps: 10}
+	s.Data.Spec, s.Run.Steps, s.Schedule = data.CIFAR100(data.LabelsCoarse), 100, optimizers.Schedule{Name: optimizers.ScheduleCosine, WarmupSteps: 10}
 	p, err := resolve(s, nil)
 	require.NoError(t, err)
 	require.NoError(t, p.count(50000))
 	saved := CheckpointInfo{Settings: p.Settings}
-	require.Equal(t, []any{"cifar100", "coarse", "cnn", 20, 32, Optimizer(Adam{LearningRate: 0.001}), "cosine", 10, 100},
+	require.Equal(t, []any{"cifar100", "coarse", "cnn", 20, 32, optimizers.Optimizer(optimizers.Adam{LearningRate: 0.001}), "cosine", 10, 100},
 		[]any{saved.Data.Spec.Name, saved.Data.Spec.Labels.String(), saved.Model.Arch, saved.Model.Head, saved.Data.BatchSize,
 			saved.Optimizer, saved.Schedule.Name, saved.Schedule.WarmupSteps, saved.Run.Steps})
 	require.Equal(t, "cifar100-coarse", saved.Data.Spec.ID())
@@ -68,6 +69,6 @@ func TestCheckpointInfoCompare(t *testing.T) {
 	want.Model.Arch = "resnet20"
 	require.Equal(t, []string{"model: saved cnn, requested resnet20", "steps (the cosine schedule spans them): saved 100, requested 200"},
 		saved.compareForResume(&want))
-	saved.Schedule.Name, want.Schedule.Name, want.Model.Arch = ScheduleConstant, ScheduleConstant, "cnn"
+	saved.Schedule.Name, want.Schedule.Name, want.Model.Arch = optimizers.ScheduleConstant, optimizers.ScheduleConstant, "cnn"
 	require.Empty(t, saved.compareForResume(&want), "steps only matter to the cosine schedule")
 }

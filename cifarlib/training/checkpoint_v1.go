@@ -3,6 +3,7 @@ package training
 import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
@@ -51,7 +52,7 @@ func settingsV1(root *model.Scope) Settings {
 		Data: DataSettings{Spec: spec, BatchSize: model.GetParamOr(root, ckptV1Batch, 0), Augment: model.GetParamOr(root, ckptV1Augment, false),
 			Augmentation: augmentation},
 		Model: ModelSettings{Arch: get(ckptParamModel), Head: model.GetParamOr(root, ckptV1Head, 0), Unguarded: model.GetParamOr(root, ckptV1Unguarded, false)},
-		Schedule: Schedule{Name: get(ckptV1Schedule), WarmupSteps: model.GetParamOr(root, ckptV1Warmup, 0),
+		Schedule: optimizers.Schedule{Name: get(ckptV1Schedule), WarmupSteps: model.GetParamOr(root, ckptV1Warmup, 0),
 			MinLearningRate: model.GetParamOr(root, ckptV1MinLR, 0.0)},
 		Run: RunSettings{Steps: model.GetParamOr(root, ckptV1Steps, 0), Seed: model.GetParamOr(root, ckptV1Seed, int64(0)),
 			LabelSmoothing: model.GetParamOr(root, ckptV1LabelSmoothing, 0.0), Lookahead: model.GetParamOr(root, ckptV1Lookahead, false)},
@@ -64,22 +65,17 @@ func settingsV1(root *model.Scope) Settings {
 	return s
 }
 
-// optimizerV1 is the optimizer a format-1 checkpoint names, with its settings; nil for none
-// (an imported run) or a name this lab does not know.
-func optimizerV1(name string, lr, decay, momentum, biasScaler float64, whitenBiasEpochs int) Optimizer {
-	switch name {
-	case OptimizerAdam:
-		return Adam{LearningRate: lr}
-	case OptimizerAdamW:
-		return AdamW{LearningRate: lr, WeightDecay: decay}
-	case OptimizerAdamax:
-		return Adamax{LearningRate: lr}
-	case OptimizerRMSProp:
-		return RMSProp{LearningRate: lr}
-	case OptimizerSGD:
-		return SGD{LearningRate: lr}
-	case OptimizerNesterov:
-		return Nesterov{LearningRate: lr, Momentum: momentum, WeightDecay: decay, BiasScaler: biasScaler, WhitenBiasEpochs: whitenBiasEpochs}
+// optimizerV1 is the optimizer a format-1 checkpoint names, with its settings (those its
+// algorithm has; the others were zero); nil for none (an imported run) or a name this lab does
+// not know.
+func optimizerV1(name string, lr, decay, momentum, biasScaler float64, whitenBiasEpochs int) optimizers.Optimizer {
+	o, err := optimizers.New(name)
+	if err != nil {
+		return nil
 	}
-	return nil
+	for param, v := range map[string]float64{"LearningRate": lr, "WeightDecay": decay, "Momentum": momentum, "BiasScaler": biasScaler,
+		"WhitenBiasEpochs": float64(whitenBiasEpochs)} {
+		o, _ = optimizers.WithParam(o, param, v)
+	}
+	return o
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
@@ -118,8 +119,8 @@ func TestRecipeRunFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, ld.Info.Format)
 	require.Equal(t, recipeRunStep, ld.Info.Step)
-	require.Equal(t, []any{RecipeAirbench94, "cifar10", "cnn", 10, 8, int64(46), Optimizer(Nesterov{LearningRate: 11.5, Momentum: 0.85,
-		WeightDecay: 0.0153, BiasScaler: 64}), Schedule{Name: ScheduleTriangle}, 0.2, true, true, data.AugmentAltFlip, 6},
+	require.Equal(t, []any{RecipeAirbench94, "cifar10", "cnn", 10, 8, int64(46), optimizers.Optimizer(optimizers.Nesterov{LearningRate: 11.5, Momentum: 0.85,
+		WeightDecay: 0.0153, BiasScaler: 64}), optimizers.Schedule{Name: optimizers.ScheduleTriangle}, 0.2, true, true, data.AugmentAltFlip, 6},
 		[]any{ld.Info.Recipe, ld.Info.Data.Spec.ID(), ld.Info.Model.Arch, ld.Info.Model.Head, ld.Info.Data.BatchSize, ld.Info.Run.Seed,
 			ld.Info.Optimizer, ld.Info.Schedule, ld.Info.Run.LabelSmoothing, ld.Info.Run.Lookahead, ld.Info.Data.Augment,
 			ld.Info.Data.Augmentation, ld.Info.Run.Steps})

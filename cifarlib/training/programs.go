@@ -10,6 +10,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -27,7 +28,7 @@ import (
 // What is keyed and what is fed: ProgramKey holds what shapes the programs, the settings whose
 // row of the table (Fields) has Role Shapes. Every other numeric hyper-parameter (Role Fed) is
 // fed at run time: the train step reads it from a non-trainable variable of the Store
-// (train_hyper.go), which each run sets from its own settings. So a run that changes only those
+// (package optimizers: fed values), which each run sets from its own settings. So a run that changes only those
 // reuses the programs. `cifarlab train -h` lists the settings by role, from the rows.
 //
 // What it keeps: GoMLX compiles a program per model.Exec and input shapes, and each Exec is
@@ -65,7 +66,7 @@ type Programs struct {
 // the first to reuse them, derived from the table of settings (Fields): the settings that shape
 // a program (Role Shapes), and those of the fed settings (Role Fed) that the run's programs hold
 // as constants all the same (the row's keyed rule). Every other setting is not part of it: the
-// graph reads a fed one at run time (train_hyper.go; the seed re-runs the kept variable
+// graph reads a fed one at run time (optimizers.Scalar; the seed re-runs the kept variable
 // initialisation, the validation's size pads its last batch), so a run that changes only those
 // reuses the programs and compiles nothing.
 type ProgramKey struct {
@@ -270,7 +271,7 @@ func (s *programSet) reset(p *plan, resumed bool) error {
 		return err
 	}
 	if resumed {
-		return setHyper(s.store, newHyperValues(p))
+		return optimizers.SetValues(s.store, p.fed())
 	}
 	return s.feed(p)
 }
@@ -367,11 +368,11 @@ func (s *programSet) restore() error {
 }
 
 // feed sets the Store of s, just restored, to plan p's values: its fed hyper-parameters
-// (train_hyper.go) and, for another Seed than the kept values', the random state and the
+// (package optimizers: fed values) and, for another Seed than the kept values', the random state and the
 // variables GoMLX initialised from it, by re-running the kept initialisation (compiled once: it
 // depends on the variables' shapes only), so the run starts where a fresh run of p does.
 func (s *programSet) feed(p *plan) error {
-	if err := setHyper(s.store, newHyperValues(p)); err != nil {
+	if err := optimizers.SetValues(s.store, p.fed()); err != nil {
 		return err
 	}
 	if p.Run.Seed == s.seed {

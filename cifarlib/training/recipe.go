@@ -10,6 +10,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 )
 
 // RecipeAirbench94 is the name of Airbench94.
@@ -29,11 +30,11 @@ func Airbench94() Settings {
 	s.Model.Arch = cifarlib.ArchAirbench94
 	s.Run.Epochs = 9.9
 	s.Data.BatchSize = 1024
-	n, _ := NewOptimizer(OptimizerNesterov) // airbench94's hyp.opt
-	nesterov := n.(Nesterov)
+	n, _ := optimizers.New((optimizers.Nesterov{}).Algorithm()) // airbench94's hyp.opt
+	nesterov := n.(optimizers.Nesterov)
 	nesterov.WhitenBiasEpochs = 3
 	s.Optimizer = nesterov
-	s.Schedule.Name = ScheduleTriangle
+	s.Schedule.Name = optimizers.ScheduleTriangle
 	s.Run.LabelSmoothing = 0.2
 	s.Run.Lookahead = true
 	s.Eval.TTA = TTAMirrorTranslate
@@ -84,7 +85,7 @@ func recipeSettings(s *Settings, stepsPerEpoch int) string {
 		length = fmt.Sprintf("%g epochs", s.Run.Epochs)
 	}
 	out := fmt.Sprintf("%s, %s at batch %d, %s lr %g", s.Model.Arch, length, s.Data.BatchSize, algorithm(s.Optimizer), learningRate(s.Optimizer))
-	if n, ok := s.Optimizer.(Nesterov); ok {
+	if n, ok := s.Optimizer.(optimizers.Nesterov); ok {
 		out += fmt.Sprintf(" (per 1024 examples) momentum %g weight decay %g bias scaler %g", n.Momentum, n.WeightDecay, n.BiasScaler)
 		if n.WhitenBiasEpochs > 0 {
 			out += ", " + whitenBiasFreeze(s, n.WhitenBiasEpochs, stepsPerEpoch)
@@ -117,13 +118,13 @@ func whitenBiasFreeze(s *Settings, epochs, stepsPerEpoch int) string {
 }
 
 // warnings says what makes a run of p learn nothing though it trains: with the lookahead on,
-// a run of fewer than lookaheadEvery steps ends on its initial weights, as airbench's does (a
+// a run of fewer than optimizers.LookaheadEvery steps ends on its initial weights, as airbench's does (a
 // recipe run of 1 epoch of 5000 images at batch 1024 is 4 steps). Such a run is not refused: it
 // is a legitimate smoke test of the recipe (does it compile and run, how fast); the run says it
 // before it trains (Trainer.Warnings) and in its summary, and `cifarlab runs` marks its
 // accuracy as chance level.
 func (p *plan) warnings() []string {
-	if !p.Run.Lookahead || p.Run.Steps >= lookaheadEvery {
+	if !p.Run.Lookahead || p.Run.Steps >= optimizers.LookaheadEvery {
 		return nil
 	}
 	off := "turn the lookahead off (Run.Lookahead false, the setting lookahead=false)"
@@ -132,5 +133,5 @@ func (p *plan) warnings() []string {
 	}
 	return []string{fmt.Sprintf("this run learns nothing: with the lookahead on, a run of %d steps ends on its initial weights "+
 		"(the lookahead first averages the weights at step %d and the run ends on that average); train at least %d steps "+
-		"(more epochs, or a smaller batch), or %s", p.Run.Steps, lookaheadEvery, lookaheadEvery, off)}
+		"(more epochs, or a smaller batch), or %s", p.Run.Steps, optimizers.LookaheadEvery, optimizers.LookaheadEvery, off)}
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 )
 
 // Settings are a training run's settings, written once: what it trains, on which data, how it
@@ -21,11 +22,11 @@ type Settings struct {
 	Data DataSettings `json:"data"`
 	// Model is the architecture, its head and its guards.
 	Model ModelSettings `json:"model"`
-	// Optimizer is the optimiser, one typed value per algorithm: Adam, AdamW, Adamax, RMSProp,
-	// SGD or Nesterov (airbench94's).
-	Optimizer Optimizer `json:"-"` // in JSON through settingsJSON
-	// Schedule is the learning-rate schedule.
-	Schedule Schedule `json:"schedule"`
+	// Optimizer is the optimiser, one typed value per algorithm (package optimizers): Adam,
+	// AdamW, Adamax, RMSProp, SGD or Nesterov (airbench94's).
+	Optimizer optimizers.Optimizer `json:"-"` // in JSON through settingsJSON
+	// Schedule is the learning-rate schedule (package optimizers: constant, cosine, triangle).
+	Schedule optimizers.Schedule `json:"schedule"`
 	// Run is the length of the run, its seed and what the loss and the weights do besides the
 	// optimiser (label smoothing, lookahead).
 	Run RunSettings `json:"run"`
@@ -97,29 +98,6 @@ type RunSettings struct {
 	// resets the weights to it every 5 steps and ends the run on it (see lookaheadOptimizer),
 	// with any optimizer. Its copies are saved in checkpoints.
 	Lookahead bool `json:"lookahead"`
-}
-
-// Learning-rate schedules (Schedule.Name).
-const (
-	// ScheduleConstant keeps the learning rate fixed (Defaults).
-	ScheduleConstant = "constant"
-	// ScheduleCosine anneals the learning rate from the optimizer's to MinLearningRate along half
-	// a cosine over the run's Steps, after WarmupSteps of linear warm-up (GoMLX's cosineschedule).
-	ScheduleCosine = "cosine"
-	// ScheduleTriangle is airbench's triangle: the learning rate rises linearly from 0.2 to 1
-	// times the optimizer's over the first 23% of the run's Steps, then falls linearly to 0.07
-	// times it at the last step (see triangle).
-	ScheduleTriangle = "triangle"
-)
-
-// Schedule is the learning-rate schedule of Settings.
-type Schedule struct {
-	// Name is ScheduleConstant, ScheduleCosine or ScheduleTriangle.
-	Name string `json:"name"`
-	// WarmupSteps of linear warm-up before the cosine (cosine only).
-	WarmupSteps int `json:"warmup_steps,omitempty"`
-	// MinLearningRate is where the cosine ends (cosine only).
-	MinLearningRate float64 `json:"min_learning_rate,omitempty"`
 }
 
 // Validation during training (EvalSettings.Every).
@@ -240,8 +218,8 @@ func Defaults() Settings {
 	return Settings{
 		Data:       DataSettings{Spec: data.CIFAR10(), Dir: data.DefaultDir(), BatchSize: DefaultBatchSize, Augmentation: data.AugmentCropFlip},
 		Model:      ModelSettings{Arch: DefaultModel},
-		Optimizer:  DefaultAdam(),
-		Schedule:   Schedule{Name: ScheduleConstant},
+		Optimizer:  optimizers.Default(),
+		Schedule:   optimizers.Schedule{Name: optimizers.ScheduleConstant},
 		Eval:       EvalSettings{Every: EvalAuto, Examples: DefaultEvalExamples, BatchSize: DefaultEvalBatchSize},
 		Checkpoint: CheckpointSettings{Keep: DefaultCheckpointKeep},
 		Compute:    ComputeSettings{Backend: backends.Auto, Devices: 1, Precision: cifarlib.PrecisionF32},
@@ -264,4 +242,10 @@ func (s *Settings) TopK() int {
 		return 5
 	}
 	return 0
+}
+
+// learningRate is o's learning rate (every algorithm has one).
+func learningRate(o optimizers.Optimizer) float64 {
+	lr, _ := optimizers.Param(o, "LearningRate")
+	return lr
 }

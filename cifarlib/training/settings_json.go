@@ -3,8 +3,10 @@ package training
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 )
 
 // SettingsFormat is the format of Settings in JSON (run.json, a checkpoint, the lab process,
@@ -67,4 +69,45 @@ func runSettings(s *Settings) runs.RunSettings {
 		values = append(values, runs.Setting{Name: f.Name, Words: f.Label, Value: f.Get(s), Bookkeeping: f.Bookkeeping})
 	}
 	return runs.RunSettings{Values: values, Given: s.Record.Params}
+}
+
+// optimizerJSON is an Optimizer in JSON: its settings and its algorithm's name.
+type optimizerJSON struct{ optimizers.Optimizer }
+
+// MarshalJSON writes {"algorithm": NAME, SETTINGS...}.
+func (o optimizerJSON) MarshalJSON() ([]byte, error) {
+	if o.Optimizer == nil {
+		return []byte("null"), nil
+	}
+	fields, err := json.Marshal(o.Optimizer)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]json.RawMessage{}
+	if err := json.Unmarshal(fields, &m); err != nil {
+		return nil, err
+	}
+	m["algorithm"], _ = json.Marshal(o.Algorithm())
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (o *optimizerJSON) UnmarshalJSON(b []byte) error {
+	var head struct {
+		Algorithm *string `json:"algorithm"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil || head.Algorithm == nil {
+		o.Optimizer = nil
+		return err
+	}
+	def, err := optimizers.New(*head.Algorithm)
+	if err != nil {
+		return err
+	}
+	v := reflect.New(reflect.TypeOf(def))
+	if err := json.Unmarshal(b, v.Interface()); err != nil {
+		return err
+	}
+	o.Optimizer = v.Elem().Interface().(optimizers.Optimizer)
+	return nil
 }

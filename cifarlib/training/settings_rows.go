@@ -10,6 +10,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 )
 
 // always is the resume rule of the settings a resumed run must keep.
@@ -43,12 +44,12 @@ var fields = []*Field{
 	named(bound("augmentation", "Data.Augmentation", "augmentation", Host, bothAugment, choices(augmentationNames()...),
 		"the scheme of {augment}: crop-flip (random crops with 4-pixel padding and random flips) or altflip-translate (airbench's alternating flip and 2-pixel translation)")),
 	custom(&Field{Name: "optimizer", Path: "Optimizer", Label: "optimizer", Role: Shapes, resume: always,
-		values: choices(OptimizerAlgorithms()...),
+		values: choices(optimizers.Algorithms()...),
 		Usage:  "the optimizer (nesterov: airbench94's Nesterov SGD with decoupled learning rate and weight decay per 1024 examples); another algorithm than the recipe's takes its own defaults",
 		get:    func(s *Settings) string { return algorithm(s.Optimizer) }, set: setOptimizer}),
 	optimizerField("lr", "LearningRate", "learning rate", atLeast(0), "learning rate (nesterov's: per 1024 examples)"),
 	keyedWhen(optimizerField("weight-decay", "WeightDecay", "weight decay", atLeast(0), "weight decay: adamw's, or nesterov's per 1024 examples"),
-		func(s *Settings) bool { return algorithm(s.Optimizer) == OptimizerAdamW }), // GoMLX's Adam builds it in
+		func(s *Settings) bool { return algorithm(s.Optimizer) == (optimizers.AdamW{}).Algorithm() }), // GoMLX's Adam builds it in
 	optimizerField("momentum", "Momentum", "momentum", fraction, "nesterov's momentum"),
 	optimizerField("bias-scaler", "BiasScaler", "bias scaler", atLeast(0), "nesterov: the batch-norm biases' learning rate is {lr} times this"),
 	optimizerField("whiten-bias-epochs", "WhitenBiasEpochs", "whitening bias epochs", atLeast(0),
@@ -57,7 +58,7 @@ var fields = []*Field{
 		"label smoothing of the training loss (0: none)"), smoothingKey),
 	bound("lookahead", "Run.Lookahead", "lookahead", Shapes, always, anyValue,
 		"airbench's lookahead: an EMA of the weights and batch-norm statistics that the weights are reset to every 5 steps, and the run ends on"),
-	named(bound("schedule", "Schedule.Name", "schedule", Shapes, always, choices(ScheduleConstant, ScheduleCosine, ScheduleTriangle),
+	named(bound("schedule", "Schedule.Name", "schedule", Shapes, always, choices(optimizers.ScheduleConstant, optimizers.ScheduleCosine, optimizers.ScheduleTriangle),
 		"learning-rate schedule (triangle: airbench's, 0.2x rising to 1x at 23% of the steps, then down to 0.07x)")),
 	bound("warmup", "Schedule.WarmupSteps", "warmup steps", Fed, savedCosine, atLeast(0), "linear warm-up steps (cosine schedule)"),
 	bound("min-lr", "Schedule.MinLearningRate", "min learning rate", Fed, savedCosine, atLeast(0), "final learning rate of the cosine schedule"),
@@ -109,8 +110,8 @@ var fields = []*Field{
 func folder(words string) values { v := anyValue; v.say = words; return v }
 
 // custom is the row f, whose get and set are its own, with its range said from its values.
-// Its set refuses a value its values do not take (check), and a ValueError its set returns
-// without a range says the row's.
+// Its set refuses a value its values do not take (check), and a ValueError or ConfigError its
+// set returns without a range says the row's.
 func custom(f *Field) *Field {
 	f.Range, f.Choices = f.values.words(f.whole), f.values.said()
 	set := f.set
@@ -118,6 +119,9 @@ func custom(f *Field) *Field {
 		err := set(s, v)
 		if ve, ok := err.(*ValueError); ok && ve.Range == "" {
 			ve.Range = f.Range
+		}
+		if ce, ok := err.(*ConfigError); ok && ce.Reason == "" {
+			ce.Reason = "use " + f.Range
 		}
 		if err != nil {
 			return err
@@ -237,15 +241,15 @@ func named(f *Field) *Field {
 func optimizerField(name, goField, label string, vals values, usage string) *Field {
 	f := &Field{Name: name, Path: "Optimizer." + goField, Label: label, Role: Fed, resume: always, values: vals, Usage: usage}
 	f.whole = goField == "WhitenBiasEpochs"
-	f.applies = func(s *Settings) bool { _, ok := optimizerParam(s.Optimizer, goField); return ok }
-	f.number = func(s *Settings) float64 { v, _ := optimizerParam(s.Optimizer, goField); return v }
+	f.applies = func(s *Settings) bool { _, ok := optimizers.Param(s.Optimizer, goField); return ok }
+	f.number = func(s *Settings) float64 { v, _ := optimizers.Param(s.Optimizer, goField); return v }
 	f.get = func(s *Settings) string { return strconv.FormatFloat(f.number(s), 'g', -1, 64) }
 	f.set = func(s *Settings, v string) error {
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || f.whole && x != math.Trunc(x) {
 			return &ValueError{Field: name, Value: v, Range: f.Range}
 		}
-		o, ok := withOptimizerParam(s.Optimizer, goField, x)
+		o, ok := optimizers.WithParam(s.Optimizer, goField, x)
 		if !ok && x != 0 {
 			return &ConfigError{Field: f.Path, Value: v, Reason: fmt.Sprintf("%s needs Optimizer %s", label, strings.Join(algorithmsWith(goField), " or "))}
 		}
@@ -308,16 +312,27 @@ func parseValue(v reflect.Value, s string) error {
 // algorithmsWith lists the algorithms that have the setting goField.
 func algorithmsWith(goField string) []string {
 	var names []string
-	for _, o := range optimizerDefaults {
-		if _, ok := optimizerParam(o, goField); ok {
+	for _, o := range algorithmDefaults() {
+		if _, ok := optimizers.Param(o, goField); ok {
 			names = append(names, fmt.Sprintf("%q", o.Algorithm()))
 		}
 	}
 	return names
 }
 
+// algorithmDefaults are the algorithms with their defaults, in the order optimizers.Algorithms
+// lists them.
+func algorithmDefaults() []optimizers.Optimizer {
+	var out []optimizers.Optimizer
+	for _, name := range optimizers.Algorithms() {
+		o, _ := optimizers.New(name)
+		out = append(out, o)
+	}
+	return out
+}
+
 // algorithm is o's name, "" for none.
-func algorithm(o Optimizer) string {
+func algorithm(o optimizers.Optimizer) string {
 	if o == nil {
 		return ""
 	}
@@ -358,9 +373,9 @@ func setLabels(s *Settings, labels string) error {
 }
 
 func setOptimizer(s *Settings, name string) error {
-	o, err := NewOptimizer(name)
+	o, err := optimizers.New(name)
 	if err != nil {
-		return err // a *ConfigError of Optimizer, which lists the algorithms
+		return &ConfigError{Field: "Optimizer", Value: fmt.Sprintf("%q", name)} // custom says the range
 	}
 	if algorithm(s.Optimizer) != o.Algorithm() { // the same algorithm keeps its settings (a recipe's)
 		s.Optimizer = o
@@ -399,4 +414,4 @@ func bothAugment(saved, requested *Settings) bool {
 }
 
 // savedCosine: the cosine's parameters matter to a resume of a cosine run.
-func savedCosine(saved, _ *Settings) bool { return saved.Schedule.Name == ScheduleCosine }
+func savedCosine(saved, _ *Settings) bool { return saved.Schedule.Name == optimizers.ScheduleCosine }

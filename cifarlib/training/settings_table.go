@@ -15,7 +15,7 @@ const (
 	// Shapes: it decides a compiled program's shape or structure: changing it compiles another
 	// program.
 	Shapes Role = iota + 1
-	// Fed: a numeric hyper-parameter that the programs read at run time (train_hyper.go):
+	// Fed: a numeric hyper-parameter that the programs read at run time (optimizers.Scalar):
 	// changing it compiles nothing. Where a fed value would change the numbers XLA computes, the
 	// program holds it as a constant all the same, and it is in ProgramKey (the row's keyed rule).
 	Fed
@@ -101,7 +101,7 @@ func (f *Field) AlgorithmDefaults() [][2]string {
 		return nil
 	}
 	var out [][2]string
-	for _, o := range optimizerDefaults {
+	for _, o := range algorithmDefaults() {
 		s := Settings{Optimizer: o}
 		if v, ok := f.Default(&s); ok {
 			out = append(out, [2]string{o.Algorithm(), v})

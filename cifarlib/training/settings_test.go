@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 	"github.com/stretchr/testify/require"
 )
 
@@ -103,8 +104,8 @@ func TestApplyRefusals(t *testing.T) {
 func TestApplyInTableOrder(t *testing.T) {
 	s := with(t, Defaults(), map[string]string{"momentum": "0.9", "optimizer": "nesterov", "recipe": "airbench94",
 		"labels": "coarse", "dataset": "cifar100", "steps": "5"})
-	require.Equal(t, []any{"airbench94", 0.9, 11.5, "cifar100-coarse", 5, 0.0}, []any{s.Model.Arch, s.Optimizer.(Nesterov).Momentum,
-		s.Optimizer.(Nesterov).LearningRate, s.Data.Spec.ID(), s.Run.Steps, s.Run.Epochs}, "the recipe's epochs replaced by the steps")
+	require.Equal(t, []any{"airbench94", 0.9, 11.5, "cifar100-coarse", 5, 0.0}, []any{s.Model.Arch, s.Optimizer.(optimizers.Nesterov).Momentum,
+		s.Optimizer.(optimizers.Nesterov).LearningRate, s.Data.Spec.ID(), s.Run.Steps, s.Run.Epochs}, "the recipe's epochs replaced by the steps")
 	s = with(t, Defaults(), map[string]string{"from": "/runs/a", "steps": "2"})
 	require.Equal(t, ArchOfSource, s.Model.Arch)
 	s = with(t, Defaults(), map[string]string{"from": "/runs/a", "model": "cnn", "steps": "2"})
@@ -119,8 +120,8 @@ func TestApplyInTableOrder(t *testing.T) {
 func TestSettingsJSONRoundTrip(t *testing.T) {
 	for _, s := range []Settings{Defaults(), Airbench94(), with(t, Defaults(), map[string]string{"optimizer": "adamw", "weight-decay": "0.01",
 		"schedule": "cosine", "warmup": "2", "steps": "9", "from": "/runs/a", "freeze": "backbone", "devices": "all", "precision": "bf16-mixed"})} {
-		for _, algo := range OptimizerAlgorithms() {
-			o, err := NewOptimizer(algo)
+		for _, algo := range optimizers.Algorithms() {
+			o, err := optimizers.New(algo)
 			require.NoError(t, err)
 			s.Optimizer = o
 			b, err := json.Marshal(s)
@@ -216,17 +217,17 @@ func TestRefusalsFromTheRows(t *testing.T) {
 		{"batch", "0", func(s *Settings) { s.Data.BatchSize = 0 }},
 		{"batch", "-4", func(s *Settings) { s.Data.BatchSize = -4 }},
 		{"augmentation", `"cutout"`, func(s *Settings) { s.Data.Augmentation = "cutout" }},
-		{"lr", "-0.1", func(s *Settings) { s.Optimizer = Adam{LearningRate: -0.1} }},
-		{"weight-decay", "-1", func(s *Settings) { s.Optimizer = AdamW{LearningRate: 0.1, WeightDecay: -1} }},
-		{"momentum", "1", func(s *Settings) { n := s.Optimizer.(Nesterov); n.Momentum = 1; s.Optimizer = n }},
-		{"momentum", "-0.5", func(s *Settings) { n := s.Optimizer.(Nesterov); n.Momentum = -0.5; s.Optimizer = n }},
-		{"bias-scaler", "-1", func(s *Settings) { n := s.Optimizer.(Nesterov); n.BiasScaler = -1; s.Optimizer = n }},
-		{"whiten-bias-epochs", "-1", func(s *Settings) { n := s.Optimizer.(Nesterov); n.WhitenBiasEpochs = -1; s.Optimizer = n }},
+		{"lr", "-0.1", func(s *Settings) { s.Optimizer = optimizers.Adam{LearningRate: -0.1} }},
+		{"weight-decay", "-1", func(s *Settings) { s.Optimizer = optimizers.AdamW{LearningRate: 0.1, WeightDecay: -1} }},
+		{"momentum", "1", func(s *Settings) { n := s.Optimizer.(optimizers.Nesterov); n.Momentum = 1; s.Optimizer = n }},
+		{"momentum", "-0.5", func(s *Settings) { n := s.Optimizer.(optimizers.Nesterov); n.Momentum = -0.5; s.Optimizer = n }},
+		{"bias-scaler", "-1", func(s *Settings) { n := s.Optimizer.(optimizers.Nesterov); n.BiasScaler = -1; s.Optimizer = n }},
+		{"whiten-bias-epochs", "-1", func(s *Settings) { n := s.Optimizer.(optimizers.Nesterov); n.WhitenBiasEpochs = -1; s.Optimizer = n }},
 		{"label-smoothing", "1", func(s *Settings) { s.Run.LabelSmoothing = 1 }},
 		{"label-smoothing", "-0.1", func(s *Settings) { s.Run.LabelSmoothing = -0.1 }},
 		{"schedule", `"step"`, func(s *Settings) { s.Schedule.Name = "step" }},
-		{"min-lr", "-1", func(s *Settings) { s.Schedule.Name, s.Schedule.MinLearningRate = ScheduleCosine, -1 }},
-		{"warmup", "-1", func(s *Settings) { s.Schedule.Name, s.Schedule.WarmupSteps = ScheduleCosine, -1 }},
+		{"min-lr", "-1", func(s *Settings) { s.Schedule.Name, s.Schedule.MinLearningRate = optimizers.ScheduleCosine, -1 }},
+		{"warmup", "-1", func(s *Settings) { s.Schedule.Name, s.Schedule.WarmupSteps = optimizers.ScheduleCosine, -1 }},
 		{"steps", "-5", func(s *Settings) { s.Run.Steps = -5 }},
 		{"epochs", "-1", func(s *Settings) { s.Run.Steps, s.Run.Epochs = 0, -1 }},
 		{"freeze", `"head"`, func(s *Settings) { s.Transfer.Freeze = "head" }},

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 )
 
 // ConfigError reports an invalid setting: which Settings field, its value and how to fix it.
@@ -80,7 +81,7 @@ func (s *Settings) validateModel() error {
 		return &ConfigError{Field: "Model.Arch", Value: strconv.Quote(s.Model.Arch), Reason: "use " + rangeOf("model") +
 			" (" + ArchOfSource + ", the source run's, needs Transfer.From)"}
 	}
-	if n, ok := s.Optimizer.(Nesterov); ok && s.Model.Arch != ArchOfSource { // a source's is checked when resolved
+	if n, ok := s.Optimizer.(optimizers.Nesterov); ok && s.Model.Arch != ArchOfSource { // a source's is checked when resolved
 		return checkWhitening(s.Model.Arch, n.WhitenBiasEpochs)
 	}
 	return nil
@@ -113,15 +114,15 @@ func checkWhitening(arch string, whitenBiasEpochs int) error {
 func (s *Settings) validateSchedule() error {
 	c := &s.Schedule
 	switch c.Name {
-	case ScheduleConstant:
+	case optimizers.ScheduleConstant:
 		if c.WarmupSteps != 0 || c.MinLearningRate != 0 {
 			return &ConfigError{Field: "Schedule.Name", Value: c.Name, Reason: "WarmupSteps and MinLearningRate need Schedule \"cosine\""}
 		}
-	case ScheduleTriangle:
+	case optimizers.ScheduleTriangle:
 		if c.WarmupSteps != 0 || c.MinLearningRate != 0 {
 			return &ConfigError{Field: "Schedule.Name", Value: c.Name, Reason: "WarmupSteps and MinLearningRate need Schedule \"cosine\" (the triangle has its own)"}
 		}
-	case ScheduleCosine:
+	case optimizers.ScheduleCosine:
 		if c.MinLearningRate >= learningRate(s.Optimizer) {
 			return &ConfigError{Field: "Schedule.MinLearningRate", Value: fmt.Sprint(c.MinLearningRate), Reason: fmt.Sprintf("must be below the learning rate (%g)", learningRate(s.Optimizer))}
 		}

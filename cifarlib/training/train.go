@@ -46,12 +46,7 @@ func Train(ctx context.Context, settings Settings, env Env) (*Result, error) {
 func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*graph.Node {
 	t.rt.building(runs.ProgramTrainStep, 0)
 	if g := inputs[0].Graph(); scope.IsTraining(g) {
-		switch t.plan.Schedule.Name {
-		case ScheduleTriangle:
-			airbenchTriangle(t.plan.Run.Steps).setLearningRate(scope, g, learningRate(t.plan.Optimizer))
-		case ScheduleCosine:
-			newCosine(t.plan).setLearningRate(scope, g)
-		}
+		t.plan.optimizerPlan(nil).SetLearningRate(t.plan.Optimizer, scope, g)
 	}
 	if t.transfer != nil {
 		return t.transfer.modelFn(t.model, scope, spec, inputs)

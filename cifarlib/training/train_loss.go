@@ -4,6 +4,7 @@ package training
 
 import (
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
@@ -11,7 +12,7 @@ import (
 )
 
 // trainLoss is the loss of plan p (guard mode), its label smoothing fed at run time
-// (train_hyper.go), so that a changed label smoothing compiles nothing. Without smoothing the
+// (optimizers.Scalar), so that a changed label smoothing compiles nothing. Without smoothing the
 // loss is the one without it, as before (ProgramKey): the fed smoothing's factors 1 and 0 would
 // compute the same numbers, but XLA compiles the graph without them otherwise (another order of
 // its sums), and results must stay the same bit for bit. In bf16-mixed precision the value
@@ -23,9 +24,16 @@ func trainLoss(p *plan, m *cifarlib.Model, mode cifarlib.GuardMode) loss.LossFn 
 	}
 	keep, spread := cifarlib.SmoothingFactors(p.Run.LabelSmoothing, m.NumClasses)
 	return lb.LabelSmoothingFed(func(g *graph.Graph, dtype dtypes.DType) (*graph.Node, *graph.Node) {
-		return fedScalar(g, hyperSmoothingKeep, dtype, keep), fedScalar(g, hyperSmoothingSpread, dtype, spread)
+		return optimizers.Scalar(g, hyperSmoothingKeep, dtype, keep), optimizers.Scalar(g, hyperSmoothingSpread, dtype, spread)
 	}).Done()
 }
+
+// The fed values of label smoothing (optimizers.Scalar): cifarlib.SmoothingFactors of
+// Run.LabelSmoothing.
+const (
+	hyperSmoothingKeep   = "label_smoothing_keep"
+	hyperSmoothingSpread = "label_smoothing_spread"
+)
 
 // fedSmoothing says whether a run of s feeds its label smoothing at run time (trainLoss).
 func fedSmoothing(s *Settings) bool {

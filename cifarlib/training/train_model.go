@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train"
 )
 
 // buildModel builds the model of plan p on backend and, with the guard on, runs the guarded
@@ -76,4 +77,27 @@ func initWhitening(p *plan, m *cifarlib.Model, store *model.Store, train *data.R
 		set.whitenRecs = train
 	}
 	return cifarlib.SetWhiteningFilters(store, filters)
+}
+
+// newGoMLXTrainer builds GoMLX's train.Trainer of t for plan p: t's model function, the guarded
+// loss (unless Unguarded), the optimizer and the metrics; or takes the one an earlier run
+// compiled (Env.Programs).
+func newGoMLXTrainer(p *plan, t *Trainer) (trainer *train.Trainer, err error) {
+	err = backends.TrainCatch(func() error {
+		opt, err := p.optimizerPlan(t.transfer).Build(p.Optimizer)
+		if err != nil {
+			return err
+		}
+		mode := cifarlib.GuardAll
+		if p.Model.Unguarded {
+			mode = cifarlib.GuardOff
+		}
+		if trainer = t.progs.trainer; trainer == nil {
+			trainer = train.NewTrainer(t.backend, t.store, t.modelFn, trainLoss(p, t.model, mode), opt,
+				trainMetricsFor(p.TopK(), p.Model.Unguarded, t.model.NumClasses), evalMetricsFor(p.TopK()))
+			t.progs.keep(trainer)
+		}
+		return nil
+	})
+	return trainer, err
 }

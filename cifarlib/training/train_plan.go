@@ -3,6 +3,10 @@ package training
 import (
 	"fmt"
 	"math"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 )
 
 // plan is a run's Settings as they resolve, in this one place: validated (Settings.Validate),
@@ -58,7 +62,7 @@ func (p *plan) count(examples int) error {
 	if p.Run.Epochs > 0 {
 		p.Run.Steps = int(math.Ceil(p.Run.Epochs * float64(p.stepsPerEpoch)))
 	}
-	if p.Schedule.Name == ScheduleCosine {
+	if p.Schedule.Name == optimizers.ScheduleCosine {
 		if err := checkWarmup(p.Schedule.WarmupSteps, p.Run.Steps); err != nil {
 			return err
 		}
@@ -91,8 +95,28 @@ func (p *plan) countPeriods() {
 
 // whitenBiasEpochs are the epochs nesterov trains airbench94's whitening bias for (0: all).
 func (p *plan) whitenBiasEpochs() int {
-	if n, ok := p.Optimizer.(Nesterov); ok {
+	if n, ok := p.Optimizer.(optimizers.Nesterov); ok {
 		return n.WhitenBiasEpochs
 	}
 	return 0
+}
+
+// optimizerPlan is what the optimizer of plan p depends on besides its own settings, with the
+// backbone's learning rate of its transfer tt (nil: none).
+func (p *plan) optimizerPlan(tt *trainTransfer) optimizers.Plan {
+	scope, _ := archScopes(p.Model.Arch)
+	op := optimizers.Plan{Schedule: p.Schedule, Steps: p.Run.Steps, Batch: p.Data.BatchSize,
+		WhitenBiasSteps: p.whitenBiasEpochs() * p.stepsPerEpoch, Lookahead: p.Run.Lookahead, ModelScope: scope}
+	if tt != nil {
+		op.BackboneRatio, op.Backbone = tt.lrRatio, tt.isBackbone
+	}
+	return op
+}
+
+// fed are the values a run of plan p feeds its train step (optimizers.Values): its optimizer's,
+// its schedule's and its lookahead's, and its loss's label-smoothing factors (trainLoss).
+func (p *plan) fed() optimizers.Values {
+	h := p.optimizerPlan(nil).Fed(p.Optimizer)
+	h[hyperSmoothingKeep], h[hyperSmoothingSpread] = cifarlib.SmoothingFactors(p.Run.LabelSmoothing, p.headWidth())
+	return h
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 	"github.com/cifarlab/cifarlab/internal/testenv"
 
 	"github.com/gomlx/compute"
@@ -210,7 +211,7 @@ func TestTransferBackboneLearningRate(t *testing.T) {
 	steps := map[float64]map[string][]float32{}
 	for _, backboneLR := range []float64{0, 0.01} {
 		cfg, env := transferConfig(t, from, 1)
-		cfg.Optimizer, cfg.Transfer.BackboneLearningRate = SGD{LearningRate: 0.1}, backboneLR
+		cfg.Optimizer, cfg.Transfer.BackboneLearningRate = optimizers.SGD{LearningRate: 0.1}, backboneLR
 		tr, err := NewTrainer(cfg, env)
 		require.NoError(t, err)
 		_, err = tr.Evaluate(context.Background(), env.Test, EvalOptions{BatchSize: 4}) // initialises the head
@@ -460,7 +461,7 @@ func TestTransferDevicesSameAsOneDevice(t *testing.T) {
 			for _, n := range []int{1, 4} {
 				cfg, env := transferConfig(t, from, 3)
 				env.Backend, cfg.Compute.Devices, cfg.Data.BatchSize, cfg.Record.HistoryEvery = backend, n, devicesBatch, 1
-				cfg.Optimizer, cfg.Transfer.Freeze = SGD{LearningRate: 0.01}, freeze
+				cfg.Optimizer, cfg.Transfer.Freeze = optimizers.SGD{LearningRate: 0.01}, freeze
 				if freeze == "" {
 					cfg.Transfer.BackboneLearningRate = 0.001
 				}

@@ -1,6 +1,6 @@
-package training
+package optimizers
 
-// Airbench's Nesterov SGD (Settings.Optimizer Nesterov) as a GoMLX optimizer.
+// Airbench's Nesterov SGD (an Optimizer Nesterov) as a GoMLX optimizer.
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 
 // nesterovScope is where the momentum buffers live: one per trainable variable, at
 // nesterovScope + the variable's path, saved in checkpoints with the weights.
-var nesterovScope = model.JoinPath("/", optimizer.Scope, OptimizerNesterov)
+var nesterovScope = model.JoinPath("/", optimizer.Scope, algoNesterov)
 
 // paramGroup is the optimizer's treatment of a variable, after airbench's param groups.
 type paramGroup int
@@ -80,7 +80,7 @@ func paramGroupOf(path string) paramGroup {
 // after whitenBiasSteps steps: as a PyTorch parameter without a gradient, neither it nor its
 // buffer changes afterwards. The schedule's factor is read from GoMLX's learning-rate variable
 // (which the schedule sets to LearningRate times the factor), so every Settings.Schedule applies.
-// Every hyper-parameter but the batch is fed at run time (fed, train_hyper.go), so one compiled
+// Every hyper-parameter but the batch is fed at run time (fed, fed.go), so one compiled
 // train step serves any learning rate, momentum, weight decay, bias scaler and freeze step.
 type nesterovOptimizer struct {
 	// learningRate is Nesterov.LearningRate, the learning-rate variable's value at factor 1.
@@ -102,7 +102,7 @@ func newNesterov(learningRate, momentum, weightDecay, biasScaler float64, batch,
 		wd: weightDecay * float64(batch) / kilostep, biasScaler: biasScaler, batch: batch, whitenBiasSteps: whitenBiasSteps}
 }
 
-// The nesterov optimizer's fed values (train_hyper.go): everything but the batch, which shapes
+// The nesterov optimizer's fed values (fed.go): everything but the batch, which shapes
 // the program.
 const (
 	hyperMomentum      = "momentum"
@@ -145,9 +145,9 @@ func (o *nesterovOptimizer) freezeStep() int {
 	return neverFreeze
 }
 
-// fed returns the values the optimizer's graph reads at run time (train_hyper.go).
-func (o *nesterovOptimizer) fed() hyperValues {
-	h := hyperValues{hyperMomentum: o.momentum, hyperWhitenBiasSteps: float64(o.freezeStep())}
+// fed returns the values the optimizer's graph reads at run time (fed.go).
+func (o *nesterovOptimizer) fed() Values {
+	h := Values{hyperMomentum: o.momentum, hyperWhitenBiasSteps: float64(o.freezeStep())}
 	for _, group := range []paramGroup{groupOther, groupNormBias} {
 		decay, rate := o.groupFactors(group)
 		name := groupName(group)
@@ -168,15 +168,15 @@ func (o *nesterovOptimizer) groupRate(g *graph.Graph, rate *graph.Node, group pa
 	_, r := o.groupFactors(group)
 	name := groupName(group)
 	if factor := triangleFactor(g); factor != nil && factor.DType() == dtypes.Float32 && rate.DType() == dtypes.Float32 && !backends.IsGoBackend(g.Backend()) {
-		return graph.Mul(factor, fedScalar(g, hyperNesterovFolded+name, dtypes.Float32, float64(float32(o.learningRate)*float32(r))))
+		return graph.Mul(factor, Scalar(g, hyperNesterovFolded+name, dtypes.Float32, float64(float32(o.learningRate)*float32(r))))
 	}
-	return graph.Mul(rate, fedScalar(g, hyperNesterovRate+name, rate.DType(), r))
+	return graph.Mul(rate, Scalar(g, hyperNesterovRate+name, rate.DType(), r))
 }
 
 // UpdateGraph implements optimizer.Interface.
 func (o *nesterovOptimizer) UpdateGraph(scope *model.Scope, g *graph.Graph, loss *graph.Node) {
 	if !loss.Shape().IsScalar() {
-		panic(fmt.Errorf("training: the nesterov optimizer needs a scalar loss, got shape %s", loss.Shape()))
+		panic(fmt.Errorf("optimizers: the nesterov optimizer needs a scalar loss, got shape %s", loss.Shape()))
 	}
 	o.UpdateGraphWithGradients(scope, scope.BuildTrainableVariablesGradientsGraph(loss), loss.DType())
 }
@@ -198,7 +198,7 @@ func (o *nesterovOptimizer) UpdateGraphWithGradients(scope *model.Scope, grads [
 			continue
 		}
 		if i >= len(grads) {
-			panic(fmt.Errorf("training: nesterov optimizer: more trainable variables than the %d gradients", len(grads)))
+			panic(fmt.Errorf("optimizers: nesterov optimizer: more trainable variables than the %d gradients", len(grads)))
 		}
 		grad := grads[i]
 		i++
@@ -212,14 +212,14 @@ func (o *nesterovOptimizer) UpdateGraphWithGradients(scope *model.Scope, grads [
 		dtype := p.DType()
 		bufVar := store.VariableWithShape(nesterovScope+v.Path(), shapes.Make(dtype, p.Shape().Dimensions...), initializer.Zero).SetTrainable(false)
 		buf := bufVar.NodeValue(g)
-		momentum := fedScalar(g, hyperMomentum, dtype, o.momentum)
-		d := graph.Add(graph.MulScalar(graph.ConvertDType(grad, dtype), float64(o.batch)), graph.Mul(p, fedScalar(g, hyperNesterovDecay+name, dtype, decay)))
+		momentum := Scalar(g, hyperMomentum, dtype, o.momentum)
+		d := graph.Add(graph.MulScalar(graph.ConvertDType(grad, dtype), float64(o.batch)), graph.Mul(p, Scalar(g, hyperNesterovDecay+name, dtype, decay)))
 		newBuf := graph.Add(graph.Mul(buf, momentum), d)
 		update := graph.Add(d, graph.Mul(newBuf, momentum))
 		rateNode := graph.ConvertDType(o.groupRate(g, rate, group), dtype)
 		newP := graph.Sub(p, graph.Mul(update, rateNode))
 		if group == groupWhitenBias {
-			training := graph.LessThan(step, fedScalar(g, hyperWhitenBiasSteps, step.DType(), float64(o.freezeStep())))
+			training := graph.LessThan(step, Scalar(g, hyperWhitenBiasSteps, step.DType(), float64(o.freezeStep())))
 			newP = graph.Where(training, newP, p)
 			newBuf = graph.Where(training, newBuf, buf)
 		}
@@ -227,7 +227,7 @@ func (o *nesterovOptimizer) UpdateGraphWithGradients(scope *model.Scope, grads [
 		bufVar.SetNodeValue(newBuf)
 	}
 	if i != len(grads) {
-		panic(fmt.Errorf("training: nesterov optimizer: %d gradients for %d trainable variables", len(grads), i))
+		panic(fmt.Errorf("optimizers: nesterov optimizer: %d gradients for %d trainable variables", len(grads), i))
 	}
 }
 

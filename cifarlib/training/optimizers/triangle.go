@@ -1,4 +1,4 @@
-package training
+package optimizers
 
 // Airbench's triangle learning-rate schedule (ScheduleTriangle).
 
@@ -58,7 +58,7 @@ func (tr triangle) at(x int) float32 {
 	return tr.m[i]*float32(x) + tr.b[i]
 }
 
-// The triangle's fed values (train_hyper.go): its segments' slopes and intercepts and its peak
+// The triangle's fed values (fed.go): its segments' slopes and intercepts and its peak
 // step, which depend on the run's steps.
 var (
 	hyperTriangleSlope     = [2]string{"triangle_rise_slope", "triangle_fall_slope"}
@@ -69,8 +69,8 @@ const hyperTrianglePeakStep = "triangle_peak_step"
 
 // fed returns the values the triangle's graph reads at run time, with the learning rate its
 // factor multiplies.
-func (tr triangle) fed(learningRate float64) hyperValues {
-	h := hyperValues{hyperTrianglePeakStep: float64(float32(tr.peakStep)), hyperLearningRate: learningRate}
+func (tr triangle) fed(learningRate float64) Values {
+	h := Values{hyperTrianglePeakStep: float64(float32(tr.peakStep)), hyperLearningRate: learningRate}
 	for i := range 2 {
 		h[hyperTriangleSlope[i]], h[hyperTriangleIntercept[i]] = float64(tr.m[i]), float64(tr.b[i])
 	}
@@ -78,15 +78,15 @@ func (tr triangle) fed(learningRate float64) hyperValues {
 }
 
 // factor builds the factor at step (an integer node: the step being taken, from 0) in float32,
-// its segments and peak fed at run time (fedScalar).
+// its segments and peak fed at run time (Scalar).
 func (tr triangle) factor(step *graph.Node) *graph.Node {
 	x := graph.ConvertDType(step, dtypes.Float32)
 	g := x.Graph()
 	seg := func(i int) *graph.Node {
-		return graph.Add(graph.Mul(x, fedScalar(g, hyperTriangleSlope[i], dtypes.Float32, float64(tr.m[i]))),
-			fedScalar(g, hyperTriangleIntercept[i], dtypes.Float32, float64(tr.b[i])))
+		return graph.Add(graph.Mul(x, Scalar(g, hyperTriangleSlope[i], dtypes.Float32, float64(tr.m[i]))),
+			Scalar(g, hyperTriangleIntercept[i], dtypes.Float32, float64(tr.b[i])))
 	}
-	below := graph.LessThan(x, fedScalar(g, hyperTrianglePeakStep, dtypes.Float32, float64(float32(tr.peakStep))))
+	below := graph.LessThan(x, Scalar(g, hyperTrianglePeakStep, dtypes.Float32, float64(float32(tr.peakStep))))
 	return graph.Where(below, seg(0), seg(1))
 }
 
@@ -97,7 +97,7 @@ func (tr triangle) setLearningRate(scope *model.Scope, g *graph.Graph, learningR
 	lrVar := optimizer.LearningRateVarWithValue(scope, dtypes.Float32, learningRate)
 	factor := tr.factor(step)
 	g.AttachState(triangleFactorKey{}, factor)
-	lrVar.SetNodeValue(graph.Mul(factor, fedScalar(g, hyperLearningRate, dtypes.Float32, learningRate)))
+	lrVar.SetNodeValue(graph.Mul(factor, Scalar(g, hyperLearningRate, dtypes.Float32, learningRate)))
 }
 
 // triangleFactorKey keys the triangle's factor node in a training graph (Graph.State), for the

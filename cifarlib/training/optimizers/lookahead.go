@@ -1,7 +1,8 @@
-package training
+package optimizers
 
-// Airbench's lookahead (Settings.Run.Lookahead): an EMA of the model's state that the weights are
-// reset to every lookaheadEvery steps, as a wrapper around the run's optimizer.
+// Airbench's lookahead (Plan.Lookahead; training.Settings.Run.Lookahead): an EMA of the model's
+// state that the weights are reset to every LookaheadEvery steps, as a wrapper around the run's
+// optimizer.
 
 import (
 	"fmt"
@@ -17,8 +18,9 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
-// lookaheadEvery is the period of airbench's lookahead updates, in steps.
-const lookaheadEvery = 5
+// LookaheadEvery is the period of airbench's lookahead updates, in steps: a run of fewer steps
+// ends on its initial weights.
+const LookaheadEvery = 5
 
 // lookaheadScope is where the EMA copies live: one per model variable, at lookaheadScope + the
 // variable's path, non-trainable and saved in checkpoints, so a resumed run continues exactly.
@@ -26,7 +28,7 @@ var lookaheadScope = model.JoinPath("/", optimizer.Scope, "lookahead")
 
 // lookaheadOptimizer is airbench's LookaheadState (airbench 0.1.8, utils.py) applied after each
 // step of its inner optimizer: after step s (counted from 1) of total, when s is a multiple of
-// lookaheadEvery,
+// LookaheadEvery,
 //
 //	ema = lerp(ema, w, 1-decay), w = ema, with decay = 0.95^5 * (s/total)^3
 //
@@ -62,7 +64,7 @@ func (o *lookaheadOptimizer) UpdateGraph(scope *model.Scope, g *graph.Graph, los
 func (o *lookaheadOptimizer) UpdateGraphWithGradients(scope *model.Scope, grads []*graph.Node, lossDType dtypes.DType) {
 	inner, ok := o.inner.(train.OptimizeWithGradients)
 	if !ok || len(grads) == 0 {
-		panic(fmt.Errorf("training: optimizer %T does not take accumulated gradients", o.inner))
+		panic(fmt.Errorf("optimizers: optimizer %T does not take accumulated gradients", o.inner))
 	}
 	inner.UpdateGraphWithGradients(scope, grads, lossDType)
 	o.update(scope.Store(), grads[0].Graph())
@@ -82,7 +84,7 @@ func lookaheadVariable(v *model.Variable, scope string) bool {
 	return strings.HasPrefix(v.Path(), scope) && v.DType().IsFloat() && v.Name() != "avg_weight"
 }
 
-// The lookahead's fed values (train_hyper.go): its end, and the reciprocal of its end that the
+// The lookahead's fed values (fed.go): its end, and the reciprocal of its end that the
 // progress s/total is computed with.
 const (
 	hyperLookaheadSteps      = "lookahead_steps"
@@ -93,8 +95,8 @@ const (
 // steps: its end, and 1/total as graph.DivScalar computed it when it was a constant (in float64,
 // converted to float32 as a constant is; GoMLX divides a float by a constant as a multiplication
 // by its reciprocal), so a fed end computes the same numbers (TestLookaheadEndFed).
-func lookaheadFed(total int) hyperValues {
-	return hyperValues{hyperLookaheadSteps: float64(total), hyperLookaheadStepsRecip: 1.0 / float64(max(total, 1))}
+func lookaheadFed(total int) Values {
+	return Values{hyperLookaheadSteps: float64(total), hyperLookaheadStepsRecip: 1.0 / float64(max(total, 1))}
 }
 
 // update builds the lookahead step after the inner optimizer's: the global step is the step just
@@ -104,8 +106,8 @@ func (o *lookaheadOptimizer) update(store *model.Store, g *graph.Graph) {
 	h := lookaheadFed(o.total)
 	step := optimizer.GetGlobalStepVar(store).NodeValue(g)
 	first := graph.Equal(step, graph.OnesLike(step))
-	every := graph.Equal(graph.Rem(step, graph.Scalar(g, step.DType(), lookaheadEvery)), graph.ZerosLike(step))
-	last := graph.GreaterOrEqual(step, fedScalar(g, hyperLookaheadSteps, step.DType(), h[hyperLookaheadSteps]))
+	every := graph.Equal(graph.Rem(step, graph.Scalar(g, step.DType(), LookaheadEvery)), graph.ZerosLike(step))
+	last := graph.GreaterOrEqual(step, Scalar(g, hyperLookaheadSteps, step.DType(), h[hyperLookaheadSteps]))
 	weight := lookaheadWeight(step, h)
 	var vars []*model.Variable
 	for v := range store.IterVariables() {
@@ -129,10 +131,10 @@ func (o *lookaheadOptimizer) update(store *model.Store, g *graph.Graph) {
 
 // lookaheadWeight is the EMA's weight 1-decay after step (the global step, from 1) of the run
 // whose fed values are h: decay = 0.95^5 * x^3 with x = step * (1/total), in float32.
-func lookaheadWeight(step *graph.Node, h hyperValues) *graph.Node {
-	recip := fedScalar(step.Graph(), hyperLookaheadStepsRecip, dtypes.Float32, h[hyperLookaheadStepsRecip])
+func lookaheadWeight(step *graph.Node, h Values) *graph.Node {
+	recip := Scalar(step.Graph(), hyperLookaheadStepsRecip, dtypes.Float32, h[hyperLookaheadStepsRecip])
 	x := graph.Mul(graph.ConvertDType(step, dtypes.Float32), recip)
-	decay := graph.MulScalar(graph.Mul(x, graph.Mul(x, x)), math.Pow(0.95, lookaheadEvery))
+	decay := graph.MulScalar(graph.Mul(x, graph.Mul(x, x)), math.Pow(0.95, LookaheadEvery))
 	return graph.OneMinus(decay)
 }
 

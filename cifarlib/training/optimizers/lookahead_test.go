@@ -1,4 +1,4 @@
-package training
+package optimizers
 
 import (
 	"math"
@@ -88,11 +88,11 @@ func TestLookaheadEndFed(t *testing.T) {
 		}
 		constant := graph.MustNewExec(backend, func(step *graph.Node) *graph.Node {
 			x := graph.DivScalar(graph.ConvertDType(step, dtypes.Float32), float64(total))
-			return graph.OneMinus(graph.MulScalar(graph.Mul(x, graph.Mul(x, x)), math.Pow(0.95, lookaheadEvery)))
+			return graph.OneMinus(graph.MulScalar(graph.Mul(x, graph.Mul(x, x)), math.Pow(0.95, LookaheadEvery)))
 		})
 		want := constant.MustCall(tensors.FromValue(steps))[0].Value().([]float32)
 		constant.Finalize()
-		require.NoError(t, setHyper(store, lookaheadFed(total)))
+		require.NoError(t, SetValues(store, lookaheadFed(total)))
 		out, err := fed.Exec(tensors.FromValue(steps))
 		require.NoError(t, err)
 		got := out[0].Value().([]float32)

@@ -1,4 +1,4 @@
-package training
+package optimizers
 
 // The cosine learning-rate schedule (ScheduleCosine): GoMLX's cosineschedule with its settings
 // fed at run time.
@@ -13,7 +13,7 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer/cosineschedule"
 )
 
-// The cosine schedule's fed values (train_hyper.go).
+// The cosine schedule's fed values (fed.go).
 const (
 	hyperCosineWarmupSteps = "cosine_warmup_steps"
 	hyperCosineWarmupInv   = "cosine_warmup_inv" // 1/WarmupSteps, 0 without warm-up
@@ -34,15 +34,15 @@ type cosineSchedule struct {
 	warmupSteps, periodSteps      int
 }
 
-// newCosine is the cosine schedule of plan p.
-func newCosine(p *plan) cosineSchedule {
-	return cosineSchedule{learningRate: learningRate(p.Optimizer), minLearningRate: max(p.Schedule.MinLearningRate, 0),
-		warmupSteps: p.Schedule.WarmupSteps, periodSteps: max(p.Run.Steps-p.Schedule.WarmupSteps, 1)}
+// cosine is the cosine schedule of plan p for optimizer o.
+func (p Plan) cosine(o Optimizer) cosineSchedule {
+	return cosineSchedule{learningRate: learningRate(o), minLearningRate: max(p.Schedule.MinLearningRate, 0),
+		warmupSteps: p.Schedule.WarmupSteps, periodSteps: max(p.Steps-p.Schedule.WarmupSteps, 1)}
 }
 
 // fed returns the values the schedule's graph reads at run time.
-func (c cosineSchedule) fed() hyperValues {
-	h := hyperValues{hyperCosineWarmupSteps: float64(c.warmupSteps), hyperCosineWarmupInv: 0,
+func (c cosineSchedule) fed() Values {
+	h := Values{hyperCosineWarmupSteps: float64(c.warmupSteps), hyperCosineWarmupInv: 0,
 		hyperCosinePeriodInv: 1.0 / float64(c.periodSteps), hyperCosineSpan: c.learningRate - c.minLearningRate,
 		hyperMinLearningRate: c.minLearningRate}
 	h[hyperCosineHalfSpan] = float64(float32(0.5) * float32(h[hyperCosineSpan]))
@@ -57,7 +57,7 @@ func (c cosineSchedule) fed() hyperValues {
 func (c cosineSchedule) setLearningRate(scope *model.Scope, g *graph.Graph) {
 	const dtype = dtypes.Float32
 	h := c.fed()
-	fed := func(name string) *graph.Node { return fedScalar(g, name, dtype, h[name]) }
+	fed := func(name string) *graph.Node { return Scalar(g, name, dtype, h[name]) }
 	cosineScope := scope.Store().Scope(model.JoinPath(optimizer.Scope, cosineschedule.Scope))
 	step := graph.MinusOne(optimizer.IncrementCounter(cosineScope, g, "step", dtype)) // the value before the increment
 	adjusted := graph.Sub(step, fed(hyperCosineWarmupSteps))

@@ -1,13 +1,10 @@
-package training
+package optimizers
 
-// The optimizer part of a Trainer: GoMLX's trainer, with the optimizer of the plan and a
-// transferred run's backbone learning rate.
+// The optimizer of a run: its algorithm's GoMLX optimizer, the backbone's learning rate of a
+// transfer, and lookahead around the whole.
 
 import (
 	"fmt"
-
-	"github.com/cifarlab/cifarlab/cifarlib"
-	"github.com/cifarlab/cifarlab/cifarlib/backends"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
@@ -16,36 +13,34 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
-// newGoMLXTrainer builds GoMLX's train.Trainer of t for plan p: t's model function, the guarded
-// loss (unless Unguarded), the optimizer and the metrics; or takes the one an earlier run
-// compiled (Env.Programs).
-func newGoMLXTrainer(p *plan, t *Trainer) (trainer *train.Trainer, err error) {
-	err = backends.TrainCatch(func() error {
-		opt, err := newOptimizer(p, t.transfer)
-		if err != nil {
-			return err
-		}
-		mode := cifarlib.GuardAll
-		if p.Model.Unguarded {
-			mode = cifarlib.GuardOff
-		}
-		if trainer = t.progs.trainer; trainer == nil {
-			trainer = train.NewTrainer(t.backend, t.store, t.modelFn, trainLoss(p, t.model, mode), opt,
-				trainMetricsFor(p.TopK(), p.Model.Unguarded, t.model.NumClasses), evalMetricsFor(p.TopK()))
-			t.progs.keep(trainer)
-		}
-		return nil
-	})
-	return trainer, err
+// Plan is what a run's optimizer, its schedule and the values they are fed depend on besides
+// the optimizer's own settings: the run's schedule, its length and batch, the whitening bias's
+// freeze step, its lookahead, and a transferred run's backbone learning rate.
+type Plan struct {
+	// Schedule is the learning-rate schedule; Steps the run's target step, which the schedules
+	// and lookahead span.
+	Schedule Schedule
+	Steps    int
+	// Batch is the global batch (nesterov's decoupled hyper-parameters are per 1024 examples);
+	// WhitenBiasSteps the step airbench94's whitening bias freezes at (nesterov; 0: never).
+	Batch, WhitenBiasSteps int
+	// Lookahead wraps the optimizer in airbench's lookahead over the variables under ModelScope
+	// (the model's, e.g. "/cnn/").
+	Lookahead  bool
+	ModelScope string
+	// BackboneRatio, when not 0 or 1, scales the updates of the variables Backbone says are the
+	// backbone's: a transferred run's backbone learning rate over its head's.
+	BackboneRatio float64
+	Backbone      func(path string) bool
 }
 
-// newOptimizer builds the GoMLX optimizer of plan p, the backbone's rate of its transfer tt
-// (nil without one) included. With lookahead, the whole is wrapped in it (lookaheadOptimizer).
-func newOptimizer(p *plan, tt *trainTransfer) (optimizer.Interface, error) {
+// Build builds the GoMLX optimizer of o for plan p: the algorithm's, the backbone's rate applied,
+// in lookahead when p has it.
+func (p Plan) Build(o Optimizer) (optimizer.Interface, error) {
 	var opt optimizer.Interface
-	switch o := p.Optimizer.(type) {
+	switch o := o.(type) {
 	case Nesterov:
-		opt = newNesterov(o.LearningRate, o.Momentum, o.WeightDecay, o.BiasScaler, p.Data.BatchSize, o.WhitenBiasEpochs*p.stepsPerEpoch)
+		opt = newNesterov(o.LearningRate, o.Momentum, o.WeightDecay, o.BiasScaler, p.Batch, p.WhitenBiasSteps)
 	case AdamW:
 		opt = optimizer.Adam().LearningRate(o.LearningRate).WeightDecay(o.WeightDecay).Done()
 	default:
@@ -54,10 +49,11 @@ func newOptimizer(p *plan, tt *trainTransfer) (optimizer.Interface, error) {
 			return nil, err
 		}
 	}
-	opt = tt.wrapOptimizer(opt)
-	if p.Run.Lookahead {
-		scope, _ := archScopes(p.Model.Arch)
-		opt = withLookahead(opt, scope, p.Run.Steps)
+	if p.BackboneRatio != 0 && p.BackboneRatio != 1 {
+		opt = &backboneRateOptimizer{inner: opt, ratio: p.BackboneRatio, backbone: p.Backbone}
+	}
+	if p.Lookahead {
+		opt = withLookahead(opt, p.ModelScope, p.Steps)
 	}
 	return opt, nil
 }
@@ -66,25 +62,16 @@ func newOptimizer(p *plan, tt *trainTransfer) (optimizer.Interface, error) {
 // settings of its own.
 func namedOptimizer(name string, learningRate float64) (optimizer.Interface, error) {
 	switch name {
-	case OptimizerSGD:
+	case algoSGD:
 		return optimizer.StochasticGradientDescent().WithLearningRate(learningRate).WithDecay(false).Done(), nil
-	case OptimizerAdam:
+	case algoAdam:
 		return optimizer.Adam().LearningRate(learningRate).Done(), nil
-	case OptimizerAdamax:
+	case algoAdamax:
 		return optimizer.Adam().Adamax().LearningRate(learningRate).Done(), nil
-	case OptimizerRMSProp:
+	case algoRMSProp:
 		return optimizer.RMSProp().LearningRate(learningRate).Done(), nil
 	}
-	return nil, &ConfigError{Field: "Optimizer", Value: name, Reason: "unknown optimizer"}
-}
-
-// wrapOptimizer returns opt, or, with a separate backbone learning rate, opt with the
-// backbone's updates scaled by BackboneLearningRate/LearningRate.
-func (tt *trainTransfer) wrapOptimizer(opt optimizer.Interface) optimizer.Interface {
-	if tt == nil || tt.lrRatio == 1 {
-		return opt
-	}
-	return &backboneRateOptimizer{inner: opt, tt: tt}
+	return nil, fmt.Errorf("optimizers: unknown optimizer %q", name)
 }
 
 // backboneRateOptimizer runs its inner optimizer, then scales each backbone variable's update
@@ -94,8 +81,9 @@ func (tt *trainTransfer) wrapOptimizer(opt optimizer.Interface) optimizer.Interf
 // this is the inner optimizer run with learning rate LearningRate*ratio for the backbone, the
 // schedule included, up to float32 rounding.
 type backboneRateOptimizer struct {
-	inner optimizer.Interface
-	tt    *trainTransfer
+	inner    optimizer.Interface
+	ratio    float64
+	backbone func(path string) bool
 }
 
 // UpdateGraph implements optimizer.Interface.
@@ -109,7 +97,7 @@ func (o *backboneRateOptimizer) UpdateGraph(scope *model.Scope, g *graph.Graph, 
 func (o *backboneRateOptimizer) UpdateGraphWithGradients(scope *model.Scope, grads []*graph.Node, lossDType dtypes.DType) {
 	inner, ok := o.inner.(train.OptimizeWithGradients)
 	if !ok || len(grads) == 0 {
-		panic(fmt.Errorf("training: optimizer %T does not take accumulated gradients", o.inner))
+		panic(fmt.Errorf("optimizers: optimizer %T does not take accumulated gradients", o.inner))
 	}
 	g := grads[0].Graph()
 	before := o.backboneValues(scope, g)
@@ -129,7 +117,7 @@ type backboneValue struct {
 func (o *backboneRateOptimizer) backboneValues(scope *model.Scope, g *graph.Graph) []backboneValue {
 	var before []backboneValue
 	for v := range scope.Store().IterVariables() {
-		if v.Trainable && o.tt.isBackbone(v.Path()) && v.InUseByGraph(g) {
+		if v.Trainable && o.backbone(v.Path()) && v.InUseByGraph(g) {
 			before = append(before, backboneValue{v: v, old: v.NodeValue(g)})
 		}
 	}
@@ -139,6 +127,6 @@ func (o *backboneRateOptimizer) backboneValues(scope *model.Scope, g *graph.Grap
 func (o *backboneRateOptimizer) scale(g *graph.Graph, before []backboneValue) {
 	for _, b := range before {
 		step := graph.Sub(b.v.NodeValue(g), b.old)
-		b.v.SetNodeValue(graph.Add(b.old, graph.MulScalar(step, o.tt.lrRatio)))
+		b.v.SetNodeValue(graph.Add(b.old, graph.MulScalar(step, o.ratio)))
 	}
 }
