@@ -1,16 +1,12 @@
 package training
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/gomlx/ml/model"
@@ -70,7 +66,7 @@ func openCheckpoints(p *plan, m *cifarlib.Model, store *model.Store, log runLog)
 	}
 	for _, name := range tc.setAside {
 		log("checkpoint %s in %s was incomplete (an interrupted save): set aside as %s.{json,bin}%s",
-			name, p.Checkpoint.Dir, name, incompleteCheckpointSuffix)
+			name, p.Checkpoint.Dir, name, checkpoints.IncompleteSuffix)
 	}
 	if tc.resumed != nil {
 		var err error
@@ -109,13 +105,9 @@ func (tc *trainCheckpoint) adoptInput(p *plan, own cifarlib.InputNormalization) 
 // any of the run's parameters are set: a loaded checkpoint must match p's settings.
 func openTrainCheckpoint(store *model.Store, p *plan) (*trainCheckpoint, error) {
 	dir := p.Checkpoint.Dir
-	setAside, err := setAsideIncompleteCheckpoints(dir)
+	h, setAside, err := checkpoints.Open(store, dir, p.Checkpoint.Keep)
 	if err != nil {
 		return nil, err
-	}
-	h, err := checkpoint.Build(store).Dir(dir).Keep(p.Checkpoint.Keep).Done()
-	if err != nil {
-		return nil, fmt.Errorf("training: checkpoint directory %s: %w", dir, err)
 	}
 	tc := &trainCheckpoint{handler: h, dir: dir, setAside: setAside}
 	has, err := h.HasCheckpoints()
@@ -125,19 +117,16 @@ func openTrainCheckpoint(store *model.Store, p *plan) (*trainCheckpoint, error) 
 	if !has {
 		return tc, nil
 	}
-	info, ok, err := checkpointInfoFromStore(store, dir)
+	params, _, err := checkpoints.ReadParams(store) // Open refused a foreign checkpoint
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("training: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter): "+
-			"use another checkpoint directory", dir, ckptParamModel)
-	}
-	if info.Input, err = inputFromStore(store); err != nil {
+	info, err := checkpointInfo(store, params, dir)
+	if err != nil {
 		return nil, err
 	}
 	diffs := info.compareForResume(&p.Settings)
-	// A different head is a *ShapeMismatchError, which says more than the settings' diff.
+	// A different head is a *checkpoints.ShapeMismatchError, which says more than the settings' diff.
 	if err := headShapeCheck(h, info, p.dataset, p.Model.Head, p.Model.Arch, true); err != nil {
 		return nil, err
 	}
@@ -167,61 +156,29 @@ func (tc *trainCheckpoint) resumedAt() (step int, ok bool) {
 	return tc.resumed.Step, true
 }
 
-// save writes a new checkpoint (keeping the newest Checkpoint.Keep) and the history.
-// Metric accumulators are not saved: GoMLX names them with a fresh id per run; nor are the fed
-// hyper-parameters (optimizers.IsFed): each run sets its own.
+// save writes a new checkpoint (keeping the newest Checkpoint.Keep) and the history, but the
+// fed hyper-parameters (optimizers.IsFed): each run sets its own.
 func (tc *trainCheckpoint) save(store *model.Store, history *runs.History) error {
-	for v := range store.IterVariables() {
-		if strings.HasPrefix(v.Path(), "/metrics/") || optimizers.IsFed(v) {
-			tc.handler.ExcludeVarsFromSaving(v)
-		}
-	}
-	if err := tc.handler.Save(); err != nil {
-		return fmt.Errorf("training: saving checkpoint in %s: %w", tc.dir, err)
-	}
-	return history.Save(tc.dir)
+	return checkpoints.Save(tc.handler, store, history, optimizers.IsFed)
 }
 
 // readRunCheckpoint opens the latest checkpoint of the cifarlib run in dir into a new Store
-// (its variables loaded lazily, the handler's LoadedVariables holding them until then) and
-// returns what the run recorded. Errors: ErrNoCheckpoint (wrapped) for a missing, empty or file
-// path, *IncompleteCheckpointError for an interrupted save, *CorruptCheckpointError for files
-// GoMLX cannot read, and an error naming the missing parameter for a foreign checkpoint.
+// (checkpoints.Read) and returns what the run recorded, its settings read (checkpointInfo).
 func readRunCheckpoint(dir string) (*model.Store, *checkpoint.Handler, CheckpointInfo, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return nil, nil, CheckpointInfo{}, fmt.Errorf("%w in %s: %w", ErrNoCheckpoint, dir, err)
-	}
-	if !fi.IsDir() {
-		return nil, nil, CheckpointInfo{}, fmt.Errorf("%w: %s is a file, not a checkpoint directory", ErrNoCheckpoint, dir)
-	}
-	if names, reason, err := incompleteCheckpoints(dir); err == nil && len(names) > 0 {
-		return nil, nil, CheckpointInfo{}, &IncompleteCheckpointError{Dir: dir, Files: names, Reason: reason}
-	}
-	store := model.NewStore()
-	h, err := checkpoint.Build(store).Dir(dir).Done()
-	if err != nil {
-		return nil, nil, CheckpointInfo{}, &CorruptCheckpointError{Dir: dir, Err: err}
-	}
-	if has, err := h.HasCheckpoints(); err != nil || !has {
-		return nil, nil, CheckpointInfo{}, fmt.Errorf("%w in %s: train a run with it as its checkpoint folder first (Checkpoint.Dir, the setting checkpoint)", ErrNoCheckpoint, dir)
-	}
-	info, ok, err := checkpointInfoFromStore(store, dir)
+	store, h, params, err := checkpoints.Read(dir)
 	if err != nil {
 		return nil, nil, CheckpointInfo{}, err
 	}
-	if !ok {
-		return nil, nil, CheckpointInfo{}, fmt.Errorf("training: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter)", dir, ckptParamModel)
-	}
-	if info.Input, err = inputFromStore(store); err != nil {
+	info, err := checkpointInfo(store, params, dir)
+	if err != nil {
 		return nil, nil, CheckpointInfo{}, err
 	}
 	return store, h, info, nil
 }
 
-// headShapeCheck returns *ShapeMismatchError when the checkpoint h (of the run info) holds a
-// head whose width differs from head, for a model of the same architecture arch built for the
-// dataset with Spec ID dataset; nil otherwise.
+// headShapeCheck returns *checkpoints.ShapeMismatchError when the checkpoint h (of the run info)
+// holds a head whose width differs from head, for a model of the same architecture arch built
+// for the dataset with Spec ID dataset; nil otherwise.
 func headShapeCheck(h *checkpoint.Handler, info CheckpointInfo, dataset string, head int, arch string, resume bool) error {
 	if info.Model.Arch != arch || info.Model.Head == head {
 		return nil
@@ -233,95 +190,6 @@ func headShapeCheck(h *checkpoint.Handler, info CheckpointInfo, dataset string, 
 		return nil // The saved head is not there to compare: the settings' diff reports it.
 	}
 	dims := saved.Shape().Dimensions
-	return &ShapeMismatchError{Dir: info.Dir, Variable: path, Saved: []int{dims[0], dims[1]}, Model: []int{dims[0], head},
+	return &checkpoints.ShapeMismatchError{Dir: info.Dir, Variable: path, Saved: []int{dims[0], dims[1]}, Model: []int{dims[0], head},
 		SavedDataset: info.Data.Spec.ID(), ModelDataset: dataset, SavedHead: info.Model.Head, ModelHead: head, Resume: resume}
-}
-
-// incompleteCheckpointSuffix is appended to the files of a checkpoint that a save left
-// incomplete when a resumed run sets them aside.
-const incompleteCheckpointSuffix = ".incomplete"
-
-// IncompleteCheckpointError reports that the newest checkpoint in a directory was not completely
-// written (GoMLX's checkpoint.Save writes its files in place, and a crash or kill during a save
-// leaves an empty or truncated .json): loading it would fail, and resuming from it is impossible.
-type IncompleteCheckpointError struct {
-	// Dir is the checkpoint directory.
-	Dir string
-	// Files are the base names (without .json/.bin) of the incomplete checkpoints, newest last.
-	Files []string
-	// Reason says what is wrong with the newest one.
-	Reason string
-}
-
-func (e *IncompleteCheckpointError) Error() string {
-	return fmt.Sprintf("training: checkpoint %s in %s is incomplete (%s; a save was interrupted): resume "+
-		"training with the same checkpoint folder to set it aside and continue from the previous one, "+
-		"or delete its .json and .bin files", e.Files[len(e.Files)-1], e.Dir, e.Reason)
-}
-
-// incompleteCheckpoints returns the base names of the checkpoints in dir that are newer than
-// its newest complete one and incomplete themselves, oldest first, with the reason for the newest.
-// A checkpoint is complete when its .json (written last by GoMLX, after the .bin is closed)
-// parses and names its variables, and its .bin exists.
-func incompleteCheckpoints(dir string) (names []string, reason string, err error) {
-	matches, err := filepath.Glob(filepath.Join(dir, "checkpoint-*"+checkpoint.JsonNameSuffix))
-	if err != nil {
-		return nil, "", err
-	}
-	sort.Strings(matches) // GoMLX names them checkpoint-nNNNNNNN-..., so this is oldest first
-	for i := len(matches) - 1; i >= 0; i-- {
-		base := strings.TrimSuffix(matches[i], checkpoint.JsonNameSuffix)
-		why := checkpointProblem(base)
-		if why == "" {
-			break
-		}
-		if reason == "" {
-			reason = why
-		}
-		names = append([]string{filepath.Base(base)}, names...)
-	}
-	return names, reason, nil
-}
-
-// checkpointProblem says what is wrong with the checkpoint files base.json and base.bin, or "".
-func checkpointProblem(base string) string {
-	data, err := os.ReadFile(base + checkpoint.JsonNameSuffix)
-	if err != nil {
-		return err.Error()
-	}
-	if len(data) == 0 {
-		return "its .json is empty"
-	}
-	var meta struct {
-		Variables []json.RawMessage `json:"Variables"`
-	}
-	if err := json.Unmarshal(data, &meta); err != nil {
-		return "its .json does not parse: " + err.Error()
-	}
-	if meta.Variables == nil {
-		return "its .json lists no variables"
-	}
-	if _, err := os.Stat(base + checkpoint.BinDataSuffix); err != nil {
-		return "its .bin is missing"
-	}
-	return ""
-}
-
-// setAsideIncompleteCheckpoints renames the incomplete newest checkpoints of dir (see
-// incompleteCheckpoints) to NAME.json.incomplete and NAME.bin.incomplete, so that GoMLX loads the
-// newest complete one. It returns the base names it moved.
-func setAsideIncompleteCheckpoints(dir string) ([]string, error) {
-	names, _, err := incompleteCheckpoints(dir)
-	if err != nil || len(names) == 0 {
-		return nil, err
-	}
-	for _, name := range names {
-		for _, suffix := range []string{checkpoint.JsonNameSuffix, checkpoint.BinDataSuffix} {
-			from := filepath.Join(dir, name+suffix)
-			if err := os.Rename(from, from+incompleteCheckpointSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("training: setting aside the incomplete checkpoint %s: %w", from, err)
-			}
-		}
-	}
-	return names, nil
 }

@@ -1,18 +1,14 @@
 package training
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/model/checkpoint"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 )
 
 // WriteImportedRun writes a run folder for a model whose weights were made outside the lab (a
@@ -24,51 +20,16 @@ import (
 // trained.
 //
 // dir must not exist or be empty. The folder is written under a temporary name beside it and
-// renamed into place, so on any error nothing is left.
-func WriteImportedRun(dir string, m *cifarlib.Model, store *model.Store, source string) (err error) {
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("training: %s already holds %d files: give a new folder for the imported run", dir, len(entries))
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("training: run folder %s: %w", dir, err)
-	}
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("training: creating %s: %w", parent, err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".import-*")
-	if err != nil {
-		return fmt.Errorf("training: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.RemoveAll(tmp)
-		}
-	}()
+// renamed into place, so on any error nothing is left (checkpoints.WriteRun).
+func WriteImportedRun(dir string, m *cifarlib.Model, store *model.Store, source string) error {
 	info := CheckpointInfo{Dir: dir, Format: SettingsFormat, Input: m.Input, ImportedFrom: source,
 		Settings: Settings{Data: DataSettings{Spec: m.Spec}, Model: ModelSettings{Arch: m.Arch, Head: m.NumClasses}}}
 	if err := info.setStoreParams(store); err != nil {
 		return err
 	}
-	h, err := checkpoint.Build(store).Dir(tmp).Done()
-	if err != nil {
-		return fmt.Errorf("training: checkpoint in %s: %w", tmp, err)
-	}
-	if err := h.Save(); err != nil {
-		return fmt.Errorf("training: saving the imported checkpoint: %w", err)
-	}
-	if err := (&runs.History{}).Save(tmp); err != nil {
-		return err
-	}
 	now := time.Now()
 	rec := &runs.Record{Status: runs.RunDone, Started: now, Ended: now, Settings: importedSettings(info.Settings), ImportedFrom: source}
-	if err := rec.Write(tmp); err != nil {
-		return err
-	}
-	_ = os.Remove(dir) // an empty folder given as the destination
-	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("training: renaming %s to %s: %w", tmp, dir, err)
-	}
-	return nil
+	return checkpoints.WriteRun(dir, store, rec)
 }
 
 // importedSettings are the settings run.json records of an imported run: those its weights have

@@ -2,29 +2,15 @@ package training
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
-
-// Store parameters under which a checkpoint records the run that wrote it (GoMLX's checkpoint
-// package saves the Store's parameters in its JSON file): the settings format and the
-// settings as JSON; the model's architecture too, which says that cifarlib wrote it (format 1
-// has it as well). GoMLX's own optimizer and learning_rate parameters are kept as GoMLX reads them.
-const (
-	ckptParamFormat   = "cifarlab_format"
-	ckptParamSettings = "cifarlab_settings"
-	ckptParamModel    = "cifarlab_model"
-)
-
-// ErrNoCheckpoint is returned (wrapped) when a directory holds no checkpoint to load.
-var ErrNoCheckpoint = errors.New("training: no checkpoint")
 
 // CheckpointInfo is what a checkpoint records about the run that saved it: its Settings,
 // resolved (Model.Head is the head's width, Run.Steps its target step), at Step. An imported
@@ -71,46 +57,38 @@ func (ci *CheckpointInfo) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// setStoreParams records info in the Store's parameters, which the checkpoint saves.
+// setStoreParams records info in the Store's parameters (checkpoints.Params), which the
+// checkpoint saves.
 func (ci *CheckpointInfo) setStoreParams(store *model.Store) error {
 	settings, err := ci.Settings.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("training: recording the run's settings: %w", err)
 	}
-	root := store.RootScope()
-	root.SetParams(map[string]any{ckptParamFormat: SettingsFormat, ckptParamSettings: string(settings), ckptParamModel: ci.Model.Arch})
+	p := checkpoints.Params{Format: SettingsFormat, Settings: string(settings), Arch: ci.Model.Arch, Input: ci.Input, ImportedFrom: ci.ImportedFrom}
 	if ci.Optimizer != nil {
-		root.SetParams(map[string]any{optimizer.ParamOptimizer: ci.Optimizer.Algorithm(), optimizer.ParamLearningRate: learningRate(ci.Optimizer)})
+		p.Optimizer, p.LearningRate = ci.Optimizer.Algorithm(), learningRate(ci.Optimizer)
 	}
-	setInputParams(store, ci.Input)
-	if ci.ImportedFrom != "" {
-		root.SetParams(map[string]any{ckptParamImported: ci.ImportedFrom})
-	}
+	p.Set(store)
 	return nil
 }
 
-// checkpointInfoFromStore reads the parameters a checkpoint of dir restored into store. ok is
-// false when the store holds no cifarlib run parameters (an empty directory, or a foreign
-// checkpoint); a format newer than SettingsFormat is a *runs.FormatError.
-func checkpointInfoFromStore(store *model.Store, dir string) (info CheckpointInfo, ok bool, err error) {
-	root := store.RootScope()
-	if _, found := root.GetParam(ckptParamModel); !found {
-		return info, false, nil
-	}
-	info = CheckpointInfo{Dir: dir, Format: model.GetParamOr(root, ckptParamFormat, 1)}
+// checkpointInfo is what the checkpoint of dir, read into store, recorded of its run (params):
+// its settings, from their JSON or (format 1) from the store's parameters of each; a format
+// newer than SettingsFormat is a *runs.FormatError, settings that do not read a
+// *checkpoints.CorruptError.
+func checkpointInfo(store *model.Store, params checkpoints.Params, dir string) (CheckpointInfo, error) {
+	info := CheckpointInfo{Dir: dir, Format: params.Format, Step: params.Step, Input: params.Input, ImportedFrom: params.ImportedFrom}
 	switch {
 	case info.Format > SettingsFormat:
-		return info, true, &runs.FormatError{What: "checkpoint " + dir, Format: info.Format, Lab: SettingsFormat}
+		return info, &runs.FormatError{What: "checkpoint " + dir, Format: info.Format, Lab: SettingsFormat}
 	case info.Format == 1:
-		info.Settings = settingsV1(root)
+		info.Settings = settingsV1(store.RootScope(), params.Arch)
 	default:
-		if err := info.Settings.UnmarshalJSON([]byte(model.GetParamOr(root, ckptParamSettings, ""))); err != nil {
-			return info, true, &CorruptCheckpointError{Dir: dir, Err: fmt.Errorf("its settings do not read: %w", err)}
+		if err := info.Settings.UnmarshalJSON([]byte(params.Settings)); err != nil {
+			return info, &checkpoints.CorruptError{Dir: dir, Err: fmt.Errorf("its settings do not read: %w", err)}
 		}
 	}
-	info.ImportedFrom = model.GetParamOr(root, ckptParamImported, "")
-	info.Step = int(optimizer.GetGlobalStep(store))
-	return info, true, nil
+	return info, nil
 }
 
 // compareForResume lists the settings of requested that differ from the saved ones, those a

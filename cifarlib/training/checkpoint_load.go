@@ -7,6 +7,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
@@ -35,7 +36,7 @@ func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, err
 		return nil, err
 	}
 	if info.Data.Spec.Name == "" {
-		return nil, &CorruptCheckpointError{Dir: dir, Err: fmt.Errorf("it names no dataset")}
+		return nil, &checkpoints.CorruptError{Dir: dir, Err: fmt.Errorf("it names no dataset")}
 	}
 	m, err := info.modelBuilder(info.Data.Spec).Backend(backend).Done()
 	if err != nil {
@@ -70,7 +71,7 @@ func loadedCheckpoint(store *model.Store, h *checkpoint.Handler, info Checkpoint
 
 // LoadCheckpointInto loads the latest checkpoint in dir into the model m, as it is: PyTorch's
 // model.load_state_dict(checkpoint), strict. The run must have m's architecture
-// (*ArchMismatchError) and head width (*ShapeMismatchError, naming the head variable, both shapes
+// (*ArchMismatchError) and head width (*checkpoints.ShapeMismatchError, naming the head variable, both shapes
 // and both datasets): a checkpoint is never reshaped to fit; a transfer (Settings.Transfer.From) is
 // how a trained run moves to a dataset with another number of classes.
 func LoadCheckpointInto(dir string, m *cifarlib.Model, backend compute.Backend) (*LoadedCheckpoint, error) {

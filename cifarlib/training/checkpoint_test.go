@@ -8,6 +8,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/gomlx/ml/model"
@@ -19,7 +20,7 @@ func TestLoadCheckpointErrors(t *testing.T) {
 	b := labtest.Backend(t)
 	missing := filepath.Join(t.TempDir(), "missing")
 	_, err := LoadCheckpoint(missing, b)
-	require.True(t, errors.Is(err, ErrNoCheckpoint))
+	require.True(t, errors.Is(err, checkpoints.ErrNoCheckpoint))
 	require.True(t, errors.Is(err, os.ErrNotExist))
 	_, statErr := os.Stat(missing)
 	require.True(t, errors.Is(statErr, os.ErrNotExist), "LoadCheckpoint must not create the directory")
@@ -27,11 +28,11 @@ func TestLoadCheckpointErrors(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
 	_, err = LoadCheckpoint(file, b)
-	require.EqualError(t, err, "training: no checkpoint: "+file+" is a file, not a checkpoint directory")
+	require.EqualError(t, err, "checkpoints: no checkpoint: "+file+" is a file, not a checkpoint folder")
 
 	empty := t.TempDir()
 	_, err = LoadCheckpoint(empty, b)
-	require.EqualError(t, err, "training: no checkpoint in "+empty+": train a run with it as its checkpoint folder first (Checkpoint.Dir, the setting checkpoint)")
+	require.EqualError(t, err, "checkpoints: no checkpoint in "+empty+": train a run with it as its checkpoint folder first (Checkpoint.Dir, the setting checkpoint)")
 
 	// A GoMLX checkpoint that cifarlib did not write.
 	foreign := t.TempDir()
@@ -42,12 +43,12 @@ func TestLoadCheckpointErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, h.Save())
 	_, err = LoadCheckpoint(foreign, b)
-	require.EqualError(t, err, "training: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" parameter)`)
+	require.EqualError(t, err, "checkpoints: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" parameter)`)
 	trainRecs, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 40, 1, 1)
 	_, err = NewTrainer(with(t, Defaults(), map[string]string{"no-eval": "true", "steps": "2", "checkpoint": foreign}),
 		Env{Train: trainRecs, Backend: b})
-	require.EqualError(t, err, "training: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" `+
-		"parameter): use another checkpoint directory")
+	require.EqualError(t, err, "checkpoints: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" `+
+		"parameter): use another checkpoint folder")
 }
 
 func TestCheckpointInfoCompare(t *testing.T) {

@@ -39,9 +39,9 @@ const (
 	ckptV1BackboneLR     = "cifarlab_backbone_learning_rate"
 )
 
-// settingsV1 reads the settings of a format-1 checkpoint from its root scope's parameters.
-// Its optimizer is nil for an imported run (no training settings).
-func settingsV1(root *model.Scope) Settings {
+// settingsV1 reads the settings of a format-1 checkpoint of a model of architecture arch from
+// its root scope's parameters. Its optimizer is nil for an imported run (no training settings).
+func settingsV1(root *model.Scope, arch string) Settings {
 	get := func(key string) string { return model.GetParamOr(root, key, "") }
 	spec, _ := data.SpecByName(get(ckptV1Dataset), get(ckptV1Labels))
 	augmentation := data.Augmentation(get(ckptV1Augmentation)) // "": the default, crop-flip
@@ -51,7 +51,7 @@ func settingsV1(root *model.Scope) Settings {
 	s := Settings{Recipe: get(ckptV1Recipe),
 		Data: DataSettings{Spec: spec, BatchSize: model.GetParamOr(root, ckptV1Batch, 0), Augment: model.GetParamOr(root, ckptV1Augment, false),
 			Augmentation: augmentation},
-		Model: ModelSettings{Arch: get(ckptParamModel), Head: model.GetParamOr(root, ckptV1Head, 0), Unguarded: model.GetParamOr(root, ckptV1Unguarded, false)},
+		Model: ModelSettings{Arch: arch, Head: model.GetParamOr(root, ckptV1Head, 0), Unguarded: model.GetParamOr(root, ckptV1Unguarded, false)},
 		Schedule: optimizers.Schedule{Name: get(ckptV1Schedule), WarmupSteps: model.GetParamOr(root, ckptV1Warmup, 0),
 			MinLearningRate: model.GetParamOr(root, ckptV1MinLR, 0.0)},
 		Run: RunSettings{Steps: model.GetParamOr(root, ckptV1Steps, 0), Seed: model.GetParamOr(root, ckptV1Seed, int64(0)),

@@ -16,6 +16,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/gomlx/ml/model"
@@ -178,7 +179,7 @@ func TestNewerFormatsRefused(t *testing.T) {
 
 	ckpt := t.TempDir()
 	store := model.NewStore()
-	store.RootScope().SetParams(map[string]any{ckptParamModel: "cnn", ckptParamFormat: 3, ckptParamSettings: "{}"})
+	checkpoints.Params{Format: 3, Settings: "{}", Arch: "cnn"}.Set(store)
 	store.RootScope().VariableWithValue("w", float32(1))
 	h, err := checkpoint.Build(store).Dir(ckpt).Done()
 	require.NoError(t, err)

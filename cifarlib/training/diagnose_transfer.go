@@ -16,8 +16,8 @@ import (
 // against the classes, label range, the normalisation statistics the run was trained with
 // against the target's, the metrics, the class names), each OK, FAIL or NOTE with the fix. A
 // FAIL makes the Diagnosis not OK; its Fix is then the transfer (cifarlab train --from). The run
-// errors are those of a transfer's source (*NotRunError, *IncompleteCheckpointError,
-// *CorruptCheckpointError).
+// errors are those of a transfer's source (*NotRunError, *checkpoints.IncompleteError,
+// *checkpoints.CorruptError).
 func DiagnoseRun(runDir string, target data.Spec, root string, opts cifarlib.DiagnoseOptions) (*cifarlib.Diagnosis, error) {
 	_, info, err := readRunSource(runDir)
 	if err != nil {

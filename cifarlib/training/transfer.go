@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -213,7 +214,7 @@ func (tt *trainTransfer) sortSource(p *plan) (*TransferReport, error) {
 		}
 	}
 	if len(r.Reinitialized) == 0 { // The linear model is all head: it carries nothing, but has one.
-		return nil, &CorruptCheckpointError{Dir: p.Transfer.From, Err: fmt.Errorf("it holds no head variables (%s*)", tt.head)}
+		return nil, &checkpoints.CorruptError{Dir: p.Transfer.From, Err: fmt.Errorf("it holds no head variables (%s*)", tt.head)}
 	}
 	return r, nil
 }

@@ -2,6 +2,8 @@ package training
 
 import (
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
+
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 )
 
 // sourceRun is the trained run a transfer starts from (Settings.Transfer.From), as the Trainer
@@ -26,13 +28,13 @@ func readTransferSource(from string) (*sourceRun, error) {
 }
 
 // readRunSource opens the trained run in dir as a source (of a transfer, of DiagnoseRun):
-// *IncompleteCheckpointError and *CorruptCheckpointError as they are, any other failure (no
+// *checkpoints.IncompleteError and *checkpoints.CorruptError as they are, any other failure (no
 // folder, no checkpoint, a foreign one) as *NotRunError.
 func readRunSource(dir string) (*checkpoint.Handler, CheckpointInfo, error) {
 	_, h, info, err := readRunCheckpoint(dir)
 	if err != nil {
 		switch err.(type) {
-		case *IncompleteCheckpointError, *CorruptCheckpointError:
+		case *checkpoints.IncompleteError, *checkpoints.CorruptError:
 			return nil, info, err
 		}
 		return nil, info, &NotRunError{Dir: dir, Err: err}

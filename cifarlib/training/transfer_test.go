@@ -12,6 +12,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 	"github.com/cifarlab/cifarlab/internal/testenv"
 
@@ -336,7 +337,7 @@ func checkBrokenSources(t *testing.T, from string) {
 			var nr *NotRunError
 			require.ErrorAs(t, err, &nr)
 			require.Equal(t, dir, nr.Dir)
-			require.ErrorIs(t, err, ErrNoCheckpoint)
+			require.ErrorIs(t, err, checkpoints.ErrNoCheckpoint)
 			require.Contains(t, err.Error(), "training: "+dir+" is not a trained cifarlib run (")
 		})
 	}
@@ -353,7 +354,7 @@ func checkBrokenSources(t *testing.T, from string) {
 	incomplete, base := copyDir(t)
 	require.NoError(t, os.WriteFile(base+".json", nil, 0o644))
 	_, err := NewTrainer(transferConfig(t, incomplete, 1))
-	var ie *IncompleteCheckpointError
+	var ie *checkpoints.IncompleteError
 	require.ErrorAs(t, err, &ie)
 
 	// Truncated .bin: GoMLX cannot read it back.
@@ -362,10 +363,10 @@ func checkBrokenSources(t *testing.T, from string) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(base+".bin", raw[:len(raw)/2], 0o644))
 	_, err = NewTrainer(transferConfig(t, corrupt, 1))
-	var ce *CorruptCheckpointError
+	var ce *checkpoints.CorruptError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, corrupt, ce.Dir)
-	require.True(t, strings.HasPrefix(err.Error(), "training: the checkpoint in "+corrupt+" is corrupt and was not used ("), err.Error())
+	require.True(t, strings.HasPrefix(err.Error(), "checkpoints: the checkpoint in "+corrupt+" is corrupt and was not used ("), err.Error())
 }
 
 // checkHeadMismatches checks a plain load and a resume into a model whose head differs from
@@ -375,14 +376,14 @@ func checkHeadMismatches(t *testing.T, from string) {
 	m100, err := cifarlib.NewModel(data.CIFAR100(data.LabelsFine), cifarlib.ArchLinear).Done()
 	require.NoError(t, err)
 	_, err = LoadCheckpointInto(from, m100, labtest.Backend(t))
-	want := &ShapeMismatchError{Dir: from, Variable: "/linear/head/dense/weights", Saved: []int{3072, 10}, Model: []int{3072, 100},
+	want := &checkpoints.ShapeMismatchError{Dir: from, Variable: "/linear/head/dense/weights", Saved: []int{3072, 10}, Model: []int{3072, 100},
 		SavedDataset: "cifar10", ModelDataset: "cifar100", SavedHead: 10, ModelHead: 100}
 	require.Equal(t, want, err)
-	require.EqualError(t, err, "training: loading "+from+": size mismatch for /linear/head/dense/weights: copying a variable with "+
+	require.EqualError(t, err, "checkpoints: loading "+from+": size mismatch for /linear/head/dense/weights: copying a variable with "+
 		"shape [3072 10] from checkpoint (trained for cifar10, head of 10), the shape in the current model is [3072 100] (built "+
 		"for cifar100, head of 100); a saved variable is never reshaped: transfer the run instead, which carries the backbone "+
 		`and initialises a new head of 100 (training.Settings with Transfer.From "`+from+`" and Data.Spec data.CIFAR100(data.LabelsFine))`)
-	require.True(t, strings.HasSuffix(err.(*ShapeMismatchError).Problem(), "initialises a new head of 100"), err.(*ShapeMismatchError).Problem())
+	require.True(t, strings.HasSuffix(err.(*checkpoints.ShapeMismatchError).Problem(), "initialises a new head of 100"), err.(*checkpoints.ShapeMismatchError).Problem())
 	m10, err := cifarlib.NewModel(data.CIFAR10(), cifarlib.ArchLinear).Done()
 	require.NoError(t, err)
 	ck, err := LoadCheckpointInto(from, m10, labtest.Backend(t))
@@ -399,7 +400,7 @@ func checkHeadMismatches(t *testing.T, from string) {
 	_, err = NewTrainer(resume, resumeEnv)
 	want.Resume = true
 	require.Equal(t, want, err)
-	require.Contains(t, err.Error(), "training: resuming "+from+": size mismatch for /linear/head/dense/weights: ")
+	require.Contains(t, err.Error(), "checkpoints: resuming "+from+": size mismatch for /linear/head/dense/weights: ")
 	require.True(t, strings.HasSuffix(err.Error(), "Data.Spec data.CIFAR100(data.LabelsFine), in a new Checkpoint.Dir)"), err.Error())
 
 	// Coarse labels name their Spec.

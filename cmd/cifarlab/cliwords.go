@@ -9,6 +9,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/sweep"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 )
 
 // flagOf is the flag of `cifarlab train` that sets the Settings field path (a
@@ -77,7 +78,7 @@ func transferInFlags(err error) (string, bool) {
 	if errors.As(err, &am) {
 		return fmt.Sprintf("%s; use --model %s, or leave --model out with --from", am.Problem(), am.Saved), true
 	}
-	var sm *training.ShapeMismatchError
+	var sm *checkpoints.ShapeMismatchError
 	if !errors.As(err, &sm) {
 		return "", false
 	}

@@ -167,7 +167,7 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 	empty := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 1, run([]string{"eval", "--checkpoint", empty, "--backend", "go"}, &stdout, &stderr))
-	require.Equal(t, "cifarlab eval: training: no checkpoint in "+empty+": train a run with it as its checkpoint folder first "+
+	require.Equal(t, "cifarlab eval: checkpoints: no checkpoint in "+empty+": train a run with it as its checkpoint folder first "+
 		"(Checkpoint.Dir, the setting checkpoint)\n", stderr.String())
 
 	stderr.Reset()

@@ -38,7 +38,7 @@ func TestTransferCommands(t *testing.T) {
 	stderr.Reset()
 	require.Equal(t, 1, run([]string{"train", "--dataset", "cifar100", "--data", root, "--model", "cnn", "--steps", "4", "--batch", "16",
 		"--backend", "go", "--checkpoint", src}, &stdout, &stderr))
-	require.Contains(t, stderr.String(), "cifarlab train: training: resuming "+src+": size mismatch for /cnn/head/dense/weights: copying "+
+	require.Contains(t, stderr.String(), "cifarlab train: checkpoints: resuming "+src+": size mismatch for /cnn/head/dense/weights: copying "+
 		"a variable with shape [1024 10] from checkpoint (trained for cifar10, head of 10), the shape in the current model is [1024 100] "+
 		"(built for cifar100, head of 100)")
 
