@@ -82,7 +82,7 @@ func openCheckpoints(p *plan, m *cifarlib.Model, store *model.Store, log runLog)
 // recordSettings records the settings of a run of plan p, whose model expects input, in
 // store's parameters (replacing those a resumed checkpoint loaded), which every checkpoint saves.
 func recordSettings(p *plan, store *model.Store, input cifarlib.InputNormalization) error {
-	info := CheckpointInfo{Dir: p.Checkpoint.Dir, Format: SettingsFormat, Settings: p.Settings, Input: input}
+	info := CheckpointInfo{Dir: p.Checkpoint.Dir, Format: settingsFormat, Settings: p.Settings, Input: input}
 	return info.setStoreParams(store)
 }
 

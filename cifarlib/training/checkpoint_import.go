@@ -22,7 +22,7 @@ import (
 // dir must not exist or be empty. The folder is written under a temporary name beside it and
 // renamed into place, so on any error nothing is left (checkpoints.WriteRun).
 func WriteImportedRun(dir string, m *cifarlib.Model, store *model.Store, source string) error {
-	info := CheckpointInfo{Dir: dir, Format: SettingsFormat, Input: m.Input, ImportedFrom: source,
+	info := CheckpointInfo{Dir: dir, Format: settingsFormat, Input: m.Input, ImportedFrom: source,
 		Settings: Settings{Data: DataSettings{Spec: m.Spec}, Model: ModelSettings{Arch: m.Arch, Head: m.NumClasses}}}
 	if err := info.setStoreParams(store); err != nil {
 		return err

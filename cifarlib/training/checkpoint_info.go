@@ -20,7 +20,7 @@ type CheckpointInfo struct {
 	Dir string
 	// Step is the global step of the latest checkpoint.
 	Step int
-	// Format is the settings format it was written in: SettingsFormat, or 1 for a run of the
+	// Format is the settings format it was written in: settingsFormat, or 1 for a run of the
 	// lab before Settings (checkpoint_v1.go reads those).
 	Format int
 	// Settings are the run's.
@@ -64,7 +64,7 @@ func (ci *CheckpointInfo) setStoreParams(store *model.Store) error {
 	if err != nil {
 		return fmt.Errorf("training: recording the run's settings: %w", err)
 	}
-	p := checkpoints.Params{Format: SettingsFormat, Settings: string(settings), Arch: ci.Model.Arch, Input: ci.Input, ImportedFrom: ci.ImportedFrom}
+	p := checkpoints.Params{Format: settingsFormat, Settings: string(settings), Arch: ci.Model.Arch, Input: ci.Input, ImportedFrom: ci.ImportedFrom}
 	if ci.Optimizer != nil {
 		p.Optimizer, p.LearningRate = ci.Optimizer.Algorithm(), learningRate(ci.Optimizer)
 	}
@@ -74,13 +74,13 @@ func (ci *CheckpointInfo) setStoreParams(store *model.Store) error {
 
 // checkpointInfo is what the checkpoint of dir, read into store, recorded of its run (params):
 // its settings, from their JSON or (format 1) from the store's parameters of each; a format
-// newer than SettingsFormat is a *runs.FormatError, settings that do not read a
+// newer than settingsFormat is a *runs.FormatError, settings that do not read a
 // *checkpoints.CorruptError.
 func checkpointInfo(store *model.Store, params checkpoints.Params, dir string) (CheckpointInfo, error) {
 	info := CheckpointInfo{Dir: dir, Format: params.Format, Step: params.Step, Input: params.Input, ImportedFrom: params.ImportedFrom}
 	switch {
-	case info.Format > SettingsFormat:
-		return info, &runs.FormatError{What: "checkpoint " + dir, Format: info.Format, Lab: SettingsFormat}
+	case info.Format > settingsFormat:
+		return info, &runs.FormatError{What: "checkpoint " + dir, Format: info.Format, Lab: settingsFormat}
 	case info.Format == 1:
 		info.Settings = settingsV1(store.RootScope(), params.Arch)
 	default:

@@ -120,7 +120,7 @@ func TestRecipeRunFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, ld.Info.Format)
 	require.Equal(t, recipeRunStep, ld.Info.Step)
-	require.Equal(t, []any{RecipeAirbench94, "cifar10", "cnn", 10, 8, int64(46), optimizers.Optimizer(optimizers.Nesterov{LearningRate: 11.5, Momentum: 0.85,
+	require.Equal(t, []any{recipeAirbench94, "cifar10", "cnn", 10, 8, int64(46), optimizers.Optimizer(optimizers.Nesterov{LearningRate: 11.5, Momentum: 0.85,
 		WeightDecay: 0.0153, BiasScaler: 64}), optimizers.Schedule{Name: optimizers.ScheduleTriangle}, 0.2, true, true, data.AugmentAltFlip, 6},
 		[]any{ld.Info.Recipe, ld.Info.Data.Spec.ID(), ld.Info.Model.Arch, ld.Info.Model.Head, ld.Info.Data.BatchSize, ld.Info.Run.Seed,
 			ld.Info.Optimizer, ld.Info.Schedule, ld.Info.Run.LabelSmoothing, ld.Info.Run.Lookahead, ld.Info.Data.Augment,
@@ -156,7 +156,7 @@ func TestRecipeRunFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 	recorded := settingsOfRecord(t, rec.Settings)
 	ld, err = LoadCheckpoint(dir, env.Backend)
 	require.NoError(t, err)
-	require.Equal(t, SettingsFormat, ld.Info.Format)
+	require.Equal(t, settingsFormat, ld.Info.Format)
 	require.Equal(t, recorded, ld.Info.Settings, "run.json and the checkpoint record the same settings")
 	require.Equal(t, recipeRunSteps, recorded.Run.Steps)
 	require.Equal(t, s.Optimizer, recorded.Optimizer)

@@ -1,6 +1,6 @@
 // Package training trains the models of package cifarlib on the data of package data: Train
 // and Trainer (Settings, Env, Result), checkpoints and their recovery, evaluation (Evaluate,
-// Evaluator), data parallelism over the devices of package backends (the device-sharded
+// evalProgram), data parallelism over the devices of package backends (the device-sharded
 // dataset), transfer from a trained run (Settings.Transfer, DiagnoseRun's dataset-switch
 // checklist), mixed precision, interrupts, the run folder (run.json and TensorBoard scalars,
 // through package runs), the run's timeline (runs.Timeline: where the wall time went, each
@@ -42,7 +42,7 @@
 //
 // Each boundary uses Settings as they are: run.json records them (runs.Record.Settings, format
 // runs.RecordFormat), a checkpoint's CheckpointInfo is them (a Store parameter holding their
-// JSON, SettingsFormat), the lab process sends them (gob of their JSON), the CLI binds each flag
+// JSON, settingsFormat), the lab process sends them (gob of their JSON), the CLI binds each flag
 // to a row of Fields, and a sweep varies rows by name. The runs of the lab before Settings
 // (format 1: one Store parameter per setting) load, evaluate and resume through
 // checkpoint_v1.go; a format newer than this lab's is a one-line *runs.FormatError.

@@ -18,7 +18,7 @@ import (
 // the variables replicated, and the per-example outputs gathered back in batch order. Batches
 // are padded to the batch size rounded up to a multiple of the device count (see call).
 // Changing the count recompiles.
-func (e *Evaluator) useDevices(devices int) error {
+func (e *evalProgram) useDevices(devices int) error {
 	n, err := backends.ResolveDevices(e.backend, devices)
 	if err != nil {
 		return err
@@ -47,7 +47,7 @@ func (e *Evaluator) useDevices(devices int) error {
 
 // execFor returns the evaluation program of TTA level tta on the evaluator's devices, creating
 // it on first use.
-func (e *Evaluator) execFor(tta int) (*model.Exec, error) {
+func (e *evalProgram) execFor(tta int) (*model.Exec, error) {
 	if exec := e.execs[tta]; exec != nil {
 		return exec, nil
 	}
@@ -84,7 +84,7 @@ func (e *Evaluator) execFor(tta int) (*model.Exec, error) {
 // twice. The padded examples' outputs are dropped, and change nothing else: evaluation uses
 // the batch-norm moving averages, not the batch's statistics. On one
 // device the program is compiled before the call, so that the timeline times the compile alone.
-func (e *Evaluator) call(images, labels *tensors.Tensor, opts EvalOptions) ([]*tensors.Tensor, error) {
+func (e *evalProgram) call(images, labels *tensors.Tensor, opts EvalOptions) ([]*tensors.Tensor, error) {
 	b := images.Shape().Dimensions[0]
 	devices := max(e.devices, 1)
 	if padded := (max(b, opts.BatchSize) + devices - 1) / devices * devices; padded != b {

@@ -34,7 +34,7 @@ import (
 // What it keeps: GoMLX compiles a program per model.Exec and input shapes, and each Exec is
 // bound to the model.Store whose variables it reads and updates (model.NewExec; train.Trainer
 // keeps one Exec per dataset spec, each with its compiled programs). So a set keeps the model,
-// the Store, the train.Trainer (its train-step Exec), the Evaluator (its evaluation Exec) and
+// the Store, the train.Trainer (its train-step Exec), the evalProgram (its evaluation Exec) and
 // GoMLX's variable initialisation (its Exec), and the values of every variable when training
 // started (after GoMLX initialised them from the seed). A run that reuses the set restores those
 // values, sets its fed values and, for another seed, re-runs the initialisation from its seed,
@@ -58,7 +58,7 @@ type Programs struct {
 
 	mu       sync.Mutex
 	sets     map[ProgramKey]*programSet
-	evals    map[EvalProgramKey]*evalSet // programs_eval.go
+	evals    map[evalProgramKey]*evalSet // programs_eval.go
 	backends map[string]compute.Backend
 }
 
@@ -70,10 +70,10 @@ type Programs struct {
 // initialisation, the validation's size pads its last batch), so a run that changes only those
 // reuses the programs and compiles nothing.
 type ProgramKey struct {
-	// EvalProgramKey: the backend (its name and identity: programs live on the backend that
+	// evalProgramKey: the backend (its name and identity: programs live on the backend that
 	// compiled them), the dataset and its classes (the metrics, top-k), the architecture, its
 	// head width and what it computes in.
-	EvalProgramKey
+	evalProgramKey
 	// Devices the batches are sharded across (1: one device).
 	Devices int
 	// Shapes are the settings of Role Shapes, Constants those of Role Fed that this run's
@@ -92,7 +92,7 @@ func (k ProgramKey) String() string {
 
 // programKey is the key of a run of plan p on backend b, over devices devices.
 func programKey(p *plan, b compute.Backend, devices int) ProgramKey {
-	k := ProgramKey{EvalProgramKey: evalProgramKey(b, p.Data.Spec, p.Model.Arch, p.Model.Head, p.Compute.Precision), Devices: devices}
+	k := ProgramKey{evalProgramKey: newEvalProgramKey(b, p.Data.Spec, p.Model.Arch, p.Model.Head, p.Compute.Precision), Devices: devices}
 	var shapes, constants []string
 	for _, f := range fields {
 		switch value, keyed := f.keyedValue(&p.Settings); {
@@ -196,7 +196,7 @@ type programSet struct {
 	model     *cifarlib.Model
 	store     *model.Store
 	trainer   *train.Trainer
-	evaluator *Evaluator
+	evaluator *evalProgram
 	// initial holds host copies of the variables' values when training started (by path).
 	initial map[string]*tensors.Tensor
 	// seed is the Seed the initial values were initialised from; initExec is GoMLX's variable

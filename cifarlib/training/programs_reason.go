@@ -13,7 +13,7 @@ import (
 // key k compiles a program of its own instead of the one kept for o.
 func (k ProgramKey) Diff(o ProgramKey) []string {
 	var out []string
-	a, b := reflect.ValueOf(k.EvalProgramKey), reflect.ValueOf(o.EvalProgramKey)
+	a, b := reflect.ValueOf(k.evalProgramKey), reflect.ValueOf(o.evalProgramKey)
 	for i := range a.NumField() {
 		if x, y := a.Field(i).Interface(), b.Field(i).Interface(); x != y {
 			out = append(out, fmt.Sprintf("%s %v, not %v", keyFieldName(a.Type().Field(i).Name), x, y))

@@ -13,11 +13,11 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 )
 
-// RecipeAirbench94 is the name of Airbench94.
-const RecipeAirbench94 = "airbench94"
+// recipeAirbench94 is the name of Airbench94.
+const recipeAirbench94 = "airbench94"
 
 // recipes are the named recipes.
-var recipes = map[string]func() Settings{RecipeAirbench94: Airbench94}
+var recipes = map[string]func() Settings{recipeAirbench94: Airbench94}
 
 // Airbench94 returns Keller Jordan's airbench94 (airbench 0.1.8 from PyPI, lib_airbench94.py's
 // hyp and utils.py's train), 94% on CIFAR-10 in 9.9 epochs: its network, batch 1024, Nesterov
@@ -26,7 +26,7 @@ var recipes = map[string]func() Settings{RecipeAirbench94: Airbench94}
 // the alternating-flip augmentation and a final TTA of level 2; the rest is Defaults'.
 func Airbench94() Settings {
 	s := Defaults()
-	s.Recipe = RecipeAirbench94
+	s.Recipe = recipeAirbench94
 	s.Model.Arch = cifarlib.ArchAirbench94
 	s.Run.Epochs = 9.9
 	s.Data.BatchSize = 1024

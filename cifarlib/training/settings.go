@@ -102,7 +102,7 @@ type RunSettings struct {
 
 // Validation during training (EvalSettings.Every).
 const (
-	// EvalAuto validates about DefaultEvals times per run (every Steps/DefaultEvals steps,
+	// EvalAuto validates about defaultEvals times per run (every Steps/defaultEvals steps,
 	// rounded up) when the run evaluates at all (not SkipFinal), as Lightning validates while it
 	// trains.
 	EvalAuto = 0
@@ -113,11 +113,11 @@ const (
 // EvalSettings are the evaluation part of Settings: the validations on the test split while
 // the run trains (recorded in its History) and the final evaluation.
 type EvalSettings struct {
-	// Every validates every this many steps; EvalAuto (Defaults) about DefaultEvals times per
+	// Every validates every this many steps; EvalAuto (Defaults) about defaultEvals times per
 	// run; EvalOff never.
 	Every int `json:"every"`
 	// Examples limits each validation to the first this many test examples (Defaults:
-	// DefaultEvalExamples); 0 is the whole split. The final evaluation always uses the whole split.
+	// defaultEvalExamples); 0 is the whole split. The final evaluation always uses the whole split.
 	Examples int `json:"examples"`
 	// BatchSize is the batch size of evaluations.
 	BatchSize int `json:"batch_size"`
@@ -178,11 +178,11 @@ type ComputeSettings struct {
 
 // RecordSettings are what a run records as it goes.
 type RecordSettings struct {
-	// HistoryEvery records a History point every this many steps; 0: Steps/DefaultMaxPoints,
+	// HistoryEvery records a History point every this many steps; 0: Steps/defaultMaxPoints,
 	// at least 1.
 	HistoryEvery int `json:"history_every,omitempty"`
 	// LogEvery is the period, in steps, of the lines written to the Env's Log; 0: HistoryEvery,
-	// or more to write at most DefaultMaxPoints lines.
+	// or more to write at most defaultMaxPoints lines.
 	LogEvery int `json:"log_every,omitempty"`
 	// Params are the run's hyper-parameters as the user wrote them (a field's name in Fields ->
 	// its value, e.g. the flags of `cifarlab train` that were set, a sweep task's grid values),
@@ -193,35 +193,35 @@ type RecordSettings struct {
 
 // The defaults of Settings (see Defaults), and of the values derived from them.
 const (
-	// DefaultModel is the architecture of Defaults.
-	DefaultModel = cifarlib.ArchCNN
-	// DefaultBatchSize is the number of images per training step.
-	DefaultBatchSize = 32
-	// DefaultEvalBatchSize is the batch size of evaluations (EvalSettings.BatchSize, EvalOptions.BatchSize).
-	DefaultEvalBatchSize = 100
-	// DefaultCheckpointKeep is the number of checkpoints kept in a run's folder.
-	DefaultCheckpointKeep = 2
-	// DefaultMaxPoints bounds what a run records and writes: a History point every
-	// Steps/DefaultMaxPoints steps (at least every step), and at most DefaultMaxPoints log lines.
-	DefaultMaxPoints = 200
-	// DefaultEvals is about how many validations EvalAuto makes per run, on the first
-	// DefaultEvalExamples test examples each.
-	DefaultEvals        = 5
-	DefaultEvalExamples = 500
+	// defaultModel is the architecture of Defaults.
+	defaultModel = cifarlib.ArchCNN
+	// defaultBatchSize is the number of images per training step.
+	defaultBatchSize = 32
+	// defaultEvalBatchSize is the batch size of evaluations (EvalSettings.BatchSize, EvalOptions.BatchSize).
+	defaultEvalBatchSize = 100
+	// defaultCheckpointKeep is the number of checkpoints kept in a run's folder.
+	defaultCheckpointKeep = 2
+	// defaultMaxPoints bounds what a run records and writes: a History point every
+	// Steps/defaultMaxPoints steps (at least every step), and at most defaultMaxPoints log lines.
+	defaultMaxPoints = 200
+	// defaultEvals is about how many validations EvalAuto makes per run, on the first
+	// defaultEvalExamples test examples each.
+	defaultEvals        = 5
+	defaultEvalExamples = 500
 )
 
 // Defaults returns the settings of a run that sets nothing but its length (Run.Steps or
-// Run.Epochs): the cnn on CIFAR-10 from data.DefaultDir(), batch DefaultBatchSize, GoMLX's Adam,
-// a constant learning rate, about DefaultEvals validations on DefaultEvalExamples test
+// Run.Epochs): the cnn on CIFAR-10 from data.DefaultDir(), batch defaultBatchSize, GoMLX's Adam,
+// a constant learning rate, about defaultEvals validations on defaultEvalExamples test
 // examples, the guards on, one device of the "auto" backend in float32.
 func Defaults() Settings {
 	return Settings{
-		Data:       DataSettings{Spec: data.CIFAR10(), Dir: data.DefaultDir(), BatchSize: DefaultBatchSize, Augmentation: data.AugmentCropFlip},
-		Model:      ModelSettings{Arch: DefaultModel},
+		Data:       DataSettings{Spec: data.CIFAR10(), Dir: data.DefaultDir(), BatchSize: defaultBatchSize, Augmentation: data.AugmentCropFlip},
+		Model:      ModelSettings{Arch: defaultModel},
 		Optimizer:  optimizers.Default(),
 		Schedule:   optimizers.Schedule{Name: optimizers.ScheduleConstant},
-		Eval:       EvalSettings{Every: EvalAuto, Examples: DefaultEvalExamples, BatchSize: DefaultEvalBatchSize},
-		Checkpoint: CheckpointSettings{Keep: DefaultCheckpointKeep},
+		Eval:       EvalSettings{Every: EvalAuto, Examples: defaultEvalExamples, BatchSize: defaultEvalBatchSize},
+		Checkpoint: CheckpointSettings{Keep: defaultCheckpointKeep},
 		Compute:    ComputeSettings{Backend: backends.Auto, Devices: 1, Precision: cifarlib.PrecisionF32},
 	}
 }

@@ -9,10 +9,10 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 )
 
-// SettingsFormat is the format of Settings in JSON (run.json, a checkpoint, the lab process,
+// settingsFormat is the format of Settings in JSON (run.json, a checkpoint, the lab process,
 // a sweep): format 1 is that of the runs written before Settings (commit 4805295 and earlier),
 // whose checkpoints hold one parameter per setting (checkpoint_v1.go).
-const SettingsFormat = 2
+const settingsFormat = 2
 
 // settingsJSON is Settings in JSON: its format, its fields, and its optimizer with the
 // algorithm's name.
@@ -27,18 +27,18 @@ type settingsFields Settings
 
 // MarshalJSON implements json.Marshaler.
 func (s Settings) MarshalJSON() ([]byte, error) {
-	return json.Marshal(settingsJSON{Format: SettingsFormat, settingsFields: settingsFields(s), Optimizer: optimizerJSON{s.Optimizer}})
+	return json.Marshal(settingsJSON{Format: settingsFormat, settingsFields: settingsFields(s), Optimizer: optimizerJSON{s.Optimizer}})
 }
 
-// UnmarshalJSON implements json.Unmarshaler. Settings of a format newer than SettingsFormat
+// UnmarshalJSON implements json.Unmarshaler. Settings of a format newer than settingsFormat
 // are a *runs.FormatError.
 func (s *Settings) UnmarshalJSON(b []byte) error {
 	var j settingsJSON
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	if j.Format > SettingsFormat {
-		return &runs.FormatError{What: "settings", Format: j.Format, Lab: SettingsFormat}
+	if j.Format > settingsFormat {
+		return &runs.FormatError{What: "settings", Format: j.Format, Lab: settingsFormat}
 	}
 	*s = Settings(j.settingsFields)
 	s.Optimizer = j.Optimizer.Optimizer

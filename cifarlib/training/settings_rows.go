@@ -79,7 +79,7 @@ var fields = []*Field{
 		special{value: TTAMirror, meaning: "mirror"}, special{value: TTAMirrorTranslate, meaning: "mirror and translate"}),
 		"test-time augmentation of the final evaluation"),
 	bookkeeping(bound("eval-every", "Eval.Every", "eval every", Host, nil,
-		above(0).or(EvalAuto, fmt.Sprintf("about %d times per run", DefaultEvals)).or(EvalOff, "never"),
+		above(0).or(EvalAuto, fmt.Sprintf("about %d times per run", defaultEvals)).or(EvalOff, "never"),
 		"evaluate on the test split every N steps while training")),
 	bookkeeping(bound("eval-examples", "Eval.Examples", "eval examples", Host, nil, above(0).or(0, "the whole test split"),
 		"test examples of each evaluation while training")),
@@ -100,9 +100,9 @@ var fields = []*Field{
 		get:    getDevices, set: setDevices, whole: true, number: func(s *Settings) float64 { return float64(s.Compute.Devices) }}),
 	named(bound("precision", "Compute.Precision", "precision", Shapes, nil, choices(cifarlib.Precisions()...),
 		"what convolutions and matrix products compute in (bf16-mixed: bfloat16 products, float32 weights, loss, guards and checkpoints; the speed-up is on a GPU)")),
-	bookkeeping(bound("history-every", "Record.HistoryEvery", "history every", Host, nil, above(0).or(0, fmt.Sprintf("at most %d points per run", DefaultMaxPoints)),
+	bookkeeping(bound("history-every", "Record.HistoryEvery", "history every", Host, nil, above(0).or(0, fmt.Sprintf("at most %d points per run", defaultMaxPoints)),
 		"record a history point every N steps")),
-	bookkeeping(bound("log-every", "Record.LogEvery", "log every", Host, nil, above(0).or(0, fmt.Sprintf("at most %d lines per run", DefaultMaxPoints)),
+	bookkeeping(bound("log-every", "Record.LogEvery", "log every", Host, nil, above(0).or(0, fmt.Sprintf("at most %d lines per run", defaultMaxPoints)),
 		"write a progress line to stderr every N steps")),
 }
 

@@ -66,9 +66,6 @@ func (t *Trainer) Store() *model.Store { return t.store }
 // Backend returns the compute backend.
 func (t *Trainer) Backend() compute.Backend { return t.backend }
 
-// GoMLXTrainer returns the underlying GoMLX train.Trainer.
-func (t *Trainer) GoMLXTrainer() *train.Trainer { return t.trainer }
-
 // Loop returns the underlying GoMLX train.Loop, to attach more hooks before Run.
 func (t *Trainer) Loop() *train.Loop { return t.loop }
 
@@ -354,15 +351,6 @@ func (t *Trainer) saveCheckpoint() error {
 		return err
 	}
 	return t.ckpt.save(t.store, t.history)
-}
-
-// SaveCheckpoint saves a checkpoint of the current state now. It fails when the settings have
-// no Checkpoint.Dir.
-func (t *Trainer) SaveCheckpoint() error {
-	if t.ckpt == nil {
-		return &ConfigError{Field: "Checkpoint.Dir", Value: `""`, Reason: "set a checkpoint directory to save checkpoints"}
-	}
-	return t.saveCheckpoint()
 }
 
 // Evaluate evaluates the current model on recs (e.g. the test split).

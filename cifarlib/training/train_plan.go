@@ -71,13 +71,13 @@ func (p *plan) count(examples int) error {
 	return nil
 }
 
-// countPeriods derives the periods of validation (EvalAuto: about DefaultEvals per run, when the
-// run evaluates at all), History points and log lines (at most DefaultMaxPoints lines).
+// countPeriods derives the periods of validation (EvalAuto: about defaultEvals per run, when the
+// run evaluates at all), History points and log lines (at most defaultMaxPoints lines).
 func (p *plan) countPeriods() {
 	e, steps := &p.Eval, p.Run.Steps
 	switch {
 	case e.Every == EvalAuto && !e.SkipFinal:
-		e.Every = (steps + DefaultEvals - 1) / DefaultEvals
+		e.Every = (steps + defaultEvals - 1) / defaultEvals
 	case e.Every <= 0:
 		e.Every = 0
 	}
@@ -86,10 +86,10 @@ func (p *plan) countPeriods() {
 	}
 	r := &p.Record
 	if r.HistoryEvery == 0 {
-		r.HistoryEvery = max(1, steps/DefaultMaxPoints)
+		r.HistoryEvery = max(1, steps/defaultMaxPoints)
 	}
 	if r.LogEvery == 0 {
-		r.LogEvery = max(r.HistoryEvery, (steps+DefaultMaxPoints-1)/DefaultMaxPoints)
+		r.LogEvery = max(r.HistoryEvery, (steps+defaultMaxPoints-1)/defaultMaxPoints)
 	}
 }
 

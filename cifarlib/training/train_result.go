@@ -30,7 +30,7 @@ type ZeroLossStats struct {
 
 // Fraction is OutOfRange/Seen: the share of the training examples seen that contributed
 // exactly zero loss (0 when none were seen).
-func (z ZeroLossStats) Fraction() float64 {
+func (z ZeroLossStats) fraction() float64 {
 	if z.Seen == 0 {
 		return 0
 	}
@@ -47,7 +47,7 @@ func (z ZeroLossStats) String() string {
 	}
 	return fmt.Sprintf("%d of %d training examples seen (%.1f%%) had labels outside the head's %d outputs and "+
 		"contributed exactly zero loss (training split: %d of %d, %.1f%%)",
-		z.OutOfRange, z.Seen, 100*z.Fraction(), z.HeadWidth, z.SplitOutOfRange, z.SplitExamples, 100*split)
+		z.OutOfRange, z.Seen, 100*z.fraction(), z.HeadWidth, z.SplitOutOfRange, z.SplitExamples, 100*split)
 }
 
 // Result is the outcome of Train or Trainer.Run.
@@ -210,7 +210,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		if r.ZeroLoss.OutOfRange > 0 {
 			fmt.Fprintf(&b, "WARNING: %.1f%% of the training examples taught the model nothing: the head has %d outputs "+
 				"but the labels need %s's classes; rebuild the model for the dataset (Model.Head 0, the setting head=0) and keep the guard on\n",
-				100*r.ZeroLoss.Fraction(), r.HeadWidth, r.Dataset)
+				100*r.ZeroLoss.fraction(), r.HeadWidth, r.Dataset)
 		}
 	}
 	if r.Eval != nil {

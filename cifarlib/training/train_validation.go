@@ -13,7 +13,7 @@ import (
 
 // validation is the evaluation part of a Trainer: the evaluations on the test split while it
 // trains (every Eval.Every steps, on the first Eval.Examples examples) and at its end (the
-// whole split, unless Eval.SkipFinal). Its Evaluator is created on first use and then reused.
+// whole split, unless Eval.SkipFinal). Its evalProgram is created on first use and then reused.
 type validation struct {
 	backend compute.Backend
 	model   *cifarlib.Model
@@ -25,7 +25,7 @@ type validation struct {
 	tta int
 	// test is the test split; nil when the run does not evaluate.
 	test      *data.Records
-	evaluator *Evaluator
+	evaluator *evalProgram
 	// rt is the run's timeline, nil once the run has ended (an evaluation then records its own),
 	// and progs the run's compiled programs, whose evaluator it reuses.
 	rt    *runTimeline
@@ -46,7 +46,7 @@ func (v *validation) evaluate(ctx context.Context, recs *data.Records, opts Eval
 	if v.evaluator == nil {
 		if v.evaluator = v.progs.evaluator; v.evaluator == nil {
 			var err error
-			if v.evaluator, err = NewEvaluator(v.backend, v.model, v.store); err != nil {
+			if v.evaluator, err = newEvalProgram(v.backend, v.model, v.store); err != nil {
 				return nil, err
 			}
 			v.progs.evaluator = v.evaluator

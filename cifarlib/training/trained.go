@@ -27,7 +27,7 @@ type Trained struct {
 	EvaluateWith func(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error)
 
 	// evaluator is the Trainer's, whose evaluation program is compiled (nil: Evaluate makes one).
-	evaluator *Evaluator
+	evaluator *evalProgram
 }
 
 // Logits runs the trained model on images (float32 [n, 32, 32, 3]) and returns the logits

@@ -27,7 +27,7 @@ func runEval(args []string, stdout io.Writer) error {
 	fs := newFlagSet("eval", "--checkpoint DIR [--split test|train] [--batch B] [--max N] "+synopsis(evalSettings...)+" [--json]", stdout)
 	ckptDir := fs.String("checkpoint", "", "checkpoint `DIR` written by cifarlab train (required); it records the dataset and the model")
 	splitName := fs.String("split", "test", "split to evaluate: test or train")
-	batch := fs.Int("batch", training.DefaultEvalBatchSize, "evaluation batch size")
+	batch := fs.Int("batch", training.Defaults().Eval.BatchSize, "evaluation batch size")
 	maxExamples := fs.Int("max", 0, "evaluate only the first N examples (0: all)")
 	given := settingFlags(fs, evalUsage, evalSettings...)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
