@@ -30,6 +30,8 @@ go vet ./...
 go vet -tags cifarlab_nogobackend ./cifarlib/...
 echo "== go mod tidy -diff (go.mod and go.sum as go mod tidy leaves them)"
 go mod tidy -diff
+echo "== third_party/go-xla (go-xla v0.4.13 plus third_party/go-xla.patch, byte for byte)"
+bash third_party/go-xla.sh check
 echo "== gofmt"
 unformatted="$(gofmt -l cifarlib cmd internal kernel bench docker notebooks 2>/dev/null || true)"
 if [ -n "$unformatted" ]; then
@@ -47,6 +49,11 @@ plugin="$(ls "$repo"/.venv/lib/python3*/site-packages/lammps_jax_pjrt_cpu/pjrt_c
 GOMLX_BACKEND="xla:$plugin" CIFARLAB_REQUIRE_XLA_CPU=1 go test -count=1 -timeout 30m \
   -run '^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestAirbench.*|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestTrain.*|TestTopKAccuracyGraph|TestIm2colConvolutionMatchesConvolve|TestMaxPool2x2MatchesMaxPool|TestMaxPoolSelectMatchesTorch|TestLayerOps.*|TestNewBackend.*|TestLazy.*|TestXLACPUMatchesGo|TestFindXLACPUPluginSearch|TestFindXLACPUPluginGoXLAFolders|TestDevices.*|TestParseDevices|TestCheckPrecision|TestPrecision.*|TestTransferDevicesSameAsOneDevice|TestTransferFrozenBackboneUnchanged|TestCheckpointFixtureLoadsEvaluatesAndResumes|TestRunsOf4805295LoadEvaluateAndResume|TestCUDACompileCache.*|TestRecipe.*|TestLabelSmoothingLoss|TestProgramsFeedHyperParameters|TestProgramsNewShapeSaysWhy|TestProgramsKeepWhitening|TestLookahead.*)$' \
   ./cifarlib ./cifarlib/backends ./cifarlib/training ./internal/plugins
+
+# The go-xla patch's own tests (third_party/README.md): serialise and load executables, the
+# compile hook, on the same plugin.
+echo "== go test third_party/go-xla/pjrt (the patch) on the XLA CPU plugin"
+(cd third_party/go-xla && go test -count=1 -run '^(TestSerializeDeserializeAndLoad|TestCompileHook)$' ./pjrt -plugin="$plugin")
 
 echo "== docker lint (the full image build is docker/test.sh, see docker/README.md)"
 bash docker/lint.sh

@@ -12,7 +12,8 @@
 # have the checksum SUM, the one go.sum held before the replace (the Go checksum database's).
 # Only the packages the module builds are kept (PACKAGES: `go list -deps -test ./... | grep
 # go-xla` from the repository root, and those that `go mod tidy` loads with other build tags),
-# without upstream's tests, test data and documentation.
+# without upstream's tests, test data and documentation, but for the two files that pjrt's
+# tests share (TESTFILES: the -plugin flag, the test client, the test helpers).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VERSION=v0.4.13
@@ -25,6 +26,7 @@ PACKAGES=(
   internal/protos/device_description internal/protos/dnn internal/protos/hlo internal/protos/metrics
   internal/protos/oneapi_compute_capability internal/protos/xla internal/protos/xla_data
 )
+TESTFILES=(pjrt/pjrt_test.go pjrt/testutil_test.go)
 copy="$repo/third_party/go-xla"
 patchfile="$repo/third_party/go-xla.patch"
 
@@ -43,13 +45,14 @@ pristine() {
     find "$src/$p" -maxdepth 1 -type f \( -name '*.go' -o -name '*.c' -o -name '*.h' \) ! -name '*_test.go' \
       -exec cp {} "$dst/$p/" \;
   done
+  for f in "${TESTFILES[@]}"; do cp "$src/$f" "$dst/$f"; done
   chmod -R u+w "$dst"
 }
 
 # patched DIR: pristine DIR with the patch applied.
 patched() {
   pristine "$1"
-  if [ -s "$patchfile" ]; then (cd "$1" && patch -s -p1 --no-backup-if-mismatch <"$patchfile"); fi
+  if [ -s "$patchfile" ]; then (cd "$1" && git apply -p1 "$patchfile"); fi
 }
 
 case "${1:-}" in

@@ -9,6 +9,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/pkg/errors"
@@ -147,6 +148,7 @@ type Client struct {
 	processIndex              int
 	addressableDevices        []*Device
 	allowBufferViews          bool
+	compileHook               atomic.Pointer[CompileHook] // SetCompileHook
 }
 
 type clientC struct {

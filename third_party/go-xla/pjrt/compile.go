@@ -170,7 +170,9 @@ func (cc *CompileConfig) Done() (*LoadedExecutable, error) {
 	pinner.Pin(unsafe.SliceData(binOptions))
 
 	klog.V(2).Infof("calling pjrtClientCompile()")
-	exec, err := pjrtClientCompile(cc.plugin, cc.client, cc.program, cc.programFormat, binOptions)
+	exec, err := cc.client.compileWithHook(cc.program, cc.programFormat, binOptions, func() (*LoadedExecutable, error) {
+		return pjrtClientCompile(cc.plugin, cc.client, cc.program, cc.programFormat, binOptions)
+	})
 	if err != nil {
 		klog.V(1).Infof("pjrtClientCompile() failed: %v", err)
 		return nil, errors.WithMessagef(err, "failed to compile the program")

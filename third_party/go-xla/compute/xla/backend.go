@@ -55,6 +55,13 @@ func (backend *Backend) PluginName() string {
 	return backend.pluginName
 }
 
+// PJRTClient returns the backend's PJRT client (nil once finalized), for what the backend does
+// not wrap, e.g. a compile hook (pjrt.Client.SetCompileHook) that keeps compiled programs across
+// processes.
+func (backend *Backend) PJRTClient() *pjrt.Client {
+	return backend.client
+}
+
 // Config returns the config used to create the backend.
 // If no configuration was used, it returns "".
 func (backend *Backend) Config() string {
