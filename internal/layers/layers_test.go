@@ -17,6 +17,7 @@ const module = "github.com/cifarlab/cifarlab/"
 // the stage it belongs to.
 var allowed = map[string][]string{
 	"internal/atomicfile":       nil,
+	"internal/compilecache":     {"internal/atomicfile"},
 	"internal/archive":          nil,
 	"internal/pickle":           nil,
 	"internal/torchfile":        {"internal/pickle"},
@@ -34,7 +35,7 @@ var allowed = map[string][]string{
 	"cifarlib/internal/labproc": {"internal/oomkill", "internal/proctree"},
 	"internal/layers":           nil,
 	"cifarlib/data":             {"internal/atomicfile", "internal/archive", "internal/pickle"},
-	"cifarlib/backends":         {"internal/plugins", "internal/repo"},
+	"cifarlib/backends":         {"internal/compilecache", "internal/plugins", "internal/repo"},
 	"cifarlib":                  {"cifarlib/data", "cifarlib/backends", "internal/atomicfile", "internal/plugins"},
 	"cifarlib/runs": {"cifarlib", "cifarlib/data", "cifarlib/backends", "internal/atomicfile",
 		"internal/tfevents"},
