@@ -47,6 +47,9 @@ type Event struct {
 	// the process keeps (training.Programs), or why it cannot use them.
 	Program string `json:"program,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Cached: the EventCompile's program was loaded from the compile cache, not compiled (sent
+	// when the load ended, in the same phase as the EventCompile it follows).
+	Cached bool `json:"cached,omitempty"`
 	// Step and Steps: the step done, of the last one (EventStep, EventCheckpoint); Loss is
 	// the step's training loss (EventStep).
 	Step  int     `json:"step,omitempty"`
@@ -103,7 +106,10 @@ func (e Event) Line(done bool) string {
 		return verb("loading the data", "loaded the data") + ellipsis
 	case EventCompile:
 		s := verb("compiling ", "compiled ") + programName(e.Program)
-		if e.Reason != "" {
+		if e.Cached {
+			s = verb("loading ", "loaded ") + programName(e.Program) + " from the cache"
+		}
+		if e.Reason != "" && !e.Cached {
 			s += " (" + e.Reason + ")"
 		}
 		return s + ellipsis

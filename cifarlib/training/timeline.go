@@ -3,7 +3,9 @@ package training
 import (
 	"time"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/gomlx/compute"
 )
 
 // runTimeline records a run's runs.Timeline: a Trainer's, or a standalone Evaluator's.
@@ -16,12 +18,18 @@ import (
 // (model.Exec.Compile) before it calls it: the compile event is then exactly the build and the
 // XLA compile. Where the program is compiled by the call itself (data-parallel runs, whose
 // sharded inputs GoMLX shapes per device), built closes the event after the call, which then
-// includes that first run.
+// includes that first run. On an XLA backend the event is split where XLA received the program
+// (backends.ProgramsSince): building the graph (runs.PhaseBuild), then the compile, or the load
+// from the compile cache (runs.PhaseLoad).
 type runTimeline struct {
 	tl *runs.Timeline
-	// pending is when the graph function of program began, while it is being compiled.
+	// backend is the run's, whose programs it records (nil: none is split).
+	backend compute.Backend
+	// pending is when the graph function of program began, while it is being compiled;
+	// pendingMark is backends.ProgramMark then.
 	pending        time.Time
 	pendingProgram string
+	pendingMark    int
 	// lastCompileEnd is when the last compile ended: the phase it interrupted resumes there.
 	lastCompileEnd time.Time
 	// onEvent receives what the run or evaluation starts doing (Env.OnEvent,
@@ -73,7 +81,7 @@ func (rt *runTimeline) add(phase runs.Phase, began time.Time) *runs.Event {
 // building is called by the graph function of program: GoMLX is building it to compile it.
 func (rt *runTimeline) building(program string) {
 	if rt != nil && rt.pending.IsZero() {
-		rt.pending, rt.pendingProgram = time.Now(), program
+		rt.pending, rt.pendingProgram, rt.pendingMark = time.Now(), program, backends.ProgramMark()
 		rt.compiling(program)
 	}
 }
@@ -85,10 +93,40 @@ func (rt *runTimeline) built(purpose string) bool {
 		return false
 	}
 	now := time.Now()
-	e := rt.tl.Add(runs.PhaseCompile, rt.pending, now)
-	e.Program, e.For = rt.pendingProgram, purpose
+	rt.prepared(rt.pendingProgram, purpose, rt.pending, now, rt.pendingMark)
 	rt.pending, rt.lastCompileEnd = time.Time{}, now
 	return true
+}
+
+// prepared records how program was made ready for purpose, from began (its graph's build began)
+// to end: on an XLA backend, the build until XLA received its first program since mark, then
+// their compile (PhaseCompile), or their load when all came from the compile cache
+// (PhaseLoad, which the status line then says, with what the cache said meanwhile); on the
+// pure-Go backend one PhaseCompile.
+func (rt *runTimeline) prepared(program, purpose string, began, end time.Time, mark int) {
+	recs := backends.ProgramsSince(rt.backend, mark)
+	phase := runs.PhaseCompile
+	if len(recs) > 0 {
+		if built := recs[0].Start; built.After(began) && built.Before(end) {
+			e := rt.tl.Add(runs.PhaseBuild, began, built)
+			e.Program, e.For = program, purpose
+			began = built
+		}
+		phase = runs.PhaseLoad
+	}
+	for _, r := range recs {
+		if !r.Loaded {
+			phase = runs.PhaseCompile
+		}
+		for _, note := range r.Notes {
+			rt.event(Event{Kind: EventPhase, Text: note})
+		}
+	}
+	e := rt.tl.Add(phase, began, end)
+	e.Program, e.For = program, purpose
+	if phase == runs.PhaseLoad {
+		rt.event(Event{Kind: EventCompile, Program: program, Reason: rt.reason(program), Cached: true})
+	}
 }
 
 // compile runs fn, which compiles a program (or finds it compiled), and records the compile.
