@@ -23,6 +23,12 @@ CIFARLAB_CUDA="${CIFARLAB_CUDA:-plugin}" bash kernel/setup.sh
 export PATH="$repo/.bin:$(go env GOROOT)/bin:$PATH"
 export GOMLX_BACKEND="${GOMLX_BACKEND:-go}"
 export GOMLX_NO_AUTO_INSTALL=1
+# The compile cache of this run (issue 55, docs/compile-cache.md): a folder of its own, shared by
+# every test package and by the kernels, lab processes and CLI runs they start, so that each XLA
+# program compiles once per run (never from the user's own cache, nor into it); removed at the end.
+CIFARLAB_COMPILE_CACHE="$(mktemp -d "${TMPDIR:-/tmp}/cifarlab-test-compile-cache.XXXXXX")"
+export CIFARLAB_COMPILE_CACHE CIFARLAB_COMPILE_CACHE_SHARED=
+trap 'rm -rf "$CIFARLAB_COMPILE_CACHE"' EXIT
 
 echo "== go vet"
 go vet ./...
@@ -49,6 +55,13 @@ plugin="$(ls "$repo"/.venv/lib/python3*/site-packages/lammps_jax_pjrt_cpu/pjrt_c
 GOMLX_BACKEND="xla:$plugin" CIFARLAB_REQUIRE_XLA_CPU=1 go test -count=1 -timeout 30m \
   -run '^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestAirbench.*|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestTrain.*|TestTopKAccuracyGraph|TestIm2colConvolutionMatchesConvolve|TestMaxPool2x2MatchesMaxPool|TestMaxPoolSelectMatchesTorch|TestLayerOps.*|TestNewBackend.*|TestLazy.*|TestXLACPUMatchesGo|TestFindXLACPUPluginSearch|TestFindXLACPUPluginGoXLAFolders|TestDevices.*|TestParseDevices|TestCheckPrecision|TestPrecision.*|TestTransferDevicesSameAsOneDevice|TestTransferFrozenBackboneUnchanged|TestCheckpointFixtureLoadsEvaluatesAndResumes|TestRunsOf4805295LoadEvaluateAndResume|TestCUDACompileCache.*|TestRecipe.*|TestLabelSmoothingLoss|TestProgramsFeedHyperParameters|TestProgramsNewShapeSaysWhy|TestProgramsKeepWhitening|TestLookahead.*)$' \
   ./cifarlib ./cifarlib/backends ./cifarlib/training ./internal/plugins
+
+# The determinism tests again with the compile cache off: the pass above loaded most programs
+# from this run's cache, and each path must give the same bits (TestCompileCacheTrainingSameResults
+# compares them across processes).
+echo "== determinism tests on the XLA CPU plugin with the compile cache off"
+GOMLX_BACKEND="xla:$plugin" CIFARLAB_REQUIRE_XLA_CPU=1 CIFARLAB_COMPILE_CACHE=off go test -count=1 -timeout 20m \
+  -run '^(TestTrainInterruptResumeEqualsStraightRun|TestLookaheadEndFed|TestProgramsFeedHyperParameters)$' ./cifarlib/training
 
 # The go-xla patch's own tests (third_party/README.md): serialise and load executables, the
 # compile hook, on the same plugin.

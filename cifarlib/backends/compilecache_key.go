@@ -38,7 +38,7 @@ type machineFacts struct {
 func (f machineFacts) summary() string {
 	var out []string
 	for _, l := range f.lines {
-		if w, v, _ := strings.Cut(l, ": "); w == "cpu" || w == "gpu" || w == "devices" {
+		if w, v, _ := strings.Cut(l, ": "); v != "" && (w == "cpu" || w == "gpu" || w == "devices") {
 			if len(v) > 60 {
 				v = v[:60] + "…"
 			}
@@ -68,7 +68,7 @@ func describeMachine(client *pjrt.Client) machineFacts {
 		}
 	}
 	f := machineFacts{
-		plugin: strings.TrimSpace(client.Platform() + " " + client.PlatformVersion() + " " + file),
+		plugin: pluginName(client.Platform(), client.PlatformVersion(), p.Path()),
 		lines: []string{
 			"binding: " + cacheFormat + ", " + bindingVersion(),
 			fmt.Sprintf("plugin: platform %q version %q, PJRT C API %d.%d, attributes %s, file %s",
@@ -83,6 +83,16 @@ func describeMachine(client *pjrt.Client) machineFacts {
 		factsHook(&f)
 	}
 	return f
+}
+
+// pluginName is how an entry names its plugin: "cpu (pjrt_c_api_cpu_plugin.so)", "cuda 12.8
+// (xla_cuda_plugin.so)".
+func pluginName(platform, version, path string) string {
+	name := platform
+	if version != "" && version != platform {
+		name += " " + version
+	}
+	return name + " (" + filepath.Base(path) + ")"
 }
 
 // programKey is the key of req's program on a client of facts: a digest of the facts, the

@@ -48,7 +48,7 @@ var allowed = map[string][]string{
 		"cifarlib/interop", "cifarlib/sweep", "cifarlib/internal/labproc", "internal/proctree", "internal/repo"},
 	"kernel": {"cifarlib/backends", "internal/plugins", "internal/proctree", "internal/repo"},
 	"cmd/cifarlab": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs", "cifarlib/training",
-		"cifarlib/interop", "cifarlib/sweep", "kernel", "internal/plugins", "internal/proctree", "internal/repo"},
+		"cifarlib/interop", "cifarlib/sweep", "kernel", "internal/compilecache", "internal/plugins", "internal/proctree", "internal/repo"},
 	"bench/convim2col":                     {"cifarlib", "cifarlib/data", "cifarlib/backends"},
 	"bench/devices":                        {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/trainstep":                      {"cifarlib", "cifarlib/data", "cifarlib/backends", "internal/plugins"},
