@@ -70,8 +70,10 @@ func Open(cfg Config, note func(line string)) *Cache {
 	return c
 }
 
-// Dir is the writable folder in use ("" none); Shared the shared folders in use.
-func (c *Cache) Dir() string      { return c.dir }
+// Dir is the user's writable folder in use ("" when there is none, or it was refused).
+func (c *Cache) Dir() string { return c.dir }
+
+// Shared are the shared, read-only folders in use (those refused are left out).
 func (c *Cache) Shared() []string { return c.shared }
 
 // prepareOwn creates dir when missing (mode 0700) and checks that it can be the user's own.
