@@ -54,3 +54,7 @@ require (
 	golang.org/x/text v0.38.0 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 )
+
+// go-xla v0.4.13 with PJRT executable serialisation and a compile hook (the persistent compile
+// cache, issue 55): third_party/README.md says what the patch is and when to drop it.
+replace github.com/gomlx/go-xla => ./third_party/go-xla

@@ -34,8 +34,9 @@
 #  10. Data parallelism (issue 12): the same training at one global batch on 1, 2, 4, 8 and all GPUs
 #      (bench/devices -backend cuda: each batch sharded across the GPUs, one program partitioned by XLA;
 #      counts above the GPUs present are skipped), steps/s and images/s.
-#  11. XLA's autotune cache across processes (issue 34): the same resnet20 run twice, in a fresh cache
-#      home; the wall time of the first and the second process, and the autotune files cached.
+#  11. XLA's autotune cache and the compile cache across processes (issues 34, 55): the same resnet20
+#      run twice, in a fresh cache home; the wall time of the first and the second process, the
+#      autotune files cached, and each program's build, then its compile (first) or load (second).
 #  12. The airbench94 recipe (issue 37, item 3): time to the recipe's final accuracy, the lab
 #      (`cifarlab train --recipe airbench94 --backend cuda`, GPU_RECIPE_PRECISION) against airbench
 #      0.1.8's own code as written (fp16, CUDA) on this GPU and the same data, GPU_RECIPE_SEEDS seeds
@@ -438,7 +439,13 @@ if stage 11 && [ -x "$BIN/cifarlab" ]; then
     wall=$(echo "$(date +%s.%N) - $start" | bc)
     loop=$(sed -n 's/.*"duration_ns": *\([0-9]*\).*/\1/p' "$OUTDIR/cache-$run.json" | head -1)
     files=$(find "$cache_home" -path '*/autotune/*' -type f 2>/dev/null | wc -l)
-    line="$line $run process $(printf '%.1f' "$wall") s (outside the training loop $(printf '%.1f' "$(echo "$wall - ${loop:-0}/1000000000" | bc -l)") s, $files autotune files);"
+    # The compile cache (issue 55; ~/.cache/cifarlab/xla-programs, in the same cache home): each
+    # program's build and compile or load, from the run's timeline.
+    programs=$("${PY:-python3}" -c 'import json, sys
+ev = json.load(open(sys.argv[1]))["timeline"]["events"]
+print(", ".join("%s %s %.2f s" % ({"load": "loaded"}.get(e["phase"], e["phase"]), e.get("program", ""), e["duration_ns"] / 1e9)
+                for e in ev if e["phase"] in ("build", "compile", "load")))' "$OUTDIR/cache-$run.json" 2>/dev/null)
+    line="$line $run process $(printf '%.1f' "$wall") s (outside the training loop $(printf '%.1f' "$(echo "$wall - ${loop:-0}/1000000000" | bc -l)") s, $files autotune files; $programs);"
   done
   [ -n "$line" ] && result ok "autotune cache (resnet20, batch 128, 20 steps, fresh cache, $(ls "$cache_home/cifarlab/xla-cuda" 2>/dev/null)):$line"
 fi

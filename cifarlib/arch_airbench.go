@@ -1,6 +1,7 @@
 package cifarlib
 
 import (
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/layers/activation"
@@ -95,27 +96,16 @@ func airbenchConvInit(scope *model.Scope, fanIn int) model.VariableInitializer {
 		if shape.Rank() != 4 {
 			return graph.Zeros(g, shape)
 		}
+		// The masks are made in the graph, from the kernel's indices: as constants of its size
+		// they were written into the initialisation program's text (20 MB of it for airbench94,
+		// most of the 2 s its graph took to build under load) and parsed again by XLA.
 		d := shape.Dimensions
-		kh, kw, cin, cout := d[0], d[1], d[2], d[3]
-		keep, dirac := make([]float32, shape.Size()), make([]float32, shape.Size())
-		for y := range kh {
-			for x := range kw {
-				for i := range cin {
-					for o := range cout {
-						at := ((y*kw+x)*cin+i)*cout + o
-						switch {
-						case o >= cin:
-							keep[at] = 1
-						case y == kh/2 && x == kw/2 && i == o:
-							dirac[at] = 1
-						}
-					}
-				}
-			}
-		}
-		constant := func(v []float32) *graph.Node {
-			return graph.ConvertDType(graph.Reshape(graph.Const(g, v), d...), shape.DType)
-		}
-		return graph.Add(graph.Mul(uniform(g, shape), constant(keep)), constant(dirac))
+		kh, kw, cin := d[0], d[1], d[2]
+		index := func(axis int) *graph.Node { return graph.Iota(g, shapes.Make(dtypes.Int32, d...), axis) }
+		scalar := func(v int) *graph.Node { return graph.Scalar(g, dtypes.Int32, v) }
+		keep := graph.GreaterOrEqual(index(3), scalar(cin)) // output channel o >= Cin
+		dirac := graph.LogicalAnd(graph.LogicalAnd(graph.Equal(index(0), scalar(kh/2)), graph.Equal(index(1), scalar(kw/2))),
+			graph.Equal(index(2), index(3))) // the centre, input channel i == o
+		return graph.Add(graph.Mul(uniform(g, shape), graph.ConvertDType(keep, shape.DType)), graph.ConvertDType(dirac, shape.DType))
 	}
 }

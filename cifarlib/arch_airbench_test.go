@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/internal/testenv"
@@ -223,6 +224,35 @@ func pytorchBatchNorm(xs, dy []float32, n, c int) (wantY, wantDX, runMean, runVa
 // from the unbiased batch variance; in inference it normalises with the running statistics.
 // Everything is compared with the formulas computed here in float64, for each batch-norm
 // variant the backend runs.
+// airbench94's initialisation program is small: its convolutions' dirac and keep masks are made
+// in the graph. As constants they made it 20 MB of StableHLO text, which took seconds to write,
+// hash for the compile cache's key and parse.
+func TestAirbench94InitProgramIsSmall(t *testing.T) {
+	cpu := testenv.XLACPUPluginOrSkip(t)
+	b, err := backends.New("xla:" + cpu.Path)
+	require.NoError(t, err)
+	defer b.Finalize()
+	m, err := NewModel(data.CIFAR10(), ArchAirbench94).Backend(b).Done()
+	require.NoError(t, err)
+	store := testenv.SeededStore(t, 3)
+	mark := backends.ProgramMark()
+	exec, err := model.NewExec(b, store, func(scope *model.Scope, x *graph.Node) *graph.Node {
+		return m.ModelFn(scope, nil, []*graph.Node{x})[0]
+	})
+	require.NoError(t, err)
+	defer exec.Finalize()
+	_, err = exec.Call(tensors.FromShape(shapes.Make(dtypes.Float32, 1, 32, 32, 3)))
+	require.NoError(t, err)
+	var sizes []int
+	for _, r := range backends.ProgramsSince(b, mark) {
+		if r.Name == "VariableInitialization" {
+			sizes = append(sizes, r.Bytes)
+		}
+	}
+	require.Len(t, sizes, 1)
+	require.Less(t, sizes[0], 256<<10, "the initialisation program's text")
+}
+
 func TestAirbenchBatchNormIsPyTorchs(t *testing.T) {
 	const batch, h, w, c = 4, 3, 3, 2
 	n := batch * h * w

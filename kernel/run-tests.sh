@@ -23,6 +23,12 @@ CIFARLAB_CUDA="${CIFARLAB_CUDA:-plugin}" bash kernel/setup.sh
 export PATH="$repo/.bin:$(go env GOROOT)/bin:$PATH"
 export GOMLX_BACKEND="${GOMLX_BACKEND:-go}"
 export GOMLX_NO_AUTO_INSTALL=1
+# The compile cache of this run (issue 55, docs/compile-cache.md): a folder of its own, shared by
+# every test package and by the kernels, lab processes and CLI runs they start, so that each XLA
+# program compiles once per run (never from the user's own cache, nor into it); removed at the end.
+CIFARLAB_COMPILE_CACHE="$(mktemp -d "${TMPDIR:-/tmp}/cifarlab-test-compile-cache.XXXXXX")"
+export CIFARLAB_COMPILE_CACHE CIFARLAB_COMPILE_CACHE_SHARED=
+trap 'rm -rf "$CIFARLAB_COMPILE_CACHE"' EXIT
 
 echo "== go vet"
 go vet ./...
@@ -30,6 +36,8 @@ go vet ./...
 go vet -tags cifarlab_nogobackend ./cifarlib/...
 echo "== go mod tidy -diff (go.mod and go.sum as go mod tidy leaves them)"
 go mod tidy -diff
+echo "== third_party/go-xla (go-xla v0.4.13 plus third_party/go-xla.patch, byte for byte)"
+bash third_party/go-xla.sh check
 echo "== gofmt"
 unformatted="$(gofmt -l cifarlib cmd internal kernel bench docker notebooks docs research 2>/dev/null || true)"
 if [ -n "$unformatted" ]; then
@@ -47,6 +55,18 @@ plugin="$(ls "$repo"/.venv/lib/python3*/site-packages/lammps_jax_pjrt_cpu/pjrt_c
 GOMLX_BACKEND="xla:$plugin" CIFARLAB_REQUIRE_XLA_CPU=1 go test -count=1 -timeout 30m \
   -run '^(TestCheckLabels|TestHostGuard.*|TestTrainStepEachArchitecture|TestAirbench.*|TestTrainerSurfacesGuardErrors|TestDeviceGuardInLoop|TestUnguardedLossIsSilent|TestGuardedLossValues|TestStaticGuardHeadMismatch|TestInGraphGuard.*|TestIgnoreIndex|TestLabelContract|TestModelOutputDimensions|TestModelFnRejectsBadImages|TestTrain.*|TestTopKAccuracyGraph|TestIm2colConvolutionMatchesConvolve|TestMaxPool2x2MatchesMaxPool|TestMaxPoolSelectMatchesTorch|TestLayerOps.*|TestNewBackend.*|TestLazy.*|TestXLACPUMatchesGo|TestFindXLACPUPluginSearch|TestFindXLACPUPluginGoXLAFolders|TestDevices.*|TestParseDevices|TestCheckPrecision|TestPrecision.*|TestTransferDevicesSameAsOneDevice|TestTransferFrozenBackboneUnchanged|TestCheckpointFixtureLoadsEvaluatesAndResumes|TestRunsOf4805295LoadEvaluateAndResume|TestRunsOff035eacLoadEvaluateResumeAndCompare|TestCUDACompileCache.*|TestRecipe.*|TestLabelSmoothingLoss|TestProgramsFeedHyperParameters|TestProgramsNewShapeSaysWhy|TestProgramsKeepWhitening|TestProgramsResumedRunReusesThem|TestLookahead.*)$' \
   ./cifarlib ./cifarlib/backends ./cifarlib/training ./cifarlib/training/optimizers ./internal/plugins
+
+# The determinism tests again with the compile cache off: the pass above loaded most programs
+# from this run's cache, and each path must give the same bits (TestCompileCacheTrainingSameResults
+# compares them across processes).
+echo "== determinism tests on the XLA CPU plugin with the compile cache off"
+GOMLX_BACKEND="xla:$plugin" CIFARLAB_REQUIRE_XLA_CPU=1 CIFARLAB_COMPILE_CACHE=off go test -count=1 -timeout 20m \
+  -run '^(TestTrainInterruptResumeEqualsStraightRun|TestLookaheadEndFed|TestProgramsFeedHyperParameters)$' ./cifarlib/training
+
+# The go-xla patch's own tests (third_party/README.md): serialise and load executables, the
+# compile hook, on the same plugin.
+echo "== go test third_party/go-xla/pjrt (the patch) on the XLA CPU plugin"
+(cd third_party/go-xla && go test -count=1 -run '^(TestSerializeDeserializeAndLoad|TestCompileHook)$' ./pjrt -plugin="$plugin")
 
 echo "== docker lint (the full image build is docker/test.sh, see docker/README.md)"
 bash docker/lint.sh

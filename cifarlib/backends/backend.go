@@ -343,7 +343,8 @@ func withOptions(plugin, options string) string {
 // comma) with PJRT client options (nil: none), with a timeout, translating failures into
 // *BackendError; a CUDA failure TranslateRuntimeError knows (driver, cuDNN, ...) is kept under it
 // (errors.As finds the typed error) and its advice is the fix. New and
-// NewWithDevices both create their clients here.
+// NewWithDevices both create their clients here, and each compiles through the compile cache
+// (CompileCache), so that no caller can forget it.
 func newXLA(requested, config string, options pjrt.NamedValuesMap) (compute.Backend, error) {
 	b, err, timedOut := startWithTimeout(func() (compute.Backend, error) {
 		xb, err := xla.NewWithOptions(config, options)
@@ -351,6 +352,7 @@ func newXLA(requested, config string, options pjrt.NamedValuesMap) (compute.Back
 			return nil, err
 		}
 		clients.Add(1)
+		installProgramHook(xb)
 		return xb, nil
 	})
 	what := "plugin " + config

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/internal/compilecache"
 	"github.com/cifarlab/cifarlab/internal/plugins"
 	"github.com/cifarlab/cifarlab/internal/testenv"
 	"github.com/gomlx/gomlx/core/graph"
@@ -96,11 +97,13 @@ func runWithXLAFlags(t *testing.T, childEnv, cpu, userFlags string) (flags strin
 	dump := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestXLACPUFlagsReachXLA$", "-test.count=1", "-test.v")
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "XLA_FLAGS=") {
+		if !strings.HasPrefix(kv, "XLA_FLAGS=") && !strings.HasPrefix(kv, compilecache.DirEnv+"=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, childEnv+"=xla-cpu-flags", plugins.XLACPUEnv+"="+cpu,
+	// XLA must compile to dump the module: with the compile cache, a program that an earlier run
+	// compiled is loaded (the dump flags are not part of its key).
+	cmd.Env = append(cmd.Env, childEnv+"=xla-cpu-flags", plugins.XLACPUEnv+"="+cpu, compilecache.DirEnv+"=off",
 		"XLA_FLAGS="+strings.TrimSpace("--xla_dump_to="+dump+" --xla_dump_hlo_as_text "+userFlags))
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)

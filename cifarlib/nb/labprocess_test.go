@@ -204,7 +204,7 @@ func TestLabServerFit(t *testing.T) {
 	require.NoError(t, err)
 	var again training.Result
 	require.NoError(t, json.Unmarshal(reply.Result, &again))
-	require.Equal(t, 0, again.Timeline.Compiles(""), "%s", again.Timeline)
+	require.Equal(t, 0, again.Timeline.Programs(""), "%s", again.Timeline)
 	require.Equal(t, []string{"phase ", "timed backend ", "timed data ", "step_start ", "timed first_step ", "step ", "step ", "timed steps ",
 		"checkpoint ", "timed checkpoint "}, events.kinds(), "nothing compiles, nothing loads")
 	require.True(t, started.Equal(again.Timeline.Origin), "%v", again.Timeline.Origin)
@@ -251,7 +251,7 @@ func checkLabServerRests(t *testing.T, s *labServer, fitAgain func() *fitReply, 
 	reply := fitAgain()
 	var rested training.Result
 	require.NoError(t, json.Unmarshal(reply.Result, &rested))
-	require.Equal(t, 0, rested.Timeline.Compiles(""), "%s", rested.Timeline)
+	require.Equal(t, 0, rested.Timeline.Programs(""), "%s", rested.Timeline)
 	require.Equal(t, loss, rested.Loss, "the same run")
 	require.Len(t, s.labs, 1)
 }

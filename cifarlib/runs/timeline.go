@@ -19,9 +19,16 @@ const (
 	PhaseBackend Phase = "backend"
 	// PhaseData: loading the splits (zero when the caller passed the records).
 	PhaseData Phase = "data"
+	// PhaseBuild: building one program's graph (Event.Program says which), before XLA compiles
+	// it or loads it from the compile cache (its key holds the built program). Runs on the
+	// pure-Go backend, which compiles nothing with XLA, count it in their PhaseCompile.
+	PhaseBuild Phase = "build"
 	// PhaseCompile: one XLA compile of one program (Event.Program says which), or GoMLX's
 	// program that initialises the variables (ProgramInit), which it compiles and runs.
 	PhaseCompile Phase = "compile"
+	// PhaseLoad: one program loaded from the compile cache instead of compiled (Event.Program
+	// says which): another process on this machine compiled it.
+	PhaseLoad Phase = "load"
 	// PhaseFirstStep: the first training step after its compile.
 	PhaseFirstStep Phase = "first_step"
 	// PhaseSteps: the steps after the first (Event.Count of them), from the end of the first to
@@ -62,8 +69,9 @@ type Event struct {
 // End is when the event ended, counted from the process start.
 func (e Event) End() time.Duration { return e.Start + e.Duration }
 
-// Label names the event as String lists it: "compile train step", "compile evaluation
-// (validation)", "compile evaluation (eval, TTA level 2)", "first step", "299 steps", "eval".
+// Label names the event as String lists it: "build train step", "compile train step",
+// "loaded train step from the cache", "compile evaluation (validation)", "compile evaluation
+// (eval, TTA level 2)", "first step", "299 steps", "eval".
 // An event of a program (Program set) is its phase's name and the program's, whatever the
 // phase, with what it was for and its TTA level.
 func (e Event) Label() string {
@@ -85,6 +93,9 @@ func (e Event) Label() string {
 		about = append(about, fmt.Sprintf("TTA level %d", e.TTA))
 	}
 	label += " " + e.Program
+	if e.Phase == PhaseLoad {
+		label = "loaded " + e.Program + " from the cache"
+	}
 	if len(about) > 0 {
 		label += " (" + strings.Join(about, ", ") + ")"
 	}
@@ -130,15 +141,26 @@ func (tl *Timeline) Add(phase Phase, began, ended time.Time) *Event {
 }
 
 // Compiles returns the number of PhaseCompile events of program ("" counts them all).
-func (tl *Timeline) Compiles(program string) int {
+func (tl *Timeline) Compiles(program string) int { return tl.count(PhaseCompile, program) }
+
+// Loads returns the number of PhaseLoad events of program ("" counts them all): the programs
+// loaded from the compile cache.
+func (tl *Timeline) Loads(program string) int { return tl.count(PhaseLoad, program) }
+
+// count returns the number of events of phase and program ("": any program).
+func (tl *Timeline) count(phase Phase, program string) int {
 	n := 0
 	for _, e := range tl.Events {
-		if e.Phase == PhaseCompile && (program == "" || e.Program == program) {
+		if e.Phase == phase && (program == "" || e.Program == program) {
 			n++
 		}
 	}
 	return n
 }
+
+// Programs returns the number of programs the run compiled or loaded from the compile cache
+// (program: those of program; "": all of them): those the process did not keep.
+func (tl *Timeline) Programs(program string) int { return tl.Compiles(program) + tl.Loads(program) }
 
 // Total returns the summed durations of the events of phase ("" sums them all) and how many
 // there are (the steps of PhaseSteps count each step).
@@ -157,9 +179,10 @@ func (tl *Timeline) Total(phase Phase) (d time.Duration, n int) {
 }
 
 // Short is the timeline in one line, in a user's words, as the notebooks print it after a
-// run: "start 0.6 s · compile 3.9 s · 300 steps 2.5 s · eval 0.4 s". Parts that did not happen
-// are left out; "compile" adds up every compile, "eval" the validations and the final
-// evaluation, "300 steps" the first step and the rest.
+// run: "start 0.6 s · build 0.3 s · compile 3.9 s · 300 steps 2.5 s · eval 0.4 s". Parts that did
+// not happen are left out; "build", "compile" and "loaded" (from the compile cache) add up those
+// of every program, "eval" the validations and the final evaluation, "300 steps" the first step
+// and the rest.
 func (tl *Timeline) Short() string {
 	if tl == nil {
 		return ""
@@ -171,8 +194,14 @@ func (tl *Timeline) Short() string {
 		dd, _ := tl.Total(PhaseData)
 		add("start", d+b+dd)
 	}
+	if d, n := tl.Total(PhaseBuild); n > 0 {
+		add("build", d)
+	}
 	if d, n := tl.Total(PhaseCompile); n > 0 {
 		add("compile", d)
+	}
+	if d, n := tl.Total(PhaseLoad); n > 0 {
+		add("loaded", d)
 	}
 	first, n1 := tl.Total(PhaseFirstStep)
 	rest, n := tl.Total(PhaseSteps)
@@ -191,9 +220,10 @@ func (tl *Timeline) Short() string {
 }
 
 // String is the whole timeline in one line, each event in order, e.g. "start 0.50 s · backend
-// 0.00 s · data 0.00 s · compile train step 3.90 s · first step 0.02 s · 299 steps 2.48 s ·
-// compile evaluation (validation) 0.40 s · 5 validations 0.30 s · eval 0.10 s · checkpoint 0.01 s".
-// Validations and checkpoint writes are added up; compiles are listed one by one.
+// 0.00 s · data 0.00 s · build train step 0.30 s · compile train step 3.60 s · first step 0.02 s ·
+// 299 steps 2.48 s · build evaluation (validation) 0.05 s · loaded evaluation from the cache
+// (validation) 0.01 s · 5 validations 0.30 s · eval 0.10 s · checkpoint 0.01 s". Validations and
+// checkpoint writes are added up; builds, compiles and loads are listed one by one.
 func (tl *Timeline) String() string {
 	if tl == nil {
 		return ""

@@ -42,6 +42,15 @@ func TestTimelineFormat(t *testing.T) {
 			{Phase: PhaseEval, Duration: ms(2500), Count: 10000}},
 			"start 0.7 s · compile 1.2 s · eval 2.5 s",
 			"start 0.70 s · compile evaluation (eval) 1.20 s · eval 2.50 s"},
+		{"a new process on a warm compile cache", []Event{{Phase: PhaseStart, Duration: ms(20)},
+			{Phase: PhaseBuild, Program: ProgramTrainStep, Start: ms(20), Duration: ms(300)},
+			{Phase: PhaseLoad, Program: ProgramTrainStep, Start: ms(320), Duration: ms(40)},
+			{Phase: PhaseBuild, Program: ProgramEvaluation, For: "validation", Start: ms(400), Duration: ms(10)},
+			{Phase: PhaseCompile, Program: ProgramEvaluation, For: "validation", Start: ms(410), Duration: ms(900)},
+			{Phase: PhaseFirstStep, Start: ms(1310), Duration: ms(20)}},
+			"start 0.02 s · build 0.3 s · compile 0.9 s · loaded 0.04 s · 1 step 0.02 s",
+			"start 0.02 s · build train step 0.30 s · loaded train step from the cache 0.04 s · build evaluation (validation) 0.01 s · " +
+				"compile evaluation (validation) 0.90 s · first step 0.02 s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tl := &Timeline{Events: tc.events}
@@ -64,12 +73,17 @@ func TestTimelineCounts(t *testing.T) {
 	require.Equal(t, 3, tl.Compiles(""))
 	require.Equal(t, 2, tl.Compiles(ProgramEvaluation))
 	require.Equal(t, 0, tl.Compiles(ProgramInit))
+	tl.Events = append(tl.Events, Event{Phase: PhaseBuild, Program: ProgramInit}, Event{Phase: PhaseLoad, Program: ProgramInit})
+	require.Equal(t, 3, tl.Compiles(""), "a load is not a compile")
+	require.Equal(t, 1, tl.Loads(""))
+	require.Equal(t, 4, tl.Programs(""))
+	require.Equal(t, 1, tl.Programs(ProgramInit))
 	d, n := tl.Total(PhaseSteps)
 	require.Equal(t, ms(90), d)
 	require.Equal(t, 9, n)
 	d, n = tl.Total("")
 	require.Equal(t, ms(125), d)
-	require.Equal(t, 12, n)
+	require.Equal(t, 14, n)
 }
 
 func TestProcStart(t *testing.T) {

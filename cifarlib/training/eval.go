@@ -179,7 +179,7 @@ func (e *evalProgram) Evaluate(ctx context.Context, recs *data.Records, opts Eva
 	e.cur = e.rt
 	if e.cur == nil {
 		e.cur = newRunTimeline(opts.TimelineFrom)
-		e.cur.onEvent = opts.OnEvent
+		e.cur.onEvent, e.cur.backend = opts.OnEvent, e.backend
 	}
 	began := time.Now()
 	if err := e.useDevices(opts.Devices); err != nil {

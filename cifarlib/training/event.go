@@ -56,6 +56,9 @@ type Event struct {
 	// (training.Programs), or why it cannot use them.
 	Program string `json:"program,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Cached: the EventCompile's program was loaded from the compile cache, not compiled (sent
+	// when the load ended, in the same phase as the EventCompile it follows).
+	Cached bool `json:"cached,omitempty"`
 	// Step and Steps: the step done, of the last one (EventStep, EventCheckpoint); Loss is
 	// the step's training loss (EventStep).
 	Step  int     `json:"step,omitempty"`
@@ -115,10 +118,14 @@ func (e Event) Line(done bool) string {
 	case EventData:
 		return verb("loading the data", "loaded the data") + ellipsis
 	case EventCompile:
-		s := verb("compiling ", "compiled ") + programName(e.Program)
+		name := programName(e.Program)
 		if e.TTA > TTANone {
-			s += fmt.Sprintf(" with TTA level %d", e.TTA)
+			name += fmt.Sprintf(" with TTA level %d", e.TTA)
 		}
+		if e.Cached {
+			return verb("loading ", "loaded ") + name + " from the cache" + ellipsis
+		}
+		s := verb("compiling ", "compiled ") + name
 		if e.Reason != "" {
 			s += " (" + e.Reason + ")"
 		}

@@ -32,13 +32,13 @@ func ExamplePrograms() {
 			panic(err)
 		}
 		tl := res.Timeline
-		fmt.Printf("run %d: compiled %d train step, %d evaluation, %d initialisation\n", run,
-			tl.Compiles(runs.ProgramTrainStep), tl.Compiles(runs.ProgramEvaluation), tl.Compiles(runs.ProgramInit))
+		fmt.Printf("run %d: compiled (or loaded from the compile cache) %d train step, %d evaluation, %d initialisation\n", run,
+			tl.Programs(runs.ProgramTrainStep), tl.Programs(runs.ProgramEvaluation), tl.Programs(runs.ProgramInit))
 		losses = append(losses, res.Eval.Loss)
 	}
 	fmt.Println("same test loss:", losses[0] == losses[1])
 	// Output:
-	// run 1: compiled 1 train step, 1 evaluation, 1 initialisation
-	// run 2: compiled 0 train step, 0 evaluation, 0 initialisation
+	// run 1: compiled (or loaded from the compile cache) 1 train step, 1 evaluation, 1 initialisation
+	// run 2: compiled (or loaded from the compile cache) 0 train step, 0 evaluation, 0 initialisation
 	// same test loss: true
 }

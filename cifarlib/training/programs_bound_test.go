@@ -44,10 +44,10 @@ func TestProgramsMaxSets(t *testing.T) {
 	run("a", 8)
 	run("b", 16)
 	require.Equal(t, []int{8, 16}, batches())
-	require.Zero(t, run("a2", 8).Timeline.Compiles(runs.ProgramTrainStep), "kept")
+	require.Zero(t, run("a2", 8).Timeline.Programs(runs.ProgramTrainStep), "kept")
 	run("c", 4) // lets go of 16, used longest ago
 	require.Equal(t, []int{4, 8}, batches())
-	require.Zero(t, run("a3", 8).Timeline.Compiles(runs.ProgramTrainStep), "still kept")
-	require.Equal(t, 1, run("b2", 16).Timeline.Compiles(runs.ProgramTrainStep), "let go: compiled again")
+	require.Zero(t, run("a3", 8).Timeline.Programs(runs.ProgramTrainStep), "still kept")
+	require.Equal(t, 1, run("b2", 16).Timeline.Programs(runs.ProgramTrainStep), "let go: compiled again")
 	require.Equal(t, []int{8, 16}, batches())
 }

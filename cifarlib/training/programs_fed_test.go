@@ -60,20 +60,20 @@ func TestProgramsFeedHyperParameters(t *testing.T) {
 			kept := tc.base
 			kept.Programs = p
 			first, res := trainFed(t, kept)
-			require.Equal(t, 1, res.Timeline.Compiles(runs.ProgramTrainStep))
+			require.Equal(t, 1, res.Timeline.Programs(runs.ProgramTrainStep))
 			for _, v := range tc.variants {
 				cfg := tc.base
 				cfg.Settings = with(t, cfg.Settings, v.values)
 				fresh, _ := trainFed(t, cfg)
 				cfg.Programs = p
 				got, res := trainFed(t, cfg)
-				require.Zero(t, res.Timeline.Compiles(""), "%s: %s", v.name, res.Timeline)
+				require.Zero(t, res.Timeline.Programs(""), "%s: %s", v.name, res.Timeline)
 				require.Equal(t, 1, p.Len(), v.name)
 				requireSameRun(t, fresh, got, v.name+": the same training as a fresh run, bit for bit")
 				require.False(t, fresh.history == first.history && len(diffVars(fresh.vars, first.vars)) == 0, "%s changes the run", v.name)
 			}
 			again, res := trainFed(t, kept)
-			require.Zero(t, res.Timeline.Compiles(""), res.Timeline.String())
+			require.Zero(t, res.Timeline.Programs(""), res.Timeline.String())
 			requireSameRun(t, first, again, "the first settings again")
 		})
 	}
@@ -181,7 +181,7 @@ func TestProgramsNewShapeSaysWhy(t *testing.T) {
 			var events []Event
 			cfg.OnEvent = func(e Event) { events = append(events, e) }
 			_, res := trainFed(t, cfg)
-			require.Equal(t, 1, res.Timeline.Compiles(runs.ProgramTrainStep))
+			require.Equal(t, 1, res.Timeline.Programs(runs.ProgramTrainStep))
 			var first *Event
 			for i := range events {
 				if events[i].Kind == EventCompile {
@@ -255,7 +255,7 @@ func TestProgramsKeepWhitening(t *testing.T) {
 	fresh, _ := trainFed(t, again)
 	again.Programs = p
 	got, res := trainFed(t, again)
-	require.Zero(t, res.Timeline.Compiles(""), res.Timeline.String())
+	require.Zero(t, res.Timeline.Programs(""), res.Timeline.String())
 	require.Same(t, filters, set.whitenFilters, "the kept filters, not computed again")
 	requireSameRun(t, fresh, got, "a re-run with the kept whitening filters: the same training as a fresh run, bit for bit")
 

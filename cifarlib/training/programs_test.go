@@ -33,13 +33,13 @@ func TestProgramsReused(t *testing.T) {
 
 	p := &Programs{}
 	first, firstVars := runIn("first", p, nil)
-	require.Equal(t, 1, first.Timeline.Compiles(runs.ProgramTrainStep))
+	require.Equal(t, 1, first.Timeline.Programs(runs.ProgramTrainStep))
 	require.Equal(t, 1, p.Len())
 	require.Equal(t, freshVars, firstVars)
 
 	cell := time.Now() // as a lab process gives the start of the cell it trains for
 	second, secondVars := runIn("second", p, func(c *testRun) { c.Clock = cell })
-	require.Zero(t, second.Timeline.Compiles(""), second.Timeline.String())
+	require.Zero(t, second.Timeline.Programs(""), second.Timeline.String())
 	require.Equal(t, runs.CallerFrom, second.Timeline.OriginFrom)
 	require.Equal(t, cell, second.Timeline.Origin)
 	require.Equal(t, runs.PhaseStart, second.Timeline.Events[0].Phase)
@@ -57,14 +57,14 @@ func TestProgramsReused(t *testing.T) {
 	require.Equal(t, 1, p.Len())
 
 	other, _ := runIn("batch", p, func(c *testRun) { c.Data.BatchSize = 16 })
-	require.Equal(t, 1, other.Timeline.Compiles(runs.ProgramTrainStep))
-	require.Equal(t, 1, other.Timeline.Compiles(runs.ProgramEvaluation))
+	require.Equal(t, 1, other.Timeline.Programs(runs.ProgramTrainStep))
+	require.Equal(t, 1, other.Timeline.Programs(runs.ProgramEvaluation))
 	require.Equal(t, 2, p.Len())
 
 	// A run resumed from a checkpoint takes its weights from it, with the kept programs.
 	resumed, _ := runIn("second", p, func(c *testRun) { c.Run.Steps = 9 })
 	require.True(t, resumed.Resumed)
-	require.Zero(t, resumed.Timeline.Compiles(""), resumed.Timeline.String())
+	require.Zero(t, resumed.Timeline.Programs(""), resumed.Timeline.String())
 }
 
 // A run interrupted in a process that keeps its programs, and resumed there, compiles nothing:
@@ -100,10 +100,10 @@ func TestProgramsResumedRunReusesThem(t *testing.T) {
 	kept := train("kept", p, 0)
 	require.True(t, kept.Resumed)
 	require.Equal(t, 3, kept.StartStep)
-	require.Zero(t, kept.Timeline.Compiles(""), kept.Timeline.String())
+	require.Zero(t, kept.Timeline.Programs(""), kept.Timeline.String())
 	own := train("own", nil, 0)
 	require.True(t, own.Resumed)
-	require.Equal(t, 1, own.Timeline.Compiles(runs.ProgramTrainStep), own.Timeline.String())
+	require.Equal(t, 1, own.Timeline.Programs(runs.ProgramTrainStep), own.Timeline.String())
 
 	want := trainVars(t, own.Store)
 	require.Equal(t, want, trainVars(t, kept.Store), "the same training, bit for bit")
@@ -138,7 +138,7 @@ func TestProgramsEvaluate(t *testing.T) {
 	// The first: Programs first (its weights read from the lazily loaded checkpoint), then its own.
 	kept, err := p.Evaluate(ctx, cks[0].Trained, cfg.Test, opts)
 	require.NoError(t, err)
-	require.Equal(t, 1, kept.Timeline.Compiles(runs.ProgramEvaluation))
+	require.Equal(t, 1, kept.Timeline.Programs(runs.ProgramEvaluation))
 	own, err := cks[0].Evaluate(ctx, cfg.Test, opts)
 	require.NoError(t, err)
 	require.Equal(t, own.Confusion, kept.Confusion)
@@ -149,7 +149,7 @@ func TestProgramsEvaluate(t *testing.T) {
 	require.NoError(t, err)
 	kept, err = p.Evaluate(ctx, cks[1].Trained, cfg.Test, opts)
 	require.NoError(t, err)
-	require.Zero(t, kept.Timeline.Compiles(""), kept.Timeline.String())
+	require.Zero(t, kept.Timeline.Programs(""), kept.Timeline.String())
 	require.Equal(t, own.Confusion, kept.Confusion)
 	require.Equal(t, own.Loss, kept.Loss)
 	require.NotEqual(t, trainVars(t, cks[0].Store), trainVars(t, cks[1].Store), "two different models")

@@ -130,7 +130,7 @@ func (s *Status) timedLocked(te runs.Event) {
 		}
 		s.programs = append(s.programs, item)
 		line := te.String()
-		if cur && te.Phase == runs.PhaseCompile {
+		if cur && (te.Phase == runs.PhaseCompile || te.Phase == runs.PhaseLoad) {
 			line = s.cur.Line(true) + " in " + timedSeconds(te.Duration)
 			s.timed = &te
 		}

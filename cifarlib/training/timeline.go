@@ -3,7 +3,9 @@ package training
 import (
 	"time"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/gomlx/compute"
 )
 
 // runTimeline records a run's runs.Timeline: a Trainer's, or a standalone evalProgram's.
@@ -16,14 +18,20 @@ import (
 // (model.Exec.Compile) before it calls it: the compile event is then exactly the build and the
 // XLA compile. Where the program is compiled by the call itself (data-parallel runs, whose
 // sharded inputs GoMLX shapes per device), built closes the event after the call, which then
-// includes that first run.
+// includes that first run. On an XLA backend the event is split where XLA received the program
+// (backends.ProgramsSince): building the graph (runs.PhaseBuild), then the compile, or the load
+// from the compile cache (runs.PhaseLoad).
 type runTimeline struct {
 	tl *runs.Timeline
+	// backend is the run's, whose programs it records (nil: none is split).
+	backend compute.Backend
 	// pending is when the graph function of program began, while it is being compiled (at
-	// test-time augmentation level pendingTTA, for an evaluation).
+	// test-time augmentation level pendingTTA, for an evaluation); pendingMark is
+	// backends.ProgramMark then.
 	pending        time.Time
 	pendingProgram string
 	pendingTTA     int
+	pendingMark    int
 	// lastCompileEnd is when the last compile ended: the phase it interrupted resumes there.
 	lastCompileEnd time.Time
 	// onEvent receives what the run or evaluation starts doing (Env.OnEvent,
@@ -89,7 +97,7 @@ func (rt *runTimeline) add(phase runs.Phase, began time.Time) *runs.Event {
 // GoMLX is building it to compile it.
 func (rt *runTimeline) building(program string, tta int) {
 	if rt != nil && rt.pending.IsZero() {
-		rt.pending, rt.pendingProgram, rt.pendingTTA = time.Now(), program, tta
+		rt.pending, rt.pendingProgram, rt.pendingTTA, rt.pendingMark = time.Now(), program, tta, backends.ProgramMark()
 		rt.compiling(program, tta)
 	}
 }
@@ -101,11 +109,48 @@ func (rt *runTimeline) built(purpose string) bool {
 		return false
 	}
 	now := time.Now()
-	e := rt.tl.Add(runs.PhaseCompile, rt.pending, now)
-	e.Program, e.For, e.TTA = rt.pendingProgram, purpose, rt.pendingTTA
+	rt.prepared(rt.pendingProgram, purpose, rt.pendingTTA, rt.pending, now, rt.pendingMark)
 	rt.pending, rt.lastCompileEnd = time.Time{}, now
-	rt.record(e)
 	return true
+}
+
+// prepared records how program (at TTA level tta) was made ready for purpose, from began (its
+// graph's build began) to end: on an XLA backend, the build until XLA received its first program
+// since mark (PhaseBuild), then their compile (PhaseCompile), or their load when all came from
+// the compile cache (PhaseLoad, which the status line then says, with what the cache said
+// meanwhile); on the pure-Go backend one PhaseCompile. Each event goes to the status line
+// (record).
+func (rt *runTimeline) prepared(program, purpose string, tta int, began, end time.Time, mark int) {
+	recs := backends.ProgramsSince(rt.backend, mark)
+	phase := runs.PhaseCompile
+	if len(recs) > 0 {
+		if built := recs[0].Start; built.After(began) && built.Before(end) {
+			rt.programEvent(runs.PhaseBuild, program, purpose, tta, began, built)
+			began = built
+		}
+		phase = runs.PhaseLoad
+	}
+	for _, r := range recs {
+		if !r.Loaded {
+			phase = runs.PhaseCompile
+		}
+		for _, note := range r.Notes {
+			rt.event(Event{Kind: EventPhase, Text: note})
+		}
+	}
+	if phase == runs.PhaseLoad {
+		rt.event(Event{Kind: EventCompile, Program: program, TTA: tta, Reason: rt.reason(program), Cached: true})
+	}
+	rt.programEvent(phase, program, purpose, tta, began, end)
+}
+
+// programEvent records phase of program (for purpose, at TTA level tta) from began to end, and
+// sends it to the status line.
+func (rt *runTimeline) programEvent(phase runs.Phase, program, purpose string, tta int, began, end time.Time) *runs.Event {
+	e := rt.tl.Add(phase, began, end)
+	e.Program, e.For, e.TTA = program, purpose, tta
+	rt.record(e)
+	return e
 }
 
 // compile runs fn, which compiles a program (or finds it compiled), and records the compile.

@@ -3,6 +3,7 @@ package training
 import (
 	"time"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 
 	"github.com/gomlx/compute/shapes"
@@ -44,7 +45,7 @@ func (t *Trainer) onExecCreated(exec *model.Exec, kind train.GraphType) {
 		return
 	}
 	t.rt.event(Event{Kind: EventCompile, Program: runs.ProgramInit, Reason: t.rt.reason(runs.ProgramTrainStep)})
-	began := time.Now()
+	began, mark := time.Now(), backends.ProgramMark()
 	var initVars []*model.Variable // those GoMLX initialises, in its order (Store.InitializeVariables)
 	for v := range t.store.IterVariables() {
 		if !v.HasValue() {
@@ -56,10 +57,9 @@ func (t *Trainer) onExecCreated(exec *model.Exec, kind train.GraphType) {
 		return // the call initialises them again and reports the error
 	}
 	t.progs.seed, t.progs.initExec, t.progs.initVars = t.plan.Run.Seed, initExec, initVars
-	e := t.rt.tl.Add(runs.PhaseCompile, began, time.Now())
-	e.Program, e.For = runs.ProgramInit, runs.ProgramTrainStep
-	t.rt.lastCompileEnd = began.Add(e.Duration)
-	t.rt.record(e)
+	now := time.Now()
+	t.rt.prepared(runs.ProgramInit, runs.ProgramTrainStep, 0, began, now, mark)
+	t.rt.lastCompileEnd = now
 	t.progs.snapshot(t.store)
 }
 

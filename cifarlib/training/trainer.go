@@ -78,6 +78,7 @@ func NewTrainer(settings Settings, env Env) (*Trainer, error) {
 	if t.backend, t.devices, err = openDevices(p, env); err != nil {
 		return nil, err
 	}
+	t.rt.backend = t.backend
 	t.rt.add(runs.PhaseBackend, began)
 	if t.model, err = buildModel(p, t.backend); err != nil { // the static guard runs before the data is loaded
 		return nil, err

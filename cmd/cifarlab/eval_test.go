@@ -42,7 +42,7 @@ func TestEvalCommandCIFAR100Coarse(t *testing.T) {
 	require.Equal(t, "aquatic_mammals", ev.PerClass[0].Name)
 	require.GreaterOrEqual(t, ev.TopKAccuracy, ev.Accuracy)
 	require.NotNil(t, ev.Timeline, "--json carries the evaluation's timeline")
-	require.Equal(t, 1, ev.Timeline.Compiles(runs.ProgramEvaluation), ev.Timeline.String())
+	require.Equal(t, 1, ev.Timeline.Programs(runs.ProgramEvaluation), ev.Timeline.String())
 
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--backend", "go"}, &stdout, &stderr), stderr.String())

@@ -84,7 +84,7 @@ func TestTrainCommandUnguardedReportsZeroLoss(t *testing.T) {
 	require.Equal(t, 10, res.ZeroLoss.HeadWidth)
 	require.Equal(t, 256, res.ZeroLoss.SplitExamples)
 	require.NotNil(t, res.Timeline, "--json carries the run's timeline")
-	require.Equal(t, 1, res.Timeline.Compiles(runs.ProgramTrainStep))
+	require.Equal(t, 1, res.Timeline.Programs(runs.ProgramTrainStep))
 
 	stdout.Reset()
 	require.Equal(t, 0, run(args, &stdout, &stderr), stderr.String())

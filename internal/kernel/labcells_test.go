@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cifarlab/cifarlab/internal/compilecache"
 	"github.com/stretchr/testify/require"
 )
 
@@ -117,6 +118,7 @@ func loadBound(t *testing.T) time.Duration {
 //     was killed, returns the result the run folder keeps at once and says so; another TTA level
 //     evaluates again.
 func TestLabCells(t *testing.T) {
+	t.Setenv(compilecache.DirEnv, "off") // it checks what the first compile of a shape says: no program of another test is loaded
 	repo := testRepo(t)
 	jupyterDir := installKernels(t, repo)
 	fit := func(name string, batch int) string {

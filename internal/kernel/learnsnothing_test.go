@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cifarlab/cifarlab/internal/compilecache"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,6 +16,7 @@ import (
 // later cell marks its test accuracy as chance level; and the cell's time says what it leaves out
 // (GoNB's Go build) and how much of it was XLA compilation.
 func TestCellSaysTheRunLearnsNothing(t *testing.T) {
+	t.Setenv(compilecache.DirEnv, "off") // its cell time says how much was XLA compilation: no program of another test is loaded
 	repo := testRepo(t)
 	jupyterDir := installKernels(t, repo)
 	dir := t.TempDir()

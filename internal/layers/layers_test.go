@@ -17,6 +17,7 @@ const module = "github.com/cifarlab/cifarlab/"
 // the stage it belongs to.
 var allowed = map[string][]string{
 	"internal/atomicfile":       nil,
+	"internal/compilecache":     {"internal/atomicfile"},
 	"internal/archive":          nil,
 	"internal/pickle":           nil,
 	"internal/torchfile":        {"internal/pickle"},
@@ -34,7 +35,7 @@ var allowed = map[string][]string{
 	"cifarlib/internal/labproc": {"internal/oomkill", "internal/proctree"},
 	"internal/layers":           nil,
 	"cifarlib/data":             {"internal/atomicfile", "internal/archive", "internal/pickle"},
-	"cifarlib/backends":         {"internal/plugins", "internal/repo"},
+	"cifarlib/backends":         {"internal/compilecache", "internal/plugins", "internal/repo"},
 	"cifarlib":                  {"cifarlib/data", "cifarlib/backends", "internal/atomicfile", "internal/plugins"},
 	"cifarlib/runs": {"cifarlib", "cifarlib/data", "cifarlib/backends", "internal/atomicfile",
 		"internal/tfevents"},
@@ -51,7 +52,7 @@ var allowed = map[string][]string{
 		"cifarlib/interop", "cifarlib/sweep", "cifarlib/internal/labproc", "internal/proctree", "internal/repo"},
 	"internal/kernel": {"cifarlib/backends", "internal/plugins", "internal/proctree", "internal/repo"},
 	"cmd/cifarlab": {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/runs", "cifarlib/training", "cifarlib/training/checkpoints",
-		"cifarlib/interop", "cifarlib/sweep", "internal/kernel", "internal/plugins", "internal/proctree", "internal/repo"},
+		"cifarlib/interop", "cifarlib/sweep", "internal/kernel", "internal/compilecache", "internal/plugins", "internal/proctree", "internal/repo"},
 	"bench/devices":                        {"cifarlib", "cifarlib/data", "cifarlib/backends", "cifarlib/training"},
 	"bench/trainstep":                      {"cifarlib", "cifarlib/data", "cifarlib/backends", "internal/plugins"},
 	"bench/loop":                           {"cifarlib/data", "cifarlib/nb", "cifarlib/runs", "cifarlib/training"},

@@ -63,19 +63,10 @@ func cudaPluginKey(plugin string) string {
 // gpuKey is the GPU part of the cache folder: the sorted, distinct models of nvidiaGPUInfo,
 // e.g. "nvidia-h200", or "unknown-gpu".
 func gpuKey() string {
-	files, _ := filepath.Glob(nvidiaGPUInfo)
 	seen := map[string]bool{}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(raw), "\n") {
-			if model, ok := strings.CutPrefix(strings.TrimSpace(line), "Model:"); ok {
-				if k := strings.Trim(unsafeKey.ReplaceAllString(strings.ToLower(strings.TrimSpace(model)), "-"), "-"); k != "" {
-					seen[k] = true
-				}
-			}
+	for _, model := range GPUModels() {
+		if k := strings.Trim(unsafeKey.ReplaceAllString(strings.ToLower(model), "-"), "-"); k != "" {
+			seen[k] = true
 		}
 	}
 	if len(seen) == 0 {
@@ -87,6 +78,25 @@ func gpuKey() string {
 	}
 	sort.Strings(models)
 	return strings.Join(models, "+")
+}
+
+// GPUModels returns the model of each NVIDIA GPU the driver lists ("NVIDIA H200"), in the
+// driver's order; none without a GPU.
+func GPUModels() []string {
+	files, _ := filepath.Glob(nvidiaGPUInfo)
+	var models []string
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(raw), "\n") {
+			if model, ok := strings.CutPrefix(strings.TrimSpace(line), "Model:"); ok && strings.TrimSpace(model) != "" {
+				models = append(models, strings.TrimSpace(model))
+			}
+		}
+	}
+	return models
 }
 
 // SetCUDACompileCache keeps what XLA can keep of a CUDA compile across processes, for plugin (the
