@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -90,7 +91,7 @@ func openCheckpoints(p *plan, m *cifarlib.Model, store *model.Store, log runLog)
 // store's parameters (replacing those a resumed checkpoint loaded), which every checkpoint saves.
 func recordSettings(p *plan, store *model.Store, input cifarlib.InputNormalization) error {
 	info := CheckpointInfo{Dir: p.Checkpoint.Dir, Format: settingsFormat, Settings: p.Settings, Input: input}
-	return info.setStoreParams(store)
+	return info.setStoreParams(store, p.learningRate)
 }
 
 // adoptInput returns the input normalisation the weights of a run of plan p expect: a resumed
@@ -247,15 +248,15 @@ func (ci *CheckpointInfo) UnmarshalJSON(b []byte) error {
 }
 
 // setStoreParams records info in the Store's parameters (checkpoints.Params), which the
-// checkpoint saves.
-func (ci *CheckpointInfo) setStoreParams(store *model.Store) error {
+// checkpoint saves, with its optimizer's learning rate lr (GoMLX's own parameter).
+func (ci *CheckpointInfo) setStoreParams(store *model.Store, lr float64) error {
 	settings, err := ci.Settings.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("training: recording the run's settings: %w", err)
 	}
 	p := checkpoints.Params{Format: settingsFormat, Settings: string(settings), Arch: ci.Model.Arch, Input: ci.Input, ImportedFrom: ci.ImportedFrom}
 	if ci.Optimizer != nil {
-		p.Optimizer, p.LearningRate = ci.Optimizer.Algorithm(), learningRate(ci.Optimizer)
+		p.Optimizer, p.LearningRate = ci.Optimizer.Algorithm(), lr
 	}
 	p.Set(store)
 	return nil
@@ -470,7 +471,7 @@ func LoadCheckpointInto(dir string, m *cifarlib.Model, backend compute.Backend) 
 func WriteImportedRun(dir string, m *cifarlib.Model, store *model.Store, source string) error {
 	info := CheckpointInfo{Dir: dir, Format: settingsFormat, Input: m.Input, ImportedFrom: source,
 		Settings: Settings{Data: DataSettings{Spec: m.Spec}, Model: ModelSettings{Arch: m.Arch, Head: m.NumClasses}}}
-	if err := info.setStoreParams(store); err != nil {
+	if err := info.setStoreParams(store, 0); err != nil { // no optimizer
 		return err
 	}
 	now := time.Now()
@@ -544,4 +545,99 @@ func (t *Trainer) importedFrom(start int) string {
 		return prev.ImportedFrom
 	}
 	return ""
+}
+
+// Settings in JSON: how a checkpoint records them (CheckpointInfo, checkpoints.Params), the lab
+// process sends them and a sweep keeps its base.
+
+// settingsFormat is the format of Settings in JSON (run.json, a checkpoint, the lab process,
+// a sweep): format 1 is that of the runs written before Settings (commit 4805295 and earlier),
+// whose checkpoints hold one parameter per setting (settingsV1).
+const settingsFormat = 2
+
+// settingsJSON is Settings in JSON: its format, its fields, and its optimizer with the
+// algorithm's name.
+type settingsJSON struct {
+	Format int `json:"format"`
+	settingsFields
+	Optimizer optimizerJSON `json:"optimizer"`
+}
+
+// settingsFields are Settings' fields, without its methods.
+type settingsFields Settings
+
+// MarshalJSON implements json.Marshaler.
+func (s Settings) MarshalJSON() ([]byte, error) {
+	return json.Marshal(settingsJSON{Format: settingsFormat, settingsFields: settingsFields(s), Optimizer: optimizerJSON{s.Optimizer}})
+}
+
+// UnmarshalJSON implements json.Unmarshaler. Settings of a format newer than settingsFormat
+// are a *runs.FormatError.
+func (s *Settings) UnmarshalJSON(b []byte) error {
+	var j settingsJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	if j.Format > settingsFormat {
+		return &runs.FormatError{What: "settings", Format: j.Format, Lab: settingsFormat}
+	}
+	*s = Settings(j.settingsFields)
+	s.Optimizer = j.Optimizer.Optimizer
+	return nil
+}
+
+// GobEncode implements gob.GobEncoder: the settings travel as JSON (the lab process).
+func (s Settings) GobEncode() ([]byte, error) { return s.MarshalJSON() }
+
+// GobDecode implements gob.GobDecoder.
+func (s *Settings) GobDecode(b []byte) error { return s.UnmarshalJSON(b) }
+
+// String writes the settings as JSON, for logs and errors.
+func (s Settings) String() string {
+	b, err := s.MarshalJSON()
+	if err != nil {
+		return fmt.Sprintf("(settings: %v)", err)
+	}
+	return string(b)
+}
+
+// optimizerJSON is an Optimizer in JSON: its settings and its algorithm's name.
+type optimizerJSON struct{ optimizers.Optimizer }
+
+// MarshalJSON writes {"algorithm": NAME, SETTINGS...}.
+func (o optimizerJSON) MarshalJSON() ([]byte, error) {
+	if o.Optimizer == nil {
+		return []byte("null"), nil
+	}
+	fields, err := json.Marshal(o.Optimizer)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]json.RawMessage{}
+	if err := json.Unmarshal(fields, &m); err != nil {
+		return nil, err
+	}
+	m["algorithm"], _ = json.Marshal(o.Algorithm())
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (o *optimizerJSON) UnmarshalJSON(b []byte) error {
+	var head struct {
+		Algorithm *string `json:"algorithm"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil || head.Algorithm == nil {
+		o.Optimizer = nil
+		return err
+	}
+	def, err := optimizers.New(*head.Algorithm)
+	if err != nil {
+		return err
+	}
+	v := reflect.New(reflect.TypeOf(def))
+	if err := json.Unmarshal(b, v.Interface()); err != nil {
+		return err
+	}
+	o.Optimizer = v.Elem().Interface().(optimizers.Optimizer)
+	return nil
 }

@@ -1,15 +1,15 @@
 package training
 
 import (
-	"encoding/json"
 	"fmt"
-	"reflect"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
-	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 )
 
@@ -250,115 +250,6 @@ func (s *Settings) TopK() int {
 	return 0
 }
 
-// learningRate is o's learning rate (every algorithm has one).
-func learningRate(o optimizers.Optimizer) float64 {
-	lr, _ := optimizers.Param(o, "LearningRate")
-	return lr
-}
-
-// settingsFormat is the format of Settings in JSON (run.json, a checkpoint, the lab process,
-// a sweep): format 1 is that of the runs written before Settings (commit 4805295 and earlier),
-// whose checkpoints hold one parameter per setting (settingsV1).
-const settingsFormat = 2
-
-// settingsJSON is Settings in JSON: its format, its fields, and its optimizer with the
-// algorithm's name.
-type settingsJSON struct {
-	Format int `json:"format"`
-	settingsFields
-	Optimizer optimizerJSON `json:"optimizer"`
-}
-
-// settingsFields are Settings' fields, without its methods.
-type settingsFields Settings
-
-// MarshalJSON implements json.Marshaler.
-func (s Settings) MarshalJSON() ([]byte, error) {
-	return json.Marshal(settingsJSON{Format: settingsFormat, settingsFields: settingsFields(s), Optimizer: optimizerJSON{s.Optimizer}})
-}
-
-// UnmarshalJSON implements json.Unmarshaler. Settings of a format newer than settingsFormat
-// are a *runs.FormatError.
-func (s *Settings) UnmarshalJSON(b []byte) error {
-	var j settingsJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	if j.Format > settingsFormat {
-		return &runs.FormatError{What: "settings", Format: j.Format, Lab: settingsFormat}
-	}
-	*s = Settings(j.settingsFields)
-	s.Optimizer = j.Optimizer.Optimizer
-	return nil
-}
-
-// GobEncode implements gob.GobEncoder: the settings travel as JSON (the lab process).
-func (s Settings) GobEncode() ([]byte, error) { return s.MarshalJSON() }
-
-// GobDecode implements gob.GobDecoder.
-func (s *Settings) GobDecode(b []byte) error { return s.UnmarshalJSON(b) }
-
-// String writes the settings as JSON, for logs and errors.
-func (s Settings) String() string {
-	b, err := s.MarshalJSON()
-	if err != nil {
-		return fmt.Sprintf("(settings: %v)", err)
-	}
-	return string(b)
-}
-
-// runSettings are the settings s as run.json records them (runs.Record.Settings), once: every
-// row of the table, in its order, with its Label, value and part (Bookkeeping), and what was
-// given (Record.Params, the one field of Settings no row has).
-func runSettings(s *Settings) runs.RunSettings {
-	values := make([]runs.Setting, 0, len(fields))
-	for _, f := range fields {
-		values = append(values, runs.Setting{Name: f.Name, Words: f.Label, Value: f.Get(s), Bookkeeping: f.Bookkeeping})
-	}
-	return runs.RunSettings{Values: values, Given: s.Record.Params}
-}
-
-// optimizerJSON is an Optimizer in JSON: its settings and its algorithm's name.
-type optimizerJSON struct{ optimizers.Optimizer }
-
-// MarshalJSON writes {"algorithm": NAME, SETTINGS...}.
-func (o optimizerJSON) MarshalJSON() ([]byte, error) {
-	if o.Optimizer == nil {
-		return []byte("null"), nil
-	}
-	fields, err := json.Marshal(o.Optimizer)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]json.RawMessage{}
-	if err := json.Unmarshal(fields, &m); err != nil {
-		return nil, err
-	}
-	m["algorithm"], _ = json.Marshal(o.Algorithm())
-	return json.Marshal(m)
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (o *optimizerJSON) UnmarshalJSON(b []byte) error {
-	var head struct {
-		Algorithm *string `json:"algorithm"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil || head.Algorithm == nil {
-		o.Optimizer = nil
-		return err
-	}
-	def, err := optimizers.New(*head.Algorithm)
-	if err != nil {
-		return err
-	}
-	v := reflect.New(reflect.TypeOf(def))
-	if err := json.Unmarshal(b, v.Interface()); err != nil {
-		return err
-	}
-	o.Optimizer = v.Elem().Interface().(optimizers.Optimizer)
-	return nil
-}
-
 // ConfigError reports an invalid setting: which Settings field, its value and how to fix it.
 type ConfigError struct {
 	// Field is the Settings field's path, e.g. "Data.BatchSize" (Field.Path of its row in
@@ -509,4 +400,129 @@ func (s *Settings) validateTransfer() error {
 		return &ConfigError{Field: "Model.Head", Value: fmt.Sprint(s.Model.Head), Reason: "a transferred run's head is sized from the dataset: leave Head 0"}
 	}
 	return nil
+}
+
+// Recipes: named functions returning Settings, which a caller overrides field by field.
+
+// recipeAirbench94 is the name of Airbench94.
+const recipeAirbench94 = "airbench94"
+
+// recipes are the named recipes.
+var recipes = map[string]func() Settings{recipeAirbench94: Airbench94}
+
+// Airbench94 returns Keller Jordan's airbench94 (airbench 0.1.8 from PyPI, lib_airbench94.py's
+// hyp and utils.py's train), 94% on CIFAR-10 in 9.9 epochs: its network, batch 1024, Nesterov
+// SGD (lr 11.5 per 1024 examples, momentum 0.85, weight decay 0.0153, bias scaler 64, the
+// whitening bias frozen after 3 epochs), the triangle schedule, label smoothing 0.2, lookahead,
+// the alternating-flip augmentation and a final TTA of level 2; the rest is Defaults'.
+func Airbench94() Settings {
+	s := Defaults()
+	s.Recipe = recipeAirbench94
+	s.Model.Arch = cifarlib.ArchAirbench94
+	s.Run.Epochs = 9.9
+	s.Data.BatchSize = 1024
+	n, _ := optimizers.New((optimizers.Nesterov{}).Algorithm()) // airbench94's hyp.opt
+	nesterov := n.(optimizers.Nesterov)
+	nesterov.WhitenBiasEpochs = 3
+	s.Optimizer = nesterov
+	s.Schedule.Name = optimizers.ScheduleTriangle
+	s.Run.LabelSmoothing = 0.2
+	s.Run.Lookahead = true
+	s.Eval.TTA = TTAMirrorTranslate
+	s.Data.Augment, s.Data.Augmentation = true, data.AugmentAltFlip
+	return s
+}
+
+// Recipes lists the recipes' names.
+func Recipes() []string { return slices.Sorted(maps.Keys(recipes)) }
+
+// Recipe returns the settings of the recipe called name (any case, spaces around it ignored),
+// Defaults for "", or a *ConfigError of Recipe.
+func Recipe(name string) (Settings, error) {
+	name = strings.ToLower(strings.TrimSpace(name))
+	if name == "" {
+		return Defaults(), nil
+	}
+	r, ok := recipes[name]
+	if !ok {
+		return Settings{}, &ConfigError{Field: "Recipe", Value: fmt.Sprintf("%q", name), Reason: "use \"\" (none) or one of " + strings.Join(Recipes(), ", ")}
+	}
+	return r(), nil
+}
+
+// DescribeRecipe says in one line what s trains with under its Recipe, before the run, as the
+// run's summary says it after (its "recipe ..." line), e.g.
+//
+//	recipe airbench94: airbench94, 9.9 epochs at batch 1024, nesterov lr 11.5 (per 1024 examples) momentum 0.85 weight decay 0.0153 bias scaler 64, whitening bias frozen after 3 epochs, triangle schedule, label smoothing 0.2, lookahead true, altflip-translate augmentation, final TTA 2
+//
+// Settings without a Recipe, or with an unknown one, are a *ConfigError.
+func DescribeRecipe(s Settings) (string, error) {
+	if strings.TrimSpace(s.Recipe) == "" {
+		return "", &ConfigError{Field: "Recipe", Value: `""`, Reason: "DescribeRecipe describes a recipe: name one of " + strings.Join(Recipes(), ", ")}
+	}
+	if _, err := Recipe(s.Recipe); err != nil {
+		return "", err
+	}
+	return "recipe " + strings.ToLower(strings.TrimSpace(s.Recipe)) + ": " + recipeSettings(&s, 0), nil
+}
+
+// recipeSettings says, in one line, the settings of s that a recipe decides (for the summary,
+// and DescribeRecipe before the run, whose length may still be in epochs). stepsPerEpoch is the
+// steps of an epoch of the run's data, 0 when not known yet: the whitening bias's freeze is said
+// as it happens in the run described (never, when the run ends before it).
+func recipeSettings(s *Settings, stepsPerEpoch int) string {
+	length := fmt.Sprintf("%d steps", s.Run.Steps)
+	if s.Run.Steps == 0 {
+		length = fmt.Sprintf("%g epochs", s.Run.Epochs)
+	}
+	out := fmt.Sprintf("%s, %s at batch %d, %s lr %g", s.Model.Arch, length, s.Data.BatchSize, algorithm(s.Optimizer), learningRate(s.Optimizer))
+	if n, ok := s.Optimizer.(optimizers.Nesterov); ok {
+		out += fmt.Sprintf(" (per 1024 examples) momentum %g weight decay %g bias scaler %g", n.Momentum, n.WeightDecay, n.BiasScaler)
+		if n.WhitenBiasEpochs > 0 {
+			out += ", " + whitenBiasFreeze(s, n.WhitenBiasEpochs, stepsPerEpoch)
+		}
+	}
+	out += fmt.Sprintf(", %s schedule, label smoothing %g, lookahead %t", s.Schedule.Name, s.Run.LabelSmoothing, s.Run.Lookahead)
+	if s.Data.Augment {
+		out += ", " + s.Data.Augmentation.String() + " augmentation"
+	}
+	return out + fmt.Sprintf(", final TTA %d", s.Eval.TTA)
+}
+
+// whitenBiasFreeze says when the whitening bias of a run of s freezes, after epochs epochs of
+// stepsPerEpoch steps (0: not known): never, when the run ends first (the bias then trains
+// throughout).
+func whitenBiasFreeze(s *Settings, epochs, stepsPerEpoch int) string {
+	frozen := fmt.Sprintf("whitening bias frozen after %d epochs", epochs)
+	switch {
+	case s.Run.Steps == 0 && s.Run.Epochs <= float64(epochs):
+		return fmt.Sprintf("whitening bias trained throughout (the run's %g epochs end before its freeze after %d)", s.Run.Epochs, epochs)
+	case s.Run.Steps > 0 && stepsPerEpoch > 0 && s.Run.Steps <= epochs*stepsPerEpoch:
+		return fmt.Sprintf("whitening bias trained throughout (the run's %d steps end before its freeze after %d epochs, step %d)",
+			s.Run.Steps, epochs, epochs*stepsPerEpoch)
+	case s.Run.Steps > 0 && stepsPerEpoch > 0:
+		return frozen + fmt.Sprintf(" (step %d)", epochs*stepsPerEpoch)
+	case s.Run.Steps > 0:
+		return frozen + ", if the run's steps last that long"
+	}
+	return frozen
+}
+
+// warnings says what makes a run of p learn nothing though it trains: with the lookahead on,
+// a run of fewer than optimizers.LookaheadEvery steps ends on its initial weights, as airbench's does (a
+// recipe run of 1 epoch of 5000 images at batch 1024 is 4 steps). Such a run is not refused: it
+// is a legitimate smoke test of the recipe (does it compile and run, how fast); the run says it
+// before it trains (Trainer.Warnings) and in its summary, and `cifarlab runs` marks its
+// accuracy as chance level.
+func (p *plan) warnings() []string {
+	if !p.Run.Lookahead || p.Run.Steps >= optimizers.LookaheadEvery {
+		return nil
+	}
+	off := "turn the lookahead off (Run.Lookahead false, the setting lookahead=false)"
+	if p.Recipe != "" {
+		off = "leave the recipe's lookahead out (Run.Lookahead false, the setting lookahead=false)"
+	}
+	return []string{fmt.Sprintf("this run learns nothing: with the lookahead on, a run of %d steps ends on its initial weights "+
+		"(the lookahead first averages the weights at step %d and the run ends on that average); train at least %d steps "+
+		"(more epochs, or a smaller batch), or %s", p.Run.Steps, optimizers.LookaheadEvery, optimizers.LookaheadEvery, off)}
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
-
 	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 )
 
@@ -27,13 +25,15 @@ type plan struct {
 	// stepsPerEpoch is len(train)/BatchSize when the plan needs it (Run.Epochs, the whitening
 	// bias's epochs), else 0.
 	stepsPerEpoch int
+	// learningRate is the optimizer's.
+	learningRate float64
 }
 
 // resolve derives the plan of s, validated, and its transfer source (nil without one): the
 // model's architecture and head width. The training split's size, when it arrives, completes
 // it (count).
 func resolve(s Settings, source *sourceRun) (*plan, error) {
-	p := &plan{Settings: s, source: source, dataset: s.Data.Spec.ID()}
+	p := &plan{Settings: s, source: source, dataset: s.Data.Spec.ID(), learningRate: learningRate(s.Optimizer)}
 	if source != nil {
 		if p.Model.Arch == ArchOfSource {
 			p.Model.Arch = source.info.Model.Arch
@@ -101,22 +101,8 @@ func (p *plan) whitenBiasEpochs() int {
 	return 0
 }
 
-// optimizerPlan is what the optimizer of plan p depends on besides its own settings, with the
-// backbone's learning rate of its transfer tt (nil: none).
-func (p *plan) optimizerPlan(tt *trainTransfer) optimizers.Plan {
-	scope, _ := archScopes(p.Model.Arch)
-	op := optimizers.Plan{Schedule: p.Schedule, Steps: p.Run.Steps, Batch: p.Data.BatchSize,
-		WhitenBiasSteps: p.whitenBiasEpochs() * p.stepsPerEpoch, Lookahead: p.Run.Lookahead, ModelScope: scope}
-	if tt != nil {
-		op.BackboneRatio, op.Backbone = tt.lrRatio, tt.isBackbone
-	}
-	return op
-}
-
-// fed are the values a run of plan p feeds its train step (optimizers.Values): its optimizer's,
-// its schedule's and its lookahead's, and its loss's label-smoothing factors (trainLoss).
-func (p *plan) fed() optimizers.Values {
-	h := p.optimizerPlan(nil).Fed(p.Optimizer)
-	h[hyperSmoothingKeep], h[hyperSmoothingSpread] = cifarlib.SmoothingFactors(p.Run.LabelSmoothing, p.headWidth())
-	return h
+// learningRate is o's learning rate (every algorithm has one).
+func learningRate(o optimizers.Optimizer) float64 {
+	lr, _ := optimizers.Param(o, "LearningRate")
+	return lr
 }

@@ -476,3 +476,14 @@ func RecordFailedStart(settings Settings, env Env, runErr error) error {
 	rec.Status, rec.Error, rec.Ended = runs.RunFailed, runErr.Error(), time.Now()
 	return rec.Write(dir)
 }
+
+// runSettings are the settings s as run.json records them (runs.Record.Settings), once: every
+// row of the table, in its order, with its Label, value and part (Bookkeeping), and what was
+// given (Record.Params, the one field of Settings no row has).
+func runSettings(s *Settings) runs.RunSettings {
+	values := make([]runs.Setting, 0, len(fields))
+	for _, f := range fields {
+		values = append(values, runs.Setting{Name: f.Name, Words: f.Label, Value: f.Get(s), Bookkeeping: f.Bookkeeping})
+	}
+	return runs.RunSettings{Values: values, Given: s.Record.Params}
+}

@@ -161,7 +161,7 @@ func newTrainTransfer(p *plan, store *model.Store, resumed bool, log runLog) (*t
 	if err != nil {
 		return nil, err
 	}
-	lr := learningRate(p.Optimizer)
+	lr := p.learningRate
 	r.Dataset, r.Head, r.Freeze, r.LearningRate = p.dataset, p.Model.Head, p.Transfer.Freeze, lr
 	r.BackboneLearningRate = lr
 	switch {

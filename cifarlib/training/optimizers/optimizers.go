@@ -166,8 +166,21 @@ func WithParam(o Optimizer, name string, value float64) (Optimizer, bool) {
 	return v.Interface().(Optimizer), true
 }
 
-// learningRate is o's learning rate (every algorithm has one).
+// learningRate is o's learning rate (every algorithm has one; 0 for none).
 func learningRate(o Optimizer) float64 {
-	lr, _ := Param(o, "LearningRate")
-	return lr
+	switch o := o.(type) {
+	case Adam:
+		return o.LearningRate
+	case AdamW:
+		return o.LearningRate
+	case Adamax:
+		return o.LearningRate
+	case RMSProp:
+		return o.LearningRate
+	case SGD:
+		return o.LearningRate
+	case Nesterov:
+		return o.LearningRate
+	}
+	return 0
 }
