@@ -1,5 +1,5 @@
 """Writes airbench94.json: what airbench 0.1.8's own code computes, for TestTriangle*,
-TestNesterov* and TestLookahead* (cifarlib/training). Run with a Python that has torch (CI never
+TestNesterov* and TestLookahead* (cifarlib/training/optimizers). Run with a Python that has torch (CI never
 runs it; the JSON is committed):
 
     python gen.py  # from this folder; e.g. bench/.venv-torch/bin/python
