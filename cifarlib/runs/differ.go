@@ -81,11 +81,15 @@ func Differing(list ...Info) []string {
 	names := map[string]bool{}
 	for _, r := range recorded {
 		for name := range r.Settings {
-			names[name] = true
+			_, own := recordWords[name]                       // what the data held, not the data folder's setting
+			names[name] = own || !bookkeeping(recorded, name) // an Info made by hand may hold them
 		}
 	}
 	var differ []string
 	for _, name := range settingOrder(recorded, slices.Collect(maps.Keys(names))) {
+		if !names[name] {
+			continue
+		}
 		for _, r := range recorded[1:] {
 			if v, ok := r.Settings[name]; v != recorded[0].Settings[name] || ok != hasSetting(recorded[0], name) {
 				differ = append(differ, name)
@@ -100,6 +104,19 @@ func Differing(list ...Info) []string {
 }
 
 func hasSetting(r Info, name string) bool { _, ok := r.Settings[name]; return ok }
+
+// bookkeeping reports whether a run of list recorded the setting called name as bookkeeping
+// (Setting.Bookkeeping).
+func bookkeeping(list []Info, name string) bool {
+	for _, r := range list {
+		for _, v := range r.Values {
+			if v.Name == name {
+				return v.Bookkeeping
+			}
+		}
+	}
+	return false
+}
 
 // settingOrder sorts names as a comparison of list names them: in the order of the table of
 // settings the runs recorded (RunSettings.Values: the recipe, the data, the model, the
