@@ -64,7 +64,7 @@ func TestDiagnoseCommandBadFlags(t *testing.T) {
 	require.Equal(t, "cifarlab diagnose: data: unknown dataset \"mnist\": use \"cifar10\" or \"cifar100\"\n", stderr.String())
 	stderr.Reset()
 	require.Equal(t, 2, run([]string{"diagnose", "--model", "vgg"}, &stdout, &stderr))
-	require.Equal(t, "cifarlab diagnose: cifarlib: unknown architecture \"vgg\": use one of linear, cnn, resnet18, resnet20, airbench94\n", stderr.String())
+	require.Equal(t, "cifarlab diagnose: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20, airbench94\n", stderr.String())
 	stderr.Reset()
 	require.Equal(t, 1, run([]string{"diagnose", "--data", t.TempDir()}, &stdout, &stderr))
 	require.Contains(t, stderr.String(), "is missing: run `cifarlab download --dataset cifar10")

@@ -22,7 +22,7 @@ func flagUsage(usage string) string { return settingRef.ReplaceAllString(usage, 
 
 // flagArg is what the synopsis writes after a setting's flag: its choices ("f32|bf16-mixed"),
 // else the name its usage gives the value in back quotes, as the flag package reads it,
-// upper-cased ("DIR"); "" for the others.
+// upper-cased ("DIR"), else VALUE; "" for a boolean.
 func flagArg(f *training.Field) string {
 	var said []string
 	for _, c := range f.Choices {
@@ -34,7 +34,9 @@ func flagArg(f *training.Field) string {
 		return strings.Join(said, "|")
 	}
 	switch name, _ := flag.UnquoteUsage(&flag.Flag{Usage: f.Usage, Value: &settingFlag{field: f}}); {
+	case f.IsBool():
 	case name == "value" || name == "":
+		return "VALUE"
 	case strings.Contains(name, "|"):
 		return name
 	default:
@@ -63,7 +65,7 @@ func synopsis(names ...string) string {
 func trainSynopsis() string {
 	var names []string
 	for _, f := range training.Fields() {
-		if f.Name != "steps" && f.Name != "epochs" && flagArg(f) != "" {
+		if f.Name != "steps" && f.Name != "epochs" && (len(f.Choices) > 0 || flagArg(f) != "VALUE" && !f.IsBool()) {
 			names = append(names, f.Name)
 		}
 	}
