@@ -56,14 +56,14 @@ func cellResults(t *testing.T, out []byte, n int) []cellResult {
 }
 
 // privateCheckout returns a copy of repo's module that a test may edit: go.mod, go.sum, the
-// library (cifarlib/, internal/), cmd/, tools/ and kernel/testdata/, with the checkout's .venv
+// library (cifarlib/, internal/), cmd/, tools/, third_party/ (go.mod's replace) and kernel/testdata/, with the checkout's .venv
 // and the tools of its .bin linked (Jupyter and the pinned tools are not copied). Kernels
 // installed for the copy build cells against it.
 func privateCheckout(t *testing.T, repo Repo) Repo {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "checkout")
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "kernel"), 0o755))
-	for _, rel := range []string{"go.mod", "go.sum", "cifarlib", "internal", "cmd", "tools", filepath.Join("kernel", "testdata")} {
+	for _, rel := range []string{"go.mod", "go.sum", "cifarlib", "internal", "cmd", "tools", "third_party", filepath.Join("kernel", "testdata")} {
 		cp := exec.Command("cp", "-a", filepath.Join(repo.Dir, rel), filepath.Join(dir, rel))
 		out, err := cp.CombinedOutput()
 		require.NoError(t, err, "copying %s: %s", rel, out)

@@ -151,6 +151,7 @@ func TestCheckCellModules(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(copied.Dir, f), data, 0o644))
 	}
+	require.NoError(t, os.Symlink(filepath.Join(repo.Dir, "third_party"), filepath.Join(copied.Dir, "third_party"))) // go.mod's replace
 	tmp := t.TempDir()
 
 	c := checkCellModules(ctx, copied, gt, tmp)
