@@ -41,14 +41,14 @@ func WriteCellModule(dir string, repo Repo) error {
 }
 
 // CellGoGet runs, in the cell module dir, the `go get` GoNB runs before it builds each cell,
-// with the kernels' go command (gt) and the cells' module proxy of repo (CellGoProxy) and the
-// environment env added; -x makes the go command print every request it sends
+// with the kernels' go command (gt) and the cells' module proxy (CellGoProxy, with gt.CellPins)
+// and the environment env added; -x makes the go command print every request it sends
 // ("# get https://..."). It returns the combined output.
-func CellGoGet(ctx context.Context, dir string, gt GoTools, repo Repo, env ...string) (string, error) {
+func CellGoGet(ctx context.Context, dir string, gt GoTools, env ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, gt.Go(), "get", "-x")
 	cmd.Dir = dir
 	cmd.Env = append(gt.Env(), "GOFLAGS=-mod=mod -modcacherw", "GOWORK=off")
-	if proxy := CellGoProxy(gt, repo); proxy != "" {
+	if proxy := CellGoProxy(gt); proxy != "" {
 		cmd.Env = append(cmd.Env, "GOPROXY="+proxy)
 	}
 	cmd.Env = append(cmd.Env, env...)
@@ -74,7 +74,7 @@ func WarmCellGet(ctx context.Context, repo Repo, gt GoTools) (requests int, err 
 	if err := WriteCellModule(dir, repo); err != nil {
 		return 0, err
 	}
-	out, err := CellGoGet(ctx, dir, gt, repo)
+	out, err := CellGoGet(ctx, dir, gt)
 	return len(NetworkRequests(out)), err
 }
 

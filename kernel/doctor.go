@@ -149,6 +149,8 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 
 	if repo.Dir != "" {
 		if gt, err := FindGoTools(ctx, repo); err == nil { // else checkGo has said why
+			// The pins the CPU kernel's cells build with (both kernels of an install share them).
+			gt.CellPins = CellPinsOf(specs[CPUKernel].Spec.Env["GOPROXY"])
 			add(checkCellModules(ctx, repo, gt, os.TempDir()))
 		}
 	}
@@ -304,7 +306,8 @@ func checkGo(ctx context.Context, repo Repo) Check {
 
 // checkKernelSpec verifies one cifarlab kernelspec as Jupyter lists it: its gonb exists,
 // the PATH it sets finds go, goimports and gopls, --go_work names a checkout, and its GOPROXY
-// is the cells' proxy (CellGoProxy) of gt, the go command now on PATH (a warning otherwise).
+// is the cells' proxy (CellGoProxy) of gt, the go command now on PATH, with pins of its own
+// (CellPinsOf; a warning otherwise).
 func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoTools) Check {
 	c := Check{Name: "kernelspec " + name, Required: true}
 	fix := "cifarlab kernel install"
@@ -378,7 +381,8 @@ func checkKernelSpec(repo Repo, name string, specs map[string]ListedSpec, gt GoT
 		c.Detail += "; compiles against " + goWork + ", not " + repo.Dir
 		c.Fix = fix + " (from this checkout)"
 	}
-	if want := CellGoProxy(gt, Repo{Dir: goWork}); want != "" && s.Env["GOPROXY"] != want {
+	gt.CellPins = CellPinsOf(s.Env["GOPROXY"])
+	if want := CellGoProxy(gt); want != "" && s.Env["GOPROXY"] != want {
 		c.Status = StatusWarn
 		c.Detail += fmt.Sprintf("; its GOPROXY %q is not the cells' proxy for this go command's GOMODCACHE and GOPROXY (%q): "+
 			"cells would look for modules in another cache or proxy than go does", s.Env["GOPROXY"], want)

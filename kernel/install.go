@@ -53,6 +53,8 @@ type Manifest struct {
 	Files []string `json:"files"`
 	// Dirs are the folders Install created (not those that already existed).
 	Dirs []string `json:"dirs"`
+	// Trees are the folders Install wrote whole (the cells' pinned proxy), removed whole.
+	Trees []string `json:"trees,omitempty"`
 }
 
 // ManifestPath is where Install keeps its manifest for a data directory.
@@ -94,22 +96,6 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The cells' pinned module proxy (cellpins.go), from the checkout's go.mod and go.sum: every
-	// cell builds with go.mod's versions of the modules the checkout requires.
-	pinned, err := UpdateCellProxy(ctx, opts.Repo, goTools)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "cells build with %s and go.mod's versions of %d modules (pinned in %s)\n", or(goTools.Version, "the go command on PATH"), pinned, CellProxyDir(opts.Repo))
-	cpu, err := ChooseCPUBackend(opts.Repo, opts.Backends)
-	if err != nil {
-		return nil, fmt.Errorf("CPU kernel: %w", err)
-	}
-	cuda, err := ChooseCUDABackend(ctx, opts.Repo, filepath.Join(opts.DataDir, "cifarlab", "pjrt-cuda"), opts.Backends)
-	if err != nil {
-		return nil, fmt.Errorf("CUDA kernel: %w", err)
-	}
-
 	man, err := ReadManifest(opts.DataDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -119,6 +105,17 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 	}
 	man.Repo = opts.Repo.Dir
 	tr := &tracker{man: man}
+	if goTools.CellPins, err = installCellPins(ctx, opts.Repo, opts.DataDir, goTools, tr, log); err != nil {
+		return nil, err
+	}
+	cpu, err := ChooseCPUBackend(opts.Repo, opts.Backends)
+	if err != nil {
+		return nil, fmt.Errorf("CPU kernel: %w", err)
+	}
+	cuda, err := ChooseCUDABackend(ctx, opts.Repo, filepath.Join(opts.DataDir, "cifarlab", "pjrt-cuda"), opts.Backends)
+	if err != nil {
+		return nil, fmt.Errorf("CUDA kernel: %w", err)
+	}
 
 	for _, k := range []struct {
 		name, kind string
@@ -175,6 +172,38 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 	return res, nil
 }
 
+// installCellPins makes the cells' pinned module proxy (cellpins.go) of the checkout's go.mod and
+// go.sum beside the kernelspecs of dataDir (EnsureCellProxy), so that every cell builds with
+// go.mod's versions of the modules the checkout requires, and records it in the manifest. It
+// writes nothing when that build list's folder is there (a user-level install over an image's
+// checkout writes only into the user's data directory). It returns the folder.
+func installCellPins(ctx context.Context, repo Repo, dataDir string, gt GoTools, tr *tracker, log io.Writer) (string, error) {
+	mods, err := BuildList(ctx, repo, gt)
+	if err != nil {
+		return "", err
+	}
+	if err := tr.mkdirAll(filepath.Join(dataDir, "cifarlab", cellPinsFolder)); err != nil {
+		return "", err
+	}
+	pins, written, err := EnsureCellProxy(dataDir, gt.ModCache, mods)
+	if err != nil {
+		return "", err
+	}
+	tr.man.Trees = []string{pins}
+	state := "there already"
+	if written {
+		state = "written"
+	}
+	fmt.Fprintf(log, "cells build with %s and go.mod's versions of %d modules (pinned in %s: %s)\n", or(gt.Version, "the go command on PATH"), len(mods), pins, state)
+	// Where installs before this one wrote the pins: inside the checkout.
+	if legacy := filepath.Join(repo.BinDir(), cellPinsFolder); dirExists(legacy) {
+		if err := os.RemoveAll(legacy); err == nil {
+			fmt.Fprintf(log, "removed %s (the cells' pins now live with the kernelspecs)\n", legacy)
+		}
+	}
+	return pins, nil
+}
+
 // ReadManifest reads the manifest of a data directory; the error wraps os.ErrNotExist when
 // there is none.
 func ReadManifest(dataDir string) (*Manifest, error) {
@@ -220,6 +249,12 @@ func Uninstall(dataDir string) (*UninstallResult, error) {
 		return res, err
 	}
 	res.Removed = append(res.Removed, mp)
+	for _, d := range man.Trees {
+		if err := os.RemoveAll(d); err != nil {
+			return res, fmt.Errorf("removing %s: %w", d, err)
+		}
+		res.Removed = append(res.Removed, d)
+	}
 	dirs := append([]string(nil), man.Dirs...)
 	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) }) // deepest first
 	for _, d := range dirs {

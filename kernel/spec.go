@@ -242,7 +242,7 @@ func KernelArgv(repo Repo) []string {
 // gonb from REPO/.bin started with --go_work=REPO under the supervisor (KernelArgv), PATH = REPO/.bin, the go command's
 // folder (go.mod's toolchain's bin/), then the server's PATH, the Go environment of GoEnvPins
 // with the cells' build flags (CellGoFlags) in its GOFLAGS, their module proxy (CellGoProxy,
-// which pins go.mod's versions), GOTOOLCHAIN=go.mod's toolchain line, and the backend's
+// which pins go.mod's versions with gt.CellPins), GOTOOLCHAIN=go.mod's toolchain line, and the backend's
 // variables.
 func NewKernelSpec(repo Repo, kind string, gt GoTools, b Backend) KernelSpec {
 	display := CPUDisplayName
@@ -263,7 +263,7 @@ func NewKernelSpec(repo Repo, kind string, gt GoTools, b Backend) KernelSpec {
 		env[k] = v
 	}
 	env["GOFLAGS"] = CellGoFlags(b)
-	if proxy := CellGoProxy(gt, repo); proxy != "" {
+	if proxy := CellGoProxy(gt); proxy != "" {
 		env["GOPROXY"] = proxy
 	}
 	// go.mod's toolchain: GoNB, gopls and every go command of a cell run that release whatever
