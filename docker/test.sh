@@ -266,6 +266,13 @@ if [ -n "$cpu_plugin" ]; then
   grep -q "backend cpu .*resolves to xla:cpu" <<<"$doctor" || fail "backends.New(\"cpu\") is not XLA CPU inside the image"
 fi
 
+# What a kernel generates for its user goes to the user's own places, which must be writable:
+# the cache (os.UserCacheDir: $XDG_CACHE_HOME, else ~/.cache) and the home.
+# shellcheck disable=SC2016 # expanded by the container's shell
+podman "${storage[@]}" exec "$ctr" sh -c 'd="${XDG_CACHE_HOME:-$HOME/.cache}/cifarlab"; mkdir -p "$d" && test -w "$d" && test -w "$HOME"' \
+  || fail "the lab user's cache folder (\$XDG_CACHE_HOME or ~/.cache) is not writable"
+echo "the lab user's cache folder and home are writable"
+
 # ---------------------------------------------------------------------------------------------
 phase notebook
 nb="${CIFARLAB_DOCKER_NOTEBOOK:-}"

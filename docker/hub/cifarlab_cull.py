@@ -67,7 +67,7 @@ async def server_target(path):
 async def server_activity(path):
     """What the server at path says of itself: its kernels that are busy, and when it last did
     something (its kernels' and terminals' last activity, the newest change to a file of its
-    folder), or None when nothing it reports says."""
+    folder, its own start), or None when nothing it reports says."""
     _, token = _hub_api()
     base = await server_target(path) + quote(path)
     kernels = await _get_json(f"{base}api/kernels?no_track_activity=1", token)
@@ -76,9 +76,12 @@ async def server_activity(path):
     except Exception:  # noqa: BLE001 (terminals switched off: none)
         terminals = []
     folder = await _get_json(f"{base}api/contents?no_track_activity=1&content=1", token)
+    status = await _get_json(f"{base}api/status?no_track_activity=1", token)
     busy = [k["id"] for k in kernels if k.get("execution_state") == "busy"]
     stamps = [k.get("last_activity") for k in kernels] + [t.get("last_activity") for t in terminals]
     stamps += [f.get("last_modified") for f in folder.get("content") or []]
+    # The server's own start (when it came up; a slow spawn does not eat into the timeout).
+    stamps.append(status.get("started"))
     times = [parse_date(t) for t in stamps if t]
     return busy, max(times) if times else None
 
@@ -110,9 +113,6 @@ async def busy_kernel_arbiter(*, inactive, inactive_limit, server, **kwargs):
             path, len(busy), ", ".join(busy), inactive,
         )
         return False
-    if server.get("started"):
-        started = parse_date(server["started"])
-        last = max(last, started) if last else started
     idle = utcnow() - last if last else inactive
     if idle is None or idle.total_seconds() < inactive_limit:
         log.debug("Not culling server %s: it did something %s ago", path, idle)
