@@ -189,8 +189,10 @@ if [ "$own_service" = 1 ]; then
   podman_preflight
   sock="$state/podman.sock"
   rm -f "$sock"
-  # --time=0: the service lives as long as this script, which ends it.
-  podman "${podman_args[@]}" system service --time=0 "unix://$sock" 2> >(podman_log) &
+  # --time=0: the service lives as long as this script, which ends it. It runs in the state
+  # folder: conmon leaves files in its working directory (an "oom" file when a server's memory
+  # ran out), which would otherwise land wherever start.sh was run from.
+  (cd "$state" && exec podman "${podman_args[@]}" system service --time=0 "unix://$sock" 2> >(podman_log)) &
   podman_pid=$!
   for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
   [ -S "$sock" ] || die "podman system service did not create $sock"

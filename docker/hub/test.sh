@@ -368,8 +368,9 @@ echo "culled: no container, conmon or server process of the hub's users left"
 
 step "persist: u1 starts again after culling"
 lt start u1
-# The hub with the 30 s timeout goes at once (an idle server is culled 30 s after its start); the
-# next one keeps the default timeout, and u1's server, for start.sh down.
+# Busy, so that the culler of this hub (30 s timeout), which runs until the hub has stopped, leaves
+# u1's server to start.sh down; the next hub keeps the default timeout.
+lt busy u1 600
 hub_stop
 
 step "faults: a machine with no memory free; an image that cannot run on this storage"
