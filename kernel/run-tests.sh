@@ -77,6 +77,13 @@ bash docker/lint.sh
 if [ "${CIFARLAB_DOCKER_TEST:-1}" = 1 ]; then
   echo "== docker/test.sh (image build, run, notebook 01 inside it)"
   bash docker/test.sh
+  # The workshop hub on that image, through start.sh as docker/README.md runs it, at CI size (2
+  # users, no notebook runs: about 8 minutes; CIFARLAB_HUB_TEST_SIZE=full for RESULTS.md's figures).
+  # CIFARLAB_HUB_TEST=0 skips it.
+  if [ "${CIFARLAB_HUB_TEST:-1}" = 1 ]; then
+    echo "== docker/hub/test.sh (JupyterHub through start.sh: spawns, failed spawns, isolation, culling with a tab open, down)"
+    CIFARLAB_HUB_TEST_SIZE=ci bash docker/hub/test.sh
+  fi
 fi
 
 # Fuzz targets for a fixed budget of executions (counts, not durations: a duration budget can

@@ -74,8 +74,8 @@ func privateCheckout(t *testing.T, repo Repo) Repo {
 	tools, err := os.ReadDir(repo.binDir())
 	require.NoError(t, err)
 	for _, tool := range tools {
-		if tool.Name() == "cifarlab-kernel" || tool.Name() == filepath.Base(cellProxyDir(repo)) {
-			continue // the copy builds its own supervisor and cell proxy: a link would have it overwrite the checkout's
+		if tool.Name() == "cifarlab-kernel" {
+			continue // the copy builds its own supervisor: a link would have it overwrite the checkout's
 		}
 		require.NoError(t, os.Symlink(filepath.Join(repo.binDir(), tool.Name()), filepath.Join(copied.binDir(), tool.Name())))
 	}
