@@ -25,6 +25,14 @@
 #   CIFARLAB_COPY_NOTEBOOKS  1 (default): when a folder is mounted at
 #                          /opt/cifarlab/notebooks/work and holds no notebooks, copy the
 #                          image's notebooks into it once, so that edits survive the container.
+#   CIFARLAB_RUNS          where training keeps its run folders; default, when a folder is
+#                          mounted at /opt/cifarlab/notebooks/work: its runs/ (they outlive the
+#                          container), else $CIFARLAB_DATA/runs (the container's own layer).
+#
+# Nothing here or in the kernels writes into the image's folders (the repository, its .bin, the
+# kernelspecs in /usr/local): the user-level kernelspec and the cells' pinned module proxy go to
+# the user's home, run folders to the mounted work/ folder. Overlay storage, podman's and Docker's
+# default, cannot rename a folder of an image's layer (docker/README.md, "Storage").
 set -euo pipefail
 
 repo="${CIFARLAB_REPO:-/opt/cifarlab}"
@@ -83,6 +91,10 @@ if [ "${CIFARLAB_COPY_NOTEBOOKS:-1}" = 1 ] && [ -d "$work" ] && [ -w "$work" ] &
    && ! compgen -G "$work/*.ipynb" >/dev/null && compgen -G "$notebooks/*.ipynb" >/dev/null; then
   cp -n "$notebooks"/*.ipynb "$work"/
   say "copied the notebooks into work/ (your mounted folder); edit them there"
+fi
+if [ -z "${CIFARLAB_RUNS:-}" ] && [ -d "$work" ] && [ -w "$work" ] && mountpoint -q "$work"; then
+  export CIFARLAB_RUNS="$work/runs"
+  say "run folders go to work/runs (your mounted folder), where they outlive the container"
 fi
 
 say "mode $mode: new notebooks use the kernel $kernel"

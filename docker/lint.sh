@@ -10,6 +10,7 @@
 #     installed (Debian package shellcheck).
 #   - docker/hub/z2jh/values.yaml against the Zero to JupyterHub chart's schema
 #     (docker/hub/z2jh/validate.py, with the lab's .venv: jsonschema, PyYAML).
+#   - docker/hub's unit tests (hubsettings_test.py, spawnfaults_test.py: python3, no venv).
 #
 # Usage: docker/lint.sh [Dockerfile]
 set -euo pipefail
@@ -69,6 +70,9 @@ else
   echo "no .venv (kernel/setup.sh makes it): docker/hub/z2jh/values.yaml not validated" >&2
   status=1
 fi
+
+echo "== docker/hub unit tests (the capacity line, the words of a failed spawn; standard library only)"
+(cd "$here/hub" && python3 -m unittest -q hubsettings_test spawnfaults_test) || status=1
 
 if [ "$status" -ne 0 ]; then
   echo "lint.sh: FAILED" >&2

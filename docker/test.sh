@@ -42,12 +42,9 @@ base_tag="localhost/cifarlab-base:bookworm"
 image_tag="localhost/cifarlab:test"
 ctr="cifarlab-test-$$"
 mkdir -p "$cache"
-# The run root holds runtime state (locks, sockets): podman refuses one longer than 50 characters,
-# which "$cache/run" is under a long HOME (a fresh machine's /home/NAME/..., or a test HOME). It
-# must stay the same for the same storage (podman records it there), so it is a short folder in
-# /tmp named after the cache's path.
-runroot="/tmp/cifarlab-podman-$(id -u)-$(printf '%s' "$cache" | sha256sum | cut -c1-12)"
-storage=(--root "$cache/storage" --runroot "$runroot" --storage-driver vfs)
+# Storage: podman's default (Debian's rootful default is overlay, Docker's is overlay2), where a
+# user builds and runs the image; set after the tools phase (docker/storage.sh).
+storage=()
 run_opts=(--runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 
 times=()
@@ -107,6 +104,9 @@ fi
 [ "$(id -u)" = 0 ] || fail "run as root: debootstrap and chroot-isolated buildah need it"
 buildah --version
 podman --version
+# shellcheck source=docker/storage.sh
+. docker/storage.sh
+choose_storage "docker/test.sh" "$cache"
 
 # ---------------------------------------------------------------------------------------------
 reuse=0
@@ -266,6 +266,13 @@ if [ -n "$cpu_plugin" ]; then
   grep -q "backend cpu .*resolves to xla:cpu" <<<"$doctor" || fail "backends.New(\"cpu\") is not XLA CPU inside the image"
 fi
 
+# What a kernel generates for its user goes to the user's own places, which must be writable:
+# the cache (os.UserCacheDir: $XDG_CACHE_HOME, else ~/.cache) and the home.
+# shellcheck disable=SC2016 # expanded by the container's shell
+podman "${storage[@]}" exec "$ctr" sh -c 'd="${XDG_CACHE_HOME:-$HOME/.cache}/cifarlab"; mkdir -p "$d" && test -w "$d" && test -w "$HOME"' \
+  || fail "the lab user's cache folder (\$XDG_CACHE_HOME or ~/.cache) is not writable"
+echo "the lab user's cache folder and home are writable"
+
 # ---------------------------------------------------------------------------------------------
 phase notebook
 nb="${CIFARLAB_DOCKER_NOTEBOOK:-}"
@@ -285,8 +292,16 @@ case "$nb" in
     # The copy in the mounted work folder is the one an attendee opens: run that one.
     copy="/opt/cifarlab/notebooks/work/$(basename "$nb")"
     if podman "${storage[@]}" exec "$ctr" test -f "$copy"; then in_image="$copy"; fi
-    echo "executing and checking $in_image with the cifarlab-cpu kernel inside the container (nbcheck.py)"
-    podman "${storage[@]}" exec "$ctr" python3 /opt/cifarlab/notebooks/nbcheck.py --kernel cifarlab-cpu \
+    # The kernel gets the server's CIFARLAB_RUNS, which the entry point set (the kernels of
+    # JupyterLab inherit it; a podman exec does not); -B: no __pycache__ of nbcheck's modules.
+    # shellcheck disable=SC2016 # expanded by the container's shell
+    server_runs="$(podman "${storage[@]}" exec "$ctr" sh -c 'for p in /proc/[0-9]*; do
+      if tr "\0" " " < "$p/cmdline" 2>/dev/null | grep -q "bin/[j]upyter-lab "; then tr "\0" "\n" < "$p/environ" | sed -n "s/^CIFARLAB_RUNS=//p"; break; fi
+    done')"
+    [ "$server_runs" = /opt/cifarlab/notebooks/work/runs ] \
+      || fail "the server's CIFARLAB_RUNS is ${server_runs:-unset}, want the mounted work folder's runs (/opt/cifarlab/notebooks/work/runs)"
+    echo "executing and checking $in_image with the cifarlab-cpu kernel inside the container (nbcheck.py; CIFARLAB_RUNS=$server_runs, the server's)"
+    podman "${storage[@]}" exec -e CIFARLAB_RUNS="$server_runs" "$ctr" python3 -B /opt/cifarlab/notebooks/nbcheck.py --kernel cifarlab-cpu \
       --output-dir /tmp/nbout --report /tmp/nbreport.json "$in_image"
     nb_rc=$?
     podman "${storage[@]}" cp "$ctr:/tmp/nbreport.json" "$cache/notebook-report.json" 2>/dev/null
@@ -343,6 +358,23 @@ if missing:
 print("smoke notebook output checked:", len(want), "lines")
 EOF
 fi
+
+# What the container wrote, after its start (the entry point's kernel install) and a notebook:
+# nothing into the image's own folders (the repository and its .bin, the kernelspecs, the data),
+# which overlay storage cannot rename; the user's kernelspec and the cells' pins went to the home,
+# the run folder to the mounted work folder (the user's own, where it outlives the container).
+changed="$(podman "${storage[@]}" diff "$ctr" | awk '{print $2}')"
+echo "the container changed $(grep -c . <<<"$changed") paths of the image: $(sed -n 's|^\(/[^/]*/[^/]*\).*|\1|p' <<<"$changed" | sort | uniq -c | sort -rn | awk '{printf "%s %s, ", $2, $1}')"
+into_image="$(grep -E '^/(opt/cifarlab|opt/cifar-data|usr/local)/' <<<"$changed" || true)"
+[ -z "$into_image" ] || fail "the container wrote into the image's folders (overlay storage cannot rename them): $(head -n 20 <<<"$into_image" | tr '\n' ' ')"
+echo "nothing written into /opt/cifarlab, /opt/cifar-data or /usr/local"
+case "$nb" in
+  notebooks/01-*) # it trains a run
+    runs=("$work"/runs/*/)
+    [ -d "${runs[0]}" ] || fail "no run folder in the mounted work folder ($work/runs): CIFARLAB_RUNS did not reach the kernel"
+    echo "run folders in the mounted work folder: $(cd "$work/runs" && echo */)"
+    ;;
+esac
 
 if [ "${CIFARLAB_DOCKER_KEEP:-0}" != 1 ]; then
   podman "${storage[@]}" rm -f -t 5 "$ctr" >/dev/null

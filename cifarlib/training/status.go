@@ -118,10 +118,14 @@ func (s *Status) Event(e Event) {
 	s.drawLocked(now, true)
 }
 
-// timedLocked takes in what the timeline recorded: a program's phase is said at once (the
-// compile's line, with its duration) and kept for Close's list; another phase's duration times
+// timedLocked takes in what the timeline recorded: a program's compile or load is said at once
+// (its line, with its duration) and kept for Close's list (a graph's build, before it, is left
+// to the timeline); another phase's duration times
 // the current phase's line when it is that phase (the steps add up).
 func (s *Status) timedLocked(te runs.Event) {
+	if te.Phase == runs.PhaseBuild {
+		return // the timeline's own detail: the line says the compile or load it came before
+	}
 	cur := s.has && s.cur.phase() == compileEvent(te).phase()
 	if te.Program != "" {
 		item := te.String()

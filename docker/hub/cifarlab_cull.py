@@ -2,18 +2,26 @@
 cull_arbiter_hook, set by docker/hub/culler_config.py).
 
 jupyterhub-idle-culler stops a server when the hub's record of its last activity is older than
-the timeout. That record lags behind the server: a server reports its activity every
-JUPYTERHUB_ACTIVITY_INTERVAL seconds, an interval fixed when it started (300 s under the default
-timeout of an hour), it reports nothing while the hub restarts, and a kernel that runs a long
-cell without printing sends no message at all, so the server has nothing new to report. A hub
-restarted with a shorter timeout therefore culled running work at its first pass.
+the timeout. That record says too little and too much. Too little: it lags behind the server (a
+server reports its activity every JUPYTERHUB_ACTIVITY_INTERVAL seconds, fixed when it started, and
+nothing while the hub restarts), and a kernel that runs a long cell without printing sends no
+message at all, so a hub restarted with a shorter timeout culled running work. Too much: a
+browser tab left open on JupyterLab polls the server every few seconds (kernels, sessions,
+contents), and every request counts, through the proxy and in the server's own last_activity, so
+an attendee who went home with a tab open kept a seat, and its memory, for the whole workshop.
 
-busy_kernel_arbiter is asked only about a server that the hub's record says is idle. It asks
-the server itself, with the culler's token, at the address the proxy routes it to: a kernel
-that is busy (a cell running) keeps the server, and so does activity the hub has not heard of
-yet (the server's own last_activity, and each kernel's). Its requests carry no_track_activity,
-so asking is not activity. A server that does not answer is kept until it has not answered for
-a whole timeout; then the hub's record decides, as the culler alone would.
+busy_kernel_arbiter therefore decides by what the server is doing, for every server at every
+pass. It asks the server itself, with the culler's token, at the address the proxy routes it to,
+with no_track_activity (asking is not activity):
+
+- a kernel that is busy (a cell running) keeps the server, however long, tab or no tab;
+- otherwise the server is culled once, for the timeout, none of these happened: a message of one
+  of its kernels (a cell run, a completion, an interrupt), terminal input or output, a change to a
+  file of its folder (JupyterLab saves an edited notebook every two minutes), its start. Requests
+  of an open tab (polling, listing, opening a notebook to read) are not among them.
+
+A server that does not answer is kept until it has not answered for a whole timeout; then the
+hub's record decides, as the culler alone would.
 """
 
 import json
@@ -57,21 +65,31 @@ async def server_target(path):
 
 
 async def server_activity(path):
-    """What the server at path says of itself: its kernels that are busy, and its last activity
-    (its own record: requests, kernel messages, terminals; and each kernel's)."""
+    """What the server at path says of itself: its kernels that are busy, and when it last did
+    something (its kernels' and terminals' last activity, the newest change to a file of its
+    folder, its own start), or None when nothing it reports says."""
     _, token = _hub_api()
     base = await server_target(path) + quote(path)
     kernels = await _get_json(f"{base}api/kernels?no_track_activity=1", token)
+    try:
+        terminals = await _get_json(f"{base}api/terminals?no_track_activity=1", token)
+    except Exception:  # noqa: BLE001 (terminals switched off: none)
+        terminals = []
+    folder = await _get_json(f"{base}api/contents?no_track_activity=1&content=1", token)
     status = await _get_json(f"{base}api/status?no_track_activity=1", token)
     busy = [k["id"] for k in kernels if k.get("execution_state") == "busy"]
-    times = [parse_date(t) for t in [status.get("last_activity")] + [k.get("last_activity") for k in kernels] if t]
+    stamps = [k.get("last_activity") for k in kernels] + [t.get("last_activity") for t in terminals]
+    stamps += [f.get("last_modified") for f in folder.get("content") or []]
+    # The server's own start (when it came up; a slow spawn does not eat into the timeout).
+    stamps.append(status.get("started"))
+    times = [parse_date(t) for t in stamps if t]
     return busy, max(times) if times else None
 
 
 async def busy_kernel_arbiter(*, inactive, inactive_limit, server, **kwargs):
-    """True when the server may be culled: idle by the hub's record and by its own, no kernel busy."""
-    if not default_cull_arbiter(inactive=inactive, inactive_limit=inactive_limit, server=server, **kwargs):
-        return False
+    """True when the server may be culled: no kernel busy, and nothing done for inactive_limit
+    seconds by its own record (kernels, terminals, files, its start); the hub's record (which an
+    open tab's polling keeps fresh) decides only for a server that has not answered for as long."""
     path = server.get("url") or ""
     try:
         busy, last = await server_activity(path)
@@ -80,9 +98,11 @@ async def busy_kernel_arbiter(*, inactive, inactive_limit, server, **kwargs):
         waited = utcnow() - since
         if waited < timedelta(seconds=inactive_limit):
             log.warning(
-                "Not culling server %s yet: it did not say whether a kernel is busy (%s); "
+                "Not culling server %s yet: it did not say what it is doing (%s); "
                 "asking again at the next pass, for up to %d s", path, e, inactive_limit,
             )
+            return False
+        if not default_cull_arbiter(inactive=inactive, inactive_limit=inactive_limit, server=server, **kwargs):
             return False
         log.warning("Culling server %s by the hub's record: it has not answered for %s (%s)", path, waited, e)
         return True
@@ -93,10 +113,12 @@ async def busy_kernel_arbiter(*, inactive, inactive_limit, server, **kwargs):
             path, len(busy), ", ".join(busy), inactive,
         )
         return False
-    if last is not None and (utcnow() - last).total_seconds() < inactive_limit:
-        log.info(
-            "Not culling server %s: active %s ago by its own record (the hub's said %s)",
-            path, utcnow() - last, inactive,
-        )
+    idle = utcnow() - last if last else inactive
+    if idle is None or idle.total_seconds() < inactive_limit:
+        log.debug("Not culling server %s: it did something %s ago", path, idle)
         return False
+    log.info(
+        "Culling server %s: no kernel busy, nothing done for %s by its own record (kernels, terminals, files); "
+        "the hub's record, which an open tab's requests keep fresh, said inactive for %s", path, idle, inactive,
+    )
     return True

@@ -6,10 +6,20 @@ Docker's bridge) is imported, so that docker/hub/z2jh/validate.py can read the d
 """
 
 import dataclasses
+import math
 import os
 
 # Idle culling: a server idle this long is stopped (z2jh/values.yaml's cull.timeout is the same).
 DEFAULT_CULL_TIMEOUT = 3600
+
+# The memory an attendee running notebooks 01-04 peaks at, measured (docker/hub/RESULTS.md: 1.7-2.5
+# GB per container, podman stats, every process and the page cache): the capacity line counts
+# attendees at it and never advises a limit under it.
+PEAK_BYTES = 2.5e9
+
+# What a server needs free on the machine to start (CIFARLAB_HUB_START_MEM): JupyterLab, the entry
+# point's kernel install and a first kernel; a spawn on a machine with less is refused at once.
+DEFAULT_START_MEM = "1G"
 
 
 class SettingsError(ValueError):
@@ -53,6 +63,7 @@ class Settings:
     cull_timeout: int
     cull_every: int
     start_timeout: int
+    start_mem: int = 0
     docker_bridge_gateway: str = ""
 
     @property
@@ -97,7 +108,9 @@ class Settings:
 
     def host_config(self):
         """DockerSpawner's extra_host_config: pids, ulimits and the GPU."""
-        hc = {"pids_limit": self.pids_limit}
+        # No auto_remove: a container that exits while its server starts keeps its log until the
+        # spawner has read its last lines (docker/hub/cifarlab_spawner.py), which then removes it.
+        hc = {"pids_limit": self.pids_limit, "auto_remove": False}
         if self.ulimits:
             hc["ulimits"] = [{"Name": n, "Soft": s, "Hard": h} for n, s, h in self.ulimits]
         if self.gpu != "none":
@@ -158,9 +171,10 @@ def _mem_bytes(text):
 
 
 def capacity_line(env, host_cpus, host_mem):
-    """One line for the organiser: what the per-user limits add up to for CIFARLAB_HUB_USERS, and
-    how that compares with this machine (CPU limits are caps on shared cores; memory limits are
-    what each attendee may take, so their sum should fit in the machine's memory)."""
+    """One line for the organiser: what the per-user limits add up to for CIFARLAB_HUB_USERS, how
+    many attendees this machine holds at the measured per-user peak (PEAK_BYTES) and at the memory
+    limit set (in 90% of its memory: the rest for the hub, the proxy and the page cache), and what
+    to set when they do not fit. It never advises a limit under the peak."""
     users = int(_env_float(env, "CIFARLAB_HUB_USERS", 30, 1, 1000))
     cpu = _env_float(env, "CIFARLAB_HUB_CPU", 2.0, 0.1, 1024)
     mem_text = env.get("CIFARLAB_HUB_MEM", "4G")
@@ -168,16 +182,34 @@ def capacity_line(env, host_cpus, host_mem):
     if mem is None:
         raise SettingsError(f"cifarlab hub: CIFARLAB_HUB_MEM={mem_text!r} is not a size such as 4G or 512m")
     gib = 2**30
+    usable = 0.9 * host_mem
+    at_peak, at_limit = int(usable // PEAK_BYTES), int(usable // mem)
     line = (f"cifarlab hub: capacity: {users} users x ({cpu:g} CPU, {mem_text}) = {users * cpu:g} CPUs and "
-            f"{users * mem / gib:.0f} GiB of limits; this machine has {host_cpus} CPUs and {host_mem / gib:.0f} GiB")
-    if users * mem > 0.9 * host_mem:
-        fit = max(0.5, int(0.9 * host_mem / users / gib * 2) / 2)
-        line += (f": if every attendee used their limit, memory would run out; set CIFARLAB_HUB_MEM={fit:g}G "
-                 f"(90% of the machine for {users}; a user running notebooks 01-04 peaks at about 2.5 GB) "
-                 f"or CIFARLAB_HUB_USERS lower (docker/README.md, 'Capacity')")
-    elif users * cpu > host_cpus:
-        line += " (CPU limits are caps on shared cores: attendees who run cells at once share them)"
-    return line
+            f"{users * mem / gib:.0f} GiB of limits; this machine has {host_cpus} CPUs and {host_mem / gib:.0f} GiB: "
+            f"it holds {at_peak} attendees at the measured peak of {PEAK_BYTES / 1e9:g} GB each (notebooks 01-04) "
+            f"and {at_limit} at the limit of {mem_text} each")
+    peak_g = math.ceil(PEAK_BYTES / gib * 10) / 10  # the peak as a limit Docker takes (G: GiB)
+    if mem < PEAK_BYTES:
+        return line + (f"; CIFARLAB_HUB_MEM={mem_text} is under that peak: attendees running notebooks 01-04 run out of "
+                       f"memory; set CIFARLAB_HUB_MEM={peak_g:g}G or more (docker/README.md, 'Capacity')")
+    if users <= at_limit:
+        if users * cpu > host_cpus:
+            line += " (CPU limits are caps on shared cores: attendees who run cells at once share them)"
+        return line
+    fit_g = math.floor(usable / users / gib * 10) / 10
+    if fit_g >= peak_g:
+        return line + (f": if every attendee used their limit, memory would run out; set CIFARLAB_HUB_MEM={fit_g:g}G "
+                       f"(90% of the machine for {users}, above the peak) or CIFARLAB_HUB_USERS={at_limit} (docker/README.md, 'Capacity')")
+    return line + (f": {users} attendees do not fit at the peak; set CIFARLAB_HUB_USERS={int(usable // (peak_g * gib))} "
+                   f"with CIFARLAB_HUB_MEM={peak_g:g}G, or use a machine with more memory (docker/README.md, 'Capacity')")
+
+
+def _start_mem(env):
+    text = env.get("CIFARLAB_HUB_START_MEM", DEFAULT_START_MEM)
+    n = _mem_bytes(text)
+    if n is None or n < 0:
+        raise SettingsError(f"cifarlab hub: CIFARLAB_HUB_START_MEM={text!r} is not a size such as 1G or 512m (0: no check)")
+    return n
 
 
 def settings_from_env(env):
@@ -224,6 +256,7 @@ def settings_from_env(env):
         cull_timeout=cull,
         cull_every=int(_env_float(env, "CIFARLAB_HUB_CULL_EVERY", max(10, min(300, cull // 4)), 5, 3600)),
         start_timeout=int(_env_float(env, "CIFARLAB_HUB_START_TIMEOUT", 300, 30, 3600)),
+        start_mem=_start_mem(env),
     )
     if engine == "docker":
         s.docker_bridge_gateway = _docker_bridge_gateway(env)

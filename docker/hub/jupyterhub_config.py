@@ -46,13 +46,14 @@ else:
 c.Authenticator.allow_all = True  # whoever signed up with the code (or was created by an admin)
 
 # --- the user servers: one container of the image each ---------------------------------------
-# DockerSpawner, whose failed starts remove their container and tell the attendee why
-# (docker/hub/cifarlab_spawner.py).
+# DockerSpawner, whose failed starts say why at once, on the attendee's page and in this log, and
+# leave no container behind (docker/hub/cifarlab_spawner.py).
 c.JupyterHub.spawner_class = "cifarlab_spawner.CifarlabSpawner"
+c.CifarlabSpawner.start_mem = s.start_mem  # a spawn on a machine with less free is refused at once
 c.DockerSpawner.image = s.image
 c.DockerSpawner.pull_policy = "never"  # the image is built or loaded on the machine beforehand
 c.DockerSpawner.name_template = s.container_prefix + "{username}"
-c.DockerSpawner.remove = True  # the container goes when the server stops; the volume stays
+c.DockerSpawner.remove = True  # the container goes when the server stops (no auto_remove: see host_config); the volume stays
 c.DockerSpawner.volumes = {s.volume_prefix + "{username}": "/opt/cifarlab/notebooks/work"}
 c.DockerSpawner.port = 8888
 # Creating a container copies the image under podman's vfs storage (a minute or more for this

@@ -3,7 +3,8 @@
 (the proxy) and REST API, as attendees' browsers and an admin would.
 
     loadtest.py STATE.json signup [USER]          sign-up form: a wrong code creates nobody, the right one logs in
-                                                  (USER: a user the admin created beforehand signs up)
+                                                  (USER: a user the admin created beforehand signs up; admin: the
+                                                  organiser's first sign-up, which must be the hub's admin)
     loadtest.py STATE.json users N                create users u1..uN and a token each through the REST API
     loadtest.py STATE.json start USER...          start their servers, wait until ready
     loadtest.py STATE.json run LABEL USER...      each user runs the notebooks through their own kernel, at once
@@ -11,11 +12,13 @@
     loadtest.py STATE.json mark USER              the user edits a notebook and adds one of their own
     loadtest.py STATE.json check-mark USER [--notebooks-only]  ... and both are still there
     loadtest.py STATE.json restart USER           stop and start the user's server through the REST API
-    loadtest.py STATE.json spawn-fails USER WORDS...  a spawn that fails: the attendee's page says WORDS, no container left
+    loadtest.py STATE.json spawn-fails USER WORDS... [--within=S]  a spawn that fails: the attendee's page says WORDS
+                                                  (within S seconds), no container left
     loadtest.py STATE.json oom USER LIMIT         a cell over the memory limit is killed; the next cell says why (LIMIT, e.g. "3.0 GiB")
     loadtest.py STATE.json busy USER SECONDS      the user's kernel runs a silent cell of SECONDS (no client left connected)
     loadtest.py STATE.json kept-while-busy USER SECONDS  the server stays while that kernel is busy, until it is idle
     loadtest.py STATE.json culled-after-idle USER TIMEOUT EVERY  culled once idle for TIMEOUT, within a culling period
+    loadtest.py STATE.json culled-with-tab USER TIMEOUT EVERY TABPID EVENTS  ... with a JupyterLab tab open (tab.mjs)
     loadtest.py STATE.json wait-culled SECONDS [USER...]  every server (or USER's) stopped by the idle culler within SECONDS
     loadtest.py STATE.json report                 RESULTS tables from what the runs recorded
 
@@ -129,6 +132,13 @@ def cmd_signup(state, args):
     if who.status_code != 200 or who.json().get("name") != user:
         raise Fail(f"after login, /hub/api/user answered {who.status_code} {who.text[:200]}")
     if existing:
+        state.setdefault("passwords", {})[user] = pw
+        if user == "admin":
+            # start.sh says to sign up as the admin first: that sign-up is the hub's admin.
+            if not who.json().get("admin"):
+                raise Fail(f"admin signed up and logged in, but the hub does not make it an admin: {who.text[:200]}")
+            print("signup: admin (CIFARLAB_HUB_ADMINS) signed up first with the code and is the hub's admin")
+            return
         print(f"signup: {user}, created by the admin beforehand, signed up with the code and logged in with "
               f"the password chosen then (a wrong code and a wrong password refused)")
         return
@@ -521,7 +531,8 @@ def cmd_wait_culled(state, args):
 def cmd_spawn_fails(state, args):
     """The user's spawn fails: the progress events (what the attendee's spawn page shows) end with
     a failure whose message holds every one of WORDS, and no container of the user is left."""
-    user, words = args[0], args[1:]
+    user, words = args[0], [w for w in args[1:] if not w.startswith("--within=")]
+    within = float(next((w.split("=", 1)[1] for w in args[1:] if w.startswith("--within=")), 900))
     api(state, "POST", "/users", json={"usernames": [user]}, expect=(201, 409))
     t0 = time.monotonic()
     # 500: it failed within the hub's slow_spawn_timeout (10 s), and the request says why itself.
@@ -548,6 +559,8 @@ def cmd_spawn_fails(state, args):
     missing = [w for w in words if w not in last.get("message", "")]
     if missing:
         raise Fail(f"spawn-fails: the attendee's page says {last.get('message')!r}, without {missing}")
+    if took > within:
+        raise Fail(f"spawn-fails: {user}'s page said why after {took:.0f} s, not within {within:.0f} s: {last.get('message')!r}")
     left = subprocess.run(state["stats_cmd"] + ["ps", "-a", "--filter", f"name=^{state['prefix']}{user}$",
                                                 "--format", "{{.Names}} {{.Status}}"],
                           capture_output=True, text=True, timeout=120).stdout.strip()
@@ -688,6 +701,70 @@ def cmd_culled_after_idle(state, args):
           f"(timeout {timeout:.0f} s, culling every {every:.0f} s)")
 
 
+def server_doings(state, user, url):
+    """What the user's server says it did last, asked at its container's port without counting as
+    activity: its kernels' last activity, its folder's newest change, and its own last_activity
+    (which every request of an open tab refreshes)."""
+    h = {"Authorization": f"token {state['tokens'][user]}"}
+    kernels = requests.get(f"{url}/api/kernels?no_track_activity=1", headers=h, timeout=30).json()
+    folder = requests.get(f"{url}/api/contents?no_track_activity=1&content=1", headers=h, timeout=30).json()
+    status = requests.get(f"{url}/api/status?no_track_activity=1", headers=h, timeout=30).json()
+    ts = lambda t: datetime.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()  # noqa: E731
+    did = [ts(k["last_activity"]) for k in kernels if k.get("last_activity")]
+    did += [ts(f["last_modified"]) for f in folder.get("content") or [] if f.get("last_modified")]
+    return {"kernels": len(kernels), "busy": sum(k.get("execution_state") == "busy" for k in kernels),
+            "did": max(did) if did else None, "requested": ts(status["last_activity"]) if status.get("last_activity") else None}
+
+
+def cmd_culled_with_tab(state, args):
+    """The user left a JupyterLab tab open on an idle notebook (docker/hub/tab.mjs, pid TABPID,
+    its events in EVENTS): the server is culled TIMEOUT seconds after it last did something (a
+    kernel message, a saved file), within one more culling period (EVERY, plus 30 s for a loaded
+    hub), while the tab still runs and still polls (the server's own last_activity stays fresh)."""
+    user, timeout, every, tab_pid, events = args[0], float(args[1]), float(args[2]), int(args[3]), args[4]
+    url = container_url(state, user)
+    t0 = time.monotonic()
+    did = requested = None
+    while True:
+        if time.monotonic() - t0 > timeout + every + 600:
+            raise Fail(f"culled-with-tab: {user}'s server still runs {time.monotonic() - t0:.0f} s after this step began")
+        srv = server_state(state, user)
+        if srv is None or srv.get("pending") == "stop":
+            break
+        try:
+            d = server_doings(state, user, url)
+        except (requests.RequestException, ValueError):
+            time.sleep(2)
+            continue
+        if d["busy"]:
+            raise Fail(f"culled-with-tab: {user}'s kernel is busy; the tab was to leave it idle")
+        did, requested = d["did"] or did, d["requested"] or requested
+        if did and time.time() - did > timeout + every + 30:
+            raise Fail(f"culled-with-tab: {user}'s server still runs {time.time() - did:.0f} s after it last did something "
+                       f"(timeout {timeout:.0f} s), its tab open and polling ({time.time() - (requested or did):.0f} s ago)")
+        time.sleep(2)
+    culled = time.time()
+    try:
+        os.kill(tab_pid, 0)
+    except OSError:
+        raise Fail(f"culled-with-tab: the tab (pid {tab_pid}) had ended before {user}'s server was culled") from None
+    lines = [json.loads(x) for x in open(events) if x.strip()]
+    if not lines or lines[0]["event"] != "open":
+        raise Fail(f"culled-with-tab: the tab never opened the notebook: {lines[:3]}")
+    if did is None or requested is None:
+        raise Fail(f"culled-with-tab: {user}'s server was culled before it was asked what it did")
+    idle, polled = culled - did, culled - requested
+    print(f"culled-with-tab: {user}'s server was culled {idle:.0f} s after it last did something (a kernel message or "
+          f"a saved file), with its tab open and polling ({polled:.0f} s before the cull; {len(lines)} tab events; "
+          f"timeout {timeout:.0f} s, culling every {every:.0f} s)")
+    if idle < timeout - 2:
+        raise Fail(f"culled-with-tab: culled {idle:.0f} s after its last activity, before the timeout of {timeout:.0f} s")
+    if idle > timeout + every + 30:
+        raise Fail(f"culled-with-tab: culled {idle:.0f} s after its last activity, later than the timeout and a culling period")
+    if polled > timeout:
+        raise Fail(f"culled-with-tab: the tab had not polled for {polled:.0f} s: it did not stand for an open tab")
+
+
 def cmd_report(state, _args):
     took = state.get("start_seconds", {})
     if took:
@@ -744,7 +821,8 @@ def parse_mem(text):
 COMMANDS = {"signup": cmd_signup, "users": cmd_users, "start": cmd_start, "run": cmd_run,
             "isolation": cmd_isolation, "mark": cmd_mark, "check-mark": cmd_check_mark, "restart": cmd_restart,
             "wait-culled": cmd_wait_culled, "report": cmd_report, "spawn-fails": cmd_spawn_fails, "busy": cmd_busy, "oom": cmd_oom,
-            "kept-while-busy": cmd_kept_while_busy, "culled-after-idle": cmd_culled_after_idle}
+            "kept-while-busy": cmd_kept_while_busy, "culled-after-idle": cmd_culled_after_idle,
+            "culled-with-tab": cmd_culled_with_tab}
 
 
 def main(argv):

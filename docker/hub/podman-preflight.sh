@@ -4,6 +4,7 @@
 # that no attendee's first spawn finds out (sourced by start.sh; uses its say, die, state,
 # image and podman_args):
 #
+#   0. podman's storage works (podman info);
 #   1. slirp4netns, podman's user-mode network (each server reaches the hub's API on the host's
 #      loopback through it): installed with apt-get when missing, as root; else the command to run;
 #   2. the image in podman's storage (the storage that CIFARLAB_HUB_PODMAN_ARGS names);
@@ -49,6 +50,12 @@ probe_container() {
 at_most() { local n="$1"; [ "$n" = unlimited ] && n="$2"; echo $((n < $2 ? n : $2)); }
 
 podman_preflight() {
+  local err
+  # Podman's storage must work at all (e.g. overlay cannot stack on a folder that is itself on
+  # overlayfs): said here, not by every spawn. What the image needs of it, start.sh's test server
+  # checks later (docker/hub/preflight.py).
+  err="$(podman "${podman_args[@]}" info --format '{{.Store.GraphDriverName}}' 2>&1 >/dev/null)" \
+    || die "podman's storage does not work on this machine: $(tr -s ' \n' ' ' <<<"$err"): set its driver in /etc/containers/storage.conf (overlay; vfs works anywhere but copies the image for every server), or name working storage with CIFARLAB_HUB_PODMAN_ARGS (docker/README.md, \"Storage\")"
   if ! command -v slirp4netns >/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       say "installing slirp4netns (podman's user-mode network: the servers reach the hub's API through it)"

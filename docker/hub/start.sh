@@ -6,6 +6,8 @@
 #   docker/hub/start.sh down             after the workshop: remove every user server's container
 #                                        (their volumes, the attendees' notebooks, stay)
 #   docker/hub/start.sh down --volumes   ... and remove the volumes too (cifarlab-hub-work-NAME)
+#   docker/hub/start.sh down --all       ... and the state folder: accounts, passwords, tokens, the
+#                                        cookie secret (the reset between two events)
 #
 # It installs what the hub needs when missing (the venv docker/hub/.venv from the hash-pinned
 # docker/hub/requirements.txt, configurable-http-proxy from docker/hub/proxy/package-lock.json),
@@ -16,15 +18,17 @@
 # keep running (a restart of the hub loses nothing) until they are culled or `start.sh down`.
 #
 # Before the first spawn it checks what a user's server needs, so that an attendee does not
-# find out: the image is in the engine's storage; with podman, slirp4netns (installed with
-# apt-get when missing, as root) and process limits that this host's runtime accepts: a test
-# container (this host's /bin/true, no image copy) starts with podman's defaults, or else
-# with the first of a few lower limits that works, which it says in one line
-# (CIFARLAB_HUB_ULIMITS chooses them). It writes the engine it chose into the state folder,
-# where `down` reads it.
+# find out: the image is in the engine's storage; with podman, its storage works, slirp4netns
+# (installed with apt-get when missing, as root) and process limits that this host's runtime
+# accepts: a test container (this host's /bin/true, no image copy) starts with podman's defaults,
+# or else with the first of a few lower limits that works, which it says in one line
+# (CIFARLAB_HUB_ULIMITS chooses them); then a test server of the image, started as the hub starts
+# them, must get through its entry point on this storage (docker/hub/preflight.py). It writes the
+# engine it chose into the state folder, where `down` reads it, and says the sign-up code.
 #
 # Environment (all optional but the code): CIFARLAB_HUB_SIGNUP_CODE, CIFARLAB_HUB_IMAGE,
-# CIFARLAB_HUB_IP/PORT, CIFARLAB_HUB_SSL_CERT/KEY, CIFARLAB_HUB_ADMINS, CIFARLAB_HUB_CPU/MEM/PIDS,
+# CIFARLAB_HUB_IP/PORT, CIFARLAB_HUB_API_PORT, CIFARLAB_HUB_PROXY_API_PORT,
+# CIFARLAB_HUB_SSL_CERT/KEY, CIFARLAB_HUB_ADMINS, CIFARLAB_HUB_CPU/MEM/PIDS, CIFARLAB_HUB_START_MEM,
 # CIFARLAB_HUB_GPU, CIFARLAB_HUB_USERS, CIFARLAB_HUB_GPU_MEM_FRACTION, CIFARLAB_HUB_CULL_TIMEOUT,
 # CIFARLAB_HUB_STATE (default ~/.local/share/cifarlab-hub), CIFARLAB_HUB_ENGINE (docker|podman),
 # CIFARLAB_HUB_PODMAN_ARGS (global podman options, e.g. "--root DIR --storage-driver vfs" for an
@@ -65,14 +69,34 @@ prefix="${CIFARLAB_HUB_PREFIX:-cifarlab-hub-}"
 image="${CIFARLAB_HUB_IMAGE:-cifarlab:workshop}"
 engine_file="$state/engine"
 
+# podman_log: podman's messages (its service's, and down's removals), passed on, except one it
+# repeats for every server:
+# podman runs an image's HEALTHCHECK with a systemd timer, and this service has no systemd to ask
+# (podman 4.3 also for a healthcheck switched off through its Docker API, as the hub does). It is
+# explained once instead.
+podman_log() {
+  local line said=0
+  while IFS= read -r line; do
+    case "$line" in
+      *"unable to get systemd connection to"*"healthchecks"*)
+        [ "$said" = 1 ] || say "podman: \"unable to get systemd connection to add healthchecks\" (said once here, not again for each server): podman runs the image's HEALTHCHECK with a systemd timer, and the podman service start.sh runs has no systemd to ask; harmless: the servers run, the hub watches them itself"
+        said=1
+        ;;
+      *) printf '%s\n' "$line" >&2 ;;
+    esac
+  done
+}
+
 # `down` uses the engine that the last start chose (its file), else the one a start would choose.
 if [ "${1:-}" = down ]; then
+  usage="usage: start.sh down [--volumes | --all]"
   case "${2:-}" in
-    "") volumes=0 ;;
-    --volumes) volumes=1 ;;
-    *) die "usage: start.sh down [--volumes]" ;;
+    "") volumes=0 all=0 ;;
+    --volumes) volumes=1 all=0 ;;
+    --all) volumes=1 all=1 ;;
+    *) die "$usage" ;;
   esac
-  [ $# -le 2 ] || die "usage: start.sh down [--volumes]"
+  [ $# -le 2 ] || die "$usage"
   if [ -f "$engine_file" ]; then
     # shellcheck disable=SC1090 # written by this script: ENGINE=... PODMAN_ARGS=... PREFIX=...
     . "$engine_file"
@@ -92,7 +116,7 @@ if [ "${1:-}" = down ]; then
   fi
   ids="$(engine_cmd ps -a -q --filter "name=^$prefix")"
   # shellcheck disable=SC2086 # one word per container id
-  [ -z "$ids" ] || engine_cmd rm -f -t 10 $ids >/dev/null
+  [ -z "$ids" ] || engine_cmd rm -f -t 10 $ids 2> >(podman_log) >/dev/null
   n="$(echo "$ids" | grep -c . || true)"
   if [ "$volumes" = 1 ]; then
     vols="$(engine_cmd volume ls -q --filter "name=^${prefix}work-")"
@@ -102,9 +126,16 @@ if [ "${1:-}" = down ]; then
   else
     say "$ENGINE: removed $n user server(s); volumes ${prefix}work-* kept (start.sh down --volumes removes them)"
   fi
+  if [ "$all" = 1 ]; then
+    # The reset between two events: the next start has no accounts, tokens or sessions.
+    rm -rf "$state"
+    say "removed the state folder $state (accounts, passwords, tokens, the cookie secret): the next start begins afresh"
+  else
+    say "the state folder $state (accounts, passwords, tokens, the cookie secret) is kept: start.sh down --all removes it too, the reset between two events"
+  fi
   exit 0
 fi
-[ $# -eq 0 ] || die "usage: start.sh [down [--volumes]]"
+[ $# -eq 0 ] || die "usage: start.sh [down [--volumes | --all]]"
 
 # --- the settings, and what their limits add up to on this machine (one line) -----------------
 "$venv/bin/python" "$here/hubsettings.py" || exit 2
@@ -152,36 +183,30 @@ else
   CIFARLAB_HUB_ENGINE=podman
   own_service=1
 fi
-printf 'ENGINE=%q\nPODMAN_ARGS=%q\nPREFIX=%q\n' "$CIFARLAB_HUB_ENGINE" "${CIFARLAB_HUB_PODMAN_ARGS:-}" "$prefix" > "$engine_file"
-
 if [ "$own_service" = 1 ]; then
   # shellcheck source=docker/hub/podman-preflight.sh
   . "$here/podman-preflight.sh"
   podman_preflight
   sock="$state/podman.sock"
   rm -f "$sock"
-  # --time=0: the service lives as long as this script, which ends it.
-  podman "${podman_args[@]}" system service --time=0 "unix://$sock" &
+  # --time=0: the service lives as long as this script, which ends it. It runs in the state
+  # folder: conmon leaves files in its working directory (an "oom" file when a server's memory
+  # ran out), which would otherwise land wherever start.sh was run from.
+  (cd "$state" && exec podman "${podman_args[@]}" system service --time=0 "unix://$sock" 2> >(podman_log)) &
   podman_pid=$!
   for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
   [ -S "$sock" ] || die "podman system service did not create $sock"
   chmod 0600 "$sock"
   export DOCKER_HOST="unix://$sock"
   say "engine: podman's Docker API on $DOCKER_HOST (pid $podman_pid)"
-else
-  # The engine's API, as DockerSpawner will use it (docker-py, from the hub's venv).
-  "$venv/bin/python" - "$image" <<'PY' || exit 2
-import sys, docker
-try:
-    docker.from_env().images.get(sys.argv[1])
-except docker.errors.ImageNotFound:
-    sys.exit(f"cifarlab hub: the image {sys.argv[1]} is not in the engine's storage: build it "
-             f"(docker build -f docker/Dockerfile -t {sys.argv[1]} .) or load it (docker load -i FILE)")
-except docker.errors.DockerException as e:
-    sys.exit(f"cifarlab hub: the container engine does not answer: {e}")
-PY
 fi
 export CIFARLAB_HUB_ENGINE
+# The image, the storage, and a test server of the image through the engine's API, as
+# DockerSpawner will start the servers (docker-py, from the hub's venv); then the sign-up code.
+"$venv/bin/python" "$here/preflight.py" || exit 2
+# Only a start whose checks passed names the engine for `down`: a failed one (other storage, a
+# wrong image) leaves `down` acting on the servers of the last hub that ran.
+printf 'ENGINE=%q\nPODMAN_ARGS=%q\nPREFIX=%q\n' "$CIFARLAB_HUB_ENGINE" "${CIFARLAB_HUB_PODMAN_ARGS:-}" "$prefix" > "$engine_file"
 
 cd "$state"
 "$venv/bin/jupyterhub" -f "$here/jupyterhub_config.py" &

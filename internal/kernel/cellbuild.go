@@ -40,10 +40,10 @@ func cellGoFlags(b backend) string {
 // defaultGoProxy is the go command's GOPROXY when none is set.
 const defaultGoProxy = "https://proxy.golang.org,direct"
 
-// cellGoProxy returns the GOPROXY of the notebook cells of repo: the cells' pinned proxy
-// (cellProxyDir, file://, see cellpins.go) when repo is known, then the go command's module cache,
-// read as a file:// proxy (GOMODCACHE/cache/download), then gt.Proxy, the user's own list
-// (defaultGoProxy when empty); "" when the module cache is unknown (cells then use the user's).
+// cellGoProxy returns the GOPROXY of the notebook cells: the cells' pinned proxy (gt.CellPins,
+// file://, see cellpins.go) when there is one, then the go command's module cache, read as a
+// file:// proxy (GOMODCACHE/cache/download), then gt.Proxy, the user's own list (defaultGoProxy
+// when empty); "" when the module cache is unknown (cells then use the user's).
 //
 // The pinned proxy makes every cell build with go.mod's versions of the modules the checkout
 // requires, whatever newer versions the cache lists or the network serves.
@@ -57,7 +57,7 @@ const defaultGoProxy = "https://proxy.golang.org,direct"
 // downloads it. What changes: inside a cell, `go get -u` and @latest see go.mod's version of a
 // pinned module and the newest version already in the cache of any other;
 // `!GOPROXY=https://proxy.golang.org go get -u ...` asks the network.
-func cellGoProxy(gt goTools, repo Repo) string {
+func cellGoProxy(gt goTools) string {
 	if gt.ModCache == "" || !filepath.IsAbs(gt.ModCache) {
 		return ""
 	}
@@ -66,16 +66,17 @@ func cellGoProxy(gt goTools, repo Repo) string {
 	if proxy == "" {
 		proxy = defaultGoProxy
 	}
-	// Installed again from a kernel's own environment: the pins and the cache are already first.
-	if repo.Dir != "" {
-		pins := cellProxyURL(cellProxyDir(repo))
-		proxy = strings.TrimPrefix(strings.TrimPrefix(proxy, pins+","), pins+"|")
+	// Installed again from a kernel's own environment: its pins (of this build list or an older
+	// one) and the cache are already first.
+	if pins := cellPinsOf(proxy); pins != "" {
+		first := cellProxyURL(pins)
+		proxy = strings.TrimPrefix(strings.TrimPrefix(proxy, first+","), first+"|")
 	}
 	if !(proxy == cache || strings.HasPrefix(proxy, cache+",") || strings.HasPrefix(proxy, cache+"|")) {
 		proxy = cache + "," + proxy
 	}
-	if repo.Dir != "" {
-		proxy = cellProxyURL(cellProxyDir(repo)) + "," + proxy
+	if gt.CellPins != "" {
+		proxy = cellProxyURL(gt.CellPins) + "," + proxy
 	}
 	return proxy
 }

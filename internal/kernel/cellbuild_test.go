@@ -36,13 +36,19 @@ func TestCellGoFlags(t *testing.T) {
 }
 
 func TestCellGoProxy(t *testing.T) {
-	// The checkout's pinned proxy comes first, then the module cache, then the user's list.
-	repo := Repo{Dir: "/repo"}
-	require.Equal(t, "file:///repo/.bin/cell-proxy,file:///root/go/pkg/mod/cache/download,https://proxy.golang.org,direct",
-		cellGoProxy(goTools{ModCache: "/root/go/pkg/mod"}, repo))
-	// Installed again from a kernel's own environment: neither is put first twice.
-	require.Equal(t, "file:///repo/.bin/cell-proxy,file:///root/go/pkg/mod/cache/download,direct",
-		cellGoProxy(goTools{ModCache: "/root/go/pkg/mod", Proxy: "file:///repo/.bin/cell-proxy,file:///root/go/pkg/mod/cache/download,direct"}, repo))
+	// The install's pinned proxy comes first, then the module cache, then the user's list.
+	pins := "/d/share/jupyter/cifarlab/cell-proxy/0123456789abcdef"
+	require.Equal(t, "file://"+pins+",file:///root/go/pkg/mod/cache/download,https://proxy.golang.org,direct",
+		cellGoProxy(goTools{ModCache: "/root/go/pkg/mod", CellPins: pins}))
+	// Installed again from a kernel's own environment (pins of an older go.mod): neither its pins
+	// nor the cache is kept first.
+	require.Equal(t, "file://"+pins+",file:///root/go/pkg/mod/cache/download,direct",
+		cellGoProxy(goTools{ModCache: "/root/go/pkg/mod", CellPins: pins,
+			Proxy: "file:///d/share/jupyter/cifarlab/cell-proxy/fedcba9876543210,file:///root/go/pkg/mod/cache/download,direct"}))
+	require.Equal(t, pins, cellPinsOf("file://"+pins+",file:///root/go/pkg/mod/cache/download,direct"))
+	require.Equal(t, pins, cellPinsOf("file://"+pins+"|direct"))
+	require.Empty(t, cellPinsOf("file:///repo/.bin/cell-proxy,file:///root/go/pkg/mod/cache/download,direct"), "the old place, in the checkout")
+	require.Empty(t, cellPinsOf("https://proxy.golang.org,direct"))
 	for _, tc := range []struct{ modCache, proxy, want string }{
 		{"/root/go/pkg/mod", "", "file:///root/go/pkg/mod/cache/download,https://proxy.golang.org,direct"},
 		{"/root/go/pkg/mod", "https://proxy.golang.org,direct", "file:///root/go/pkg/mod/cache/download,https://proxy.golang.org,direct"},
@@ -55,13 +61,13 @@ func TestCellGoProxy(t *testing.T) {
 		{"", "https://proxy.golang.org", ""},
 		{"pkg/mod", "", ""},
 	} {
-		require.Equal(t, tc.want, cellGoProxy(goTools{ModCache: tc.modCache, Proxy: tc.proxy}, Repo{}), "%+v", tc)
+		require.Equal(t, tc.want, cellGoProxy(goTools{ModCache: tc.modCache, Proxy: tc.proxy}), "%+v", tc)
 	}
 	spec := newKernelSpec(Repo{Dir: "/repo"}, "cpu", goTools{BinDir: "/go/bin"}, backend{GoMLX: "go"})
 	require.NotContains(t, spec.Env, "GOPROXY")
 	require.NotContains(t, spec.Env, "GOTOOLCHAIN", "no toolchain line known")
-	spec = newKernelSpec(Repo{Dir: "/repo"}, "cpu", goTools{BinDir: "/go/bin", ModCache: "/m", Toolchain: "go1.27.3"}, backend{GoMLX: "go"})
-	require.Equal(t, "file:///repo/.bin/cell-proxy,file:///m/cache/download,https://proxy.golang.org,direct", spec.Env["GOPROXY"])
+	spec = newKernelSpec(Repo{Dir: "/repo"}, "cpu", goTools{BinDir: "/go/bin", ModCache: "/m", Toolchain: "go1.27.3", CellPins: pins}, backend{GoMLX: "go"})
+	require.Equal(t, "file://"+pins+",file:///m/cache/download,https://proxy.golang.org,direct", spec.Env["GOPROXY"])
 	require.Equal(t, "go1.27.3", spec.Env["GOTOOLCHAIN"])
 }
 
@@ -77,13 +83,17 @@ func TestCellGoProxyAnswersGoGetFromTheCache(t *testing.T) {
 	repo := testRepo(t)
 	gt, err := findGoTools(context.Background(), repo)
 	require.NoError(t, err)
-	require.NotEmpty(t, cellGoProxy(gt, repo), "go env GOMODCACHE: %+v", gt)
+	require.NotEmpty(t, cellGoProxy(gt), "go env GOMODCACHE: %+v", gt)
+	mods, err := buildList(context.Background(), repo, gt)
+	require.NoError(t, err)
+	gt.CellPins, _, err = ensureCellProxy(t.TempDir(), gt.ModCache, mods)
+	require.NoError(t, err)
 	dir := t.TempDir()
 	require.NoError(t, writeCellModule(dir, repo))
-	out, err := cellGoGet(context.Background(), dir, gt, repo)
+	out, err := cellGoGet(context.Background(), dir, gt)
 	require.NoError(t, err)
 	t.Logf("warm-up (what install's warmCellGet asks on this machine): %d requests %q", len(networkRequests(out)), networkRequests(out))
-	out, err = cellGoGet(context.Background(), dir, gt, repo)
+	out, err = cellGoGet(context.Background(), dir, gt)
 	require.NoError(t, err)
 	require.Empty(t, networkRequests(out), "go get asked the network after the warm-up:\n%s", out)
 }
@@ -166,8 +176,8 @@ func TestCellGoProxyFallsThroughForANewModule(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"),
 		[]byte("package main\n\nimport (\n\t\"fmt\"\n\n\t\""+mod+"\"\n)\n\nfunc main() { fmt.Println(fresh.Answer) }\n"), 0o644))
 	gt := goTools{ModCache: cache, Proxy: srv.URL}
-	require.Equal(t, "file://"+filepath.ToSlash(cache)+"/cache/download,"+srv.URL, cellGoProxy(gt, Repo{}))
-	out, err := cellGoGet(context.Background(), dir, gt, Repo{}, "GOMODCACHE="+cache, "GOSUMDB=off")
+	require.Equal(t, "file://"+filepath.ToSlash(cache)+"/cache/download,"+srv.URL, cellGoProxy(gt))
+	out, err := cellGoGet(context.Background(), dir, gt, "GOMODCACHE="+cache, "GOSUMDB=off")
 	require.NoError(t, err)
 	require.Contains(t, asked, "/"+mod+"/@v/"+version+".zip", "go get did not fall through to the next proxy:\n%s", out)
 	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))

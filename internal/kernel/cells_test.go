@@ -56,14 +56,14 @@ func cellResults(t *testing.T, out []byte, n int) []cellResult {
 }
 
 // privateCheckout returns a copy of repo's module that a test may edit: go.mod, go.sum, the
-// library (cifarlib/, internal/), cmd/, tools/ and kernel/testdata/, with the checkout's .venv
+// library (cifarlib/, internal/), cmd/, tools/, third_party/ (go.mod's replace) and kernel/testdata/, with the checkout's .venv
 // and the tools of its .bin linked (Jupyter and the pinned tools are not copied). Kernels
 // installed for the copy build cells against it.
 func privateCheckout(t *testing.T, repo Repo) Repo {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "checkout")
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "kernel"), 0o755))
-	for _, rel := range []string{"go.mod", "go.sum", "cifarlib", "internal", "cmd", "tools", filepath.Join("kernel", "testdata")} {
+	for _, rel := range []string{"go.mod", "go.sum", "cifarlib", "internal", "cmd", "tools", "third_party", filepath.Join("kernel", "testdata")} {
 		cp := exec.Command("cp", "-a", filepath.Join(repo.Dir, rel), filepath.Join(dir, rel))
 		out, err := cp.CombinedOutput()
 		require.NoError(t, err, "copying %s: %s", rel, out)
@@ -74,8 +74,8 @@ func privateCheckout(t *testing.T, repo Repo) Repo {
 	tools, err := os.ReadDir(repo.binDir())
 	require.NoError(t, err)
 	for _, tool := range tools {
-		if tool.Name() == "cifarlab-kernel" || tool.Name() == filepath.Base(cellProxyDir(repo)) {
-			continue // the copy builds its own supervisor and cell proxy: a link would have it overwrite the checkout's
+		if tool.Name() == "cifarlab-kernel" {
+			continue // the copy builds its own supervisor: a link would have it overwrite the checkout's
 		}
 		require.NoError(t, os.Symlink(filepath.Join(repo.binDir(), tool.Name()), filepath.Join(copied.binDir(), tool.Name())))
 	}

@@ -41,14 +41,14 @@ func writeCellModule(dir string, repo Repo) error {
 }
 
 // cellGoGet runs, in the cell module dir, the `go get` GoNB runs before it builds each cell,
-// with the kernels' go command (gt) and the cells' module proxy of repo (cellGoProxy) and the
-// environment env added; -x makes the go command print every request it sends
+// with the kernels' go command (gt) and the cells' module proxy (cellGoProxy, with gt.CellPins)
+// and the environment env added; -x makes the go command print every request it sends
 // ("# get https://..."). It returns the combined output.
-func cellGoGet(ctx context.Context, dir string, gt goTools, repo Repo, env ...string) (string, error) {
+func cellGoGet(ctx context.Context, dir string, gt goTools, env ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, gt.Go(), "get", "-x")
 	cmd.Dir = dir
 	cmd.Env = append(gt.Env(), "GOFLAGS=-mod=mod -modcacherw", "GOWORK=off")
-	if proxy := cellGoProxy(gt, repo); proxy != "" {
+	if proxy := cellGoProxy(gt); proxy != "" {
 		cmd.Env = append(cmd.Env, "GOPROXY="+proxy)
 	}
 	cmd.Env = append(cmd.Env, env...)
@@ -74,7 +74,7 @@ func warmCellGet(ctx context.Context, repo Repo, gt goTools) (requests int, err 
 	if err := writeCellModule(dir, repo); err != nil {
 		return 0, err
 	}
-	out, err := cellGoGet(ctx, dir, gt, repo)
+	out, err := cellGoGet(ctx, dir, gt)
 	return len(networkRequests(out)), err
 }
 

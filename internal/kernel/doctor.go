@@ -35,6 +35,8 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	}
 	if repo.Dir != "" {
 		if gt, err := findGoTools(ctx, repo); err == nil { // else checkGo has said why
+			// The pins the CPU kernel's cells build with (both kernels of an install share them).
+			gt.CellPins = cellPinsOf(specs[CPUKernel].Spec.Env["GOPROXY"])
 			checks = append(checks, checkCellModules(ctx, repo, gt, os.TempDir()))
 		}
 	}

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -15,8 +16,9 @@ import (
 var cellModulesShown = []string{"github.com/gomlx/gomlx", "github.com/gomlx/go-xla", "github.com/gomlx/compute", "github.com/janpfeifer/gonb"}
 
 // checkCellModules says which module versions notebook cells build with and warns when a cell
-// module has drifted from go.mod: when the cells' pinned proxy (cellProxyDir) pins other versions
-// than the checkout's build list (go.mod changed since `cifarlab kernel install`), and when the
+// module has drifted from go.mod: when the cells' pinned proxy (gt.CellPins, the one the installed
+// kernels name) pins other versions than the checkout's build list (go.mod changed since
+// `cifarlab kernel install`), or is missing, and when the
 // module of a running GoNB kernel of this checkout (tmpDir/gonb_*/, its go.work using the
 // checkout) requires a newer version of a module of go.mod than go.mod selects (a cell ran
 // `go get MODULE@VERSION`, or imports a module that requires it): its cells then build with that
@@ -36,12 +38,14 @@ func checkCellModules(ctx context.Context, repo Repo, gt goTools, tmpDir string)
 		}
 	}
 	c.Status = StatusOK
-	c.Detail = fmt.Sprintf("cells build with go.mod's versions of %d modules (%s), pinned by %s", len(want), strings.Join(shown, ", "), cellProxyDir(repo))
+	c.Detail = fmt.Sprintf("cells build with go.mod's versions of %d modules (%s), pinned by %s", len(want), strings.Join(shown, ", "), cmp.Or(gt.CellPins, "nothing"))
 	var warnings []string
-	pins, err := readCellProxy(cellProxyDir(repo))
+	pins, err := readCellProxy(gt.CellPins)
 	switch {
+	case gt.CellPins == "":
+		warnings = append(warnings, "the kernels name no pinned proxy: cells take the newest version the module cache lists of any module they import")
 	case err != nil || len(pins) == 0:
-		warnings = append(warnings, fmt.Sprintf("no pinned proxy in %s: cells take the newest version the module cache lists of any module they import", cellProxyDir(repo)))
+		warnings = append(warnings, fmt.Sprintf("no pinned proxy in %s: cells take the newest version the module cache lists of any module they import", gt.CellPins))
 	default:
 		if ds := drifts(want, pins, true); len(ds) > 0 {
 			warnings = append(warnings, fmt.Sprintf("the pinned proxy differs from go.mod (changed since the kernels were installed): %s", joinDrifts(ds)))

@@ -11,7 +11,8 @@ import (
 
 // checkKernelSpec verifies one cifarlab kernelspec as Jupyter lists it: its gonb exists,
 // the PATH it sets finds go, goimports and gopls, --go_work names a checkout, and its GOPROXY
-// is the cells' proxy (cellGoProxy) of gt, the go command now on PATH (a warning otherwise).
+// is the cells' proxy (cellGoProxy) of gt, the go command now on PATH, with pins of its own
+// (cellPinsOf; a warning otherwise).
 func checkKernelSpec(repo Repo, name string, specs map[string]listedSpec, gt goTools) Check {
 	c := Check{Name: "kernelspec " + name, Required: true}
 	fix := "cifarlab kernel install"
@@ -34,7 +35,8 @@ func checkKernelSpec(repo Repo, name string, specs map[string]listedSpec, gt goT
 		c.Detail += "; compiles against " + goWork + ", not " + repo.Dir
 		c.Fix = fix + " (from this checkout)"
 	}
-	if want := cellGoProxy(gt, Repo{Dir: goWork}); want != "" && s.Env["GOPROXY"] != want {
+	gt.CellPins = cellPinsOf(s.Env["GOPROXY"])
+	if want := cellGoProxy(gt); want != "" && s.Env["GOPROXY"] != want {
 		c.Status = StatusWarn
 		c.Detail += fmt.Sprintf("; its GOPROXY %q is not the cells' proxy for this go command's GOMODCACHE and GOPROXY (%q): "+
 			"cells would look for modules in another cache or proxy than go does", s.Env["GOPROXY"], want)

@@ -42,7 +42,7 @@ func TestCheckKernelSpec(t *testing.T) {
 		`no --go_work: cells would not import this repository's cifarlib; GOMLX_BACKEND names a missing plugin: xla:/gone/xla_cuda_plugin.so`, c.Detail)
 
 	// A kernelspec written for another module cache or proxy list: cells would ask the network.
-	gt := goTools{BinDir: goBin, ModCache: "/cache/mod", Proxy: "https://proxy.example.com"}
+	gt := goTools{BinDir: goBin, ModCache: "/cache/mod", Proxy: "https://proxy.example.com", CellPins: "/d/cifarlab/cell-proxy/0123456789abcdef"}
 	c = checkKernelSpec(repo, CPUKernel, listed(newKernelSpec(repo, "cpu", gt, backend{GoMLX: "go"})), gt)
 	require.Equal(t, StatusOK, c.Status, "%+v", c)
 	moved := gt
@@ -50,8 +50,8 @@ func TestCheckKernelSpec(t *testing.T) {
 	c = checkKernelSpec(repo, CPUKernel, listed(newKernelSpec(repo, "cpu", gt, backend{GoMLX: "go"})), moved)
 	require.Equal(t, Check{Name: "kernelspec cifarlab-cpu", Status: StatusWarn, Required: true,
 		Detail: `"Go (cifarlab, CPU)" in /d/kernels/cifarlab-cpu, GOMLX_BACKEND=go; its GOPROXY ` +
-			`"file://` + repo.Dir + `/.bin/cell-proxy,file:///cache/mod/cache/download,https://proxy.example.com" is not the cells' proxy for this go command's ` +
-			`GOMODCACHE and GOPROXY ("file://` + repo.Dir + `/.bin/cell-proxy,file:///new/mod/cache/download,https://proxy.example.com"): cells would look for modules in another cache or proxy than go does`,
+			`"file:///d/cifarlab/cell-proxy/0123456789abcdef,file:///cache/mod/cache/download,https://proxy.example.com" is not the cells' proxy for this go command's ` +
+			`GOMODCACHE and GOPROXY ("file:///d/cifarlab/cell-proxy/0123456789abcdef,file:///new/mod/cache/download,https://proxy.example.com"): cells would look for modules in another cache or proxy than go does`,
 		Fix: "cifarlab kernel install"}, c)
 
 	// A kernelspec written before go.mod named its toolchain (or for another one): its cells
@@ -151,26 +151,38 @@ func TestCheckCellModules(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(copied.Dir, f), data, 0o644))
 	}
+	require.NoError(t, os.Symlink(filepath.Join(repo.Dir, "third_party"), filepath.Join(copied.Dir, "third_party"))) // go.mod's replace
 	tmp := t.TempDir()
 
 	c := checkCellModules(ctx, copied, gt, tmp)
 	require.Equal(t, StatusWarn, c.Status, "%+v", c)
-	require.Contains(t, c.Detail, "no pinned proxy in "+cellProxyDir(copied))
+	require.Contains(t, c.Detail, "the kernels name no pinned proxy")
 
-	require.NoError(t, writeCellProxy(cellProxyDir(copied), gt.ModCache, want))
+	data := t.TempDir()
+	gt.CellPins = cellPinsDir(data, want)
+	c = checkCellModules(ctx, copied, gt, tmp)
+	require.Equal(t, StatusWarn, c.Status, "%+v", c)
+	require.Contains(t, c.Detail, "no pinned proxy in "+gt.CellPins)
+
+	_, written, err := ensureCellProxy(data, gt.ModCache, want)
+	require.NoError(t, err)
+	require.True(t, written)
 	c = checkCellModules(ctx, copied, gt, tmp)
 	require.Equal(t, StatusOK, c.Status, "%+v", c)
 	require.Contains(t, c.Detail, fmt.Sprintf("cells build with go.mod's versions of %d modules (gomlx/gomlx %s, ", len(want), gomlx))
 
+	// The kernels were installed with another go.mod: their pins are another build list's.
 	stale := maps.Clone(want)
 	stale["github.com/gomlx/gomlx"] = "v0.28.8"
-	require.NoError(t, writeCellProxy(cellProxyDir(copied), "", stale))
+	gt.CellPins, _, err = ensureCellProxy(data, "", stale)
+	require.NoError(t, err)
 	c = checkCellModules(ctx, copied, gt, tmp)
 	require.Equal(t, StatusWarn, c.Status)
 	require.Contains(t, c.Detail, "the pinned proxy differs from go.mod (changed since the kernels were installed): github.com/gomlx/gomlx v0.28.8 (go.mod: "+gomlx+")")
 	require.Equal(t, "cifarlab kernel install", c.Fix)
 
-	require.NoError(t, writeCellProxy(cellProxyDir(copied), "", want))
+	gt.CellPins, _, err = ensureCellProxy(data, "", want)
+	require.NoError(t, err)
 	kernel := filepath.Join(tmp, "gonb_1a2b3c4d")
 	require.NoError(t, os.Mkdir(kernel, 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(kernel, "go.work"), []byte("go 1.27.3\n\nuse (\n\t.\n\t"+copied.Dir+"\n)\n"), 0o644))

@@ -36,6 +36,10 @@ type goTools struct {
 	// Toolchain is the GOTOOLCHAIN the kernels set: the checkout's go.mod toolchain line, e.g.
 	// "go1.27.3" ("" when go.mod has none or no checkout is known).
 	Toolchain string
+	// CellPins is the folder of the cells' pinned module proxy (cellPinsDir) that the kernels'
+	// GOPROXY names first ("" for none): Install sets it to the one it wrote, doctor to the one an
+	// installed kernelspec names (cellPinsOf).
+	CellPins string
 }
 
 // Env returns the environment of a go command run as the kernels run it: the process's own with

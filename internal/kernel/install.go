@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 )
 
@@ -45,8 +46,8 @@ type InstallResult struct {
 // opts.DataDir. Running it again rewrites only what changed and keeps one manifest.
 //
 // Its steps: find the go command the kernels build with (findGoTools), ensure what REPO/.bin
-// must hold (ensureBinaries), pin the cells' module versions
-// (updateCellProxy), choose each kernel's backend and make its kernelspec (newKernels), write
+// must hold (ensureBinaries), pin the cells' module versions beside the kernelspecs
+// (installCellPins), choose each kernel's backend and make its kernelspec (newKernels), write
 // them (tracker.writeKernel), run the cells' first go get ahead (warmCellGet), and save the
 // manifest (tracker.save).
 func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
@@ -65,18 +66,14 @@ func Install(ctx context.Context, opts InstallOptions) (*InstallResult, error) {
 	if res.ToolsBuilt, err = ensureBinaries(ctx, opts.Repo, gt.Toolchain, opts.SkipTools, log); err != nil {
 		return nil, err
 	}
-	// The cells' pinned module proxy (cellpins.go), from the checkout's go.mod and go.sum: every
-	// cell builds with go.mod's versions of the modules the checkout requires.
-	pinned, err := updateCellProxy(ctx, opts.Repo, gt)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "cells build with %s and go.mod's versions of %d modules (pinned in %s)\n", cmp.Or(gt.Version, "the go command on PATH"), pinned, cellProxyDir(opts.Repo))
-	kernels, err := newKernels(ctx, opts, gt)
-	if err != nil {
-		return nil, err
-	}
 	tr, err := openManifest(opts.DataDir, opts.Repo)
+	if err != nil {
+		return nil, err
+	}
+	if gt.CellPins, err = installCellPins(ctx, opts.Repo, opts.DataDir, gt, tr, log); err != nil {
+		return nil, err
+	}
+	kernels, err := newKernels(ctx, opts, gt)
 	if err != nil {
 		return nil, err
 	}
@@ -164,3 +161,35 @@ const logoSVG = `<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64" 
 <text x="32" y="41" font-family="sans-serif" font-size="26" font-weight="bold" text-anchor="middle" fill="#ffffff">Go</text>
 </svg>
 `
+
+// installCellPins makes the cells' pinned module proxy (cellpins.go) of the checkout's go.mod and
+// go.sum beside the kernelspecs of dataDir (ensureCellProxy), so that every cell builds with
+// go.mod's versions of the modules the checkout requires, and records it in the manifest. It
+// writes nothing when that build list's folder is there (a user-level install over an image's
+// checkout writes only into the user's data directory). It returns the folder.
+func installCellPins(ctx context.Context, repo Repo, dataDir string, gt goTools, tr *tracker, log io.Writer) (string, error) {
+	mods, err := buildList(ctx, repo, gt)
+	if err != nil {
+		return "", err
+	}
+	if err := tr.mkdirAll(filepath.Join(dataDir, "cifarlab", cellPinsFolder)); err != nil {
+		return "", err
+	}
+	pins, written, err := ensureCellProxy(dataDir, gt.ModCache, mods)
+	if err != nil {
+		return "", err
+	}
+	tr.man.Trees = []string{pins}
+	state := "there already"
+	if written {
+		state = "written"
+	}
+	fmt.Fprintf(log, "cells build with %s and go.mod's versions of %d modules (pinned in %s: %s)\n", cmp.Or(gt.Version, "the go command on PATH"), len(mods), pins, state)
+	// Where installs before this one wrote the pins: inside the checkout.
+	if legacy := filepath.Join(repo.binDir(), cellPinsFolder); dirExists(legacy) {
+		if err := os.RemoveAll(legacy); err == nil {
+			fmt.Fprintf(log, "removed %s (the cells' pins now live with the kernelspecs)\n", legacy)
+		}
+	}
+	return pins, nil
+}

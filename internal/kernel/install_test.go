@@ -62,6 +62,10 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 	require.True(t, res.Kernels[0].Changed)
 	require.True(t, res.Kernels[1].Changed)
 
+	// The cells' pins (fakeRepo's build list is empty) live with the kernelspecs.
+	pins := cellPinsDir(dataDir, nil)
+	require.DirExists(t, pins)
+	require.Regexp(t, `/cifarlab/cell-proxy/[0-9a-f]{16}$`, pins)
 	var cpu, cuda KernelSpec
 	readJSON(t, filepath.Join(dataDir, "kernels", CPUKernel, "kernel.json"), &cpu)
 	readJSON(t, filepath.Join(dataDir, "kernels", CUDAKernel, "kernel.json"), &cuda)
@@ -79,7 +83,7 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 			"CIFARLAB_REPO":         repo.Dir,
 			"GOWORK":                "",
 			"GOFLAGS":               "-buildvcs=false '-ldflags=-s -linkmode=internal'",
-			"GOPROXY":               "file://" + repo.Dir + "/.bin/cell-proxy,file:///cache/mod/cache/download,https://proxy.example.com|direct",
+			"GOPROXY":               "file://" + pins + ",file:///cache/mod/cache/download,https://proxy.example.com|direct",
 			"GOTOOLCHAIN":           "go1.27.3",
 			"GO111MODULE":           "on",
 			"CGO_ENABLED":           "1",
@@ -109,8 +113,9 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		filepath.Join(parent, "share"), dataDir, filepath.Join(dataDir, "kernels"),
 		filepath.Join(dataDir, "kernels", CPUKernel), filepath.Join(dataDir, "kernels", CUDAKernel),
-		filepath.Join(dataDir, "cifarlab"),
+		filepath.Join(dataDir, "cifarlab"), filepath.Join(dataDir, "cifarlab", "cell-proxy"),
 	}, man.Dirs)
+	require.Equal(t, []string{pins}, man.Trees)
 
 	// Twice is harmless: nothing changes, the manifest stays the same.
 	res, err = Install(context.Background(), opts)
@@ -126,7 +131,7 @@ func TestInstallWritesBothKernelspecsAndUninstallRemovesThem(t *testing.T) {
 	runtime := touch(t, filepath.Join(dataDir, "runtime", "jupyter_cookie_secret"))
 	un, err := Uninstall(dataDir)
 	require.NoError(t, err)
-	require.ElementsMatch(t, append(append([]string{}, man.Files...), manifestPath(dataDir),
+	require.ElementsMatch(t, append(append([]string{}, man.Files...), manifestPath(dataDir), pins, filepath.Join(dataDir, "cifarlab", "cell-proxy"),
 		filepath.Join(dataDir, "kernels", CPUKernel), filepath.Join(dataDir, "kernels", CUDAKernel), filepath.Join(dataDir, "cifarlab")), un.Removed)
 	require.ElementsMatch(t, []string{filepath.Join(parent, "share"), dataDir, filepath.Join(dataDir, "kernels")}, un.Kept)
 	require.FileExists(t, other)

@@ -71,7 +71,9 @@ func TestLiveViewUpdatesInPlace(t *testing.T) {
 		require.Contains(t, final.Text, caption, "the last drawing keeps its caption")
 		require.Equal(t, []string{"image/png", "image/svg+xml", "text/plain"}, final.MIMEs, "the last drawing has its PNG")
 		size, _ := final.Metadata["image/png"].(map[string]any)
-		require.Equal(t, 680.0, size["width"], "shown at the SVG's size: %v", final.Metadata)
+		// 18 cm at 96 dpi, widened so that the plot keeps 70% of it beside the legend
+		// ("train", "test: 500 images, no TTA"): nb's chart layout.
+		require.Equal(t, 772.0, size["width"], "shown at the SVG's size: %v", final.Metadata)
 		require.Greater(t, size["height"], 265.0, "the chart and its caption: %v", final.Metadata)
 	}
 	// nb.Show(res) prints the summary without drawing the charts again.

@@ -21,6 +21,8 @@ type manifest struct {
 	Files []string `json:"files"`
 	// Dirs are the folders Install created (not those that already existed).
 	Dirs []string `json:"dirs"`
+	// Trees are the folders Install wrote whole (the cells' pinned proxy), removed whole.
+	Trees []string `json:"trees,omitempty"`
 }
 
 // manifestPath is where Install keeps its manifest for a data directory.
@@ -71,6 +73,12 @@ func Uninstall(dataDir string) (*UninstallResult, error) {
 		return res, err
 	}
 	res.Removed = append(res.Removed, mp)
+	for _, d := range man.Trees {
+		if err := os.RemoveAll(d); err != nil {
+			return res, fmt.Errorf("removing %s: %w", d, err)
+		}
+		res.Removed = append(res.Removed, d)
+	}
 	dirs := append([]string(nil), man.Dirs...)
 	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) }) // deepest first
 	for _, d := range dirs {

@@ -58,7 +58,7 @@ func kernelArgv(repo Repo) []string {
 // newKernelSpec builds the kernel.json of one cifarlab kernel ("cpu" or "cuda"): the pinned
 // gonb from REPO/.bin started with --go_work=REPO under the supervisor (kernelArgv), PATH = REPO/.bin, the go command's
 // folder (go.mod's toolchain's bin/), then the server's PATH, the Go environment of goEnvPins
-// with the cells' build flags (cellGoFlags) in its GOFLAGS, their module proxy (cellGoProxy,
+// with the cells' build flags (cellGoFlags) in its GOFLAGS, their module proxy (cellGoProxy with gt.CellPins,
 // which pins go.mod's versions), GOTOOLCHAIN=go.mod's toolchain line, and the backend's
 // variables.
 func newKernelSpec(repo Repo, kind string, gt goTools, b backend) KernelSpec {
@@ -80,7 +80,7 @@ func newKernelSpec(repo Repo, kind string, gt goTools, b backend) KernelSpec {
 		env[k] = v
 	}
 	env["GOFLAGS"] = cellGoFlags(b)
-	if proxy := cellGoProxy(gt, repo); proxy != "" {
+	if proxy := cellGoProxy(gt); proxy != "" {
 		env["GOPROXY"] = proxy
 	}
 	// go.mod's toolchain: GoNB, gopls and every go command of a cell run that release whatever
