@@ -30,6 +30,8 @@
 #   CIFARLAB_DOCKER_BUILD_ARGS extra "--build-arg K=V ..." for buildah
 #   CIFARLAB_DOCKER_REUSE     1 skips the base and build phases when the image exists in the
 #                             cache's storage (to iterate on the run checks)
+#   CIFARLAB_DOCKER_STOP_AFTER build: stop once the image is built (kernel/run-tests.sh builds it
+#                             while the Go tests run, then runs the rest with CIFARLAB_DOCKER_REUSE=1)
 #   CIFARLAB_DOCKER_CPU_PLUGIN the CPU kernelspec must load XLA CPU from a plugin whose path holds
 #                             this (default lammps_jax_pjrt_cpu, PyPI's; empty: no check)
 set -euo pipefail
@@ -176,6 +178,10 @@ if [ "$reuse" = 0 ]; then
 fi
 podman "${storage[@]}" image inspect "$image_tag" --format 'image {{.Id}} size {{.Size}} user {{.Config.User}} healthcheck {{.HealthCheck.Test}}' 2>/dev/null \
   || podman "${storage[@]}" image inspect "$image_tag" --format 'image {{.Id}} size {{.Size}} user {{.Config.User}}'
+if [ "${CIFARLAB_DOCKER_STOP_AFTER:-}" = build ]; then
+  echo "docker/test.sh: built in $(( $(date +%s) - t0 )) s (CIFARLAB_DOCKER_STOP_AFTER=build: no run, no notebook)"
+  exit 0
+fi
 
 # ---------------------------------------------------------------------------------------------
 phase run
