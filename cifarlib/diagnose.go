@@ -151,9 +151,8 @@ func (d *Diagnosis) verdict(m *Model) {
 		if m.Spec.Labels == data.LabelsCoarse {
 			labels = "coarse"
 		}
-		d.Fix = fmt.Sprintf("build the model for the dataset: cifarlib.NewModel(data.CIFAR%s, %q) without Head(%d) "+
-			"(CLI: drop --head %d), so the head has %d outputs",
-			specConstructor(m.Spec, labels), d.Arch, d.HeadWidth, d.HeadWidth, d.NumClasses)
+		d.Fix = fmt.Sprintf("build the model for the dataset: cifarlib.NewModel(data.CIFAR%s, %q) without Head(%d), "+
+			"so the head has %d outputs", specConstructor(m.Spec, labels), d.Arch, d.HeadWidth, d.NumClasses)
 		return
 	}
 	d.Verdict = "PROBLEM: " + d.Problems[0]

@@ -61,7 +61,7 @@ func TestDiagnoseHeadMismatch(t *testing.T) {
 		"build the model with cifarlib's factory for cifar100, or set the head to 100", d.Problems[0])
 	require.Equal(t, "MISMATCH: the head has 10 outputs but cifar100 has 100 classes", d.Verdict)
 	require.Equal(t, `build the model for the dataset: cifarlib.NewModel(data.CIFAR100(data.LabelsFine), "cnn") `+
-		`without Head(10) (CLI: drop --head 10), so the head has 100 outputs`, d.Fix)
+		`without Head(10), so the head has 100 outputs`, d.Fix)
 	text := d.String()
 	require.Contains(t, text, "head: 10 outputs != 100 classes: MISMATCH\n")
 	require.Contains(t, text, "Verdict: MISMATCH: the head has 10 outputs but cifar100 has 100 classes\n")

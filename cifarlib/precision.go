@@ -74,7 +74,7 @@ type PrecisionError struct {
 // Error implements error: what was asked, where, what is missing and the fix.
 func (e *PrecisionError) Error() string {
 	return fmt.Sprintf("cifarlib: precision %s needs bfloat16 convolutions and matrix products, but backend %s lacks %s: "+
-		"use precision f32 (--precision f32, training.Settings.Compute.Precision = cifarlib.PrecisionF32) there, or an XLA backend (cpu, cuda)",
+		"use precision f32 (precision=f32, training.Settings.Compute.Precision = cifarlib.PrecisionF32) there, or an XLA backend (cpu, cuda)",
 		e.Precision, e.Backend, e.Missing)
 }
 

@@ -57,7 +57,7 @@ func TestCheckPrecision(t *testing.T) {
 	var pe *PrecisionError
 	require.ErrorAs(t, err, &pe)
 	require.EqualError(t, err, "cifarlib: precision bf16-mixed needs bfloat16 convolutions and matrix products, but backend go (pure Go, CPU) "+
-		"lacks the bfloat16 dtype: use precision f32 (--precision f32, training.Settings.Compute.Precision = cifarlib.PrecisionF32) there, or an XLA backend (cpu, cuda)")
+		"lacks the bfloat16 dtype: use precision f32 (precision=f32, training.Settings.Compute.Precision = cifarlib.PrecisionF32) there, or an XLA backend (cpu, cuda)")
 }
 
 // TestPrecisionBF16AccumulatesInFloat32: a bfloat16 matrix product of 4096 ones by 4096 ones,

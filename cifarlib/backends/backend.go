@@ -207,7 +207,7 @@ func chooseConfiguredXLA(requested, config string) (choice, error) {
 		return choice{}, &BackendError{Requested: requested,
 			Missing: fmt.Sprintf("the XLA PJRT plugin %q is not installed (found: %s)", plugin, plugins.DescribeGoXLA()),
 			Fix: "install it with `go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest`, set " +
-				"PJRT_PLUGIN_LIBRARY_PATH to its folder, or use -backend go"}
+				"PJRT_PLUGIN_LIBRARY_PATH to its folder, or use the go backend"}
 	}
 	if found == "" {
 		found = plugin
@@ -361,9 +361,9 @@ func newXLA(requested, config string, options pjrt.NamedValuesMap) (compute.Back
 	}
 	switch {
 	case timedOut:
-		fix := "check that no other process holds the GPU (nvidia-smi), or use -backend cpu"
+		fix := "check that no other process holds the GPU (nvidia-smi), or use the cpu backend"
 		if len(options) > 0 {
-			fix = "use -devices 1, or -backend go"
+			fix = "use 1 device, or the go backend"
 		}
 		return nil, &BackendError{Requested: requested,
 			Missing: fmt.Sprintf("XLA plugin %s did not start within %s", config, createTimeout), Fix: fix}
@@ -380,9 +380,9 @@ func newXLA(requested, config string, options pjrt.NamedValuesMap) (compute.Back
 			be.Fix = "check the NVIDIA driver (nvidia-smi) and that the plugin's CUDA libraries match it (cifarlab doctor); " +
 				plugins.CUDAInstallHint
 		case len(options) > 0:
-			be.Fix = "reinstall the plugin, ask for fewer devices, or use -devices 1"
+			be.Fix = "reinstall the plugin, ask for fewer devices, or use 1 device"
 		default:
-			be.Fix = "reinstall the plugin or use -backend go"
+			be.Fix = "reinstall the plugin or use the go backend"
 		}
 		return nil, be
 	}

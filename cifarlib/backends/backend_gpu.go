@@ -42,7 +42,7 @@ func (e *NoGPUError) Error() string {
 		b.WriteString("; no CUDA PJRT plugin is installed either")
 	}
 	b.WriteString(": check for the GPU and its driver with `nvidia-smi -L`; without a GPU use the CPU: " +
-		"the \"Go (cifarlab, CPU)\" kernel, -backend cpu, or backends.New(\"cpu\")")
+		"the \"Go (cifarlab, CPU)\" kernel, or the cpu backend (backends.New(\"cpu\"))")
 	return b.String()
 }
 

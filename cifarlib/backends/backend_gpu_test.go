@@ -38,8 +38,8 @@ func realCUDAPluginOrSkip(t testing.TB) string {
 func noGPUMessage(requested, plugin string) string {
 	return `backend "` + requested + `" unavailable: no NVIDIA GPU on this machine (` + plugins.DescribeGPUProbe() +
 		`); the CUDA PJRT plugin is installed (` + plugin + `) but needs a GPU: check for the GPU and its driver ` +
-		"with `nvidia-smi -L`; without a GPU use the CPU: the \"Go (cifarlab, CPU)\" kernel, -backend cpu, or " +
-		`backends.New("cpu")`
+		"with `nvidia-smi -L`; without a GPU use the CPU: the \"Go (cifarlab, CPU)\" kernel, or the cpu backend (" +
+		`backends.New("cpu"))`
 }
 
 // TestNewBackendCUDANoGPURealPlugin: with the real CUDA plugin installed and no GPU, every way
@@ -89,7 +89,7 @@ func TestNewBackendCUDANoGPUFormat(t *testing.T) {
 	require.True(t, errors.Is(err, ErrNoGPU))
 	require.Equal(t, `backend "cuda" unavailable: no NVIDIA GPU on this machine (`+plugins.DescribeGPUProbe()+
 		`); no CUDA PJRT plugin is installed either: check for the GPU and its driver with `+"`nvidia-smi -L`"+
-		`; without a GPU use the CPU: the "Go (cifarlab, CPU)" kernel, -backend cpu, or backends.New("cpu")`,
+		`; without a GPU use the CPU: the "Go (cifarlab, CPU)" kernel, or the cpu backend (backends.New("cpu"))`,
 		err.Error())
 
 	pluginErr := errors.New("while creating plugin cuda: PJRT error (code=9): No visible GPU devices.\nmore")
@@ -97,7 +97,7 @@ func TestNewBackendCUDANoGPUFormat(t *testing.T) {
 	require.Equal(t, `backend "cuda" unavailable: no NVIDIA GPU on this machine (device /dev/nvidia0) (the plugin says: `+
 		`while creating plugin cuda: PJRT error (code=9): No visible GPU devices.); the CUDA PJRT plugin is installed (P) `+
 		"but needs a GPU: check for the GPU and its driver with `nvidia-smi -L`; without a GPU use the CPU: the "+
-		`"Go (cifarlab, CPU)" kernel, -backend cpu, or backends.New("cpu")`, e.Error())
+		`"Go (cifarlab, CPU)" kernel, or the cpu backend (backends.New("cpu"))`, e.Error())
 	require.Same(t, pluginErr, errors.Unwrap(e))
 	require.True(t, isNoGPUMessage(pluginErr.Error()))
 	require.False(t, isNoGPUMessage("RESOURCE_EXHAUSTED: out of memory"))

@@ -132,7 +132,7 @@ func TestNewBackendNeverDownloads(t *testing.T) {
 	_, err = New("xla:tpu")
 	require.EqualError(t, err, `backend "xla:tpu" unavailable: the XLA PJRT plugin "tpu" is not installed `+
 		`(found: `+plugins.DescribeGoXLA()+`): install it with `+"`go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest`"+
-		`, set PJRT_PLUGIN_LIBRARY_PATH to its folder, or use -backend go`)
+		`, set PJRT_PLUGIN_LIBRARY_PATH to its folder, or use the go backend`)
 	_, statErr := os.Stat(filepath.Join(home, ".local", "lib", "go-xla"))
 	require.True(t, os.IsNotExist(statErr), "NewBackend must not install plugins")
 }

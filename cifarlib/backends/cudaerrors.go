@@ -52,7 +52,7 @@ var runtimeErrorClasses = []RuntimeErrorClass{
 		Texts: []string{"Failed to launch CUDA kernel", "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED",
 			"an illegal memory access was encountered"},
 		Advice: "the CUDA context is lost: restart the notebook kernel (or the program) before running anything else on " +
-			"the GPU; then run the same cell on the CPU kernel (\"Go (cifarlab, CPU)\", -backend cpu), where cifarlib's " +
+			"the GPU; then run the same cell on the CPU kernel (\"Go (cifarlab, CPU)\", the cpu backend), where cifarlib's " +
 			"guards give their own message for a bad label or shape: try the CPU first"},
 	{Name: "device mismatch", Type: "*DeviceMismatchError",
 		Texts: []string{"Buffer passed to Execute() as argument"},

@@ -99,7 +99,7 @@ func TestTranslateRuntimeErrorMessages(t *testing.T) {
 	require.Equal(t, "CUDA failure, kernel launch failure or illegal address (PJRT error (code=13): INTERNAL: CUDA error: "+
 		"Failed to synchronize GPU stream: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered): the CUDA "+
 		"context is lost: restart the notebook kernel (or the program) before running anything else on the GPU; then run "+
-		"the same cell on the CPU kernel (\"Go (cifarlab, CPU)\", -backend cpu), where cifarlib's guards give their own "+
+		"the same cell on the CPU kernel (\"Go (cifarlab, CPU)\", the cpu backend), where cifarlib's guards give their own "+
 		"message for a bad label or shape: try the CPU first", TranslateRuntimeError(errors.New(text)).Error())
 
 	noDev := errors.New("while creating plugin cuda: INTERNAL: CUDA error: Failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected")

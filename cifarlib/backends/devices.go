@@ -59,13 +59,13 @@ func ResolveDevices(b compute.Backend, requested int) (int, error) {
 		return available, nil
 	}
 	if requested > available {
-		fix := fmt.Sprintf("use -devices %d (or all), or fewer", available)
+		fix := fmt.Sprintf("ask for %d devices (or all), or fewer", available)
 		if xb, ok := xlaOf(b); ok && xb.IsCPU() {
 			fix = fmt.Sprintf("create the backend with NewBackendWithDevices(name, %d) (XLA's CPU plugin makes as many "+
 				"devices as asked), or use at most %d", requested, available)
 		} else if ok && xb.IsCUDA() {
 			fix = fmt.Sprintf("this host has %d GPUs visible to XLA (check nvidia-smi and CUDA_VISIBLE_DEVICES); "+
-				"use -devices %d or all", available, available)
+				"ask for %d devices or all", available, available)
 		}
 		return 0, &DeviceCountError{Backend: Name(b), Requested: requested, Available: available, Fix: fix}
 	}

@@ -17,8 +17,8 @@ type DevicesUnsupportedError struct {
 
 func (e *DevicesUnsupportedError) Error() string {
 	return fmt.Sprintf("backends: %s devices asked of the %s backend, which has one device and runs no distributed "+
-		"programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: %s) or cuda for "+
-		"several GPUs, or -devices 1", devicesWord(e.Requested), e.Backend, plugins.XLACPUInstallHint)
+		"programs: use the cpu backend (XLA's CPU plugin, which can expose several CPU devices: %s) or cuda for "+
+		"several GPUs, or 1 device", devicesWord(e.Requested), e.Backend, plugins.XLACPUInstallHint)
 }
 
 // Is makes errors.Is(err, ErrDevices) true.

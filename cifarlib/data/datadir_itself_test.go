@@ -34,12 +34,12 @@ func TestFolderItself(t *testing.T) {
 		require.True(t, errors.As(err, &got), "%v", err)
 		require.Equal(t, want, got)
 		require.EqualError(t, err, "data: "+c.given+" is the cifar10 folder itself (its files are there, in the "+c.layout.String()+
-			" layout), not the folder that holds "+c.folder+"/: use --data "+want.Parent+" (or set CIFARLAB_DATA="+want.Parent+")")
+			" layout), not the folder that holds "+c.folder+"/: use the data folder "+want.Parent+" (or set CIFARLAB_DATA="+want.Parent+")")
 
 		st := StateOf(c.given, spec)
 		require.Equal(t, KindNone, st.Kind)
 		require.Equal(t, want, st.Itself)
-		require.Contains(t, st.String(), "use --data "+want.Parent)
+		require.Contains(t, st.String(), "use the data folder "+want.Parent)
 		_, err = st.LoadSplit(SplitTest)
 		require.ErrorAs(t, err, &got)
 

@@ -103,7 +103,7 @@ func ExampleReadRecords() {
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, data.ErrLabelRange))
 	// Output:
-	// data: data_batch_1.bin: record 0 at byte offset 0: label byte is 57, outside the cifar10 class range [0, 10); is this a CIFAR-100 file (or not a CIFAR file at all)? Use --dataset cifar100 / CIFAR100(...) for CIFAR-100 data
+	// data: data_batch_1.bin: record 0 at byte offset 0: label byte is 57, outside the cifar10 class range [0, 10); is this a CIFAR-100 file (or not a CIFAR file at all)? Use the dataset cifar100, CIFAR100(...), for CIFAR-100 data
 	// true
 }
 

@@ -91,9 +91,9 @@ func keyHint(required []string, extra string) string {
 	cifar100 := slices.Contains(required, "fine_labels") || slices.Contains(required, "fine_label_names")
 	switch {
 	case !cifar100 && (strings.HasPrefix(extra, "fine_") || strings.HasPrefix(extra, "coarse_")):
-		return " (this is a CIFAR-100 file: use --dataset cifar100 / CIFAR100(...))"
+		return " (this is a CIFAR-100 file: use the dataset cifar100, CIFAR100(...))"
 	case cifar100 && (extra == "labels" || extra == "label_names"):
-		return " (this is a CIFAR-10 file: use --dataset cifar10 / CIFAR10())"
+		return " (this is a CIFAR-10 file: use the dataset cifar10, CIFAR10())"
 	}
 	return ""
 }
@@ -248,7 +248,7 @@ func pickleLabels(recs *Records, lists []*types.List, labelKeys []string, n int)
 				if !ok {
 					kind, reason = ErrPickleLayout, labelByteName(spec, j)+" is not an int"
 				} else if spec.Name == "cifar10" {
-					reason += "; is this a CIFAR-100 file? Use --dataset cifar100 / CIFAR100(...)"
+					reason += "; is this a CIFAR-100 file? Use the dataset cifar100, CIFAR100(...)"
 				} else {
 					reason += "; the file is corrupt: re-download it"
 				}

@@ -22,7 +22,7 @@ func loadPythonSplit(root string, spec Spec, split Split) (*Records, error) {
 	files := split.Files(py)
 	missing := func(path string, err error) error {
 		return fmt.Errorf("data: %s %s split (python layout): file %s is missing: run "+
-			"`cifarlab download --dataset %s --format python --data %s` (or point --data at the folder holding %s/): %w",
+			"`cifarlab download --dataset %s --format python --data %s` (or give as the data folder the one holding %s/): %w",
 			spec.Name, split, path, spec.Name, root, py.Dir, err)
 	}
 	metaPath := filepath.Join(dir, py.MetaFile())

@@ -82,7 +82,7 @@ func TestReadPickleMeta(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	require.ErrorIs(t, err, ErrPickleLayout)
 	require.Equal(t, "label_names", pe.Key)
-	require.Contains(t, err.Error(), "this is a CIFAR-10 file: use --dataset cifar10")
+	require.Contains(t, err.Error(), "this is a CIFAR-10 file: use the dataset cifar10")
 	_, err = readPickleMetaFile(pickleFixture("cifar10_p2"), CIFAR10())
 	require.ErrorContains(t, err, "unexpected key: this file has the keys [\"batch_label\", \"data\", \"filenames\", \"labels\"]; want label_names")
 }
@@ -112,8 +112,8 @@ func TestReadPickleRefuses(t *testing.T) {
 		{"label_out_of_range", CIFAR10(), ErrLabelRange, -1, "labels", 1, "10", "label outside the cifar10 class range [0, 10); is this a CIFAR-100 file?"},
 		{"fine_label_out_of_range", CIFAR100(LabelsFine), ErrLabelRange, -1, "fine_labels", 1, "100", "fine label outside the cifar100 class range [0, 100)"},
 		{"wrong_keys", CIFAR10(), ErrPickleLayout, -1, "label", -1, "", "unexpected key"},
-		{"cifar100_p2", CIFAR10(), ErrPickleLayout, -1, "fine_labels", -1, "", "this is a CIFAR-100 file: use --dataset cifar100"},
-		{"cifar10_p2", CIFAR100(LabelsFine), ErrPickleLayout, -1, "labels", -1, "", "this is a CIFAR-10 file: use --dataset cifar10"},
+		{"cifar100_p2", CIFAR10(), ErrPickleLayout, -1, "fine_labels", -1, "", "this is a CIFAR-100 file: use the dataset cifar100"},
+		{"cifar10_p2", CIFAR100(LabelsFine), ErrPickleLayout, -1, "labels", -1, "", "this is a CIFAR-10 file: use the dataset cifar10"},
 		{"label_count", CIFAR10(), ErrPickleLayout, -1, "labels", -1, "1 labels", "want a list of 2 ints"},
 		{"label_not_int", CIFAR10(), ErrPickleLayout, -1, "labels", 0, `"3"`, "label is not an int"},
 		{"not_a_dict", CIFAR10(), ErrPickleLayout, -1, "", -1, "", "the pickle is not a dict"},

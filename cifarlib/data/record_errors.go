@@ -68,7 +68,7 @@ func checkLabels(spec Spec, source string, labels []byte, recordIndex int, fileO
 		reason := fmt.Sprintf("%s byte is %d, outside the %s class range [0, %d)",
 			labelByteName(spec, j), b, spec.Name, spec.MaxLabels[j])
 		if spec.Name == "cifar10" {
-			reason += "; is this a CIFAR-100 file (or not a CIFAR file at all)? Use --dataset cifar100 / CIFAR100(...) for CIFAR-100 data"
+			reason += "; is this a CIFAR-100 file (or not a CIFAR file at all)? Use the dataset cifar100, CIFAR100(...), for CIFAR-100 data"
 		} else {
 			reason += "; the file is corrupt or not a CIFAR-100 binary file: re-download or regenerate it"
 		}

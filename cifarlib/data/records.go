@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/cifarlab/cifarlab/internal/atomicfile"
 )
 
 // Split selects the training or the test part of a dataset.
@@ -272,9 +274,9 @@ func partialRecordError(spec Spec, source string, size int64) error {
 	reason := fmt.Sprintf("file size %d bytes is not a whole number of %d-byte %s records (%d whole records and %d extra bytes)",
 		size, rb, spec.Name, whole, size%rb)
 	if spec.Name == "cifar10" && size%int64(2+ImageBytes) == 0 {
-		reason += "; the size fits CIFAR-100 records: use --dataset cifar100 / CIFAR100(...)"
+		reason += "; the size fits CIFAR-100 records: use the dataset cifar100, CIFAR100(...)"
 	} else if spec.Name == "cifar100" && size%int64(1+ImageBytes) == 0 {
-		reason += "; the size fits CIFAR-10 records: use --dataset cifar10 / CIFAR10()"
+		reason += "; the size fits CIFAR-10 records: use the dataset cifar10, CIFAR10()"
 	} else {
 		reason += "; the file is incomplete or corrupt: re-download or regenerate it"
 	}
@@ -432,4 +434,39 @@ func readFileInto(path string, recs *Records, first, n int) error {
 	}
 	defer f.Close()
 	return readRecordsAt(f, recs, first, n)
+}
+
+// writeRecords writes recs in the CIFAR binary format of recs.Spec: per record the label
+// bytes followed by the channel-planar pixels. It refuses records that ReadRecords would
+// reject (inconsistent slices or a label byte out of range), so that what it writes always
+// reads back byte for byte.
+func writeRecords(w io.Writer, recs *Records) error {
+	if err := recs.Validate(); err != nil {
+		return err
+	}
+	if recs.Len() == 0 {
+		return &FormatError{File: recs.Source, Record: -1, Kind: ErrNoRecords,
+			Reason: "no records to write: a CIFAR file must hold at least one record"}
+	}
+	bw := bufio.NewWriterSize(w, readBufferSize)
+	lb := recs.Spec.LabelBytes
+	for i := 0; i < recs.Len(); i++ {
+		if _, err := bw.Write(recs.RawLabels[i*lb : (i+1)*lb]); err != nil {
+			return fmt.Errorf("data: writing record %d of %s: %w", i, recs.Source, err)
+		}
+		if _, err := bw.Write(recs.Image(i)); err != nil {
+			return fmt.Errorf("data: writing record %d of %s: %w", i, recs.Source, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("data: writing %s: %w", recs.Source, err)
+	}
+	return nil
+}
+
+// writeFile writes recs to path atomically: it writes a temporary file in the same folder,
+// syncs it and renames it over path, so readers never see a partial file. The folder is
+// created if needed.
+func writeFile(path string, recs *Records) error {
+	return atomicfile.WriteFile(path, func(w io.Writer) error { return writeRecords(w, recs) })
 }

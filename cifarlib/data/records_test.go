@@ -217,7 +217,7 @@ func TestReadFileBadInput(t *testing.T) {
 		{"partial record", c10, append(append([]byte(nil), good10[:2*3073]...), make([]byte, 100)...), ErrPartialRecord, 2, 6146,
 			[]string{"file size 6246 bytes is not a whole number of 3073-byte cifar10 records (2 whole records and 100 extra bytes)"}},
 		{"cifar10 file read as cifar100", c100, good10[:2*3073], ErrPartialRecord, 1, 3074,
-			[]string{"the size fits CIFAR-10 records: use --dataset cifar10"}},
+			[]string{"the size fits CIFAR-10 records: use the dataset cifar10"}},
 		{"cifar100 file read as cifar10", c10, good100[:2*3074], ErrPartialRecord, 2, 6146,
 			[]string{"the size fits CIFAR-100 records"}},
 		{"label 10 in cifar10", c10, withByte(good10, 3073, 10), ErrLabelRange, 1, 3073,

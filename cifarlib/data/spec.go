@@ -179,6 +179,9 @@ func CIFAR100(labels LabelSet) Spec {
 	return s
 }
 
+// Names are the datasets' names, as SpecByName reads them: "cifar10" and "cifar100".
+func Names() []string { return []string{CIFAR10().Name, CIFAR100(LabelsFine).Name} }
+
 // SpecByName returns the Spec for "cifar10" or "cifar100" (also accepted: "cifar-10",
 // "cifar-100", "cifar100-coarse"). labels is "fine", "coarse" or "" and only matters for CIFAR-100.
 func SpecByName(name, labels string) (Spec, error) {
@@ -197,7 +200,7 @@ func SpecByName(name, labels string) (Spec, error) {
 	case "cifar100-coarse":
 		return CIFAR100(LabelsCoarse), nil
 	}
-	return Spec{}, fmt.Errorf("data: unknown dataset %q: use \"cifar10\" or \"cifar100\"", name)
+	return Spec{}, fmt.Errorf("data: unknown dataset %q: use %q or %q", name, Names()[0], Names()[1])
 }
 
 var cifar10Classes = []string{

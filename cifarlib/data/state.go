@@ -53,9 +53,14 @@ func StateOf(root string, spec Spec) State {
 		return st
 	}
 	// root's own data (real, or synthetic written into it), else Prepare's synthetic stand-in.
+	// A root without a dataset folder may be the folder itself: said when nothing else is found.
+	var itself *FolderItselfError
 	for _, dir := range []string{root, SyntheticDir(root)} {
 		layout, in, err := detectLayout(dir, spec)
 		if err != nil {
+			if dir == root {
+				itself = folderItself(root, spec)
+			}
 			continue
 		}
 		synthetic := isSynthetic(dir, in)
@@ -74,7 +79,7 @@ func StateOf(root string, spec Spec) State {
 		}
 		return st
 	}
-	st.Itself = folderItself(root, spec)
+	st.Itself = itself
 	return st
 }
 

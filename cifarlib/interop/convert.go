@@ -121,8 +121,8 @@ func checkKeys(sd *StateDict, ps []param, names Names, numClasses int) error {
 	if len(e.Missing)+len(e.Unexpected) == 0 {
 		if t := sd.Tensors[head]; len(t.Shape) >= 1 && t.Shape[0] != numClasses { // the head's last tensor: its bias, or airbench's weight
 			e.Hint = fmt.Sprintf("The file's head has %d outputs, the model's %d: import it with the dataset it was trained on "+
-				"(--dataset cifar100 for 100 classes; ImportOptions.Spec), then move it to another dataset with `cifarlab train --from RUN_DIR` "+
-				"(lab.Transfer).",
+				"(dataset cifar100 for 100 classes; ImportOptions.Spec), then move it to another dataset by a transfer "+
+				"(lab.Transfer; training.Settings.Transfer.From, the setting from).",
 				t.Shape[0], numClasses)
 		}
 	} else if hint := depthHint(sd.Keys); hint != "" {

@@ -174,8 +174,8 @@ func TestConvertRefuses(t *testing.T) {
 	require.Equal(t, "interop: synthetic.pt: Error(s) in loading state_dict for ResNet18:\n"+
 		"\tsize mismatch for linear.weight: copying a param with shape torch.Size([10, 512]) from checkpoint, the shape in current model is torch.Size([100, 512]).\n"+
 		"\tsize mismatch for linear.bias: copying a param with shape torch.Size([10]) from checkpoint, the shape in current model is torch.Size([100]).\n"+
-		"The file's head has 10 outputs, the model's 100: import it with the dataset it was trained on (--dataset cifar100 for 100 classes; "+
-		"ImportOptions.Spec), then move it to another dataset with `cifarlab train --from RUN_DIR` (lab.Transfer).", err.Error())
+		"The file's head has 10 outputs, the model's 100: import it with the dataset it was trained on (dataset cifar100 for 100 classes; "+
+		"ImportOptions.Spec), then move it to another dataset by a transfer (lab.Transfer; training.Settings.Transfer.From, the setting from).", err.Error())
 
 	edited := append([]torchKey{{Name: "extra.weight", DType: "float32", Shape: []int{1}}}, kuangliu[1:]...)
 	_, err = convertStateDict(syntheticStateDict(edited), "resnet18", "", 10, labNorm)

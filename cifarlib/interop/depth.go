@@ -76,7 +76,7 @@ func depthHint(keys []string) string {
 	}
 	return fmt.Sprintf("This is %s, not a ResNet-18 (BasicBlocks 2/2/2/2): the lab imports the CIFAR "+
 		"ResNet-18 (--arch resnet18: kuangliu's ResNet18, or torchvision's resnet18 with a 3x3 stem) and the cnn twin (--arch cnn); "+
-		"train a ResNet-18 in PyTorch, or train in the lab (--model resnet18 or resnet20).", what)
+		"train a ResNet-18 in PyTorch, or train in the lab (the model resnet18 or resnet20).", what)
 }
 
 // joinInts formats blocks per stage as "3/4/6/3".

@@ -15,6 +15,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 	"github.com/cifarlab/cifarlab/internal/safetensors"
 )
 
@@ -144,7 +145,7 @@ func TestImportedRunTrainsOn(t *testing.T) {
 	var log bytes.Buffer
 	cfg := training.Defaults()
 	cfg.Data.Spec, cfg.Model.Arch, cfg.Checkpoint.Dir, cfg.Run.Steps, cfg.Data.BatchSize, cfg.Eval.SkipFinal = spec, "cnn", run, 2, 8, true
-	cfg.Optimizer, _ = training.NewOptimizer("sgd")
+	cfg.Optimizer, _ = optimizers.New("sgd")
 	env := training.Env{Train: train, Backend: goBackend(t), Progress: training.ProgressOff, Log: &log}
 	tr, err := training.NewTrainer(cfg, env)
 	require.NoError(t, err)

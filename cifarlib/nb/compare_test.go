@@ -36,12 +36,12 @@ func compareRun(name string, params map[string]string, n int, final, acc float64
 	return runs.Info{Name: name, Dir: "/runs/" + name, Status: runs.RunDone, Settings: settings, History: h, Values: tableWords()}
 }
 
-// tableWords is the settings' table as run.json records it (its order and words; the values
-// are Info.Settings').
+// tableWords is the settings' table as run.json records it (its order, words and bookkeeping;
+// the values are Info.Settings').
 func tableWords() []runs.Setting {
 	var table []runs.Setting
 	for _, f := range training.Fields() {
-		table = append(table, runs.Setting{Name: f.Name, Words: f.Label})
+		table = append(table, runs.Setting{Name: f.Name, Words: f.Label, Bookkeeping: f.Bookkeeping})
 	}
 	return table
 }

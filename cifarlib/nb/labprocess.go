@@ -17,6 +17,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labproc"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 	"github.com/cifarlab/cifarlab/internal/repo"
 )
 
@@ -271,7 +272,7 @@ func relayTo(st *training.Status) func(*labproc.Message) {
 var sentinels = func() map[string]error {
 	m := map[string]error{}
 	for _, e := range []error{ErrNoRun, ErrInterrupted, cifarlib.ErrHeadMismatch, cifarlib.ErrInputContract, cifarlib.ErrNoBackend,
-		training.ErrNoCheckpoint, data.ErrLabelOutOfRange, data.ErrNoRecords, backends.ErrBackend, backends.ErrDeviceMemory,
+		checkpoints.ErrNoCheckpoint, data.ErrLabelOutOfRange, data.ErrNoRecords, backends.ErrBackend, backends.ErrDeviceMemory,
 		backends.ErrNoGPU, backends.ErrCUDARuntime, backends.ErrDevices} {
 		m[e.Error()] = e
 	}

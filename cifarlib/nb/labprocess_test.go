@@ -19,6 +19,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,7 +50,7 @@ func TestLabProcessErrors(t *testing.T) {
 func TestFitRequestTravels(t *testing.T) {
 	cfg := training.Defaults()
 	cfg.Run.Steps, cfg.Data.BatchSize, cfg.Run.Seed, cfg.Model.Head, cfg.Compute.Precision = 7, 32, 3, 100, cifarlib.PrecisionBF16Mixed
-	cfg.Eval.Every, cfg.Optimizer, cfg.Compute.Devices, cfg.Transfer.From = training.EvalOff, training.AdamW{LearningRate: 0.01, WeightDecay: 0.004}, 2, "/runs/src"
+	cfg.Eval.Every, cfg.Optimizer, cfg.Compute.Devices, cfg.Transfer.From = training.EvalOff, optimizers.AdamW{LearningRate: 0.01, WeightDecay: 0.004}, 2, "/runs/src"
 	cfg.Record.Params = map[string]string{"steps": "7"}
 	clock := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
 	b, err := encode(fitRequest{Name: "n", Settings: cfg, Clock: clock, Spec: data.CIFAR100(data.LabelsFine), DataDir: "/d", RunsDir: "/r", InNotebook: true})

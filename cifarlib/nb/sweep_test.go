@@ -78,7 +78,7 @@ func TestLabRunSweep(t *testing.T) {
 	require.Contains(t, buf.String(), "sweep one: 2 tasks done")
 
 	_, err = l.RunSweep("two", "--grid", "sed=1", "--steps", "3")
-	require.ErrorContains(t, err, "nb: cifarlab sweep two: exit status 2: cifarlab sweep: sweep: --grid sed names --sed, which is not a flag of `cifarlab train`")
+	require.ErrorContains(t, err, "nb: cifarlab sweep two: exit status 2: cifarlab sweep: sweep: --grid sed names \"sed\", which is not a setting of `cifarlab train`")
 }
 
 // goLab is a Lab of spec on the pure-Go backend, with its data (synthesised) and runs in a

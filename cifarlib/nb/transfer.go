@@ -29,7 +29,7 @@ func (l *Lab) Transfer(name, from string, s training.Settings) (*training.Result
 
 // LoadFor loads the run called name into a model built for the lab's dataset, as it is:
 // PyTorch's `model = resnet18(num_classes=100); model.load_state_dict(checkpoint)`. A run
-// trained for another number of classes is refused with *training.ShapeMismatchError (the
+// trained for another number of classes is refused with *checkpoints.ShapeMismatchError (the
 // head variable, both shapes, both datasets, and the fix: Transfer); a checkpoint is never
 // reshaped to fit.
 func (l *Lab) LoadFor(name string) (*training.LoadedCheckpoint, error) {

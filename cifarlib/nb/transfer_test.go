@@ -7,6 +7,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 
 	"github.com/stretchr/testify/require"
 )
@@ -21,7 +22,7 @@ func TestLabTransfer(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = lab100.LoadFor("c10")
-	var sm *training.ShapeMismatchError
+	var sm *checkpoints.ShapeMismatchError
 	require.ErrorAs(t, err, &sm)
 	require.Equal(t, []int{3072, 10}, sm.Saved)
 	require.Equal(t, []int{3072, 100}, sm.Model)

@@ -10,47 +10,34 @@ import (
 	"strings"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 )
 
 // A comparison of runs names each run by what differs between them, e.g. "label smoothing
 // 0.2" against "label smoothing 0.1": the charts of nb.Compare, their titles, and the columns
-// of the runs table. A run's settings (Info.Settings) are its run.json's: what it trained
-// (model, head, guard, devices, batch, target step, precision, recipe, data, transfer source),
-// resolved, and every setting of the run's table (Record.Values), each with its name in words;
-// a run.json written before them has its params, the settings it was started with.
+// of the runs table. A run's settings (Info.Settings) are its run.json's (Record.Settings):
+// every setting of the table the run was trained with, resolved, each with its name in words,
+// but its bookkeeping, and what its data held (Record.Data).
 
-// recordWords are the names in words of the settings a run's record says in fields of its own
-// (settingsOf) that are no setting of the table: what its data held.
+// recordWords are the names in words of the settings of a run that its record says in fields of
+// its own, and no setting of the table: what its data held.
 var recordWords = map[string]string{"data": "data", "train-images": "training images"}
 
-// hostSettings are the settings that change where a run is written, what it prints or how
-// its curves were sampled (when and on how many images it validated: a comparison's legend says
-// each run's validation), not what it trained, and the params a recorded field already says: a
-// comparison leaves them out.
-var hostSettings = []string{"checkpoint", "checkpoint-every", "checkpoint-keep", "json", "progress", "log-every",
-	"history-every", "eval-every", "eval-examples", "eval-batch", "labels"} // labels: the dataset's id says them (e.g. cifar100-coarse)
-
-// settingsOf returns the settings rec records, by setting name: the fields of what was trained
-// (resolved: run.json's own fields win over a value of the same name), then every setting of
-// the run's table (Values; a run.json written before them has only the params, the settings it
-// was given), host settings left out.
+// settingsOf returns the settings rec records, by setting name: every setting of its table but
+// its bookkeeping (RunSettings.Values), the dataset by its id (which says its labels), and what
+// its data held (data, train-images); a setting without a value (no recipe, no transfer source)
+// is left out.
 func settingsOf(rec *Record) map[string]string {
 	s := map[string]string{}
-	for name, value := range rec.Params {
-		if !slices.Contains(hostSettings, name) {
-			s[name] = value
-		}
-	}
-	for _, v := range rec.Values { // every setting, resolved (a run.json of today)
-		if !slices.Contains(hostSettings, v.Name) {
+	for _, v := range rec.Settings.Values {
+		if !v.Bookkeeping {
 			s[v.Name] = v.Value
 		}
 	}
-	s["recipe"], s["dataset"], s["model"], s["from"] = rec.Recipe, rec.Dataset, rec.Model, rec.From
-	s["head"], s["devices"], s["batch"], s["steps"] = itoa(rec.Head), itoa(rec.Devices), itoa(rec.BatchSize), itoa(rec.TargetStep)
-	s["guard"] = strconv.FormatBool(rec.Guarded)
-	s["precision"] = string(cmp.Or(rec.Precision, cifarlib.PrecisionF32))
-	delete(s, "data") // the data folder as asked for: the provenance says what it held
+	if spec, err := data.SpecByName(s["dataset"], s["labels"]); err == nil {
+		s["dataset"] = spec.ID()
+	}
+	delete(s, "labels")
 	if rec.Data != nil {
 		s["data"], s["train-images"] = rec.Data.Kind, itoa(rec.Data.TrainImages)
 	}
@@ -62,12 +49,17 @@ func settingsOf(rec *Record) map[string]string {
 	return s
 }
 
-// itoa formats n, "" for 0 (not recorded).
+// itoa formats n, "" for 0 (not recorded); atoi reads it back.
 func itoa(n int) string {
 	if n == 0 {
 		return ""
 	}
 	return strconv.Itoa(n)
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // Differing returns the names of the settings whose values differ between the runs of list,
@@ -89,7 +81,8 @@ func Differing(list ...Info) []string {
 	names := map[string]bool{}
 	for _, r := range recorded {
 		for name := range r.Settings {
-			names[name] = !slices.Contains(hostSettings, name) // an Info made by hand may hold them
+			_, own := recordWords[name]                       // what the data held, not the data folder's setting
+			names[name] = own || !bookkeeping(recorded, name) // an Info made by hand may hold them
 		}
 	}
 	var differ []string
@@ -112,11 +105,25 @@ func Differing(list ...Info) []string {
 
 func hasSetting(r Info, name string) bool { _, ok := r.Settings[name]; return ok }
 
+// bookkeeping reports whether a run of list recorded the setting called name as bookkeeping
+// (Setting.Bookkeeping).
+func bookkeeping(list []Info, name string) bool {
+	for _, r := range list {
+		for _, v := range r.Values {
+			if v.Name == name {
+				return v.Bookkeeping
+			}
+		}
+	}
+	return false
+}
+
 // settingOrder sorts names as a comparison of list names them: in the order of the table of
-// settings the runs recorded (Record.Values: the recipe, the data, the model, the optimizer, the
-// schedule, the length of the run, transfer, evaluation, compute), the record's own data
-// settings after the dataset; then by name. Runs whose run.json was written before Values name
-// the settings of the record's own fields first, in its order (recordSettings).
+// settings the runs recorded (RunSettings.Values: the recipe, the data, the model, the
+// optimizer, the schedule, the length of the run, transfer, evaluation, compute; a record of
+// format 1 has the fields of the record first, in its order), the record's own data settings
+// after the dataset; then by name. Infos without values (made by hand) name the settings of
+// the records of format 1 first (recordSettings).
 func settingOrder(list []Info, names []string) []string {
 	var order []string
 	for _, r := range list {
@@ -148,10 +155,13 @@ func settingOrder(list []Info, names []string) []string {
 }
 
 // SettingWords returns the name in words of the setting called name, as the runs of list
-// recorded it (Record.Values), e.g. "learning rate" for "lr" and "label smoothing" for
+// recorded it (RunSettings.Values), e.g. "learning rate" for "lr" and "label smoothing" for
 // "label-smoothing": the header of its column in the runs table. A setting no run recorded in
-// words (a run.json written before Values) is its name with spaces.
+// words (a run.json of format 1) is its name with spaces.
 func SettingWords(list []Info, name string) string {
+	if w, ok := recordWords[name]; ok {
+		return w
+	}
 	for _, r := range list {
 		for _, v := range r.Values {
 			if v.Name == name && v.Words != "" {
@@ -159,17 +169,8 @@ func SettingWords(list []Info, name string) string {
 			}
 		}
 	}
-	if w, ok := recordWords[name]; ok {
-		return w
-	}
 	return strings.ReplaceAll(name, "-", " ")
 }
-
-// recordSettings are the settings settingsOf takes from run.json's own fields, in its order.
-// Every run.json of its time has them: one missing was not recorded (an older run.json), where
-// a missing param is one the run was not given (its default); a missing recipe or transfer
-// source is none (Value).
-var recordSettings = []string{"recipe", "dataset", "data", "train-images", "model", "head", "guard", "batch", "steps", "devices", "precision", "from"}
 
 // Value returns run r's value of the setting called name as the runs table shows it: "default"
 // when the run was not given it (a param), "not recorded" when its run.json does not say (an

@@ -3,8 +3,10 @@ package runs
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,34 +15,44 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// recorded is a run of the runs folder /runs whose run.json is rec, as the lab writes it today:
-// the fields every record of `cifarlab train` has (dataset, model, head, guard, devices, batch,
-// target step) unless change changes them, its params, and every setting of the table
-// (Values: testdata/values.json, the default settings as the training package's table writes
-// them, TestRunRecordValues) with the params' values. A param the table does not have (a newer
-// lab's setting) is in the params only.
-func recorded(name string, params map[string]string, change ...func(*Record)) Info {
+// recorded is a run of the runs folder /runs whose run.json is rec, as the lab writes it today
+// (format 3): every setting of the table (testdata/values.json, the default settings as the
+// training package's table writes them, TestRunRecordSettingsOnce) with the values given and
+// those a run resolves (the cnn on cifar10, head 10, guarded, 1 device, batch 512, 20 steps),
+// unless change changes them. A setting given that the table does not have (a newer lab's) is
+// recorded after the others, without words.
+func recorded(name string, given map[string]string, change ...func(*Record)) Info {
 	var values []Setting
 	fixture, err := os.ReadFile(filepath.Join("testdata", "values.json"))
 	if err != nil || json.Unmarshal(fixture, &values) != nil {
 		panic(fmt.Sprintf("testdata/values.json: %v", err))
 	}
-	for i, v := range values {
-		if p, ok := params[v.Name]; ok {
-			values[i].Value = p
-		}
+	rec := &Record{Format: RecordFormat, Status: RunDone, Settings: RunSettings{Values: values, Given: given}}
+	for _, v := range [][2]string{{"head", "10"}, {"batch", "512"}, {"steps", "20"}, {"devices", "1"}} {
+		rec.Settings.Set(v[0], v[1])
 	}
-	return recordedBefore(name, params, append([]func(*Record){func(r *Record) { r.Values = values }}, change...)...)
-}
-
-// recordedBefore is recorded in a run.json written before Values: its params only.
-func recordedBefore(name string, params map[string]string, change ...func(*Record)) Info {
-	rec := &Record{Status: RunDone, Dataset: "cifar10", Model: "cnn", Head: 10, Guarded: true, Devices: 1, BatchSize: 512,
-		TargetStep: 20, Params: params}
+	for _, n := range slices.Sorted(maps.Keys(given)) {
+		rec.Settings.Set(n, given[n])
+	}
 	for _, c := range change {
 		c(rec)
 	}
-	return Info{Name: name, Dir: "/runs/" + name, Status: rec.Status, Settings: settingsOf(rec), Values: rec.Values}
+	return Info{Name: name, Dir: "/runs/" + name, Status: rec.Status, Settings: settingsOf(rec), Values: rec.Settings.Values}
+}
+
+// set is a change of a recorded run: its setting name's value.
+func set(name, value string) func(*Record) { return func(r *Record) { r.Settings.Set(name, value) } }
+
+// recordedBefore is recorded in a run.json of format 1, read as ReadRecord reads it: the fields
+// of what was trained (the same), and its params only.
+func recordedBefore(name string, params map[string]string, change ...func(*legacyRecord)) Info {
+	old := &legacyRecord{Record: Record{Status: RunDone}, Dataset: "cifar10", Model: "cnn", Head: 10, Guarded: true, Devices: 1,
+		BatchSize: 512, TargetStep: 20, Params: params}
+	for _, c := range change {
+		c(old)
+	}
+	rec := old.upgrade()
+	return Info{Name: name, Dir: "/runs/" + name, Status: rec.Status, Settings: settingsOf(rec), Values: rec.Settings.Values}
 }
 
 // differCase is a case of TestDiffering: runs, and what a comparison of them names.
@@ -59,7 +71,6 @@ func differCases() []differCase {
 
 // paramCases are the cases of TestDiffering whose settings differ in their params.
 func paramCases() []differCase {
-	devices := func(n int) func(*Record) { return func(r *Record) { r.Devices = n } }
 	return []differCase{
 		{"one setting", []Info{recorded("ls02", map[string]string{"label-smoothing": "0.2"}), recorded("ls01", map[string]string{"label-smoothing": "0.1"})},
 			[]string{"label-smoothing"}, []string{"label smoothing 0.2", "label smoothing 0.1"}, "label smoothing"},
@@ -67,7 +78,7 @@ func paramCases() []differCase {
 			nil, []string{"a", "b"}, "run"},
 		{"one run", []Info{recorded("a", nil)}, nil, []string{"a"}, "run"},
 		{"no runs", nil, nil, []string{}, "run"},
-		{"devices, from the record", []Info{recorded("one", nil, devices(1)), recorded("four", nil, devices(4))},
+		{"devices, from the record", []Info{recorded("one", nil, set("devices", "1")), recorded("four", nil, set("devices", "4"))},
 			[]string{"devices"}, []string{"1 device", "4 devices"}, "devices"},
 		{"two settings of three runs, in the table's order", []Info{
 			recorded("a", map[string]string{"lr": "0.1", "seed": "1"}),
@@ -80,16 +91,16 @@ func paramCases() []differCase {
 			recorded("b", map[string]string{"lr": "0.2", "seed": "2", "momentum": "0.85"})},
 			[]string{"seed", "lr", "momentum"}, []string{"seed 1, learning rate 0.1, momentum 0.9", "seed 2, learning rate 0.2, momentum 0.85"},
 			"seed, learning rate and momentum"},
-		{"a param given to one run only, before Values", []Info{recordedBefore("a", map[string]string{"seed": "2"}), recordedBefore("b", nil)},
+		{"a param given to one run only, in format 1", []Info{recordedBefore("a", map[string]string{"seed": "2"}), recordedBefore("b", nil)},
 			[]string{"seed"}, []string{"seed 2", "seed default"}, "seed"},
 		{"a setting one run was given, today: its default value", []Info{recorded("a", map[string]string{"seed": "2"}), recorded("b", nil)},
 			[]string{"seed"}, []string{"seed 2", "seed 0"}, "seed"},
-		{"before Values: in words by their names, by name", []Info{
+		{"format 1: in words by their names, by name", []Info{
 			recordedBefore("a", map[string]string{"lr": "0.1", "seed": "1"}), recordedBefore("b", map[string]string{"lr": "0.2", "seed": "2"})},
 			[]string{"lr", "seed"}, []string{"lr 0.1, seed 1", "lr 0.2, seed 2"}, "lr and seed"},
 		{"epochs: the steps follow from them", []Info{
-			recorded("e2", map[string]string{"epochs": "2"}, func(r *Record) { r.TargetStep = 20 }),
-			recorded("e3", map[string]string{"epochs": "3"}, func(r *Record) { r.TargetStep = 30 })},
+			recorded("e2", map[string]string{"epochs": "2"}, set("steps", "20")),
+			recorded("e3", map[string]string{"epochs": "3"}, set("steps", "30"))},
 			[]string{"epochs"}, []string{"2 epochs", "3 epochs"}, "epochs"},
 	}
 }
@@ -98,14 +109,18 @@ func paramCases() []differCase {
 // or that leave settings out.
 func recordCases() []differCase {
 	return []differCase{
-		{"steps alone", []Info{recorded("s1", nil, func(r *Record) { r.TargetStep = 1 }), recorded("s20", nil)},
+		{"steps alone", []Info{recorded("s1", nil, set("steps", "1")), recorded("s20", nil)},
 			[]string{"steps"}, []string{"1 step", "20 steps"}, "steps"},
-		{"host settings change no numbers", []Info{
-			recorded("a", map[string]string{"log-every": "5", "checkpoint": "/runs/a", "progress": "off", "labels": "fine"}),
-			recorded("b", map[string]string{"log-every": "10", "checkpoint": "/runs/b", "json": "true"})},
+		{"bookkeeping changes no numbers: the record says which settings are", []Info{
+			recorded("a", map[string]string{"log-every": "5", "checkpoint": "/runs/a", "eval-batch": "50"}),
+			recorded("b", map[string]string{"log-every": "10", "checkpoint": "/runs/b", "history-every": "3"})},
 			nil, []string{"a", "b"}, "run"},
-		{"a param the record resolves: the record's value", []Info{
-			recorded("a", map[string]string{"head": "0", "batch": "512"}), recorded("b", map[string]string{"batch": "512"})},
+		{"format 1: its bookkeeping, and its flags that were no settings, change no numbers", []Info{
+			recordedBefore("a", map[string]string{"log-every": "5", "checkpoint": "/runs/a", "progress": "off", "labels": "fine"}),
+			recordedBefore("b", map[string]string{"log-every": "10", "checkpoint": "/runs/b", "json": "true"})},
+			nil, []string{"a", "b"}, "run"},
+		{"format 1: a param the record resolves, the record's value", []Info{
+			recordedBefore("a", map[string]string{"head": "0", "batch": "512"}), recordedBefore("b", map[string]string{"batch": "512"})},
 			nil, []string{"a", "b"}, "run"},
 		{"a run without a record is left out", []Info{
 			{Name: "photos", Status: RunForeign}, recorded("a", map[string]string{"seed": "1"}), recorded("b", map[string]string{"seed": "2"})},
@@ -114,14 +129,14 @@ func recordCases() []differCase {
 			recorded("a", map[string]string{"seed": "1"}), recorded("b", map[string]string{"seed": "1"}), recorded("c", map[string]string{"seed": "2"})},
 			[]string{"seed"}, []string{"seed 1 (a)", "seed 1 (b)", "seed 2"}, "seed"},
 		{"the head and the guard", []Info{
-			recorded("fixed", nil, func(r *Record) { r.Dataset, r.Head = "cifar100", 100 }),
-			recorded("unguarded", nil, func(r *Record) { r.Dataset, r.Guarded = "cifar100", false })},
+			recorded("fixed", nil, set("dataset", "cifar100"), set("head", "100")),
+			recorded("unguarded", nil, set("dataset", "cifar100"), set("guard", "false"))},
 			[]string{"head", "guard"}, []string{"head 100, guarded", "head 10, unguarded"}, "head and guard"},
 		{"transferred or not", []Info{
-			recorded("fresh", nil), recorded("transfer", nil, func(r *Record) { r.From = "/runs/04-fixed" })},
+			recorded("fresh", nil), recorded("transfer", nil, set("from", "/runs/04-fixed"))},
 			[]string{"from"}, []string{"from scratch", "transferred from 04-fixed"}, "transfer source"},
 		{"a recipe, precision", []Info{
-			recorded("plain", nil), recorded("recipe", nil, func(r *Record) { r.Recipe, r.Precision = "airbench94", "bf16-mixed" })},
+			recorded("plain", nil), recorded("recipe", nil, set("recipe", "airbench94"), set("precision", "bf16-mixed"))},
 			[]string{"recipe", "precision"}, []string{"no recipe, precision f32", "airbench94 recipe, precision bf16-mixed"}, "recipe and precision"},
 		{"the data", []Info{
 			recorded("synthetic", nil, func(r *Record) { r.Data = &data.Provenance{Kind: data.KindSynthetic, TrainImages: 200} }),
@@ -151,8 +166,8 @@ func TestSettingWordsAndValue(t *testing.T) {
 		"seed": "seed", "tta": "TTA", "ema-decay": "ema decay", "train-images": "training images"} {
 		require.Equal(t, want, SettingWords(today, name), name)
 	}
-	require.Equal(t, "label smoothing", SettingWords(nil, "label-smoothing"), "before Values: its name with spaces")
-	r := recordedBefore("a", map[string]string{"lr": "0.1"}, func(r *Record) { r.From = "/elsewhere/b" })
+	require.Equal(t, "label smoothing", SettingWords(nil, "label-smoothing"), "not recorded in words: its name with spaces")
+	r := recordedBefore("a", map[string]string{"lr": "0.1"}, func(r *legacyRecord) { r.From = "/elsewhere/b" })
 	for name, want := range map[string]string{"lr": "0.1", "seed": "default", "from": "/elsewhere/b", "recipe": "none", "guard": "guarded",
 		"precision": "f32", "devices": "1", "train-images": "not recorded"} {
 		require.Equal(t, want, r.Value(name), name)
@@ -181,7 +196,7 @@ func TestTableSettingColumns(t *testing.T) {
 		{"all equal: no setting columns", Table{recorded("a", seed("1")), recorded("b", seed("1"))},
 			"run status dataset data model head guard devices steps loss test acc wall time from note",
 			[]string{"a done cifar10 cnn 10 guarded 1", "b done cifar10 cnn 10 guarded 1"}, nil},
-		{"columns the table always has are not repeated", Table{recorded("a", nil), recorded("b", nil, func(r *Record) { r.Devices, r.BatchSize = 4, 256 })},
+		{"columns the table always has are not repeated", Table{recorded("a", nil), recorded("b", nil, set("devices", "4"), set("batch", "256"))},
 			"run status dataset data model head guard devices batch size steps loss test acc wall time from note",
 			[]string{"a done cifar10 cnn 10 guarded 1 512", "b done cifar10 cnn 10 guarded 1 256"}, []string{"batch"}},
 	} {
@@ -205,35 +220,57 @@ func TestTableSettingColumns(t *testing.T) {
 	}
 }
 
-// TestReadSettings: List reads a run's settings from its run.json (its fields and params); an
-// old run.json (no params, no precision, no data) still reads.
+// TestReadSettings: List reads a run's settings from its run.json, of every format: today's
+// (format 3, the settings once), format 2 (f035eac: the record's fields, the params, the values)
+// and format 1 (no values, no precision, no data); a run.json of format 2 or 1 reads into the
+// form of today, its fields winning over its values and its params as what it was given.
 func TestReadSettings(t *testing.T) {
 	dir := t.TempDir()
-	rec := &Record{Status: RunDone, Dataset: "cifar10", Model: "cnn", Head: 10, Guarded: true, Devices: 1, BatchSize: 512, TargetStep: 20,
-		Recipe: "airbench94", Params: map[string]string{"recipe": "airbench94", "label-smoothing": "0.1", "checkpoint": dir + "/new"},
-		Data: &data.Provenance{Dataset: "cifar10", Kind: data.KindVerified, TrainImages: 5000, TestImages: 10000}}
+	today := recorded("new", map[string]string{"recipe": "airbench94", "label-smoothing": "0.1"})
+	rec := &Record{Status: RunDone, Data: &data.Provenance{Dataset: "cifar10", Kind: data.KindVerified, TrainImages: 5000, TestImages: 10000}}
+	rec.Settings.Values = today.Values
+	rec.Settings.Given = map[string]string{"recipe": "airbench94", "label-smoothing": "0.1"}
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "new"), 0o755))
 	require.NoError(t, rec.Write(filepath.Join(dir, "new")))
+	v2 := `{"format": 2, "status": "done", "started": "2026-12-01T10:00:00Z", "dataset": "cifar100-coarse", "model": "cnn", "head": 20,
+		"guarded": true, "devices": 4, "batch_size": 512, "target_step": 30, "precision": "f32",
+		"params": {"labels": "coarse", "dataset": "cifar100", "lr": "0.1", "json": "true"}, "settings": {"format": 2, "recipe": ""},
+		"values": [{"name": "dataset", "words": "dataset", "value": "cifar100"}, {"name": "labels", "words": "labels", "value": "coarse"},
+		{"name": "head", "words": "head", "value": "20"}, {"name": "lr", "words": "learning rate", "value": "0.1"},
+		{"name": "devices", "words": "devices", "value": "all"}, {"name": "eval-every", "words": "eval every", "value": "6"}]}`
 	old := `{"status": "done", "started": "2026-11-01T10:00:00Z", "dataset": "cifar10", "model": "cnn", "head": 10, "guarded": true,
 		"devices": 1, "batch_size": 512, "target_step": 30}`
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "old"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "old", FileName), []byte(old), 0o644))
+	for name, doc := range map[string]string{"v2": v2, "old": old} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, name), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name, FileName), []byte(doc), 0o644))
+	}
 
 	list, err := List(dir)
 	require.NoError(t, err)
-	require.Len(t, list, 2)
-	require.Equal(t, map[string]string{"recipe": "airbench94", "dataset": "cifar10", "data": data.KindVerified, "train-images": "5000",
-		"model": "cnn", "head": "10", "guard": "true", "devices": "1", "batch": "512", "steps": "20", "precision": "f32", "label-smoothing": "0.1"},
-		list[0].Settings)
+	require.Len(t, list, 3)
+	byName := map[string]Info{}
+	for _, r := range list {
+		byName[r.Name] = r
+	}
+	require.Equal(t, "airbench94", byName["new"].Settings["recipe"])
+	require.Equal(t, "0.1", byName["new"].Settings["label-smoothing"])
+	require.Equal(t, "10", byName["new"].Settings["head"])
+	require.NotContains(t, byName["new"].Settings, "checkpoint", "bookkeeping")
+	require.Equal(t, map[string]string{"dataset": "cifar100-coarse", "head": "20", "lr": "0.1", "devices": "4", "model": "cnn", "guard": "true",
+		"batch": "512", "steps": "30", "precision": "f32"}, byName["v2"].Settings, "format 2: its fields win, its bookkeeping left out")
+	require.Equal(t, []any{"cifar100-coarse", 20, 4}, []any{byName["v2"].Dataset, byName["v2"].Head, byName["v2"].Devices})
 	require.Equal(t, map[string]string{"dataset": "cifar10", "model": "cnn", "head": "10", "guard": "true", "devices": "1", "batch": "512",
-		"steps": "30", "precision": "f32"}, list[1].Settings)
-	// Written before Values: the record's fields first, in its order, then the params by name.
-	require.Equal(t, []string{"recipe", "data", "train-images", "steps", "label-smoothing"}, Differing(list...))
-	require.Equal(t, []string{"airbench94 recipe, real verified data, 5,000 training images, 20 steps, label smoothing 0.1",
-		"no recipe, data not recorded, training images not recorded, 30 steps, label smoothing default"}, Labels(list...))
+		"steps": "30", "precision": "f32"}, byName["old"].Settings)
+	// In the order of the values (format 1's: the record's fields first, in its order), in words.
+	require.Equal(t, []string{"dataset", "head", "devices", "lr"}, Differing(byName["old"], byName["v2"]))
+	require.Equal(t, []string{"dataset cifar10, head 10, 1 device, lr default", "dataset cifar100-coarse, head 20, 4 devices, learning rate 0.1"},
+		Labels(byName["old"], byName["v2"]))
+	got, err := ReadRecord(filepath.Join(dir, "v2"))
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"labels": "coarse", "dataset": "cifar100", "lr": "0.1"}, got.Settings.Given, "what it was given, but --json")
 
 	// The settings travel in `cifarlab runs --json`.
-	doc, err := json.Marshal(list[1])
+	doc, err := json.Marshal(byName["old"])
 	require.NoError(t, err)
 	require.Contains(t, string(doc), `"settings":{"batch":"512",`)
 }
@@ -264,8 +301,8 @@ func TestValidation(t *testing.T) {
 // has no column that would be empty for every run.
 func TestTableTopKColumn(t *testing.T) {
 	evaluated := func(name, dataset string, eval string) Info {
-		rec := &Record{Status: RunDone, Dataset: dataset, Model: "cnn", Head: 10, Guarded: true, Devices: 1, BatchSize: 512, TargetStep: 20,
-			Result: json.RawMessage(`{"end_step": 20, "loss": 1.5, "eval": ` + eval + `}`)}
+		rec := &Record{Format: RecordFormat, Status: RunDone, Result: json.RawMessage(`{"end_step": 20, "loss": 1.5, "eval": ` + eval + `}`)}
+		rec.Settings.Values = recorded(name, map[string]string{"dataset": dataset}).Values
 		return Info{Name: name, Dir: "/runs/" + name}.withRecord(rec)
 	}
 	ten := `{"accuracy": 0.5, "examples": 100}`

@@ -8,15 +8,17 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 )
 
-// Two runs of the same recipe, one value changed: a comparison names each by that value, and
-// the runs table gets its column.
+// Two runs of the same recipe, one value changed: a comparison names each by that value (their
+// folders differ too, but a checkpoint folder is bookkeeping), and the runs table gets its column.
 func ExampleDiffering() {
 	dir, _ := os.MkdirTemp("", "runs")
 	defer os.RemoveAll(dir)
 	for name, smoothing := range map[string]string{"ls-0.2": "0.2", "ls-0.1": "0.1"} {
-		rec := runs.Record{Status: runs.RunDone, Dataset: "cifar10", Model: "airbench94", Head: 10, Guarded: true, Devices: 1,
-			BatchSize: 1024, TargetStep: 40, Recipe: "airbench94",
-			Params: map[string]string{"recipe": "airbench94", "epochs": "2", "label-smoothing": smoothing}}
+		rec := runs.Record{Status: runs.RunDone, Settings: runs.RunSettings{
+			Values: []runs.Setting{{Name: "recipe", Words: "recipe", Value: "airbench94"}, {Name: "model", Words: "model", Value: "airbench94"},
+				{Name: "label-smoothing", Words: "label smoothing", Value: smoothing}, {Name: "epochs", Words: "epochs", Value: "2"},
+				{Name: "checkpoint", Words: "checkpoint folder", Value: filepath.Join(dir, name), Bookkeeping: true}},
+			Given: map[string]string{"recipe": "airbench94", "epochs": "2", "label-smoothing": smoothing}}}
 		_ = os.Mkdir(filepath.Join(dir, name), 0o755)
 		if err := rec.Write(filepath.Join(dir, name)); err != nil {
 			panic(err)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/internal/atomicfile"
 )
@@ -41,9 +40,12 @@ const (
 	RunForeign Status = "foreign"
 )
 
-// RecordFormat is the format of run.json: 2 records the run's settings (Settings); format 1,
-// without the field, is that of the lab before them (commit 4805295 and earlier).
-const RecordFormat = 2
+// RecordFormat is the format of run.json: 3 holds the run's settings once (Settings: every
+// setting of its table, resolved, and those it was given). Format 2 (commits 4805295 to f035eac)
+// held them four ways: fields of the record, the params given, training's Settings in JSON and
+// the table's values; format 1 (4805295 and earlier) only the fields and the params. ReadRecord
+// reads all three into this form (record_legacy.go).
+const RecordFormat = 3
 
 // FormatError reports a file (or value) written in a format newer than this lab reads: a
 // newer lab's. It says both, in one line.
@@ -74,36 +76,12 @@ type Record struct {
 	// WallTime is the time spent in Train, resumes added up (training, compilation and
 	// evaluations).
 	WallTime time.Duration `json:"wall_time_ns"`
-	// What was trained, from the config: dataset id, architecture, head width, guards, devices,
-	// global batch and target step.
-	Dataset    string `json:"dataset"`
-	Model      string `json:"model"`
-	Head       int    `json:"head"`
-	Guarded    bool   `json:"guarded"`
-	Devices    int    `json:"devices"`
-	BatchSize  int    `json:"batch_size"`
-	TargetStep int    `json:"target_step"`
-	// Precision is training.Settings.Compute.Precision ("" in a run.json written before it was recorded: f32).
-	Precision cifarlib.Precision `json:"precision,omitempty"`
-	// Recipe is the named recipe the run's settings came from (training.Settings.Recipe, e.g.
-	// "airbench94"), "" for none.
-	Recipe string `json:"recipe,omitempty"`
-	// From is the run a transferred run was carried from (training.Settings.Transfer.From), "" otherwise.
-	From string `json:"from,omitempty"`
+	// Settings are the run's settings, once: every setting of the table it was trained with, as
+	// the run resolved it, and those it was given.
+	Settings RunSettings `json:"settings"`
 	// ImportedFrom is the file an imported run's weights came from (WriteImportedRun: a
 	// PyTorch state_dict), "" for a run the lab trained.
 	ImportedFrom string `json:"imported_from,omitempty"`
-	// Params are the hyperparameters the run was started with, by setting name
-	// (training.Settings.Record.Params).
-	Params map[string]string `json:"params,omitempty"`
-	// Settings are the run's settings (training.Settings, resolved), which the training
-	// package decodes; absent from a run.json of format 1.
-	Settings json.RawMessage `json:"settings,omitempty"`
-	// Values are every setting of the run, resolved, in the order of training's table of
-	// settings (training.Fields), each with its name in words: what a comparison of runs names
-	// them by (Differing, Labels). Absent from a run.json written before them: Params then say
-	// the settings the run was given.
-	Values []Setting `json:"values,omitempty"`
 	// Job is where the run (its latest start) ran: host, GPUs and Slurm job (see JobInfo).
 	Job *JobInfo `json:"job,omitempty"`
 	// Data is what the run was trained on: synthetic or real (verified or not), layout, folder
@@ -120,12 +98,52 @@ type Record struct {
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
-// Setting is one setting of a run (Record.Values): its name (a flag of `cifarlab train`, a
-// sweep's axis), its name in words, and its value as the run resolved it, as the flag reads it.
+// RunSettings are a run's settings as run.json holds them: the training package's Settings,
+// written by its table of settings (training.Fields), each row with its value, and what the
+// run was given. They are a run's settings whatever the lab that reads them: a comparison of
+// runs reads them by name, in words and knowing which are bookkeeping, from the record alone.
+type RunSettings struct {
+	// Values are every setting of the table, in its order, with its value as the run resolved
+	// it (the transfer source's architecture, the head's width, the steps of a length in epochs,
+	// the devices' count), as the setting reads it (training.Field.Get).
+	Values []Setting `json:"values"`
+	// Given are the settings the run was given, as written (its flags, a sweep task's grid
+	// values: training.Settings.Record.Params), by name; nil: none recorded.
+	Given map[string]string `json:"given,omitempty"`
+}
+
+// Setting is one setting of a run (RunSettings.Values): its name (a flag of `cifarlab train`, a
+// sweep's axis), its name in words, its value, and whether it is bookkeeping.
 type Setting struct {
 	Name  string `json:"name"`
 	Words string `json:"words"`
 	Value string `json:"value"`
+	// Bookkeeping: the setting says how the run was kept and watched (where it was written,
+	// how often it saved, logged, recorded and validated), not what it trained: a comparison of
+	// runs leaves it out.
+	Bookkeeping bool `json:"bookkeeping,omitempty"`
+}
+
+// Value returns the value of the setting called name, and whether the run recorded it.
+func (r RunSettings) Value(name string) (string, bool) {
+	for _, v := range r.Values {
+		if v.Name == name {
+			return v.Value, true
+		}
+	}
+	return "", false
+}
+
+// Set sets the value of the setting called name, added at the end when the run did not record
+// it.
+func (r *RunSettings) Set(name, value string) {
+	for i, v := range r.Values {
+		if v.Name == name {
+			r.Values[i].Value = value
+			return
+		}
+	}
+	r.Values = append(r.Values, Setting{Name: name, Value: value})
 }
 
 // ReadRecord reads dir/run.json. A folder without one gives an error that wraps
@@ -136,8 +154,8 @@ func ReadRecord(dir string) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runs: reading the run record: %w", err)
 	}
-	rec := &Record{}
-	if err := json.Unmarshal(data, rec); err != nil {
+	rec, err := decodeRecord(data)
+	if err != nil {
 		return nil, fmt.Errorf("runs: %s: %w: the file is not a cifarlib run record", path, err)
 	}
 	if rec.Format > RecordFormat {

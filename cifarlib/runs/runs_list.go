@@ -72,14 +72,13 @@ type Info struct {
 	Data *data.Provenance `json:"data,omitempty"`
 	// TensorBoard is true when the folder holds TensorBoard event files.
 	TensorBoard bool `json:"tensorboard"`
-	// Settings are the run's settings by name, as its run.json records them: what was trained
-	// (model, head, guard, devices, batch, steps, precision, recipe, data, transfer source) and
-	// every setting of its table (Record.Values; in a run.json written before them, the params
-	// it was started with), e.g. "lr", "label-smoothing", "seed"; nil without a run.json.
+	// Settings are the run's settings by name, as its run.json records them (Record.Settings):
+	// every setting of its table but its bookkeeping, the dataset by its id, and what its data
+	// held (data, train-images), e.g. "lr", "label-smoothing", "seed"; nil without a run.json.
 	// Differing, Value and Describe read them.
 	Settings map[string]string `json:"settings,omitempty"`
-	// Values are the run's Record.Values: its settings' order and their names in words (a
-	// comparison names them so); nil for a run.json written before them.
+	// Values are the run's RunSettings.Values: its settings' order and their names in words (a
+	// comparison names them so); nil without a run.json.
 	Values []Setting `json:"values,omitempty"`
 	// History is the run's curves (nil when it has none).
 	History *History `json:"-"`
@@ -153,9 +152,10 @@ func Read(dir string) Info {
 // withRecord is info with what the run's record says: what it trained, its result and its status.
 func (info Info) withRecord(rec *Record) Info {
 	var chance ChanceBand
-	info.Dataset, info.Model, info.Head, info.Guarded, info.Devices = rec.Dataset, rec.Model, rec.Head, rec.Guarded, rec.Devices
-	info.WallTime, info.From, info.Status, info.Data, info.Precision = rec.WallTime, rec.From, rec.Status, rec.Data, rec.Precision
-	info.Settings, info.Values = settingsOf(rec), rec.Values
+	info.Settings, info.Values = settingsOf(rec), rec.Settings.Values
+	s := info.Settings
+	info.Dataset, info.Model, info.Head, info.Guarded, info.Devices = s["dataset"], s["model"], atoi(s["head"]), s["guard"] == "true", atoi(s["devices"])
+	info.WallTime, info.From, info.Status, info.Data, info.Precision = rec.WallTime, s["from"], rec.Status, rec.Data, cifarlib.Precision(s["precision"])
 	if rec.Result != nil {
 		var r recordedResult
 		if err := json.Unmarshal(rec.Result, &r); err != nil {
@@ -166,7 +166,7 @@ func (info Info) withRecord(rec *Record) Info {
 			info.HasTest, info.TestAccuracy, info.TestTopK, info.TestK = true, r.Eval.Accuracy, r.Eval.TopKAccuracy, r.Eval.TopK
 			classes := len(r.Eval.PerClass) // the dataset's classes
 			if classes == 0 {
-				classes = rec.Head
+				classes = info.Head
 			}
 			chance = Chance(classes, r.Eval.Examples)
 			info.ChanceLevel = chance.Contains(r.Eval.Accuracy)
@@ -180,7 +180,7 @@ func (info Info) withRecord(rec *Record) Info {
 	case RunFailed:
 		info.Reason = rec.Error
 	case RunInterrupted:
-		info.Reason = fmt.Sprintf("interrupted at step %d of %d: train again with the same folder to resume", info.Steps, rec.TargetStep)
+		info.Reason = fmt.Sprintf("interrupted at step %d of %s: train again with the same folder to resume", info.Steps, s["steps"])
 	}
 	if info.ChanceLevel {
 		info.Reason = strings.TrimPrefix(info.Reason+"; test accuracy at chance level ("+chance.String()+"): the run learned nothing", "; ")

@@ -25,8 +25,8 @@ func TestListMarksChanceLevel(t *testing.T) {
 		}
 		raw, err := json.Marshal(result)
 		require.NoError(t, err)
-		rec := &Record{Status: RunDone, Started: time.Now(), Dataset: "cifar10", Model: "airbench94", Head: 10, Guarded: true,
-			Devices: 1, BatchSize: 1024, TargetStep: 4, Result: raw}
+		rec := &Record{Status: RunDone, Started: time.Now(), Result: raw}
+		rec.Settings.Values = recorded(name, map[string]string{"model": "airbench94", "batch": "1024", "steps": "4"}).Values
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, name), 0o755))
 		require.NoError(t, rec.Write(filepath.Join(dir, name)))
 	}

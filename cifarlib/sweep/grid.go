@@ -105,12 +105,53 @@ func combinations(grid []Axis, list [][]Setting) [][]Setting {
 	return append(out, list...)
 }
 
+// checkShared checks spec's shared settings: settings (checkField) that the base settings take
+// (training.Settings.Apply).
+func checkShared(spec Spec) error {
+	given := map[string]string{}
+	for _, st := range spec.Shared {
+		if err := checkField("the shared flags", st.Field); err != nil {
+			return err
+		}
+		given[st.Field] = st.Value
+	}
+	if err := spec.Base.Apply(given); err != nil {
+		return &GridError{Arg: "the shared flags", Problem: "are refused by `cifarlab train`", Err: err, Fix: "fix the flags"}
+	}
+	return nil
+}
+
+// checkAxis checks axis a of spec's grid: a setting (checkField) with values, each of which its
+// row of the table takes (training.Settings.Apply on the base and shared settings: its parsing
+// and range), so that a value the setting does not take is refused by its axis, before any task.
+func checkAxis(spec Spec, a Axis) error {
+	where := "--grid " + a.Field
+	if err := checkField(where, a.Field); err != nil {
+		return err
+	}
+	if len(a.Values) == 0 {
+		return &GridError{Arg: where, Problem: "has no values", Fix: "give at least one value"}
+	}
+	for _, v := range a.Values {
+		s, given := spec.Base, map[string]string{a.Field: v}
+		for _, st := range spec.Shared {
+			if st.Field != a.Field {
+				given[st.Field] = st.Value
+			}
+		}
+		if err := s.Apply(given); err != nil {
+			return &GridError{Arg: where, Problem: "has a value the setting does not take", Err: err, Fix: "fix the value"}
+		}
+	}
+	return nil
+}
+
 // checkField refuses a setting that is not one of training.Fields, or one the sweep sets itself
 // (Reserved), naming where it came from; the error of an unknown one lists those there are.
 func checkField(where, name string) error {
 	if slices.Contains(Reserved, name) {
-		return &GridError{Arg: where, Problem: "sets --" + name + ", which the sweep sets for each task",
-			Fix: "leave --" + name + " out: each task trains into its own folder of --runs"}
+		return &GridError{Arg: where, Problem: "sets " + name + ", which the sweep sets for each task",
+			Fix: "leave it out: each task trains into its own folder of the runs folder"}
 	}
 	if _, err := training.LookupField(name); err != nil {
 		var names []string
@@ -120,7 +161,7 @@ func checkField(where, name string) error {
 			}
 		}
 		sort.Strings(names)
-		return &GridError{Arg: where, Problem: "names --" + name + ", which is not a flag of `cifarlab train`",
+		return &GridError{Arg: where, Problem: fmt.Sprintf("names %q, which is not a setting of `cifarlab train`", name),
 			Fix: "use one of " + strings.Join(names, ", ")}
 	}
 	return nil

@@ -155,17 +155,12 @@ func (s *Sweep) plan(spec Spec) error {
 	if spec.Base.Checkpoint.Dir != "" {
 		return checkField("the base settings", "checkpoint")
 	}
-	for _, st := range spec.Shared {
-		if err := checkField("the shared flags", st.Field); err != nil {
-			return err
-		}
+	if err := checkShared(spec); err != nil {
+		return err
 	}
 	for _, a := range spec.Grid {
-		if err := checkField("--grid "+a.Field, a.Field); err != nil {
+		if err := checkAxis(spec, a); err != nil {
 			return err
-		}
-		if len(a.Values) == 0 {
-			return &GridError{Arg: "--grid " + a.Field, Problem: "has no values", Fix: "give at least one value"}
 		}
 	}
 	for _, l := range spec.List {
@@ -241,9 +236,9 @@ func (s *Sweep) checkRunFolder(i int) error {
 	if err != nil {
 		return &SettingsError{Dir: dir, Task: t.Name, Problem: err.Error()}
 	}
-	if !maps.Equal(rec.Params, t.Params) {
+	if given := rec.Settings.Given; !maps.Equal(given, t.Params) {
 		return &SettingsError{Dir: dir, Task: t.Name, Problem: fmt.Sprintf("it holds a run trained with %s, the task has %s",
-			formatParams(rec.Params), formatParams(t.Params))}
+			formatParams(given), formatParams(t.Params))}
 	}
 	return nil
 }

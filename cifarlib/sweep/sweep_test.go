@@ -9,6 +9,7 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,7 +40,7 @@ func TestPlanTasks(t *testing.T) {
 	require.Equal(t, map[string]string{"steps": "10", "model": "cnn", "seed": "2", "lr": "0.05"}, s.Tasks[3].Params)
 	ts, err := s.TaskSettings(3)
 	require.NoError(t, err)
-	require.Equal(t, []any{10, "cnn", int64(2), training.Optimizer(training.Adam{LearningRate: 0.05}), filepath.Join(runs, "lr-seed_2-lr_0.05"),
+	require.Equal(t, []any{10, "cnn", int64(2), optimizers.Optimizer(optimizers.Adam{LearningRate: 0.05}), filepath.Join(runs, "lr-seed_2-lr_0.05"),
 		s.Tasks[3].Params}, []any{ts.Run.Steps, ts.Model.Arch, ts.Run.Seed, ts.Optimizer, ts.Checkpoint.Dir, ts.Record.Params})
 	require.Equal(t, []int{0, 1, 2, 3, 4}, s.Unfinished())
 
@@ -61,18 +62,26 @@ func TestPlanErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown flag", func(s *Spec) { s.Grid = []Axis{{"sed", []string{"1"}}} },
-			"sweep: --grid sed names --sed, which is not a flag of `cifarlab train`: use one of " + settingNames()},
+			"sweep: --grid sed names \"sed\", which is not a setting of `cifarlab train`: use one of " + settingNames()},
 		{"reserved flag", func(s *Spec) { s.Grid = []Axis{{"checkpoint", []string{"a"}}} },
-			"sweep: --grid checkpoint sets --checkpoint, which the sweep sets for each task: leave --checkpoint out: each task trains into its own folder of --runs"},
+			"sweep: --grid checkpoint sets checkpoint, which the sweep sets for each task: leave it out: each task trains into its own folder of the runs folder"},
 		{"reserved shared flag", func(s *Spec) { s.Shared = append(s.Shared, Setting{"checkpoint", "runs/x"}) },
-			"sweep: the shared flags sets --checkpoint, which the sweep sets for each task: leave --checkpoint out: each task trains into its own folder of --runs"},
+			"sweep: the shared flags sets checkpoint, which the sweep sets for each task: leave it out: each task trains into its own folder of the runs folder"},
 		{"reserved base setting", func(s *Spec) { s.Base.Checkpoint.Dir = "runs/x" },
-			"sweep: the base settings sets --checkpoint, which the sweep sets for each task: leave --checkpoint out: each task trains into its own folder of --runs"},
+			"sweep: the base settings sets checkpoint, which the sweep sets for each task: leave it out: each task trains into its own folder of the runs folder"},
 		{"empty grid", func(s *Spec) { s.Grid = nil },
 			"sweep: the sweep has no grid and no list, so no task: give at least one --grid FLAG=V1,V2 (or --list 'FLAG=V ...')"},
 		{"axis without values", func(s *Spec) { s.Grid = []Axis{{"seed", nil}} }, "sweep: --grid seed has no values: give at least one value"},
 		{"bad value", func(s *Spec) { s.Grid = []Axis{{"seed", []string{"x"}}} },
-			"sweep: task lr-seed_x is refused by `cifarlab train`: training: setting seed=\"x\": use a whole number: fix the flag's value"},
+			"sweep: --grid seed has a value the setting does not take: training: setting seed=\"x\": use a whole number: fix the value"},
+		// An axis's values are checked by the setting's row of the table, its range too, before any task.
+		{"value out of range", func(s *Spec) { s.Grid = []Axis{{"lr", []string{"0.1", "-1"}}} },
+			"sweep: --grid lr has a value the setting does not take: training: config: Optimizer.LearningRate=-1: use a number >= 0: fix the value"},
+		{"value of the shared optimizer's", func(s *Spec) {
+			s.Grid = []Axis{{"momentum", []string{"1"}}}
+			s.Shared = append(s.Shared, Setting{"optimizer", "nesterov"})
+		},
+			"sweep: --grid momentum has a value the setting does not take: training: config: Optimizer.Momentum=1: use a number in [0, 1): fix the value"},
 		{"bad name", func(s *Spec) { s.Name = "../up" },
 			"sweep: --name ../up is not a sweep name: start with a letter or digit and use letters, digits and . _ - only"},
 		{"settings training refuses", func(s *Spec) { s.Shared = s.Shared[1:] },

@@ -15,7 +15,7 @@ func writeDoneRun(t *testing.T, dir string, params map[string]string, accuracy, 
 	t.Helper()
 	result, err := json.Marshal(map[string]any{"end_step": 10, "loss": loss, "eval": map[string]any{"accuracy": accuracy}})
 	require.NoError(t, err)
-	data, err := json.Marshal(runs.Record{Status: runs.RunDone, Params: params, Result: result})
+	data, err := json.Marshal(runs.Record{Format: runs.RecordFormat, Status: runs.RunDone, Settings: runs.RunSettings{Given: params}, Result: result})
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, runs.FileName), data, 0o644))

@@ -2,18 +2,23 @@ package training
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
+	"reflect"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
 )
 
 // CheckpointMismatchError reports a resume whose settings differ from those of the run that
@@ -69,7 +74,7 @@ func openCheckpoints(p *plan, m *cifarlib.Model, store *model.Store, log runLog)
 	}
 	for _, name := range tc.setAside {
 		log("checkpoint %s in %s was incomplete (an interrupted save): set aside as %s.{json,bin}%s",
-			name, p.Checkpoint.Dir, name, incompleteCheckpointSuffix)
+			name, p.Checkpoint.Dir, name, checkpoints.IncompleteSuffix)
 	}
 	if tc.resumed != nil {
 		var err error
@@ -85,8 +90,8 @@ func openCheckpoints(p *plan, m *cifarlib.Model, store *model.Store, log runLog)
 // recordSettings records the settings of a run of plan p, whose model expects input, in
 // store's parameters (replacing those a resumed checkpoint loaded), which every checkpoint saves.
 func recordSettings(p *plan, store *model.Store, input cifarlib.InputNormalization) error {
-	info := CheckpointInfo{Dir: p.Checkpoint.Dir, Format: SettingsFormat, Settings: p.Settings, Input: input}
-	return info.setStoreParams(store)
+	info := CheckpointInfo{Dir: p.Checkpoint.Dir, Format: settingsFormat, Settings: p.Settings, Input: input}
+	return info.setStoreParams(store, p.learningRate)
 }
 
 // adoptInput returns the input normalisation the weights of a run of plan p expect: a resumed
@@ -108,13 +113,9 @@ func (tc *trainCheckpoint) adoptInput(p *plan, own cifarlib.InputNormalization) 
 // any of the run's parameters are set: a loaded checkpoint must match p's settings.
 func openTrainCheckpoint(store *model.Store, p *plan) (*trainCheckpoint, error) {
 	dir := p.Checkpoint.Dir
-	setAside, err := setAsideIncompleteCheckpoints(dir)
+	h, setAside, err := checkpoints.Open(store, dir, p.Checkpoint.Keep)
 	if err != nil {
 		return nil, err
-	}
-	h, err := checkpoint.Build(store).Dir(dir).Keep(p.Checkpoint.Keep).Done()
-	if err != nil {
-		return nil, fmt.Errorf("training: checkpoint directory %s: %w", dir, err)
 	}
 	tc := &trainCheckpoint{handler: h, dir: dir, setAside: setAside}
 	has, err := h.HasCheckpoints()
@@ -124,19 +125,16 @@ func openTrainCheckpoint(store *model.Store, p *plan) (*trainCheckpoint, error) 
 	if !has {
 		return tc, nil
 	}
-	info, ok, err := checkpointInfoFromStore(store, dir)
+	params, _, err := checkpoints.ReadParams(store) // Open refused a foreign checkpoint
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("training: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter): "+
-			"use another checkpoint directory", dir, ckptParamModel)
-	}
-	if info.Input, err = inputFromStore(store); err != nil {
+	info, err := checkpointInfo(store, params, dir)
+	if err != nil {
 		return nil, err
 	}
 	diffs := info.compareForResume(&p.Settings)
-	// A different head is a *ShapeMismatchError, which says more than the settings' diff.
+	// A different head is a *checkpoints.ShapeMismatchError, which says more than the settings' diff.
 	if err := headShapeCheck(h, info, p.dataset, p.Model.Head, p.Model.Arch, true); err != nil {
 		return nil, err
 	}
@@ -166,61 +164,29 @@ func (tc *trainCheckpoint) resumedAt() (step int, ok bool) {
 	return tc.resumed.Step, true
 }
 
-// save writes a new checkpoint (keeping the newest Checkpoint.Keep) and the history.
-// Metric accumulators are not saved: GoMLX names them with a fresh id per run; nor are the fed
-// hyper-parameters (train_hyper.go): each run sets its own.
+// save writes a new checkpoint (keeping the newest Checkpoint.Keep) and the history, but the
+// fed hyper-parameters (optimizers.IsFed): each run sets its own.
 func (tc *trainCheckpoint) save(store *model.Store, history *runs.History) error {
-	for v := range store.IterVariables() {
-		if strings.HasPrefix(v.Path(), "/metrics/") || isHyper(v) {
-			tc.handler.ExcludeVarsFromSaving(v)
-		}
-	}
-	if err := tc.handler.Save(); err != nil {
-		return fmt.Errorf("training: saving checkpoint in %s: %w", tc.dir, err)
-	}
-	return history.Save(tc.dir)
+	return checkpoints.Save(tc.handler, store, history, optimizers.IsFed)
 }
 
 // readRunCheckpoint opens the latest checkpoint of the cifarlib run in dir into a new Store
-// (its variables loaded lazily, the handler's LoadedVariables holding them until then) and
-// returns what the run recorded. Errors: ErrNoCheckpoint (wrapped) for a missing, empty or file
-// path, *IncompleteCheckpointError for an interrupted save, *CorruptCheckpointError for files
-// GoMLX cannot read, and an error naming the missing parameter for a foreign checkpoint.
+// (checkpoints.Read) and returns what the run recorded, its settings read (checkpointInfo).
 func readRunCheckpoint(dir string) (*model.Store, *checkpoint.Handler, CheckpointInfo, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return nil, nil, CheckpointInfo{}, fmt.Errorf("%w in %s: %w", ErrNoCheckpoint, dir, err)
-	}
-	if !fi.IsDir() {
-		return nil, nil, CheckpointInfo{}, fmt.Errorf("%w: %s is a file, not a checkpoint directory", ErrNoCheckpoint, dir)
-	}
-	if names, reason, err := incompleteCheckpoints(dir); err == nil && len(names) > 0 {
-		return nil, nil, CheckpointInfo{}, &IncompleteCheckpointError{Dir: dir, Files: names, Reason: reason}
-	}
-	store := model.NewStore()
-	h, err := checkpoint.Build(store).Dir(dir).Done()
-	if err != nil {
-		return nil, nil, CheckpointInfo{}, &CorruptCheckpointError{Dir: dir, Err: err}
-	}
-	if has, err := h.HasCheckpoints(); err != nil || !has {
-		return nil, nil, CheckpointInfo{}, fmt.Errorf("%w in %s: train with a checkpoint directory first (cifarlab train --checkpoint %s)", ErrNoCheckpoint, dir, dir)
-	}
-	info, ok, err := checkpointInfoFromStore(store, dir)
+	store, h, params, err := checkpoints.Read(dir)
 	if err != nil {
 		return nil, nil, CheckpointInfo{}, err
 	}
-	if !ok {
-		return nil, nil, CheckpointInfo{}, fmt.Errorf("training: %s holds a GoMLX checkpoint that cifarlib did not write (no %q parameter)", dir, ckptParamModel)
-	}
-	if info.Input, err = inputFromStore(store); err != nil {
+	info, err := checkpointInfo(store, params, dir)
+	if err != nil {
 		return nil, nil, CheckpointInfo{}, err
 	}
 	return store, h, info, nil
 }
 
-// headShapeCheck returns *ShapeMismatchError when the checkpoint h (of the run info) holds a
-// head whose width differs from head, for a model of the same architecture arch built for the
-// dataset with Spec ID dataset; nil otherwise.
+// headShapeCheck returns *checkpoints.ShapeMismatchError when the checkpoint h (of the run info)
+// holds a head whose width differs from head, for a model of the same architecture arch built
+// for the dataset with Spec ID dataset; nil otherwise.
 func headShapeCheck(h *checkpoint.Handler, info CheckpointInfo, dataset string, head int, arch string, resume bool) error {
 	if info.Model.Arch != arch || info.Model.Head == head {
 		return nil
@@ -232,95 +198,446 @@ func headShapeCheck(h *checkpoint.Handler, info CheckpointInfo, dataset string, 
 		return nil // The saved head is not there to compare: the settings' diff reports it.
 	}
 	dims := saved.Shape().Dimensions
-	return &ShapeMismatchError{Dir: info.Dir, Variable: path, Saved: []int{dims[0], dims[1]}, Model: []int{dims[0], head},
+	return &checkpoints.ShapeMismatchError{Dir: info.Dir, Variable: path, Saved: []int{dims[0], dims[1]}, Model: []int{dims[0], head},
 		SavedDataset: info.Data.Spec.ID(), ModelDataset: dataset, SavedHead: info.Model.Head, ModelHead: head, Resume: resume}
 }
 
-// incompleteCheckpointSuffix is appended to the files of a checkpoint that a save left
-// incomplete when a resumed run sets them aside.
-const incompleteCheckpointSuffix = ".incomplete"
-
-// IncompleteCheckpointError reports that the newest checkpoint in a directory was not completely
-// written (GoMLX's checkpoint.Save writes its files in place, and a crash or kill during a save
-// leaves an empty or truncated .json): loading it would fail, and resuming from it is impossible.
-type IncompleteCheckpointError struct {
+// CheckpointInfo is what a checkpoint records about the run that saved it: its Settings,
+// resolved (Model.Head is the head's width, Run.Steps its target step), at Step. An imported
+// run's (WriteImportedRun) are its dataset and model only: no optimizer.
+type CheckpointInfo struct {
 	// Dir is the checkpoint directory.
 	Dir string
-	// Files are the base names (without .json/.bin) of the incomplete checkpoints, newest last.
-	Files []string
-	// Reason says what is wrong with the newest one.
-	Reason string
+	// Step is the global step of the latest checkpoint.
+	Step int
+	// Format is the settings format it was written in: settingsFormat, or 1 for a run of the
+	// lab before Settings (settingsV1 reads those).
+	Format int
+	// Settings are the run's.
+	Settings
+	// Input is the normalisation the run's model expects when it is not its dataset's (an
+	// imported model's: see cifarlib.InputNormalization); zero otherwise.
+	Input cifarlib.InputNormalization
+	// ImportedFrom is the file an imported run was made from (WriteImportedRun), or "".
+	ImportedFrom string
 }
 
-func (e *IncompleteCheckpointError) Error() string {
-	return fmt.Sprintf("training: checkpoint %s in %s is incomplete (%s; a save was interrupted): resume "+
-		"training with the same --checkpoint directory to set it aside and continue from the previous one, "+
-		"or delete its .json and .bin files", e.Files[len(e.Files)-1], e.Dir, e.Reason)
+// checkpointInfoJSON is CheckpointInfo in JSON (`cifarlab eval --json`).
+type checkpointInfoJSON struct {
+	Dir          string                      `json:"dir"`
+	Step         int                         `json:"step"`
+	Format       int                         `json:"format"`
+	Settings     Settings                    `json:"settings"`
+	Input        cifarlib.InputNormalization `json:"input_normalization,omitzero"`
+	ImportedFrom string                      `json:"imported_from,omitempty"`
 }
 
-// incompleteCheckpoints returns the base names of the checkpoints in dir that are newer than
-// its newest complete one and incomplete themselves, oldest first, with the reason for the newest.
-// A checkpoint is complete when its .json (written last by GoMLX, after the .bin is closed)
-// parses and names its variables, and its .bin exists.
-func incompleteCheckpoints(dir string) (names []string, reason string, err error) {
-	matches, err := filepath.Glob(filepath.Join(dir, "checkpoint-*"+checkpoint.JsonNameSuffix))
+// MarshalJSON implements json.Marshaler.
+func (ci CheckpointInfo) MarshalJSON() ([]byte, error) {
+	return json.Marshal(checkpointInfoJSON{ci.Dir, ci.Step, ci.Format, ci.Settings, ci.Input, ci.ImportedFrom})
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (ci *CheckpointInfo) UnmarshalJSON(b []byte) error {
+	var j checkpointInfoJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*ci = CheckpointInfo{j.Dir, j.Step, j.Format, j.Settings, j.Input, j.ImportedFrom}
+	return nil
+}
+
+// setStoreParams records info in the Store's parameters (checkpoints.Params), which the
+// checkpoint saves, with its optimizer's learning rate lr (GoMLX's own parameter).
+func (ci *CheckpointInfo) setStoreParams(store *model.Store, lr float64) error {
+	settings, err := ci.Settings.MarshalJSON()
 	if err != nil {
-		return nil, "", err
+		return fmt.Errorf("training: recording the run's settings: %w", err)
 	}
-	sort.Strings(matches) // GoMLX names them checkpoint-nNNNNNNN-..., so this is oldest first
-	for i := len(matches) - 1; i >= 0; i-- {
-		base := strings.TrimSuffix(matches[i], checkpoint.JsonNameSuffix)
-		why := checkpointProblem(base)
-		if why == "" {
-			break
-		}
-		if reason == "" {
-			reason = why
-		}
-		names = append([]string{filepath.Base(base)}, names...)
+	p := checkpoints.Params{Format: settingsFormat, Settings: string(settings), Arch: ci.Model.Arch, Input: ci.Input, ImportedFrom: ci.ImportedFrom}
+	if ci.Optimizer != nil {
+		p.Optimizer, p.LearningRate = ci.Optimizer.Algorithm(), lr
 	}
-	return names, reason, nil
+	p.Set(store)
+	return nil
 }
 
-// checkpointProblem says what is wrong with the checkpoint files base.json and base.bin, or "".
-func checkpointProblem(base string) string {
-	data, err := os.ReadFile(base + checkpoint.JsonNameSuffix)
+// checkpointInfo is what the checkpoint of dir, read into store, recorded of its run (params):
+// its settings, from their JSON or (format 1) from the store's parameters of each; a format
+// newer than settingsFormat is a *runs.FormatError, settings that do not read a
+// *checkpoints.CorruptError.
+func checkpointInfo(store *model.Store, params checkpoints.Params, dir string) (CheckpointInfo, error) {
+	info := CheckpointInfo{Dir: dir, Format: params.Format, Step: params.Step, Input: params.Input, ImportedFrom: params.ImportedFrom}
+	switch {
+	case info.Format > settingsFormat:
+		return info, &runs.FormatError{What: "checkpoint " + dir, Format: info.Format, Lab: settingsFormat}
+	case info.Format == 1:
+		info.Settings = settingsV1(store.RootScope(), params.Arch)
+	default:
+		if err := info.Settings.UnmarshalJSON([]byte(params.Settings)); err != nil {
+			return info, &checkpoints.CorruptError{Dir: dir, Err: fmt.Errorf("its settings do not read: %w", err)}
+		}
+	}
+	return info, nil
+}
+
+// compareForResume lists the settings of requested that differ from the saved ones, those a
+// resumed run must keep (each Field's resume rule): the data order, the model and the
+// optimisation. The guard may change freely; the run's steps matter to the schedules and to
+// lookahead, which span them.
+func (ci *CheckpointInfo) compareForResume(requested *Settings) []string {
+	var diffs []string
+	add := func(name, saved, requested string) {
+		if saved != requested {
+			diffs = append(diffs, fmt.Sprintf("%s: saved %s, requested %s", name, saved, requested))
+		}
+	}
+	saved := &ci.Settings
+	for _, f := range fields {
+		if f.resume != nil && f.resume(saved, requested) {
+			add(f.Label, f.Get(saved), f.Get(requested))
+		}
+		if f.Name != "steps" {
+			continue
+		}
+		if saved.Schedule.Name == optimizers.ScheduleCosine {
+			add("steps (the cosine schedule spans them)", f.Get(saved), f.Get(requested))
+		}
+		if saved.Schedule.Name == optimizers.ScheduleTriangle || saved.Run.Lookahead {
+			add("steps (the triangle schedule and lookahead span them)", f.Get(saved), f.Get(requested))
+		}
+	}
+	return diffs
+}
+
+// Format 1: the checkpoints of the lab before Settings (commit 4805295 and earlier) record
+// each setting in a Store parameter of its own, the fields a later version added absent from
+// older ones (their zero values are what those versions trained with). settingsV1 reads them
+// as Settings, as the run that wrote them resolved its Config: a run of format 1 loads,
+// evaluates and resumes (testdata/run-v0.28.3, testdata/run-4805295-recipe).
+const (
+	ckptV1Dataset        = "cifarlab_dataset"
+	ckptV1Labels         = "cifarlab_labels"
+	ckptV1Head           = "cifarlab_head"
+	ckptV1Batch          = "cifarlab_batch_size"
+	ckptV1Seed           = "cifarlab_seed"
+	ckptV1Augment        = "cifarlab_augment"
+	ckptV1Augmentation   = "cifarlab_augmentation"
+	ckptV1Schedule       = "cifarlab_schedule"
+	ckptV1Steps          = "cifarlab_steps"
+	ckptV1Warmup         = "cifarlab_warmup_steps"
+	ckptV1MinLR          = "cifarlab_min_learning_rate"
+	ckptV1Decay          = "cifarlab_weight_decay"
+	ckptV1Unguarded      = "cifarlab_unguarded"
+	ckptV1Recipe         = "cifarlab_recipe"
+	ckptV1Momentum       = "cifarlab_momentum"
+	ckptV1BiasScaler     = "cifarlab_bias_scaler"
+	ckptV1WhitenBias     = "cifarlab_whiten_bias_epochs"
+	ckptV1LabelSmoothing = "cifarlab_label_smoothing"
+	ckptV1Lookahead      = "cifarlab_lookahead"
+	ckptV1From           = "cifarlab_transferred_from"
+	ckptV1Freeze         = "cifarlab_freeze"
+	ckptV1BackboneLR     = "cifarlab_backbone_learning_rate"
+)
+
+// settingsV1 reads the settings of a format-1 checkpoint of a model of architecture arch from
+// its root scope's parameters. Its optimizer is nil for an imported run (no training settings).
+func settingsV1(root *model.Scope, arch string) Settings {
+	get := func(key string) string { return model.GetParamOr(root, key, "") }
+	spec, _ := data.SpecByName(get(ckptV1Dataset), get(ckptV1Labels))
+	augmentation := data.Augmentation(get(ckptV1Augmentation)) // "": the default, crop-flip
+	if augmentation == "" {
+		augmentation = data.AugmentCropFlip
+	}
+	s := Settings{Recipe: get(ckptV1Recipe),
+		Data: DataSettings{Spec: spec, BatchSize: model.GetParamOr(root, ckptV1Batch, 0), Augment: model.GetParamOr(root, ckptV1Augment, false),
+			Augmentation: augmentation},
+		Model: ModelSettings{Arch: arch, Head: model.GetParamOr(root, ckptV1Head, 0), Unguarded: model.GetParamOr(root, ckptV1Unguarded, false)},
+		Schedule: optimizers.Schedule{Name: get(ckptV1Schedule), WarmupSteps: model.GetParamOr(root, ckptV1Warmup, 0),
+			MinLearningRate: model.GetParamOr(root, ckptV1MinLR, 0.0)},
+		Run: RunSettings{Steps: model.GetParamOr(root, ckptV1Steps, 0), Seed: model.GetParamOr(root, ckptV1Seed, int64(0)),
+			LabelSmoothing: model.GetParamOr(root, ckptV1LabelSmoothing, 0.0), Lookahead: model.GetParamOr(root, ckptV1Lookahead, false)},
+		Transfer: TransferSettings{From: get(ckptV1From), Freeze: get(ckptV1Freeze), BackboneLearningRate: model.GetParamOr(root, ckptV1BackboneLR, 0.0)},
+		Compute:  ComputeSettings{Precision: cifarlib.PrecisionF32},
+	}
+	s.Optimizer = optimizerV1(get(optimizer.ParamOptimizer), model.GetParamOr(root, optimizer.ParamLearningRate, 0.0),
+		model.GetParamOr(root, ckptV1Decay, 0.0), model.GetParamOr(root, ckptV1Momentum, 0.0), model.GetParamOr(root, ckptV1BiasScaler, 0.0),
+		model.GetParamOr(root, ckptV1WhitenBias, 0))
+	return s
+}
+
+// optimizerV1 is the optimizer a format-1 checkpoint names, with its settings (those its
+// algorithm has; the others were zero); nil for none (an imported run) or a name this lab does
+// not know.
+func optimizerV1(name string, lr, decay, momentum, biasScaler float64, whitenBiasEpochs int) optimizers.Optimizer {
+	o, err := optimizers.New(name)
 	if err != nil {
-		return err.Error()
+		return nil
 	}
-	if len(data) == 0 {
-		return "its .json is empty"
+	for param, v := range map[string]float64{"LearningRate": lr, "WeightDecay": decay, "Momentum": momentum, "BiasScaler": biasScaler,
+		"WhitenBiasEpochs": float64(whitenBiasEpochs)} {
+		o, _ = optimizers.WithParam(o, param, v)
 	}
-	var meta struct {
-		Variables []json.RawMessage `json:"Variables"`
+	return o
+}
+
+// LoadedCheckpoint is a trained model loaded from a checkpoint directory, ready to evaluate.
+type LoadedCheckpoint struct {
+	// Info describes the run that saved it.
+	Info CheckpointInfo
+	// Trained is the model, rebuilt from Info with the model factory (same architecture and
+	// head), with the checkpoint's variables in its Store (loaded lazily as the model graph asks
+	// for them), on the backend given to LoadCheckpoint.
+	*Trained
+	// History is the run's History (empty if none was saved).
+	History *runs.History
+
+	// file is the checkpoint read (its files are file+".json" and file+".bin"), "" when it was
+	// not read from a folder: EvalKey hashes it.
+	file string
+}
+
+// LoadCheckpoint loads the latest checkpoint in dir, rebuilding its model for backend.
+func LoadCheckpoint(dir string, backend compute.Backend) (*LoadedCheckpoint, error) {
+	store, h, info, err := readRunCheckpoint(dir)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(data, &meta); err != nil {
-		return "its .json does not parse: " + err.Error()
+	if info.Data.Spec.Name == "" {
+		return nil, &checkpoints.CorruptError{Dir: dir, Err: fmt.Errorf("it names no dataset")}
 	}
-	if meta.Variables == nil {
-		return "its .json lists no variables"
+	m, err := info.modelBuilder(info.Data.Spec).Backend(backend).Done()
+	if err != nil {
+		return nil, fmt.Errorf("training: checkpoint %s: rebuilding model %s: %w", dir, info.Model.Arch, err)
 	}
-	if _, err := os.Stat(base + checkpoint.BinDataSuffix); err != nil {
-		return "its .bin is missing"
+	return loadedCheckpoint(store, h, info, m, backend)
+}
+
+// modelBuilder starts the run's model (its architecture, head width and input normalisation)
+// for spec; the head is
+// marked overridden only when it differs from spec's classes.
+func (ci *CheckpointInfo) modelBuilder(spec data.Spec) *cifarlib.ModelBuilder {
+	b := cifarlib.NewModel(spec, ci.Model.Arch).Input(ci.Input)
+	if ci.Model.Head != spec.NumClasses {
+		b = b.Head(ci.Model.Head)
+	}
+	return b
+}
+
+// loadedCheckpoint pairs the checkpoint's store with the model m and reads the run's History.
+func loadedCheckpoint(store *model.Store, h *checkpoint.Handler, info CheckpointInfo, m *cifarlib.Model, backend compute.Backend) (*LoadedCheckpoint, error) {
+	hist, err := runs.LoadHistory(info.Dir)
+	if err != nil {
+		return nil, err
+	}
+	ck := &LoadedCheckpoint{Info: info, Trained: &Trained{Model: m, Store: store, Backend: backend}, History: hist}
+	if list, err := h.ListCheckpoints(); err == nil && len(list) > 0 { // the latest: the one the handler read
+		ck.file = filepath.Join(h.Dir(), list[len(list)-1])
+	}
+	return ck, nil
+}
+
+// LoadCheckpointInto loads the latest checkpoint in dir into the model m, as it is: PyTorch's
+// model.load_state_dict(checkpoint), strict. The run must have m's architecture
+// (*ArchMismatchError) and head width (*checkpoints.ShapeMismatchError, naming the head variable, both shapes
+// and both datasets): a checkpoint is never reshaped to fit; a transfer (Settings.Transfer.From) is
+// how a trained run moves to a dataset with another number of classes.
+func LoadCheckpointInto(dir string, m *cifarlib.Model, backend compute.Backend) (*LoadedCheckpoint, error) {
+	store, h, info, err := readRunCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	if info.Model.Arch != m.Arch {
+		return nil, &ArchMismatchError{Dir: dir, Saved: info.Model.Arch, Requested: m.Arch}
+	}
+	if err := headShapeCheck(h, info, m.Spec.ID(), m.NumClasses, m.Arch, false); err != nil {
+		return nil, err
+	}
+	own := *m // the run's weights expect its own input normalisation
+	own.Input = info.Input
+	return loadedCheckpoint(store, h, info, &own, backend)
+}
+
+// WriteImportedRun writes a run folder for a model whose weights were made outside the lab (a
+// PyTorch file, see package interop): store's variables as the run's checkpoint at step 0, the
+// run's settings (dataset, architecture, head width, and m.Input: the input normalisation its
+// weights expect) in its parameters, an empty history and a
+// run.json with status done and ImportedFrom set to source. LoadCheckpoint, DiagnoseRun and
+// Settings.Transfer.From (eval, diagnose --from and train --from) then accept it like a run the lab
+// trained.
+//
+// dir must not exist or be empty. The folder is written under a temporary name beside it and
+// renamed into place, so on any error nothing is left (checkpoints.WriteRun).
+func WriteImportedRun(dir string, m *cifarlib.Model, store *model.Store, source string) error {
+	info := CheckpointInfo{Dir: dir, Format: settingsFormat, Input: m.Input, ImportedFrom: source,
+		Settings: Settings{Data: DataSettings{Spec: m.Spec}, Model: ModelSettings{Arch: m.Arch, Head: m.NumClasses}}}
+	if err := info.setStoreParams(store, 0); err != nil { // no optimizer
+		return err
+	}
+	now := time.Now()
+	rec := &runs.Record{Status: runs.RunDone, Started: now, Ended: now, Settings: importedSettings(info.Settings), ImportedFrom: source}
+	return checkpoints.WriteRun(dir, store, rec)
+}
+
+// importedSettings are the settings run.json records of an imported run: those its weights have
+// (the dataset, the model and its head, guarded, on one device); it was trained with no other.
+func importedSettings(s Settings) runs.RunSettings {
+	s.Compute.Devices = 1
+	all := runSettings(&s)
+	known := all.Values[:0]
+	for _, v := range all.Values {
+		if slices.Contains([]string{"dataset", "labels", "model", "head", "guard", "devices"}, v.Name) {
+			known = append(known, v)
+		}
+	}
+	return runs.RunSettings{Values: known}
+}
+
+// Training on an imported run (WriteImportedRun): its checkpoint holds the model's weights at
+// step 0 and no training settings (no optimizer, batch size, seed or schedule), because the
+// file it came from has none the lab can use. `--checkpoint IMPORTED_RUN` then continues from
+// those weights, head included, with the settings of the run that trains it: a fresh optimizer
+// state (as PyTorch's when a new optimizer is made for a loaded state_dict), the global step
+// counting from the import's 0. Its first save records those settings, so from then on the run
+// resumes as strictly as any other.
+
+// hasNoTrainingSettings reports whether the checkpoint records no training settings: an
+// imported run not trained since (runs imported before ImportedFrom was recorded included).
+func (ci *CheckpointInfo) hasNoTrainingSettings() bool {
+	return ci.Optimizer == nil && ci.Data.BatchSize == 0 && ci.Step == 0
+}
+
+// checkTrainOn refuses to train on an imported run with another model, dataset or head width
+// than it was imported with: its weights are for that model only.
+func (ci *CheckpointInfo) checkTrainOn(want *Settings) error {
+	saved := fmt.Sprintf("%s for %s (head %d)", ci.Model.Arch, ci.Data.Spec.ID(), ci.Model.Head)
+	requested := fmt.Sprintf("%s for %s (head %d)", want.Model.Arch, want.Data.Spec.ID(), want.headWidth())
+	if saved == requested {
+		return nil
+	}
+	return fmt.Errorf("training: %s is an imported %s; training it on needs the same model and dataset, not %s: "+
+		"use model=%s dataset=%s (training.Settings' Model.Arch, Data.Spec), or move it to another dataset with from=%s (Transfer.From)",
+		ci.Dir, saved, requested, ci.Model.Arch, ci.Data.Spec.Name, ci.Dir)
+}
+
+// noteImported says, in one line, that training continues an imported run (in tc, nil without
+// checkpoints) from its weights, with the settings of plan p.
+func (tc *trainCheckpoint) noteImported(p *plan, log runLog) {
+	if tc == nil || tc.imported == nil {
+		return
+	}
+	info := tc.imported
+	from := info.Dir
+	if info.ImportedFrom != "" {
+		from = fmt.Sprintf("%s (imported from %s)", info.Dir, info.ImportedFrom)
+	}
+	log("training on %s from its weights, head kept: step 0, a fresh %s optimizer state, batch %d "+
+		"(an imported run has no optimizer state or settings to resume)", from, algorithm(p.Optimizer), p.Data.BatchSize)
+}
+
+// importedFrom is the file the run in the checkpoint folder was imported from, kept in its
+// run.json when it trains on (and on each resume after): "" for a run the lab started.
+func (t *Trainer) importedFrom(start int) string {
+	if t.ckpt == nil || (t.ckpt.imported == nil && start == 0) {
+		return ""
+	}
+	if prev, err := runs.ReadRecord(t.plan.Checkpoint.Dir); err == nil {
+		return prev.ImportedFrom
 	}
 	return ""
 }
 
-// setAsideIncompleteCheckpoints renames the incomplete newest checkpoints of dir (see
-// incompleteCheckpoints) to NAME.json.incomplete and NAME.bin.incomplete, so that GoMLX loads the
-// newest complete one. It returns the base names it moved.
-func setAsideIncompleteCheckpoints(dir string) ([]string, error) {
-	names, _, err := incompleteCheckpoints(dir)
-	if err != nil || len(names) == 0 {
+// Settings in JSON: how a checkpoint records them (CheckpointInfo, checkpoints.Params), the lab
+// process sends them and a sweep keeps its base.
+
+// settingsFormat is the format of Settings in JSON (run.json, a checkpoint, the lab process,
+// a sweep): format 1 is that of the runs written before Settings (commit 4805295 and earlier),
+// whose checkpoints hold one parameter per setting (settingsV1).
+const settingsFormat = 2
+
+// settingsJSON is Settings in JSON: its format, its fields, and its optimizer with the
+// algorithm's name.
+type settingsJSON struct {
+	Format int `json:"format"`
+	settingsFields
+	Optimizer optimizerJSON `json:"optimizer"`
+}
+
+// settingsFields are Settings' fields, without its methods.
+type settingsFields Settings
+
+// MarshalJSON implements json.Marshaler.
+func (s Settings) MarshalJSON() ([]byte, error) {
+	return json.Marshal(settingsJSON{Format: settingsFormat, settingsFields: settingsFields(s), Optimizer: optimizerJSON{s.Optimizer}})
+}
+
+// UnmarshalJSON implements json.Unmarshaler. Settings of a format newer than settingsFormat
+// are a *runs.FormatError.
+func (s *Settings) UnmarshalJSON(b []byte) error {
+	var j settingsJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	if j.Format > settingsFormat {
+		return &runs.FormatError{What: "settings", Format: j.Format, Lab: settingsFormat}
+	}
+	*s = Settings(j.settingsFields)
+	s.Optimizer = j.Optimizer.Optimizer
+	return nil
+}
+
+// GobEncode implements gob.GobEncoder: the settings travel as JSON (the lab process).
+func (s Settings) GobEncode() ([]byte, error) { return s.MarshalJSON() }
+
+// GobDecode implements gob.GobDecoder.
+func (s *Settings) GobDecode(b []byte) error { return s.UnmarshalJSON(b) }
+
+// String writes the settings as JSON, for logs and errors.
+func (s Settings) String() string {
+	b, err := s.MarshalJSON()
+	if err != nil {
+		return fmt.Sprintf("(settings: %v)", err)
+	}
+	return string(b)
+}
+
+// optimizerJSON is an Optimizer in JSON: its settings and its algorithm's name.
+type optimizerJSON struct{ optimizers.Optimizer }
+
+// MarshalJSON writes {"algorithm": NAME, SETTINGS...}.
+func (o optimizerJSON) MarshalJSON() ([]byte, error) {
+	if o.Optimizer == nil {
+		return []byte("null"), nil
+	}
+	fields, err := json.Marshal(o.Optimizer)
+	if err != nil {
 		return nil, err
 	}
-	for _, name := range names {
-		for _, suffix := range []string{checkpoint.JsonNameSuffix, checkpoint.BinDataSuffix} {
-			from := filepath.Join(dir, name+suffix)
-			if err := os.Rename(from, from+incompleteCheckpointSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("training: setting aside the incomplete checkpoint %s: %w", from, err)
-			}
-		}
+	m := map[string]json.RawMessage{}
+	if err := json.Unmarshal(fields, &m); err != nil {
+		return nil, err
 	}
-	return names, nil
+	m["algorithm"], _ = json.Marshal(o.Algorithm())
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (o *optimizerJSON) UnmarshalJSON(b []byte) error {
+	var head struct {
+		Algorithm *string `json:"algorithm"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil || head.Algorithm == nil {
+		o.Optimizer = nil
+		return err
+	}
+	def, err := optimizers.New(*head.Algorithm)
+	if err != nil {
+		return err
+	}
+	v := reflect.New(reflect.TypeOf(def))
+	if err := json.Unmarshal(b, v.Interface()); err != nil {
+		return err
+	}
+	o.Optimizer = v.Elem().Interface().(optimizers.Optimizer)
+	return nil
 }

@@ -18,7 +18,7 @@ import (
 
 // compatRun holds two runs written by the cifarlab of commit 4805295 (GoMLX v0.28.8, the last
 // commit before GoMLX v0.28.16), made by checkpoint_compat_4805295.sh beside this file with that
-// commit's own binary: cnn/ (Adam) and recipe/ (the airbench94 recipe's optimiser, lookahead and
+// commit's own binary: cnn/ (optimizers.Adam) and recipe/ (the airbench94 recipe's optimiser, lookahead and
 // label smoothing on the cnn), 3 steps each on synthetic CIFAR-10 (seed 45, 64 train and 32
 // test records), and want.json: what that commit computed from them.
 const (

@@ -10,34 +10,10 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 
 	"github.com/stretchr/testify/require"
 )
-
-func TestCheckpointProblem(t *testing.T) {
-	dir := t.TempDir()
-	for _, tc := range []struct {
-		name, json string
-		bin        bool
-		want       string
-	}{
-		{"complete", `{"Variables": [{"ParameterName": "/w"}]}`, true, ""},
-		{"empty", ``, true, "its .json is empty"},
-		{"truncated", `{"Variables": [{"Param`, true, "its .json does not parse: unexpected end of JSON input"},
-		{"novars", `{"Params": []}`, true, "its .json lists no variables"},
-		{"nobin", `{"Variables": []}`, false, "its .bin is missing"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			base := filepath.Join(dir, "checkpoint-"+tc.name)
-			require.NoError(t, os.WriteFile(base+".json", []byte(tc.json), 0o644))
-			if tc.bin {
-				require.NoError(t, os.WriteFile(base+".bin", []byte("data"), 0o644))
-			}
-			require.Equal(t, tc.want, checkpointProblem(base))
-		})
-	}
-	require.Contains(t, checkpointProblem(filepath.Join(dir, "checkpoint-gone")), "no such file or directory")
-}
 
 // TestResumeSetsAsideIncompleteCheckpoint simulates a save that was killed half-way (GoMLX
 // writes the checkpoint files in place: an empty .json and a partial .bin newer than the last
@@ -60,11 +36,11 @@ func TestResumeSetsAsideIncompleteCheckpoint(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, broken+".bin"), []byte("GOMLX partial"), 0o644))
 
 	_, err = LoadCheckpoint(dir, b)
-	var ice *IncompleteCheckpointError
+	var ice *checkpoints.IncompleteError
 	require.ErrorAs(t, err, &ice)
-	require.Equal(t, &IncompleteCheckpointError{Dir: dir, Files: []string{broken}, Reason: "its .json is empty"}, ice)
-	require.EqualError(t, err, "training: checkpoint "+broken+" in "+dir+" is incomplete (its .json is empty; a save "+
-		"was interrupted): resume training with the same --checkpoint directory to set it aside and continue from "+
+	require.Equal(t, &checkpoints.IncompleteError{Dir: dir, Files: []string{broken}, Reason: "its .json is empty"}, ice)
+	require.EqualError(t, err, "checkpoints: checkpoint "+broken+" in "+dir+" is incomplete (its .json is empty; a save "+
+		"was interrupted): resume training with the same checkpoint folder to set it aside and continue from "+
 		"the previous one, or delete its .json and .bin files")
 
 	var log bytes.Buffer

@@ -8,6 +8,8 @@ import (
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
@@ -18,7 +20,7 @@ func TestLoadCheckpointErrors(t *testing.T) {
 	b := labtest.Backend(t)
 	missing := filepath.Join(t.TempDir(), "missing")
 	_, err := LoadCheckpoint(missing, b)
-	require.True(t, errors.Is(err, ErrNoCheckpoint))
+	require.True(t, errors.Is(err, checkpoints.ErrNoCheckpoint))
 	require.True(t, errors.Is(err, os.ErrNotExist))
 	_, statErr := os.Stat(missing)
 	require.True(t, errors.Is(statErr, os.ErrNotExist), "LoadCheckpoint must not create the directory")
@@ -26,11 +28,11 @@ func TestLoadCheckpointErrors(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
 	_, err = LoadCheckpoint(file, b)
-	require.EqualError(t, err, "training: no checkpoint: "+file+" is a file, not a checkpoint directory")
+	require.EqualError(t, err, "checkpoints: no checkpoint: "+file+" is a file, not a checkpoint folder")
 
 	empty := t.TempDir()
 	_, err = LoadCheckpoint(empty, b)
-	require.EqualError(t, err, "training: no checkpoint in "+empty+": train with a checkpoint directory first (cifarlab train --checkpoint "+empty+")")
+	require.EqualError(t, err, "checkpoints: no checkpoint in "+empty+": train a run with it as its checkpoint folder first (Checkpoint.Dir, the setting checkpoint)")
 
 	// A GoMLX checkpoint that cifarlib did not write.
 	foreign := t.TempDir()
@@ -41,22 +43,22 @@ func TestLoadCheckpointErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, h.Save())
 	_, err = LoadCheckpoint(foreign, b)
-	require.EqualError(t, err, "training: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" parameter)`)
+	require.EqualError(t, err, "checkpoints: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" parameter)`)
 	trainRecs, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 40, 1, 1)
 	_, err = NewTrainer(with(t, Defaults(), map[string]string{"no-eval": "true", "steps": "2", "checkpoint": foreign}),
 		Env{Train: trainRecs, Backend: b})
-	require.EqualError(t, err, "training: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" `+
-		"parameter): use another checkpoint directory")
+	require.EqualError(t, err, "checkpoints: "+foreign+` holds a GoMLX checkpoint that cifarlib did not write (no "cifarlab_model" `+
+		"parameter): use another checkpoint folder")
 }
 
 func TestCheckpointInfoCompare(t *testing.T) {
 	s := Defaults()
-	s.Data.Spec, s.Run.Steps, s.Schedule = data.CIFAR100(data.LabelsCoarse), 100, Schedule{Name: ScheduleCosine, WarmupSteps: 10}
+	s.Data.Spec, s.Run.Steps, s.Schedule = data.CIFAR100(data.LabelsCoarse), 100, optimizers.Schedule{Name: optimizers.ScheduleCosine, WarmupSteps: 10}
 	p, err := resolve(s, nil)
 	require.NoError(t, err)
 	require.NoError(t, p.count(50000))
 	saved := CheckpointInfo{Settings: p.Settings}
-	require.Equal(t, []any{"cifar100", "coarse", "cnn", 20, 32, Optimizer(Adam{LearningRate: 0.001}), "cosine", 10, 100},
+	require.Equal(t, []any{"cifar100", "coarse", "cnn", 20, 32, optimizers.Optimizer(optimizers.Adam{LearningRate: 0.001}), "cosine", 10, 100},
 		[]any{saved.Data.Spec.Name, saved.Data.Spec.Labels.String(), saved.Model.Arch, saved.Model.Head, saved.Data.BatchSize,
 			saved.Optimizer, saved.Schedule.Name, saved.Schedule.WarmupSteps, saved.Run.Steps})
 	require.Equal(t, "cifar100-coarse", saved.Data.Spec.ID())
@@ -68,6 +70,6 @@ func TestCheckpointInfoCompare(t *testing.T) {
 	want.Model.Arch = "resnet20"
 	require.Equal(t, []string{"model: saved cnn, requested resnet20", "steps (the cosine schedule spans them): saved 100, requested 200"},
 		saved.compareForResume(&want))
-	saved.Schedule.Name, want.Schedule.Name, want.Model.Arch = ScheduleConstant, ScheduleConstant, "cnn"
+	saved.Schedule.Name, want.Schedule.Name, want.Model.Arch = optimizers.ScheduleConstant, optimizers.ScheduleConstant, "cnn"
 	require.Empty(t, saved.compareForResume(&want), "steps only matter to the cosine schedule")
 }

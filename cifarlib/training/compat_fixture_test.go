@@ -16,6 +16,8 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/checkpoint"
@@ -108,15 +110,18 @@ func TestRecipeRunFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 
 	rec, err := runs.ReadRecord(dir)
 	require.NoError(t, err)
-	require.Equal(t, []any{0, runs.RunInterrupted, "airbench94", 6}, []any{rec.Format, rec.Status, rec.Recipe, rec.TargetStep})
-	require.Nil(t, rec.Settings)
+	recipe, _ := rec.Settings.Value("recipe")
+	steps, _ := rec.Settings.Value("steps")
+	require.Equal(t, []any{0, runs.RunInterrupted, "airbench94", "6"}, []any{rec.Format, rec.Status, recipe, steps})
+	require.Equal(t, map[string]string{"recipe": "airbench94", "model": "cnn", "batch": "8", "epochs": "0.75", "seed": "46"}, rec.Settings.Given,
+		"format 1's params: what it was given")
 
 	ld, err := LoadCheckpoint(dir, env.Backend)
 	require.NoError(t, err)
 	require.Equal(t, 1, ld.Info.Format)
 	require.Equal(t, recipeRunStep, ld.Info.Step)
-	require.Equal(t, []any{RecipeAirbench94, "cifar10", "cnn", 10, 8, int64(46), Optimizer(Nesterov{LearningRate: 11.5, Momentum: 0.85,
-		WeightDecay: 0.0153, BiasScaler: 64}), Schedule{Name: ScheduleTriangle}, 0.2, true, true, data.AugmentAltFlip, 6},
+	require.Equal(t, []any{recipeAirbench94, "cifar10", "cnn", 10, 8, int64(46), optimizers.Optimizer(optimizers.Nesterov{LearningRate: 11.5, Momentum: 0.85,
+		WeightDecay: 0.0153, BiasScaler: 64}), optimizers.Schedule{Name: optimizers.ScheduleTriangle}, 0.2, true, true, data.AugmentAltFlip, 6},
 		[]any{ld.Info.Recipe, ld.Info.Data.Spec.ID(), ld.Info.Model.Arch, ld.Info.Model.Head, ld.Info.Data.BatchSize, ld.Info.Run.Seed,
 			ld.Info.Optimizer, ld.Info.Schedule, ld.Info.Run.LabelSmoothing, ld.Info.Run.Lookahead, ld.Info.Data.Augment,
 			ld.Info.Data.Augmentation, ld.Info.Run.Steps})
@@ -148,11 +153,10 @@ func TestRecipeRunFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 	rec, err = runs.ReadRecord(dir)
 	require.NoError(t, err)
 	require.Equal(t, runs.RecordFormat, rec.Format)
-	var recorded Settings
-	require.NoError(t, json.Unmarshal(rec.Settings, &recorded))
+	recorded := settingsOfRecord(t, rec.Settings)
 	ld, err = LoadCheckpoint(dir, env.Backend)
 	require.NoError(t, err)
-	require.Equal(t, SettingsFormat, ld.Info.Format)
+	require.Equal(t, settingsFormat, ld.Info.Format)
 	require.Equal(t, recorded, ld.Info.Settings, "run.json and the checkpoint record the same settings")
 	require.Equal(t, recipeRunSteps, recorded.Run.Steps)
 	require.Equal(t, s.Optimizer, recorded.Optimizer)
@@ -162,11 +166,11 @@ func TestRecipeRunFixtureLoadsEvaluatesAndResumes(t *testing.T) {
 // lab's is refused in one line that names both formats.
 func TestNewerFormatsRefused(t *testing.T) {
 	dir := t.TempDir()
-	writeTestFile(t, filepath.Join(dir, runs.FileName), `{"format": 3, "status": "done"}`)
+	writeTestFile(t, filepath.Join(dir, runs.FileName), `{"format": 4, "status": "done", "settings": ["a newer form"]}`)
 	_, err := runs.ReadRecord(dir)
 	var fe *runs.FormatError
 	require.ErrorAs(t, err, &fe)
-	require.EqualError(t, err, filepath.Join(dir, runs.FileName)+" is in format 3, newer than this lab reads (format 2): "+
+	require.EqualError(t, err, filepath.Join(dir, runs.FileName)+" is in format 4, newer than this lab reads (format 3): "+
 		"update cifarlab (git pull, then kernel/setup.sh) to read it")
 
 	var s Settings
@@ -175,7 +179,7 @@ func TestNewerFormatsRefused(t *testing.T) {
 
 	ckpt := t.TempDir()
 	store := model.NewStore()
-	store.RootScope().SetParams(map[string]any{ckptParamModel: "cnn", ckptParamFormat: 3, ckptParamSettings: "{}"})
+	checkpoints.Params{Format: 3, Settings: "{}", Arch: "cnn"}.Set(store)
 	store.RootScope().VariableWithValue("w", float32(1))
 	h, err := checkpoint.Build(store).Dir(ckpt).Done()
 	require.NoError(t, err)

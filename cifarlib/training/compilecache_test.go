@@ -16,6 +16,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 	"github.com/cifarlab/cifarlab/internal/compilecache"
 	"github.com/cifarlab/cifarlab/internal/testenv"
 	"github.com/gomlx/compute"
@@ -37,7 +38,7 @@ func TestCompileCacheTrainingChild(t *testing.T) {
 	train, test := labtest.TrainTestRecords(t, spec, 96, 40, 5)
 	cfg := Defaults()
 	cfg.Data.Spec, cfg.Model.Arch, cfg.Run.Steps, cfg.Data.BatchSize, cfg.Run.Seed = spec, cifarlib.ArchCNN, 4, 8, 7
-	cfg.Data.Augment, cfg.Optimizer, cfg.Schedule = true, AdamW{LearningRate: 0.003, WeightDecay: DefaultAdamWWeightDecay}, Schedule{Name: ScheduleCosine, WarmupSteps: 1}
+	cfg.Data.Augment, cfg.Optimizer, cfg.Schedule = true, optimizers.AdamW{LearningRate: 0.003, WeightDecay: 0.004}, optimizers.Schedule{Name: optimizers.ScheduleCosine, WarmupSteps: 1}
 	cfg.Eval.Every, cfg.Eval.BatchSize = 2, 16
 	tr, err := NewTrainer(cfg, Env{Train: train, Test: test, Backend: labtest.Backend(t), Progress: ProgressOff})
 	require.NoError(t, err)

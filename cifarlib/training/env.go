@@ -1,7 +1,17 @@
 package training
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
@@ -62,3 +72,126 @@ const (
 	// ProgressOff never shows it.
 	ProgressOff
 )
+
+// InterruptContext returns a context that is cancelled by the first SIGINT (Ctrl-C in a
+// terminal, "interrupt kernel" in GoNB) or SIGTERM: pass it to Train, and an interrupt stops
+// training after the current step and saves the checkpoint. After that first signal the
+// default handling is restored, so a second Ctrl-C kills the process. Call stop when done to
+// release the signals.
+func InterruptContext(parent context.Context) (ctx context.Context, stop context.CancelFunc) {
+	ctx, stop = signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
+}
+
+// ErrInterrupted is what errors.Is finds in an *InterruptedError.
+var ErrInterrupted = errors.New("training: interrupted")
+
+// InterruptedError is the error of training that an interrupt stopped after it saved its
+// checkpoints (Kernel → Interrupt in a notebook, which GoNB delivers as SIGINT; Ctrl-C or
+// SIGTERM on the command line): one run (Run, its folder Dir, the Step its checkpoint holds of
+// Target), or the tasks of a sweep (Sweep: Saved, the step each stopped task's checkpoint holds,
+// and NotStarted, the tasks that never started, as the sweep writes them: "task 2", "tasks 3-5"). Resume says how to go on, in the words of where it ran (a cell, a command).
+// A program that ends on it exits with status 130 (proctree.ExitInterrupted).
+type InterruptedError struct {
+	Run, Dir     string
+	Step, Target int
+
+	Sweep      string
+	Saved      map[int]int
+	NotStarted string
+
+	Resume string
+
+	// Saving is true when the error reached its caller before the run was saved: another process
+	// (the lab process) finishes the step it is in and saves it; Resume then says what it does.
+	Saving bool
+}
+
+// Error implements error.
+func (e *InterruptedError) Error() string {
+	switch {
+	case e.Saving:
+		return "interrupted: " + e.Resume
+	case e.Sweep == "":
+		return fmt.Sprintf("run %q interrupted at step %d of %d; its checkpoint is saved in %s.\n%s", e.Run, e.Step, e.Target, e.Dir, e.Resume)
+	}
+	var parts []string
+	for _, i := range slices.Sorted(maps.Keys(e.Saved)) {
+		parts = append(parts, fmt.Sprintf("task %d saved its checkpoint at step %d", i, e.Saved[i]))
+	}
+	if e.NotStarted != "" {
+		parts = append(parts, "not started: "+e.NotStarted)
+	}
+	what := ""
+	if len(parts) > 0 {
+		what = " (" + strings.Join(parts, "; ") + ")"
+	}
+	return fmt.Sprintf("sweep: %s interrupted%s: %s", e.Sweep, what, e.Resume)
+}
+
+// Is makes errors.Is(err, ErrInterrupted) true.
+func (e *InterruptedError) Is(target error) bool { return target == ErrInterrupted }
+
+// StepWatch is where a running Train is, for another goroutine to read while it trains: the
+// kernel's lab process tells a cell it interrupted which step the run saves. Train reports to
+// the StepWatch of its context (WithStepWatch); it costs an atomic store per step.
+type StepWatch struct {
+	step, target atomic.Int64
+	stepsDone    atomic.Bool
+}
+
+// StepNow is a StepWatch's reading.
+type StepNow struct {
+	// Step is the global step being trained, counted from 1 (a resumed run counts on from its
+	// checkpoint): after it the run stops when interrupted, and saves. 0 before the first step
+	// has started (the run is loading, building or compiling).
+	Step int
+	// Target is the step the run trains to (Config.Steps); 0 before Train has resolved it.
+	Target int
+	// StepsDone is true once the steps are over: the run is in its final evaluation, and its
+	// checkpoint is saved.
+	StepsDone bool
+}
+
+// Now returns where the run is.
+func (w *StepWatch) Now() StepNow {
+	return StepNow{Step: int(w.step.Load()), Target: int(w.target.Load()), StepsDone: w.stepsDone.Load()}
+}
+
+type stepWatchKey struct{}
+
+// WithStepWatch returns a context, below ctx, under which Train reports its steps to w.
+func WithStepWatch(ctx context.Context, w *StepWatch) context.Context {
+	return context.WithValue(ctx, stepWatchKey{}, w)
+}
+
+// stepWatchOf returns the StepWatch of ctx, or nil.
+func stepWatchOf(ctx context.Context) *StepWatch {
+	w, _ := ctx.Value(stepWatchKey{}).(*StepWatch)
+	return w
+}
+
+// starting reports that the run trains to target from here (nil w: nothing).
+func (w *StepWatch) starting(target int) {
+	if w != nil {
+		w.target.Store(int64(target))
+	}
+}
+
+// training reports that global step (from 1) has started.
+func (w *StepWatch) training(step int) {
+	if w != nil {
+		w.step.Store(int64(step))
+	}
+}
+
+// done reports that the steps are over.
+func (w *StepWatch) done() {
+	if w != nil {
+		w.stepsDone.Store(true)
+	}
+}

@@ -74,9 +74,9 @@ type ClassAccuracy struct {
 }
 
 // EvalOptions tune Evaluate. The zero value evaluates the whole split at batch size
-// DefaultEvalBatchSize (100).
+// defaultEvalBatchSize (100).
 type EvalOptions struct {
-	// BatchSize of the evaluation batches. Default DefaultEvalBatchSize (100). The last, partial
+	// BatchSize of the evaluation batches. Default defaultEvalBatchSize (100). The last, partial
 	// batch of a split is padded to it, so that one compiled program evaluates every batch.
 	BatchSize int
 	// MaxExamples limits the evaluation to the first MaxExamples examples (0: all).
@@ -84,7 +84,7 @@ type EvalOptions struct {
 	// Split names the split in the result ("test" by default).
 	Split string
 	// Devices shards each batch across this many devices of the backend (DevicesAll: all of
-	// them; 0 or 1: one device). See Evaluator.useDevices.
+	// them; 0 or 1: one device). See evalProgram.useDevices.
 	Devices int
 	// TTA is the test-time augmentation: TTANone (0, the default), TTAMirror (1) or
 	// TTAMirrorTranslate (2); see TTAMirrorTranslate. The views' logits are averaged inside the
@@ -107,9 +107,9 @@ type EvalOptions struct {
 	purpose runs.Phase
 }
 
-// Evaluator evaluates a model whose variables are in a GoMLX model.Store. It compiles its
+// evalProgram evaluates a model whose variables are in a GoMLX model.Store. It compiles its
 // graph once per batch shape and can be reused, e.g. for periodic evaluations during training.
-type Evaluator struct {
+type evalProgram struct {
 	backend compute.Backend
 	model   *cifarlib.Model
 	store   *model.Store
@@ -125,12 +125,12 @@ type Evaluator struct {
 	rt, cur *runTimeline
 }
 
-// NewEvaluator returns an Evaluator of m, with the variables of store, on backend.
-func NewEvaluator(backend compute.Backend, m *cifarlib.Model, store *model.Store) (*Evaluator, error) {
+// newEvalProgram returns an evalProgram of m, with the variables of store, on backend.
+func newEvalProgram(backend compute.Backend, m *cifarlib.Model, store *model.Store) (*evalProgram, error) {
 	if backend == nil || m == nil || store == nil {
-		return nil, fmt.Errorf("training: NewEvaluator needs a backend, a model and a store (got %v, %v, %v)", backend != nil, m != nil, store != nil)
+		return nil, fmt.Errorf("training: newEvalProgram needs a backend, a model and a store (got %v, %v, %v)", backend != nil, m != nil, store != nil)
 	}
-	e := &Evaluator{backend: backend, model: m, store: store}
+	e := &evalProgram{backend: backend, model: m, store: store}
 	if m.Spec.NumClasses > 10 && m.NumClasses > 5 {
 		e.topK = 5
 	}
@@ -143,7 +143,7 @@ func NewEvaluator(backend compute.Backend, m *cifarlib.Model, store *model.Store
 // graph computes, per example, from the logits averaged over the views of TTA level tta: the
 // predicted class, whether the label is in the top k, and the cross-entropy loss (0 for labels
 // outside the head).
-func (e *Evaluator) graph(scope *model.Scope, images, labels *graph.Node, tta int) (pred, topHit, loss *graph.Node) {
+func (e *evalProgram) graph(scope *model.Scope, images, labels *graph.Node, tta int) (pred, topHit, loss *graph.Node) {
 	e.cur.building(runs.ProgramEvaluation, tta)
 	g := images.Graph()
 	scope.Store().SetTraining(g, false)
@@ -160,12 +160,12 @@ func (e *Evaluator) graph(scope *model.Scope, images, labels *graph.Node, tta in
 
 // Evaluate runs the model over recs (in order, without augmentation) and returns the overall
 // and per-class results. Cancelling ctx stops it between batches with ctx's error.
-func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
+func (e *evalProgram) Evaluate(ctx context.Context, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
 	if recs == nil || recs.Len() == 0 {
 		return nil, fmt.Errorf("training: Evaluate: no examples to evaluate")
 	}
 	if opts.BatchSize <= 0 {
-		opts.BatchSize = DefaultEvalBatchSize
+		opts.BatchSize = defaultEvalBatchSize
 	}
 	if opts.Split == "" {
 		opts.Split = "test"
@@ -211,7 +211,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, recs *data.Records, opts EvalO
 }
 
 // run evaluates the batches of ds into tally.
-func (e *Evaluator) run(ctx context.Context, ds *data.Dataset, tally *evalTally, opts EvalOptions) error {
+func (e *evalProgram) run(ctx context.Context, ds *data.Dataset, tally *evalTally, opts EvalOptions) error {
 	for batch, err := range ds.Iter() {
 		if err != nil {
 			return err
@@ -318,9 +318,9 @@ func (t *evalTally) result() (*EvalResult, error) {
 	return res, nil
 }
 
-// Evaluate evaluates m, with the variables in store, on recs. See Evaluator.Evaluate.
+// Evaluate evaluates m, with the variables in store, on recs. See evalProgram.Evaluate.
 func Evaluate(ctx context.Context, backend compute.Backend, m *cifarlib.Model, store *model.Store, recs *data.Records, opts EvalOptions) (*EvalResult, error) {
-	e, err := NewEvaluator(backend, m, store)
+	e, err := newEvalProgram(backend, m, store)
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +336,7 @@ func recsPrefix(r *data.Records, n int) *data.Records {
 }
 
 // Worst returns the n classes with the lowest accuracy (ties by label), for reports.
-func (r *EvalResult) Worst(n int) []ClassAccuracy {
+func (r *EvalResult) worst(n int) []ClassAccuracy {
 	cs := append([]ClassAccuracy(nil), r.PerClass...)
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Accuracy < cs[j].Accuracy })
 	return cs[:min(n, len(cs))]
@@ -394,7 +394,7 @@ func (r *EvalResult) HTML() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<p>%s</p>\n<table>\n<tr><th>label</th><th>class</th><th>correct</th><th>examples</th><th>accuracy</th>"+
 		"<th>most often taken for</th></tr>\n", html.EscapeString(r.Summary()))
-	sorted := r.Worst(len(r.PerClass)) // worst first
+	sorted := r.worst(len(r.PerClass)) // worst first
 	worst := sorted
 	if len(sorted) > htmlAllClasses {
 		worst = sorted[:htmlWorstClasses]

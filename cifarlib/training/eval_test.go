@@ -21,7 +21,7 @@ import (
 
 // evalFixedModel returns a linear model whose logits are the same for every image: its weights
 // are zero and its biases are bias.
-func evalFixedModel(t *testing.T, spec data.Spec, head int, bias []float32) (*Evaluator, *cifarlib.Model, *model.Store) {
+func evalFixedModel(t *testing.T, spec data.Spec, head int, bias []float32) (*evalProgram, *cifarlib.Model, *model.Store) {
 	t.Helper()
 	b := labtest.Backend(t)
 	mb := cifarlib.NewModel(spec, cifarlib.ArchLinear)
@@ -31,7 +31,7 @@ func evalFixedModel(t *testing.T, spec data.Spec, head int, bias []float32) (*Ev
 	m, err := mb.Done()
 	require.NoError(t, err)
 	store := model.NewStore()
-	ev, err := NewEvaluator(b, m, store)
+	ev, err := newEvalProgram(b, m, store)
 	require.NoError(t, err)
 	one, _ := labtest.TrainTestRecords(t, spec, 1, 1, 1)
 	_, err = ev.Evaluate(context.Background(), one, EvalOptions{}) // Creates the variables.
@@ -97,7 +97,7 @@ func TestEvaluatePerClassTopKAndLoss(t *testing.T) {
 			}
 		}
 	}
-	worst := res.Worst(2)
+	worst := res.worst(2)
 	require.Len(t, worst, 2)
 	require.Zero(t, worst[0].Accuracy)
 
@@ -158,7 +158,7 @@ func TestEvaluateNarrowHeadCountsOutOfRange(t *testing.T) {
 	require.Contains(t, h, "head&#39;s 10 outputs")
 	// The 10 worst of 100 classes, worst first, each with what it was most often taken for.
 	require.Equal(t, 1+10, strings.Count(h, "<tr>"))
-	worst := res.Worst(100)
+	worst := res.worst(100)
 	first := worst[0]
 	require.Contains(t, h, fmt.Sprintf("<tr><td>%d</td><td>%s</td><td>%d</td><td>%d</td><td>%.2f%%</td><td>%s</td></tr>\n",
 		first.Label, first.Name, first.Correct, first.Examples, 100*first.Accuracy, res.confusedWith(first.Label)))
@@ -171,9 +171,9 @@ func TestEvaluateErrors(t *testing.T) {
 	b := labtest.Backend(t)
 	m, err := cifarlib.NewModel(data.CIFAR10(), cifarlib.ArchLinear).Done()
 	require.NoError(t, err)
-	_, err = NewEvaluator(b, m, nil)
-	require.EqualError(t, err, "training: NewEvaluator needs a backend, a model and a store (got true, true, false)")
-	ev, err := NewEvaluator(b, m, model.NewStore())
+	_, err = newEvalProgram(b, m, nil)
+	require.EqualError(t, err, "training: newEvalProgram needs a backend, a model and a store (got true, true, false)")
+	ev, err := newEvalProgram(b, m, model.NewStore())
 	require.NoError(t, err)
 	_, err = ev.Evaluate(context.Background(), nil, EvalOptions{})
 	require.EqualError(t, err, "training: Evaluate: no examples to evaluate")

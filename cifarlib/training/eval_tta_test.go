@@ -21,7 +21,7 @@ import (
 type ttaLinear struct {
 	m      *cifarlib.Model
 	store  *model.Store
-	ev     *Evaluator
+	ev     *evalProgram
 	w      []float32 // [data.ImageBytes][classes], row-major, pixel index (y*32+x)*3+c
 	b      []float32
 	scaleW float64
@@ -37,7 +37,7 @@ func newTTALinear(t *testing.T, backend compute.Backend, symmetric bool, seed ui
 	m, err := cifarlib.NewModel(data.CIFAR10(), cifarlib.ArchLinear).Done()
 	require.NoError(t, err)
 	l := &ttaLinear{m: m, store: model.NewStore(), scaleW: 0.02}
-	l.ev, err = NewEvaluator(backend, m, l.store)
+	l.ev, err = newEvalProgram(backend, m, l.store)
 	require.NoError(t, err)
 	one, _ := labtest.TrainTestRecords(t, data.CIFAR10(), 5, 1, 1)
 	_, err = l.ev.Evaluate(context.Background(), one, EvalOptions{}) // Creates the variables.

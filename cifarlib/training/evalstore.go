@@ -80,7 +80,7 @@ func (ck *LoadedCheckpoint) EvalKey(recs *data.Records, opts EvalOptions) (EvalK
 		n = opts.MaxExamples
 	}
 	if opts.BatchSize <= 0 {
-		opts.BatchSize = DefaultEvalBatchSize
+		opts.BatchSize = defaultEvalBatchSize
 	}
 	if opts.Split == "" {
 		opts.Split = "test"

@@ -194,7 +194,7 @@ func TestEventLines(t *testing.T) {
 }
 
 // A Status draws a new phase at once, the progress of the same phase at most every
-// StatusEvery, "step 1/N running" with its elapsed time while the first step runs, the end of a
+// statusEvery, "step 1/N running" with its elapsed time while the first step runs, the end of a
 // compile and what the last phase did on Close in the timeline's figures (EventTimed), then the
 // programs' phases in a line of their own; its clock is a fake.
 func TestStatus(t *testing.T) {

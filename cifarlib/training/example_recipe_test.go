@@ -8,6 +8,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 )
 
 // Train with airbench94's recipe: Airbench94 returns its settings (its optimizer, schedule,
@@ -27,7 +28,7 @@ func ExampleAirbench94() {
 
 	s := training.Airbench94()
 	s.Model.Arch, s.Data.BatchSize, s.Run.Epochs, s.Eval.TTA, s.Eval.Every = cifarlib.ArchCNN, 8, 0.5, training.TTANone, training.EvalOff
-	nesterov := s.Optimizer.(training.Nesterov)
+	nesterov := s.Optimizer.(optimizers.Nesterov)
 	nesterov.WhitenBiasEpochs = 0
 	s.Optimizer = nesterov
 	t, err := training.NewTrainer(s, training.Env{Train: train, Test: test, Backend: backend, Progress: training.ProgressOff})
@@ -35,7 +36,7 @@ func ExampleAirbench94() {
 		panic(err)
 	}
 	c := t.Settings()
-	n := c.Optimizer.(training.Nesterov)
+	n := c.Optimizer.(optimizers.Nesterov)
 	fmt.Printf("%s, %d steps of %d: %s lr %g momentum %g wd %g, %s schedule, label smoothing %g, lookahead %t, %s augmentation\n",
 		c.Model.Arch, c.Run.Steps, c.Data.BatchSize, n.Algorithm(), n.LearningRate, n.Momentum, n.WeightDecay, c.Schedule.Name,
 		c.Run.LabelSmoothing, c.Run.Lookahead, c.Data.Augmentation)

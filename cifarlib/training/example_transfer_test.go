@@ -11,6 +11,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 )
 
 // Carry a CIFAR-10 run to CIFAR-100: loading it as it is into a 100-class model is refused
@@ -34,7 +35,7 @@ func ExampleTransferSettings() {
 
 	m100, _ := cifarlib.NewModel(c100, cifarlib.ArchCNN).Done()
 	_, err := training.LoadCheckpointInto(run10, m100, backend)
-	var mismatch *training.ShapeMismatchError
+	var mismatch *checkpoints.ShapeMismatchError
 	if errors.As(err, &mismatch) {
 		fmt.Println("plain load:", mismatch.Variable, mismatch.Saved, "->", mismatch.Model)
 	}

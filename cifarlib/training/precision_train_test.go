@@ -194,7 +194,8 @@ func TestPrecisionResumeAcrossPrecisions(t *testing.T) {
 			require.Len(t, second.History.Points, 4)
 			rec, err := runs.ReadRecord(dir)
 			require.NoError(t, err)
-			require.Equal(t, order[1], rec.Precision)
+			precision, _ := rec.Settings.Value("precision")
+			require.Equal(t, string(order[1]), precision)
 			var result Result
 			require.NoError(t, json.Unmarshal(rec.Result, &result))
 			require.Equal(t, order[1], result.Precision)

@@ -2,14 +2,17 @@ package training
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -24,19 +27,16 @@ import (
 // It is safe for concurrent use; a set of programs serves one run at a time (a run that finds
 // its set in use compiles its own, which is not kept).
 //
-// What is keyed and what is fed: ProgramKey holds what shapes the programs (architecture,
-// head, shapes, precision, devices, backend, dataset, the optimiser's algorithm, the
-// schedule's kind, guard, freeze, and label smoothing on or off). Every
-// other numeric hyper-parameter (learning rate and the schedule's settings, momentum, weight
-// decay, bias scaler, whitening-bias freeze step, label smoothing's value, steps, seed,
-// validation size) is fed at run time: the train step reads it from a non-trainable
-// variable of the Store (train_hyper.go), which each run sets from its own settings. So a run
-// that changes only those reuses the programs.
+// What is keyed and what is fed: ProgramKey holds what shapes the programs, the settings whose
+// row of the table (Fields) has Role Shapes. Every other numeric hyper-parameter (Role Fed) is
+// fed at run time: the train step reads it from a non-trainable variable of the Store
+// (package optimizers: fed values), which each run sets from its own settings. So a run that changes only those
+// reuses the programs. `cifarlab train -h` lists the settings by role, from the rows.
 //
 // What it keeps: GoMLX compiles a program per model.Exec and input shapes, and each Exec is
 // bound to the model.Store whose variables it reads and updates (model.NewExec; train.Trainer
 // keeps one Exec per dataset spec, each with its compiled programs). So a set keeps the model,
-// the Store, the train.Trainer (its train-step Exec), the Evaluator (its evaluation Exec) and
+// the Store, the train.Trainer (its train-step Exec), the evalProgram (its evaluation Exec) and
 // GoMLX's variable initialisation (its Exec), and the values of every variable when training
 // started (after GoMLX initialised them from the seed). A run that reuses the set restores those
 // values, sets its fed values and, for another seed, re-runs the initialisation from its seed,
@@ -60,27 +60,22 @@ type Programs struct {
 
 	mu       sync.Mutex
 	sets     map[ProgramKey]*programSet
-	evals    map[EvalProgramKey]*evalSet // programs_eval.go
+	evals    map[evalProgramKey]*evalSet // programs_eval.go
 	backends map[string]compute.Backend
 }
 
 // ProgramKey is what shapes a run's compiled programs, and so what a second run must share with
 // the first to reuse them, derived from the table of settings (Fields): the settings that shape
 // a program (Role Shapes), and those of the fed settings (Role Fed) that the run's programs hold
-// as constants all the same (Field.Keyed: label smoothing on or off, and its value in
-// bf16-mixed; AdamW's weight decay).
-// Every other numeric hyper-parameter is not part of it: the graph reads it at run time
-// (train_hyper.go), so a run that changes only those reuses the programs and compiles nothing.
-// Fed at run time: the learning rate and its schedule's parameters, momentum, weight decay (but
-// AdamW's), bias scaler, the whitening bias's freeze step, label smoothing's value, the steps
-// and epochs (the lookahead's end too), the seed (the kept set re-runs its variable
-// initialisation for a new one, compiling nothing) and the validation's size (its last batch is
-// padded to the evaluation batch).
+// as constants all the same (the row's keyed rule). Every other setting is not part of it: the
+// graph reads a fed one at run time (optimizers.Scalar; the seed re-runs the kept variable
+// initialisation, the validation's size pads its last batch), so a run that changes only those
+// reuses the programs and compiles nothing.
 type ProgramKey struct {
-	// EvalProgramKey: the backend (its name and identity: programs live on the backend that
+	// evalProgramKey: the backend (its name and identity: programs live on the backend that
 	// compiled them), the dataset and its classes (the metrics, top-k), the architecture, its
 	// head width and what it computes in.
-	EvalProgramKey
+	evalProgramKey
 	// Devices the batches are sharded across (1: one device).
 	Devices int
 	// Shapes are the settings of Role Shapes, Constants those of Role Fed that this run's
@@ -99,7 +94,7 @@ func (k ProgramKey) String() string {
 
 // programKey is the key of a run of plan p on backend b, over devices devices.
 func programKey(p *plan, b compute.Backend, devices int) ProgramKey {
-	k := ProgramKey{EvalProgramKey: evalProgramKey(b, p.Data.Spec, p.Model.Arch, p.Model.Head, p.Compute.Precision), Devices: devices}
+	k := ProgramKey{evalProgramKey: newEvalProgramKey(b, p.Data.Spec, p.Model.Arch, p.Model.Head, p.Compute.Precision), Devices: devices}
 	var shapes, constants []string
 	for _, f := range fields {
 		switch value, keyed := f.keyedValue(&p.Settings); {
@@ -203,7 +198,7 @@ type programSet struct {
 	model     *cifarlib.Model
 	store     *model.Store
 	trainer   *train.Trainer
-	evaluator *Evaluator
+	evaluator *evalProgram
 	// initial holds host copies of the variables' values when training started (by path).
 	initial map[string]*tensors.Tensor
 	// seed is the Seed the initial values were initialised from; initExec is GoMLX's variable
@@ -278,7 +273,7 @@ func (s *programSet) reset(p *plan, resumed bool) error {
 		return err
 	}
 	if resumed {
-		return setHyper(s.store, newHyperValues(p))
+		return optimizers.SetValues(s.store, p.fed())
 	}
 	return s.feed(p)
 }
@@ -375,11 +370,11 @@ func (s *programSet) restore() error {
 }
 
 // feed sets the Store of s, just restored, to plan p's values: its fed hyper-parameters
-// (train_hyper.go) and, for another Seed than the kept values', the random state and the
+// (package optimizers: fed values) and, for another Seed than the kept values', the random state and the
 // variables GoMLX initialised from it, by re-running the kept initialisation (compiled once: it
 // depends on the variables' shapes only), so the run starts where a fresh run of p does.
 func (s *programSet) feed(p *plan) error {
-	if err := setHyper(s.store, newHyperValues(p)); err != nil {
+	if err := optimizers.SetValues(s.store, p.fed()); err != nil {
 		return err
 	}
 	if p.Run.Seed == s.seed {
@@ -415,4 +410,82 @@ func (s *programSet) release(res *Result) {
 		s.last = res.Trained
 	}
 	s.programs.put(s)
+}
+
+// Diff lists the parts of k that differ from o's, each as "NAME VALUE, not OTHER" (e.g.
+// "batch size 128, not 64"): the backend, dataset, model, head, precision and devices, then the
+// settings of Shapes and Constants in table order, named by their Label in Fields. It is why a run of
+// key k compiles a program of its own instead of the one kept for o.
+func (k ProgramKey) Diff(o ProgramKey) []string {
+	var out []string
+	a, b := reflect.ValueOf(k.evalProgramKey), reflect.ValueOf(o.evalProgramKey)
+	for i := range a.NumField() {
+		if x, y := a.Field(i).Interface(), b.Field(i).Interface(); x != y {
+			out = append(out, fmt.Sprintf("%s %v, not %v", keyFieldName(a.Type().Field(i).Name), x, y))
+		}
+	}
+	if k.Devices != o.Devices {
+		out = append(out, fmt.Sprintf("devices %d, not %d", k.Devices, o.Devices))
+	}
+	out = append(out, diffSettings(k.Shapes, o.Shapes)...)
+	return append(out, diffSettings(k.Constants, o.Constants)...)
+}
+
+// diffSettings lists the settings of a that differ from b's (both "name=value" joined by
+// keySep), named by their Label.
+func diffSettings(a, b string) []string {
+	other := map[string]string{}
+	for _, kv := range strings.Split(b, keySep) {
+		name, value, _ := strings.Cut(kv, "=")
+		other[name] = value
+	}
+	var out []string
+	for _, kv := range strings.Split(a, keySep) {
+		name, value, _ := strings.Cut(kv, "=")
+		if was, ok := other[name]; ok && was == value || kv == "" {
+			continue
+		}
+		label := name
+		if f, err := LookupField(name); err == nil && f.Label != "" {
+			label = f.Label
+		}
+		out = append(out, fmt.Sprintf("%s %s, not %s", label, value, other[name]))
+	}
+	return out
+}
+
+// reason says why a run of key compiles its train step: ReasonFirst when p keeps no programs,
+// else how key differs from the kept key nearest to it (fewest differences), or that the
+// programs of key are in use by another run.
+func (p *Programs) reason(key ProgramKey) string {
+	if p == nil {
+		return ReasonFirst
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s := p.sets[key]; s != nil && s.inUse {
+		return "the kept one is in use by another run"
+	}
+	var nearest []string
+	for k := range p.sets {
+		if d := key.Diff(k); nearest == nil || len(d) < len(nearest) {
+			nearest = d
+		}
+	}
+	if len(nearest) == 0 {
+		return ReasonFirst
+	}
+	return "new program: " + strings.Join(nearest, "; ")
+}
+
+// keyFieldName writes a ProgramKey field's name in words: "Precision" is "precision".
+func keyFieldName(name string) string {
+	var b strings.Builder
+	for i, r := range name {
+		if unicode.IsUpper(r) && i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
 }

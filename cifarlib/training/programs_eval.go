@@ -13,10 +13,10 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// EvalProgramKey is what determines a model's evaluation program, besides the batch shape
+// evalProgramKey is what determines a model's evaluation program, besides the batch shape
 // (each batch size is compiled once per key): the backend, the dataset, the architecture, its
 // head and precision.
-type EvalProgramKey struct {
+type evalProgramKey struct {
 	// Backend is the backend's name and identity (programs live on the backend that compiled them).
 	Backend string
 	// Dataset is the dataset id and Classes its number of classes (the metrics, top-k).
@@ -28,15 +28,15 @@ type EvalProgramKey struct {
 	Precision cifarlib.Precision
 }
 
-// evalSet is a kept evaluation program: the Evaluator of the first model evaluated with its
+// evalSet is a kept evaluation program: the evalProgram of the first model evaluated with its
 // key, on a Store of its own into which each model evaluated copies its weights.
 type evalSet struct {
 	store     *model.Store
-	evaluator *Evaluator
+	evaluator *evalProgram
 }
 
 // Evaluate evaluates tr on recs, as tr.Evaluate does, with the evaluation program kept for its
-// EvalProgramKey: the first model of a key compiles it, the later ones (another run's
+// evalProgramKey: the first model of a key compiles it, the later ones (another run's
 // checkpoint of the same architecture, say) have their weights copied into its Store and
 // compile nothing for a batch size evaluated before. tr itself is left as it was (the weights
 // of a lazily loaded checkpoint are read into its Store). Data-parallel evaluations
@@ -49,7 +49,7 @@ func (p *Programs) Evaluate(ctx context.Context, tr *Trained, recs *data.Records
 		return tr.Evaluate(ctx, recs, opts)
 	}
 	m := tr.Model
-	key := evalProgramKey(tr.Backend, m.Spec, m.Arch, m.NumClasses, m.Precision)
+	key := newEvalProgramKey(tr.Backend, m.Spec, m.Arch, m.NumClasses, m.Precision)
 	p.mu.Lock()
 	s := p.evals[key]
 	if s != nil {
@@ -60,7 +60,7 @@ func (p *Programs) Evaluate(ctx context.Context, tr *Trained, recs *data.Records
 		s = &evalSet{store: model.NewStore()}
 		s.store.SetLoader(copyLoader{tr})
 		var err error
-		if s.evaluator, err = NewEvaluator(tr.Backend, m, s.store); err != nil {
+		if s.evaluator, err = newEvalProgram(tr.Backend, m, s.store); err != nil {
 			return nil, err
 		}
 	} else {
@@ -78,7 +78,7 @@ func (p *Programs) Evaluate(ctx context.Context, tr *Trained, recs *data.Records
 	if err == nil {
 		p.mu.Lock()
 		if p.evals == nil {
-			p.evals = map[EvalProgramKey]*evalSet{}
+			p.evals = map[evalProgramKey]*evalSet{}
 		}
 		p.evals[key] = s
 		p.mu.Unlock()
@@ -130,8 +130,8 @@ func weightOf(tr *Trained, path string) (*tensors.Tensor, error) {
 
 // evalProgramKey is the key of the evaluation program of the architecture arch with a head of
 // head classes for spec, computing in precision, on backend b.
-func evalProgramKey(b compute.Backend, spec data.Spec, arch string, head int, precision cifarlib.Precision) EvalProgramKey {
-	return EvalProgramKey{Backend: backendID(b), Dataset: spec.ID(), Classes: spec.NumClasses, Model: arch, Head: head, Precision: precision}
+func newEvalProgramKey(b compute.Backend, spec data.Spec, arch string, head int, precision cifarlib.Precision) evalProgramKey {
+	return evalProgramKey{Backend: backendID(b), Dataset: spec.ID(), Classes: spec.NumClasses, Model: arch, Head: head, Precision: precision}
 }
 
 // backendID names a backend and its identity: compiled programs live on the backend that

@@ -13,6 +13,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/stretchr/testify/require"
 )
@@ -97,7 +98,7 @@ func feedCases(t *testing.T) []feedCase {
 	recipe := fedTestConfig(t, Airbench94(), map[string]string{"model": cifarlib.ArchLinear, "epochs": "0.6", "whiten-bias-epochs": "0"}) // nesterov, triangle, smoothing, lookahead
 	recipeCNN := fedTestConfig(t, Airbench94(), map[string]string{"model": cifarlib.ArchCNN, "epochs": "0.6", "whiten-bias-epochs": "0"}) // with batch-norm biases (BiasScaler)
 	noLookahead := fedTestConfig(t, Airbench94(), map[string]string{"model": cifarlib.ArchLinear, "epochs": "0.6", "lookahead": "false", "whiten-bias-epochs": "0"})
-	cosine := fedTestConfig(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "optimizer": "sgd", "schedule": ScheduleCosine, "warmup": "2", "min-lr": "0.001"})
+	cosine := fedTestConfig(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "optimizer": "sgd", "schedule": optimizers.ScheduleCosine, "warmup": "2", "min-lr": "0.001"})
 	adam := fedTestConfig(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "optimizer": "adam", "label-smoothing": "0.1"})
 	return []feedCase{
 		{"recipe", recipe, []variant{
@@ -163,7 +164,7 @@ func TestProgramsNewShapeSaysWhy(t *testing.T) {
 		why        string
 	}{
 		{"batch", nil, map[string]string{"batch": "16"}, "new program: batch size 16, not 8"},
-		{"schedule", nil, map[string]string{"schedule": ScheduleTriangle}, "new program: schedule triangle, not constant"},
+		{"schedule", nil, map[string]string{"schedule": optimizers.ScheduleTriangle}, "new program: schedule triangle, not constant"},
 		{"lookahead", nil, map[string]string{"lookahead": "true"}, "new program: lookahead true, not false"},
 		// Label smoothing on is another loss (its value is fed), guarded or not.
 		{"label smoothing on", nil, map[string]string{"label-smoothing": "0.1"}, "new program: label smoothing on, not off"},
@@ -205,10 +206,10 @@ func TestProgramsRefuseBadHyperParameters(t *testing.T) {
 		edit func(*Settings)
 		want []string
 	}{
-		{Defaults(), func(s *Settings) { s.Optimizer = Adam{LearningRate: -0.1} }, []string{"LearningRate=-0.1", "must not be negative"}},
+		{Defaults(), func(s *Settings) { s.Optimizer = optimizers.Adam{LearningRate: -0.1} }, []string{"LearningRate=-0.1", "use a number >= 0"}},
 		{Defaults(), func(s *Settings) { s.Run.LabelSmoothing = 1 }, []string{"LabelSmoothing", "1", "[0, 1)"}},
-		{recipeOn(cifarlib.ArchLinear, 0, 8, 3), func(s *Settings) { n := s.Optimizer.(Nesterov); n.Momentum = 1; s.Optimizer = n }, []string{"Momentum", "1", "[0, 1)"}},
-		{recipeOn(cifarlib.ArchLinear, 0, 8, 3), func(s *Settings) { n := s.Optimizer.(Nesterov); n.Momentum = -0.5; s.Optimizer = n }, []string{"Momentum", "-0.5", "[0, 1)"}},
+		{recipeOn(cifarlib.ArchLinear, 0, 8, 3), func(s *Settings) { n := s.Optimizer.(optimizers.Nesterov); n.Momentum = 1; s.Optimizer = n }, []string{"Momentum", "1", "[0, 1)"}},
+		{recipeOn(cifarlib.ArchLinear, 0, 8, 3), func(s *Settings) { n := s.Optimizer.(optimizers.Nesterov); n.Momentum = -0.5; s.Optimizer = n }, []string{"Momentum", "-0.5", "[0, 1)"}},
 	} {
 		cfg := fedTestConfig(t, tc.base, map[string]string{"model": cifarlib.ArchLinear, "steps": "8"})
 		cfg.Programs = p

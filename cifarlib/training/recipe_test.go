@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/stretchr/testify/require"
 )
@@ -32,7 +33,7 @@ func with(t *testing.T, s Settings, values map[string]string) Settings {
 type recipeView struct {
 	Model        string
 	BatchSize    int
-	Optimizer    Optimizer
+	Optimizer    optimizers.Optimizer
 	Schedule     string
 	Smoothing    float64
 	Lookahead    bool
@@ -52,8 +53,8 @@ func viewOf(p *plan) recipeView {
 // zero: an ablation), on a training split of 50000 examples (airbench's).
 func TestResolveRecipe(t *testing.T) {
 	const size = 50000
-	nesterov := Nesterov{LearningRate: 11.5, Momentum: 0.85, WeightDecay: 0.0153, BiasScaler: 64, WhitenBiasEpochs: 3}
-	airbench := recipeView{Model: "airbench94", BatchSize: 1024, Optimizer: nesterov, Schedule: ScheduleTriangle, Smoothing: 0.2,
+	nesterov := optimizers.Nesterov{LearningRate: 11.5, Momentum: 0.85, WeightDecay: 0.0153, BiasScaler: 64, WhitenBiasEpochs: 3}
+	airbench := recipeView{Model: "airbench94", BatchSize: 1024, Optimizer: nesterov, Schedule: optimizers.ScheduleTriangle, Smoothing: 0.2,
 		Lookahead: true, TTA: 2, Epochs: 9.9, Steps: 476, // ceil(9.9 * (50000/1024 = 48))
 		Augment: true, Augmentation: data.AugmentAltFlip}
 	steps10 := func(s Settings) Settings { return with(t, s, map[string]string{"steps": "10"}) }
@@ -67,30 +68,30 @@ func TestResolveRecipe(t *testing.T) {
 			func() recipeView { v := airbench; v.Epochs, v.Steps = 0, 2; return v }()},
 		{"explicit fields win", func() Settings {
 			s := Airbench94()
-			n := s.Optimizer.(Nesterov)
+			n := s.Optimizer.(optimizers.Nesterov)
 			n.LearningRate, n.Momentum, n.WhitenBiasEpochs = 5, 0.9, 0
-			s.Model.Arch, s.Data.BatchSize, s.Optimizer, s.Schedule.Name = "cnn", 64, n, ScheduleConstant
+			s.Model.Arch, s.Data.BatchSize, s.Optimizer, s.Schedule.Name = "cnn", 64, n, optimizers.ScheduleConstant
 			s.Run.LabelSmoothing, s.Eval.TTA, s.Run.Epochs, s.Data.Augmentation = 0.1, 0, 2, data.AugmentCropFlip
 			return s
-		}(), recipeView{Model: "cnn", BatchSize: 64, Optimizer: Nesterov{LearningRate: 5, Momentum: 0.9, WeightDecay: 0.0153, BiasScaler: 64},
-			Schedule: ScheduleConstant, Smoothing: 0.1, Lookahead: true, Epochs: 2, Steps: 2 * 781, Augment: true, Augmentation: data.AugmentCropFlip}},
+		}(), recipeView{Model: "cnn", BatchSize: 64, Optimizer: optimizers.Nesterov{LearningRate: 5, Momentum: 0.9, WeightDecay: 0.0153, BiasScaler: 64},
+			Schedule: optimizers.ScheduleConstant, Smoothing: 0.1, Lookahead: true, Epochs: 2, Steps: 2 * 781, Augment: true, Augmentation: data.AugmentCropFlip}},
 		{"another optimizer takes its own defaults", with(t, Airbench94(), map[string]string{"optimizer": "adam", "steps": "10"}),
-			recipeView{Model: "airbench94", BatchSize: 1024, Optimizer: Adam{LearningRate: DefaultLearningRate}, Schedule: ScheduleTriangle,
+			recipeView{Model: "airbench94", BatchSize: 1024, Optimizer: optimizers.Adam{LearningRate: 0.001}, Schedule: optimizers.ScheduleTriangle,
 				Smoothing: 0.2, Lookahead: true, TTA: 2, Steps: 10, Augment: true, Augmentation: data.AugmentAltFlip}},
 		{"nesterov without the recipe", with(t, Defaults(), map[string]string{"optimizer": "Nesterov", "steps": "10"}),
-			recipeView{Model: DefaultModel, BatchSize: DefaultBatchSize, Optimizer: Nesterov{LearningRate: 11.5, Momentum: 0.85,
-				WeightDecay: 0.0153, BiasScaler: 64}, Schedule: ScheduleConstant, Steps: 10, Augmentation: data.AugmentCropFlip}},
+			recipeView{Model: defaultModel, BatchSize: defaultBatchSize, Optimizer: optimizers.Nesterov{LearningRate: 11.5, Momentum: 0.85,
+				WeightDecay: 0.0153, BiasScaler: 64}, Schedule: optimizers.ScheduleConstant, Steps: 10, Augmentation: data.AugmentCropFlip}},
 		{"the parts on their own", with(t, Defaults(), map[string]string{"schedule": "triangle", "label-smoothing": "0.3", "lookahead": "true",
 			"tta": "1", "epochs": "0.5", "batch": "100", "augment": "true", "augmentation": "altflip-translate"}),
-			recipeView{Model: DefaultModel, BatchSize: 100, Optimizer: Adam{LearningRate: DefaultLearningRate}, Schedule: ScheduleTriangle,
+			recipeView{Model: defaultModel, BatchSize: 100, Optimizer: optimizers.Adam{LearningRate: 0.001}, Schedule: optimizers.ScheduleTriangle,
 				Smoothing: 0.3, Lookahead: true, TTA: 1, Epochs: 0.5, Steps: 250, Augment: true, Augmentation: data.AugmentAltFlip}},
 		{"an ablation: the recipe's settings set to zero", with(t, Airbench94(), map[string]string{"steps": "10", "label-smoothing": "0",
 			"lookahead": "false", "whiten-bias-epochs": "0", "tta": "0", "augment": "false", "momentum": "0", "weight-decay": "0"}),
-			recipeView{Model: "airbench94", BatchSize: 1024, Optimizer: Nesterov{LearningRate: 11.5, BiasScaler: 64}, Schedule: ScheduleTriangle,
+			recipeView{Model: "airbench94", BatchSize: 1024, Optimizer: optimizers.Nesterov{LearningRate: 11.5, BiasScaler: 64}, Schedule: optimizers.ScheduleTriangle,
 				Steps: 10, Augmentation: data.AugmentAltFlip}},
 		{"no recipe: today's defaults", steps10(Defaults()),
-			recipeView{Model: DefaultModel, BatchSize: DefaultBatchSize, Optimizer: Adam{LearningRate: DefaultLearningRate},
-				Schedule: ScheduleConstant, Steps: 10, Augmentation: data.AugmentCropFlip}},
+			recipeView{Model: defaultModel, BatchSize: defaultBatchSize, Optimizer: optimizers.Adam{LearningRate: 0.001},
+				Schedule: optimizers.ScheduleConstant, Steps: 10, Augmentation: data.AugmentCropFlip}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -107,8 +108,8 @@ func TestResolveRecipe(t *testing.T) {
 func TestResolveRecipeErrors(t *testing.T) {
 	const size = 50000
 	steps10 := func(s Settings) Settings { return with(t, s, map[string]string{"steps": "10"}) }
-	nesterov := Nesterov{LearningRate: 11.5, Momentum: 0.85, WeightDecay: 0.0153, BiasScaler: 64}
-	nesterovWith := func(edit func(*Nesterov)) Settings {
+	nesterov := optimizers.Nesterov{LearningRate: 11.5, Momentum: 0.85, WeightDecay: 0.0153, BiasScaler: 64}
+	nesterovWith := func(edit func(*optimizers.Nesterov)) Settings {
 		s := steps10(Defaults())
 		n := nesterov
 		edit(&n)
@@ -123,18 +124,18 @@ func TestResolveRecipeErrors(t *testing.T) {
 	}{
 		{"both", func() Settings { s := steps10(Defaults()); s.Run.Epochs = 1; return s }(), "Run.Steps/Run.Epochs", "Steps or Epochs, not both"},
 		{"neither", Defaults(), "Run.Steps", "(Steps > 0) or of epochs (Epochs > 0)"},
-		{"negative epochs", func() Settings { s := Defaults(); s.Run.Epochs = -1; return s }(), "Run.Epochs", "must be positive"},
+		{"negative epochs", func() Settings { s := Defaults(); s.Run.Epochs = -1; return s }(), "Run.Epochs", "use a number > 0"},
 		{"unknown recipe", func() Settings { s := steps10(Defaults()); s.Recipe = "airbench96"; return s }(), "Recipe", `one of airbench94`},
-		{"momentum of 1", nesterovWith(func(n *Nesterov) { n.Momentum = 1 }), "Optimizer.Momentum", "in [0, 1)"},
-		{"whitening without the network", nesterovWith(func(n *Nesterov) { n.WhitenBiasEpochs = 3 }), "Optimizer.WhitenBiasEpochs", "no whitening layer"},
-		{"label smoothing", with(t, steps10(Defaults()), map[string]string{"label-smoothing": "1"}), "Run.LabelSmoothing", "in [0, 1)"},
-		{"tta", with(t, steps10(Defaults()), map[string]string{"tta": "3"}), "Eval.TTA", "2 (mirror and translate)"},
+		{"momentum of 1", nesterovWith(func(n *optimizers.Nesterov) { n.Momentum = 1 }), "Optimizer.Momentum", "in [0, 1)"},
+		{"whitening without the network", nesterovWith(func(n *optimizers.Nesterov) { n.WhitenBiasEpochs = 3 }), "Optimizer.WhitenBiasEpochs", "no whitening layer"},
+		{"label smoothing", func() Settings { s := steps10(Defaults()); s.Run.LabelSmoothing = 1; return s }(), "Run.LabelSmoothing", "in [0, 1)"},
+		{"tta", func() Settings { s := steps10(Defaults()); s.Eval.TTA = 3; return s }(), "Eval.TTA", "2 (mirror and translate)"},
 		{"augmentation", func() Settings {
 			s := steps10(Defaults())
 			s.Data.Augment, s.Data.Augmentation = true, "cutout"
 			return s
 		}(),
-			"Data.Augmentation", `unknown augmentation "cutout"`},
+			"Data.Augmentation", `use crop-flip or altflip-translate`},
 		{"triangle warm-up", with(t, steps10(Defaults()), map[string]string{"schedule": "triangle", "warmup": "2"}), "Schedule.Name", "the triangle has its own"},
 		{"epoch without a full batch", with(t, Defaults(), map[string]string{"epochs": "1", "batch": "60000"}), "Data.BatchSize", "at most 50000"},
 	}

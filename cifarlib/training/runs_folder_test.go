@@ -184,12 +184,12 @@ func checkRunInfos(t *testing.T, list runs.Table, lr listedRuns) {
 	require.Equal(t, runs.Info{Name: "a-done", Dir: a.Dir, Status: runs.RunDone, Dataset: "cifar100", Model: cifarlib.ArchLinear, Head: 100, Guarded: true,
 		Devices: 1, Backend: done.Backend, Precision: done.Precision, Steps: 6, Loss: done.Loss, TestAccuracy: done.Eval.Accuracy, TestTopK: done.Eval.TopKAccuracy, TestK: 5, HasTest: true,
 		WallTime: a.WallTime, TensorBoard: true, History: done.History, Data: a.Data, Settings: a.Settings, Values: a.Values}, a)
-	// Its settings: the record's fields, and every setting of the table (run.json's values).
+	// Its settings: every setting of the table (run.json's values), but its bookkeeping.
 	for name, value := range map[string]string{"dataset": "cifar100", "data": data.KindSynthetic, "train-images": strconv.Itoa(done.Data.TrainImages),
 		"model": "linear", "head": "100", "guard": "true", "batch": "16", "steps": "6", "devices": "1", "precision": "f32", "lr": "0.001", "seed": "1"} {
 		require.Equal(t, value, a.Settings[name], name)
 	}
-	require.Len(t, a.Values, len(Fields())-2, "every setting but the folders")
+	require.Len(t, a.Values, len(Fields()), "every setting")
 	require.Equal(t, &done.Data, a.Data)
 	require.Equal(t, data.Provenance{Dataset: "cifar100", Kind: data.KindSynthetic, TrainImages: done.Data.TrainImages,
 		TestImages: done.Data.TestImages}, done.Data, "labtest's records are SynthesizeRecords'")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 	"github.com/cifarlab/cifarlab/internal/tfevents/tbtest"
 	"github.com/stretchr/testify/require"
 )
@@ -23,7 +24,7 @@ func TestHParamsDashboard(t *testing.T) {
 		lrS  string
 	}{{"hp-a", 0.01, "0.01"}, {"hp-b", 0.001, "0.001"}} {
 		_, err := trainRun(t, runsDir, r.name, func(c *testRun) {
-			c.Optimizer = Adam{LearningRate: r.lr}
+			c.Optimizer = optimizers.Adam{LearningRate: r.lr}
 			c.Record.Params = map[string]string{"lr": r.lrS, "model": "linear", "augment": "false"}
 		})
 		require.NoError(t, err)

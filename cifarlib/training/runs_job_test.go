@@ -25,7 +25,7 @@ func TestRunRecordJob(t *testing.T) {
 	rec, err := runs.ReadRecord(filepath.Join(runsDir, "slurm"))
 	require.NoError(t, err)
 	require.Equal(t, &runs.JobInfo{Host: host, GPUs: "1", JobID: "42", ArrayJobID: "40", TaskID: 2, Restarts: 3}, rec.Job)
-	require.Equal(t, map[string]string{"seed": "1"}, rec.Params)
+	require.Equal(t, map[string]string{"seed": "1"}, rec.Settings.Given)
 
 	for _, k := range []string{"SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_RESTART_COUNT", "CUDA_VISIBLE_DEVICES"} {
 		require.NoError(t, os.Unsetenv(k)) // t.Setenv above restores them

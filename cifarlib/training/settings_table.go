@@ -3,35 +3,26 @@ package training
 import (
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/cifarlab/cifarlab/cifarlib"
-	"github.com/cifarlab/cifarlab/cifarlib/backends"
-	"github.com/cifarlab/cifarlab/cifarlib/data"
 )
 
 // Role says what a setting is to the compiled programs: ProgramKey is made of the Shapes
-// and Fed settings.
+// and Fed settings. Each row of Fields says its own (`cifarlab train -h` lists the settings by
+// role).
 type Role int
 
 const (
-	// Shapes: it decides a compiled program's shape or structure (the architecture and its
-	// head, the dataset's classes, the batch, precision, devices, the optimizer's algorithm, the
-	// schedule's kind, lookahead, the guards, a linear probe, the TTA level): changing it
-	// compiles another program.
+	// Shapes: it decides a compiled program's shape or structure: changing it compiles another
+	// program.
 	Shapes Role = iota + 1
-	// Fed: a numeric hyper-parameter (the learning rate and the schedule's parameters, momentum,
-	// weight decay, bias scaler, label smoothing, the length of the run, the seed) that the
-	// programs read at run time (train_hyper.go): changing it compiles nothing. Where a fed value
-	// would change the numbers XLA computes, the program holds it as a constant all the same,
-	// and it is in ProgramKey (the field's keyed rule: label smoothing on or off, and its value
-	// in bf16-mixed; AdamW's weight decay).
+	// Fed: a numeric hyper-parameter that the programs read at run time (optimizers.Scalar):
+	// changing it compiles nothing. Where a fed value would change the numbers XLA computes, the
+	// program holds it as a constant all the same, and it is in ProgramKey (the row's keyed rule).
 	Fed
-	// Host: nothing any program holds (folders, periods, what the host does between steps, the
-	// training data's augmentation, which the host applies to each batch before the step).
+	// Host: nothing any program holds (folders, periods, what the host does between steps, such
+	// as the training data's augmentation, which the host applies to each batch before the step).
 	Host
 )
 
@@ -49,18 +40,30 @@ func (r Role) String() string {
 }
 
 // Field is one setting of Settings, in the table (Fields) that every boundary reads: its name
-// is the flag of `cifarlab train`, a sweep's axis and a key of run.json's params.
+// is the flag of `cifarlab train`, a sweep's axis and a key of run.json's settings. A row holds
+// what the setting takes, as data (its values, said by Range and Choices), and takes its
+// default from the settings a run starts from (Default): Set, Validate, a sweep's axes and the
+// flags' help and synopsis all come from it.
 type Field struct {
 	// Name is the setting's name, e.g. "lr"; Path the Settings field it sets, e.g.
 	// "Optimizer.LearningRate" (ConfigError.Field); Label its name in words ("learning rate").
 	Name, Path, Label string
-	// Usage says what it does (a flag's help).
+	// Usage says what it does, naming other settings by name in braces, e.g. "with {from}: the
+	// backbone's learning rate": a front end says them in its own words (cmd/cifarlab: --from).
 	Usage string
-	// Range says, in words, the values it takes (a malformed value's error says it).
-	Range string
+	// Range says, in words, the values it takes (a refused value's error says it), from its
+	// values; Choices are those values by name (a name's choices, or the only numbers a setting
+	// takes, e.g. the TTA levels), nil for the others.
+	Range   string
+	Choices []string
 	// Role says what it is to the compiled programs.
 	Role Role
+	// Bookkeeping: it says how a run is kept and watched (where it is written, how often it saves,
+	// logs, records and validates), not what it trains: a comparison of runs leaves it out.
+	Bookkeeping bool
 
+	// values are what it takes (type values, below).
+	values values
 	// resume says whether a run resumed from a checkpoint of settings saved must have the same
 	// value as requested (nil: never).
 	resume func(saved, requested *Settings) bool
@@ -72,7 +75,11 @@ type Field struct {
 	applies func(*Settings) bool
 	get     func(*Settings) string
 	set     func(*Settings, string) error
-	isBool  bool
+	// number is a numeric setting's value in s (nil for a name, a folder or a boolean), whole
+	// when its Go field is an integer.
+	number func(*Settings) float64
+	whole  bool
+	isBool bool
 }
 
 // Get returns the field's value in s, as Set reads it.
@@ -96,7 +103,7 @@ func (f *Field) AlgorithmDefaults() [][2]string {
 		return nil
 	}
 	var out [][2]string
-	for _, o := range optimizerDefaults {
+	for _, o := range algorithmDefaults() {
 		s := Settings{Optimizer: o}
 		if v, ok := f.Default(&s); ok {
 			out = append(out, [2]string{o.Algorithm(), v})
@@ -106,7 +113,7 @@ func (f *Field) AlgorithmDefaults() [][2]string {
 }
 
 // Set sets the field in s from value, or returns a *ValueError (a malformed value) or a
-// *ConfigError (a value s cannot take): s is then unchanged.
+// *ConfigError (a value outside the row's Range, or one s cannot take): s is then unchanged.
 func (f *Field) Set(s *Settings, value string) error {
 	c := *s
 	if err := f.set(&c, strings.TrimSpace(value)); err != nil {
@@ -231,342 +238,199 @@ func (s *Settings) Apply(values map[string]string) error {
 	return nil
 }
 
-// always is the resume rule of the settings a resumed run must keep.
-func always(_, _ *Settings) bool { return true }
-
-// fields is the table. Each row binds a name to a Settings field; the values' types come from
-// the fields (reflection, as GoMLX's commandline settings take theirs from the defaults).
-var fields = []*Field{
-	{Name: "recipe", Label: "recipe", Role: Host, Range: "one of " + strings.Join(Recipes(), ", "),
-		Usage: "start from a named recipe's settings; the other settings given win over it",
-		Path:  "Recipe", get: func(s *Settings) string { return s.Recipe }, set: setRecipe},
-	{Name: "dataset", Path: "Data.Spec", Label: "dataset", Role: Shapes, resume: always, Range: `"cifar10" or "cifar100"`,
-		Usage: "dataset: cifar10 or cifar100",
-		get:   func(s *Settings) string { return s.Data.Spec.Name }, set: setDataset},
-	{Name: "labels", Path: "Data.Spec", Label: "labels", Role: Shapes, resume: always, Range: "fine or coarse",
-		Usage: "CIFAR-100 label set: fine (100 classes) or coarse (20)",
-		get:   func(s *Settings) string { return s.Data.Spec.Labels.String() }, set: setLabels},
-	named(bound("model", "Model.Arch", "model", Shapes, always, "one of "+strings.Join(cifarlib.Architectures(), ", "),
-		"architecture: "+strings.Join(cifarlib.Architectures(), ", ")+"; with --from the source run's ("+ArchOfSource+") unless given"),
-		append(cifarlib.Architectures(), ArchOfSource)...),
-	bound("head", "Model.Head", "head", Shapes, always, "a whole number >= 0",
-		"override the head width (reproduces the head/label mismatch bug); 0 = the dataset's classes"),
-	inverted(bound("guard", "Model.Unguarded", "guard", Shapes, nil, "true or false",
-		"guard the loss: refuse a head/dataset mismatch and out-of-range labels; with false, GoMLX's plain loss silently gives such labels zero loss, and the summary says how many")),
-	bound("batch", "Data.BatchSize", "batch size", Shapes, always, "a whole number > 0", "batch size (the global batch, across devices)"),
-	bound("seed", "Run.Seed", "seed", Fed, always, "a whole number", "seed of the weight initialisation and of the data order"),
-	bound("augment", "Data.Augment", "augment", Host, always, "true or false", "augment the training images with the --augmentation scheme"),
-	named(bound("augmentation", "Data.Augmentation", "augmentation", Host, bothAugment, strings.Join(augmentationNames(), " or "),
-		"the scheme of --augment: crop-flip (random crops with 4-pixel padding and random flips) or altflip-translate (airbench's alternating flip and 2-pixel translation)"),
-		augmentationNames()...),
-	{Name: "optimizer", Path: "Optimizer", Label: "optimizer", Role: Shapes, resume: always, Range: "one of " + strings.Join(OptimizerAlgorithms(), ", "),
-		Usage: "optimizer: adam, adamw, adamax, rmsprop, sgd or nesterov (airbench94's Nesterov SGD with decoupled learning rate and weight decay per 1024 examples); another algorithm than the recipe's takes its own defaults",
-		get:   func(s *Settings) string { return algorithm(s.Optimizer) }, set: setOptimizer},
-	optimizerField("lr", "LearningRate", "learning rate", "a number >= 0",
-		"learning rate (nesterov's: per 1024 examples)"),
-	keyedWhen(optimizerField("weight-decay", "WeightDecay", "weight decay", "a number >= 0",
-		"weight decay: adamw's, or nesterov's per 1024 examples"),
-		func(s *Settings) bool { return algorithm(s.Optimizer) == "adamw" }), // GoMLX's Adam builds it in
-
-	optimizerField("momentum", "Momentum", "momentum", "a number in [0, 1)", "nesterov's momentum"),
-	optimizerField("bias-scaler", "BiasScaler", "bias scaler", "a number >= 0",
-		"nesterov: the batch-norm biases' learning rate is --lr times this"),
-	optimizerField("whiten-bias-epochs", "WhitenBiasEpochs", "whitening bias epochs", "a whole number >= 0",
-		"nesterov with --model airbench94: train the whitening bias for this many epochs, then freeze it (0: throughout)"),
-	withKey(bound("label-smoothing", "Run.LabelSmoothing", "label smoothing", Fed, always, "a number in [0, 1)",
-		"label smoothing of the training loss, in [0, 1) (0: none)"), smoothingKey),
-	bound("lookahead", "Run.Lookahead", "lookahead", Shapes, always, "true or false",
-		"airbench's lookahead: an EMA of the weights and batch-norm statistics that the weights are reset to every 5 steps, and the run ends on"),
-	named(bound("schedule", "Schedule.Name", "schedule", Shapes, always, `"constant", "cosine" or "triangle"`,
-		"learning-rate schedule: constant, cosine or triangle (airbench's: 0.2x rising to 1x at 23% of the steps, then down to 0.07x)"),
-		ScheduleConstant, ScheduleCosine, ScheduleTriangle),
-	bound("warmup", "Schedule.WarmupSteps", "warmup steps", Fed, savedCosine, "a whole number >= 0", "linear warm-up steps (cosine schedule)"),
-	bound("min-lr", "Schedule.MinLearningRate", "min learning rate", Fed, savedCosine, "a number >= 0", "final learning rate of the cosine schedule"),
-	lengthField(bound("steps", "Run.Steps", "steps", Fed, nil, "a whole number > 0",
-		"train up to this global `step` (this or --epochs is required, unless --recipe); a resumed run continues to it")),
-	lengthField(bound("epochs", "Run.Epochs", "epochs", Fed, nil, "a number > 0",
-		"instead of --steps: train this many `epochs` (may be fractional; ceil(epochs * train examples / batch) steps, the last partial batch of each epoch dropped)")),
-	bound("from", "Transfer.From", "transfer source", Host, always, "a run's folder",
-		"transfer from the trained run in `RUN_DIR` (its --checkpoint directory): its backbone is carried bit for bit, its head too when --dataset has the run's number of classes (else the head is new at --dataset's width), the optimizer state and step start again; --model defaults to the run's"),
-	named(bound("freeze", "Transfer.Freeze", "freeze", Shapes, always, `"" or "backbone"`,
-		"with --from: \"backbone\" trains the head only (linear probe; the backbone's weights and batch-norm statistics stay as carried)")),
-	keyedWhen(bound("backbone-lr", "Transfer.BackboneLearningRate", "backbone learning rate", Fed, always, "a number >= 0",
-		"with --from: the backbone's learning rate when fine-tuning (0: --lr)"),
-		func(s *Settings) bool { return s.Transfer.From != "" }), // backboneRateOptimizer's ratio
-	bound("new-head", "Transfer.NewHead", "new head", Host, nil, "true or false",
-		"with --from: initialise the head afresh from --seed even when --dataset has the run's number of classes"),
-	bound("tta", "Eval.TTA", "TTA", Shapes, nil, "0 (none), 1 (mirror) or 2 (mirror and translate)",
-		"test-time augmentation of the final evaluation: 0 none, 1 mirror, 2 mirror and translate"),
-	bound("eval-every", "Eval.Every", "eval every", Host, nil, "a whole number > 0, 0 (about 5 times per run) or -1 (never)",
-		"evaluate on the test split every N steps while training (0: about 5 times per run; -1: only at the end)"),
-	bound("eval-examples", "Eval.Examples", "eval examples", Host, nil, "a whole number >= 0",
-		"test examples of each evaluation while training (0: the whole test split)"),
-	bound("eval-batch", "Eval.BatchSize", "eval batch size", Shapes, nil, "a whole number > 0", "batch size of the evaluations"),
-	bound("no-eval", "Eval.SkipFinal", "no final evaluation", Host, nil, "true or false", "skip the final evaluation on the test split"),
-	bound("data", "Data.Dir", "data folder", Host, nil, "a folder",
-		"CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DirEnv+")"),
-	bound("checkpoint", "Checkpoint.Dir", "checkpoint folder", Host, nil, "a folder",
-		"checkpoint `DIR`: saved at the end, on SIGINT and every --checkpoint-every steps; if it holds a checkpoint, training resumes from it"),
-	bound("checkpoint-every", "Checkpoint.Every", "checkpoint every", Host, nil, "a whole number >= 0",
-		"also save a checkpoint every N steps (0: only at the end or on interrupt)"),
-	bound("checkpoint-keep", "Checkpoint.Keep", "checkpoints kept", Host, nil, "a whole number > 0", "the number of checkpoints kept"),
-	named(bound("backend", "Compute.Backend", "backend", Shapes, nil, "auto, cpu, go or cuda", "compute backend: auto, cpu, go or cuda")),
-	{Name: "devices", Path: "Compute.Devices", Label: "devices", Role: Shapes, Range: "a positive number or all",
-		Usage: "data parallelism: shard each batch across N devices, or all (cpu: XLA CPU devices, made on request; cuda: the GPUs); --batch must be a multiple of N",
-		get:   getDevices, set: setDevices},
-	named(bound("precision", "Compute.Precision", "precision", Shapes, nil, strings.Join(cifarlib.Precisions(), " or "),
-		"what convolutions and matrix products compute in: f32, or bf16-mixed (bfloat16 products, float32 weights, loss, guards and checkpoints; the speed-up is on a GPU)"),
-		cifarlib.Precisions()...),
-	bound("history-every", "Record.HistoryEvery", "history every", Host, nil, "a whole number >= 0",
-		"record a history point every N steps (0: at most 200 points per run)"),
-	bound("log-every", "Record.LogEvery", "log every", Host, nil, "a whole number >= 0",
-		"write a progress line to stderr every N steps (0: at most 200 lines per run)"),
+// values are the values a setting takes, as data, written once in its row of the table: the
+// row's Range says them in words, Set reads a name by them and Validate refuses a value outside
+// them. A setting's values are names (choices), numbers (bounds, whole or not as its Go field),
+// or anything of its type (a seed, a folder, a boolean).
+type values struct {
+	// choices are a name's values, in the order the range says them; unsaid are taken too, but
+	// not said (the recipe's "" for none, the model's "source" of a transfer); open: any other
+	// name is taken as well, the choices being the usual ones (the backend's GoMLX
+	// configurations, which backends.New reads).
+	choices, unsaid []string
+	open            bool
+	// means says what a choice means, where its name does not say it alone.
+	means map[string]string
+	// A number is in [lo, hi], without lo when loOpen and without hi when hiOpen; hi is +Inf
+	// for none. A zero values takes any number.
+	lo, hi         float64
+	loOpen, hiOpen bool
+	// special are numbers taken besides the bounds, each said with its meaning, e.g. the
+	// validations' period -1 (never).
+	special []special
+	// unset: 0 stands for "not given" (the length of a run in steps or in epochs: one of them is).
+	unset bool
+	// say says the values in words where the type's own do not: "a folder".
+	say string
 }
 
-// bound is the row of the Settings field at path (Part.Field), read and written by its Go type.
-func bound(name, path, label string, role Role, resume func(saved, requested *Settings) bool, rng, usage string) *Field {
-	f := &Field{Name: name, Path: path, Label: label, Role: role, resume: resume, Range: rng, Usage: usage}
-	f.isBool = settingsField(&Settings{}, path).Kind() == reflect.Bool
-	f.get = func(s *Settings) string { return formatValue(settingsField(s, path)) }
-	f.set = func(s *Settings, v string) error {
-		if err := parseValue(settingsField(s, path), v); err != nil {
-			return &ValueError{Field: name, Value: v, Range: rng}
-		}
-		return nil
-	}
-	return f
+// special is a number a setting takes with a meaning of its own: as the user writes it (say,
+// e.g. "all" for the devices, else the number) and what it means ("" when said alone).
+type special struct {
+	value        float64
+	say, meaning string
 }
 
-// keyedWhen is the Fed row f, whose value the programs of a run of s hold as a constant when
-// constant(s) says so (it is then part of ProgramKey).
-func keyedWhen(f *Field, constant func(s *Settings) bool) *Field {
-	return withKey(f, func(s *Settings, value string) (string, bool) { return value, constant(s) })
-}
+// anyValue takes any value of the setting's type.
+var anyValue = values{lo: math.Inf(-1), hi: math.Inf(1)}
 
-// withKey is the Fed row f with its keyed rule (Field.keyedValue).
-func withKey(f *Field, keyed func(s *Settings, value string) (string, bool)) *Field {
-	f.keyed = keyed
-	return f
-}
+// atLeast takes the numbers >= lo; above the numbers > lo.
+func atLeast(lo float64) values { return values{lo: lo, hi: math.Inf(1)} }
+func above(lo float64) values   { return values{lo: lo, loOpen: true, hi: math.Inf(1)} }
 
-// smoothingKey keys label smoothing on or off: the loss without it is another graph (trainLoss).
-// In bf16-mixed its value is a constant of the graph, and keyed.
-func smoothingKey(s *Settings, value string) (string, bool) {
-	switch {
-	case s.Run.LabelSmoothing == 0:
-		return "off", true
-	case !fedSmoothing(s):
-		return value, true
-	}
-	return "on", true
-}
+// fraction takes the numbers in [0, 1).
+var fraction = values{hi: 1, hiOpen: true}
 
-// inverted is f with its boolean read the other way round (the flag --guard sets
-// Model.Unguarded).
-func inverted(f *Field) *Field {
-	get, set := f.get, f.set
-	f.get = func(s *Settings) string { return strconv.FormatBool(get(s) != "true") }
-	f.set = func(s *Settings, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return &ValueError{Field: f.Name, Value: v, Range: f.Range}
-		}
-		return set(s, strconv.FormatBool(!b))
-	}
-	return f
-}
+// choices takes the names given, said in that order.
+func choices(names ...string) values { return values{choices: names} }
 
-// lengthField is f, the length of the run in steps or in epochs, which replaces the other
-// (unless 0): a run's length is given once.
-func lengthField(f *Field) *Field {
-	set := f.set
-	f.set = func(s *Settings, v string) error {
-		if err := set(s, v); err != nil {
-			return err
-		}
-		switch {
-		case f.Name == "steps" && s.Run.Steps != 0:
-			s.Run.Epochs = 0
-		case f.Name == "epochs" && s.Run.Epochs != 0:
-			s.Run.Steps = 0
-		}
-		return nil
-	}
-	return f
-}
+// onlySpecial takes the numbers given, each with its meaning, and no other.
+func onlySpecial(special ...special) values { return values{lo: math.Inf(1), special: special} }
 
-// settingsField is the field of s at path, e.g. "Data.BatchSize".
-func settingsField(s *Settings, path string) reflect.Value {
-	v := reflect.ValueOf(s).Elem()
-	for part := range strings.SplitSeq(path, ".") {
-		v = v.FieldByName(part)
-	}
+// or is v with the number value taken too, meaning what meaning says.
+func (v values) or(value float64, meaning string) values {
+	v.special = append(slices.Clone(v.special), special{value: value, meaning: meaning})
 	return v
 }
 
-// formatValue writes v as Set reads it.
-func formatValue(v reflect.Value) string {
-	switch v.Kind() {
-	case reflect.Float64:
-		return strconv.FormatFloat(v.Float(), 'g', -1, 64)
-	case reflect.Int, reflect.Int64:
-		return strconv.FormatInt(v.Int(), 10)
-	case reflect.Bool:
-		return strconv.FormatBool(v.Bool())
-	}
-	return v.String()
+// orSaid is v with the number value taken too, written say (e.g. "all").
+func (v values) orSaid(value float64, say string) values {
+	v.special = append(slices.Clone(v.special), special{value: value, say: say})
+	return v
 }
 
-// parseValue sets v from s, by v's kind: a finite number, a whole number, a boolean, or a
-// name (lower case, without spaces around it) or path (as given).
-func parseValue(v reflect.Value, s string) error {
-	switch v.Kind() {
-	case reflect.Float64:
-		x, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("not a finite number")
+// meaning is v with the choice name meaning what meaning says.
+func (v values) meaning(name, meaning string) values {
+	means := map[string]string{name: meaning}
+	for k, m := range v.means {
+		means[k] = m
+	}
+	v.means = means
+	return v
+}
+
+// isName reports whether v are names.
+func (v values) isName() bool { return len(v.choices) > 0 }
+
+// said are the values v says by name: a name's choices, or the special numbers of a setting
+// that takes no other (the TTA levels); nil otherwise.
+func (v values) said() []string {
+	if v.isName() {
+		return slices.Clone(v.choices)
+	}
+	if v.lo > v.hi || math.IsInf(v.lo, 1) {
+		var out []string
+		for _, s := range v.special {
+			out = append(out, s.written())
 		}
-		v.SetFloat(x)
-	case reflect.Int, reflect.Int64:
-		x, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64)
-		if err != nil {
-			return err
-		}
-		v.SetInt(x)
-	case reflect.Bool:
-		x, err := strconv.ParseBool(s)
-		if err != nil {
-			return err
-		}
-		v.SetBool(x)
-	default:
-		v.SetString(s)
+		return out
 	}
 	return nil
 }
 
-// named is f, whose values are names: read in lower case, one of choices when given.
-func named(f *Field, choices ...string) *Field {
-	set := f.set
-	f.set = func(s *Settings, v string) error {
-		if v = strings.ToLower(v); len(choices) > 0 && !slices.Contains(choices, v) {
-			return &ValueError{Field: f.Name, Value: v, Range: f.Range, Unknown: true}
-		}
-		return set(s, v)
+// written is how the user writes s.
+func (s special) written() string {
+	if s.say != "" {
+		return s.say
 	}
-	return f
+	return strconv.FormatFloat(s.value, 'g', -1, 64)
 }
 
-// optimizerField is the row of an optimizer's setting (the Go field of the algorithms that
-// have it), which the other algorithms leave at zero.
-func optimizerField(name, goField, label, rng, usage string) *Field {
-	f := &Field{Name: name, Path: "Optimizer." + goField, Label: label, Role: Fed, resume: always, Range: rng, Usage: usage}
-	f.applies = func(s *Settings) bool { _, ok := optimizerParam(s.Optimizer, goField); return ok }
-	f.get = func(s *Settings) string {
-		v, _ := optimizerParam(s.Optimizer, goField)
-		return strconv.FormatFloat(v, 'g', -1, 64)
+// words says v in words, for a setting whose Go field is whole (an integer) or not: "one of a,
+// b, c, d", "a, b or c", "a whole number >= 0", "a number in [0, 1)", "a whole number > 0, 0
+// (about 5 times per run) or -1 (never)"; "" for anyValue of a name or a boolean (the row says
+// those).
+func (v values) words(whole bool) string {
+	if v.say != "" {
+		return v.say
 	}
-	f.set = func(s *Settings, v string) error {
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || goField == "WhitenBiasEpochs" && x != math.Trunc(x) {
-			return &ValueError{Field: name, Value: v, Range: rng}
-		}
-		o, ok := withOptimizerParam(s.Optimizer, goField, x)
-		if !ok && x != 0 {
-			return &ConfigError{Field: f.Path, Value: v, Reason: fmt.Sprintf("%s needs Optimizer %s", label, strings.Join(algorithmsWith(goField), " or "))}
-		}
-		s.Optimizer = o
-		return nil
+	if v.isName() {
+		return sayChoices(v.choices, v.means)
 	}
-	return f
+	var parts []string
+	if base := v.bounds(whole); base != "" {
+		parts = append(parts, base)
+	}
+	for _, s := range v.special {
+		w := s.written()
+		if s.meaning != "" {
+			w += " (" + s.meaning + ")"
+		}
+		parts = append(parts, w)
+	}
+	return sayList(parts)
 }
 
-// algorithmsWith lists the algorithms that have the setting goField.
-func algorithmsWith(goField string) []string {
-	var names []string
-	for _, o := range optimizerDefaults {
-		if _, ok := optimizerParam(o, goField); ok {
-			names = append(names, fmt.Sprintf("%q", o.Algorithm()))
-		}
+// bounds says v's bounds: "a whole number > 0", "a number in [0, 1)", "" for none taken.
+func (v values) bounds(whole bool) string {
+	number := "a number"
+	if whole {
+		number = "a whole number"
 	}
-	return names
-}
-
-// algorithm is o's name, "" for none.
-func algorithm(o Optimizer) string {
-	if o == nil {
+	lo, hi := !math.IsInf(v.lo, -1), !math.IsInf(v.hi, 1)
+	switch {
+	case v.lo > v.hi || math.IsInf(v.lo, 1):
 		return ""
+	case lo && hi:
+		return fmt.Sprintf("%s in %s%g, %g%s", number, map[bool]string{false: "[", true: "("}[v.loOpen], v.lo, v.hi,
+			map[bool]string{false: "]", true: ")"}[v.hiOpen])
+	case lo:
+		return fmt.Sprintf("%s %s %g", number, map[bool]string{false: ">=", true: ">"}[v.loOpen], v.lo)
+	case hi:
+		return fmt.Sprintf("%s %s %g", number, map[bool]string{false: "<=", true: "<"}[v.hiOpen], v.hi)
 	}
-	return o.Algorithm()
+	return number
 }
 
-func setRecipe(s *Settings, name string) error {
-	r, err := Recipe(name)
-	if err != nil {
-		return &ValueError{Field: "recipe", Value: name, Range: "one of " + strings.Join(Recipes(), ", "), Unknown: true}
+// sayChoices says names: "one of a, b, c, d" for one or more than three, else "a or b", "a, b or
+// c"; quoted when one is "" (none); each with what it means, if said.
+func sayChoices(names []string, means map[string]string) string {
+	said := slices.Clone(names)
+	for i, n := range said {
+		if slices.Contains(names, "") {
+			said[i] = strconv.Quote(n)
+		}
+		if m := means[n]; m != "" {
+			said[i] += " (" + m + ")"
+		}
 	}
-	*s = r
-	return nil
+	if len(said) == 1 || len(said) > 3 {
+		return "one of " + strings.Join(said, ", ")
+	}
+	return sayList(said)
 }
 
-func setDataset(s *Settings, name string) error {
-	spec, err := data.SpecByName(name, s.Data.Spec.Labels.String())
-	if err != nil {
-		return &ValueError{Field: "dataset", Value: name, Range: `"cifar10" or "cifar100"`, Err: err}
+// sayList joins parts as "a, b or c".
+func sayList(parts []string) string {
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
 	}
-	s.Data.Spec = spec
-	return nil
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }
 
-func setLabels(s *Settings, labels string) error {
-	spec, err := data.SpecByName(s.Data.Spec.Name, labels)
-	if err != nil {
-		return &ValueError{Field: "labels", Value: labels, Range: "fine or coarse", Err: err}
-	}
-	s.Data.Spec = spec
-	return nil
+// takesName reports whether v takes the name s.
+func (v values) takesName(s string) bool {
+	return v.open || slices.Contains(v.choices, s) || slices.Contains(v.unsaid, s)
 }
 
-func setOptimizer(s *Settings, name string) error {
-	o, err := NewOptimizer(name)
-	if err != nil {
-		return err // a *ConfigError of Optimizer, which lists the algorithms
+// takesNumber reports whether v takes x.
+func (v values) takesNumber(x float64) bool {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return false
 	}
-	if algorithm(s.Optimizer) != o.Algorithm() { // the same algorithm keeps its settings (a recipe's)
-		s.Optimizer = o
+	for _, s := range v.special {
+		if x == s.value {
+			return true
+		}
 	}
-	return nil
-}
-
-func getDevices(s *Settings) string {
-	if s.Compute.Devices == backends.DevicesAll {
-		return "all"
+	if v.unset && x == 0 {
+		return true
 	}
-	return strconv.Itoa(s.Compute.Devices)
-}
-
-func setDevices(s *Settings, v string) error {
-	n, err := backends.ParseDevices(v)
-	if err != nil {
-		return &ValueError{Field: "devices", Value: v, Range: "a positive number or all"}
+	switch {
+	case x < v.lo || v.loOpen && x == v.lo:
+		return false
+	case x > v.hi || v.hiOpen && x == v.hi:
+		return false
 	}
-	s.Compute.Devices = n
-	return nil
+	return true
 }
-
-// augmentationNames are the names of data.Augmentations.
-func augmentationNames() []string {
-	var names []string
-	for _, a := range data.Augmentations() {
-		names = append(names, a.String())
-	}
-	return names
-}
-
-// bothAugment: the scheme matters to a resume when both runs augment.
-func bothAugment(saved, requested *Settings) bool {
-	return saved.Data.Augment && requested.Data.Augment
-}
-
-// savedCosine: the cosine's parameters matter to a resume of a cosine run.
-func savedCosine(saved, _ *Settings) bool { return saved.Schedule.Name == ScheduleCosine }

@@ -3,16 +3,19 @@ package training
 import (
 	"encoding/json"
 	"errors"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 	"github.com/stretchr/testify/require"
 )
 
 // Every row of the table reads back what it writes: Set(Get(s)) leaves s as it was, for the
 // defaults, the recipe and a transfer; names are unique, every row has a role, a path into
-// Settings, words and a range.
+// Settings, words and a range, and the settings its usage names in braces are rows.
 func TestFieldsReadBackWhatTheyWrite(t *testing.T) {
 	transfer := with(t, Defaults(), map[string]string{"from": "/runs/src", "freeze": "backbone", "steps": "3"})
 	names := map[string]bool{}
@@ -24,6 +27,10 @@ func TestFieldsReadBackWhatTheyWrite(t *testing.T) {
 		require.NotEmpty(t, f.Usage, f.Name)
 		require.NotEmpty(t, f.Range, f.Name)
 		require.Contains(t, []Role{Shapes, Fed, Host}, f.Role, f.Name)
+		for _, ref := range regexp.MustCompile(`\{([^}]*)\}`).FindAllStringSubmatch(f.Usage, -1) {
+			_, err := LookupField(ref[1])
+			require.NoError(t, err, "%s's usage names {%s}", f.Name, ref[1])
+		}
 		if f.Name == "recipe" {
 			continue // it replaces the settings
 		}
@@ -97,8 +104,8 @@ func TestApplyRefusals(t *testing.T) {
 func TestApplyInTableOrder(t *testing.T) {
 	s := with(t, Defaults(), map[string]string{"momentum": "0.9", "optimizer": "nesterov", "recipe": "airbench94",
 		"labels": "coarse", "dataset": "cifar100", "steps": "5"})
-	require.Equal(t, []any{"airbench94", 0.9, 11.5, "cifar100-coarse", 5, 0.0}, []any{s.Model.Arch, s.Optimizer.(Nesterov).Momentum,
-		s.Optimizer.(Nesterov).LearningRate, s.Data.Spec.ID(), s.Run.Steps, s.Run.Epochs}, "the recipe's epochs replaced by the steps")
+	require.Equal(t, []any{"airbench94", 0.9, 11.5, "cifar100-coarse", 5, 0.0}, []any{s.Model.Arch, s.Optimizer.(optimizers.Nesterov).Momentum,
+		s.Optimizer.(optimizers.Nesterov).LearningRate, s.Data.Spec.ID(), s.Run.Steps, s.Run.Epochs}, "the recipe's epochs replaced by the steps")
 	s = with(t, Defaults(), map[string]string{"from": "/runs/a", "steps": "2"})
 	require.Equal(t, ArchOfSource, s.Model.Arch)
 	s = with(t, Defaults(), map[string]string{"from": "/runs/a", "model": "cnn", "steps": "2"})
@@ -113,8 +120,8 @@ func TestApplyInTableOrder(t *testing.T) {
 func TestSettingsJSONRoundTrip(t *testing.T) {
 	for _, s := range []Settings{Defaults(), Airbench94(), with(t, Defaults(), map[string]string{"optimizer": "adamw", "weight-decay": "0.01",
 		"schedule": "cosine", "warmup": "2", "steps": "9", "from": "/runs/a", "freeze": "backbone", "devices": "all", "precision": "bf16-mixed"})} {
-		for _, algo := range OptimizerAlgorithms() {
-			o, err := NewOptimizer(algo)
+		for _, algo := range optimizers.Algorithms() {
+			o, err := optimizers.New(algo)
 			require.NoError(t, err)
 			s.Optimizer = o
 			b, err := json.Marshal(s)
@@ -190,4 +197,84 @@ func TestProgramKeyFromTheTable(t *testing.T) {
 	adamw := with(t, base, map[string]string{"optimizer": "adamw"})
 	require.NotEqual(t, key(adamw), key(with(t, adamw, map[string]string{"weight-decay": "0.01"})), "AdamW's weight decay")
 	require.Equal(t, key(adamw), key(with(t, adamw, map[string]string{"lr": "0.01"})), "AdamW's learning rate, fed")
+}
+
+// TestRefusalsFromTheRows: every value Validate refused at f035eac is refused, with the same
+// setting (ConfigError.Field, its row's Path) and value, and now by the setting's row: its
+// reason is the row's Range, the words its flag's help and a malformed value's error say, and
+// Set refuses the same value as written with the same error (Apply, a sweep's axis). At f035eac
+// the ranges were written again in Validate, some settings checked together (a negative weight
+// decay or minimum learning rate was refused as Optimizer.LearningRate).
+func TestRefusalsFromTheRows(t *testing.T) {
+	nesterov := with(t, Defaults(), map[string]string{"optimizer": "nesterov", "steps": "10"})
+	for _, c := range []struct {
+		name, value string // the row and the value, as written
+		edit        func(*Settings)
+	}{
+		{"recipe", `"airbench96"`, func(s *Settings) { s.Recipe = "airbench96" }},
+		{"model", `"vgg"`, func(s *Settings) { s.Model.Arch = "vgg" }},
+		{"head", "-1", func(s *Settings) { s.Model.Head = -1 }},
+		{"batch", "0", func(s *Settings) { s.Data.BatchSize = 0 }},
+		{"batch", "-4", func(s *Settings) { s.Data.BatchSize = -4 }},
+		{"augmentation", `"cutout"`, func(s *Settings) { s.Data.Augmentation = "cutout" }},
+		{"lr", "-0.1", func(s *Settings) { s.Optimizer = optimizers.Adam{LearningRate: -0.1} }},
+		{"weight-decay", "-1", func(s *Settings) { s.Optimizer = optimizers.AdamW{LearningRate: 0.1, WeightDecay: -1} }},
+		{"momentum", "1", func(s *Settings) { n := s.Optimizer.(optimizers.Nesterov); n.Momentum = 1; s.Optimizer = n }},
+		{"momentum", "-0.5", func(s *Settings) { n := s.Optimizer.(optimizers.Nesterov); n.Momentum = -0.5; s.Optimizer = n }},
+		{"bias-scaler", "-1", func(s *Settings) { n := s.Optimizer.(optimizers.Nesterov); n.BiasScaler = -1; s.Optimizer = n }},
+		{"whiten-bias-epochs", "-1", func(s *Settings) { n := s.Optimizer.(optimizers.Nesterov); n.WhitenBiasEpochs = -1; s.Optimizer = n }},
+		{"label-smoothing", "1", func(s *Settings) { s.Run.LabelSmoothing = 1 }},
+		{"label-smoothing", "-0.1", func(s *Settings) { s.Run.LabelSmoothing = -0.1 }},
+		{"schedule", `"step"`, func(s *Settings) { s.Schedule.Name = "step" }},
+		{"min-lr", "-1", func(s *Settings) { s.Schedule.Name, s.Schedule.MinLearningRate = optimizers.ScheduleCosine, -1 }},
+		{"warmup", "-1", func(s *Settings) { s.Schedule.Name, s.Schedule.WarmupSteps = optimizers.ScheduleCosine, -1 }},
+		{"steps", "-5", func(s *Settings) { s.Run.Steps = -5 }},
+		{"epochs", "-1", func(s *Settings) { s.Run.Steps, s.Run.Epochs = 0, -1 }},
+		{"freeze", `"head"`, func(s *Settings) { s.Transfer.Freeze = "head" }},
+		{"backbone-lr", "-1", func(s *Settings) { s.Transfer.From, s.Transfer.BackboneLearningRate = "/runs/a", -1 }},
+		{"tta", "3", func(s *Settings) { s.Eval.TTA = 3 }},
+		{"tta", "-1", func(s *Settings) { s.Eval.TTA = -1 }},
+		{"eval-every", "-2", func(s *Settings) { s.Eval.Every = -2 }},
+		{"eval-examples", "-1", func(s *Settings) { s.Eval.Examples = -1 }},
+		{"eval-batch", "0", func(s *Settings) { s.Eval.BatchSize = 0 }},
+		{"checkpoint-every", "-1", func(s *Settings) { s.Checkpoint.Every = -1 }},
+		{"checkpoint-keep", "0", func(s *Settings) { s.Checkpoint.Keep = 0 }},
+		{"devices", "-3", func(s *Settings) { s.Compute.Devices = -3 }},
+		{"precision", `"fp16"`, func(s *Settings) { s.Compute.Precision = "fp16" }},
+		{"history-every", "-1", func(s *Settings) { s.Record.HistoryEvery = -1 }},
+		{"log-every", "-1", func(s *Settings) { s.Record.LogEvery = -1 }},
+	} {
+		f, err := LookupField(c.name)
+		require.NoError(t, err)
+		want := &ConfigError{Field: f.Path, Value: c.value, Reason: "use " + f.Range}
+		s := nesterov
+		c.edit(&s)
+		var ce *ConfigError
+		require.ErrorAs(t, s.Validate(), &ce, "%s=%s", c.name, c.value)
+		require.Equal(t, want, ce, "%s=%s: Validate", c.name, c.value)
+
+		written := strings.Trim(c.value, `"`)
+		if c.name == "devices" || c.name == "weight-decay" || c.name == "lr" {
+			continue // "-3" is not a number of devices as written (backends.ParseDevices); an optimizer's own values: below
+		}
+		s = nesterov
+		if c.name == "backbone-lr" {
+			s.Transfer.From = "/runs/a"
+		}
+		err = f.Set(&s, written)
+		var ve *ValueError
+		if errors.As(err, &ve) {
+			require.True(t, ve.Unknown, "%s=%s: Set: %v", c.name, written, err) // a name no row takes
+			require.Equal(t, f.Range, ve.Range)
+			continue
+		}
+		require.ErrorAs(t, err, &ce, "%s=%s: Set", c.name, written)
+		require.Equal(t, want, ce, "%s=%s: Set", c.name, written)
+	}
+	s := nesterov
+	require.Equal(t, &ConfigError{Field: "Optimizer.LearningRate", Value: "-1", Reason: "use a number >= 0"},
+		s.Apply(map[string]string{"lr": "-1"}))
+	s = with(t, Defaults(), map[string]string{"optimizer": "adamw"})
+	require.Equal(t, &ConfigError{Field: "Optimizer.WeightDecay", Value: "-1", Reason: "use a number >= 0"},
+		s.Apply(map[string]string{"weight-decay": "-1"}))
 }

@@ -10,16 +10,16 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 )
 
-// StatusEvery is how often a Status redraws its line while its work goes on without a new
+// statusEvery is how often a Status redraws its line while its work goes on without a new
 // event (the elapsed time of a compile, an evaluation's progress), and the shortest time
 // between two redraws of the same phase.
-const StatusEvery = 500 * time.Millisecond
+const statusEvery = 500 * time.Millisecond
 
 // Status is the line that says what a run or an evaluation is doing, made from its events
 // (Env.OnEvent, EvalOptions.OnEvent: pass Status.Event): each event replaces the line, which
 // also says how long its phase has taken so far ("compiling the train step (first time for
 // this shape)… 3.5 s", "step 1/200 running… 12.3 s", "step 57/200 · loss 1.2345 · 4.1 s"), and
-// is redrawn every StatusEvery while the phase goes on. What ended is said in the timeline's own
+// is redrawn every statusEvery while the phase goes on. What ended is said in the timeline's own
 // figures (EventTimed): when a program's phase ends (a compile), a line says it and how long the
 // timeline recorded ("compiled the train step (first time for this shape) in 3.13 s"). Close
 // draws what the last phase did, timed by the timeline, and under it one line of the programs'
@@ -28,7 +28,7 @@ const StatusEvery = 500 * time.Millisecond
 //
 // draw receives every line, with newPhase true for the first line of a phase, the line that
 // ends a program's phase and Close's: a notebook cell shows each line in place of the last
-// (package nb); NewLineStatus writes the new phases, and a line every LineStatusEvery of a long
+// (package nb); NewLineStatus writes the new phases, and a line every lineStatusEvery of a long
 // one.
 type Status struct {
 	prefix string
@@ -56,30 +56,30 @@ type Status struct {
 }
 
 // NewStatus returns a Status whose lines start with prefix (e.g. `run "a": `) and go to draw. It
-// redraws its line every StatusEvery until Close.
+// redraws its line every statusEvery until Close.
 func NewStatus(prefix string, draw func(line string, newPhase bool)) *Status {
 	s := &Status{prefix: prefix, draw: draw, now: time.Now, stop: make(chan struct{})}
 	go s.tick()
 	return s
 }
 
-// LineStatusEvery is how often NewLineStatus writes a line of a phase that goes on.
-const LineStatusEvery = 10 * time.Second
+// lineStatusEvery is how often NewLineStatus writes a line of a phase that goes on.
+const lineStatusEvery = 10 * time.Second
 
 // NewLineStatus returns a Status that writes lines to w, as a log or a terminal keeps them:
-// the first line of each phase, the end of each program's phase, a line every LineStatusEvery of
+// the first line of each phase, the end of each program's phase, a line every lineStatusEvery of
 // a phase that goes on (a long compile, an evaluation's progress), and Close's.
 func NewLineStatus(w io.Writer, prefix string) *Status {
 	var last time.Time
 	return NewStatus(prefix, func(line string, newPhase bool) {
-		if now := time.Now(); newPhase || now.Sub(last) >= LineStatusEvery {
+		if now := time.Now(); newPhase || now.Sub(last) >= lineStatusEvery {
 			fmt.Fprintln(w, line)
 			last = now
 		}
 	})
 }
 
-// Event shows e: a new phase at once, the progress of the same phase at most every StatusEvery;
+// Event shows e: a new phase at once, the progress of the same phase at most every statusEvery;
 // an EventTimed says what ended, in the timeline's figures.
 func (s *Status) Event(e Event) {
 	s.mu.Lock()
@@ -109,7 +109,7 @@ func (s *Status) Event(e Event) {
 	}
 	if s.has && s.cur.phase() == e.phase() {
 		s.cur = e
-		if now.Sub(s.drawn) >= StatusEvery {
+		if now.Sub(s.drawn) >= statusEvery {
 			s.drawLocked(now, false)
 		}
 		return
@@ -230,9 +230,9 @@ func (s *Status) drawLocked(now time.Time, newPhase bool) {
 	s.drawn = now
 }
 
-// tick redraws the line every StatusEvery when no event did, until Close.
+// tick redraws the line every statusEvery when no event did, until Close.
 func (s *Status) tick() {
-	t := time.NewTicker(StatusEvery)
+	t := time.NewTicker(statusEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -240,7 +240,7 @@ func (s *Status) tick() {
 			return
 		case <-t.C:
 			s.mu.Lock()
-			if now := s.now(); s.has && !s.closed && now.Sub(s.drawn) >= StatusEvery {
+			if now := s.now(); s.has && !s.closed && now.Sub(s.drawn) >= statusEvery {
 				s.drawLocked(now, false)
 			}
 			s.mu.Unlock()

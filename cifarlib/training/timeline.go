@@ -8,13 +8,13 @@ import (
 	"github.com/gomlx/compute"
 )
 
-// runTimeline records a run's runs.Timeline: a Trainer's, or a standalone Evaluator's.
+// runTimeline records a run's runs.Timeline: a Trainer's, or a standalone evalProgram's.
 //
 // How a compile is seen: GoMLX compiles lazily, when an Exec is first called with new input
 // shapes, and it calls the Exec's graph function exactly once per program it compiles
 // (graph.Exec.buildAndCompileGraph, in gomlx v0.28.3 as in v0.28.16); it has no compile
 // callback. So the graph functions of cifarlib's programs (Trainer.modelFn for the train step,
-// Evaluator.graph for evaluations) call building, and the caller asks the Exec to compile
+// evalProgram.graph for evaluations) call building, and the caller asks the Exec to compile
 // (model.Exec.Compile) before it calls it: the compile event is then exactly the build and the
 // XLA compile. Where the program is compiled by the call itself (data-parallel runs, whose
 // sharded inputs GoMLX shapes per device), built closes the event after the call, which then

@@ -46,12 +46,7 @@ func Train(ctx context.Context, settings Settings, env Env) (*Result, error) {
 func (t *Trainer) modelFn(scope *model.Scope, spec any, inputs []*graph.Node) []*graph.Node {
 	t.rt.building(runs.ProgramTrainStep, 0)
 	if g := inputs[0].Graph(); scope.IsTraining(g) {
-		switch t.plan.Schedule.Name {
-		case ScheduleTriangle:
-			airbenchTriangle(t.plan.Run.Steps).setLearningRate(scope, g, learningRate(t.plan.Optimizer))
-		case ScheduleCosine:
-			newCosine(t.plan).setLearningRate(scope, g)
-		}
+		t.plan.optimizerPlan(nil).SetLearningRate(t.plan.Optimizer, scope, g)
 	}
 	if t.transfer != nil {
 		return t.transfer.modelFn(t.model, scope, spec, inputs)
@@ -70,9 +65,6 @@ func (t *Trainer) Store() *model.Store { return t.store }
 
 // Backend returns the compute backend.
 func (t *Trainer) Backend() compute.Backend { return t.backend }
-
-// GoMLXTrainer returns the underlying GoMLX train.Trainer.
-func (t *Trainer) GoMLXTrainer() *train.Trainer { return t.trainer }
 
 // Loop returns the underlying GoMLX train.Loop, to attach more hooks before Run.
 func (t *Trainer) Loop() *train.Loop { return t.loop }
@@ -359,15 +351,6 @@ func (t *Trainer) saveCheckpoint() error {
 		return err
 	}
 	return t.ckpt.save(t.store, t.history)
-}
-
-// SaveCheckpoint saves a checkpoint of the current state now. It fails when the settings have
-// no Checkpoint.Dir.
-func (t *Trainer) SaveCheckpoint() error {
-	if t.ckpt == nil {
-		return &ConfigError{Field: "Checkpoint.Dir", Value: `""`, Reason: "set a checkpoint directory to save checkpoints"}
-	}
-	return t.saveCheckpoint()
 }
 
 // Evaluate evaluates the current model on recs (e.g. the test split).

@@ -182,8 +182,8 @@ func TestDevicesErrors(t *testing.T) {
 		require.True(t, errors.Is(err, backends.ErrDevices))
 		require.Equal(t, 2, due.Requested)
 		require.EqualError(t, err, "backends: 2 devices asked of the go (pure Go, CPU) backend, which has one device and runs "+
-			"no distributed programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: "+plugins.XLACPUInstallHint+
-			") or cuda for several GPUs, or -devices 1")
+			"no distributed programs: use the cpu backend (XLA's CPU plugin, which can expose several CPU devices: "+plugins.XLACPUInstallHint+
+			") or cuda for several GPUs, or 1 device")
 		// "all" on the pure-Go backend is its one device.
 		b, err := backends.NewWithDevices(backends.Go, backends.DevicesAll)
 		require.NoError(t, err)
@@ -198,7 +198,7 @@ func TestDevicesErrors(t *testing.T) {
 		_, err := NewTrainer(cfg, baseEnv)
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce)
-		require.EqualError(t, err, "training: config: Compute.Devices=-3: use a positive number of devices or DevicesAll")
+		require.EqualError(t, err, "training: config: Compute.Devices=-3: use a whole number > 0 or all")
 	})
 
 	t.Run("batch not divisible", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/stretchr/testify/require"
 )
@@ -27,7 +28,7 @@ func trainE2E(t *testing.T, spec data.Spec, steps int) *Result {
 	var log bytes.Buffer
 	s := Defaults()
 	s.Data.Spec, s.Model.Arch, s.Run.Steps, s.Data.BatchSize, s.Optimizer, s.Run.Seed, s.Record.LogEvery = spec, cifarlib.ArchCNN, steps, 32,
-		Adam{LearningRate: 0.003}, 1, 5
+		optimizers.Adam{LearningRate: 0.003}, 1, 5
 	res, err := Train(context.Background(), s, Env{Train: train, Test: test, Backend: b, Progress: ProgressOff, Log: &log})
 	require.NoError(t, err)
 	var summary bytes.Buffer

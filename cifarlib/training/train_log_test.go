@@ -51,8 +51,8 @@ func TestLogEveryDefault(t *testing.T) {
 	}
 }
 
-// TestEvalEveryDefault: a run that evaluates validates about DefaultEvals times on
-// DefaultEvalExamples test examples, as Lightning validates while it trains; EvalOff or
+// TestEvalEveryDefault: a run that evaluates validates about defaultEvals times on
+// defaultEvalExamples test examples, as Lightning validates while it trains; EvalOff or
 // Eval.SkipFinal leave it out; an explicit period keeps its examples (0: all).
 func TestEvalEveryDefault(t *testing.T) {
 	for _, c := range []struct {
@@ -76,7 +76,7 @@ func TestEvalEveryDefault(t *testing.T) {
 	}
 
 	// A run with the defaults: five evaluations in its history, of the first 40 test examples
-	// (all there are, fewer than DefaultEvalExamples), and the final one.
+	// (all there are, fewer than defaultEvalExamples), and the final one.
 	train, test := labtest.TrainTestRecords(t, data.CIFAR10(), 64, 40, 1)
 	s := with(t, Defaults(), map[string]string{"model": cifarlib.ArchLinear, "steps": "10", "batch": "16"})
 	res, err := Train(context.Background(), s, Env{Train: train, Test: test, Backend: labtest.Backend(t), Progress: ProgressOff})

@@ -3,6 +3,8 @@ package training
 import (
 	"fmt"
 	"math"
+
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 )
 
 // plan is a run's Settings as they resolve, in this one place: validated (Settings.Validate),
@@ -23,13 +25,15 @@ type plan struct {
 	// stepsPerEpoch is len(train)/BatchSize when the plan needs it (Run.Epochs, the whitening
 	// bias's epochs), else 0.
 	stepsPerEpoch int
+	// learningRate is the optimizer's.
+	learningRate float64
 }
 
 // resolve derives the plan of s, validated, and its transfer source (nil without one): the
 // model's architecture and head width. The training split's size, when it arrives, completes
 // it (count).
 func resolve(s Settings, source *sourceRun) (*plan, error) {
-	p := &plan{Settings: s, source: source, dataset: s.Data.Spec.ID()}
+	p := &plan{Settings: s, source: source, dataset: s.Data.Spec.ID(), learningRate: learningRate(s.Optimizer)}
 	if source != nil {
 		if p.Model.Arch == ArchOfSource {
 			p.Model.Arch = source.info.Model.Arch
@@ -58,7 +62,7 @@ func (p *plan) count(examples int) error {
 	if p.Run.Epochs > 0 {
 		p.Run.Steps = int(math.Ceil(p.Run.Epochs * float64(p.stepsPerEpoch)))
 	}
-	if p.Schedule.Name == ScheduleCosine {
+	if p.Schedule.Name == optimizers.ScheduleCosine {
 		if err := checkWarmup(p.Schedule.WarmupSteps, p.Run.Steps); err != nil {
 			return err
 		}
@@ -67,13 +71,13 @@ func (p *plan) count(examples int) error {
 	return nil
 }
 
-// countPeriods derives the periods of validation (EvalAuto: about DefaultEvals per run, when the
-// run evaluates at all), History points and log lines (at most DefaultMaxPoints lines).
+// countPeriods derives the periods of validation (EvalAuto: about defaultEvals per run, when the
+// run evaluates at all), History points and log lines (at most defaultMaxPoints lines).
 func (p *plan) countPeriods() {
 	e, steps := &p.Eval, p.Run.Steps
 	switch {
 	case e.Every == EvalAuto && !e.SkipFinal:
-		e.Every = (steps + DefaultEvals - 1) / DefaultEvals
+		e.Every = (steps + defaultEvals - 1) / defaultEvals
 	case e.Every <= 0:
 		e.Every = 0
 	}
@@ -82,17 +86,23 @@ func (p *plan) countPeriods() {
 	}
 	r := &p.Record
 	if r.HistoryEvery == 0 {
-		r.HistoryEvery = max(1, steps/DefaultMaxPoints)
+		r.HistoryEvery = max(1, steps/defaultMaxPoints)
 	}
 	if r.LogEvery == 0 {
-		r.LogEvery = max(r.HistoryEvery, (steps+DefaultMaxPoints-1)/DefaultMaxPoints)
+		r.LogEvery = max(r.HistoryEvery, (steps+defaultMaxPoints-1)/defaultMaxPoints)
 	}
 }
 
 // whitenBiasEpochs are the epochs nesterov trains airbench94's whitening bias for (0: all).
 func (p *plan) whitenBiasEpochs() int {
-	if n, ok := p.Optimizer.(Nesterov); ok {
+	if n, ok := p.Optimizer.(optimizers.Nesterov); ok {
 		return n.WhitenBiasEpochs
 	}
 	return 0
+}
+
+// learningRate is o's learning rate (every algorithm has one).
+func learningRate(o optimizers.Optimizer) float64 {
+	lr, _ := optimizers.Param(o, "LearningRate")
+	return lr
 }

@@ -13,7 +13,7 @@ import (
 func TestResultRecipeLineTravels(t *testing.T) {
 	s := Airbench94()
 	s.Run.Epochs = 2
-	sent := &Result{Recipe: RecipeAirbench94, RecipeSettings: recipeSettings(&s, 0)}
+	sent := &Result{Recipe: recipeAirbench94, RecipeSettings: recipeSettings(&s, 0)}
 	payload, err := json.Marshal(sent)
 	require.NoError(t, err)
 	var got Result

@@ -1,5 +1,22 @@
 package training
 
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/cifarlab/cifarlab/cifarlib"
+	"github.com/cifarlab/cifarlab/cifarlib/data"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
+
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/model/checkpoint"
+)
+
 // Transfer: a run trained on one dataset carried to another (Settings.Transfer.From).
 //
 // GoMLX v0.28 has no partial checkpoint load (ml/model/checkpoint's TODO "Allow to specify
@@ -15,19 +32,6 @@ package training
 // step, the guard's and trainer's counters and the random-number state. The new run's optimizer
 // starts from zero moments for every variable, as PyTorch's does when a new optimizer is made
 // for the re-headed model.
-
-import (
-	"fmt"
-	"maps"
-	"slices"
-	"strings"
-
-	"github.com/cifarlab/cifarlab/cifarlib"
-
-	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/ml/model"
-)
 
 // FreezeBackbone is the Transfer.Freeze value of a linear probe: only the head trains.
 const FreezeBackbone = "backbone"
@@ -157,7 +161,7 @@ func newTrainTransfer(p *plan, store *model.Store, resumed bool, log runLog) (*t
 	if err != nil {
 		return nil, err
 	}
-	lr := learningRate(p.Optimizer)
+	lr := p.learningRate
 	r.Dataset, r.Head, r.Freeze, r.LearningRate = p.dataset, p.Model.Head, p.Transfer.Freeze, lr
 	r.BackboneLearningRate = lr
 	switch {
@@ -183,7 +187,7 @@ func newTrainTransfer(p *plan, store *model.Store, resumed bool, log runLog) (*t
 	}
 	head := fmt.Sprintf("head initialised afresh at %d", p.Model.Head)
 	if len(r.KeptHead) > 0 {
-		head = fmt.Sprintf("head of %d classes kept (Transfer.NewHead, --new-head, re-initialises it)", p.Model.Head)
+		head = fmt.Sprintf("head of %d classes kept (Transfer.NewHead, the setting new-head, re-initialises it)", p.Model.Head)
 	}
 	log("transferred from %s: carried %d backbone variables, %s", p.Transfer.From, len(r.Carried), head)
 	return tt, nil
@@ -213,7 +217,7 @@ func (tt *trainTransfer) sortSource(p *plan) (*TransferReport, error) {
 		}
 	}
 	if len(r.Reinitialized) == 0 { // The linear model is all head: it carries nothing, but has one.
-		return nil, &CorruptCheckpointError{Dir: p.Transfer.From, Err: fmt.Errorf("it holds no head variables (%s*)", tt.head)}
+		return nil, &checkpoints.CorruptError{Dir: p.Transfer.From, Err: fmt.Errorf("it holds no head variables (%s*)", tt.head)}
 	}
 	return r, nil
 }
@@ -257,4 +261,263 @@ func (t *Trainer) Transfer() *TransferReport {
 		return nil
 	}
 	return t.transfer.report // nil for a frozen backbone without From
+}
+
+// keepHead carries the source's head with the backbone when the target has the source's
+// number of classes (fine-tuning a model on its own task, or on another dataset of the same
+// width) and Transfer.NewHead is false: the report's Reinitialized variables become KeptHead, with
+// the source's shapes. A different width, or NewHead, leaves them re-initialised from the seed.
+func (tt *trainTransfer) keepHead(p *plan) {
+	r := tt.report
+	if r == nil || p.Transfer.NewHead || p.Model.Head != r.FromHead || len(r.Reinitialized) == 0 {
+		return
+	}
+	for _, v := range r.Reinitialized {
+		r.KeptHead = append(r.KeptHead, TransferVariable{Path: v.Path, Shape: v.FromShape})
+	}
+	r.Reinitialized = nil
+}
+
+// keptHeadLine is the report's line for a carried head.
+func (r *TransferReport) keptHeadLine() string {
+	paths := make([]string, len(r.KeptHead))
+	for i, v := range r.KeptHead {
+		paths[i] = fmt.Sprintf("%s %v", v.Path, v.Shape)
+	}
+	return fmt.Sprintf("  head kept, carried bit for bit: %s: %s has the source's %d classes (NewHead, the setting new-head, "+
+		"re-initialises it from the seed)\n", strings.Join(paths, ", "), r.Dataset, r.Head)
+}
+
+// sourceRun is the trained run a transfer starts from (Settings.Transfer.From), as the Trainer
+// reads it for resolve: what the run recorded, and its checkpoint with the saved tensors.
+type sourceRun struct {
+	info    CheckpointInfo
+	handler *checkpoint.Handler
+	// dataset is the Spec ID of the dataset the run was trained on.
+	dataset string
+}
+
+// readTransferSource reads the source run in from ("": no source, nil).
+func readTransferSource(from string) (*sourceRun, error) {
+	if from == "" {
+		return nil, nil
+	}
+	h, info, err := readRunSource(from)
+	if err != nil {
+		return nil, err
+	}
+	return &sourceRun{info: info, handler: h, dataset: info.Data.Spec.ID()}, nil
+}
+
+// readRunSource opens the trained run in dir as a source (of a transfer, of DiagnoseRun):
+// *checkpoints.IncompleteError and *checkpoints.CorruptError as they are, any other failure (no
+// folder, no checkpoint, a foreign one) as *NotRunError.
+func readRunSource(dir string) (*checkpoint.Handler, CheckpointInfo, error) {
+	_, h, info, err := readRunCheckpoint(dir)
+	if err != nil {
+		switch err.(type) {
+		case *checkpoints.IncompleteError, *checkpoints.CorruptError:
+			return nil, info, err
+		}
+		return nil, info, &NotRunError{Dir: dir, Err: err}
+	}
+	return h, info, nil
+}
+
+// NotRunError reports that a folder given as a trained run (Transfer.From, cifarlab
+// --from) is not the checkpoint directory of a cifarlib run: it is missing, a file, empty, or
+// holds a GoMLX checkpoint that cifarlib did not write. errors.Is(err, checkpoints.ErrNoCheckpoint) holds.
+type NotRunError struct {
+	// Dir is the folder given.
+	Dir string
+	// Err is what opening it found.
+	Err error
+}
+
+// Error implements error.
+func (e *NotRunError) Error() string {
+	return fmt.Sprintf("training: %s is not a trained cifarlib run (%v): give the checkpoint folder of a run "+
+		"(Settings.Checkpoint.Dir of a run of cifarlab train or of a notebook's lab.Fit)", e.Dir, e.Err)
+}
+
+// Unwrap returns what opening the folder found (checkpoints.ErrNoCheckpoint, os.ErrNotExist, ...).
+func (e *NotRunError) Unwrap() error { return e.Err }
+
+// ArchMismatchError reports a transfer from a run of another architecture: its variables can
+// not be carried into the requested model.
+type ArchMismatchError struct {
+	// Dir is the source run; Saved its architecture and Requested the one asked for.
+	Dir, Saved, Requested string
+}
+
+// Error implements error: the Problem and its fix in a Go caller's words (training.Settings'
+// fields; cmd/cifarlab says it in flags).
+func (e *ArchMismatchError) Error() string {
+	return fmt.Sprintf("%s; use Model.Arch %q, or training.ArchOfSource with Transfer.From", e.Problem(), e.Saved)
+}
+
+// Problem is the error without its fix: what was asked of which run.
+func (e *ArchMismatchError) Problem() string {
+	return fmt.Sprintf("training: run %s is a %s, but the model asked for is a %s: the backbone can only be carried "+
+		"into the same architecture", e.Dir, e.Saved, e.Requested)
+}
+
+// datasetSettings names the dataset with the given Spec ID by its settings: "dataset=cifar100
+// labels=coarse".
+func datasetSettings(id string) string {
+	if id == "cifar100-coarse" {
+		return "dataset=cifar100 labels=coarse"
+	}
+	return "dataset=" + id
+}
+
+// DiagnoseRun diagnoses the trained run in runDir (a checkpoint directory) against the dataset
+// target under root: the model as the run saved it (its architecture and head) on the target's
+// labels, as Diagnose does, plus the dataset-switch checklist in Diagnosis.Checklist (head width
+// against the classes, label range, the normalisation statistics the run was trained with
+// against the target's, the metrics, the class names), each OK, FAIL or NOTE with the fix. A
+// FAIL makes the Diagnosis not OK; its Fix is then the transfer (cifarlab train --from). The run
+// errors are those of a transfer's source (*NotRunError, *checkpoints.IncompleteError,
+// *checkpoints.CorruptError).
+func DiagnoseRun(runDir string, target data.Spec, root string, opts cifarlib.DiagnoseOptions) (*cifarlib.Diagnosis, error) {
+	_, info, err := readRunSource(runDir)
+	if err != nil {
+		return nil, err
+	}
+	source := info.Data.Spec
+	m, err := info.modelBuilder(target).Done()
+	if err != nil {
+		return nil, fmt.Errorf("training: run %s: %w", runDir, err)
+	}
+	d, err := cifarlib.DiagnoseWith(m, root, opts)
+	if err != nil {
+		return nil, err
+	}
+	d.From, d.FromDataset = runDir, source.ID()
+	// The head is the run's, not an override the user set: say where it came from.
+	d.Model = fmt.Sprintf("%s trained on %s (its head: %d outputs), checked against %s (%d classes)",
+		m.Arch, source.ID(), info.Model.Head, target.ID(), target.NumClasses)
+	if d.Summary != nil {
+		d.Summary.Model = d.Model
+	}
+	if d.HeadOverridden {
+		// The factory's advice (build the model for the dataset) is the wrong fix for a trained
+		// run: its problem line says what the checklist does.
+		he := &cifarlib.HeadMismatchError{Dataset: d.Dataset, HeadWidth: d.HeadWidth, NumClasses: d.NumClasses, Overridden: true}
+		for i, p := range d.Problems {
+			if p == he.Error() {
+				d.Problems[i] = fmt.Sprintf("the run's head has %d outputs but %s has %d classes: see the checklist",
+					d.HeadWidth, d.Dataset, d.NumClasses)
+			}
+		}
+		d.HeadOverridden = false
+	}
+	transfer := fmt.Sprintf("transfer the run (training.Settings.Transfer.From; the settings from=%s %s), which carries the "+
+		"backbone and initialises a new head of %d", runDir, datasetSettings(target.ID()), target.NumClasses)
+	d.Checklist = switchChecklist(info.Model.Head, source, target, d.Splits, transfer)
+	ownNormalizationItem(d.Checklist, info.Input, target)
+	if i := slices.IndexFunc(d.Checklist, func(c cifarlib.CheckItem) bool { return c.Status == cifarlib.CheckFail }); i >= 0 {
+		d.OK, d.Fix = false, transfer
+		if !strings.HasPrefix(d.Verdict, "MISMATCH") && !strings.HasPrefix(d.Verdict, "PROBLEM") {
+			d.Verdict = fmt.Sprintf("MISMATCH: run %s (%s) can not be used on %s as it is: %s", runDir, source.ID(), target.ID(),
+				d.Checklist[i].Detail)
+		}
+	}
+	return d, nil
+}
+
+// switchChecklist compares a run trained on source with a head of head outputs to target.
+func switchChecklist(head int, source, target data.Spec, splits []data.SplitLabels, transfer string) []cifarlib.CheckItem {
+	var items []cifarlib.CheckItem
+	add := func(item string, ok bool, detail, fix string) {
+		c := cifarlib.CheckItem{Item: item, Status: cifarlib.CheckOK, Detail: detail}
+		if !ok {
+			c.Status, c.Fix = cifarlib.CheckFail, fix
+		}
+		items = append(items, c)
+	}
+
+	add("head width", head == target.NumClasses, fmt.Sprintf("the run's head has %d outputs, %s has %d classes",
+		head, target.ID(), target.NumClasses), transfer)
+
+	var parts []string
+	beyond, lo, hi := 0, -1, -1
+	for _, s := range splits {
+		beyond += s.BeyondHead
+		parts = append(parts, fmt.Sprintf("%d of %d %s", s.BeyondHead, s.Count, s.Split))
+		if s.Count > 0 && (lo < 0 || s.Min < lo) {
+			lo = s.Min
+		}
+		hi = max(hi, s.Max)
+	}
+	rangeDetail := fmt.Sprintf("%s labels %d..%d fit the head's %d outputs", target.ID(), lo, hi, head)
+	if beyond > 0 {
+		rangeDetail = fmt.Sprintf("%s labels %d..%d, the head covers 0..%d: %s labels are beyond it (an unguarded "+
+			"loss gives them exactly 0; the guard stops)", target.ID(), lo, hi, head-1, strings.Join(parts, " and "))
+	}
+	add("label range", beyond == 0, rangeDetail, transfer)
+
+	items = append(items, normalisationCheck(source, target))
+
+	metrics := "top-1 accuracy"
+	if target.NumClasses > 10 {
+		metrics = "top-1 and top-5 accuracy (with 100 or 20 classes top-1 alone undersells a model)"
+	}
+	items = append(items, cifarlib.CheckItem{Item: "metrics", Status: cifarlib.CheckOK, Detail: fmt.Sprintf("%s is evaluated with %s and "+
+		"per-class accuracy over its %d classes; cifarlib picks them from the dataset", target.ID(), metrics, target.NumClasses)})
+
+	same := slices.Equal(source.ClassNames, target.ClassNames)
+	namesDetail := fmt.Sprintf("the run's %d classes are %s's", len(source.ClassNames), target.ID())
+	if !same {
+		namesDetail = fmt.Sprintf("the run's %d classes (%s) are not %s's %d (%s): output i of the old head means "+
+			"another class", len(source.ClassNames), firstNames(source.ClassNames), target.ID(), len(target.ClassNames),
+			firstNames(target.ClassNames))
+	}
+	add("class names", same, namesDetail, transfer)
+	return items
+}
+
+// normalisationCheck compares the normalisation statistics a run was trained with (source's)
+// with target's.
+func normalisationCheck(source, target data.Spec) cifarlib.CheckItem {
+	shift := 0.0 // The largest gap between the two normalisations, in the run's standard deviations.
+	for c := range data.ImageChannels {
+		shift = math.Max(shift, math.Abs(float64(target.Mean[c]-source.Mean[c]))/float64(source.Std[c]))
+		shift = math.Max(shift, math.Abs(float64(target.Std[c]/source.Std[c])-1))
+	}
+	norm := cifarlib.CheckItem{Item: "normalisation", Status: cifarlib.CheckOK, Detail: fmt.Sprintf("the run was trained with %s's "+
+		"statistics, the same as %s's (mean %v, std %v)", source.ID(), target.ID(), source.Mean, source.Std)}
+	if source.Mean != target.Mean || source.Std != target.Std {
+		norm.Status = cifarlib.CheckNote
+		norm.Detail = fmt.Sprintf("the run was trained on inputs normalised with %s's mean %v and std %v; %s's are %v "+
+			"and %v (up to %.2f of the run's standard deviation apart)", source.ID(), source.Mean, source.Std,
+			target.ID(), target.Mean, target.Std, shift)
+		norm.Fix = "cifarlib normalises each dataset with its own statistics: fine-tuning adapts the batch norms to " +
+			"them; a frozen backbone (linear probe) sees its inputs shifted by that much"
+	}
+	return norm
+}
+
+// firstNames lists the first three names, then "...".
+func firstNames(names []string) string {
+	if len(names) <= 3 {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:3], ", ") + ", ..."
+}
+
+// ownNormalizationItem rewrites the checklist's normalisation item for a run that records its
+// own input normalisation (an imported model's): its model re-normalises whatever dataset it
+// sees to those statistics, so the target's differ from nothing the weights see.
+func ownNormalizationItem(items []cifarlib.CheckItem, own cifarlib.InputNormalization, target data.Spec) {
+	if own.IsZero() {
+		return
+	}
+	for i := range items {
+		if items[i].Item == "normalisation" {
+			items[i] = cifarlib.CheckItem{Item: "normalisation", Status: cifarlib.CheckOK, Detail: fmt.Sprintf("the run applies its "+
+				"own %v at its input: %s's images, normalised with its statistics (mean %v, std %v), are re-normalised to it",
+				own, target.ID(), target.Mean, target.Std)}
+		}
+	}
 }

@@ -45,7 +45,7 @@ func TestTransferSameWidthKeepsHead(t *testing.T) {
 		require.Equal(t, []TransferVariable{{Path: "/cnn/head/dense/biases", Shape: []int{10}},
 			{Path: "/cnn/head/dense/weights", Shape: []int{1024, 10}}}, r.KeptHead)
 		require.Contains(t, r.String(), "  head kept, carried bit for bit: /cnn/head/dense/biases [10], /cnn/head/dense/weights [1024 10]: "+
-			"cifar10 has the source's 10 classes (NewHead, --new-head, re-initialises it from the seed)\n")
+			"cifar10 has the source's 10 classes (NewHead, the setting new-head, re-initialises it from the seed)\n")
 		require.False(t, strings.Contains(r.String(), "re-initialised"))
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/internal/labtest"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 	"github.com/cifarlab/cifarlab/internal/testenv"
 
 	"github.com/gomlx/compute"
@@ -210,7 +212,7 @@ func TestTransferBackboneLearningRate(t *testing.T) {
 	steps := map[float64]map[string][]float32{}
 	for _, backboneLR := range []float64{0, 0.01} {
 		cfg, env := transferConfig(t, from, 1)
-		cfg.Optimizer, cfg.Transfer.BackboneLearningRate = SGD{LearningRate: 0.1}, backboneLR
+		cfg.Optimizer, cfg.Transfer.BackboneLearningRate = optimizers.SGD{LearningRate: 0.1}, backboneLR
 		tr, err := NewTrainer(cfg, env)
 		require.NoError(t, err)
 		_, err = tr.Evaluate(context.Background(), env.Test, EvalOptions{BatchSize: 4}) // initialises the head
@@ -309,7 +311,7 @@ func TestTransferErrors(t *testing.T) {
 	require.EqualError(t, err, "training: run "+from+" is a linear, but the model asked for is a cnn: the backbone can only be "+
 		`carried into the same architecture; use Model.Arch "linear", or training.ArchOfSource with Transfer.From`)
 	require.Equal(t, "training: run "+from+" is a linear, but the model asked for is a cnn: the backbone can only be "+
-		"carried into the same architecture; use --model linear, or leave --model out with --from", err.(*ArchMismatchError).InFlags())
+		"carried into the same architecture", err.(*ArchMismatchError).Problem())
 
 	// ArchOfSource is the source's: read into the plan, the caller's settings untouched.
 	cfg.Model.Arch = ArchOfSource
@@ -335,7 +337,7 @@ func checkBrokenSources(t *testing.T, from string) {
 			var nr *NotRunError
 			require.ErrorAs(t, err, &nr)
 			require.Equal(t, dir, nr.Dir)
-			require.ErrorIs(t, err, ErrNoCheckpoint)
+			require.ErrorIs(t, err, checkpoints.ErrNoCheckpoint)
 			require.Contains(t, err.Error(), "training: "+dir+" is not a trained cifarlib run (")
 		})
 	}
@@ -352,7 +354,7 @@ func checkBrokenSources(t *testing.T, from string) {
 	incomplete, base := copyDir(t)
 	require.NoError(t, os.WriteFile(base+".json", nil, 0o644))
 	_, err := NewTrainer(transferConfig(t, incomplete, 1))
-	var ie *IncompleteCheckpointError
+	var ie *checkpoints.IncompleteError
 	require.ErrorAs(t, err, &ie)
 
 	// Truncated .bin: GoMLX cannot read it back.
@@ -361,10 +363,10 @@ func checkBrokenSources(t *testing.T, from string) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(base+".bin", raw[:len(raw)/2], 0o644))
 	_, err = NewTrainer(transferConfig(t, corrupt, 1))
-	var ce *CorruptCheckpointError
+	var ce *checkpoints.CorruptError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, corrupt, ce.Dir)
-	require.True(t, strings.HasPrefix(err.Error(), "training: the checkpoint in "+corrupt+" is corrupt and was not used ("), err.Error())
+	require.True(t, strings.HasPrefix(err.Error(), "checkpoints: the checkpoint in "+corrupt+" is corrupt and was not used ("), err.Error())
 }
 
 // checkHeadMismatches checks a plain load and a resume into a model whose head differs from
@@ -374,15 +376,14 @@ func checkHeadMismatches(t *testing.T, from string) {
 	m100, err := cifarlib.NewModel(data.CIFAR100(data.LabelsFine), cifarlib.ArchLinear).Done()
 	require.NoError(t, err)
 	_, err = LoadCheckpointInto(from, m100, labtest.Backend(t))
-	want := &ShapeMismatchError{Dir: from, Variable: "/linear/head/dense/weights", Saved: []int{3072, 10}, Model: []int{3072, 100},
+	want := &checkpoints.ShapeMismatchError{Dir: from, Variable: "/linear/head/dense/weights", Saved: []int{3072, 10}, Model: []int{3072, 100},
 		SavedDataset: "cifar10", ModelDataset: "cifar100", SavedHead: 10, ModelHead: 100}
 	require.Equal(t, want, err)
-	require.EqualError(t, err, "training: loading "+from+": size mismatch for /linear/head/dense/weights: copying a variable with "+
+	require.EqualError(t, err, "checkpoints: loading "+from+": size mismatch for /linear/head/dense/weights: copying a variable with "+
 		"shape [3072 10] from checkpoint (trained for cifar10, head of 10), the shape in the current model is [3072 100] (built "+
 		"for cifar100, head of 100); a saved variable is never reshaped: transfer the run instead, which carries the backbone "+
 		`and initialises a new head of 100 (training.Settings with Transfer.From "`+from+`" and Data.Spec data.CIFAR100(data.LabelsFine))`)
-	require.True(t, strings.HasSuffix(err.(*ShapeMismatchError).InFlags(), "initialises a new head of 100 (cifarlab train --from "+
-		from+" --dataset cifar100)"), err.(*ShapeMismatchError).InFlags())
+	require.True(t, strings.HasSuffix(err.(*checkpoints.ShapeMismatchError).Problem(), "initialises a new head of 100"), err.(*checkpoints.ShapeMismatchError).Problem())
 	m10, err := cifarlib.NewModel(data.CIFAR10(), cifarlib.ArchLinear).Done()
 	require.NoError(t, err)
 	ck, err := LoadCheckpointInto(from, m10, labtest.Backend(t))
@@ -399,11 +400,10 @@ func checkHeadMismatches(t *testing.T, from string) {
 	_, err = NewTrainer(resume, resumeEnv)
 	want.Resume = true
 	require.Equal(t, want, err)
-	require.Contains(t, err.Error(), "training: resuming "+from+": size mismatch for /linear/head/dense/weights: ")
+	require.Contains(t, err.Error(), "checkpoints: resuming "+from+": size mismatch for /linear/head/dense/weights: ")
 	require.True(t, strings.HasSuffix(err.Error(), "Data.Spec data.CIFAR100(data.LabelsFine), in a new Checkpoint.Dir)"), err.Error())
-	require.True(t, strings.HasSuffix(err.(*ShapeMismatchError).InFlags(), "--dataset cifar100, with a new --checkpoint directory)"))
 
-	// Coarse labels name their flags.
+	// Coarse labels name their Spec.
 	coarse, coarseEnv := transferConfig(t, "", 4)
 	coarse.Data.Spec = data.CIFAR100(data.LabelsCoarse)
 	coarseEnv.Train, coarseEnv.Test = labtest.TrainTestRecords(t, coarse.Data.Spec, 16, 4, 1)
@@ -411,8 +411,6 @@ func checkHeadMismatches(t *testing.T, from string) {
 	_, err = NewTrainer(coarse, coarseEnv)
 	require.ErrorContains(t, err, "head of 20 (training.Settings with Transfer.From \""+from+"\" and Data.Spec data.CIFAR100(data.LabelsCoarse), "+
 		"in a new Checkpoint.Dir)")
-	require.True(t, strings.HasSuffix(err.(*ShapeMismatchError).InFlags(), "head of 20 (cifarlab train --from "+from+
-		" --dataset cifar100 --labels coarse, with a new --checkpoint directory)"))
 }
 
 // checkTransferSettingsErrors checks the settings a transfer refuses.
@@ -431,7 +429,7 @@ func checkTransferSettingsErrors(t *testing.T, from string) {
 		{func(c *Settings) { c.Transfer.Freeze, c.Transfer.BackboneLearningRate = FreezeBackbone, 0.1 },
 			`training: config: Transfer.BackboneLearningRate=0.1: a frozen backbone does not train: leave it 0 with Freeze "backbone"`},
 		{func(c *Settings) { c.Transfer.BackboneLearningRate = -1 },
-			`training: config: Transfer.BackboneLearningRate=-1: must not be negative (0: the same as the learning rate)`},
+			`training: config: Transfer.BackboneLearningRate=-1: use a number >= 0`},
 		{func(c *Settings) { c.Model.Head = 10 },
 			`training: config: Model.Head=10: a transferred run's head is sized from the dataset: leave Head 0`},
 	} {
@@ -464,7 +462,7 @@ func TestTransferDevicesSameAsOneDevice(t *testing.T) {
 			for _, n := range []int{1, 4} {
 				cfg, env := transferConfig(t, from, 3)
 				env.Backend, cfg.Compute.Devices, cfg.Data.BatchSize, cfg.Record.HistoryEvery = backend, n, devicesBatch, 1
-				cfg.Optimizer, cfg.Transfer.Freeze = SGD{LearningRate: 0.01}, freeze
+				cfg.Optimizer, cfg.Transfer.Freeze = optimizers.SGD{LearningRate: 0.01}, freeze
 				if freeze == "" {
 					cfg.Transfer.BackboneLearningRate = 0.001
 				}
@@ -560,8 +558,8 @@ func TestDiagnoseRunChecklist(t *testing.T) {
 			require.Contains(t, d.String(), "Model: "+model+"\n")
 			require.NotContains(t, d.String(), "overridden")
 			if !c.ok {
-				require.Equal(t, "transfer the run: cifarlab train --from "+from+" --dataset "+datasetFlags(c.spec.ID())+
-					fmt.Sprintf(" (training.Settings.Transfer.From), which carries the backbone and initialises a new head of %d", c.spec.NumClasses), d.Fix)
+				require.Equal(t, "transfer the run (training.Settings.Transfer.From; the settings from="+from+" "+datasetSettings(c.spec.ID())+
+					fmt.Sprintf("), which carries the backbone and initialises a new head of %d", c.spec.NumClasses), d.Fix)
 				require.Contains(t, d.String(), "  [FAIL] head width    the run's head has 10 outputs, "+c.spec.ID()+" has "+fmt.Sprint(c.spec.NumClasses)+" classes\n")
 			}
 		})

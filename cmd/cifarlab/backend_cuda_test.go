@@ -57,7 +57,7 @@ func TestTrainCommandCUDAWithoutGPU(t *testing.T) {
 	require.NotNil(t, loc, "stderr must start with the backend's status lines: %q", stderr.String())
 	require.Equal(t, "cifarlab train: "+`backend "cuda" unavailable: no NVIDIA GPU on this machine (`+plugins.DescribeGPUProbe()+
 		`); the CUDA PJRT plugin is installed (jax-cuda13-pjrt 0.11.2) but needs a GPU: check for the GPU `+
-		"and its driver with `nvidia-smi -L`; without a GPU use the CPU: the \"Go (cifarlab, CPU)\" kernel, -backend cpu, "+
-		`or backends.New("cpu")`+"\n", stderr.String()[loc[1]:], "the rest of stderr: no go-xla text")
+		"and its driver with `nvidia-smi -L`; without a GPU use the CPU: the \"Go (cifarlab, CPU)\" kernel, or the cpu backend "+
+		`(backends.New("cpu"))`+"\n", stderr.String()[loc[1]:], "the rest of stderr: no go-xla text")
 	require.False(t, strings.Contains(stderr.String(), "invalid state"))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/sweep"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 )
 
 // flagOf is the flag of `cifarlab train` that sets the Settings field path (a
@@ -48,11 +49,8 @@ func inFlags(err error) error {
 				fmt.Sprintf("%s=%d", bd.Field, bd.BatchSize), fmt.Sprintf("%s %d", flag, bd.BatchSize), 1)}
 		}
 	}
-	// The transfer errors (*training.ShapeMismatchError, *training.ArchMismatchError) say their
-	// whole message in flags themselves.
-	var words interface{ InFlags() string }
-	if errors.As(err, &words) {
-		return &flagWords{err: err, msg: words.InFlags()}
+	if msg, ok := transferInFlags(err); ok {
+		return &flagWords{err: err, msg: msg}
 	}
 	var ce *training.ConfigError
 	if errors.As(err, &ce) {
@@ -71,6 +69,32 @@ func inFlags(err error) error {
 		return &flagWords{err: err, msg: fmt.Sprintf("--%s %q: use %s", ve.Field, ve.Value, ve.Range)}
 	}
 	return err
+}
+
+// transferInFlags says the transfer errors' fixes in flags: the architecture to ask for, or the
+// transfer of the run.
+func transferInFlags(err error) (string, bool) {
+	var am *training.ArchMismatchError
+	if errors.As(err, &am) {
+		return fmt.Sprintf("%s; use --model %s, or leave --model out with --from", am.Problem(), am.Saved), true
+	}
+	var sm *checkpoints.ShapeMismatchError
+	if !errors.As(err, &sm) {
+		return "", false
+	}
+	fix := fmt.Sprintf("cifarlab train --from %s --dataset %s", sm.Dir, datasetFlags(sm.ModelDataset))
+	if sm.Resume {
+		fix += ", with a new --checkpoint directory"
+	}
+	return fmt.Sprintf("%s (%s)", sm.Problem(), fix), true
+}
+
+// datasetFlags is the flags naming the dataset with the given Spec ID.
+func datasetFlags(id string) string {
+	if id == "cifar100-coarse" {
+		return "cifar100 --labels coarse"
+	}
+	return id
 }
 
 // flagValues writes flags with their values: "--steps 3" for one, "--steps 3 and --epochs 1"

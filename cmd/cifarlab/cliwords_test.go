@@ -8,6 +8,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/cifarlib/training/checkpoints"
 	"github.com/stretchr/testify/require"
 )
 
@@ -38,9 +39,9 @@ func TestInFlags(t *testing.T) {
 		{"transfer into another architecture", fmt.Errorf("train: %w", &training.ArchMismatchError{Dir: "runs/c10", Saved: "cnn", Requested: "resnet20"}),
 			"training: run runs/c10 is a cnn, but the model asked for is a resnet20: the backbone can only be carried into the same " +
 				"architecture; use --model cnn, or leave --model out with --from"},
-		{"resume into another head", &training.ShapeMismatchError{Dir: "runs/c10", Variable: "/cnn/head/dense/weights", Saved: []int{1024, 10},
+		{"resume into another head", &checkpoints.ShapeMismatchError{Dir: "runs/c10", Variable: "/cnn/head/dense/weights", Saved: []int{1024, 10},
 			Model: []int{1024, 20}, SavedDataset: "cifar10", ModelDataset: "cifar100-coarse", SavedHead: 10, ModelHead: 20, Resume: true},
-			"training: resuming runs/c10: size mismatch for /cnn/head/dense/weights: copying a variable with shape [1024 10] from " +
+			"checkpoints: resuming runs/c10: size mismatch for /cnn/head/dense/weights: copying a variable with shape [1024 10] from " +
 				"checkpoint (trained for cifar10, head of 10), the shape in the current model is [1024 20] (built for cifar100-coarse, " +
 				"head of 20); a saved variable is never reshaped: transfer the run instead, which carries the backbone and initialises " +
 				"a new head of 20 (cifarlab train --from runs/c10 --dataset cifar100 --labels coarse, with a new --checkpoint directory)"},

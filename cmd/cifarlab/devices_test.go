@@ -26,14 +26,14 @@ func TestTrainCommandDevicesErrors(t *testing.T) {
 	}{
 		{[]string{"train", "--steps", "3", "--backend", "go", "--devices", "2"},
 			"cifarlab train: backends: 2 devices asked of the go (pure Go, CPU) backend, which has one device and runs no " +
-				"distributed programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: " +
-				plugins.XLACPUInstallHint + ") or cuda for several GPUs, or -devices 1\n"},
-		{[]string{"train", "--steps", "3", "--devices", "0"}, "cifarlab train: --devices \"0\": use a positive number or all\n"},
-		{[]string{"eval", "--checkpoint", t.TempDir(), "--devices", "many"}, "cifarlab eval: --devices \"many\": use a positive number or all\n"},
+				"distributed programs: use the cpu backend (XLA's CPU plugin, which can expose several CPU devices: " +
+				plugins.XLACPUInstallHint + ") or cuda for several GPUs, or 1 device\n"},
+		{[]string{"train", "--steps", "3", "--devices", "0"}, "cifarlab train: --devices \"0\": use a whole number > 0 or all\n"},
+		{[]string{"eval", "--checkpoint", t.TempDir(), "--devices", "many"}, "cifarlab eval: --devices \"many\": use a whole number > 0 or all\n"},
 		{[]string{"eval", "--checkpoint", t.TempDir(), "--backend", "go", "--devices", "4"},
 			"cifarlab eval: backends: 4 devices asked of the go (pure Go, CPU) backend, which has one device and runs no " +
-				"distributed programs: use -backend cpu (XLA's CPU plugin, which can expose several CPU devices: " +
-				plugins.XLACPUInstallHint + ") or cuda for several GPUs, or -devices 1\n"},
+				"distributed programs: use the cpu backend (XLA's CPU plugin, which can expose several CPU devices: " +
+				plugins.XLACPUInstallHint + ") or cuda for several GPUs, or 1 device\n"},
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, 2, run(c.args, &stdout, &stderr), "%v", c.args)

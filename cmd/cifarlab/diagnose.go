@@ -20,12 +20,8 @@ func init() {
 }
 
 func runDiagnose(args []string, stdout io.Writer) error {
-	fs := newFlagSet("diagnose", "--dataset cifar10|cifar100 [--data DIR] [--model ARCH] [--head N] [--labels fine|coarse] [--from RUN_DIR] [--json]", stdout)
-	dataset := fs.String("dataset", "cifar10", "dataset: cifar10 or cifar100")
-	dataDir := fs.String("data", data.DefaultDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DirEnv+")")
-	arch := fs.String("model", cifarlib.ArchCNN, "architecture: linear, cnn, resnet18, resnet20 or airbench94")
-	head := fs.Int("head", 0, "override the head width (reproduces the head/label mismatch bug); 0 = the dataset's classes")
-	labels := fs.String("labels", "fine", "CIFAR-100 label set: fine (100 classes) or coarse (20)")
+	fs := newFlagSet("diagnose", synopsis(diagnoseSettings...)+" [--batch B] [--from RUN_DIR] [--json]", stdout)
+	given := settingFlags(fs, diagnoseUsage, diagnoseSettings...)
 	batch := fs.Int("batch", 128, "batch size of the inspected tensors")
 	asJSON := fs.Bool("json", false, "print the diagnosis as JSON")
 	from := fs.String("from", "", "diagnose the trained run in `RUN_DIR` (its checkpoint directory: architecture and head as saved) "+
@@ -36,13 +32,16 @@ func runDiagnose(args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return &exitError{code: 2, err: fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
-	spec, err := data.SpecByName(*dataset, *labels)
-	if err != nil {
+	s := training.Defaults()
+	if err := s.Apply(given.set); err != nil { // the table's parsing and ranges
 		return &exitError{code: 2, err: err}
 	}
-	d, err := diagnoseModelOrRun(spec, *from, *arch, *head, *dataDir, *batch)
+	d, err := diagnoseModelOrRun(s.Data.Spec, *from, s.Model.Arch, s.Model.Head, s.Data.Dir, *batch)
 	if err != nil {
 		return err
+	}
+	if d.HeadOverridden && s.Model.Head != 0 {
+		d.Fix += fmt.Sprintf(" (on the command line: drop --head %d)", s.Model.Head)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -52,7 +51,7 @@ func runDiagnose(args []string, stdout io.Writer) error {
 		}
 	} else {
 		fmt.Fprint(stdout, d.String())
-		st := dataLocation(*dataDir, spec)
+		st := dataLocation(s.Data.Dir, s.Data.Spec)
 		fmt.Fprintf(stdout, "Data: %s (%s layout)\n", st.Dir, st.Layout)
 	}
 	if !d.OK {
@@ -60,6 +59,16 @@ func runDiagnose(args []string, stdout io.Writer) error {
 	}
 	return nil
 }
+
+// diagnoseSettings are the settings of the table that diagnose takes as flags, and
+// diagnoseUsage its own words for those whose row says them for training.
+var (
+	diagnoseSettings = []string{"dataset", "labels", "model", "head", "data"}
+	diagnoseUsage    = map[string]string{
+		"model": "the architecture of the fresh model to diagnose (without --from)",
+		"head":  "override the fresh model's head width (reproduces the head/label mismatch bug)",
+	}
+)
 
 // diagnoseModelOrRun diagnoses the trained run from (when set) or a fresh model of arch with
 // head against spec's data in dataDir.

@@ -33,7 +33,7 @@ func TestDiagnoseCommandMismatch(t *testing.T) {
 	require.Contains(t, out, "head: 10 outputs != 100 classes: MISMATCH\n")
 	require.Contains(t, out, "Batch tensors: images float32 [8 32 32 3], labels int32 [8 1]\n")
 	require.Contains(t, out, "Verdict: MISMATCH: the head has 10 outputs but cifar100 has 100 classes\n")
-	require.Contains(t, out, `Fix: build the model for the dataset: cifarlib.NewModel(data.CIFAR100(data.LabelsFine), "cnn") without Head(10) (CLI: drop --head 10), so the head has 100 outputs`)
+	require.Contains(t, out, `Fix: build the model for the dataset: cifarlib.NewModel(data.CIFAR100(data.LabelsFine), "cnn") without Head(10), so the head has 100 outputs (on the command line: drop --head 10)`)
 	require.Equal(t, "cifarlab diagnose: MISMATCH: the head has 10 outputs but cifar100 has 100 classes\n", stderr.String())
 }
 
@@ -64,7 +64,7 @@ func TestDiagnoseCommandBadFlags(t *testing.T) {
 	require.Equal(t, "cifarlab diagnose: data: unknown dataset \"mnist\": use \"cifar10\" or \"cifar100\"\n", stderr.String())
 	stderr.Reset()
 	require.Equal(t, 2, run([]string{"diagnose", "--model", "vgg"}, &stdout, &stderr))
-	require.Equal(t, "cifarlab diagnose: cifarlib: unknown architecture \"vgg\": use one of linear, cnn, resnet18, resnet20, airbench94\n", stderr.String())
+	require.Equal(t, "cifarlab diagnose: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20, airbench94\n", stderr.String())
 	stderr.Reset()
 	require.Equal(t, 1, run([]string{"diagnose", "--data", t.TempDir()}, &stdout, &stderr))
 	require.Contains(t, stderr.String(), "is missing: run `cifarlab download --dataset cifar10")

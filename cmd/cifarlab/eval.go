@@ -24,18 +24,12 @@ func init() {
 }
 
 func runEval(args []string, stdout io.Writer) error {
-	fs := newFlagSet("eval", "--checkpoint DIR [--data DIR] [--split test|train] [--batch B] [--max N] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--tta 0|1|2] [--json]", stdout)
+	fs := newFlagSet("eval", "--checkpoint DIR [--split test|train] [--batch B] [--max N] "+synopsis(evalSettings...)+" [--json]", stdout)
 	ckptDir := fs.String("checkpoint", "", "checkpoint `DIR` written by cifarlab train (required); it records the dataset and the model")
-	dataDir := fs.String("data", data.DefaultDir(), "CIFAR data `DIR` (the folder holding the dataset's folder, or its synthetic/ sub-folder) ($"+data.DirEnv+")")
 	splitName := fs.String("split", "test", "split to evaluate: test or train")
-	batch := fs.Int("batch", 100, "evaluation batch size")
+	batch := fs.Int("batch", training.Defaults().Eval.BatchSize, "evaluation batch size")
 	maxExamples := fs.Int("max", 0, "evaluate only the first N examples (0: all)")
-	backendName := fs.String("backend", backends.Auto, "compute backend: auto, cpu, go or cuda")
-	devicesFlag := fs.String("devices", "1", "shard each evaluation batch across N devices, or all (any count: checkpoints do not depend on it)")
-	precisionFlag := fs.String("precision", string(cifarlib.PrecisionF32), "what convolutions and matrix products compute in: f32 or bf16-mixed "+
-		"(any checkpoint: they hold float32 whatever the training precision)")
-	tta := fs.Int("tta", training.TTANone, "test-time augmentation, airbench's levels: 0 none, 1 mirror (the image and its left-right mirror), "+
-		"2 mirror+translate (also the image shifted by one pixel up-left and down-right): the logits of the views are averaged")
+	given := settingFlags(fs, evalUsage, evalSettings...)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -44,7 +38,7 @@ func runEval(args []string, stdout io.Writer) error {
 		return &exitError{code: 2, err: fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	if *ckptDir == "" {
-		return &exitError{code: 2, err: fmt.Errorf("--checkpoint is required: the directory given to cifarlab train --checkpoint")}
+		return &exitError{code: 2, err: fmt.Errorf("--checkpoint is required: the checkpoint folder of a run of cifarlab train")}
 	}
 	split, err := data.ParseSplit(*splitName)
 	if err != nil {
@@ -53,20 +47,25 @@ func runEval(args []string, stdout io.Writer) error {
 	if *batch <= 0 || *maxExamples < 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--batch must be positive and --max not negative (got %d, %d)", *batch, *maxExamples)}
 	}
-	if *tta < training.TTANone || *tta > training.TTAMirrorTranslate {
-		return &exitError{code: 2, err: fmt.Errorf("--tta %d: use 0 (none), 1 (mirror) or 2 (mirror+translate)", *tta)}
-	}
-	precision, err := parsePrecisionFlag(*precisionFlag)
-	if err != nil {
+	s := training.Defaults()
+	if err := s.Apply(given.set); err != nil { // the table's parsing and ranges
 		return &exitError{code: 2, err: err}
 	}
-	devices, err := backends.ParseDevices(*devicesFlag)
-	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("--devices %q: use a positive number or all", *devicesFlag)}
-	}
-	return evaluate(stdout, evalRequest{ckptDir: *ckptDir, dataDir: *dataDir, backendName: *backendName, split: split,
-		batch: *batch, maxExamples: *maxExamples, devices: devices, tta: *tta, precision: precision, asJSON: *asJSON})
+	return evaluate(stdout, evalRequest{ckptDir: *ckptDir, dataDir: s.Data.Dir, backendName: s.Compute.Backend, split: split,
+		batch: *batch, maxExamples: *maxExamples, devices: s.Compute.Devices, tta: s.Eval.TTA, precision: s.Compute.Precision, asJSON: *asJSON})
 }
+
+// evalSettings are the settings of the table that eval takes as flags, and evalUsage eval's own
+// words for those whose row says them for training.
+var (
+	evalSettings = []string{"data", "backend", "devices", "precision", "tta"}
+	evalUsage    = map[string]string{
+		"devices":   "shard each evaluation batch across `N|all` devices (any count: checkpoints do not depend on it)",
+		"precision": "what convolutions and matrix products compute in (any checkpoint: they hold float32 whatever the training precision)",
+		"tta": "test-time augmentation, airbench's levels (1: the image and its left-right mirror; 2: also the image shifted by one pixel " +
+			"up-left and down-right): the logits of the views are averaged",
+	}
+)
 
 // evalRequest is what cifarlab eval is asked to do, its flags checked.
 type evalRequest struct {

@@ -63,7 +63,7 @@ func TestEvalCommandCIFAR100Coarse(t *testing.T) {
 	require.NotEqual(t, ev.Loss, tta.Loss, "the averaged logits of six views are not the plain ones")
 	stderr.Reset()
 	require.Equal(t, 2, run([]string{"eval", "--checkpoint", ckpt, "--data", root, "--tta", "3"}, &stdout, &stderr))
-	require.Contains(t, stderr.String(), "--tta 3: use 0 (none), 1 (mirror) or 2 (mirror+translate)")
+	require.Contains(t, stderr.String(), "--tta 3: use 0 (none), 1 (mirror) or 2 (mirror and translate)")
 }
 
 // cifarlab eval reuses an evaluation the run folder keeps, as a notebook's Evaluate does: the

@@ -49,7 +49,7 @@ func TestImportExportCommands(t *testing.T) {
 	stdout.Reset()
 	run([]string{"diagnose", "--dataset", "cifar100", "--data", root100, "--from", run1}, &stdout, &stderr)
 	require.Contains(t, stdout.String(), "Dataset switch checklist for run "+run1+" (trained on cifar10):")
-	require.Contains(t, stdout.String(), "fix: transfer the run: cifarlab train --from "+run1+" --dataset cifar100")
+	require.Contains(t, stdout.String(), "fix: transfer the run (training.Settings.Transfer.From; the settings from="+run1+" dataset=cifar100)")
 
 	out := filepath.Join(t.TempDir(), "twin.safetensors")
 	stdout.Reset()

@@ -96,7 +96,7 @@ func TestSweepOnRealSlurm(t *testing.T) {
 		require.Equal(t, i, rec.Job.TaskID)
 		require.Contains(t, []string{"0", "1"}, rec.Job.GPUs, "task %d: CUDA_VISIBLE_DEVICES from gres", i)
 		gpus[rec.Job.GPUs] = true
-		require.Equal(t, s.Tasks[i].Params, rec.Params)
+		require.Equal(t, s.Tasks[i].Params, rec.Settings.Given)
 		res := result(t, rec)
 		t.Logf("measured: task %d: wall time %.2fs, of which the steps (first-step compile included) %.2fs; %.1f steps/s",
 			i, rec.WallTime.Seconds(), res.Duration.Seconds(), res.StepsPerSecond)

@@ -90,16 +90,16 @@ func TestSweepCommandErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown flag", []string{"--grid", "learning-rate=0.1", "--steps", "5"},
-			"cifarlab sweep: sweep: --grid learning-rate names --learning-rate, which is not a flag of `cifarlab train`: use one of augment, augmentation, backbone-lr, "},
+			"cifarlab sweep: sweep: --grid learning-rate names \"learning-rate\", which is not a setting of `cifarlab train`: use one of augment, augmentation, backbone-lr, "},
 		{"empty grid", []string{"--steps", "5"},
 			"cifarlab sweep: sweep: the sweep has no grid and no list, so no task: give at least one --grid FLAG=V1,V2 (or --list 'FLAG=V ...')\n"},
 		{"unknown shared flag", []string{"--grid", "seed=1", "--step", "5"},
 			"cifarlab sweep: unknown flag --step: not a flag of `cifarlab sweep` or of `cifarlab train` (see cifarlab sweep -h, cifarlab train -h)\n"},
 		{"train refuses", []string{"--grid", "seed=1", "--model", "vgg", "--steps", "5"},
-			"cifarlab sweep: sweep: task sweep-seed_1 is refused by `cifarlab train`: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20, airbench94: fix the flags\n"},
+			"cifarlab sweep: sweep: the shared flags are refused by `cifarlab train`: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20, airbench94: fix the flags\n"},
 		{"train refuses a task", []string{"--grid", "label-smoothing=0,1", "--steps", "5"},
-			"cifarlab sweep: sweep: task sweep-label-smoothing_1 is refused by `cifarlab train`: --label-smoothing 1: use a value in [0, 1): " +
-				"0 is none, airbench94 uses 0.2: fix the flags\n"},
+			"cifarlab sweep: sweep: --grid label-smoothing has a value the setting does not take: --label-smoothing 1: use a number in [0, 1): " +
+				"fix the value\n"},
 		{"no data", []string{"--grid", "seed=1", "--steps", "5", "--data", noData}, looked(noData)},
 		{"empty data folder", []string{"--grid", "seed=1", "--steps", "5", "--data", emptyLayout}, looked(emptyLayout)},
 		{"both executors", []string{"--grid", "seed=1", "--steps", "5", "--local", "--slurm", "-p gpu"},

@@ -9,9 +9,7 @@ import (
 	"io"
 	"maps"
 	"os"
-	"strings"
 
-	"github.com/cifarlab/cifarlab/cifarlib"
 	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 	"github.com/cifarlab/cifarlab/internal/proctree"
@@ -74,14 +72,12 @@ func runTrain(args []string, stdout io.Writer) error {
 
 // newTrainFlags is the flag set of "cifarlab train" and the flags it fills.
 func newTrainFlags(stdout io.Writer) (*flag.FlagSet, *trainFlags) {
-	synopsis := "--dataset cifar10|cifar100 [--labels fine|coarse] [--data DIR] [--recipe airbench94] [--model cnn|resnet18|resnet20|airbench94|linear] " +
-		"[--head N] [--guard=true|false] --steps N|--epochs E [--batch B] [--backend cpu|cuda|auto] [--devices N|all] [--precision f32|bf16-mixed] [--checkpoint DIR] " +
-		"[--from RUN_DIR [--freeze backbone] [--backbone-lr X] [--new-head]] [--json]"
+	synopsis := trainSynopsis()
 	fs := newFlagSet("train", synopsis, stdout)
 	f := &trainFlags{set: map[string]string{}}
 	fs.Usage = func() { f.usage(fs, synopsis, stdout) }
 	for _, field := range training.Fields() {
-		fs.Var(&settingFlag{field: field, flags: f}, field.Name, field.Usage)
+		fs.Var(&settingFlag{field: field, flags: f}, field.Name, flagUsage(field.Usage))
 	}
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON (no progress bar)")
 	fs.StringVar(&f.progress, "progress", "auto", "GoMLX progress bar on stdout: auto (when stdout is a terminal), on or off")
@@ -198,13 +194,4 @@ func (f *trainFlags) env(stdout io.Writer) (training.Env, error) {
 		env.Progress = training.ProgressOff // The progress bar writes to stdout.
 	}
 	return env, nil
-}
-
-// parsePrecisionFlag parses the --precision of eval.
-func parsePrecisionFlag(s string) (cifarlib.Precision, error) {
-	precision, err := cifarlib.ParsePrecision(s)
-	if err != nil {
-		return "", fmt.Errorf("--precision %q: use %s", s, strings.Join(cifarlib.Precisions(), " or "))
-	}
-	return precision, nil
 }

@@ -9,9 +9,11 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/training"
 )
 
-// trainUsage prints the help of "cifarlab train": the synopsis, then each flag with its default
-// said once, from the settings' table (training.Field.Default of Defaults()): with --recipe
-// given (before or after -h), the defaults the recipe changes say so, and a line lists them.
+// usage prints the help of "cifarlab train": the synopsis, then each flag with its range and its
+// default said once, from the settings' table (training.Field.Range, and Field.Default of
+// Defaults()), grouped by what the setting is to the compiled programs (training.Role): with
+// --recipe given (before or after -h), the defaults the recipe changes say so, and a line lists
+// them.
 func (f *trainFlags) usage(fs *flag.FlagSet, synopsis string, stdout io.Writer) {
 	fmt.Fprintf(stdout, "usage: cifarlab train %s\n", synopsis)
 	defaults, recipe := training.Defaults(), f.recipe
@@ -33,13 +35,17 @@ func (f *trainFlags) usage(fs *flag.FlagSet, synopsis string, stdout io.Writer) 
 			return
 		}
 		fl.DefValue = "" // said in the usage, once
+		fl.Usage = flagUsage(sf.field.Usage)
+		if !sf.field.IsBool() {
+			fl.Usage += ": " + sf.field.Range
+		}
 		if sf.field.Name == "recipe" {
-			fl.Usage = sf.field.Usage + recipesNote(&defaults)
+			fl.Usage += recipesNote(&defaults)
 			return
 		}
-		fl.Usage = sf.field.Usage + defaultNote(sf.field, &defaults, &base, recipe)
+		fl.Usage += defaultNote(sf.field, &defaults, &base, recipe)
 	})
-	fs.PrintDefaults()
+	printByRole(fs, stdout)
 }
 
 // changedBy lists the settings whose default base (a recipe's settings) changes from defaults.

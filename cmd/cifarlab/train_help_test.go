@@ -14,6 +14,12 @@ import (
 // trainHelp runs `cifarlab train` with args (a -h among them) and returns each flag's help, by
 // flag name, and the lines before the flags.
 func trainHelp(t *testing.T, args ...string) (flags map[string]string, head string) {
+	flags, head, _ = trainHelpGroups(t, args...)
+	return flags, head
+}
+
+// trainHelpGroups is trainHelp with the heads of the groups of flags, in order.
+func trainHelpGroups(t *testing.T, args ...string) (flags map[string]string, head string, groups []string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	require.Zero(t, run(append([]string{"train"}, args...), &stdout, &stderr), stderr.String())
@@ -23,13 +29,15 @@ func trainHelp(t *testing.T, args ...string) (flags map[string]string, head stri
 		switch {
 		case strings.HasPrefix(line, "  -"):
 			name = strings.Fields(line)[0][1:]
-		case name != "":
+		case name != "" && strings.HasPrefix(line, " "):
 			flags[name] += strings.TrimSpace(line) + " "
+		case name != "": // the head of a group of flags
+			groups = append(groups, line)
 		default:
 			head += line + "\n"
 		}
 	}
-	return flags, head
+	return flags, head, groups
 }
 
 // TestTrainHelpSaysEachDefaultOnce: `cifarlab train -h` says each setting's default once, the
@@ -65,4 +73,48 @@ func TestTrainHelpSaysEachDefaultOnce(t *testing.T) {
 			require.LessOrEqual(t, strings.Count(help, "(default"), 1, "--%s: %s", name, help)
 		}
 	}
+}
+
+// TestTrainHelpFromTheTable: the help of `cifarlab train` comes from the table, never written by
+// hand: the synopsis names every setting with choices with those choices (the backend's are the
+// row's: auto|cpu|go|cuda, where the hand-written synopsis of f035eac said cpu|cuda|auto), each
+// flag's help says its row's range and names other settings as flags, and the flags are grouped
+// under the heads of their rows' roles, each group holding the rows of its role and no other.
+func TestTrainHelpFromTheTable(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, run([]string{"train", "-h"}, &stdout, &stderr), stderr.String())
+	synopsis, _, _ := strings.Cut(stdout.String(), "\n")
+	require.True(t, strings.HasPrefix(synopsis, "usage: cifarlab train --steps STEP|--epochs EPOCHS "), synopsis)
+	require.Contains(t, synopsis, " [--backend auto|cpu|go|cuda] ")
+	flags, _, _ := trainHelpGroups(t, "-h")
+	for _, f := range training.Fields() {
+		if len(f.Choices) > 0 {
+			require.Contains(t, synopsis, "[--"+f.Name+" ", f.Name)
+		}
+		if !f.IsBool() {
+			require.Contains(t, flags[f.Name], ": "+f.Range, f.Name)
+		}
+		require.NotContains(t, flags[f.Name], "{", "%s: a setting named in braces is said as a flag", f.Name)
+	}
+	require.Contains(t, flags["backbone-lr"], "with --from: ")
+
+	// The groups: the flags under each head are the rows of its role.
+	inGroup := map[string]string{}
+	group := ""
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		switch {
+		case strings.HasPrefix(line, "Settings ") || strings.HasPrefix(line, "The command"):
+			group = line
+		case strings.HasPrefix(line, "  -"):
+			inGroup[strings.Fields(line)[0][1:]] = group
+		}
+	}
+	heads := map[training.Role]string{}
+	for _, rh := range roleHeads {
+		heads[rh.role] = rh.head
+	}
+	for _, f := range training.Fields() {
+		require.Equal(t, heads[f.Role], inGroup[f.Name], f.Name)
+	}
+	require.Equal(t, "The command:", inGroup["json"])
 }

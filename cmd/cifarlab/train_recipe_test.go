@@ -12,6 +12,7 @@ import (
 	"github.com/cifarlab/cifarlab/cifarlib/data"
 	"github.com/cifarlab/cifarlab/cifarlib/runs"
 	"github.com/cifarlab/cifarlab/cifarlib/training"
+	"github.com/cifarlab/cifarlab/cifarlib/training/optimizers"
 
 	"github.com/stretchr/testify/require"
 )
@@ -41,7 +42,7 @@ func TestTrainRecipeFlags(t *testing.T) {
 		"--whiten-bias-epochs", "2", "--model", "airbench94", "--lookahead", "--schedule", "triangle", "--augment",
 		"--augmentation", "altflip-translate", "--tta", "1")
 	require.NoError(t, err)
-	require.Equal(t, []any{data.CIFAR10(), "airbench94", 32, training.Optimizer(training.Nesterov{LearningRate: 11.5, Momentum: 0.9,
+	require.Equal(t, []any{data.CIFAR10(), "airbench94", 32, optimizers.Optimizer(optimizers.Nesterov{LearningRate: 11.5, Momentum: 0.9,
 		BiasScaler: 32, WeightDecay: 0.01, WhitenBiasEpochs: 2}), true, "triangle", true, data.AugmentAltFlip, 1, 2.5},
 		[]any{s.Data.Spec, s.Model.Arch, s.Data.BatchSize, s.Optimizer, s.Run.Lookahead, s.Schedule.Name, s.Data.Augment,
 			s.Data.Augmentation, s.Eval.TTA, s.Run.Epochs})
@@ -50,7 +51,7 @@ func TestTrainRecipeFlags(t *testing.T) {
 	s, err = parse("--recipe", "airbench94", "--label-smoothing", "0", "--lookahead=false", "--tta", "0", "--augment=false", "--momentum", "0.9")
 	require.NoError(t, err)
 	require.Equal(t, []any{0.0, false, 0, false, 0.9}, []any{s.Run.LabelSmoothing, s.Run.Lookahead, s.Eval.TTA, s.Data.Augment,
-		s.Optimizer.(training.Nesterov).Momentum})
+		s.Optimizer.(optimizers.Nesterov).Momentum})
 	s, err = parse("--label-smoothing", "0", "--lookahead=false", "--steps", "3")
 	require.NoError(t, err)
 	require.Equal(t, []any{0.0, false}, []any{s.Run.LabelSmoothing, s.Run.Lookahead}, "without --recipe, the defaults")
@@ -67,7 +68,7 @@ func TestTrainRecipeFlags(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 2, run([]string{"train", "--steps", "3", "--label-smoothing", "1", "--backend", "go"}, &stdout, &stderr))
-	require.Contains(t, stderr.String(), "--label-smoothing 1: use a value in [0, 1)")
+	require.Contains(t, stderr.String(), "--label-smoothing 1: use a number in [0, 1)")
 }
 
 // TestTrainCommandRecipe trains the airbench94 recipe for 2 steps of 8 images on synthetic data
@@ -102,14 +103,15 @@ func TestTrainCommandRecipe(t *testing.T) {
 	ck, err := training.LoadCheckpoint(ckpt, backend)
 	require.NoError(t, err)
 	info := ck.Info
-	n := info.Optimizer.(training.Nesterov)
+	n := info.Optimizer.(optimizers.Nesterov)
 	require.Equal(t, []any{"airbench94", "nesterov", 11.5, 0.85, 0.0153, 64.0, 3, "triangle", 0.2, true, true, "altflip-translate"},
 		[]any{info.Recipe, n.Algorithm(), n.LearningRate, n.Momentum, n.WeightDecay, n.BiasScaler, n.WhitenBiasEpochs,
 			info.Schedule.Name, info.Run.LabelSmoothing, info.Run.Lookahead, info.Data.Augment, string(info.Data.Augmentation)})
 	rec, err := runs.ReadRecord(ckpt)
 	require.NoError(t, err)
-	require.Equal(t, "airbench94", rec.Params["recipe"])
-	require.Equal(t, "airbench94", rec.Recipe)
+	require.Equal(t, "airbench94", rec.Settings.Given["recipe"])
+	recipe, _ := rec.Settings.Value("recipe")
+	require.Equal(t, "airbench94", recipe)
 }
 
 // A sweep of the recipe: seeds of airbench94 and label smoothing on a grid, the recipe and

@@ -154,10 +154,10 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 			"cifarlab train: --optimizer lion: use one of adam, adamw, adamax, rmsprop, sgd, nesterov\n"},
 		{[]string{"train", "--steps", "3", "--progress", "maybe"}, 2, "cifarlab train: --progress \"maybe\": use auto, on or off\n"},
 		{[]string{"train", "--steps", "3", "--model", "vgg"}, 2, "cifarlab train: unknown --model \"vgg\": use one of linear, cnn, resnet18, resnet20, airbench94\n"},
-		{[]string{"eval"}, 2, "cifarlab eval: --checkpoint is required: the directory given to cifarlab train --checkpoint\n"},
+		{[]string{"eval"}, 2, "cifarlab eval: --checkpoint is required: the checkpoint folder of a run of cifarlab train\n"},
 		// Only the flag given is named.
-		{[]string{"train", "--epochs", "-1"}, 2, "cifarlab train: --epochs -1: the length of the run must be positive, e.g. 2 epochs\n"},
-		{[]string{"train", "--steps", "-3"}, 2, "cifarlab train: --steps -3: the length of the run must be positive, e.g. 1000 steps\n"},
+		{[]string{"train", "--epochs", "-1"}, 2, "cifarlab train: --epochs -1: use a number > 0\n"},
+		{[]string{"train", "--steps", "-3"}, 2, "cifarlab train: --steps -3: use a whole number > 0\n"},
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, c.code, run(c.args, &stdout, &stderr), "%v", c.args)
@@ -167,8 +167,8 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 	empty := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 1, run([]string{"eval", "--checkpoint", empty, "--backend", "go"}, &stdout, &stderr))
-	require.Equal(t, "cifarlab eval: training: no checkpoint in "+empty+": train with a checkpoint directory first "+
-		"(cifarlab train --checkpoint "+empty+")\n", stderr.String())
+	require.Equal(t, "cifarlab eval: checkpoints: no checkpoint in "+empty+": train a run with it as its checkpoint folder first "+
+		"(Checkpoint.Dir, the setting checkpoint)\n", stderr.String())
 
 	stderr.Reset()
 	require.Equal(t, 1, run([]string{"train", "--data", empty, "--steps", "2", "--backend", "go"}, &stdout, &stderr))
@@ -182,7 +182,7 @@ func TestTrainAndEvalCommandErrors(t *testing.T) {
 	stderr.Reset()
 	require.Equal(t, 1, run([]string{"train", "--data", nested, "--steps", "2", "--backend", "go"}, &stdout, &stderr))
 	require.Equal(t, "cifarlab train: data: "+nested+" is the cifar10 folder itself (its files are there, in the binary layout), "+
-		"not the folder that holds cifar-10-batches-bin/: use --data "+root+" (or set CIFARLAB_DATA="+root+")\n", stderr.String())
+		"not the folder that holds cifar-10-batches-bin/: use the data folder "+root+" (or set CIFARLAB_DATA="+root+")\n", stderr.String())
 	for _, tta := range []string{"5", "-2"} {
 		stdout.Reset()
 		stderr.Reset()

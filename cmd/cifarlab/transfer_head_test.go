@@ -37,7 +37,7 @@ func TestTrainNewHeadFlag(t *testing.T) {
 	require.Len(t, kept.KeptHead, 2)
 	require.Empty(t, kept.Reinitialized)
 	require.Contains(t, transfer(), "  head kept, carried bit for bit: /cnn/head/dense/biases [10], /cnn/head/dense/weights [1024 10]: "+
-		"cifar10 has the source's 10 classes (NewHead, --new-head, re-initialises it from the seed)\n")
+		"cifar10 has the source's 10 classes (NewHead, the setting new-head, re-initialises it from the seed)\n")
 	fresh := report("--new-head")
 	require.Empty(t, fresh.KeptHead)
 	require.Len(t, fresh.Reinitialized, 2)

@@ -32,13 +32,13 @@ func TestTransferCommands(t *testing.T) {
 	require.Contains(t, out, "Dataset switch checklist for run "+src+" (trained on cifar10):\n")
 	require.Contains(t, out, "  [FAIL] head width    the run's head has 10 outputs, cifar100 has 100 classes\n")
 	require.Contains(t, out, "  [OK  ] metrics       cifar100 is evaluated with top-1 and top-5 accuracy")
-	require.Contains(t, out, "Fix: transfer the run: cifarlab train --from "+src+" --dataset cifar100 (training.Settings.Transfer.From)")
+	require.Contains(t, out, "Fix: transfer the run (training.Settings.Transfer.From; the settings from="+src+" dataset=cifar100)")
 
 	stdout.Reset()
 	stderr.Reset()
 	require.Equal(t, 1, run([]string{"train", "--dataset", "cifar100", "--data", root, "--model", "cnn", "--steps", "4", "--batch", "16",
 		"--backend", "go", "--checkpoint", src}, &stdout, &stderr))
-	require.Contains(t, stderr.String(), "cifarlab train: training: resuming "+src+": size mismatch for /cnn/head/dense/weights: copying "+
+	require.Contains(t, stderr.String(), "cifarlab train: checkpoints: resuming "+src+": size mismatch for /cnn/head/dense/weights: copying "+
 		"a variable with shape [1024 10] from checkpoint (trained for cifar10, head of 10), the shape in the current model is [1024 100] "+
 		"(built for cifar100, head of 100)")
 
@@ -84,7 +84,7 @@ func TestTransferCommands(t *testing.T) {
 	}{
 		{[]string{"--from", root}, "cifarlab train: training: " + root + " is not a trained cifarlib run ("},
 		{[]string{"--from", src, "--model", "linear"}, "cifarlab train: training: run " + src + " is a cnn, but the model asked for is a linear"},
-		{[]string{"--from", src, "--freeze", "head"}, `cifarlab train: --freeze head: use "" (fine-tune everything) or "backbone"`},
+		{[]string{"--from", src, "--freeze", "head"}, `cifarlab train: unknown --freeze "head": use "" (fine-tune everything) or "backbone" (linear probe)`},
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, 2, run(append([]string{"train", "--dataset", "cifar100", "--data", root, "--steps", "1", "--backend", "go"}, c.args...),

@@ -121,10 +121,11 @@ func TestLabCells(t *testing.T) {
 	t.Setenv(compilecache.DirEnv, "off") // it checks what the first compile of a shape says: no program of another test is loaded
 	repo := testRepo(t)
 	jupyterDir := installKernels(t, repo)
-	fit := func(name string, batch int) string {
-		return fmt.Sprintf("%%%%\ndefer report()\ns := lab.Settings()\ns.Run.Steps, s.Data.BatchSize, s.Run.Seed = 20, %d, 1\ns.Eval.Every, s.Eval.SkipFinal = training.EvalOff, true\n"+
-			"fmt.Println(\"timeline:\", nb.Must(lab.Fit(%q, s)).Timeline)", batch, name)
+	fitSteps := func(name string, steps, batch int) string {
+		return fmt.Sprintf("%%%%\ndefer report()\ns := lab.Settings()\ns.Run.Steps, s.Data.BatchSize, s.Run.Seed = %d, %d, 1\ns.Eval.Every, s.Eval.SkipFinal = training.EvalOff, true\n"+
+			"fmt.Println(\"timeline:\", nb.Must(lab.Fit(%q, s)).Timeline)", steps, batch, name)
 	}
+	fit := func(name string, batch int) string { return fitSteps(name, 20, batch) }
 	evaluate := func(tta int) string {
 		return fmt.Sprintf("%%%%\ndefer report()\nrun := nb.Must(lab.Load(\"warm\"))\n"+
 			"ev := nb.Must(run.Evaluate(context.Background(), lab.Test, training.EvalOptions{MaxExamples: 300, TTA: %d}))\nfmt.Println(\"result:\", ev.Summary())", tta)
@@ -145,7 +146,7 @@ func TestLabCells(t *testing.T) {
 		evaluate(2), // 7: the kept result, with no lab process
 		evaluate(1), // 8: another TTA level: evaluated (in a new lab process)
 		"%%\ndefer report()\nfmt.Println(backends.ListDevices(lab.Backend))", // 9: computes on lab.Backend
-		"%env CIFARLAB_LAB_PROCESS=0\n" + fit("here", 32),                    // 10: in the cell's own program
+		"%env CIFARLAB_LAB_PROCESS=0\n" + fitSteps("here", 100, 32),          // 10: in the cell's own program, long enough to redraw its steps
 	}
 	out := runCells(t, repo, jupyterDir, t.TempDir(), "display_messages.py", []string{CPUKernel}, cells...)
 	var raw [][]cellMessage
@@ -221,8 +222,14 @@ func TestLabCells(t *testing.T) {
 
 	here := res[10].status(t)
 	require.Equal(t, `run "here": compiling the train step (first time for this shape)…`, strings.SplitAfter(here[0], "…")[0], "%q", here)
-	require.True(t, containsMatch(here, `^run "here": step 1/20 running… \d+\.\d s$`), "%q", here)
-	require.True(t, containsMatch(here, `^run "here": step \d+/20 · loss`), "%q", here)
+	require.True(t, containsMatch(here, `^run "here": step 1/100 running… \d+\.\d s$`), "%q", here)
+	// The line is redrawn every statusEvery (0.5 s) with the last step's loss: it shows one when
+	// the 99 steps after the first took longer than that (about 2 s on the 2-core CI machine).
+	if steps := stepsTook(t, res[10]); steps > 600*time.Millisecond {
+		require.True(t, containsMatch(here, `^run "here": step \d+/100 · loss`), "steps took %v: %q", steps, here)
+	} else {
+		t.Logf("the steps took %v, less than a redraw: no loss line to check", steps)
+	}
 	checkStatusTimeline(t, res[10], "here")
 
 	// Evaluation: its progress, then the kept result.
@@ -238,6 +245,16 @@ func TestLabCells(t *testing.T) {
 	}
 	require.NotContains(t, res[8].text(), "not evaluated again", "another TTA level evaluates")
 	require.True(t, containsMatch(res[8].status(t), `evaluating 300 images with TTA level 1 \(2 views\)… `))
+}
+
+// stepsTook returns the time of the steps after the first, from the timeline the cell printed.
+func stepsTook(t *testing.T, c labCell) time.Duration {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^timeline: .* · \d+ steps (\d+\.\d+) s`).FindStringSubmatch(c.text())
+	require.NotNil(t, m, "the cell printed no steps in its timeline: %s", c.text())
+	s, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	return time.Duration(s * float64(time.Second))
 }
 
 // checkStatusTimeline checks the status line of a cell that trained the run called name

@@ -36,7 +36,7 @@ func TestCellSaysTheRunLearnsNothing(t *testing.T) {
 	fit := res[1].Text
 	warning := `WARNING: run "short": this run learns nothing: with the lookahead on, a run of 3 steps ends on its initial weights ` +
 		`(the lookahead first averages the weights at step 5 and the run ends on that average); train at least 5 steps ` +
-		`(more epochs, or a smaller batch), or turn the lookahead off (Run.Lookahead false; on the command line, leave out --lookahead)`
+		`(more epochs, or a smaller batch), or turn the lookahead off (Run.Lookahead false, the setting lookahead=false)`
 	require.Contains(t, fit, warning)
 	require.Less(t, strings.Index(fit, warning), strings.Index(fit, "step 1/3"), "said before the first step")
 	require.Contains(t, fit, "warnings: 1\n")

@@ -25,22 +25,9 @@ const maxFuncLines = 60
 // a build tag leaves out included) is at most maxFuncLines lines; the failure lists the others,
 // longest first, to split into named steps.
 func TestFunctionsAreShort(t *testing.T) {
-	cmd := exec.Command("go", "list", "-json=Dir,GoFiles,CgoFiles,IgnoredGoFiles", "./...")
-	cmd.Dir = repo.Dir()
-	out, err := cmd.Output()
-	require.NoError(t, err, "go list: %s", out)
 	var long []longFunc
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	for dec.More() {
-		var pkg struct {
-			Dir                               string
-			GoFiles, CgoFiles, IgnoredGoFiles []string
-		}
-		require.NoError(t, dec.Decode(&pkg))
-		for _, f := range append(append(pkg.GoFiles, pkg.CgoFiles...), pkg.IgnoredGoFiles...) {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
+	for _, pkg := range listPackages(t, "./...") {
+		for _, f := range pkg.sources() {
 			long = append(long, longFuncs(t, filepath.Join(pkg.Dir, f))...)
 		}
 	}
@@ -52,6 +39,41 @@ func TestFunctionsAreShort(t *testing.T) {
 		}
 		t.Errorf("%d functions over %d lines: split each into named steps\n%s", len(long), maxFuncLines, strings.Join(lines, "\n"))
 	}
+}
+
+// goPackage is a package of the module as `go list` says it: its folder, import path and Go
+// files.
+type goPackage struct {
+	Dir, ImportPath                   string
+	GoFiles, CgoFiles, IgnoredGoFiles []string
+}
+
+// sources are the package's non-test Go files, those a build tag leaves out included.
+func (p goPackage) sources() []string {
+	var out []string
+	for _, f := range slices.Concat(p.GoFiles, p.CgoFiles, p.IgnoredGoFiles) {
+		if strings.HasSuffix(f, ".go") && !strings.HasSuffix(f, "_test.go") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// listPackages lists the module's packages that pattern matches (go list, from the module's root).
+func listPackages(t *testing.T, pattern string) []goPackage {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=Dir,ImportPath,GoFiles,CgoFiles,IgnoredGoFiles", pattern)
+	cmd.Dir = repo.Dir()
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list: %s", out)
+	var pkgs []goPackage
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var pkg goPackage
+		require.NoError(t, dec.Decode(&pkg))
+		pkgs = append(pkgs, pkg)
+	}
+	return pkgs
 }
 
 // longFunc is a function over maxFuncLines: key is "FILE:NAME" (FILE from the module's root,
