@@ -36,7 +36,10 @@
 #      counts above the GPUs present are skipped), steps/s and images/s.
 #  11. XLA's autotune cache and the compile cache across processes (issues 34, 55): the same resnet20
 #      run twice, in a fresh cache home; the wall time of the first and the second process, the
-#      autotune files cached, and each program's build, then its compile (first) or load (second).
+#      autotune files cached; then a workshop's shared folder (cifarlab cache warm --into, cache
+#      check) and an attendee's process in an empty cache home over it: per program, its compile
+#      (first) against its load (second, attendee), in compile-cache.md. GPU_CACHE_BACKEND=cpu
+#      runs the same on XLA CPU (checked here that way).
 #  12. The airbench94 recipe (issue 37, item 3): time to the recipe's final accuracy, the lab
 #      (`cifarlab train --recipe airbench94 --backend cuda`, GPU_RECIPE_PRECISION) against airbench
 #      0.1.8's own code as written (fp16, CUDA) on this GPU and the same data, GPU_RECIPE_SEEDS seeds
@@ -58,6 +61,7 @@
 #           GUARD_TESTS=<regexp> PYTHON=<python with torch> CIFARLAB_CUDA_PLUGIN=<plugin .so>
 #           GPU_DP_MODEL=resnet18 GPU_DP_BATCH=512 GPU_DP_DEVICES=1,2,4,8,all GPU_DP_STEPS=30
 #           GPU_TRAIN_STEPS=60 GPU_STAGES=<list> GPU_MP_MODEL=resnet18 GPU_MP_BATCH=128
+#           GPU_CACHE_BACKEND=cuda (stage 11; cpu checks the stage on XLA CPU)
 #           GPU_RECIPE_SEEDS="0 1 2" GPU_RECIPE_EPOCHS=9.9 GPU_RECIPE_PRECISION=bf16-mixed
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -417,37 +421,81 @@ else
   grep -v '^[WI][0-9]\{4\} ' "$OUTDIR/devices.txt" | tee -a "$LOG"
 fi
 
-# 11. XLA's autotune cache across processes (issue 34, item 4): the same resnet20 run in two
-# processes, one after the other, with a fresh cache home. The first autotunes and fills
+# 11. XLA's autotune cache and the compile cache across processes (issues 34 and 55): the same
+# resnet20 run in new processes, with fresh cache homes. The first autotunes and fills
 # XDG_CACHE_HOME/cifarlab/xla-cuda/PLUGIN/GPU/autotune (backends.New("cuda") sets
-# --xla_gpu_per_fusion_autotune_cache_dir), the second reads it: their wall times, the part
+# --xla_gpu_per_fusion_autotune_cache_dir) and compiles each program into the compile cache
+# (XDG_CACHE_HOME/cifarlab/xla-programs); the second loads them: their wall times, the part
 # outside the training loop (wall minus duration_ns; the loop's first step holds the train step's
-# compile) and the files cached. Not run yet: no GPU was lent when it was written.
+# compile) and the autotune files cached. Then a workshop on this GPU (docs/compile-cache.md,
+# "Workshops"): `cifarlab cache warm --into SHARED` with the same settings, `cifarlab cache check`
+# (SHARED's programs compiled for this GPU), and an attendee's process in a third, empty cache
+# home with CIFARLAB_COMPILE_CACHE_SHARED=SHARED. Per program: its compile in the first process
+# against its load in the second and the attendee's (compile-cache.md in the results). Prepared;
+# not run yet: no GPU was lent when it was written.
 if stage 11 && [ -x "$BIN/cifarlab" ]; then
   train_data
-  cache_home="$OUTDIR/xla-cache-home"
-  rm -rf "$cache_home"
+  rm -rf "$OUTDIR/xla-cache-home" "$OUTDIR/xla-cache-attendee" "$OUTDIR/xla-cache-shared"
+  backend="${GPU_CACHE_BACKEND:-cuda}" # cpu: the same on XLA CPU, to check this stage without a GPU
+  flags=(--backend "$backend" --data "$OUTDIR/train-data" --model resnet20 --batch 128 --steps 20 --no-eval)
   line=""
-  for run in first second; do
+  for run in first second attendee; do
+    home="$OUTDIR/xla-cache-home"
+    shared=()
+    if [ "$run" = attendee ]; then
+      home="$OUTDIR/xla-cache-attendee"
+      if ! timeout "$(left 180)" "$BIN/cifarlab" cache warm --into "$OUTDIR/xla-cache-shared" --backend "$backend" \
+           --model resnet20 --batch 128 --no-eval > "$OUTDIR/cache-warm.txt" 2>&1; then
+        result FAIL "compile cache: cifarlab cache warm --into: $(grep -v '^[WI][0-9]\{4\} ' "$OUTDIR/cache-warm.txt" | tail -3 | tr '\n' ' ')"
+        break
+      fi
+      shared=("CIFARLAB_COMPILE_CACHE_SHARED=$OUTDIR/xla-cache-shared")
+      env XDG_CACHE_HOME="$home" "${shared[@]}" "$BIN/cifarlab" cache check > "$OUTDIR/cache-check.txt" 2>&1 \
+        || result FAIL "compile cache: the warmed folder does not serve this GPU: $(cat "$OUTDIR/cache-check.txt")"
+    fi
     start=$(date +%s.%N)
-    if ! XDG_CACHE_HOME="$cache_home" timeout "$(left 120)" "$BIN/cifarlab" train --backend cuda --data "$OUTDIR/train-data" \
-         --model resnet20 --batch 128 --steps 20 --no-eval --json > "$OUTDIR/cache-$run.json" 2> "$OUTDIR/cache-$run.err"; then
-      result FAIL "autotune cache: $run process: $(grep -v '^[WI][0-9]\{4\} ' "$OUTDIR/cache-$run.err" | tail -3 | tr '\n' ' ')"
-      line=""
+    if ! env XDG_CACHE_HOME="$home" "${shared[@]}" timeout "$(left 120)" "$BIN/cifarlab" train "${flags[@]}" --json \
+         > "$OUTDIR/cache-$run.json" 2> "$OUTDIR/cache-$run.err"; then
+      result FAIL "autotune and compile cache: $run process: $(grep -v '^[WI][0-9]\{4\} ' "$OUTDIR/cache-$run.err" | tail -3 | tr '\n' ' ')"
       break
     fi
     wall=$(echo "$(date +%s.%N) - $start" | bc)
     loop=$(sed -n 's/.*"duration_ns": *\([0-9]*\).*/\1/p' "$OUTDIR/cache-$run.json" | head -1)
-    files=$(find "$cache_home" -path '*/autotune/*' -type f 2>/dev/null | wc -l)
-    # The compile cache (issue 55; ~/.cache/cifarlab/xla-programs, in the same cache home): each
-    # program's build and compile or load, from the run's timeline.
-    programs=$("${PY:-python3}" -c 'import json, sys
-ev = json.load(open(sys.argv[1]))["timeline"]["events"]
-print(", ".join("%s %s %.2f s" % ({"load": "loaded"}.get(e["phase"], e["phase"]), e.get("program", ""), e["duration_ns"] / 1e9)
-                for e in ev if e["phase"] in ("build", "compile", "load")))' "$OUTDIR/cache-$run.json" 2>/dev/null)
-    line="$line $run process $(printf '%.1f' "$wall") s (outside the training loop $(printf '%.1f' "$(echo "$wall - ${loop:-0}/1000000000" | bc -l)") s, $files autotune files; $programs);"
+    files=$(find "$home" -path '*/autotune/*' -type f 2>/dev/null | wc -l)
+    line="$line $run process $(printf '%.1f' "$wall") s (outside the training loop $(printf '%.1f' "$(echo "$wall - ${loop:-0}/1000000000" | bc -l)") s, $files autotune files);"
   done
-  [ -n "$line" ] && result ok "autotune cache (resnet20, batch 128, 20 steps, fresh cache, $(ls "$cache_home/cifarlab/xla-cuda" 2>/dev/null)):$line"
+  if [ -s "$OUTDIR/cache-attendee.json" ]; then
+    # Per program, from the runs' timelines (run.json's events): build, compile, load.
+    "${PY:-python3}" - "$OUTDIR" > "$OUTDIR/compile-cache.md" <<'PYEOF'
+import json, sys
+out = sys.argv[1]
+runs = {r: json.load(open(f"{out}/cache-{r}.json"))["timeline"]["events"] for r in ("first", "second", "attendee")}
+def phases(events):
+    got = {}
+    for e in events:
+        if e["phase"] in ("build", "compile", "load"):
+            name = e.get("program", "") + (f" ({e['for']})" if e.get("for") not in (None, "", e.get("program")) else "")
+            got.setdefault(name, {})[e["phase"]] = e["duration_ns"] / 1e9
+    return got
+p = {r: phases(ev) for r, ev in runs.items()}
+print("| program | build (s) | compile, first process (s) | load, second process (s) | load, attendee from the shared folder (s) |")
+print("| --- | --- | --- | --- | --- |")
+def cell(d, k):
+    return f"{d[k]:.2f}" if k in d else ("compiled!" if k == "load" and "compile" in d else "-")
+for name, d in p["first"].items():
+    print(f"| {name} | {d.get('build', 0):.2f} | {cell(d, 'compile')} | {cell(p['second'].get(name, {}), 'load')} | {cell(p['attendee'].get(name, {}), 'load')} |")
+compiled = [n for r in ("second", "attendee") for n, d in p[r].items() if "compile" in d]
+sys.exit(1 if compiled else 0)
+PYEOF
+    rc=$?
+    tee -a "$LOG" < "$OUTDIR/compile-cache.md"
+    say "cache check: $(cat "$OUTDIR/cache-check.txt")"
+    if [ "$rc" = 0 ]; then
+      result ok "autotune and compile cache (resnet20, batch 128, 20 steps, fresh cache homes, $(ls "$OUTDIR/xla-cache-home/cifarlab/xla-cuda" 2>/dev/null)):$line per program in compile-cache.md"
+    else
+      result FAIL "compile cache: the second process or the attendee compiled a program again (compile-cache.md):$line"
+    fi
+  fi
 fi
 
 # 12. The airbench94 recipe (issue 37, item 3): the lab against airbench's own code on this GPU and

@@ -25,6 +25,9 @@
 #   CIFARLAB_COPY_NOTEBOOKS  1 (default): when a folder is mounted at
 #                          /opt/cifarlab/notebooks/work and holds no notebooks, copy the
 #                          image's notebooks into it once, so that edits survive the container.
+#   CIFARLAB_COMPILE_CACHE_SHARED  read-only folders of compiled programs (':'-separated); the
+#                          image's is /opt/cifarlab/compile-cache, filled at build (notebook 01);
+#                          the hub lists a host's folder before it (CIFARLAB_HUB_COMPILE_CACHE).
 #   CIFARLAB_RUNS          where training keeps its run folders; default, when a folder is
 #                          mounted at /opt/cifarlab/notebooks/work: its runs/ (they outlive the
 #                          container), else $CIFARLAB_DATA/runs (the container's own layer).
@@ -70,6 +73,15 @@ if [ -n "${CIFARLAB_CUDA_BACKEND:-}" ]; then
   say "CUDA kernel: GOMLX_BACKEND=$CIFARLAB_CUDA_BACKEND (user kernelspec overriding the image's)"
   cifarlab kernel install --no-build-tools --jupyter-data-dir "$HOME/.local/share/jupyter" \
     --cuda-backend "$CIFARLAB_CUDA_BACKEND" >&2
+fi
+
+# The compile cache (docs/compile-cache.md): how many of the shared programs (the image's, notebook
+# 01's, compiled at build; a host's folder that the hub mounts) were compiled for this machine's CPU.
+# Programs of another CPU model never load: then every first training cell compiles, said here.
+if cache_line="$(cifarlab cache check 2>/dev/null)"; then
+  say "$cache_line"
+else
+  say "WARNING: ${cache_line:-compile cache: cifarlab cache check failed}"
 fi
 
 hub=0

@@ -13,8 +13,12 @@
 #   5. run       podman run (runc) of the image as its non-root user; waits for the HEALTHCHECK
 #                and checks token authentication and the two kernelspecs over JupyterLab's API
 #                (the CPU one on XLA CPU from $CIFARLAB_DOCKER_CPU_PLUGIN), and cifarlab doctor
+#                (the image's shared compile cache: root's, read-only to the lab user, its programs
+#                compiled for this machine, as doctor and the entry point say)
 #   6. notebook  executes a notebook inside the running container through JupyterLab's own
-#                venv and the "Go (cifarlab, CPU)" kernel (kernel/run_notebook.py, nbclient)
+#                venv and the "Go (cifarlab, CPU)" kernel (kernel/run_notebook.py, nbclient);
+#                notebook 01's training cell must load every program from the image's shared
+#                compile cache (docker/cachecheck.py), and the lab user's own folder hold none
 #
 # Each phase's wall time is printed at the end and written to $CACHE/times.tsv.
 #
@@ -272,6 +276,27 @@ if [ -n "$cpu_plugin" ]; then
   grep -q "backend cpu .*resolves to xla:cpu" <<<"$doctor" || fail "backends.New(\"cpu\") is not XLA CPU inside the image"
 fi
 
+# The compile cache's shared layer (docker/Dockerfile: notebook 01's programs, compiled at build):
+# root's and read-only to the lab user (no attendee can change what the others load), and compiled
+# for this machine (the image was built here), as doctor and the entry point's line say.
+layer="$(podman "${storage[@]}" exec "$ctr" sh -c 'stat -c "%U %a" /opt/cifarlab/compile-cache; stat -c "%U %a" /opt/cifarlab/compile-cache/*.xla | sort | uniq -c')" \
+  || fail "the image has no compiled programs in /opt/cifarlab/compile-cache"
+echo "image's shared compile cache: $(tr '\n' ' ' <<<"$layer")"
+if [ "$(head -n 1 <<<"$layer")" != "root 755" ] || [ "$(sed 1d <<<"$layer" | wc -l)" != 1 ] \
+   || ! grep -Eq '^ *([3-9]|[1-9][0-9]+) root 644$' <<<"$(sed 1d <<<"$layer")"; then
+  fail "/opt/cifarlab/compile-cache is not root's 0755 with 3 or more entries root's 0644: $layer"
+fi
+if podman "${storage[@]}" exec "$ctr" sh -c 'touch /opt/cifarlab/compile-cache/x.xla' 2>/dev/null; then
+  fail "the lab user can write the image's shared compile cache"
+fi
+line="$(grep "compile cache" <<<"$doctor" || true)"
+grep -Eq "shared /opt/cifarlab/compile-cache: ([0-9]+) programs \(\1 compiled on this machine\)" <<<"$line" \
+  || fail "doctor does not say that the image's compiled programs serve this machine: ${line:-no compile cache line}"
+line="$(podman "${storage[@]}" logs "$ctr" 2>&1 | grep "cifarlab: compile cache: " || true)"
+grep -Eq "^cifarlab: compile cache: shared /opt/cifarlab/compile-cache: ([0-9]+) programs \(\1 compiled on this machine\)" <<<"$line" \
+  || fail "the entry point did not say that the image's compiled programs serve this machine: ${line:-nothing}"
+echo "entry point: $line"
+
 # What a kernel generates for its user goes to the user's own places, which must be writable:
 # the cache (os.UserCacheDir: $XDG_CACHE_HOME, else ~/.cache) and the home.
 # shellcheck disable=SC2016 # expanded by the container's shell
@@ -379,6 +404,14 @@ case "$nb" in
     runs=("$work"/runs/*/)
     [ -d "${runs[0]}" ] || fail "no run folder in the mounted work folder ($work/runs): CIFARLAB_RUNS did not reach the kernel"
     echo "run folders in the mounted work folder: $(cd "$work/runs" && echo */)"
+    # Its training cell loaded every program from the image's shared compile cache, compiled none,
+    # and the lab user's own folder holds no program: only the counts of the shared ones it loaded.
+    python3 docker/cachecheck.py "$cache/notebook-executed.ipynb" || fail "notebook 01 did not load its programs from the image's shared compile cache"
+    # shellcheck disable=SC2016 # expanded by the container's shell
+    own="$(podman "${storage[@]}" exec "$ctr" sh -c 'ls -A "${XDG_CACHE_HOME:-$HOME/.cache}/cifarlab/xla-programs"')" \
+      || fail "the lab user's own compile cache folder is missing"
+    if grep -q '\.xla$' <<<"$own"; then fail "the lab user's own compile cache holds programs, compiled by notebook 01: $(tr '\n' ' ' <<<"$own")"; fi
+    echo "the lab user's own compile cache: no program, the loads of $(grep -c '\.hits$' <<<"$own" || true) shared ones counted"
     ;;
 esac
 

@@ -37,9 +37,23 @@ func CompileCache() *compilecache.Cache {
 		}
 		if !off {
 			processCache = compilecache.Open(cfg, sayNote)
+			sayForeignShared(processCache)
 		}
 	})
 	return processCache
+}
+
+// sayForeignShared says, once per process, when the shared folders hold compiled programs but
+// none for this machine (an image's, built on another CPU model): rather than compiling silently
+// where a workshop expected to load.
+func sayForeignShared(c *compilecache.Cache) {
+	if len(c.Shared()) == 0 {
+		return
+	}
+	id, desc := Machine()
+	if line := compilecache.ForeignShared(c.SharedFits(id), desc); line != "" {
+		sayNote(line)
+	}
 }
 
 // pendingNotes are the lines the cache said that no program record has taken yet.
@@ -118,7 +132,7 @@ func (h *programHook) compile(req *pjrt.CompileRequest) (*pjrt.LoadedExecutable,
 		return exec, nil
 	}
 	h.cache.Put(key, compilecache.Meta{Program: rec.Name, Plugin: h.facts.plugin, Machine: h.facts.summary(),
-		CompileSeconds: took.Seconds()}, data)
+		MachineID: h.facts.machineID(), CompileSeconds: took.Seconds()}, data)
 	return exec, nil
 }
 

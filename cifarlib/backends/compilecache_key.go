@@ -34,18 +34,66 @@ type machineFacts struct {
 	plugin string   // how an entry names its plugin
 }
 
-// summary is the facts in one line for an entry's description: the hardware, shortened.
-func (f machineFacts) summary() string {
-	var out []string
+// hardware returns the facts' CPU and GPU lines ("cpu: ...", "gpu: ..."), part of every key.
+func (f machineFacts) hardware() (cpu, gpu string) {
 	for _, l := range f.lines {
-		if w, v, _ := strings.Cut(l, ": "); v != "" && (w == "cpu" || w == "gpu" || w == "devices") {
-			if len(v) > 60 {
-				v = v[:60] + "…"
-			}
-			out = append(out, w+" "+v)
+		if v, ok := strings.CutPrefix(l, "cpu: "); ok {
+			cpu = v
+		} else if v, ok := strings.CutPrefix(l, "gpu: "); ok {
+			gpu = v
 		}
 	}
-	return strings.Join(out, "; ")
+	return cpu, gpu
+}
+
+// machineID identifies the hardware of the facts' keys: a digest of their CPU and GPU lines, so
+// that an entry says which machine it loads on (compilecache.Meta.MachineID).
+func (f machineFacts) machineID() string {
+	cpu, gpu := f.hardware()
+	sum := sha256.Sum256([]byte("cpu: " + cpu + "\ngpu: " + gpu))
+	return hex.EncodeToString(sum[:8])
+}
+
+// summary describes the facts' hardware for people, in an entry's description and in what the
+// cache says: "CPU AuthenticAMD family 25 model 17 (flags 0c4e7a1b), no GPU".
+func (f machineFacts) summary() string {
+	cpu, gpu := f.hardware()
+	head, flags, ok := strings.Cut(cpu, " flags=")
+	if !ok {
+		head, flags, _ = strings.Cut(cpu, " Features=")
+	}
+	names := map[string]string{"vendor_id": "", "cpu_family": "family ", "model": "model ", "CPU_implementer": "implementer ", "CPU_part": "part "}
+	desc := "CPU"
+	for _, kv := range strings.Fields(head) {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if name, known := names[k]; known {
+				desc += " " + name + v
+			}
+		}
+	}
+	if flags != "" {
+		sum := sha256.Sum256([]byte(flags))
+		desc += fmt.Sprintf(" (flags %x)", sum[:4])
+	}
+	if gpu == "" {
+		return desc + ", no GPU"
+	}
+	return desc + ", GPU " + gpu
+}
+
+// Machine identifies this machine's hardware as the compile cache's keys hold it (the CPU and
+// the GPU models; id as in the entries' compilecache.Meta.MachineID) and describes it.
+func Machine() (id, desc string) {
+	f := machineFacts{lines: hardwareLines()}
+	if factsHook != nil {
+		factsHook(&f)
+	}
+	return f.machineID(), f.summary()
+}
+
+// hardwareLines are the facts of this machine's hardware.
+func hardwareLines() []string {
+	return []string{"cpu: " + cpuFeatures(), "gpu: " + strings.Join(plugins.GPUModels(), ", ")}
 }
 
 // factsHook, when set (tests), changes the facts of a client: e.g. a faked plugin version.
@@ -75,10 +123,9 @@ func describeMachine(client *pjrt.Client) machineFacts {
 				client.Platform(), client.PlatformVersion(), major, minor, strings.Join(attrs, " "), file),
 			fmt.Sprintf("devices: %d: %s", len(devices), strings.Join(devices, ", ")),
 			"xla flags: " + codegenXLAFlags(os.Getenv("XLA_FLAGS")),
-			"cpu: " + cpuFeatures(),
-			"gpu: " + strings.Join(plugins.GPUModels(), ", "),
 		},
 	}
+	f.lines = append(f.lines, hardwareLines()...)
 	if factsHook != nil {
 		factsHook(&f)
 	}

@@ -253,6 +253,34 @@ func TestCompileCacheFolders(t *testing.T) {
 	layered := runCacheChild(t, cpu, compilecache.DirEnv+"="+own, compilecache.SharedEnv+"="+shared)
 	require.Equal(t, []bool{true}, layered.loaded, "loaded from the shared folder")
 	require.Equal(t, refused.result, layered.result)
+	require.Empty(t, layered.notes, "the shared folder holds this machine's programs: nothing to say")
 	entries, _ := filepath.Glob(filepath.Join(own, "*.xla"))
 	require.Empty(t, entries, "nothing compiled, nothing written to the user's folder")
+}
+
+// A shared folder whose programs were all compiled on another machine (an image built on
+// another CPU model) is said once, with both machines, rather than compiled over silently.
+func TestCompileCacheSharedOfAnotherMachine(t *testing.T) {
+	cpu := testenv.XLACPUPluginOrSkip(t).Path
+	shared := filepath.Join(t.TempDir(), "shared")
+	built := runCacheChild(t, cpu, compilecache.DirEnv+"="+shared, fakeEnv+"=cpu=amd64 vendor_id=FakeIntel cpu_family=6 model=85 flags=sse2")
+	require.Equal(t, []bool{false}, built.loaded)
+	require.NoError(t, os.Chmod(shared, 0o755))
+
+	run := runCacheChild(t, cpu, compilecache.DirEnv+"="+filepath.Join(t.TempDir(), "own"), compilecache.SharedEnv+"="+shared)
+	require.Equal(t, []bool{false}, run.loaded, "another machine's program never loads")
+	require.Equal(t, built.result, run.result)
+	_, here := Machine()
+	require.Len(t, run.notes, 1, run.stderr)
+	require.Contains(t, run.notes[0], "cifarlab: compile cache: the shared folder "+shared+" ($CIFARLAB_COMPILE_CACHE_SHARED) holds 1 programs "+
+		"compiled on another machine (CPU FakeIntel family 6 model 85 (flags ")
+	require.Contains(t, run.notes[0], "), none for this one ("+here+"): they do not load here")
+
+	// Once this machine's programs are there too, nothing is said.
+	require.NoError(t, os.Chmod(shared, 0o700))
+	runCacheChild(t, cpu, compilecache.DirEnv+"="+shared)
+	require.NoError(t, os.Chmod(shared, 0o755))
+	both := runCacheChild(t, cpu, compilecache.DirEnv+"="+filepath.Join(t.TempDir(), "own"), compilecache.SharedEnv+"="+shared)
+	require.Equal(t, []bool{true}, both.loaded)
+	require.Empty(t, both.notes)
 }

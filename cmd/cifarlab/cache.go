@@ -9,19 +9,21 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cifarlab/cifarlab/cifarlib/backends"
 	"github.com/cifarlab/cifarlab/internal/compilecache"
 )
 
 func init() {
 	register(command{
 		name:    "cache",
-		summary: "the compile cache: its compiled programs, sizes and loads (show), clear, warm",
+		summary: "the compile cache: its compiled programs, sizes and loads (show), clear, check, warm",
 		run:     runCache,
 	})
 }
 
 const cacheUsage = `usage: cifarlab cache [show] [--json]
        cifarlab cache clear
+       cifarlab cache check
        cifarlab cache warm [--into DIR] [--notebook NOTEBOOK ... | TRAIN FLAGS]
 
 Every XLA program cifarlab compiles (a notebook cell, its lab process, cifarlab train and eval,
@@ -35,6 +37,9 @@ programs, filled once with cache warm --into).
 show   lists the programs of each folder: their size, how many times a process loaded them,
        when they were last used and how long their compile took.
 clear  removes every program of the user's folder (the shared folders are left alone).
+check  says in one line whether the cache serves this machine: how many programs of each shared
+       folder were compiled here (a folder compiled on another CPU model serves none: its
+       programs never load here); exit status 1 when a folder is refused or serves none.
 warm   compiles programs ahead of time, into DIR (--into; default: the user's folder):
          --notebook NOTEBOOK  runs the notebook through the real kernel (--kernel, default
                               cifarlab-cpu), e.g. notebooks/01-reproduce.ipynb, with its data
@@ -59,12 +64,14 @@ func runCache(args []string, stdout io.Writer) error {
 		return cacheClear(args, stdout)
 	case "warm":
 		return cacheWarm(args, stdout)
+	case "check":
+		return cacheCheck(args, stdout)
 	case "help":
 		fmt.Fprint(stdout, cacheUsage)
 		return nil
 	}
 	fmt.Fprint(stdout, cacheUsage)
-	return &exitError{code: 2, err: fmt.Errorf("unknown sub-command %q: use show, clear or warm", sub)}
+	return &exitError{code: 2, err: fmt.Errorf("unknown sub-command %q: use show, clear, check or warm", sub)}
 }
 
 // openCache opens the cache of the settings; a problem with a folder is said on stderr.
@@ -119,6 +126,11 @@ func maxBytes(cfg compilecache.Config) int64 {
 
 // writeCacheSummary writes each folder's line, then a table of its programs.
 func writeCacheSummary(w io.Writer, c *compilecache.Cache, cfg compilecache.Config, entries []compilecache.Entry) {
+	id, machine := backends.Machine()
+	fits := map[string]compilecache.SharedFit{}
+	for _, f := range c.SharedFits(id) {
+		fits[f.Dir] = f
+	}
 	folder := func(dir string, shared bool) {
 		var n int
 		var size, loads int64
@@ -128,7 +140,8 @@ func writeCacheSummary(w io.Writer, c *compilecache.Cache, cfg compilecache.Conf
 			}
 		}
 		if shared {
-			fmt.Fprintf(w, "shared, read-only: %s ($%s): %d programs, %s, loaded %d times by this user\n", dir, compilecache.SharedEnv, n, compilecache.FormatSize(size), loads)
+			fmt.Fprintf(w, "shared, read-only: %s ($%s): %d programs (%s), %s, loaded %d times by this user\n",
+				dir, compilecache.SharedEnv, n, fitWords(fits[dir]), compilecache.FormatSize(size), loads)
 			return
 		}
 		fmt.Fprintf(w, "yours: %s ($%s): %d programs, %s of %s ($%s), loaded %d times\n", dir, compilecache.DirEnv, n,
@@ -139,6 +152,9 @@ func writeCacheSummary(w io.Writer, c *compilecache.Cache, cfg compilecache.Conf
 	}
 	for _, s := range c.Shared() {
 		folder(s, true)
+	}
+	if line := compilecache.ForeignShared(c.SharedFits(id), machine); line != "" {
+		fmt.Fprintln(w, line)
 	}
 	if len(entries) == 0 {
 		return

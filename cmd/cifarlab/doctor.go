@@ -40,7 +40,7 @@ func runDoctor(args []string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	repo, repoErr := kernel.FindRepo(*repoDir)
-	opts := kernel.DoctorOptions{Repo: repo, RepoErr: repoErr, Probes: []kernel.Probe{probeBackends, probeDevices, probeData(*cifarDir)}}
+	opts := kernel.DoctorOptions{Repo: repo, RepoErr: repoErr, Probes: []kernel.Probe{probeBackends, probeDevices, probeData(*cifarDir), probeCompileCache}}
 	if *dataDir != "" {
 		abs, err := filepath.Abs(*dataDir)
 		if err != nil {

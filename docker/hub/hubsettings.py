@@ -17,6 +17,12 @@ DEFAULT_CULL_TIMEOUT = 3600
 # attendees at it and never advises a limit under it.
 PEAK_BYTES = 2.5e9
 
+# The compile cache (docs/compile-cache.md): the image's shared layer of compiled programs (notebook
+# 01's, compiled at image build: docker/Dockerfile), and where a host's folder (CIFARLAB_HUB_COMPILE_CACHE,
+# filled before the event with `cifarlab cache warm`) is mounted, read-only, in every server.
+IMAGE_COMPILE_CACHE = "/opt/cifarlab/compile-cache"
+HOST_COMPILE_CACHE_MOUNT = "/srv/cifarlab/compile-cache"
+
 # What a server needs free on the machine to start (CIFARLAB_HUB_START_MEM): JupyterLab, the entry
 # point's kernel install and a first kernel; a spawn on a machine with less is refused at once.
 DEFAULT_START_MEM = "1G"
@@ -65,6 +71,7 @@ class Settings:
     start_timeout: int
     start_mem: int = 0
     docker_bridge_gateway: str = ""
+    compile_cache: str = ""
 
     @property
     def network_mode(self):
@@ -100,11 +107,19 @@ class Settings:
 
     def environment(self):
         """The environment of every user container (the image's entry point reads it)."""
-        return {
+        env = {
             "CIFARLAB_MODE": "gpu" if self.gpu != "none" else "cpu",
             "CIFARLAB_CUDA_BACKEND": self.cuda_backend,
             "JUPYTERHUB_ACTIVITY_INTERVAL": str(self.activity_interval),
         }
+        if self.compile_cache:
+            # The host's programs first, then the image's: both read-only, under each attendee's own folder.
+            env["CIFARLAB_COMPILE_CACHE_SHARED"] = f"{HOST_COMPILE_CACHE_MOUNT}:{IMAGE_COMPILE_CACHE}"
+        return env
+
+    def read_only_volumes(self):
+        """DockerSpawner's read_only_volumes: the host's compile cache folder, when there is one."""
+        return {self.compile_cache: HOST_COMPILE_CACHE_MOUNT} if self.compile_cache else {}
 
     def host_config(self):
         """DockerSpawner's extra_host_config: pids, ulimits and the GPU."""
@@ -212,6 +227,26 @@ def _start_mem(env):
     return n
 
 
+def _compile_cache(env):
+    """CIFARLAB_HUB_COMPILE_CACHE: a host folder of compiled programs that every server reads, which
+    only its owner can write (the lab refuses a folder that others can write: a program put there would
+    run in every attendee's kernel)."""
+    path = env.get("CIFARLAB_HUB_COMPILE_CACHE", "")
+    if not path:
+        return ""
+    warm = "fill it before the event with the image's `cifarlab cache warm --into` (docker/README.md, 'The compile cache at a workshop')"
+    if not os.path.isabs(path):
+        raise SettingsError(f"cifarlab hub: CIFARLAB_HUB_COMPILE_CACHE={path!r} is not an absolute path: give the folder's full path on this host")
+    if not os.path.isdir(path):
+        raise SettingsError(f"cifarlab hub: CIFARLAB_HUB_COMPILE_CACHE={path} is not a folder on this host; {warm}")
+    mode = os.stat(path).st_mode & 0o777
+    if mode & 0o022:
+        raise SettingsError(f"cifarlab hub: CIFARLAB_HUB_COMPILE_CACHE={path} is writable by other users (mode {mode:04o}): "
+                            f"the lab would refuse it (a program someone put there would run in every attendee's kernel); "
+                            f"chmod go-w {path} (cifarlab cache warm --into leaves it 0755)")
+    return path
+
+
 def settings_from_env(env):
     """Settings from CIFARLAB_HUB_* variables; a bad value raises SettingsError naming it."""
     auth = env.get("CIFARLAB_HUB_AUTH", "native")
@@ -257,6 +292,7 @@ def settings_from_env(env):
         cull_every=int(_env_float(env, "CIFARLAB_HUB_CULL_EVERY", max(10, min(300, cull // 4)), 5, 3600)),
         start_timeout=int(_env_float(env, "CIFARLAB_HUB_START_TIMEOUT", 300, 30, 3600)),
         start_mem=_start_mem(env),
+        compile_cache=_compile_cache(env),
     )
     if engine == "docker":
         s.docker_bridge_gateway = _docker_bridge_gateway(env)

@@ -1,10 +1,12 @@
 """Unit tests of docker/hub/hubsettings.py's capacity line (python3 -m unittest, stdlib only; run by
 docker/lint.sh and docker/hub/test.sh)."""
 
+import os
 import re
+import tempfile
 import unittest
 
-from hubsettings import capacity_line
+from hubsettings import SettingsError, capacity_line, settings_from_env
 
 GIB = 2**30
 # What an attendee running notebooks 01-04 peaks at (docker/hub/RESULTS.md).
@@ -52,6 +54,36 @@ class CapacityLine(unittest.TestCase):
         line = capacity_line({"CIFARLAB_HUB_USERS": "4", "CIFARLAB_HUB_MEM": "3G", "CIFARLAB_HUB_CPU": "1"}, 2, 24 * GIB)
         self.assertTrue(line.endswith("and 7 at the limit of 3G each (CPU limits are caps on shared cores: attendees who run cells at once share them)"), line)
         self.assertNotIn("set CIFARLAB_HUB", line)
+
+
+class CompileCacheFolder(unittest.TestCase):
+    """CIFARLAB_HUB_COMPILE_CACHE: a host folder of compiled programs, mounted read-only in every server and
+    listed in its CIFARLAB_COMPILE_CACHE_SHARED before the image's own."""
+
+    def settings(self, **env):
+        return settings_from_env({"CIFARLAB_HUB_SIGNUP_CODE": "code-12345", "CIFARLAB_HUB_ENGINE": "podman", **env})
+
+    def test_none(self):
+        s = self.settings()
+        self.assertEqual({}, s.read_only_volumes())
+        self.assertNotIn("CIFARLAB_COMPILE_CACHE_SHARED", s.environment(), "the image's own ENV holds")
+
+    def test_mounted_read_only_and_listed_first(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.chmod(d, 0o755)
+            s = self.settings(CIFARLAB_HUB_COMPILE_CACHE=d)
+            self.assertEqual({d: "/srv/cifarlab/compile-cache"}, s.read_only_volumes())
+            self.assertEqual("/srv/cifarlab/compile-cache:/opt/cifarlab/compile-cache", s.environment()["CIFARLAB_COMPILE_CACHE_SHARED"])
+
+    def test_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.chmod(d, 0o777)
+            for value, says in ((d, f"CIFARLAB_HUB_COMPILE_CACHE={d} is writable by other users (mode 0777)"),
+                                ("relative/dir", "is not an absolute path"),
+                                (os.path.join(d, "missing"), "is not a folder on this host; fill it before the event")):
+                with self.assertRaises(SettingsError) as e:
+                    self.settings(CIFARLAB_HUB_COMPILE_CACHE=value)
+                self.assertIn(says, str(e.exception))
 
 
 if __name__ == "__main__":

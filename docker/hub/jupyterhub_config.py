@@ -55,6 +55,9 @@ c.DockerSpawner.pull_policy = "never"  # the image is built or loaded on the mac
 c.DockerSpawner.name_template = s.container_prefix + "{username}"
 c.DockerSpawner.remove = True  # the container goes when the server stops (no auto_remove: see host_config); the volume stays
 c.DockerSpawner.volumes = {s.volume_prefix + "{username}": "/opt/cifarlab/notebooks/work"}
+# The host's compile cache folder (CIFARLAB_HUB_COMPILE_CACHE), read-only, listed in every server's
+# CIFARLAB_COMPILE_CACHE_SHARED beside the image's own (s.environment()).
+c.DockerSpawner.read_only_volumes = s.read_only_volumes()
 c.DockerSpawner.port = 8888
 # Creating a container copies the image under podman's vfs storage (a minute or more for this
 # multi-GB image on a busy machine): the engine's API calls may take as long as a start.

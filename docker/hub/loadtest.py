@@ -7,11 +7,14 @@
                                                   organiser's first sign-up, which must be the hub's admin)
     loadtest.py STATE.json users N                create users u1..uN and a token each through the REST API
     loadtest.py STATE.json start USER...          start their servers, wait until ready
-    loadtest.py STATE.json run LABEL USER...      each user runs the notebooks through their own kernel, at once
+    loadtest.py STATE.json run LABEL USER... [--notebooks=A.ipynb,...] [--expect=loaded|compiled]
+                                                  each user runs the notebooks (default 01-04) through their own kernel,
+                                                  at once; --expect: notebook 01's training cell loaded every program
+                                                  from the compile cache (none compiled), or compiled them all
     loadtest.py STATE.json isolation              other users' tokens and no token are refused
     loadtest.py STATE.json mark USER              the user edits a notebook and adds one of their own
     loadtest.py STATE.json check-mark USER [--notebooks-only]  ... and both are still there
-    loadtest.py STATE.json restart USER           stop and start the user's server through the REST API
+    loadtest.py STATE.json restart USER...        stop and start the users' servers through the REST API, at once
     loadtest.py STATE.json spawn-fails USER WORDS... [--within=S]  a spawn that fails: the attendee's page says WORDS
                                                   (within S seconds), no container left
     loadtest.py STATE.json oom USER LIMIT         a cell over the memory limit is killed; the next cell says why (LIMIT, e.g. "3.0 GiB")
@@ -51,6 +54,8 @@ import websocket
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "notebooks"))
+sys.path.insert(0, os.path.join(REPO, "docker"))
+import cachecheck  # noqa: E402
 import nbcheck  # noqa: E402
 
 NOTEBOOKS = ["01-reproduce.ipynb", "02-move-to-cpu.ipynb", "03-inspect-shapes.ipynb", "04-fix-the-head.ipynb"]
@@ -310,8 +315,16 @@ def run_notebook(state, user, name, kernel="cifarlab-cpu"):
     nbcheck.portable(nb, CHECKOUT_IN_IMAGE)
     reports = nbcheck.check_cells(nb, stopped, seconds, None, CHECKOUT_IN_IMAGE)
     problems = [f"cell {r.index}: {p}" for r in reports for p in r.problems]
-    return {"user": user, "notebook": name, "wall": wall, "cells": [seconds[i] for i in sorted(seconds)],
-            "ok": not problems, "problems": problems}
+    r = {"user": user, "notebook": name, "wall": wall, "cells": [seconds[i] for i in sorted(seconds)],
+         "ok": not problems, "problems": problems}
+    # The training cell (the first whose timeline says what became of its programs): the compile
+    # cache's figures, and its wall time from execute_request to idle (what the attendee waits).
+    for i in sorted(seconds):
+        got = cachecheck.training_cell(nb.cells[i].outputs)
+        if got is not None:
+            r["training"] = {**got, "cell": seconds[i]}
+            break
+    return r
 
 
 def sample_stats(stats_cmd, prefix, samples, stop):
@@ -331,7 +344,10 @@ def sample_stats(stats_cmd, prefix, samples, stop):
 
 
 def cmd_run(state, args):
-    label, users = args[0], args[1:]
+    opts = dict(a[2:].split("=", 1) for a in args if a.startswith("--"))
+    label, users = args[0], [a for a in args[1:] if not a.startswith("--")]
+    notebooks = opts["notebooks"].split(",") if "notebooks" in opts else NOTEBOOKS
+    expect = opts.get("expect")
     stop = threading.Event()
     samples = []
     sampler = None
@@ -344,14 +360,18 @@ def cmd_run(state, args):
 
     def one_user(u):
         out = []
-        for name in NOTEBOOKS:
+        for name in notebooks:
             try:
                 r = run_notebook(state, u, name)
             except Exception as e:  # noqa: BLE001 (any failure of a user's run is reported, not raised)
                 r = {"user": u, "notebook": name, "ok": False, "problems": [f"{type(e).__name__}: {e}"], "cells": []}
+            if expect and name == NOTEBOOKS[0]:
+                bad = cachecheck.problems(r.get("training"), expect)
+                r["ok"], r["problems"] = r["ok"] and not bad, r["problems"] + [f"compile cache ({expect} expected): {b}" for b in bad]
             out.append(r)
+            training = f"; training cell {r['training']['cell']:.1f} s: {cachecheck.describe(r['training'])}" if r.get("training") else ""
             print(f"  {label} {u} {name}: {'ok' if r['ok'] else 'FAILED'} "
-                  f"{r.get('wall', 0):.1f} s, {len(r['cells'])} cells", flush=True)
+                  f"{r.get('wall', 0):.1f} s, {len(r['cells'])} cells{training}", flush=True)
             if not r["ok"]:
                 break
         return out
@@ -370,11 +390,11 @@ def cmd_run(state, args):
             failures.append(f"{r['user']} {r['notebook']}: " + "\n".join(r["problems"])[:2000])
     state.setdefault("runs", {})[label] = {"users": users, "wall": wall, "results": results, "samples": samples}
     lat = [c for r in results for c in r["cells"]]
-    print(f"run {label}: {len(users)} user(s) x {len(NOTEBOOKS)} notebooks in {wall:.0f} s; "
+    print(f"run {label}: {len(users)} user(s) x {len(notebooks)} notebooks in {wall:.0f} s; "
           f"cell latency p50 {pct(lat, 50):.2f} s, p95 {pct(lat, 95):.2f} s over {len(lat)} cells")
     done = sum(1 for r in results if r["ok"])
-    if failures or done != len(users) * len(NOTEBOOKS):
-        raise Fail(f"run {label}: {done} of {len(users) * len(NOTEBOOKS)} notebooks passed:\n" + "\n".join(failures))
+    if failures or done != len(users) * len(notebooks):
+        raise Fail(f"run {label}: {done} of {len(users) * len(notebooks)} notebooks passed:\n" + "\n".join(failures))
 
 
 def pct(values, p):
@@ -498,8 +518,7 @@ def cmd_check_mark(state, args):
     print(f"check-mark: {user} still has the workshop notebooks, the edit and mine.ipynb ({len(names)} files)")
 
 
-def cmd_restart(state, args):
-    user = args[0]
+def restart(state, user):
     t0 = time.monotonic()
     api(state, "DELETE", f"/users/{user}/server", expect=(202, 204))
     while server_state(state, user) is not None:
@@ -508,7 +527,13 @@ def cmd_restart(state, args):
         time.sleep(2)
     stopped = time.monotonic() - t0
     took = start(state, user)
-    print(f"restart: {user}'s server stopped in {stopped:.0f} s and started again in {took:.0f} s")
+    return f"restart: {user}'s server stopped in {stopped:.0f} s and started again in {took:.0f} s"
+
+
+def cmd_restart(state, users):
+    with concurrent.futures.ThreadPoolExecutor(len(users)) as ex:
+        for line in ex.map(lambda u: restart(state, u), users):
+            print(line)
 
 
 def cmd_wait_culled(state, args):
@@ -775,6 +800,7 @@ def cmd_report(state, _args):
     runs = state.get("runs", {})
     if not runs:
         return
+    report_training(runs)
     print("| run | users | notebooks passed | wall (s) | cells | cell p50 (s) | cell p95 (s) | notebook wall p50 (s) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for label, run in runs.items():
@@ -801,6 +827,29 @@ def cmd_report(state, _args):
             mem = [parse_mem(s["mem"]) / 1e6 for s in ss]
             print(f"| {label} | {name} | {len(ss)} | {statistics.mean(cpu):.0f} | {max(cpu):.0f} | {used:.0f} | "
                   f"{statistics.mean(mem):.0f} | {max(mem):.0f} |")
+
+
+def report_training(runs):
+    """The compile cache's table: notebook 01's training cell in each run, per user at once."""
+    rows = [(label, run, [r["training"] for r in run["results"] if r["notebook"] == NOTEBOOKS[0] and r.get("training")])
+            for label, run in runs.items()]
+    rows = [row for row in rows if row[2]]
+    if not rows:
+        return
+    print("Notebook 01's training cell (150 steps), each user in a new kernel; cell: execute_request to idle (GoNB's build "
+          "of the cell included); trained: the run's own time; programs: the timeline's compile or load of each program.")
+    print()
+    print("| run | users at once | programs | cell p50 (s) | cell max (s) | trained p50 (s) | programs p50 (s) | programs max (s) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for label, run, ts in rows:
+        kinds = sorted({("compiled" if t["compiled"] else "") + ("/" if t["compiled"] and t["loaded"] else "") +
+                        ("loaded" if t["loaded"] else "") for t in ts})
+        prog = [sum(t["compiled"].values()) + sum(t["loaded"].values()) for t in ts]
+        cell = [t["cell"] for t in ts]
+        trained = [t["trained"] for t in ts if t.get("trained") is not None]
+        print(f"| {label} | {len(run['users'])} | {', '.join(kinds)} | {pct(cell, 50):.1f} | {max(cell):.1f} | "
+              f"{pct(trained, 50):.1f} | {pct(prog, 50):.2f} | {max(prog):.2f} |")
+    print()
 
 
 def parse_duration(text):

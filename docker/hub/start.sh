@@ -32,7 +32,8 @@
 # CIFARLAB_HUB_GPU, CIFARLAB_HUB_USERS, CIFARLAB_HUB_GPU_MEM_FRACTION, CIFARLAB_HUB_CULL_TIMEOUT,
 # CIFARLAB_HUB_STATE (default ~/.local/share/cifarlab-hub), CIFARLAB_HUB_ENGINE (docker|podman),
 # CIFARLAB_HUB_PODMAN_ARGS (global podman options, e.g. "--root DIR --storage-driver vfs" for an
-# image in other podman storage), CIFARLAB_HUB_ULIMITS, CIFARLAB_HUB_PREFIX: see docker/README.md.
+# image in other podman storage), CIFARLAB_HUB_ULIMITS, CIFARLAB_HUB_PREFIX, CIFARLAB_HUB_COMPILE_CACHE
+# (a host folder of compiled programs, mounted read-only in every server): see docker/README.md.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

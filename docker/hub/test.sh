@@ -18,6 +18,10 @@
 #   3. users     N users (u1..uN) created with POST /hub/api/users, a token each
 #   4. start     their servers started through the REST API; CPU, memory and GPU settings checked
 #                on the containers (podman inspect) and in the served CUDA kernelspec
+#   4b. cache    u1 runs notebook 01 (both sizes): its training cell loads every program from the
+#                image's shared compile cache (/opt/cifarlab/compile-cache, compiled at image build),
+#                compiles none, and u1's own folder (~/.cache/cifarlab/xla-programs) holds no
+#                program, only hit counts; its entry point said the image's programs serve this CPU
 #   5. failed    spawns that fail, each said on the attendee's page within seconds, with no
 #                container left: a volume that cannot be mounted; an image that cannot run on this
 #                storage (it renames a folder of its own layers at start: EXDEV on overlay, as
@@ -25,20 +29,32 @@
 #                lines); the servers' image removed from the engine
 #   6. load-1    (full) u1 runs notebooks 01-04 through its own kernels (sessions API + kernel
 #                websocket), checked with notebooks/nbcheck.py's checks; cell latencies recorded
-#   7. load-N    (full) all N users run 01-04 at once; podman stats sampled every 5 s
+#   7. load-N    (full) all N users run 01-04 at once; podman stats sampled every 5 s; in both
+#                runs every notebook 01 training cell loads its programs from the shared layer
+#   7b. cache-N  (full) the N servers restarted (new containers), all N run notebook 01 at once:
+#                every training cell loads, no own folder holds a program; then again on the image
+#                without its shared layer (nocache-N: every program compiled): the figures of
+#                docker/hub/RESULTS.md's compile cache table
 #   8. isolation another user's token, or none, is refused on a user's server, files, kernels
 #                (REST and websocket), the hub's API, and the container's own port; then (full) a
 #                cell of u1's touches more memory than its limit: the next cell says memory ran out
 #   9. restart   u1 edits a notebook, saves one of its own, and starts a silent cell of
 #                CIFARLAB_HUB_TEST_BUSY seconds, then disconnects; the hub is restarted (start.sh
 #                stopped and started again) with the culling timeout lowered to
-#                CIFARLAB_HUB_TEST_CULL (30 s): u1's server is still there, with its work
+#                CIFARLAB_HUB_TEST_CULL (30 s) and a host folder of compiled programs
+#                (CIFARLAB_HUB_COMPILE_CACHE; ci: the image's programs copied out; full: filled with
+#                the image's `cifarlab cache warm --into`, as docker/README.md tells a GPU host's
+#                organiser): u1's server is still there, with its work
 #  10. culling   u2 logs in with headless Chromium and leaves a JupyterLab tab open on an idle
 #                notebook (docker/hub/tab.mjs): its server is culled the timeout after it last did
 #                something, while the tab still polls; u1's busy kernel keeps its server (polled at
 #                the container's port, so that polling is no activity), and once the cell ends u1
 #                is culled after the timeout; containers and processes gone
-#  11. persist   u1 starts again: its edit and its notebook are there (the volume outlived culling)
+#  11. persist   u1 starts again: its edit and its notebook are there (the volume outlived culling);
+#                its server has the host folder mounted read-only and listed first in
+#                CIFARLAB_COMPILE_CACHE_SHARED, and its entry point says its programs serve this CPU;
+#                (full) on the image without its own shared layer, u1's notebook 01 loads every
+#                program from the host folder
 #  12. faults    start.sh with CIFARLAB_HUB_START_MEM above this machine's memory (a machine with
 #                no memory free): a spawn is refused at once, saying so; start.sh with the image
 #                that cannot run on this storage, and start.sh on storage that cannot work at all
@@ -54,8 +70,9 @@
 # images it made) is removed on exit, Ctrl-C included. Root.
 #
 # Two sizes (CIFARLAB_HUB_TEST_SIZE): ci (the default; what .ci/run runs through
-# kernel/run-tests.sh: 2 users, no notebook runs, no out-of-memory cell; every check above
-# otherwise) and full (4 users, the load and out-of-memory steps: the figures of RESULTS.md).
+# kernel/run-tests.sh: 2 users, notebook 01 run by u1 alone, no out-of-memory cell; every check
+# above otherwise) and full (4 users, the load, compile cache and out-of-memory steps: the figures
+# of RESULTS.md).
 #
 # Environment:
 #   CIFARLAB_HUB_TEST_SIZE       ci (default) or full
@@ -97,6 +114,8 @@ prefix="cifarlab-hubtest-$$-"
 # at an image that cannot run here, and remove it, as an organiser's `podman tag` or `rmi` would.
 alias_image="localhost/cifarlab-hubtest:$$"
 bad_image="localhost/cifarlab-hubtest-exdev:$$"
+# The image without its shared compile cache (its programs removed): the image as built before it.
+nocache_image="localhost/cifarlab-hubtest-nocache:$$"
 
 fail() { echo "docker/hub/test.sh: FAIL: $*" >&2; exit 1; }
 step() { echo "=== [$(date +%T)] $*"; }
@@ -192,6 +211,7 @@ cleanup() {
   # IMAGE NAME: only that name (untag IMAGE alone removes every name of the image).
   "${P[@]}" untag "$alias_image" "$alias_image" >/dev/null 2>&1 || true
   "${P[@]}" rmi -f "$bad_image" >/dev/null 2>&1 || true
+  "${P[@]}" rmi -f "$nocache_image" >/dev/null 2>&1 || true
   [ ! -d "$out/state" ] || rm -f "$out/state/podman.sock"
   if [ -n "$ovl" ]; then umount "$ovl/m" 2>/dev/null || true; rm -rf "$ovl"; fi
   [ "$rc" = 0 ] || echo "docker/hub/test.sh: failed (exit $rc) after $(($(date +%s) - t0)) s; logs in $out" >&2
@@ -203,6 +223,26 @@ trap 'exit 143' TERM
 "${P[@]}" tag "$image" "$alias_image"
 
 lt() { "$py" "$here/loadtest.py" "$state_json" "$@"; }
+# own_cache USER: the user's own compile cache folder holds no program (every one came from a shared
+# folder), only the hit counts of those loaded.
+own_cache() {
+  local listing xla hits
+  # shellcheck disable=SC2016 # expanded by the container's shell
+  listing="$("${P[@]}" exec "$prefix$1" sh -c 'ls -A "${XDG_CACHE_HOME:-$HOME/.cache}/cifarlab/xla-programs"')" \
+    || fail "$1's own compile cache folder is missing"
+  xla="$(grep -c '\.xla$' <<<"$listing" || true)"
+  hits="$(grep -c '\.hits$' <<<"$listing" || true)"
+  [ "$xla" = 0 ] || fail "$1's own compile cache folder holds $xla programs: something was compiled ($(tr '\n' ' ' <<<"$listing"))"
+  [ "$hits" -ge 3 ] || fail "$1's own compile cache folder counts loads of $hits programs, want 3 or more ($(tr '\n' ' ' <<<"$listing"))"
+  echo "own compile cache of $1: no program, the loads of $hits shared ones counted"
+}
+# cache_said LOG REGEX: the last compile cache line of a server's log (its entry point's) matches REGEX.
+cache_said() {
+  local line
+  line="$(grep -h "cifarlab: compile cache: " "$1" | tail -n 1)"
+  echo "${line:-(no compile cache line)}"
+  grep -Eq "$2" <<<"$line" || fail "the entry point's compile cache line is not as expected (want /$2/)"
+}
 
 step "hub: docker/hub/start.sh (port $CIFARLAB_HUB_PORT, image $image as $alias_image, $n users)"
 hub_start "$out/hub-1.log"
@@ -213,6 +253,8 @@ grep -q "^cifarlab hub: storage: " "$out/hub-1.log" || fail "start.sh did not sa
 if [ "$overlay" = 1 ]; then
   grep -q "^cifarlab hub: a test server of $alias_image got through its entry point on this storage" "$out/hub-1.log" \
     || fail "start.sh did not start a test server of the image before the hub"
+  grep -Eq "^cifarlab hub: the servers' compile cache: shared /opt/cifarlab/compile-cache: ([0-9]+) programs \(\1 compiled on this machine\)" "$out/hub-1.log" \
+    || fail "start.sh did not say that the image's compiled programs serve this machine"
 fi
 grep -q "^cifarlab hub: sign-up code: $CIFARLAB_HUB_SIGNUP_CODE (hand it to the room). Sign up as admin first, at http://127.0.0.1:$CIFARLAB_HUB_PORT/hub/signup" "$out/hub-1.log" \
   || fail "start.sh did not print the sign-up code and that the admin signs up first"
@@ -283,6 +325,12 @@ if [ "${CIFARLAB_HUB_TEST_STOP_AFTER:-}" = start ]; then
   exit 0
 fi
 
+step "cache: u1 runs notebook 01; its training cell loads every program from the image's shared compile cache"
+"${P[@]}" logs "${prefix}u1" >"$out/u1-start.log" 2>&1
+cache_said "$out/u1-start.log" "^cifarlab: compile cache: shared /opt/cifarlab/compile-cache: ([0-9]+) programs \(\1 compiled on this machine\)"
+lt run cache-1 u1 --notebooks=01-reproduce.ipynb --expect=loaded
+own_cache u1
+
 step "failed: spawns that fail, said on the attendee's page within seconds"
 "${P[@]}" volume create --opt type=ext4 --opt device=/dev/cifarlab-hubtest-no-such-disk "${prefix}work-broken" >/dev/null
 lt spawn-fails broken "Your server could not start" "could not be mounted" "Tell the organiser" --within=60
@@ -311,9 +359,24 @@ lt spawn-fails noimage "the image of the servers is not in the container engine'
 
 if [ "$load" = 1 ]; then
   step "load-1: u1 runs notebooks 01-04"
-  lt run load-1 u1
+  lt run load-1 u1 --expect=loaded
   step "load-$n: ${users[*]} run notebooks 01-04 at once"
-  lt run "load-$n" "${users[@]}"
+  lt run "load-$n" "${users[@]}" --expect=loaded
+  step "cache-$n: ${users[*]} run notebook 01 at once in new servers, with the image's shared compile cache, then without it (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  lt restart "${users[@]}"
+  lt run "cache-$n" "${users[@]}" --notebooks=01-reproduce.ipynb --expect=loaded
+  for u in "${users[@]}"; do own_cache "$u"; done
+  b="$("${B[@]}" from --pull=never -q "$image")"
+  m="$("${B[@]}" mount "$b")"
+  rm -f "$m"/opt/cifarlab/compile-cache/*.xla
+  "${B[@]}" umount "$b" >/dev/null
+  "${B[@]}" commit -q "$b" "$nocache_image" >/dev/null 2>&1
+  "${B[@]}" rm "$b" >/dev/null
+  "${P[@]}" tag "$nocache_image" "$alias_image"
+  lt restart "${users[@]}"
+  echo "nocache-$n: the servers run $nocache_image, the image without its shared compile cache (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  lt run "nocache-$n" "${users[@]}" --notebooks=01-reproduce.ipynb --expect=compiled
+  "${P[@]}" tag "$image" "$alias_image"
 fi
 
 step "isolation"
@@ -332,8 +395,28 @@ hub_stop
 # the engine removes a culled container, which would hold up the checks.
 ids="$("${P[@]}" ps -q --no-trunc --filter "name=^$prefix")"
 echo "hub stopped; user servers still running: $(echo "$ids" | grep -c .)"
-export CIFARLAB_HUB_CULL_TIMEOUT="$cull" CIFARLAB_HUB_CULL_EVERY="$every"
+# A host folder of compiled programs for every server (as on a GPU host, filled before the event).
+hostcache="$out/host-compile-cache"
+if [ "$full" = 1 ]; then
+  # As docker/README.md tells the organiser: the image's own cifarlab cache warm, into the folder.
+  # (--ulimit: this host's runtime cannot raise the open-files limit to podman's default.)
+  install -d -o 1000 -g 1000 "$hostcache"
+  "${P[@]}" run --rm --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 -v "$hostcache:/srv/cifarlab/compile-cache" "$image" \
+    cifarlab cache warm --into /srv/cifarlab/compile-cache --notebook /opt/cifarlab/notebooks/01-reproduce.ipynb 2>"$out/warm.log" \
+    || { tail -n 20 "$out/warm.log"; fail "cifarlab cache warm into a host folder failed"; }
+else
+  # ci: the image's programs copied out (what a warm on this machine compiles), in seconds.
+  mnt="$("${P[@]}" image mount "$image")"
+  cp -a "$mnt/opt/cifarlab/compile-cache" "$hostcache"
+  "${P[@]}" image unmount "$image" >/dev/null
+fi
+echo "host compile cache $hostcache: $(find "$hostcache" -name '*.xla' | wc -l) programs, mode $(stat -c %a "$hostcache")"
+export CIFARLAB_HUB_CULL_TIMEOUT="$cull" CIFARLAB_HUB_CULL_EVERY="$every" CIFARLAB_HUB_COMPILE_CACHE="$hostcache"
 hub_start "$out/hub-2.log"
+if [ "$overlay" = 1 ]; then
+  grep -Eq "^cifarlab hub: the servers' compile cache: shared /srv/cifarlab/compile-cache: ([0-9]+) programs \(\1 compiled on this machine\); shared /opt/cifarlab/compile-cache: " "$out/hub-2.log" \
+    || fail "start.sh's test server did not see the host folder first in the servers' compile cache (see $out/hub-2.log)"
+fi
 lt check-mark u1
 
 step "culling (timeout $cull s, checked every $every s): u2 leaves a JupyterLab tab open; u1's kernel is busy"
@@ -366,8 +449,24 @@ done
 if pgrep -f jupyterhub-singleuser >/dev/null; then fail "a jupyterhub-singleuser process is still running: $(pgrep -af jupyterhub-singleuser)"; fi
 echo "culled: no container, conmon or server process of the hub's users left"
 
-step "persist: u1 starts again after culling"
+step "persist: u1 starts again after culling, with the host's compile cache folder"
+nocache=0
+"${P[@]}" image exists "$nocache_image" && nocache=1
+if [ "$nocache" = 1 ]; then "${P[@]}" tag "$nocache_image" "$alias_image"; fi
 lt start u1
+"${P[@]}" inspect -f '{{range .Mounts}}{{.Source}}:{{.Destination}}:{{.RW}} {{end}}' "${prefix}u1" | tee "$out/u1-mounts.txt"
+grep -q "$hostcache:/srv/cifarlab/compile-cache:false" "$out/u1-mounts.txt" || fail "u1's server does not have the host's compile cache folder mounted read-only"
+shared_env="$("${P[@]}" exec "${prefix}u1" printenv CIFARLAB_COMPILE_CACHE_SHARED)"
+[ "$shared_env" = /srv/cifarlab/compile-cache:/opt/cifarlab/compile-cache ] \
+  || fail "u1's CIFARLAB_COMPILE_CACHE_SHARED is '$shared_env', want the host folder, then the image's"
+"${P[@]}" logs "${prefix}u1" >"$out/u1-restart.log" 2>&1
+cache_said "$out/u1-restart.log" "^cifarlab: compile cache: shared /srv/cifarlab/compile-cache: ([0-9]+) programs \(\1 compiled on this machine\); shared /opt/cifarlab/compile-cache"
+if [ "$nocache" = 1 ]; then
+  # The image without its own programs (made for nocache-N): everything loads from the host folder.
+  lt run hostcache-1 u1 --notebooks=01-reproduce.ipynb --expect=loaded
+  own_cache u1
+  "${P[@]}" tag "$image" "$alias_image"
+fi
 # Busy, so that the culler of this hub (30 s timeout), which runs until the hub has stopped, leaves
 # u1's server to start.sh down; the next hub keeps the default timeout.
 lt busy u1 600

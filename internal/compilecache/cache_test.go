@@ -168,6 +168,52 @@ func TestSharedLayer(t *testing.T) {
 	require.True(t, ok, "the shared folder is never cleared")
 }
 
+// A shared folder says how many of its entries were compiled for a machine; the shared folders
+// are said to be another machine's only when they hold programs and none for this one.
+func TestSharedFits(t *testing.T) {
+	fill := func(metas ...Meta) string {
+		dir := filepath.Join(t.TempDir(), "shared")
+		c, _ := open(Config{Dir: dir})
+		for i, m := range metas {
+			c.Put(key(fmt.Sprint(dir, i)), m, program("p", 100))
+		}
+		require.NoError(t, os.Chmod(dir, 0o755))
+		return dir
+	}
+	here, other := Meta{MachineID: "here", Machine: "CPU Here"}, Meta{MachineID: "there", Machine: "CPU There, no GPU"}
+	foreign, mixed, old, empty := fill(other, other), fill(other, here), fill(Meta{Program: "old"}), fill()
+
+	c, _ := open(Config{Shared: []string{foreign, mixed, old, empty}})
+	require.Equal(t, []SharedFit{
+		{Dir: foreign, Programs: 2, Others: []string{"CPU There, no GPU"}},
+		{Dir: mixed, Programs: 2, ForMachine: 1, Others: []string{"CPU There, no GPU"}},
+		{Dir: old, Programs: 1, Unknown: 1},
+		{Dir: empty},
+	}, c.SharedFits("here"))
+
+	for _, tc := range []struct {
+		shared []string
+		says   string
+	}{
+		{[]string{foreign}, "compile cache: the shared folder " + foreign + " ($CIFARLAB_COMPILE_CACHE_SHARED) holds 2 programs compiled on " +
+			"another machine (CPU There, no GPU), none for this one (CPU Here): they do not load here, so programs compile as without it. " +
+			"Compile them on this machine: cifarlab cache warm --into DIR --notebook NOTEBOOK, then share DIR"},
+		{[]string{foreign, empty, foreign}, "the shared folders " + foreign + ", " + foreign + " ($CIFARLAB_COMPILE_CACHE_SHARED) hold 4 programs"},
+		{[]string{foreign, mixed}, ""},
+		{[]string{old, foreign}, ""},
+		{[]string{empty}, ""},
+		{nil, ""},
+	} {
+		c, _ := open(Config{Shared: tc.shared})
+		line := ForeignShared(c.SharedFits("here"), "CPU Here")
+		if tc.says == "" {
+			require.Empty(t, line, tc.shared)
+		} else {
+			require.Contains(t, line, tc.says)
+		}
+	}
+}
+
 // A folder that other users can write is refused, own or shared, with the setting that shares
 // compiled programs read-only; so is an entry file that other users can write.
 func TestFoldersWritableByOthersRefused(t *testing.T) {

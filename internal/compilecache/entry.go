@@ -25,6 +25,9 @@ type Meta struct {
 	Program string `json:"program,omitempty"`
 	Plugin  string `json:"plugin,omitempty"`
 	Machine string `json:"machine,omitempty"`
+	// MachineID identifies the hardware of its key (the CPU and GPUs; cifarlib/backends' digest
+	// of them): an entry of another MachineID never loads on this machine (SharedFits).
+	MachineID string `json:"machine_id,omitempty"`
 	// CompileSeconds is how long its compile took.
 	CompileSeconds float64 `json:"compile_seconds,omitempty"`
 }
