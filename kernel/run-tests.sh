@@ -111,7 +111,8 @@ else
   echo "== docker/test.sh (run, notebook 01 inside the image)"
   CIFARLAB_DOCKER_REUSE=1 bash docker/test.sh
   # The workshop hub on that image, through start.sh as docker/README.md runs it, at CI size (2
-  # users, no notebook runs: about 8 minutes; CIFARLAB_HUB_TEST_SIZE=full for RESULTS.md's figures).
+  # users, notebook 01 run by one of them from the image's compile cache: about 6 minutes;
+  # CIFARLAB_HUB_TEST_SIZE=full for RESULTS.md's figures).
   # CIFARLAB_HUB_TEST=0 skips it.
   if [ "${CIFARLAB_HUB_TEST:-1}" = 1 ]; then
     echo "== docker/hub/test.sh (JupyterHub through start.sh: spawns, failed spawns, isolation, culling with a tab open, down)"
