@@ -158,6 +158,7 @@ func TestSmokeNotebook(t *testing.T) {
 		c := run.Cells[0]
 		require.Equal(t, "ok", c.Status, "setup cell: %+v", c)
 		q := regexp.QuoteMeta
+		goXLA := filepath.Join(repo.Dir, "third_party", "go-xla")
 		require.Regexp(t, "^"+strings.Join([]string{
 			q("kernel: " + kernelKind),
 			q("GOMLX_BACKEND: " + backend),
@@ -166,9 +167,8 @@ func TestSmokeNotebook(t *testing.T) {
 			q("module github.com/gomlx/gomlx: " + mod.Require["github.com/gomlx/gomlx"]),
 			q("module github.com/gomlx/compute: " + mod.Require["github.com/gomlx/compute"]),
 			// go.mod's replace: the checkout's patched copy (third_party/README.md), by a path
-			// relative to the cell's module.
-			q("module github.com/gomlx/go-xla: "+mod.Require["github.com/gomlx/go-xla"]+" => ") + `(\.\./)*` +
-				q(strings.TrimPrefix(filepath.Join(repo.Dir, "third_party", "go-xla"), "/")),
+			// relative to the cell's module, GoNB's folder in the kernel's TMPDIR (this test's).
+			q("module github.com/gomlx/go-xla: "+mod.Require["github.com/gomlx/go-xla"]+" => ") + q(relFromCell(t, goXLA)),
 			q("dataset: cifar10 (10 classes)"),
 		}, "\n")+"\n$", c.Stdout)
 	}
@@ -235,4 +235,13 @@ func readSpec(t *testing.T, dataDir, name string) KernelSpec {
 	var s KernelSpec
 	readJSON(t, filepath.Join(kernelDir(dataDir, name), "kernel.json"), &s)
 	return s
+}
+
+// relFromCell returns path relative to a cell's module: GoNB's folder, gonb_ID in the kernel's
+// TMPDIR, which the test's kernels inherit.
+func relFromCell(t *testing.T, path string) string {
+	t.Helper()
+	rel, err := filepath.Rel(filepath.Join(os.TempDir(), "gonb_cell"), path)
+	require.NoError(t, err)
+	return rel
 }
