@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the workshop image without a Docker engine and smoke-tests it, the way CI can:
 #
-#   1. lint      docker/lint.sh (Dockerfile linters, shell scripts)
-#   2. tools     buildah, podman, runc and debootstrap from Debian (installed when missing, as root)
+#   1. tools     buildah, podman, runc and debootstrap from Debian (installed when missing, as root)
+#   2. lint      docker/lint.sh (Dockerfile linters, shell scripts)
 #   3. base      a Debian bookworm base image made with debootstrap from the Debian mirror of
 #                /etc/apt/sources.list*, imported with podman (no registry pulls are possible)
 #   4. build     buildah bud --isolation chroot --storage-driver vfs of docker/Dockerfile with
@@ -32,8 +32,9 @@
 #   CIFARLAB_DOCKER_JOBS      compile jobs inside the build (default 1: the machine is shared)
 #   CIFARLAB_DOCKER_KEEP      1 keeps the container running and the image for inspection
 #   CIFARLAB_DOCKER_BUILD_ARGS extra "--build-arg K=V ..." for buildah
-#   CIFARLAB_DOCKER_REUSE     1 skips the base and build phases when the image exists in the
-#                             cache's storage (to iterate on the run checks)
+#   CIFARLAB_DOCKER_REUSE     1 skips the lint, base and build phases when the image exists in
+#                             the cache's storage (to iterate on the run checks; kernel/run-tests.sh
+#                             after its background build, which linted)
 #   CIFARLAB_DOCKER_STOP_AFTER build: stop once the image is built (kernel/run-tests.sh builds it
 #                             while the Go tests run, then runs the rest with CIFARLAB_DOCKER_REUSE=1)
 #   CIFARLAB_DOCKER_CPU_PLUGIN the CPU kernelspec must load XLA CPU from a plugin whose path holds
@@ -93,10 +94,6 @@ trap cleanup EXIT
 t0="$(date +%s)"
 
 # ---------------------------------------------------------------------------------------------
-phase lint
-bash docker/lint.sh
-
-# ---------------------------------------------------------------------------------------------
 phase tools
 missing=()
 for cmd in buildah podman runc debootstrap; do
@@ -118,7 +115,12 @@ choose_storage "docker/test.sh" "$cache"
 reuse=0
 if [ "${CIFARLAB_DOCKER_REUSE:-0}" = 1 ] && podman "${storage[@]}" image exists "$image_tag"; then
   reuse=1
-  echo "CIFARLAB_DOCKER_REUSE=1: using the existing $image_tag (no base, no build)"
+  echo "CIFARLAB_DOCKER_REUSE=1: using the existing $image_tag (no lint, no base, no build)"
+fi
+
+phase lint
+if [ "$reuse" = 0 ]; then
+  bash docker/lint.sh
 fi
 
 phase base
