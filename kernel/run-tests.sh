@@ -29,7 +29,7 @@ export GOMLX_NO_AUTO_INSTALL=1
 CIFARLAB_COMPILE_CACHE="$(mktemp -d "${TMPDIR:-/tmp}/cifarlab-test-compile-cache.XXXXXX")"
 export CIFARLAB_COMPILE_CACHE CIFARLAB_COMPILE_CACHE_SHARED=
 
-# The workshop image (docker/test.sh's lint, tools, base and build phases: 6-12 minutes, mostly
+# The workshop image (docker/test.sh's tools, lint, base and build phases: 6-12 minutes, mostly
 # apt, pip and module downloads and a nice'd compile) is built in the background while the Go tests
 # run, in a process group of its own that ends with this script; its run and notebook phases and
 # the hub's test run after the Go tests, on that image (CIFARLAB_DOCKER_REUSE=1). Its log:
@@ -93,7 +93,7 @@ echo "== go test third_party/go-xla/pjrt (the patch) on the XLA CPU plugin"
 # (above), run with podman (docker/test.sh installs both from apt when missing; it needs root):
 # its kernels checked and notebook 01 executed inside it on XLA CPU. It prints each phase's time.
 # CIFARLAB_DOCKER_TEST=0 skips it (e.g. a laptop run without root), leaving docker/lint.sh, which
-# docker/test.sh runs first.
+# docker/test.sh runs before its build.
 if [ "${CIFARLAB_DOCKER_TEST:-1}" != 1 ]; then
   echo "== docker lint (the full image build is docker/test.sh, see docker/README.md)"
   bash docker/lint.sh
